@@ -1,0 +1,173 @@
+#include "sim/cli/args.hpp"
+
+#include <boost/program_options.hpp>
+#include <sstream>
+
+#include "sim/core/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace trainsim {
+
+namespace {
+
+po::options_description plan_options() {
+  po::options_description d("Plan (Megatron-LM names; a flag overrides the scenario's value)");
+  auto s = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
+  d.add_options()("tp", s("N"),
+                  "tensor-parallel size: splits every layer's matrices over N GPUs of a node")(
+      "pp", s("N"), "pipeline-parallel size: splits the layers into N stages")(
+      "dp", s("N"), "data-parallel size: N replicas, gradients all-reduced each step")(
+      "cp", s("N"), "context-parallel size (not supported yet: 1)")(
+      "ep", s("N"), "expert-parallel size (not supported yet: 1)")(
+      "vp", s("N"), "virtual stages per GPU for the interleaved schedule (not supported yet: 1)")(
+      "sp", po::bool_switch(), "sequence parallelism (not supported yet)")(
+      "mbs", s("N"), "micro-batch size in sequences (default 1)")(
+      "gbs", s("N"), "global batch size in sequences; micro-batches per step = gbs / (mbs x dp)")(
+      "seq-len", s("N"), "sequence length in tokens (required)")(
+      "schedule", s("NAME"),
+      "pipeline schedule: gpipe or 1f1b (default); interleaved, zb-h1 later")(
+      "partition", s("NAME"), "layer-to-stage rule: uniform (Megatron's default)")(
+      "recompute", s("NAME"), "activation recomputation: none (default)")(
+      "zero", s("N"), "ZeRO / distributed-optimizer stage 0-3 (not supported yet: 0)")(
+      "precision", s("NAME"), "bf16 (default) or fp8 GEMMs")(
+      "vocab-divisible-by", s("N"), "pad the vocabulary to a multiple of N x tp (default 128)")(
+      "gpus", s("N"), "cluster size; must equal tp x pp x dp when given");
+  return d;
+}
+
+po::options_description io_options(const std::string& command) {
+  po::options_description d("Inputs and output");
+  d.add_options()("help,h", "show this help")(
+      "model", po::value<std::string>()->value_name("M"),
+      "model: a name under models/ (e.g. llama3.1-70b) or a path to our JSON or a Hugging Face "
+      "config.json")("platform", po::value<std::string>()->value_name("P"),
+                     "platform: a name under platforms/ (e.g. h100-sxm-ndr) or a path")(
+      "format", po::value<std::string>()->value_name("text|json"), "what to print (default text)")(
+      "out", po::value<std::string>()->value_name("DIR"),
+      "also write DIR/report.json and DIR/report.txt");
+  if (command == "run") {
+    d.add_options()(
+        "engine", po::value<std::string>()->value_name("simgrid|analytic"),
+        "simgrid (default): flow-level network with contention; analytic: critical path "
+        "without contention")("strict", po::bool_switch(),
+                              "exit 1 when the report has error-level diagnostics")(
+        "dump-graph", po::value<std::string>()->value_name("FILE"),
+        "write the task graph (per-rank operations) as JSON");
+  }
+  return d;
+}
+
+std::string field_of(const std::string& flag) {
+  std::string f;
+  for (char c : flag) f += c == '-' ? '_' : c;
+  return f;
+}
+
+}  // namespace
+
+std::string top_help() {
+  return "trainsim: simulate distributed training schedules on modelled GPU clusters\n"
+         "\n"
+         "usage:\n"
+         "  trainsim run   SCENARIO.json | --model M --platform P [plan flags]  [--out DIR] "
+         "[--format text|json]\n"
+         "  trainsim check same inputs: diagnostics only (exit 1 on errors)\n"
+         "  trainsim list  the catalog: models (with parameter counts), platforms, scenarios\n"
+         "  trainsim list  the catalog: models (with parameter counts), platforms, scenarios\n"
+         "\n"
+         "A scenario names a model, a platform and a plan; flags override its values. Models,\n"
+         "platforms and scenarios are looked up by name in the catalog (models/, platforms/,\n"
+         "scenarios/; set TRAINSIM_DATA_DIR to use another) or given as paths.\n"
+         "\n"
+         "examples:\n"
+         "  trainsim run scenarios/llama3.1-70b-64gpu.json\n"
+         "  trainsim run --model llama3.1-8b --platform h100-sxm-ndr --tp 2 --pp 2 --dp 2 \\\n"
+         "               --gbs 64 --seq-len 8192\n"
+         "  trainsim run scenarios/llama3.1-70b-64gpu.json --schedule gpipe --format json\n"
+         "\n"
+         "exit codes: 0 success; 1 error-level diagnostics (check, run --strict); 2 bad input.\n"
+         "`trainsim run --help` lists every flag.\n";
+}
+
+std::string run_help(const std::string& command) {
+  std::ostringstream o;
+  if (command == "run") {
+    o << "usage: trainsim run [SCENARIO.json] [flags]\n\n"
+         "Builds every GPU's operations (compute, tensor-parallel all-reduces, pipeline sends and\n"
+         "receives, the data-parallel gradient all-reduce, the optimizer step) and replays them "
+         "on\n"
+         "the platform's network. Prints step time, tokens/s, model TFLOP/s per GPU, MFU, the\n"
+         "pipeline bubble, exposed communication by kind and a per-stage table.\n\n";
+  } else {
+    o << "usage: trainsim check [SCENARIO.json] [flags]\n\n"
+         "Checks the plan without simulating it and prints its diagnostics. Exits 1 when any is\n"
+         "an error, 0 otherwise.\n\n";
+  }
+  o << io_options(command) << "\n" << plan_options();
+  return o.str();
+}
+
+RunOptions parse_run_options(const std::string& command, const std::vector<std::string>& args) {
+  po::options_description all;
+  all.add(io_options(command)).add(plan_options());
+  all.add_options()("scenario", po::value<std::vector<std::string>>(), "");
+  po::positional_options_description positional;
+  positional.add("scenario", -1);
+  po::variables_map vm;
+  try {
+    po::store(
+        po::command_line_parser(args)
+            .options(all)
+            .positional(positional)
+            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+            .run(),
+        vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    fail_input("trainsim " + command,
+               std::string(e.what()) + " (see trainsim " + command + " --help)");
+  }
+  RunOptions opt;
+  opt.help = vm.count("help") > 0;
+  if (vm.count("scenario")) {
+    const auto& list = vm["scenario"].as<std::vector<std::string>>();
+    if (list.size() > 1)
+      fail_input("trainsim " + command,
+                 "takes one SCENARIO.json, got " + std::to_string(list.size()) + " arguments");
+    opt.inputs.scenario = list[0];
+  }
+  if (vm.count("model")) opt.inputs.model = vm["model"].as<std::string>();
+  if (vm.count("platform")) opt.inputs.platform = vm["platform"].as<std::string>();
+  if (vm.count("format")) {
+    opt.format = vm["format"].as<std::string>();
+    if (opt.format != "text" && opt.format != "json") {
+      fail_input("--format", "must be text or json, got '" + opt.format + "'");
+    }
+  }
+  if (vm.count("out")) {
+    opt.out_dir = vm["out"].as<std::string>();
+    if (opt.out_dir->empty()) fail_input("--out", "must not be empty");
+  }
+  if (vm.count("engine")) {
+    auto e = vm["engine"].as<std::string>();
+    if (e != "simgrid" && e != "analytic") {
+      fail_input("--engine", "must be simgrid or analytic, got '" + e + "'");
+    }
+    opt.inputs.engine = e;
+  }
+  if (vm.count("strict")) opt.strict = vm["strict"].as<bool>();
+  if (vm.count("dump-graph")) opt.dump_graph = vm["dump-graph"].as<std::string>();
+  const auto plan = plan_options();
+  for (const auto& o : plan.options()) {
+    const auto& name = o->long_name();
+    if (name == "sp") {
+      if (vm["sp"].as<bool>()) opt.inputs.plan_flags["sp"] = "true";
+      continue;
+    }
+    if (vm.count(name)) opt.inputs.plan_flags[field_of(name)] = vm[name].as<std::string>();
+  }
+  return opt;
+}
+
+}  // namespace trainsim

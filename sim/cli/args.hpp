@@ -1,0 +1,27 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/cli/scenario.hpp"
+
+namespace trainsim {
+
+struct RunOptions {
+  InputRequest inputs;
+  std::optional<std::string> out_dir;
+  std::string format = "text";
+  bool strict = false;
+  std::optional<std::string> dump_graph;
+  bool help = false;
+};
+
+/// Parses the arguments of `run` or `check` (after the command word). InputError naming the
+/// flag on bad usage.
+RunOptions parse_run_options(const std::string& command, const std::vector<std::string>& args);
+
+/// The --help text of `run` / `check`.
+std::string run_help(const std::string& command);
+std::string top_help();
+
+}  // namespace trainsim

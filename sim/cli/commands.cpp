@@ -1,0 +1,146 @@
+#include "sim/cli/commands.hpp"
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "sim/check/checks.hpp"
+#include "sim/cli/args.hpp"
+#include "sim/core/catalog.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/files.hpp"
+#include "sim/core/format.hpp"
+#include "sim/core/hash.hpp"
+#include "sim/core/version.hpp"
+#include "sim/graph/builder.hpp"
+#include "sim/graph/graph_json.hpp"
+#include "sim/model/params.hpp"
+#include "sim/report/report.hpp"
+
+namespace trainsim {
+
+namespace {
+
+std::vector<InputRecord> input_records(const ResolvedInputs& in) {
+  std::vector<InputRecord> records;
+  auto add = [&](const char* role, const std::string& name, const std::filesystem::path& path) {
+    records.push_back({role, name, sha256_hex(read_text_file(path))});
+  };
+  if (!in.scenario_path.empty()) add("scenario", in.scenario_name, in.scenario_path);
+  add("model", in.model.name, in.model_path);
+  add("platform", in.platform.name, in.platform_path);
+  return records;
+}
+
+void emit(const Report& report, const RunOptions& opt, std::ostream& out) {
+  const std::string json = report_json(report);
+  const std::string text = report_text(report);
+  if (opt.out_dir) {
+    write_file_atomically(std::filesystem::path(*opt.out_dir) / "report.json", json);
+    write_file_atomically(std::filesystem::path(*opt.out_dir) / "report.txt", text);
+  }
+  out << (opt.format == "json" ? json : text);
+}
+
+int run_or_check(const std::string& command, const std::vector<std::string>& args,
+                 std::ostream& out) {
+  RunOptions opt = parse_run_options(command, args);
+  if (opt.help) {
+    out << run_help(command);
+    return kExitOk;
+  }
+  ResolvedInputs in = resolve_inputs(opt.inputs);
+  const Partition partition = make_partition(in.model, in.plan);
+  const CostModel costs = compute_costs(in.model, in.platform, in.plan, partition);
+  std::vector<Diagnostic> diagnostics =
+      check_plan(in.model, in.platform, in.plan, partition, costs);
+  bool errors = false;
+  for (const auto& d : diagnostics) errors = errors || d.severity == Severity::kError;
+
+  if (command == "check") {
+    if (opt.format == "json") {
+      nlohmann::ordered_json j = nlohmann::ordered_json::array();
+      for (const auto& d : diagnostics) {
+        j.push_back({{"id", d.id},
+                     {"severity", to_string(d.severity)},
+                     {"stage", d.stage ? nlohmann::ordered_json(*d.stage) : nullptr},
+                     {"message", d.message},
+                     {"fix", d.fix}});
+      }
+      out << nlohmann::ordered_json{{"diagnostics", j}}.dump(2) << "\n";
+    } else if (diagnostics.empty()) {
+      out << "no diagnostics: the plan looks sound\n";
+    } else {
+      for (const auto& d : diagnostics) {
+        out << "[" << to_string(d.severity) << "] " << d.id;
+        if (d.stage) out << " (stage " << *d.stage << ")";
+        out << ": " << d.message << "\n";
+        if (!d.fix.empty()) out << "    fix: " << d.fix << "\n";
+      }
+    }
+    return errors ? kExitDiagnostics : kExitOk;
+  }
+
+  const TaskGraph graph = build_task_graph(in.plan, costs);
+  if (opt.dump_graph) {
+    write_file_atomically(*opt.dump_graph, task_graph_to_json(graph).dump() + "\n");
+  }
+  const Topology topology(in.platform, in.plan.world_size());
+  const SimResult sim = simulate(graph, topology, in.engine);
+  ReportInputs ri{in.model, in.platform,      in.plan,           partition,  costs,
+                  sim,      in.scenario_name, input_records(in), diagnostics};
+  emit(make_report(ri), opt, out);
+  return opt.strict && errors ? kExitDiagnostics : kExitOk;
+}
+
+// The catalog: every model with its parameter count, every platform and scenario.
+int list_catalog(std::ostream& out) {
+  out << "models:\n";
+  for (const auto& name : catalog_names("models")) {
+    const Model m = load_model(resolve_catalog_entry("models", name, "models/" + name));
+    out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ')
+        << format_grouped(total_params(m)) << " parameters, " << m.num_layers << " layers, hidden "
+        << m.hidden_size << ", " << m.num_attention_heads << "/" << m.num_kv_heads
+        << " heads/KV heads, vocabulary " << m.vocab_size << "\n";
+  }
+  out << "platforms:\n";
+  for (const auto& name : catalog_names("platforms")) {
+    const Platform p = load_platform(resolve_catalog_entry("platforms", name, "platforms/" + name));
+    out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << p.gpu.name
+        << ", " << p.node.gpus_per_node << " per node\n";
+  }
+  out << "scenarios:\n";
+  for (const auto& name : catalog_names("scenarios")) out << "  " << name << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+      out << top_help();
+      return args.empty() ? kExitBadInput : kExitOk;
+    }
+    if (args[0] == "--version") {
+      out << "trainsim " << version() << "\n";
+      return kExitOk;
+    }
+    const std::string command = args[0];
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (command == "run" || command == "check") return run_or_check(command, rest, out);
+    if (command == "list") {
+      if (!rest.empty()) fail_input("trainsim list", "takes no arguments");
+      return list_catalog(out);
+    }
+    fail_input("trainsim", "unknown command '" + command +
+                               "' (commands: run, check, list; see trainsim --help)");
+  } catch (const InputError& e) {
+    err << "trainsim: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    err << "trainsim: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace trainsim

@@ -1,0 +1,247 @@
+#include "sim/cli/scenario.hpp"
+
+#include <charconv>
+#include <functional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/catalog.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/json_reader.hpp"
+
+namespace trainsim {
+
+namespace {
+
+enum class FieldType { kInt, kBool, kChoice, kString };
+
+struct PlanField {
+  std::string name;
+  FieldType type;
+  IntRange range;
+  std::vector<std::string_view> choices;
+  std::function<void(Plan&, std::int64_t, const std::string&)> set;
+};
+
+Precision precision_of(const std::string& s) {
+  return s == "fp8" ? Precision::kFP8 : Precision::kBF16;
+}
+
+ScheduleKind schedule_of(const std::string& s) {
+  if (s == "gpipe") return ScheduleKind::kGPipe;
+  if (s == "interleaved") return ScheduleKind::kInterleaved;
+  if (s == "zb-h1") return ScheduleKind::kZBH1;
+  return ScheduleKind::k1F1B;
+}
+
+Recompute recompute_of(const std::string& s) {
+  if (s == "selective") return Recompute::kSelective;
+  if (s == "full") return Recompute::kFull;
+  return Recompute::kNone;
+}
+
+const std::vector<PlanField>& plan_fields() {
+  static const std::vector<PlanField> fields = [] {
+    std::vector<PlanField> f;
+    auto integer = [&f](std::string name, IntRange range, std::int64_t Plan::*member) {
+      f.push_back({std::move(name),
+                   FieldType::kInt,
+                   range,
+                   {},
+                   [member](Plan& p, std::int64_t v, const std::string&) { p.*member = v; }});
+    };
+    integer("tp", {}, &Plan::tp);
+    integer("pp", {}, &Plan::pp);
+    integer("dp", {}, &Plan::dp);
+    integer("cp", {}, &Plan::cp);
+    integer("ep", {}, &Plan::ep);
+    integer("vp", {}, &Plan::vp);
+    f.push_back({"sp", FieldType::kBool, {}, {}, [](Plan& p, std::int64_t v, const std::string&) {
+                   p.sp = v != 0;
+                 }});
+    integer("mbs", {}, &Plan::mbs);
+    integer("gbs", {}, &Plan::gbs);
+    integer("seq_len", {}, &Plan::seq_len);
+    f.push_back(
+        {"precision",
+         FieldType::kChoice,
+         {},
+         {"bf16", "fp8"},
+         [](Plan& p, std::int64_t, const std::string& s) { p.precision = precision_of(s); }});
+    f.push_back({"schedule",
+                 FieldType::kChoice,
+                 {},
+                 {"gpipe", "1f1b", "interleaved", "zb-h1"},
+                 [](Plan& p, std::int64_t, const std::string& s) { p.schedule = schedule_of(s); }});
+    f.push_back(
+        {"partition", FieldType::kString, {}, {}, [](Plan& p, std::int64_t, const std::string& s) {
+           p.partition = s;
+         }});
+    f.push_back(
+        {"recompute",
+         FieldType::kChoice,
+         {},
+         {"none", "selective", "full"},
+         [](Plan& p, std::int64_t, const std::string& s) { p.recompute = recompute_of(s); }});
+    integer("zero", {0, 3}, &Plan::zero);
+    integer("vocab_divisible_by", {}, &Plan::vocab_divisible_by);
+    integer("gpus", {}, &Plan::gpus);
+    return f;
+  }();
+  return fields;
+}
+
+std::string flag_of(const std::string& field) {
+  std::string flag = "--";
+  for (char c : field) flag += c == '_' ? '-' : c;
+  return flag;
+}
+
+void apply_flag(Plan& plan, const PlanField& field, const std::string& value) {
+  const std::string flag = flag_of(field.name);
+  switch (field.type) {
+    case FieldType::kInt: {
+      std::int64_t v = 0;
+      const char* end = value.data() + value.size();
+      auto [ptr, ec] = std::from_chars(value.data(), end, v);
+      if (ec != std::errc() || ptr != end) {
+        fail_input(flag, "must be an integer, got '" + value + "'");
+      }
+      if (v < field.range.min || v > field.range.max) {
+        std::string range = field.range.max == std::numeric_limits<std::int64_t>::max()
+                                ? ">= " + std::to_string(field.range.min)
+                                : "in [" + std::to_string(field.range.min) + ", " +
+                                      std::to_string(field.range.max) + "]";
+        fail_input(flag, "must be an integer " + range + ", got " + value);
+      }
+      field.set(plan, v, value);
+      break;
+    }
+    case FieldType::kBool:
+      field.set(plan, value == "true" ? 1 : 0, value);
+      break;
+    case FieldType::kChoice: {
+      for (auto c : field.choices) {
+        if (value == c) {
+          field.set(plan, 0, value);
+          return;
+        }
+      }
+      std::string list;
+      for (auto c : field.choices) list += (list.empty() ? "" : ", ") + std::string(c);
+      fail_input(flag, "must be one of {" + list + "}, got '" + value + "'");
+    }
+    case FieldType::kString:
+      if (value.empty()) fail_input(flag, "must not be empty");
+      field.set(plan, 0, value);
+      break;
+  }
+}
+
+void apply_json(Plan& plan, const PlanField& field, JsonObject& o) {
+  switch (field.type) {
+    case FieldType::kInt:
+      field.set(plan, o.integer(field.name, field.range), "");
+      break;
+    case FieldType::kBool:
+      field.set(plan, o.boolean(field.name) ? 1 : 0, "");
+      break;
+    case FieldType::kChoice:
+      field.set(plan, 0, o.choice(field.name, field.choices));
+      break;
+    case FieldType::kString:
+      field.set(plan, 0, o.string(field.name));
+      break;
+  }
+}
+
+// A model or platform named in a scenario: a catalog name, or a path relative to the scenario.
+std::filesystem::path resolve_from_scenario(const std::string& folder, const std::string& spec,
+                                            const std::filesystem::path& scenario,
+                                            const std::string& where) {
+  if (spec.find('/') != std::string::npos || spec.ends_with(".json")) {
+    auto p = std::filesystem::path(spec);
+    if (p.is_relative()) p = scenario.parent_path() / p;
+    return resolve_catalog_entry(folder, p.string(), where);
+  }
+  return resolve_catalog_entry(folder, spec, where);
+}
+
+EngineKind engine_of(const std::string& s) {
+  return s == "analytic" ? EngineKind::kAnalytic : EngineKind::kSimGrid;
+}
+
+}  // namespace
+
+const std::vector<std::string>& plan_field_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& f : plan_fields()) n.push_back(f.name);
+    return n;
+  }();
+  return names;
+}
+
+ResolvedInputs resolve_inputs(const InputRequest& req) {
+  ResolvedInputs in;
+  std::optional<std::filesystem::path> model_path;
+  std::optional<std::filesystem::path> platform_path;
+  if (req.scenario) {
+    in.scenario_path = resolve_catalog_entry("scenarios", *req.scenario, "SCENARIO");
+    const std::string file = in.scenario_path.string();
+    auto j = load_json_file(in.scenario_path);
+    JsonObject o(j, file);
+    in.scenario_name = o.optional_string("name").value_or(in.scenario_path.stem().string());
+    o.allow({"description", "notes"});
+    if (!req.model) {
+      model_path =
+          resolve_from_scenario("models", o.string("model"), in.scenario_path, o.where("model"));
+    } else {
+      o.allow({"model"});
+    }
+    if (!req.platform) {
+      platform_path = resolve_from_scenario("platforms", o.string("platform"), in.scenario_path,
+                                            o.where("platform"));
+    } else {
+      o.allow({"platform"});
+    }
+    if (auto engine = o.optional_choice("engine", {"simgrid", "analytic"})) {
+      in.engine = engine_of(*engine);
+    }
+    auto plan = o.object("plan");
+    for (const auto& field : plan_fields()) {
+      // A flag overrides the scenario's value, which is then not read at all.
+      if (!plan.has(field.name) || req.plan_flags.count(field.name) > 0) {
+        plan.allow({field.name});
+        continue;
+      }
+      apply_json(in.plan, field, plan);
+      in.origin.where[field.name] = plan.where(field.name);
+    }
+    plan.finish();
+    o.finish();
+  }
+  if (req.model) model_path = resolve_catalog_entry("models", *req.model, "--model");
+  if (req.platform) platform_path = resolve_catalog_entry("platforms", *req.platform, "--platform");
+  if (!model_path)
+    fail_input("--model",
+               "is required (a catalog name or a config.json path), or give a SCENARIO.json");
+  if (!platform_path)
+    fail_input("--platform", "is required (a catalog name or a path), or give a SCENARIO.json");
+  for (const auto& field : plan_fields()) {
+    auto it = req.plan_flags.find(field.name);
+    if (it == req.plan_flags.end()) continue;
+    apply_flag(in.plan, field, it->second);
+    in.origin.where[field.name] = flag_of(field.name);
+  }
+  if (req.engine) in.engine = engine_of(*req.engine);
+  in.model_path = *model_path;
+  in.platform_path = *platform_path;
+  in.model = load_model(in.model_path);
+  in.platform = load_platform(in.platform_path);
+  validate_plan(in.plan, in.model, in.platform, in.origin);
+  return in;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,44 @@
+#pragma once
+// Inputs of a simulation: a scenario file (model + platform + plan) and/or command-line flags;
+// a flag overrides the scenario's value. Every value remembers where it came from so an error
+// names the flag or the file and JSON path.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "sim/engine/engine.hpp"
+#include "sim/model/model.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/platform/platform.hpp"
+
+namespace trainsim {
+
+struct InputRequest {
+  std::optional<std::string> scenario;            // path
+  std::optional<std::string> model;               // name or path (flag)
+  std::optional<std::string> platform;            // name or path (flag)
+  std::map<std::string, std::string> plan_flags;  // plan field -> value as typed
+  std::optional<std::string> engine;              // flag
+};
+
+struct ResolvedInputs {
+  std::string scenario_name;
+  std::filesystem::path scenario_path;  // empty without a scenario
+  std::filesystem::path model_path;
+  std::filesystem::path platform_path;
+  Model model;
+  Platform platform;
+  Plan plan;
+  PlanOrigin origin;
+  EngineKind engine = EngineKind::kSimGrid;
+};
+
+/// Loads the scenario, model and platform, applies flags and checks the plan's feasibility.
+/// InputError on any bad input.
+ResolvedInputs resolve_inputs(const InputRequest& request);
+
+/// Plan fields settable from a scenario's "plan" object or a flag (--seq-len for seq_len).
+const std::vector<std::string>& plan_field_names();
+
+}  // namespace trainsim

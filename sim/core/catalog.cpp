@@ -1,0 +1,57 @@
+#include "sim/core/catalog.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "sim/core/error.hpp"
+#include "sim/core/version.hpp"
+
+namespace trainsim {
+
+std::string_view version() {
+  return TRAINSIM_VERSION;
+}
+
+std::filesystem::path data_dir() {
+  if (const char* env = std::getenv("TRAINSIM_DATA_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return TRAINSIM_DEFAULT_DATA_DIR;
+}
+
+std::vector<std::string> catalog_names(std::string_view folder) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  auto dir = data_dir() / folder;
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file() && it->path().extension() == ".json") {
+      names.push_back(it->path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string_view spec,
+                                            std::string_view where) {
+  if (spec.empty()) fail_input(where, "must not be empty");
+  std::error_code ec;
+  std::filesystem::path as_path(spec);
+  if (std::filesystem::is_regular_file(as_path, ec)) return as_path;
+  bool looks_like_path = spec.find('/') != std::string_view::npos ||
+                         (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
+  if (looks_like_path) fail_input(where, "no such file: " + std::string(spec));
+  auto entry = data_dir() / folder / (std::string(spec) + ".json");
+  if (std::filesystem::is_regular_file(entry, ec)) return entry;
+  std::string known;
+  for (const auto& n : catalog_names(folder)) {
+    if (!known.empty()) known += ", ";
+    known += n;
+  }
+  fail_input(where, "unknown " + std::string(folder) + " entry \"" + std::string(spec) +
+                        "\" (known: " + (known.empty() ? "none found" : known) +
+                        "; or give a path to a .json file)");
+}
+
+}  // namespace trainsim

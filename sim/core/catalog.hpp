@@ -1,0 +1,21 @@
+#pragma once
+// The catalog: models/, platforms/ and scenarios/ under the data directory ($TRAINSIM_DATA_DIR,
+// else the source tree trainsim was built from). A user names an entry or gives a path.
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainsim {
+
+std::filesystem::path data_dir();
+
+/// Resolves `spec` as a path to an existing file, else as the name of an entry of
+/// `<data_dir>/<folder>/<spec>.json`. `where` names the flag or JSON path in error messages.
+std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string_view spec,
+                                            std::string_view where);
+
+/// Names of the entries of a catalog folder, sorted.
+std::vector<std::string> catalog_names(std::string_view folder);
+
+}  // namespace trainsim

@@ -1,0 +1,16 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace trainsim {
+/// Shortest decimal that round-trips ("0.5", "1e-06"); used in messages.
+std::string format_number(double x);
+/// Fixed decimals.
+std::string format_fixed(double x, int decimals);
+/// "1.23 s", "45.6 ms", "789 us".
+std::string format_seconds(double s);
+/// "80.0 GiB", "512 MiB".
+std::string format_bytes(double bytes);
+/// "8,030,261,248".
+std::string format_grouped(std::int64_t n);
+}  // namespace trainsim

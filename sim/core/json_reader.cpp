@@ -1,0 +1,261 @@
+#include "sim/core/json_reader.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+
+namespace trainsim {
+
+namespace {
+
+std::string line_column(std::string_view text, std::size_t byte) {
+  std::size_t line = 1;
+  std::size_t column = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+std::string describe_range(const IntRange& r) {
+  if (r.max == std::numeric_limits<std::int64_t>::max()) {
+    return "an integer >= " + std::to_string(r.min);
+  }
+  return "an integer in [" + std::to_string(r.min) + ", " + std::to_string(r.max) + "]";
+}
+
+std::string describe_range(const RealRange& r) {
+  std::string s = "a number ";
+  s += r.min_inclusive ? ">= " : "> ";
+  s += format_number(r.min);
+  if (std::isfinite(r.max)) {
+    s += r.max_inclusive ? " and <= " : " and < ";
+    s += format_number(r.max);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string json_type_name(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    case nlohmann::json::value_t::string:
+      return "a string";
+    case nlohmann::json::value_t::boolean:
+      return "a boolean";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+      return "an integer";
+    case nlohmann::json::value_t::number_float:
+      return "a number";
+    default:
+      return "an unsupported value";
+  }
+}
+
+nlohmann::json parse_json_text(std::string_view text, std::string_view source) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message already says what was unexpected; add a line:column position.
+    std::string what = e.what();
+    if (auto pos = what.find("parse error"); pos != std::string::npos) what = what.substr(pos);
+    fail_input(source, "malformed JSON at " + line_column(text, e.byte > 0 ? e.byte - 1 : 0) +
+                           " (" + what + ")");
+  }
+}
+
+nlohmann::json load_json_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail_input(path.string(), "no such file");
+  if (std::filesystem::is_directory(path, ec))
+    fail_input(path.string(), "is a directory, not a JSON file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail_input(path.string(), "cannot open for reading");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return parse_json_text(buffer.str(), path.string());
+}
+
+JsonObject::JsonObject(const nlohmann::json& value, std::string file, std::string path)
+    : value_(&value), file_(std::move(file)), path_(std::move(path)) {
+  if (!value.is_object()) {
+    fail_input(file_ + ": " + path_, "must be a JSON object, got " + json_type_name(value));
+  }
+}
+
+std::string JsonObject::where(std::string_view key) const {
+  std::string s = file_;
+  s += ": ";
+  s += path_;
+  if (!key.empty()) {
+    s += '.';
+    s += key;
+  }
+  return s;
+}
+
+bool JsonObject::has(std::string_view key) const {
+  return value_->find(std::string(key)) != value_->end();
+}
+
+void JsonObject::fail(std::string_view key, std::string_view message) const {
+  fail_input(where(key), message);
+}
+
+const nlohmann::json& JsonObject::get(std::string_view key) {
+  used_.emplace(key);
+  auto it = value_->find(std::string(key));
+  if (it == value_->end()) fail(key, "required key is missing");
+  return *it;
+}
+
+const nlohmann::json& JsonObject::raw(std::string_view key) {
+  return get(key);
+}
+
+void JsonObject::allow(std::initializer_list<std::string_view> keys) {
+  for (auto k : keys) used_.emplace(k);
+}
+
+std::int64_t JsonObject::integer(std::string_view key, IntRange range) {
+  const auto& v = get(key);
+  std::int64_t out = 0;
+  if (v.is_number_unsigned()) {
+    auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      fail(key, "must be " + describe_range(range) + ", got " + v.dump());
+    }
+    out = static_cast<std::int64_t>(u);
+  } else if (v.is_number_integer()) {
+    out = v.get<std::int64_t>();
+  } else {
+    fail(key, "must be " + describe_range(range) + ", got " + json_type_name(v) + " " + v.dump());
+  }
+  if (out < range.min || out > range.max) {
+    fail(key, "must be " + describe_range(range) + ", got " + std::to_string(out));
+  }
+  return out;
+}
+
+std::optional<std::int64_t> JsonObject::optional_integer(std::string_view key, IntRange range) {
+  if (!has(key)) {
+    used_.emplace(key);
+    return std::nullopt;
+  }
+  return integer(key, range);
+}
+
+double JsonObject::number(std::string_view key, RealRange range) {
+  const auto& v = get(key);
+  if (!v.is_number()) {
+    fail(key, "must be " + describe_range(range) + ", got " + json_type_name(v) + " " + v.dump());
+  }
+  double x = v.get<double>();
+  bool ok = std::isfinite(x) && (range.min_inclusive ? x >= range.min : x > range.min) &&
+            (range.max_inclusive ? x <= range.max : x < range.max);
+  if (!ok) fail(key, "must be " + describe_range(range) + ", got " + v.dump());
+  return x;
+}
+
+std::optional<double> JsonObject::optional_number(std::string_view key, RealRange range) {
+  if (!has(key)) {
+    used_.emplace(key);
+    return std::nullopt;
+  }
+  return number(key, range);
+}
+
+std::string JsonObject::string(std::string_view key) {
+  const auto& v = get(key);
+  if (!v.is_string()) fail(key, "must be a string, got " + json_type_name(v));
+  auto s = v.get<std::string>();
+  if (s.empty()) fail(key, "must not be empty");
+  return s;
+}
+
+std::optional<std::string> JsonObject::optional_string(std::string_view key) {
+  if (!has(key)) {
+    used_.emplace(key);
+    return std::nullopt;
+  }
+  return string(key);
+}
+
+std::string JsonObject::choice(std::string_view key, const std::vector<std::string_view>& choices) {
+  auto s = string(key);
+  for (auto c : choices) {
+    if (s == c) return s;
+  }
+  std::string list;
+  for (auto c : choices) {
+    if (!list.empty()) list += ", ";
+    list += c;
+  }
+  fail(key, "must be one of {" + list + "}, got \"" + s + "\"");
+}
+
+std::optional<std::string> JsonObject::optional_choice(
+    std::string_view key, const std::vector<std::string_view>& choices) {
+  if (!has(key)) {
+    used_.emplace(key);
+    return std::nullopt;
+  }
+  return choice(key, choices);
+}
+
+bool JsonObject::boolean(std::string_view key) {
+  const auto& v = get(key);
+  if (!v.is_boolean()) fail(key, "must be true or false, got " + json_type_name(v));
+  return v.get<bool>();
+}
+
+std::optional<bool> JsonObject::optional_boolean(std::string_view key) {
+  if (!has(key)) {
+    used_.emplace(key);
+    return std::nullopt;
+  }
+  return boolean(key);
+}
+
+JsonObject JsonObject::object(std::string_view key) {
+  const auto& v = get(key);
+  if (!v.is_object()) fail(key, "must be a JSON object, got " + json_type_name(v));
+  return JsonObject(v, file_, path_ + "." + std::string(key));
+}
+
+std::optional<JsonObject> JsonObject::optional_object(std::string_view key) {
+  if (!has(key)) {
+    used_.emplace(key);
+    return std::nullopt;
+  }
+  return object(key);
+}
+
+void JsonObject::finish() const {
+  for (const auto& item : value_->items()) {
+    if (used_.find(item.key()) != used_.end()) continue;
+    std::string known;
+    for (const auto& k : used_) {
+      if (!known.empty()) known += ", ";
+      known += k;
+    }
+    fail(item.key(), "unknown key (known keys here: " + known + ")");
+  }
+}
+
+}  // namespace trainsim

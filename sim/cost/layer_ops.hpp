@@ -1,0 +1,58 @@
+#pragma once
+// FLOPs and bytes of every kernel of a training step on one tensor-parallel rank, per
+// micro-batch, for each kind of block. Megatron-LM layout: column-parallel QKV and MLP-up,
+// row-parallel output and MLP-down projections, vocabulary-parallel embedding, LM head and
+// cross-entropy; no sequence parallelism (norms and residuals on the full activation).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/cost/roofline.hpp"
+#include "sim/model/model.hpp"
+#include "sim/plan/partition.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+
+struct KernelSpec {
+  std::string name;
+  KernelKind kind;
+  double flops = 0;
+  double bytes = 0;
+};
+
+/// Tensor-parallel all-reduces of a pass: `count` calls moving `bytes` in total.
+struct CollectiveLoad {
+  double bytes = 0;
+  std::int64_t count = 0;
+  void add(double b, std::int64_t n = 1) {
+    bytes += b * static_cast<double>(n);
+    count += n;
+  }
+};
+
+struct BlockPass {
+  std::vector<KernelSpec> kernels;
+  CollectiveLoad tp_allreduce;
+};
+
+struct LayerShape {
+  double tokens = 0;     // micro-batch tokens, b * s
+  double seq = 0;        // s
+  double hidden = 0;     // h
+  double q = 0;          // query width per TP rank
+  double kv = 0;         // key (= value) width per TP rank
+  double ffn = 0;        // MLP width per TP rank (all routed experts' work for MoE)
+  double up_factor = 1;  // 2 for gated MLPs (gate and up projections)
+  double vocab = 0;      // padded vocabulary rows per TP rank
+  double act_bytes = 2;  // bytes per activation element (BF16)
+  bool rope = true;
+  std::int64_t tp = 1;
+};
+
+LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab);
+
+/// Kernels and TP all-reduces of one block's forward or backward pass.
+BlockPass block_pass(BlockKind block, bool backward, const LayerShape& shape);
+
+}  // namespace trainsim

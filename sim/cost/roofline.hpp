@@ -1,0 +1,29 @@
+#pragma once
+// Kernel time: the slower of compute and memory traffic, each at the platform's achieved
+// fraction of the sheet value for that kind of kernel. Every time records where it came from.
+#include <string>
+
+#include "sim/plan/plan.hpp"
+#include "sim/platform/platform.hpp"
+
+namespace trainsim {
+
+enum class KernelKind { kGemm, kAttention, kElementwise, kOptimizer };
+const char* to_string(KernelKind kind);
+
+/// Where a kernel time came from, best first.
+enum class TimeSource { kMeasured, kInterpolated, kPublished, kRoofline };
+const char* to_string(TimeSource source);
+
+struct KernelTime {
+  double seconds = 0;
+  TimeSource source = TimeSource::kRoofline;
+};
+
+/// Peak FLOP/s of the tensor cores for GEMMs in `precision` (other kernels run in BF16).
+double peak_flops(const Platform& platform, Precision precision, KernelKind kind);
+
+KernelTime roofline_time(const Platform& platform, Precision precision, KernelKind kind,
+                         double flops, double bytes);
+
+}  // namespace trainsim

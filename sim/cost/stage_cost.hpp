@@ -1,0 +1,56 @@
+#pragma once
+// Per-stage costs of one training step: compute time of a forward and a backward pass per
+// micro-batch (with every kernel's time and its source), the tensor-parallel all-reduces of each
+// pass, the pipeline message size, the data-parallel gradient buffer and the optimizer step.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/cost/layer_ops.hpp"
+#include "sim/model/model.hpp"
+#include "sim/plan/partition.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/platform/platform.hpp"
+
+namespace trainsim {
+
+struct KernelCost {
+  std::string name;  // "decoder.qkv_proj", "lm_head.dgrad", ...
+  KernelKind kind;
+  std::int64_t count = 1;  // launches per pass (decoder kernels: once per layer of the stage)
+  double flops = 0;        // per launch
+  double bytes = 0;        // per launch
+  KernelTime time;         // per launch
+};
+
+struct PassCost {
+  double seconds = 0;  // all kernels of the pass, summed
+  std::vector<KernelCost> kernels;
+  CollectiveLoad tp_allreduce;
+};
+
+struct StageCost {
+  PassCost forward;         // one micro-batch
+  PassCost backward;        // one micro-batch
+  double p2p_bytes = 0;     // activation (and gradient) message to the next (previous) stage
+  double grad_bytes = 0;    // data-parallel gradient all-reduce buffer per GPU
+  PassCost optimizer;       // once per step
+  std::int64_t params = 0;  // logical parameters of the stage's blocks
+  std::int64_t params_per_gpu = 0;  // held by each GPU of the stage: TP shard, padded vocabulary
+};
+
+struct CostModel {
+  std::int64_t padded_vocab = 0;
+  std::vector<StageCost> stages;
+};
+
+/// Bytes moved per parameter by the Adam step with fp32 master weights and moments: read the
+/// fp32 gradient, master weight and two moments; write those three and the BF16 weight.
+inline constexpr double kAdamBytesPerParam = 4 * 4 + 3 * 4 + 2;
+/// Gradient all-reduce element size: Megatron-LM reduces BF16 training gradients in fp32.
+inline constexpr double kGradReduceBytes = 4;
+
+CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
+                        const Partition& partition);
+
+}  // namespace trainsim

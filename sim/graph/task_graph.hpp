@@ -1,0 +1,76 @@
+#pragma once
+// The contract between planning and simulation: per rank, an ordered list of operations that
+// the rank executes one after the other. Compute ops carry a duration; point-to-point batches
+// post their sends and receives together and wait for all of them (NCCL batch_isend_irecv
+// semantics, rendezvous with the peer); collectives synchronise their group and move their
+// bytes on a ring. No SimGrid here: the graph is plain data, serialisable and testable.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainsim {
+
+/// Which parallelism a communication serves; exposed communication is reported per kind.
+enum class CommKind : std::uint8_t { kTP, kPP, kDP, kCP, kEP };
+inline constexpr std::size_t kNumCommKinds = 5;
+const char* to_string(CommKind kind);
+
+enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter };
+const char* to_string(CollectiveKind kind);
+
+/// What a compute op does, for reports and traces.
+enum class ComputeKind : std::uint8_t { kForward, kBackward, kOptimizer, kOther };
+const char* to_string(ComputeKind kind);
+
+enum class OpType : std::uint8_t { kCompute, kP2P, kCollective };
+
+/// One message of a point-to-point batch. A send on (src, dst, channel) matches the receive on
+/// the same triple, first posted to first posted.
+struct Transfer {
+  std::int32_t peer = 0;
+  std::int32_t channel = 0;  // 0: activations, 1: gradients
+  double bytes = 0;
+};
+
+struct Op {
+  OpType type = OpType::kCompute;
+  ComputeKind compute = ComputeKind::kOther;
+  CommKind comm = CommKind::kTP;
+  CollectiveKind collective = CollectiveKind::kAllReduce;
+  std::int32_t microbatch = -1;
+  std::int32_t group = -1;  // collective: index into TaskGraph::groups
+  std::int32_t count = 1;   // collective: calls merged into this op (each pays the latency)
+  double seconds = 0;       // compute
+  double bytes = 0;         // collective: buffer size per member, summed over the calls
+  std::uint32_t first_transfer = 0;  // p2p: sends, then receives, in RankProgram::transfers
+  std::uint16_t num_sends = 0;
+  std::uint16_t num_recvs = 0;
+};
+
+struct RankProgram {
+  std::int32_t stage = 0;
+  std::vector<Op> ops;
+  std::vector<Transfer> transfers;
+};
+
+struct Group {
+  CommKind kind = CommKind::kTP;
+  std::vector<std::int32_t> members;  // ring order
+};
+
+struct TaskGraph {
+  std::vector<RankProgram> ranks;
+  std::vector<Group> groups;
+
+  std::int64_t num_ranks() const { return static_cast<std::int64_t>(ranks.size()); }
+  std::size_t num_ops() const;
+};
+
+/// Ring collective as simulated: each member sends `ring_bytes` to its successor in one bulk flow
+/// and pays the latency of `ring_steps` steps. S bytes over n members:
+///   all-reduce 2(n-1)/n S in 2(n-1) steps; all-gather and reduce-scatter (n-1)/n S in n-1.
+double ring_bytes(CollectiveKind kind, double bytes, std::int64_t members);
+std::int64_t ring_steps(CollectiveKind kind, std::int64_t members);
+
+}  // namespace trainsim

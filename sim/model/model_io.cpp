@@ -1,0 +1,142 @@
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.hpp"
+#include "sim/core/json_reader.hpp"
+#include "sim/model/model.hpp"
+
+namespace trainsim {
+
+bool is_gated(FfnKind kind) {
+  return kind == FfnKind::kSwiGLU || kind == FfnKind::kGeGLU;
+}
+
+const char* to_string(FfnKind kind) {
+  switch (kind) {
+    case FfnKind::kSwiGLU:
+      return "swiglu";
+    case FfnKind::kGeGLU:
+      return "geglu";
+    case FfnKind::kGelu:
+      return "gelu";
+    case FfnKind::kSquaredRelu:
+      return "squared_relu";
+    case FfnKind::kRelu:
+      return "relu";
+  }
+  return "?";
+}
+
+const char* to_string(PositionEmbedding kind) {
+  switch (kind) {
+    case PositionEmbedding::kRope:
+      return "rope";
+    case PositionEmbedding::kLearned:
+      return "learned";
+    case PositionEmbedding::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+const char* to_string(NormKind kind) {
+  return kind == NormKind::kRMSNorm ? "rmsnorm" : "layernorm";
+}
+
+namespace {
+
+FfnKind parse_ffn_kind(const std::string& s) {
+  if (s == "swiglu") return FfnKind::kSwiGLU;
+  if (s == "geglu") return FfnKind::kGeGLU;
+  if (s == "gelu") return FfnKind::kGelu;
+  if (s == "squared_relu") return FfnKind::kSquaredRelu;
+  return FfnKind::kRelu;
+}
+
+}  // namespace
+
+void validate_model(const Model& m, const std::string& file) {
+  auto where = [&](const char* key) { return file + ": $." + key; };
+  if (m.num_kv_heads > m.num_attention_heads) {
+    fail_input(where("num_kv_heads"), "must not exceed num_attention_heads (" +
+                                          std::to_string(m.num_attention_heads) + ")");
+  }
+  if (m.num_attention_heads % m.num_kv_heads != 0) {
+    fail_input(where("num_kv_heads"), "must divide num_attention_heads (" +
+                                          std::to_string(m.num_attention_heads) + "), got " +
+                                          std::to_string(m.num_kv_heads));
+  }
+  if (m.position_embedding == PositionEmbedding::kLearned && m.max_position_embeddings <= 0) {
+    fail_input(where("max_position_embeddings"), "is required with learned position embeddings");
+  }
+  if (m.moe.is_moe() && m.moe.experts_per_token > m.moe.num_experts) {
+    fail_input(where("moe.experts_per_token"),
+               "must not exceed moe.num_experts (" + std::to_string(m.moe.num_experts) + ")");
+  }
+}
+
+Model parse_model_json(const nlohmann::json& j, const std::string& file) {
+  JsonObject o(j, file);
+  Model m;
+  m.name = o.string("name");
+  m.source = o.optional_string("source").value_or("");
+  m.hidden_size = o.integer("hidden_size");
+  m.num_layers = o.integer("num_layers");
+  m.num_attention_heads = o.integer("num_attention_heads");
+  m.num_kv_heads = o.optional_integer("num_kv_heads").value_or(m.num_attention_heads);
+  if (auto hd = o.optional_integer("head_dim")) {
+    m.head_dim = *hd;
+  } else {
+    if (m.hidden_size % m.num_attention_heads != 0) {
+      o.fail("hidden_size", "is not divisible by num_attention_heads (" +
+                                std::to_string(m.num_attention_heads) + "); give head_dim");
+    }
+    m.head_dim = m.hidden_size / m.num_attention_heads;
+  }
+  m.ffn_hidden_size = o.integer("ffn_hidden_size");
+  m.ffn_kind =
+      parse_ffn_kind(o.choice("ffn_kind", {"swiglu", "geglu", "gelu", "squared_relu", "relu"}));
+  m.vocab_size = o.integer("vocab_size");
+  m.tied_embeddings = o.boolean("tied_embeddings");
+  auto pos = o.choice("position_embedding", {"rope", "learned", "none"});
+  m.position_embedding = pos == "rope"      ? PositionEmbedding::kRope
+                         : pos == "learned" ? PositionEmbedding::kLearned
+                                            : PositionEmbedding::kNone;
+  m.max_position_embeddings = o.optional_integer("max_position_embeddings").value_or(0);
+  m.norm = o.choice("norm", {"rmsnorm", "layernorm"}) == "rmsnorm" ? NormKind::kRMSNorm
+                                                                   : NormKind::kLayerNorm;
+  if (auto bias = o.optional_object("bias")) {
+    m.qkv_bias = bias->optional_boolean("qkv").value_or(false);
+    m.attention_output_bias = bias->optional_boolean("attention_output").value_or(false);
+    m.mlp_bias = bias->optional_boolean("mlp").value_or(false);
+    bias->finish();
+  }
+  if (auto moe = o.optional_object("moe")) {
+    m.moe.num_experts = moe->integer("num_experts", {2});
+    m.moe.experts_per_token = moe->integer("experts_per_token");
+    m.moe.expert_ffn_hidden_size =
+        moe->optional_integer("expert_ffn_hidden_size").value_or(m.ffn_hidden_size);
+    moe->finish();
+  }
+  if (auto pub = o.optional_object("published_params")) {
+    m.published.total = pub->optional_integer("total").value_or(0);
+    m.published.embedding = pub->optional_integer("embedding").value_or(0);
+    m.published.non_embedding = pub->optional_integer("non_embedding").value_or(0);
+    if (!m.published.any())
+      pub->fail("total", "give at least one of total, embedding, non_embedding");
+    m.published.rounded_to = pub->optional_integer("rounded_to").value_or(1);
+    m.published.source = pub->string("source");
+    pub->finish();
+  }
+  o.allow({"notes"});
+  o.finish();
+  validate_model(m, file);
+  return m;
+}
+
+Model load_model(const std::filesystem::path& path) {
+  auto j = load_json_file(path);
+  if (j.is_object() && j.contains("architectures")) return parse_hf_config(j, path.string());
+  return parse_model_json(j, path.string());
+}
+
+}  // namespace trainsim

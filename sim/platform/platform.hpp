@@ -1,0 +1,61 @@
+#pragma once
+// Hardware only: the GPU sheet, the node (NVLink/NVSwitch), the network (one NIC per GPU on a
+// rail-optimised two-tier fat-tree) and the efficiencies that turn sheet values into achieved
+// ones. All values in SI units inside (FLOP/s, bytes, bytes/s, seconds).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace trainsim {
+
+struct GpuSheet {
+  std::string name;
+  double peak_bf16_flops = 0;  // dense
+  double peak_fp8_flops = 0;   // dense; 0 when the GPU has no FP8 tensor cores
+  double memory_bytes = 0;
+  double hbm_bandwidth = 0;  // bytes/s
+};
+
+struct NodeSpec {
+  std::int64_t gpus_per_node = 0;
+  double nvlink_bandwidth = 0;  // bytes/s per direction per GPU (through the NVSwitch)
+  double nvlink_latency = 0;    // seconds per NVLink hop (GPU to switch, switch to GPU)
+};
+
+struct NetworkSpec {
+  std::int64_t nics_per_node = 0;
+  double nic_bandwidth = 0;  // bytes/s per direction per NIC
+  double nic_latency = 0;    // seconds per NIC hop (GPU to leaf switch, leaf to GPU)
+  std::int64_t nodes_per_leaf = 0;
+  double leaf_oversubscription =
+      1;                     // leaf down-ports / up-ports bandwidth ratio (1 = non-blocking)
+  double spine_latency = 0;  // seconds per leaf-spine hop
+};
+
+/// Achieved fraction of a sheet value, per kind of work or link.
+struct Efficiency {
+  double gemm = 1;
+  double attention = 1;
+  double memory = 1;  // elementwise kernels and the optimizer step, against HBM bandwidth
+  double nvlink = 1;
+  double network = 1;
+};
+
+struct Platform {
+  std::string name;
+  std::string description;
+  GpuSheet gpu;
+  NodeSpec node;
+  NetworkSpec network;
+  Efficiency efficiency;
+
+  double nvlink_link_bandwidth() const { return node.nvlink_bandwidth * efficiency.nvlink; }
+  double nic_link_bandwidth() const { return network.nic_bandwidth * efficiency.network; }
+};
+
+Platform load_platform(const std::filesystem::path& path);
+Platform parse_platform_json(const nlohmann::json& j, const std::string& file);
+
+}  // namespace trainsim

@@ -1,0 +1,69 @@
+#include <nlohmann/json.hpp>
+
+#include "sim/core/json_reader.hpp"
+#include "sim/platform/platform.hpp"
+
+namespace trainsim {
+
+namespace {
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMicro = 1e-6;
+const RealRange kFraction{0.0, false, 1.0, true};
+const RealRange kNonNegative{0.0, true};
+}  // namespace
+
+Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
+  JsonObject o(j, file);
+  Platform p;
+  p.name = o.string("name");
+  p.description = o.optional_string("description").value_or("");
+
+  auto gpu = o.object("gpu");
+  p.gpu.name = gpu.string("name");
+  auto peak = gpu.object("peak_dense_tflops");
+  p.gpu.peak_bf16_flops = peak.number("bf16") * kTera;
+  p.gpu.peak_fp8_flops = peak.optional_number("fp8").value_or(0.0) * kTera;
+  peak.finish();
+  p.gpu.memory_bytes = gpu.number("memory_GiB") * kGiB;
+  p.gpu.hbm_bandwidth = gpu.number("hbm_bandwidth_GBps") * kGiga;
+  gpu.finish();
+
+  auto node = o.object("node");
+  p.node.gpus_per_node = node.integer("gpus_per_node");
+  p.node.nvlink_bandwidth = node.number("nvlink_bandwidth_GBps") * kGiga;
+  p.node.nvlink_latency = node.number("nvlink_latency_us", kNonNegative) * kMicro;
+  node.finish();
+
+  auto net = o.object("network");
+  p.network.nics_per_node = net.integer("nics_per_node");
+  if (p.network.nics_per_node != p.node.gpus_per_node) {
+    net.fail("nics_per_node", "must equal node.gpus_per_node (one NIC per GPU), got " +
+                                  std::to_string(p.network.nics_per_node));
+  }
+  p.network.nic_bandwidth = net.number("nic_bandwidth_Gbps") * kGiga / 8.0;
+  p.network.nic_latency = net.number("nic_latency_us", kNonNegative) * kMicro;
+  p.network.nodes_per_leaf = net.integer("nodes_per_leaf");
+  p.network.leaf_oversubscription = net.number("leaf_oversubscription", {1.0, true});
+  p.network.spine_latency = net.number("spine_latency_us", kNonNegative) * kMicro;
+  net.finish();
+
+  auto eff = o.object("efficiency");
+  p.efficiency.gemm = eff.number("gemm", kFraction);
+  p.efficiency.attention = eff.number("attention", kFraction);
+  p.efficiency.memory = eff.number("memory", kFraction);
+  p.efficiency.nvlink = eff.number("nvlink", kFraction);
+  p.efficiency.network = eff.number("network", kFraction);
+  eff.finish();
+
+  o.allow({"sources", "notes"});
+  o.finish();
+  return p;
+}
+
+Platform load_platform(const std::filesystem::path& path) {
+  return parse_platform_json(load_json_file(path), path.string());
+}
+
+}  // namespace trainsim

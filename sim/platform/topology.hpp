@@ -1,0 +1,67 @@
+#pragma once
+// The cluster as links and O(1) routes, shared by both engines so they see the same network.
+// GPUs are numbered node-major (gpu = node * gpus_per_node + local). Inside a node every GPU has
+// an NVLink up and down link to a non-blocking NVSwitch. Across nodes GPU i uses NIC i ("rail"
+// i), which plugs into the leaf switch of its rail and scalable unit; leaves of different rails
+// or units meet through the spine, over one aggregated up and down link per leaf.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/platform/platform.hpp"
+
+namespace trainsim {
+
+enum class LinkKind { kNvlinkUp, kNvlinkDown, kNicUp, kNicDown, kLeafUp, kLeafDown };
+
+struct LinkInfo {
+  LinkKind kind;
+  std::int64_t owner;  // GPU for NVLink and NIC links, leaf for leaf links
+  double bandwidth;    // bytes/s
+  double latency;      // seconds
+};
+
+std::string link_name(const LinkInfo& link);
+
+class Topology {
+ public:
+  Topology(const Platform& platform, std::int64_t num_gpus);
+
+  std::int64_t num_gpus() const { return num_gpus_; }
+  std::int64_t num_nodes() const { return num_nodes_; }
+  std::int64_t num_leaves() const { return num_leaves_; }
+  std::int64_t node_of(std::int64_t gpu) const { return gpu / gpus_per_node_; }
+  std::int64_t rail_of(std::int64_t gpu) const { return gpu % gpus_per_node_; }
+  std::int64_t leaf_of(std::int64_t gpu) const;
+
+  const std::vector<LinkInfo>& links() const { return links_; }
+  /// Link indices from src to dst (src != dst), in order; at most 4.
+  void route(std::int64_t src, std::int64_t dst, std::vector<std::int32_t>& out) const;
+  double route_latency(std::int64_t src, std::int64_t dst) const;
+  /// Bandwidth of the narrowest link on the route.
+  double route_bandwidth(std::int64_t src, std::int64_t dst) const;
+
+ private:
+  std::int32_t nvlink_up(std::int64_t gpu) const { return static_cast<std::int32_t>(4 * gpu); }
+  std::int32_t nvlink_down(std::int64_t gpu) const {
+    return static_cast<std::int32_t>(4 * gpu + 1);
+  }
+  std::int32_t nic_up(std::int64_t gpu) const { return static_cast<std::int32_t>(4 * gpu + 2); }
+  std::int32_t nic_down(std::int64_t gpu) const { return static_cast<std::int32_t>(4 * gpu + 3); }
+  std::int32_t leaf_up(std::int64_t leaf) const {
+    return static_cast<std::int32_t>(4 * num_gpus_ + 2 * leaf);
+  }
+  std::int32_t leaf_down(std::int64_t leaf) const {
+    return static_cast<std::int32_t>(4 * num_gpus_ + 2 * leaf + 1);
+  }
+
+  std::int64_t num_gpus_;
+  std::int64_t gpus_per_node_;
+  std::int64_t nodes_per_leaf_;
+  std::int64_t num_nodes_;
+  std::int64_t units_;  // scalable units: groups of nodes sharing one leaf per rail
+  std::int64_t num_leaves_;
+  std::vector<LinkInfo> links_;
+};
+
+}  // namespace trainsim

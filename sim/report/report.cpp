@@ -1,0 +1,106 @@
+#include "sim/report/report.hpp"
+
+#include "sim/core/version.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/model/params.hpp"
+#include "sim/plan/placement.hpp"
+
+namespace trainsim {
+
+bool Report::has_errors() const {
+  for (const auto& d : diagnostics) {
+    if (d.severity == Severity::kError) return true;
+  }
+  return false;
+}
+
+namespace {
+
+void record_kernels(Provenance& prov, std::int64_t stage, const char* pass, const PassCost& cost,
+                    double launches_per_step, std::map<std::string, double>& time_by_source) {
+  for (const auto& k : cost.kernels) {
+    prov.kernels.push_back({stage, pass, k.name, to_string(k.kind), k.count, k.flops, k.bytes,
+                            k.time.seconds, to_string(k.time.source)});
+    time_by_source[to_string(k.time.source)] +=
+        k.time.seconds * static_cast<double>(k.count) * launches_per_step;
+  }
+}
+
+}  // namespace
+
+Report make_report(const ReportInputs& in) {
+  Report r;
+  r.schema_version = kReportSchemaVersion;
+  r.scenario = in.scenario;
+  r.model = in.model.name;
+  r.platform = in.platform.name;
+  r.plan = in.plan;
+  r.partition = in.partition.method;
+  r.gpus = in.plan.world_size();
+  r.nodes = (r.gpus + in.platform.node.gpus_per_node - 1) / in.platform.node.gpus_per_node;
+  r.microbatches = in.plan.num_microbatches();
+  r.padded_vocab = in.costs.padded_vocab;
+  r.model_params = total_params(in.model);
+
+  const double step = in.sim.step_time_s;
+  const double gbs = static_cast<double>(in.plan.global_batch());
+  const double gpus = static_cast<double>(r.gpus);
+  r.step_time_s = step;
+  r.tokens_per_s = gbs * static_cast<double>(in.plan.seq_len) / step;
+  const double flops = model_flops_per_sample(in.model, in.plan.seq_len) * gbs / step / gpus;
+  r.model_tflops_per_gpu = flops / 1e12;
+  r.mfu = flops / peak_flops(in.platform, in.plan.precision, KernelKind::kGemm);
+
+  const Placement placement(in.plan);
+  const auto num_stages = in.partition.num_stages();
+  std::vector<std::int64_t> gpus_in_stage(static_cast<std::size_t>(num_stages), 0);
+  r.stages.resize(static_cast<std::size_t>(num_stages));
+  double idle_total = 0;
+  for (std::int64_t rank = 0; rank < r.gpus; ++rank) {
+    const auto& st = in.sim.ranks[static_cast<std::size_t>(rank)];
+    const auto s = placement.coord(rank).pp;
+    auto& sr = r.stages[static_cast<std::size_t>(s)];
+    const double idle = step - st.compute_s - st.comm_total();
+    idle_total += idle;
+    sr.idle_s += idle;
+    for (std::size_t k = 0; k < kNumCommKinds; ++k) {
+      sr.exposed_comm_s[k] += st.comm_s[k];
+      r.exposed_comm_s[k] += st.comm_s[k] / gpus;
+    }
+    sr.compute_s = st.compute_s;
+    gpus_in_stage[static_cast<std::size_t>(s)]++;
+  }
+  r.bubble_fraction = idle_total / gpus / step;
+
+  std::map<std::string, double> time_by_source;
+  const double m = static_cast<double>(r.microbatches);
+  for (std::int64_t s = 0; s < num_stages; ++s) {
+    auto& sr = r.stages[static_cast<std::size_t>(s)];
+    const auto& cost = in.costs.stages[static_cast<std::size_t>(s)];
+    const double n = static_cast<double>(gpus_in_stage[static_cast<std::size_t>(s)]);
+    sr.index = s;
+    sr.blocks = in.partition.labels(s);
+    sr.layers = in.partition.decoders(s);
+    sr.params = cost.params;
+    sr.params_per_gpu = cost.params_per_gpu;
+    sr.forward_s = cost.forward.seconds;
+    sr.backward_s = cost.backward.seconds;
+    sr.idle_s /= n;
+    for (auto& c : sr.exposed_comm_s) c /= n;
+    record_kernels(r.provenance, s, "forward", cost.forward, m, time_by_source);
+    record_kernels(r.provenance, s, "backward", cost.backward, m, time_by_source);
+    record_kernels(r.provenance, s, "optimizer", cost.optimizer, 1.0, time_by_source);
+  }
+  double total = 0;
+  for (const auto& [_, t] : time_by_source) total += t;
+  for (const char* src : {"measured", "interpolated", "published", "roofline"}) {
+    r.provenance.kernel_time_share[src] = total > 0 ? time_by_source[src] / total : 0.0;
+  }
+  r.provenance.trainsim_version = std::string(version());
+  r.provenance.engine = to_string(in.sim.engine);
+  r.provenance.inputs = in.inputs;
+  r.diagnostics = in.diagnostics;
+  return r;
+}
+
+}  // namespace trainsim

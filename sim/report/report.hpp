@@ -1,0 +1,102 @@
+#pragma once
+// One result struct for a simulated plan, serialised in one place (JSON and text).
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/check/diagnostic.hpp"
+#include "sim/cost/stage_cost.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/model/model.hpp"
+#include "sim/plan/partition.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/platform/platform.hpp"
+
+namespace trainsim {
+
+struct StageReport {
+  std::int64_t index = 0;
+  std::vector<std::string> blocks;
+  std::int64_t layers = 0;
+  std::int64_t params = 0;
+  std::int64_t params_per_gpu = 0;
+  double forward_s = 0;                                // one micro-batch
+  double backward_s = 0;                               // one micro-batch
+  double compute_s = 0;                                // a GPU of the stage, whole step
+  std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over the stage's GPUs
+  double idle_s = 0;                                   // mean over the stage's GPUs
+};
+
+struct KernelRecord {
+  std::int64_t stage = 0;
+  std::string pass;  // forward, backward, optimizer
+  std::string name;
+  std::string kind;
+  std::int64_t count = 0;
+  double flops = 0;
+  double bytes = 0;
+  double seconds = 0;  // per launch
+  std::string source;
+};
+
+struct InputRecord {
+  std::string role;  // model, platform, scenario
+  std::string name;
+  std::string sha256;
+};
+
+struct Provenance {
+  std::string trainsim_version;
+  std::string engine;
+  std::vector<InputRecord> inputs;
+  std::map<std::string, double> kernel_time_share;  // source -> share of the step's compute
+  std::vector<KernelRecord> kernels;
+};
+
+struct Report {
+  int schema_version = 0;
+  std::string scenario;
+  std::string model;
+  std::string platform;
+  Plan plan;
+  std::string partition;
+  std::int64_t gpus = 0;
+  std::int64_t nodes = 0;
+  std::int64_t microbatches = 0;
+  std::int64_t padded_vocab = 0;
+  std::int64_t model_params = 0;
+
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;
+  double mfu = 0;
+  double bubble_fraction = 0;
+  std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over GPUs
+  std::vector<StageReport> stages;
+  std::vector<Diagnostic> diagnostics;
+  Provenance provenance;
+
+  bool has_errors() const;
+};
+
+struct ReportInputs {
+  const Model& model;
+  const Platform& platform;
+  const Plan& plan;
+  const Partition& partition;
+  const CostModel& costs;
+  const SimResult& sim;
+  std::string scenario;  // name, or empty
+  std::vector<InputRecord> inputs;
+  std::vector<Diagnostic> diagnostics;
+};
+
+Report make_report(const ReportInputs& in);
+
+std::string report_json(const Report& report);
+std::string report_text(const Report& report);
+
+}  // namespace trainsim

@@ -1,0 +1,105 @@
+#include <nlohmann/json.hpp>
+
+#include "sim/report/report.hpp"
+
+namespace trainsim {
+
+namespace {
+
+nlohmann::ordered_json comm_json(const std::array<double, kNumCommKinds>& c) {
+  nlohmann::ordered_json j;
+  for (std::size_t k = 0; k < kNumCommKinds; ++k) j[to_string(static_cast<CommKind>(k))] = c[k];
+  return j;
+}
+
+}  // namespace
+
+std::string report_json(const Report& r) {
+  using J = nlohmann::ordered_json;
+  J j;
+  j["schema_version"] = r.schema_version;
+  if (!r.scenario.empty()) j["scenario"] = r.scenario;
+  j["model"] = r.model;
+  j["platform"] = r.platform;
+  const auto& p = r.plan;
+  j["plan"] = J{{"tp", p.tp},
+                {"pp", p.pp},
+                {"dp", p.dp},
+                {"cp", p.cp},
+                {"ep", p.ep},
+                {"vp", p.vp},
+                {"sp", p.sp},
+                {"mbs", p.mbs},
+                {"gbs", p.global_batch()},
+                {"seq_len", p.seq_len},
+                {"precision", to_string(p.precision)},
+                {"schedule", to_string(p.schedule)},
+                {"partition", r.partition},
+                {"recompute", to_string(p.recompute)},
+                {"zero", p.zero},
+                {"vocab_divisible_by", p.vocab_divisible_by}};
+  j["gpus"] = r.gpus;
+  j["nodes"] = r.nodes;
+  j["microbatches"] = r.microbatches;
+  j["padded_vocab"] = r.padded_vocab;
+  j["model_params"] = r.model_params;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["exposed_comm_s"] = comm_json(r.exposed_comm_s);
+  J stages = J::array();
+  for (const auto& s : r.stages) {
+    stages.push_back(J{{"index", s.index},
+                       {"blocks", s.blocks},
+                       {"layers", s.layers},
+                       {"params", s.params},
+                       {"params_per_gpu", s.params_per_gpu},
+                       {"forward_s", s.forward_s},
+                       {"backward_s", s.backward_s},
+                       {"compute_s", s.compute_s},
+                       {"exposed_comm_s", comm_json(s.exposed_comm_s)},
+                       {"idle_s", s.idle_s}});
+  }
+  j["stages"] = std::move(stages);
+  J diags = J::array();
+  for (const auto& d : r.diagnostics) {
+    J dj{{"id", d.id}, {"severity", to_string(d.severity)}};
+    dj["stage"] = d.stage ? J(*d.stage) : J(nullptr);
+    dj["message"] = d.message;
+    dj["fix"] = d.fix;
+    diags.push_back(std::move(dj));
+  }
+  j["diagnostics"] = std::move(diags);
+  J prov;
+  prov["trainsim_version"] = r.provenance.trainsim_version;
+  prov["engine"] = r.provenance.engine;
+  J inputs = J::array();
+  for (const auto& in : r.provenance.inputs) {
+    inputs.push_back(J{{"role", in.role}, {"name", in.name}, {"sha256", in.sha256}});
+  }
+  prov["inputs"] = std::move(inputs);
+  J share;
+  for (const char* src : {"measured", "interpolated", "published", "roofline"}) {
+    share[src] = r.provenance.kernel_time_share.at(src);
+  }
+  prov["kernel_time_share"] = std::move(share);
+  J kernels = J::array();
+  for (const auto& k : r.provenance.kernels) {
+    kernels.push_back(J{{"stage", k.stage},
+                        {"pass", k.pass},
+                        {"name", k.name},
+                        {"kind", k.kind},
+                        {"count", k.count},
+                        {"flops", k.flops},
+                        {"bytes", k.bytes},
+                        {"seconds", k.seconds},
+                        {"source", k.source}});
+  }
+  prov["kernels"] = std::move(kernels);
+  j["provenance"] = std::move(prov);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace trainsim

@@ -1,0 +1,93 @@
+#include <algorithm>
+#include <sstream>
+
+#include "sim/core/format.hpp"
+#include "sim/report/report.hpp"
+
+namespace trainsim {
+
+namespace {
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) {
+    if (!out.empty()) out += ", ";
+    out += i;
+  }
+  return out;
+}
+
+std::string percent(double x) {
+  return format_fixed(100.0 * x, 1) + " %";
+}
+
+}  // namespace
+
+std::string report_text(const Report& r) {
+  std::ostringstream o;
+  const auto& p = r.plan;
+  o << "trainsim " << r.provenance.trainsim_version << ": " << r.model << " on " << r.platform
+    << " (" << r.gpus << " GPUs, " << r.nodes << (r.nodes == 1 ? " node" : " nodes") << ")\n";
+  if (!r.scenario.empty()) o << "scenario: " << r.scenario << "\n";
+  o << "plan: tp " << p.tp << ", pp " << p.pp << ", dp " << p.dp << ", mbs " << p.mbs << ", gbs "
+    << p.global_batch() << ", seq " << p.seq_len << ", " << to_string(p.precision) << ", "
+    << to_string(p.schedule) << ", " << r.partition << " partition; " << r.microbatches
+    << " micro-batches per step\n\n";
+
+  o << "step time            " << format_fixed(r.step_time_s, 3) << " s\n";
+  o << "tokens/s             " << format_grouped(static_cast<std::int64_t>(r.tokens_per_s + 0.5))
+    << " ("
+    << format_grouped(static_cast<std::int64_t>(r.tokens_per_s / static_cast<double>(r.gpus) + 0.5))
+    << " per GPU)\n";
+  o << "model TFLOP/s/GPU    " << format_fixed(r.model_tflops_per_gpu, 1) << "\n";
+  o << "MFU                  " << percent(r.mfu) << "\n";
+  o << "pipeline bubble      " << percent(r.bubble_fraction) << " of the step (idle GPU time)\n";
+  o << "exposed comm         ";
+  bool any = false;
+  for (std::size_t k = 0; k < kNumCommKinds; ++k) {
+    if (r.exposed_comm_s[k] <= 0) continue;
+    if (any) o << ", ";
+    o << to_string(static_cast<CommKind>(k)) << " " << format_seconds(r.exposed_comm_s[k]);
+    any = true;
+  }
+  o << (any ? "" : "none") << " (mean per GPU)\n\n";
+
+  o << pad("stage", 7) << pad("layers", 8) << pad("params/GPU", 16) << pad("fwd/mb", 11)
+    << pad("bwd/mb", 11) << pad("compute", 11) << "blocks\n";
+  for (const auto& s : r.stages) {
+    o << pad(std::to_string(s.index), 7) << pad(std::to_string(s.layers), 8)
+      << pad(format_grouped(s.params_per_gpu), 16) << pad(format_seconds(s.forward_s), 11)
+      << pad(format_seconds(s.backward_s), 11) << pad(format_seconds(s.compute_s), 11)
+      << join(s.blocks) << "\n";
+  }
+  o << "\n";
+  if (r.diagnostics.empty()) {
+    o << "diagnostics: none\n";
+  } else {
+    o << "diagnostics:\n";
+    for (const auto& d : r.diagnostics) {
+      o << "  [" << to_string(d.severity) << "] " << d.id;
+      if (d.stage) o << " (stage " << *d.stage << ")";
+      o << ": " << d.message << "\n";
+      if (!d.fix.empty()) o << "      fix: " << d.fix << "\n";
+    }
+  }
+  o << "kernel times: ";
+  bool first = true;
+  for (const char* src : {"measured", "interpolated", "published", "roofline"}) {
+    double share = r.provenance.kernel_time_share.at(src);
+    if (share <= 0) continue;
+    if (!first) o << ", ";
+    o << percent(share) << " " << src;
+    first = false;
+  }
+  o << (first ? "none" : "") << "; engine " << r.provenance.engine << "\n";
+  return o.str();
+}
+
+}  // namespace trainsim

@@ -1,0 +1,127 @@
+// Bad input: exit code 2, exactly one line on stderr naming the file and JSON path or the flag,
+// no crash and no partial output.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = test::make_temp_dir(); }
+
+  std::string file(const std::string& name, const std::string& content) {
+    const std::string path = dir_ + "/" + name;
+    test::write_file(path, content);
+    return path;
+  }
+
+  // Runs with --out and checks the failure contract; returns the message after the prefix.
+  std::string fails(std::vector<std::string> args) {
+    const std::string out = dir_ + "/out";
+    args.push_back("--out");
+    args.push_back(out);
+    const auto r = test::run_trainsim(args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_FALSE(std::filesystem::exists(out + "/report.json"));
+    const std::string prefix = "trainsim: error: ";
+    EXPECT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    return r.err.substr(prefix.size(), r.err.size() - prefix.size() - 1);
+  }
+
+  std::string scenario(const std::string& plan) {
+    return R"({"name": "s", "model": "llama3.1-70b", "platform": "h100-sxm-ndr", "plan": )" + plan +
+           "}";
+  }
+
+  std::string dir_;
+};
+
+TEST_F(BadInput, MalformedJson) {
+  auto path = file("s.json", "{\n  \"model\": \"llama3.1-70b\",\n  \"plan\": {\"tp\": 4,,}\n}\n");
+  auto msg = fails({"run", path});
+  EXPECT_EQ(msg.rfind(path + ": malformed JSON at line 3, column", 0), 0u) << msg;
+}
+
+TEST_F(BadInput, UnknownKeys) {
+  auto path = file("s.json", scenario(R"({"tp": 4, "tpp": 2, "seq_len": 8192})"));
+  EXPECT_EQ(fails({"run", path}).rfind(path + ": $.plan.tpp: unknown key", 0), 0u);
+  auto top = file(
+      "t.json",
+      R"({"model": "llama3.1-70b", "platform": "h100-sxm-ndr", "plan": {"seq_len": 8}, "gpu": 1})");
+  EXPECT_EQ(fails({"run", top}).rfind(top + ": $.gpu: unknown key", 0), 0u);
+  EXPECT_EQ(fails({"run", top, "--tpp", "2"}).rfind("trainsim run: unrecognised option '--tpp'", 0),
+            0u);
+}
+
+TEST_F(BadInput, NegativeOrZeroSizes) {
+  auto path = file("s.json", scenario(R"({"tp": 4, "gbs": 0, "seq_len": 8192})"));
+  EXPECT_EQ(fails({"run", path}), path + ": $.plan.gbs: must be an integer >= 1, got 0");
+  EXPECT_EQ(fails({"run", path, "--gbs", "-8"}), "--gbs: must be an integer >= 1, got -8");
+  EXPECT_EQ(fails({"run", path, "--gbs", "12x"}), "--gbs: must be an integer, got '12x'");
+  auto model = file("m.json", R"({"name": "m", "hidden_size": -64, "num_layers": 2,
+      "num_attention_heads": 4, "ffn_hidden_size": 256, "ffn_kind": "gelu", "vocab_size": 100,
+      "tied_embeddings": true, "position_embedding": "rope", "norm": "rmsnorm"})");
+  EXPECT_EQ(fails({"run", "--model", model, "--platform", "h100-sxm-ndr", "--seq-len", "128"}),
+            model + ": $.hidden_size: must be an integer >= 1, got -64");
+}
+
+TEST_F(BadInput, MissingModelOrPlatform) {
+  EXPECT_EQ(fails({"run", "--model", "llama9", "--platform", "h100-sxm-ndr", "--seq-len", "8"})
+                .rfind("--model: unknown models entry \"llama9\" (known: gpt3-175b, llama2-70b", 0),
+            0u);
+  EXPECT_EQ(fails({"run", "--model", dir_ + "/none.json", "--platform", "h100-sxm-ndr"}),
+            "--model: no such file: " + dir_ + "/none.json");
+  EXPECT_EQ(fails({"run", "--model", "llama3.1-8b", "--seq-len", "8"}),
+            "--platform: is required (a catalog name or a path), or give a SCENARIO.json");
+  auto path = file("s.json",
+                   R"({"model": "llama3.1-70b", "platform": "h200-nvl", "plan": {"seq_len": 8}})");
+  EXPECT_EQ(
+      fails({"run", path}).rfind(path + ": $.platform: unknown platforms entry \"h200-nvl\"", 0),
+      0u);
+}
+
+TEST_F(BadInput, TensorParallelMustDivideHeads) {
+  auto path =
+      file("s.json", scenario(R"({"tp": 3, "pp": 4, "dp": 4, "gbs": 96, "seq_len": 8192})"));
+  EXPECT_EQ(fails({"run", path}),
+            path + ": $.plan.tp: must divide the attention heads (64), got 3");
+  EXPECT_EQ(fails({"run", path, "--tp", "5"}), "--tp: must divide the attention heads (64), got 5");
+  EXPECT_EQ(fails({"check", path}),
+            path + ": $.plan.tp: must divide the attention heads (64), got 3");
+}
+
+TEST_F(BadInput, UsageErrors) {
+  auto r = test::run_trainsim({"simulate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(
+      r.err,
+      "trainsim: error: trainsim: unknown command 'simulate' (commands: run, check, list; see "
+      "trainsim --help)\n");
+  EXPECT_EQ(fails({"run", "a.json", "b.json"}),
+            "trainsim run: takes one SCENARIO.json, got 2 arguments");
+  EXPECT_EQ(fails({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--seq-len", "8",
+                   "--format", "xml"}),
+            "--format: must be text or json, got 'xml'");
+}
+
+TEST_F(BadInput, UnwritableOutputLeavesNothingBehind) {
+  auto blocker = file("blocker", "not a directory");
+  const auto r =
+      test::run_trainsim({"run", test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json", "--out",
+                          blocker + "/sub"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(
+      r.err.rfind("trainsim: error: " + blocker + "/sub/report.json: cannot create directory", 0),
+      0u)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,139 @@
+// The command line as users run it: the binary in a child process.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+const std::string kScenario = test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json";
+
+TEST(Cli, RunsTheDefaultScenario) {
+  const auto r = test::run_trainsim({"run", kScenario});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("llama3.1-70b on h100-sxm-ndr (64 GPUs, 8 nodes)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("step time"), std::string::npos);
+  EXPECT_NE(r.out.find("MFU"), std::string::npos);
+}
+
+TEST(Cli, JsonIsByteIdenticalAcrossRuns) {
+  const auto a = test::run_trainsim({"run", kScenario, "--format", "json"});
+  const auto b = test::run_trainsim({"run", kScenario, "--format", "json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_FALSE(a.out.empty());
+}
+
+// Golden report: the default scenario's headline numbers, to 1e-6 relative. Regenerate with
+// tests/data/golden/regenerate.sh after an intended model change, and say why in the commit.
+TEST(Cli, GoldenReport) {
+  const auto r = test::run_trainsim({"run", kScenario, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto got = nlohmann::json::parse(r.out);
+  const auto want =
+      nlohmann::json::parse(test::read_file(test::data_path("golden/llama3.1-70b-64gpu.json")));
+  for (const char* key :
+       {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "bubble_fraction"}) {
+    const double w = want[key];
+    EXPECT_NEAR(got[key].get<double>(), w, 1e-6 * std::abs(w)) << key;
+  }
+  for (const char* kind : {"tp", "pp", "dp"}) {
+    const double w = want["exposed_comm_s"][kind];
+    EXPECT_NEAR(got["exposed_comm_s"][kind].get<double>(), w, 1e-6 * std::abs(w)) << kind;
+  }
+  ASSERT_EQ(got["stages"].size(), want["stages"].size());
+  for (std::size_t s = 0; s < want["stages"].size(); ++s) {
+    EXPECT_EQ(got["stages"][s]["blocks"], want["stages"][s]["blocks"]);
+    EXPECT_EQ(got["stages"][s]["params_per_gpu"], want["stages"][s]["params_per_gpu"]);
+    const double w = want["stages"][s]["compute_s"];
+    EXPECT_NEAR(got["stages"][s]["compute_s"].get<double>(), w, 1e-6 * w);
+  }
+}
+
+TEST(Cli, FlagsOverrideTheScenario) {
+  const auto r =
+      test::run_trainsim({"run", kScenario, "--pp", "2", "--dp", "8", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["plan"]["pp"], 2);
+  EXPECT_EQ(j["plan"]["dp"], 8);
+  EXPECT_EQ(j["plan"]["tp"], 4);
+  EXPECT_EQ(j["stages"].size(), 2u);
+}
+
+TEST(Cli, FlagFormWithoutScenario) {
+  const auto r = test::run_trainsim(
+      {"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "2", "--pp", "2",
+       "--dp", "2", "--gbs", "16", "--seq-len", "4096", "--schedule", "gpipe", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpus"], 8);
+  EXPECT_EQ(j["plan"]["schedule"], "gpipe");
+  EXPECT_EQ(j["model_params"], 8030261248LL);
+}
+
+TEST(Cli, HuggingFaceConfigAsModel) {
+  const auto r = test::run_trainsim({"run", "--model", test::data_path("hf/qwen2-0.5b/config.json"),
+                                     "--platform", "h100-sxm-ndr", "--tp", "2", "--dp", "4",
+                                     "--seq-len", "2048", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["model_params"], 494032768);
+}
+
+TEST(Cli, OutWritesBothReports) {
+  const std::string dir = test::make_temp_dir() + "/reports";
+  const auto r = test::run_trainsim({"run", kScenario, "--out", dir, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::read_file(dir + "/report.json"), r.out);
+  EXPECT_NE(test::read_file(dir + "/report.txt").find("step time"), std::string::npos);
+}
+
+TEST(Cli, EnginesAgreeOnTheDefaultScenario) {
+  const auto s = test::run_trainsim({"run", kScenario, "--format", "json"});
+  const auto a = test::run_trainsim({"run", kScenario, "--format", "json", "--engine", "analytic"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const double ts = nlohmann::json::parse(s.out)["step_time_s"];
+  const double ta = nlohmann::json::parse(a.out)["step_time_s"];
+  EXPECT_NEAR(ta, ts, 1e-9 * ts);
+}
+
+TEST(Cli, CheckAndHelp) {
+  auto r = test::run_trainsim({"check", kScenario});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "no diagnostics: the plan looks sound\n");
+  r = test::run_trainsim({"check", kScenario, "--gbs", "8"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[warning] microbatches-fewer-than-stages"), std::string::npos) << r.out;
+  r = test::run_trainsim({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--seq-len"), std::string::npos);
+  r = test::run_trainsim({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("exit codes"), std::string::npos);
+}
+
+TEST(Cli, ListShowsTheCatalog) {
+  const auto r = test::run_trainsim({"list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  llama3.1-8b     8,030,261,248 parameters, 32 layers"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  h100-sxm-ndr    NVIDIA H100 SXM5 80GB, 8 per node"), std::string::npos);
+  EXPECT_NE(r.out.find("  llama3.1-70b-64gpu"), std::string::npos);
+}
+
+TEST(Cli, DumpGraphWritesTheTaskGraph) {
+  const std::string path = test::make_temp_dir() + "/graph.json";
+  const auto r = test::run_trainsim({"run", kScenario, "--dump-graph", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto g = nlohmann::json::parse(test::read_file(path));
+  EXPECT_EQ(g["ranks"].size(), 64u);
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,57 @@
+// The analytic back end and SimGrid agree exactly when nothing contends. (One SimGrid run per
+// process: each TEST here runs in its own.)
+#include <gtest/gtest.h>
+
+#include "sim/engine/engine.hpp"
+#include "sim/graph/builder.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+void expect_agreement(const std::string& model_name, Plan plan) {
+  const Model m = test::catalog_model(model_name);
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const auto part = make_partition(m, plan);
+  const auto graph = build_task_graph(plan, compute_costs(m, pf, plan, part));
+  const Topology topo(pf, plan.world_size());
+  const SimResult a = simulate_analytic(graph, topo);
+  const SimResult s = simulate_simgrid(graph, topo);
+  EXPECT_NEAR(a.step_time_s, s.step_time_s, 1e-9 * s.step_time_s);
+  ASSERT_EQ(a.ranks.size(), s.ranks.size());
+  for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+    EXPECT_NEAR(a.ranks[r].end_s, s.ranks[r].end_s, 1e-9 * s.step_time_s) << r;
+    EXPECT_NEAR(a.ranks[r].compute_s, s.ranks[r].compute_s, 1e-9 * s.step_time_s) << r;
+    for (std::size_t k = 0; k < kNumCommKinds; ++k) {
+      EXPECT_NEAR(a.ranks[r].comm_s[k], s.ranks[r].comm_s[k], 1e-9 * s.step_time_s)
+          << r << " " << k;
+    }
+  }
+}
+
+Plan make_plan(std::int64_t tp, std::int64_t pp, std::int64_t dp, std::int64_t gbs,
+               std::int64_t seq, ScheduleKind schedule) {
+  Plan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.gbs = gbs;
+  p.seq_len = seq;
+  p.schedule = schedule;
+  return p;
+}
+
+TEST(EngineAgreement, Llama70bOn64Gpus1F1B) {
+  expect_agreement("llama3.1-70b", make_plan(4, 4, 4, 128, 8192, ScheduleKind::k1F1B));
+}
+
+TEST(EngineAgreement, Llama8bGPipe) {
+  expect_agreement("llama3.1-8b", make_plan(8, 2, 2, 32, 4096, ScheduleKind::kGPipe));
+}
+
+TEST(EngineAgreement, Llama70bOn1024Gpus) {
+  expect_agreement("llama3.1-70b", make_plan(8, 4, 32, 512, 8192, ScheduleKind::k1F1B));
+}
+
+}  // namespace
+}  // namespace trainsim

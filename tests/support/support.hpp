@@ -1,0 +1,51 @@
+#pragma once
+// Helpers shared by the test suites: catalog access, synthetic platforms and hand-made graphs.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/cost/stage_cost.hpp"
+#include "sim/graph/task_graph.hpp"
+#include "sim/model/model.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/platform/platform.hpp"
+
+namespace trainsim::test {
+
+std::string source_dir();
+std::string data_path(const std::string& relative);  // under tests/data
+Model catalog_model(const std::string& name);
+Platform catalog_platform(const std::string& name);
+
+/// A platform with round numbers: nvlink and NIC bandwidths in GB/s, latencies in us, and every
+/// efficiency 1, so closed forms are easy to write.
+Platform simple_platform(double nvlink_GBps, double nvlink_latency_us, double nic_GBps,
+                         double nic_latency_us, std::int64_t nodes_per_leaf = 4,
+                         double oversubscription = 1.0);
+
+/// A cost model whose every stage takes t_forward / t_backward per micro-batch and moves
+/// nothing: the pipeline schedule alone sets the step time.
+CostModel uniform_costs(std::int64_t stages, double t_forward, double t_backward);
+
+/// A transfer per (src, dst) pair, all posted at time 0: one point-to-point batch per rank.
+TaskGraph transfers_graph(std::int64_t world, const std::vector<std::pair<int, int>>& pairs,
+                          double bytes);
+/// One collective over `members` (ring order) of `bytes` per member, `count` calls merged.
+TaskGraph collective_graph(std::int64_t world, const std::vector<std::int32_t>& members,
+                           CollectiveKind kind, double bytes, std::int32_t count = 1);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+/// Runs the trainsim binary with `args` (no shell), capturing both streams.
+CommandResult run_trainsim(const std::vector<std::string>& args);
+
+/// A fresh empty directory under the system temp dir, and a file writer for fixtures.
+std::string make_temp_dir();
+void write_file(const std::string& path, const std::string& content);
+std::string read_file(const std::string& path);
+
+}  // namespace trainsim::test

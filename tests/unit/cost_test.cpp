@@ -1,0 +1,129 @@
+#include <gtest/gtest.h>
+
+#include "sim/cost/stage_cost.hpp"
+#include "sim/model/params.hpp"
+#include "sim/plan/partition.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+double sum_flops(const PassCost& pass, KernelKind kind) {
+  double f = 0;
+  for (const auto& k : pass.kernels) {
+    if (k.kind == kind) f += k.flops * static_cast<double>(k.count);
+  }
+  return f;
+}
+
+Plan plan_of(std::int64_t tp, std::int64_t pp, std::int64_t seq) {
+  Plan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.seq_len = seq;
+  return p;
+}
+
+// Forward + backward GEMM FLOPs of a whole model are 6 per weight per token (Megatron's
+// convention), whatever the TP and PP split.
+TEST(CostModel, GemmFlopsAreSixPerWeightPerToken) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const double T = 4096;
+  const double h = 4096, q = 4096, kv = 1024, f = 14336, V = 128256;
+  const double weights_per_layer = h * (2 * q + 2 * kv) + 3 * h * f;
+  const double expected = 6.0 * T * (32 * weights_per_layer + h * V);
+  for (std::int64_t tp : {1, 2, 4, 8}) {
+    for (std::int64_t pp : {1, 2, 4}) {
+      Plan p = plan_of(tp, pp, 4096);
+      const auto part = uniform_partition(m, pp);
+      const auto cm = compute_costs(m, pf, p, part);
+      double total = 0;
+      for (const auto& s : cm.stages) {
+        total += sum_flops(s.forward, KernelKind::kGemm) + sum_flops(s.backward, KernelKind::kGemm);
+      }
+      // Megatron pads the vocabulary to a multiple of 128 x tp; the padded rows are computed too.
+      const double padded = static_cast<double>(cm.padded_vocab);
+      EXPECT_NEAR(total * static_cast<double>(tp), expected + 6.0 * T * h * (padded - V),
+                  1e-9 * expected)
+          << tp << " " << pp;
+    }
+  }
+}
+
+TEST(CostModel, CausalAttentionFlops) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const auto cm = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(2, 1, 8192),
+                                uniform_partition(m, 1));
+  // Forward: QK^T and AV over the unmasked half: 4 s^2 (a d) / 2 per layer, split over TP.
+  const double per_layer = 4.0 * 8192.0 * 8192.0 * 4096.0 / 2.0 / 2.0;
+  EXPECT_DOUBLE_EQ(sum_flops(cm.stages[0].forward, KernelKind::kAttention), 32 * per_layer);
+  EXPECT_DOUBLE_EQ(sum_flops(cm.stages[0].backward, KernelKind::kAttention), 2.5 * 32 * per_layer);
+}
+
+TEST(CostModel, TensorParallelAllReducesPerPass) {
+  const Model m = test::catalog_model("llama3.1-70b");
+  Plan p = plan_of(4, 4, 8192);
+  const auto cm =
+      compute_costs(m, test::catalog_platform("h100-sxm-ndr"), p, uniform_partition(m, 4));
+  const double act = 8192.0 * 8192.0 * 2.0;  // b s h in BF16
+  // Two per layer each way; the embedding adds one forward; the LM head one backward; the
+  // vocabulary-parallel cross-entropy three small ones forward.
+  EXPECT_EQ(cm.stages[1].forward.tp_allreduce.count, 40);
+  EXPECT_DOUBLE_EQ(cm.stages[1].forward.tp_allreduce.bytes, 40 * act);
+  EXPECT_EQ(cm.stages[1].backward.tp_allreduce.count, 40);
+  EXPECT_EQ(cm.stages[0].forward.tp_allreduce.count, 41);
+  EXPECT_EQ(cm.stages[3].forward.tp_allreduce.count, 43);
+  EXPECT_DOUBLE_EQ(cm.stages[3].forward.tp_allreduce.bytes, 40 * act + 3 * 8192.0 * 4.0);
+  EXPECT_EQ(cm.stages[3].backward.tp_allreduce.count, 41);
+  EXPECT_DOUBLE_EQ(cm.stages[2].p2p_bytes, act);
+}
+
+TEST(CostModel, TpOneHasNoAllReduces) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const auto cm = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(1, 2, 4096),
+                                uniform_partition(m, 2));
+  for (const auto& s : cm.stages) {
+    EXPECT_EQ(s.forward.tp_allreduce.count, 0);
+    EXPECT_EQ(s.backward.tp_allreduce.count, 0);
+  }
+}
+
+TEST(CostModel, ParamsPerGpuAddUpToTheModel) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const auto cm = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(1, 4, 4096),
+                                uniform_partition(m, 4));
+  std::int64_t held = 0;
+  std::int64_t logical = 0;
+  for (const auto& s : cm.stages) {
+    held += s.params_per_gpu;
+    logical += s.params;
+    EXPECT_DOUBLE_EQ(s.grad_bytes, 4.0 * static_cast<double>(s.params_per_gpu));
+  }
+  EXPECT_EQ(held, total_params(m));
+  EXPECT_EQ(logical, total_params(m));
+  // At tp 8 every sharded weight is split 8 ways; norms are replicated; vocabulary padded.
+  const auto cm8 = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(8, 1, 4096),
+                                 uniform_partition(m, 1));
+  const auto c = count_params(m);
+  const std::int64_t expected = 32 * ((c.layer() - c.layer_norms) / 8 + c.layer_norms) +
+                                2 * (129024 / 8) * 4096 + c.final_norm;
+  EXPECT_EQ(cm8.stages[0].params_per_gpu, expected);
+}
+
+TEST(Roofline, ComputeOrMemoryBound) {
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  // A large GEMM is compute bound at the GEMM efficiency.
+  auto t = roofline_time(pf, Precision::kBF16, KernelKind::kGemm, 1e12, 1e6);
+  EXPECT_DOUBLE_EQ(t.seconds, 1e12 / (989e12 * pf.efficiency.gemm));
+  EXPECT_EQ(t.source, TimeSource::kRoofline);
+  // FP8 doubles the peak.
+  EXPECT_DOUBLE_EQ(roofline_time(pf, Precision::kFP8, KernelKind::kGemm, 1e12, 1e6).seconds,
+                   1e12 / (1979e12 * pf.efficiency.gemm));
+  // Elementwise kernels move bytes.
+  EXPECT_DOUBLE_EQ(roofline_time(pf, Precision::kBF16, KernelKind::kElementwise, 0, 3.35e9).seconds,
+                   1e-3 / pf.efficiency.memory);
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/engine/engine.hpp"
+#include "sim/graph/builder.hpp"
+#include "sim/graph/graph_json.hpp"
+#include "sim/plan/partition.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+struct Counts {
+  int compute = 0, tp = 0, dp = 0, p2p = 0;
+};
+
+Counts count(const RankProgram& r) {
+  Counts c;
+  for (const auto& op : r.ops) {
+    if (op.type == OpType::kCompute) ++c.compute;
+    if (op.type == OpType::kP2P) ++c.p2p;
+    if (op.type == OpType::kCollective) ++(op.comm == CommKind::kTP ? c.tp : c.dp);
+  }
+  return c;
+}
+
+TaskGraph small_graph(ScheduleKind schedule) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  Plan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 2;
+  p.gbs = 8;
+  p.seq_len = 2048;
+  p.schedule = schedule;
+  const auto part = uniform_partition(m, 2);
+  return build_task_graph(p, compute_costs(m, test::catalog_platform("h100-sxm-ndr"), p, part));
+}
+
+TEST(TaskGraph, PerRankOperations) {
+  const TaskGraph g = small_graph(ScheduleKind::k1F1B);
+  ASSERT_EQ(g.num_ranks(), 8);
+  // 2 stages x 2 replicas TP groups, 2 stages x 2 TP ranks DP groups.
+  EXPECT_EQ(g.groups.size(), 8u);
+  for (const auto& r : g.ranks) {
+    const Counts c = count(r);
+    EXPECT_EQ(c.compute, 2 * 4 + 1);  // forward and backward of 4 micro-batches, optimizer
+    EXPECT_EQ(c.tp, 2 * 4);           // one merged TP all-reduce op per pass
+    EXPECT_EQ(c.dp, 1);
+  }
+  // Stage 0 of 2, m = 4: [s:a0] then 3 of [s:a r:g] then 1 of [r:g] => 5 exchanges.
+  EXPECT_EQ(count(g.ranks[0]).p2p, 5);
+  EXPECT_EQ(g.ranks[0].stage, 0);
+  EXPECT_EQ(g.ranks[4].stage, 1);
+  // Rank 1 (tp 1, dp 0, stage 0) sends its activations to rank 5 (tp 1, dp 0, stage 1).
+  EXPECT_EQ(g.ranks[1].transfers[0].peer, 5);
+  EXPECT_NO_THROW(check_task_graph(g));
+}
+
+TEST(TaskGraph, JsonRoundTrip) {
+  const TaskGraph g = small_graph(ScheduleKind::kGPipe);
+  const auto j = task_graph_to_json(g);
+  const TaskGraph back = task_graph_from_json(j, "g.json");
+  EXPECT_EQ(task_graph_to_json(back), j);
+  EXPECT_EQ(back.num_ops(), g.num_ops());
+}
+
+TEST(TaskGraph, MismatchedTransfersAreRejected) {
+  TaskGraph g = test::transfers_graph(2, {{0, 1}}, 1e6);
+  g.ranks[1].ops.clear();
+  EXPECT_THROW(check_task_graph(g), std::invalid_argument);
+  TaskGraph c = test::collective_graph(4, {0, 1, 2}, CollectiveKind::kAllReduce, 1e6);
+  c.ranks[2].ops.clear();
+  EXPECT_THROW(check_task_graph(c), std::invalid_argument);
+}
+
+TEST(Ring, BytesAndSteps) {
+  EXPECT_DOUBLE_EQ(ring_bytes(CollectiveKind::kAllReduce, 800, 8), 1400);
+  EXPECT_DOUBLE_EQ(ring_bytes(CollectiveKind::kAllGather, 800, 8), 700);
+  EXPECT_EQ(ring_steps(CollectiveKind::kAllReduce, 8), 14);
+  EXPECT_EQ(ring_steps(CollectiveKind::kReduceScatter, 8), 7);
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include "sim/core/error.hpp"
+#include "sim/plan/placement.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/vocab.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+TEST(Placement, MegatronOrderTpInnermostThenDpThenPp) {
+  Plan p;
+  p.tp = 4;
+  p.dp = 2;
+  p.pp = 2;
+  const Placement pl(p);
+  EXPECT_EQ(pl.world_size(), 16);
+  EXPECT_EQ(pl.rank({1, 0, 0}), 1);
+  EXPECT_EQ(pl.rank({0, 1, 0}), 4);
+  EXPECT_EQ(pl.rank({0, 0, 1}), 8);
+  EXPECT_EQ(pl.rank({3, 1, 1}), 15);
+  for (std::int64_t r = 0; r < 16; ++r) EXPECT_EQ(pl.rank(pl.coord(r)), r);
+  EXPECT_EQ(pl.tp_group(1, 0), (std::vector<std::int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(pl.dp_group(2, 1), (std::vector<std::int64_t>{10, 14}));
+}
+
+TEST(Vocab, MegatronPadding) {
+  EXPECT_EQ(megatron_padded_vocab(128256, 128, 1), 128256);
+  EXPECT_EQ(megatron_padded_vocab(128256, 128, 8), 129024);
+  EXPECT_EQ(megatron_padded_vocab(50257, 128, 1), 50304);
+  EXPECT_EQ(megatron_padded_vocab(50257, 128, 8), 51200);
+}
+
+class PlanRules : public ::testing::Test {
+ protected:
+  std::string error_of(const Plan& p, const PlanOrigin& origin = {}) {
+    try {
+      validate_plan(p, model_, platform_, origin);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(valid)";
+  }
+  Plan base() const {
+    Plan p;
+    p.tp = 4;
+    p.pp = 4;
+    p.dp = 4;
+    p.gbs = 128;
+    p.seq_len = 8192;
+    return p;
+  }
+  Model model_ = test::catalog_model("llama3.1-70b");
+  Platform platform_ = test::catalog_platform("h100-sxm-ndr");
+};
+
+TEST_F(PlanRules, OneClearLinePerRule) {
+  EXPECT_EQ(error_of(base()), "(valid)");
+  Plan p = base();
+  p.tp = 3;
+  EXPECT_EQ(error_of(p), "--tp: must divide the attention heads (64), got 3");
+  p.tp = 16;
+  EXPECT_EQ(error_of(p), "--tp: must divide the KV heads (8), got 16");
+  p = base();
+  p.gbs = 102;
+  EXPECT_EQ(error_of(p), "--gbs: must be a multiple of mbs x dp (1 x 4 = 4), got 102");
+  p = base();
+  p.pp = 3;
+  EXPECT_EQ(error_of(p),
+            "--pp: must divide the number of layers (80) for the uniform partition, got 3");
+  p = base();
+  p.pp = 81;
+  EXPECT_EQ(error_of(p), "--pp: exceeds the number of layers (80)");
+  p = base();
+  p.gpus = 32;
+  EXPECT_EQ(error_of(p), "--gpus: is 32 but tp x pp x dp = 4 x 4 x 4 = 64");
+  p = base();
+  p.seq_len = 0;
+  EXPECT_EQ(error_of(p), "--seq-len: is required (a positive integer)");
+}
+
+TEST_F(PlanRules, ErrorsNameTheScenarioWhenTheValueCameFromIt) {
+  Plan p = base();
+  p.tp = 3;
+  PlanOrigin origin;
+  origin.where["tp"] = "s.json: $.plan.tp";
+  EXPECT_EQ(error_of(p, origin), "s.json: $.plan.tp: must divide the attention heads (64), got 3");
+}
+
+TEST_F(PlanRules, Fp8NeedsFp8TensorCores) {
+  platform_ = test::catalog_platform("a100-sxm-hdr");
+  Plan p = base();
+  p.precision = Precision::kFP8;
+  EXPECT_EQ(error_of(p),
+            "--precision: fp8 needs FP8 tensor cores; NVIDIA A100 SXM4 80GB has none (platform "
+            "a100-sxm-hdr)");
+}
+
+}  // namespace
+}  // namespace trainsim

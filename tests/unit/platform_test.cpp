@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.hpp"
+#include "sim/platform/platform.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+TEST(Platform, H100SheetInSIUnits) {
+  const Platform p = test::catalog_platform("h100-sxm-ndr");
+  EXPECT_EQ(p.name, "h100-sxm-ndr");
+  EXPECT_DOUBLE_EQ(p.gpu.peak_bf16_flops, 989e12);
+  EXPECT_DOUBLE_EQ(p.gpu.peak_fp8_flops, 1979e12);
+  EXPECT_DOUBLE_EQ(p.gpu.memory_bytes, 80.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(p.gpu.hbm_bandwidth, 3.35e12);
+  EXPECT_EQ(p.node.gpus_per_node, 8);
+  EXPECT_DOUBLE_EQ(p.node.nvlink_bandwidth, 450e9);
+  EXPECT_DOUBLE_EQ(p.network.nic_bandwidth, 50e9);  // 400 Gb/s
+  EXPECT_DOUBLE_EQ(p.nic_link_bandwidth(), 50e9 * 0.94);
+  EXPECT_NEAR(p.efficiency.gemm, 794.5 / 989.0, 1e-4);
+}
+
+TEST(Platform, A100Sheet) {
+  const Platform p = test::catalog_platform("a100-sxm-hdr");
+  EXPECT_DOUBLE_EQ(p.gpu.peak_bf16_flops, 312e12);
+  EXPECT_DOUBLE_EQ(p.gpu.peak_fp8_flops, 0.0);
+  EXPECT_DOUBLE_EQ(p.node.nvlink_bandwidth, 300e9);
+  EXPECT_DOUBLE_EQ(p.network.nic_bandwidth, 25e9);  // 200 Gb/s
+}
+
+TEST(Platform, StrictInput) {
+  std::ifstream in(test::source_dir() + "/platforms/h100-sxm-ndr.json");
+  const auto j = nlohmann::json::parse(in);
+  auto expect_error = [](nlohmann::json bad, const std::string& expected) {
+    try {
+      parse_platform_json(bad, "p.json");
+      ADD_FAILURE() << "no error, expected " << expected;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), expected);
+    }
+  };
+  auto bad = j;
+  bad["network"]["nics_per_node"] = 4;
+  expect_error(
+      bad,
+      "p.json: $.network.nics_per_node: must equal node.gpus_per_node (one NIC per GPU), got 4");
+  bad = j;
+  bad["efficiency"]["gemm"] = 1.2;
+  expect_error(bad, "p.json: $.efficiency.gemm: must be a number > 0 and <= 1, got 1.2");
+  bad = j;
+  bad["node"]["nvlink_bandwidth"] = 450;
+  expect_error(bad,
+               "p.json: $.node.nvlink_bandwidth: unknown key (known keys here: gpus_per_node, "
+               "nvlink_bandwidth_GBps, nvlink_latency_us)");
+  bad = j;
+  bad["gpu"]["hbm_bandwidth_GBps"] = -1;
+  expect_error(bad, "p.json: $.gpu.hbm_bandwidth_GBps: must be a number > 0, got -1");
+}
+
+}  // namespace
+}  // namespace trainsim

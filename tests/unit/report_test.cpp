@@ -1,0 +1,67 @@
+#include "sim/report/report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/graph/builder.hpp"
+#include "sim/model/flops.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+std::string simulate_report(const Plan& p) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const auto part = make_partition(m, p);
+  const auto costs = compute_costs(m, pf, p, part);
+  const auto graph = build_task_graph(p, costs);
+  const auto sim = simulate_analytic(graph, Topology(pf, p.world_size()));
+  return report_json(make_report({m, pf, p, part, costs, sim, "t", {}, {}}));
+}
+
+Plan plan() {
+  Plan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 2;
+  p.gbs = 16;
+  p.seq_len = 4096;
+  return p;
+}
+
+TEST(Report, DeterministicJson) {
+  EXPECT_EQ(simulate_report(plan()), simulate_report(plan()));
+}
+
+TEST(Report, ContractFieldsAndConsistency) {
+  const auto j = nlohmann::json::parse(simulate_report(plan()));
+  for (const char* key :
+       {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "bubble_fraction",
+        "exposed_comm_s", "stages", "diagnostics", "provenance", "schema_version"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  const double step = j["step_time_s"];
+  EXPECT_DOUBLE_EQ(j["tokens_per_s"].get<double>(), 16.0 * 4096.0 / step);
+  const double flops =
+      model_flops_per_sample(test::catalog_model("llama3.1-8b"), 4096) * 16.0 / step / 8.0;
+  EXPECT_DOUBLE_EQ(j["model_tflops_per_gpu"].get<double>(), flops / 1e12);
+  EXPECT_DOUBLE_EQ(j["mfu"].get<double>(), flops / 989e12);
+  for (const char* k : {"tp", "pp", "dp", "cp", "ep"}) EXPECT_TRUE(j["exposed_comm_s"].contains(k));
+  ASSERT_EQ(j["stages"].size(), 2u);
+  for (const char* k : {"index", "blocks", "layers", "params", "compute_s"}) {
+    EXPECT_TRUE(j["stages"][0].contains(k)) << k;
+  }
+  EXPECT_DOUBLE_EQ(j["provenance"]["kernel_time_share"]["roofline"].get<double>(), 1.0);
+  EXPECT_EQ(j["provenance"]["engine"], "analytic");
+  // Every GPU's step divides into compute, exposed communication and idle time.
+  for (const auto& s : j["stages"]) {
+    double comm = 0;
+    for (const auto& [_, v] : s["exposed_comm_s"].items()) comm += v.get<double>();
+    EXPECT_NEAR(s["compute_s"].get<double>() + comm + s["idle_s"].get<double>(), step, 1e-9 * step);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
