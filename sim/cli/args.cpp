@@ -1,5 +1,6 @@
 #include "sim/cli/args.hpp"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <sstream>
 
@@ -11,28 +12,52 @@ namespace trainsim {
 
 namespace {
 
+// Plan flags that are switches (no value).
+const std::vector<std::string> kSwitches = {"sp", "account-for-embedding-in-pipeline-split",
+                                            "account-for-loss-in-pipeline-split"};
+
 po::options_description plan_options() {
   po::options_description d("Plan (Megatron-LM names; a flag overrides the scenario's value)");
   auto s = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
-  d.add_options()("tp", s("N"),
-                  "tensor-parallel size: splits every layer's matrices over N GPUs of a node")(
-      "pp", s("N"), "pipeline-parallel size: splits the layers into N stages")(
-      "dp", s("N"), "data-parallel size: N replicas, gradients all-reduced each step")(
-      "cp", s("N"), "context-parallel size (not supported yet: 1)")(
-      "ep", s("N"), "expert-parallel size (not supported yet: 1)")(
-      "vp", s("N"), "virtual stages per GPU for the interleaved schedule (not supported yet: 1)")(
-      "sp", po::bool_switch(), "sequence parallelism (not supported yet)")(
-      "mbs", s("N"), "micro-batch size in sequences (default 1)")(
-      "gbs", s("N"), "global batch size in sequences; micro-batches per step = gbs / (mbs x dp)")(
-      "seq-len", s("N"), "sequence length in tokens (required)")(
-      "schedule", s("NAME"),
-      "pipeline schedule: gpipe or 1f1b (default); interleaved, zb-h1 later")(
-      "partition", s("NAME"), "layer-to-stage rule: uniform (Megatron's default)")(
-      "recompute", s("NAME"), "activation recomputation: none (default)")(
-      "zero", s("N"), "ZeRO / distributed-optimizer stage 0-3 (not supported yet: 0)")(
-      "precision", s("NAME"), "bf16 (default) or fp8 GEMMs")(
-      "vocab-divisible-by", s("N"), "pad the vocabulary to a multiple of N x tp (default 128)")(
-      "gpus", s("N"), "cluster size; must equal tp x pp x dp when given");
+  auto add = d.add_options();
+  add("tp", s("N"), "tensor-parallel size: splits every layer's matrices over N GPUs of a node");
+  add("pp", s("N"), "pipeline-parallel size: splits the layers into N stages");
+  add("dp", s("N"), "data-parallel size: N replicas, gradients all-reduced each step");
+  add("cp", s("N"), "context-parallel size (not supported yet: 1)");
+  add("ep", s("N"), "expert-parallel size (not supported yet: 1)");
+  add("vp", s("N"), "virtual stages per GPU for the interleaved schedule (not supported yet: 1)");
+  add("sp", po::bool_switch(), "sequence parallelism (not supported yet)");
+  add("mbs", s("N"), "micro-batch size in sequences (default 1)");
+  add("gbs", s("N"),
+      "global batch size in sequences; micro-batches per step = gbs / (mbs x dp), which must "
+      "divide evenly (else a gbs-not-divisible error)");
+  add("seq-len", s("N"), "sequence length in tokens (required)");
+  add("schedule", s("NAME"),
+      "pipeline schedule: gpipe or 1f1b (default); interleaved, zb-h1 later");
+  add("partition", s("RULE"),
+      "layer-to-stage rule: uniform (Megatron-LM, the default), nanotron, deepspeed-uniform, "
+      "deepspeed-parameters, deepspeed-type:REGEX, balanced (trainsim: the fastest contiguous "
+      "split, found exactly), or a Megatron layout such as \"Et*3|t*4|t*4|t*3L\" (E embedding, "
+      "t decoder layer, L loss, | stage boundary)");
+  add("decoder-first-pipeline-num-layers", s("N"),
+      "Megatron-LM: decoder layers on the first stage (uniform partition)");
+  add("decoder-last-pipeline-num-layers", s("N"),
+      "Megatron-LM: decoder layers on the last stage (uniform partition)");
+  add("account-for-embedding-in-pipeline-split", po::bool_switch(),
+      "Megatron-LM: count the embedding as one layer of the first stage (uniform partition)");
+  add("account-for-loss-in-pipeline-split", po::bool_switch(),
+      "Megatron-LM: count the loss as one layer of the last stage (uniform partition)");
+  add("framework", s("NAME"),
+      "whose rules apply where frameworks differ (vocabulary padding, the errors they raise): "
+      "megatron (default), nanotron, deepspeed, colossalai; inferred from --partition nanotron or "
+      "deepspeed-*");
+  add("vocab-divisible-by", s("N"),
+      "pad the vocabulary to a multiple of N x tp (default: the framework's, Megatron 128, "
+      "ColossalAI 64, nanotron 1)");
+  add("recompute", s("NAME"), "activation recomputation: none (default)");
+  add("zero", s("N"), "ZeRO / distributed-optimizer stage 0-3 (not supported yet: 0)");
+  add("precision", s("NAME"), "bf16 (default) or fp8 GEMMs");
+  add("gpus", s("N"), "cluster size; must equal tp x pp x dp when given");
   return d;
 }
 
@@ -101,8 +126,15 @@ std::string run_help(const std::string& command) {
          "pipeline bubble, exposed communication by kind and a per-stage table.\n\n";
   } else {
     o << "usage: trainsim check [SCENARIO.json] [flags]\n\n"
-         "Checks the plan without simulating it and prints its diagnostics. Exits 1 when any is\n"
-         "an error, 0 otherwise.\n\n";
+         "Builds the plan's partition with the named framework rule and reports what would go\n"
+         "wrong, each finding with a fix that names an alternative plan and its simulated step\n"
+         "time: stage-without-parameters, empty-stage, layers-dropped (errors: the framework\n"
+         "crashes or trains a different model), gbs-not-divisible (error), stage-imbalance,\n"
+         "microbatches-fewer-than-stages, uneven-tp-shard (vocabulary padding and its checkpoint\n"
+         "hazard), tp-across-nodes (warnings). Exits 1 when any is an error, 0 otherwise.\n\n"
+         "  trainsim check scenarios/seeds/nanotron-108.json\n"
+         "  trainsim check --model llama3.1-70b --platform h100-sxm-ndr --tp 8 --pp 4 --dp 2 \\\n"
+         "                 --seq-len 8192 --gbs 64 --framework colossalai\n\n";
   }
   o << io_options(command) << "\n" << plan_options();
   return o.str();
@@ -161,8 +193,8 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {
     const auto& name = o->long_name();
-    if (name == "sp") {
-      if (vm["sp"].as<bool>()) opt.inputs.plan_flags["sp"] = "true";
+    if (std::find(kSwitches.begin(), kSwitches.end(), name) != kSwitches.end()) {
+      if (vm[name].as<bool>()) opt.inputs.plan_flags[field_of(name)] = "true";
       continue;
     }
     if (vm.count(name)) opt.inputs.plan_flags[field_of(name)] = vm[name].as<std::string>();

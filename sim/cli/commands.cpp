@@ -11,6 +11,7 @@
 #include "sim/core/format.hpp"
 #include "sim/core/hash.hpp"
 #include "sim/core/version.hpp"
+#include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/graph/graph_json.hpp"
 #include "sim/model/params.hpp"
@@ -49,7 +50,7 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     return kExitOk;
   }
   ResolvedInputs in = resolve_inputs(opt.inputs);
-  const Partition partition = make_partition(in.model, in.plan);
+  const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);
   const CostModel costs = compute_costs(in.model, in.platform, in.plan, partition);
   std::vector<Diagnostic> diagnostics =
       check_plan(in.model, in.platform, in.plan, partition, costs);

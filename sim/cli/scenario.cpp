@@ -35,6 +35,13 @@ ScheduleKind schedule_of(const std::string& s) {
   return ScheduleKind::k1F1B;
 }
 
+Framework framework_of(const std::string& s) {
+  if (s == "nanotron") return Framework::kNanotron;
+  if (s == "deepspeed") return Framework::kDeepSpeed;
+  if (s == "colossalai") return Framework::kColossalAI;
+  return Framework::kMegatron;
+}
+
 Recompute recompute_of(const std::string& s) {
   if (s == "selective") return Recompute::kSelective;
   if (s == "full") return Recompute::kFull;
@@ -87,6 +94,28 @@ const std::vector<PlanField>& plan_fields() {
     integer("zero", {0, 3}, &Plan::zero);
     integer("vocab_divisible_by", {}, &Plan::vocab_divisible_by);
     integer("gpus", {}, &Plan::gpus);
+    f.push_back(
+        {"framework",
+         FieldType::kChoice,
+         {},
+         {"megatron", "nanotron", "deepspeed", "colossalai"},
+         [](Plan& p, std::int64_t, const std::string& s) { p.framework = framework_of(s); }});
+    integer("decoder_first_pipeline_num_layers", {0}, &Plan::decoder_first_pipeline_num_layers);
+    integer("decoder_last_pipeline_num_layers", {0}, &Plan::decoder_last_pipeline_num_layers);
+    f.push_back({"account_for_embedding_in_pipeline_split",
+                 FieldType::kBool,
+                 {},
+                 {},
+                 [](Plan& p, std::int64_t v, const std::string&) {
+                   p.account_for_embedding_in_pipeline_split = v != 0;
+                 }});
+    f.push_back({"account_for_loss_in_pipeline_split",
+                 FieldType::kBool,
+                 {},
+                 {},
+                 [](Plan& p, std::int64_t v, const std::string&) {
+                   p.account_for_loss_in_pipeline_split = v != 0;
+                 }});
     return f;
   }();
   return fields;

@@ -37,6 +37,16 @@ std::string format_bytes(double bytes) {
   return format_fixed(bytes, u == 0 ? 0 : 2) + " " + units[u];
 }
 
+std::string format_flops(double flops) {
+  const char* units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP"};
+  int u = 0;
+  while (std::fabs(flops) >= 1000.0 && u < 6) {
+    flops /= 1000.0;
+    ++u;
+  }
+  return format_fixed(flops, u == 0 ? 0 : 1) + " " + units[u];
+}
+
 std::string format_grouped(std::int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n);
   std::string out;

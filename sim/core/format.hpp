@@ -11,6 +11,8 @@ std::string format_fixed(double x, int decimals);
 std::string format_seconds(double s);
 /// "80.0 GiB", "512 MiB".
 std::string format_bytes(double bytes);
+/// "7.3 TFLOP", "2.1 GFLOP".
+std::string format_flops(double flops);
 /// "8,030,261,248".
 std::string format_grouped(std::int64_t n);
 }  // namespace trainsim

@@ -117,6 +117,10 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
         p.kernels.push_back(gemm("lm_head", T, h, s.vocab, e));
       }
       break;
+    case BlockKind::kCast:
+      // nanotron's cast_to_fp32 block: BF16 logits in, fp32 logits out (and back for the grad).
+      p.kernels.push_back(elementwise(backward ? "cast.grad" : "cast", T * s.vocab * (e + 4.0)));
+      break;
     case BlockKind::kLoss:
       if (backward) {
         // Read the saved fp32 softmax, write the logits gradient.

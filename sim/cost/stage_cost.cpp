@@ -1,6 +1,7 @@
 #include "sim/cost/stage_cost.hpp"
 
 #include "sim/model/params.hpp"
+#include "sim/plan/partition.hpp"
 #include "sim/plan/vocab.hpp"
 
 namespace trainsim {
@@ -35,15 +36,38 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
 
 }  // namespace
 
+double block_output_bytes(BlockKind kind, const LayerShape& shape) {
+  switch (kind) {
+    case BlockKind::kLmHead:
+      return shape.tokens * shape.vocab * shape.act_bytes;
+    case BlockKind::kCast:
+    case BlockKind::kLoss:
+      return shape.tokens * shape.vocab * 4.0;
+    default:
+      return shape.tokens * shape.hidden * shape.act_bytes;
+  }
+}
+
+BlockCost block_cost(const Model& model, const Platform& platform, const Plan& plan,
+                     BlockKind kind) {
+  const LayerShape shape =
+      layer_shape(model, plan, padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp));
+  BlockCost c;
+  add_pass(c.forward, to_string(kind), block_pass(kind, false, shape), 1, platform, plan.precision);
+  add_pass(c.backward, to_string(kind), block_pass(kind, true, shape), 1, platform, plan.precision);
+  return c;
+}
+
 CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
                         const Partition& partition) {
   CostModel cm;
-  cm.padded_vocab = megatron_padded_vocab(model.vocab_size, plan.vocab_divisible_by, plan.tp);
+  cm.padded_vocab = padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp);
   const LayerShape shape = layer_shape(model, plan, cm.padded_vocab);
   const ParamCount pc = count_params(model);
   const std::int64_t layer_rank = layer_params_per_rank(model, pc, plan.tp);
   const std::int64_t vocab_rows = cm.padded_vocab / plan.tp;
 
+  double message = shape.tokens * shape.hidden * shape.act_bytes;  // what an empty stage passes on
   for (std::int64_t s = 0; s < partition.num_stages(); ++s) {
     StageCost sc;
     const auto decoders = partition.decoders(s);
@@ -80,11 +104,14 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
             sc.params_per_gpu += vocab_rows * model.hidden_size;
           }
           break;
+        case BlockKind::kCast:
         case BlockKind::kLoss:
           break;
       }
     }
-    sc.p2p_bytes = shape.tokens * shape.hidden * shape.act_bytes;
+    if (const Block* last = partition.last_block(s))
+      message = block_output_bytes(last->kind, shape);
+    sc.p2p_bytes = message;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * kGradReduceBytes;
     const double p = static_cast<double>(sc.params_per_gpu);
     BlockPass opt;

@@ -53,4 +53,16 @@ inline constexpr double kGradReduceBytes = 4;
 CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
                         const Partition& partition);
 
+/// Forward and backward cost of one block for one micro-batch (what the balanced partition
+/// weighs stages by).
+struct BlockCost {
+  PassCost forward;
+  PassCost backward;
+};
+BlockCost block_cost(const Model& model, const Platform& platform, const Plan& plan,
+                     BlockKind kind);
+
+/// Bytes of the tensor a block hands to the next one, per micro-batch on one TP rank.
+double block_output_bytes(BlockKind kind, const LayerShape& shape);
+
 }  // namespace trainsim

@@ -165,11 +165,15 @@ TaskGraph build_task_graph(const Plan& plan, const CostModel& costs) {
       const bool forward = (flow == Flow::kActivation) == sending;
       return as_i32(placement.rank({c.tp, c.dp, c.pp + (forward ? 1 : -1)}));
     };
+    // A message crossing the boundary between stages b and b + 1 is stage b's output (or its
+    // gradient), whichever way it travels.
     auto transfers = [&](const std::vector<Exchange>& ex, bool sending) {
       std::vector<Transfer> out;
       for (const auto& e : ex) {
-        out.push_back(
-            {neighbour(e.flow, sending), e.flow == Flow::kActivation ? 0 : 1, cost.p2p_bytes});
+        const bool towards_next = (e.flow == Flow::kActivation) == sending;
+        const auto boundary = static_cast<std::size_t>(towards_next ? c.pp : c.pp - 1);
+        out.push_back({neighbour(e.flow, sending), e.flow == Flow::kActivation ? 0 : 1,
+                       costs.stages[boundary].p2p_bytes});
       }
       return out;
     };

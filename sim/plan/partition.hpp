@@ -1,6 +1,8 @@
 #pragma once
 // The layer-to-stage partition. A model is a sequence of blocks (embedding, decoder layers,
-// final norm, LM head, loss); each pipeline stage holds a contiguous run of them.
+// final norm, LM head, the loss; nanotron adds a cast to fp32); each pipeline stage holds a
+// contiguous run of them. The frameworks' own rules are reproduced exactly, defects included:
+// that is how trainsim predicts the stages they will build.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,8 +12,10 @@
 
 namespace trainsim {
 
-enum class BlockKind { kEmbedding, kDecoder, kFinalNorm, kLmHead, kLoss };
+enum class BlockKind { kEmbedding, kDecoder, kFinalNorm, kLmHead, kCast, kLoss };
 const char* to_string(BlockKind kind);
+/// Whether a block has trainable parameters (the cast and the loss have none).
+bool has_parameters(BlockKind kind);
 
 struct Block {
   BlockKind kind;
@@ -25,24 +29,95 @@ struct StageRange {
 
 struct Partition {
   std::string method;
-  std::vector<Block> blocks;
+  std::vector<Block> blocks;  // the blocks the framework builds, in execution order
   std::vector<StageRange> stages;
+  std::int64_t dropped_layers = 0;  // decoder layers of the model the rule does not build
 
   std::int64_t num_stages() const { return static_cast<std::int64_t>(stages.size()); }
+  std::int64_t num_blocks(std::int64_t stage) const;
   std::int64_t decoders(std::int64_t stage) const;
   bool holds(std::int64_t stage, BlockKind kind) const;
+  /// Whether any block of the stage has trainable parameters.
+  bool has_parameters(std::int64_t stage) const;
+  /// The last block of the stage (what it sends on), or nullptr for an empty stage.
+  const Block* last_block(std::int64_t stage) const;
   /// Block names with decoder runs compressed: {"embedding", "decoder 0-19"}.
   std::vector<std::string> labels(std::int64_t stage) const;
+  /// Decoder layers per stage.
+  std::vector<std::int64_t> decoder_counts() const;
+  /// The partition as a Megatron-LM pipeline_model_parallel_layout string ("Et*19|t*20|...L").
+  std::string megatron_layout() const;
 };
 
-/// The model's blocks in execution order.
-std::vector<Block> model_blocks(const Model& model);
+/// The rules a plan can name with --partition.
+enum class PartitionRule {
+  kUniform,              // Megatron-LM (with its uneven-stage options)
+  kLayout,               // an explicit Megatron-LM pipeline_model_parallel_layout
+  kNanotron,             // nanotron's get_block_compute_costs + threshold walk
+  kDeepSpeedUniform,     // DeepSpeed PipelineModule partition_method="uniform"
+  kDeepSpeedParameters,  // partition_method="parameters"
+  kDeepSpeedType,        // partition_method="type:REGEX"
+  kBalanced,             // trainsim's exact min-max partition on simulated stage times
+};
 
-/// Megatron-LM's default: num_layers / pp decoder layers per stage, the embedding on the first
-/// stage, final norm, LM head and loss on the last.
-Partition uniform_partition(const Model& model, std::int64_t pp);
+struct PartitionSpec {
+  PartitionRule rule = PartitionRule::kUniform;
+  std::string argument;  // the layout string or the type regex
+};
 
-/// The partition the plan asks for.
-Partition make_partition(const Model& model, const Plan& plan);
+/// Parses --partition; InputError naming `where` for an unknown rule or a malformed layout.
+PartitionSpec parse_partition_spec(const std::string& text, const std::string& where);
+
+/// The model's blocks as Megatron-LM and DeepSpeed order them (nanotron adds kCast before loss).
+std::vector<Block> model_blocks(const Model& model, bool with_cast = false);
+
+/// Megatron-LM's rule. Without options: num_layers / pp per stage; Megatron-Core versions before
+/// uneven-stage support computed num_layers // pp and silently built fewer layers when pp does
+/// not divide them, which is reproduced (dropped_layers). With --decoder-first/last-pipeline-
+/// num-layers the remaining layers are split evenly over the other stages; with --account-for-
+/// embedding/loss-in-pipeline-split the embedding and the loss count as one layer each.
+/// InputError (naming the flag) where Megatron-LM asserts.
+Partition megatron_uniform_partition(const Model& model, const Plan& plan,
+                                     const PlanOrigin& origin);
+
+/// A Megatron-LM layout: E embedding, t decoder layer, L loss (final norm, LM head, loss), | stage
+/// boundary, x*N and (...)*N repetition, commas ignored. Must have pp stages, one E first and one
+/// L last; fewer t than the model has layers is built as written (dropped_layers).
+Partition megatron_layout_partition(const Model& model, const std::string& layout, std::int64_t pp,
+                                    const std::string& where);
+
+/// nanotron's compute costs per block: decoder 4 * heads * (hidden / heads) * hidden + 3 * ffn *
+/// hidden, LM head padded_vocab * hidden, every other block 0 (models/llama.py).
+std::vector<std::int64_t> nanotron_block_costs(const Model& model, const std::vector<Block>& blocks,
+                                               std::int64_t padded_vocab);
+
+/// nanotron's build_model: cumulative block costs against thresholds total * (rank + 1) / pp; a
+/// block goes to the current rank, which advances once a block's cumulative cost exceeds its
+/// threshold (at most one rank per block).
+Partition nanotron_partition(const Model& model, std::int64_t pp, std::int64_t padded_vocab);
+
+/// DeepSpeed's partition helpers (deepspeed/runtime/utils.py): parts[p] is the first item of
+/// part p, parts[num_parts] == num_items.
+std::vector<std::int64_t> deepspeed_partition_uniform(std::int64_t num_items,
+                                                      std::int64_t num_parts);
+/// DeepSpeed's original partition_balanced: binary search on the heaviest part (eps 1e-3) with a
+/// greedy probe. It minimises the maximum and may leave the last parts empty (issue #5078);
+/// DeepSpeed later replaced it with a dynamic program (PR #4312).
+std::vector<std::int64_t> deepspeed_partition_balanced(const std::vector<std::int64_t>& weights,
+                                                       std::int64_t num_parts);
+
+/// Class names a DeepSpeed PipelineModule of Megatron-DeepSpeed's GPT gives the blocks (what
+/// type:REGEX matches, case-insensitively).
+std::string deepspeed_layer_name(const Model& model, BlockKind kind);
+
+/// DeepSpeed PipelineModule's _partition_layers over the layers embedding, decoders, final norm
+/// and LM head (the loss function runs on the last stage). `layer_params` gives each layer's
+/// parameter count for the "parameters" method.
+Partition deepspeed_partition(const Model& model, const PartitionSpec& spec, std::int64_t pp,
+                              const std::vector<std::int64_t>& layer_params);
+
+/// A partition from stage boundaries over `blocks`: stage s holds [bounds[s], bounds[s+1]).
+Partition partition_from_bounds(std::string method, std::vector<Block> blocks,
+                                const std::vector<std::int64_t>& bounds);
 
 }  // namespace trainsim

@@ -34,6 +34,41 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::kMegatron:
+      return "megatron";
+    case Framework::kNanotron:
+      return "nanotron";
+    case Framework::kDeepSpeed:
+      return "deepspeed";
+    case Framework::kColossalAI:
+      return "colossalai";
+  }
+  return "?";
+}
+
+Framework Plan::effective_framework() const {
+  if (framework) return *framework;
+  if (partition == "nanotron") return Framework::kNanotron;
+  if (partition.rfind("deepspeed-", 0) == 0) return Framework::kDeepSpeed;
+  return Framework::kMegatron;
+}
+
+std::int64_t Plan::vocab_multiple() const {
+  if (vocab_divisible_by > 0) return vocab_divisible_by;
+  switch (effective_framework()) {
+    case Framework::kNanotron:
+      return 1;
+    case Framework::kColossalAI:
+      return 64;
+    case Framework::kMegatron:
+    case Framework::kDeepSpeed:
+      return 128;
+  }
+  return 128;
+}
+
 std::string PlanOrigin::of(const std::string& field) const {
   auto it = where.find(field);
   if (it != where.end()) return it->second;
@@ -75,15 +110,12 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
     fail_input(origin.of("recompute"), "activation recomputation is not supported yet; use none");
   }
   if (plan.zero != 0) fail_input(origin.of("zero"), "ZeRO sharding is not supported yet; use 0");
-  if (plan.partition != "uniform") {
-    fail_input(origin.of("partition"),
-               "only the uniform partition is supported yet, got \"" + plan.partition + "\"");
-  }
   if (plan.precision == Precision::kFP8 && platform.gpu.peak_fp8_flops <= 0) {
     fail_input(origin.of("precision"), "fp8 needs FP8 tensor cores; " + platform.gpu.name +
                                            " has none (platform " + platform.name + ")");
   }
 
+  // Shapes every framework must split evenly (vocabularies are padded instead; see check/).
   require_divides(origin, "tp", plan.tp, "the attention heads", model.num_attention_heads);
   require_divides(origin, "tp", plan.tp, "the KV heads", model.num_kv_heads);
   require_divides(origin, "tp", plan.tp, "the FFN hidden size",
@@ -91,14 +123,10 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   if (plan.pp > model.num_layers) {
     fail_input(origin.of("pp"), "exceeds the number of layers (" + n(model.num_layers) + ")");
   }
-  if (plan.partition == "uniform" && model.num_layers % plan.pp != 0) {
-    fail_input(origin.of("pp"), "must divide the number of layers (" + n(model.num_layers) +
-                                    ") for the uniform partition, got " + n(plan.pp));
-  }
   const std::int64_t per_step = plan.mbs * plan.dp;
-  if (plan.gbs > 0 && plan.gbs % per_step != 0) {
-    fail_input(origin.of("gbs"), "must be a multiple of mbs x dp (" + n(plan.mbs) + " x " +
-                                     n(plan.dp) + " = " + n(per_step) + "), got " + n(plan.gbs));
+  if (plan.gbs > 0 && plan.gbs < per_step) {
+    fail_input(origin.of("gbs"), "must be at least mbs x dp (" + n(plan.mbs) + " x " + n(plan.dp) +
+                                     " = " + n(per_step) + "), got " + n(plan.gbs));
   }
   if (plan.gpus > 0 && plan.gpus != plan.world_size()) {
     fail_input(origin.of("gpus"), "is " + n(plan.gpus) + " but tp x pp x dp = " + n(plan.tp) +
@@ -110,8 +138,17 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
     fail_input(origin.of("seq_len"),
                "exceeds the model's learned positions (" + n(model.max_position_embeddings) + ")");
   }
-  if (plan.vocab_divisible_by <= 0) {
-    fail_input(origin.of("vocab_divisible_by"), "must be a positive integer");
+  const bool uneven =
+      plan.decoder_first_pipeline_num_layers >= 0 || plan.decoder_last_pipeline_num_layers >= 0 ||
+      plan.account_for_embedding_in_pipeline_split || plan.account_for_loss_in_pipeline_split;
+  if (uneven && plan.partition != "uniform") {
+    const char* field =
+        plan.decoder_first_pipeline_num_layers >= 0    ? "decoder_first_pipeline_num_layers"
+        : plan.decoder_last_pipeline_num_layers >= 0   ? "decoder_last_pipeline_num_layers"
+        : plan.account_for_embedding_in_pipeline_split ? "account_for_embedding_in_pipeline_split"
+                                                       : "account_for_loss_in_pipeline_split";
+    fail_input(origin.of(field), "is a Megatron-LM option of the uniform partition, not of \"" +
+                                     plan.partition + "\"");
   }
 }
 

@@ -2,6 +2,7 @@
 // The parallel strategy: pure data plus the feasibility rules. Names follow Megatron-LM.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,14 @@ namespace trainsim {
 enum class Precision { kBF16, kFP8 };
 enum class ScheduleKind { kGPipe, k1F1B, kInterleaved, kZBH1 };
 enum class Recompute { kNone, kSelective, kFull };
+/// The framework whose rules apply where frameworks differ (vocabulary padding, which error a
+/// defect raises). Megatron-DeepSpeed follows Megatron's padding.
+enum class Framework { kMegatron, kNanotron, kDeepSpeed, kColossalAI };
 
 const char* to_string(Precision p);
 const char* to_string(ScheduleKind s);
 const char* to_string(Recompute r);
+const char* to_string(Framework f);
 
 struct Plan {
   std::int64_t tp = 1;
@@ -31,15 +36,30 @@ struct Plan {
   std::int64_t seq_len = 0;
   Precision precision = Precision::kBF16;
   ScheduleKind schedule = ScheduleKind::k1F1B;
-  std::string partition = "uniform";
+  std::string partition = "uniform";  // a rule name or a Megatron layout string
   Recompute recompute = Recompute::kNone;
   std::int64_t zero = 0;
-  std::int64_t vocab_divisible_by = 128;  // Megatron's --make-vocab-size-divisible-by
-  std::int64_t gpus = 0;                  // 0: as many as the plan needs
+  /// Pad the vocabulary to a multiple of this x tp; 0: the framework's default.
+  std::int64_t vocab_divisible_by = 0;
+  std::int64_t gpus = 0;  // 0: as many as the plan needs
+  /// Unset: inferred from the partition rule (nanotron, deepspeed-*), else Megatron.
+  std::optional<Framework> framework;
+  // Megatron-LM's uneven pipeline options (-1: not set).
+  std::int64_t decoder_first_pipeline_num_layers = -1;
+  std::int64_t decoder_last_pipeline_num_layers = -1;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
 
   std::int64_t world_size() const { return tp * pp * dp * cp; }
   std::int64_t global_batch() const { return gbs > 0 ? gbs : mbs * dp; }
+  /// Micro-batches per step as frameworks compute them: gbs // (mbs x dp).
   std::int64_t num_microbatches() const { return global_batch() / (mbs * dp); }
+  /// Sequences actually trained per step (all of gbs when it divides evenly).
+  std::int64_t sequences_per_step() const { return num_microbatches() * mbs * dp; }
+  Framework effective_framework() const;
+  /// The vocabulary multiple per TP rank: --vocab-divisible-by, else the framework's default
+  /// (Megatron and Megatron-DeepSpeed 128, ColossalAI 64, nanotron 1).
+  std::int64_t vocab_multiple() const;
 };
 
 /// Where each plan field was set ("--tp" or "scenarios/x.json: $.plan.tp"), so feasibility errors

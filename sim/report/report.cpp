@@ -43,7 +43,7 @@ Report make_report(const ReportInputs& in) {
   r.model_params = total_params(in.model);
 
   const double step = in.sim.step_time_s;
-  const double gbs = static_cast<double>(in.plan.global_batch());
+  const double gbs = static_cast<double>(in.plan.sequences_per_step());
   const double gpus = static_cast<double>(r.gpus);
   r.step_time_s = step;
   r.tokens_per_s = gbs * static_cast<double>(in.plan.seq_len) / step;

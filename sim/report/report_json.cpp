@@ -37,7 +37,8 @@ std::string report_json(const Report& r) {
                 {"partition", r.partition},
                 {"recompute", to_string(p.recompute)},
                 {"zero", p.zero},
-                {"vocab_divisible_by", p.vocab_divisible_by}};
+                {"vocab_divisible_by", p.vocab_multiple()},
+                {"framework", to_string(p.effective_framework())}};
   j["gpus"] = r.gpus;
   j["nodes"] = r.nodes;
   j["microbatches"] = r.microbatches;

@@ -63,7 +63,7 @@ std::string report_text(const Report& r) {
     o << pad(std::to_string(s.index), 7) << pad(std::to_string(s.layers), 8)
       << pad(format_grouped(s.params_per_gpu), 16) << pad(format_seconds(s.forward_s), 11)
       << pad(format_seconds(s.backward_s), 11) << pad(format_seconds(s.compute_s), 11)
-      << join(s.blocks) << "\n";
+      << (s.blocks.empty() ? "(empty stage)" : join(s.blocks)) << "\n";
   }
   o << "\n";
   if (r.diagnostics.empty()) {

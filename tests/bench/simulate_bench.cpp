@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "sim/engine/engine.hpp"
+#include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "tests/support/support.hpp"
 
@@ -31,7 +32,7 @@ double simulate_once(const Scale& s, EngineKind engine) {
   p.dp = s.dp;
   p.gbs = s.gbs;
   p.seq_len = s.seq;
-  const auto part = make_partition(m, p);
+  const auto part = build_partition(m, pf, p);
   const auto graph = build_task_graph(p, compute_costs(m, pf, p, part));
   return simulate(graph, Topology(pf, p.world_size()), engine).step_time_s;
 }

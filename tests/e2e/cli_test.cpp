@@ -104,12 +104,20 @@ TEST(Cli, EnginesAgreeOnTheDefaultScenario) {
 }
 
 TEST(Cli, CheckAndHelp) {
-  auto r = test::run_trainsim({"check", kScenario});
+  auto r = test::run_trainsim(
+      {"check", kScenario, "--tp", "8", "--dp", "2", "--vocab-divisible-by", "32"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "no diagnostics: the plan looks sound\n");
   r = test::run_trainsim({"check", kScenario, "--gbs", "8"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("[warning] microbatches-fewer-than-stages"), std::string::npos) << r.out;
+  // Error-level diagnostics make check exit 1, and run too with --strict.
+  const std::string seed = test::source_dir() + "/scenarios/seeds/nanotron-108.json";
+  r = test::run_trainsim({"check", seed});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("[error] stage-without-parameters (stage 1)"), std::string::npos) << r.out;
+  EXPECT_EQ(test::run_trainsim({"run", seed}).exit_code, 0);
+  EXPECT_EQ(test::run_trainsim({"run", seed, "--strict"}).exit_code, 1);
   r = test::run_trainsim({"run", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--seq-len"), std::string::npos);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/engine/engine.hpp"
+#include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "tests/support/support.hpp"
 
@@ -12,7 +13,7 @@ namespace {
 void expect_agreement(const std::string& model_name, Plan plan) {
   const Model m = test::catalog_model(model_name);
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
-  const auto part = make_partition(m, plan);
+  const auto part = build_partition(m, pf, plan);
   const auto graph = build_task_graph(plan, compute_costs(m, pf, plan, part));
   const Topology topo(pf, plan.world_size());
   const SimResult a = simulate_analytic(graph, topo);

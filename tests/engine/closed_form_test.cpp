@@ -49,13 +49,20 @@ TEST_P(PipelineClosedForm, SimGrid) {
   expect_closed_form(GetParam(), EngineKind::kSimGrid);
 }
 
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  return std::string(c.schedule == ScheduleKind::kGPipe ? "GPipe" : "OneFOneB") + "_p" +
+         std::to_string(c.p) + "_m" + std::to_string(c.m) + "_" + std::to_string(info.index);
+}
+
 INSTANTIATE_TEST_SUITE_P(Schedules, PipelineClosedForm,
                          ::testing::Values(Case{ScheduleKind::k1F1B, 4, 8, 1.0, 2.0},
                                            Case{ScheduleKind::k1F1B, 8, 8, 0.5, 1.0},
                                            Case{ScheduleKind::k1F1B, 4, 2, 1.0, 2.0},
                                            Case{ScheduleKind::k1F1B, 1, 5, 1.0, 2.0},
                                            Case{ScheduleKind::kGPipe, 4, 8, 1.0, 2.0},
-                                           Case{ScheduleKind::kGPipe, 3, 7, 0.3, 0.7}));
+                                           Case{ScheduleKind::kGPipe, 3, 7, 0.3, 0.7}),
+                         case_name);
 
 TEST(PipelineBubble, OneFOneBFractionIsPMinusOneOverMPlusPMinusOne) {
   const Case c{ScheduleKind::k1F1B, 4, 12, 1.0, 2.0};

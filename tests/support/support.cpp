@@ -33,6 +33,12 @@ Platform catalog_platform(const std::string& name) {
   return load_platform(source_dir() + "/platforms/" + name + ".json");
 }
 
+Partition uniform_partition(const Model& model, std::int64_t pp) {
+  Plan plan;
+  plan.pp = pp;
+  return megatron_uniform_partition(model, plan, {});
+}
+
 Platform simple_platform(double nvlink_GBps, double nvlink_latency_us, double nic_GBps,
                          double nic_latency_us, std::int64_t nodes_per_leaf,
                          double oversubscription) {

@@ -8,6 +8,7 @@
 #include "sim/cost/stage_cost.hpp"
 #include "sim/graph/task_graph.hpp"
 #include "sim/model/model.hpp"
+#include "sim/plan/partition.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/platform/platform.hpp"
 
@@ -17,6 +18,9 @@ std::string source_dir();
 std::string data_path(const std::string& relative);  // under tests/data
 Model catalog_model(const std::string& name);
 Platform catalog_platform(const std::string& name);
+
+/// Megatron-LM's uniform partition of `model` over `pp` stages.
+Partition uniform_partition(const Model& model, std::int64_t pp);
 
 /// A platform with round numbers: nvlink and NIC bandwidths in GB/s, latencies in us, and every
 /// efficiency 1, so closed forms are easy to write.

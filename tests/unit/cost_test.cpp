@@ -36,7 +36,7 @@ TEST(CostModel, GemmFlopsAreSixPerWeightPerToken) {
   for (std::int64_t tp : {1, 2, 4, 8}) {
     for (std::int64_t pp : {1, 2, 4}) {
       Plan p = plan_of(tp, pp, 4096);
-      const auto part = uniform_partition(m, pp);
+      const auto part = test::uniform_partition(m, pp);
       const auto cm = compute_costs(m, pf, p, part);
       double total = 0;
       for (const auto& s : cm.stages) {
@@ -54,7 +54,7 @@ TEST(CostModel, GemmFlopsAreSixPerWeightPerToken) {
 TEST(CostModel, CausalAttentionFlops) {
   const Model m = test::catalog_model("llama3.1-8b");
   const auto cm = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(2, 1, 8192),
-                                uniform_partition(m, 1));
+                                test::uniform_partition(m, 1));
   // Forward: QK^T and AV over the unmasked half: 4 s^2 (a d) / 2 per layer, split over TP.
   const double per_layer = 4.0 * 8192.0 * 8192.0 * 4096.0 / 2.0 / 2.0;
   EXPECT_DOUBLE_EQ(sum_flops(cm.stages[0].forward, KernelKind::kAttention), 32 * per_layer);
@@ -65,7 +65,7 @@ TEST(CostModel, TensorParallelAllReducesPerPass) {
   const Model m = test::catalog_model("llama3.1-70b");
   Plan p = plan_of(4, 4, 8192);
   const auto cm =
-      compute_costs(m, test::catalog_platform("h100-sxm-ndr"), p, uniform_partition(m, 4));
+      compute_costs(m, test::catalog_platform("h100-sxm-ndr"), p, test::uniform_partition(m, 4));
   const double act = 8192.0 * 8192.0 * 2.0;  // b s h in BF16
   // Two per layer each way; the embedding adds one forward; the LM head one backward; the
   // vocabulary-parallel cross-entropy three small ones forward.
@@ -82,7 +82,7 @@ TEST(CostModel, TensorParallelAllReducesPerPass) {
 TEST(CostModel, TpOneHasNoAllReduces) {
   const Model m = test::catalog_model("llama3.1-8b");
   const auto cm = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(1, 2, 4096),
-                                uniform_partition(m, 2));
+                                test::uniform_partition(m, 2));
   for (const auto& s : cm.stages) {
     EXPECT_EQ(s.forward.tp_allreduce.count, 0);
     EXPECT_EQ(s.backward.tp_allreduce.count, 0);
@@ -92,7 +92,7 @@ TEST(CostModel, TpOneHasNoAllReduces) {
 TEST(CostModel, ParamsPerGpuAddUpToTheModel) {
   const Model m = test::catalog_model("llama3.1-8b");
   const auto cm = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(1, 4, 4096),
-                                uniform_partition(m, 4));
+                                test::uniform_partition(m, 4));
   std::int64_t held = 0;
   std::int64_t logical = 0;
   for (const auto& s : cm.stages) {
@@ -104,7 +104,7 @@ TEST(CostModel, ParamsPerGpuAddUpToTheModel) {
   EXPECT_EQ(logical, total_params(m));
   // At tp 8 every sharded weight is split 8 ways; norms are replicated; vocabulary padded.
   const auto cm8 = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(8, 1, 4096),
-                                 uniform_partition(m, 1));
+                                 test::uniform_partition(m, 1));
   const auto c = count_params(m);
   const std::int64_t expected = 32 * ((c.layer() - c.layer_norms) / 8 + c.layer_norms) +
                                 2 * (129024 / 8) * 4096 + c.final_norm;

@@ -34,7 +34,7 @@ TaskGraph small_graph(ScheduleKind schedule) {
   p.gbs = 8;
   p.seq_len = 2048;
   p.schedule = schedule;
-  const auto part = uniform_partition(m, 2);
+  const auto part = test::uniform_partition(m, 2);
   return build_task_graph(p, compute_costs(m, test::catalog_platform("h100-sxm-ndr"), p, part));
 }
 

@@ -8,7 +8,7 @@ namespace trainsim {
 namespace {
 
 TEST(UniformPartition, MegatronDefault) {
-  const auto part = uniform_partition(test::catalog_model("llama3.1-70b"), 4);
+  const auto part = test::uniform_partition(test::catalog_model("llama3.1-70b"), 4);
   ASSERT_EQ(part.num_stages(), 4);
   for (std::int64_t s = 0; s < 4; ++s) EXPECT_EQ(part.decoders(s), 20);
   EXPECT_EQ(part.labels(0), (std::vector<std::string>{"embedding", "decoder 0-19"}));
@@ -27,7 +27,7 @@ TEST(UniformPartition, MegatronDefault) {
 }
 
 TEST(UniformPartition, OneStageHoldsEverything) {
-  const auto part = uniform_partition(test::catalog_model("llama3.1-8b"), 1);
+  const auto part = test::uniform_partition(test::catalog_model("llama3.1-8b"), 1);
   EXPECT_EQ(part.labels(0), (std::vector<std::string>{"embedding", "decoder 0-31", "final_norm",
                                                       "lm_head", "loss"}));
 }

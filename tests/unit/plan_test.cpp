@@ -25,11 +25,23 @@ TEST(Placement, MegatronOrderTpInnermostThenDpThenPp) {
   EXPECT_EQ(pl.dp_group(2, 1), (std::vector<std::int64_t>{10, 14}));
 }
 
-TEST(Vocab, MegatronPadding) {
-  EXPECT_EQ(megatron_padded_vocab(128256, 128, 1), 128256);
-  EXPECT_EQ(megatron_padded_vocab(128256, 128, 8), 129024);
-  EXPECT_EQ(megatron_padded_vocab(50257, 128, 1), 50304);
-  EXPECT_EQ(megatron_padded_vocab(50257, 128, 8), 51200);
+TEST(Vocab, FrameworkPaddingRules) {
+  EXPECT_EQ(padded_vocab(128256, 128, 1), 128256);
+  EXPECT_EQ(padded_vocab(128256, 128, 8), 129024);  // Megatron default at tp 8
+  EXPECT_EQ(padded_vocab(50257, 128, 1), 50304);
+  EXPECT_EQ(padded_vocab(50257, 128, 8), 51200);
+  EXPECT_EQ(padded_vocab(128256, 64, 8), 128512);  // ColossalAI at tp 8 (issue #6108)
+  EXPECT_EQ(padded_vocab(128256, 64, 4), 128256);  // ColossalAI at tp 4: no padding
+  EXPECT_EQ(padded_vocab(50277, 1, 2), 50278);     // nanotron at tp 2
+  Plan p;
+  EXPECT_EQ(p.vocab_multiple(), 128);
+  p.partition = "nanotron";
+  EXPECT_EQ(p.effective_framework(), Framework::kNanotron);
+  EXPECT_EQ(p.vocab_multiple(), 1);
+  p.framework = Framework::kColossalAI;
+  EXPECT_EQ(p.vocab_multiple(), 64);
+  p.vocab_divisible_by = 256;
+  EXPECT_EQ(p.vocab_multiple(), 256);
 }
 
 class PlanRules : public ::testing::Test {
@@ -63,12 +75,14 @@ TEST_F(PlanRules, OneClearLinePerRule) {
   p.tp = 16;
   EXPECT_EQ(error_of(p), "--tp: must divide the KV heads (8), got 16");
   p = base();
-  p.gbs = 102;
-  EXPECT_EQ(error_of(p), "--gbs: must be a multiple of mbs x dp (1 x 4 = 4), got 102");
+  p.gbs = 2;
+  EXPECT_EQ(error_of(p), "--gbs: must be at least mbs x dp (1 x 4 = 4), got 2");
   p = base();
-  p.pp = 3;
+  p.partition = "nanotron";
+  p.account_for_loss_in_pipeline_split = true;
   EXPECT_EQ(error_of(p),
-            "--pp: must divide the number of layers (80) for the uniform partition, got 3");
+            "--account-for-loss-in-pipeline-split: is a Megatron-LM option of the uniform "
+            "partition, not of \"nanotron\"");
   p = base();
   p.pp = 81;
   EXPECT_EQ(error_of(p), "--pp: exceeds the number of layers (80)");

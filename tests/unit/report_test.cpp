@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/model/flops.hpp"
 #include "tests/support/support.hpp"
@@ -14,7 +15,7 @@ namespace {
 std::string simulate_report(const Plan& p) {
   const Model m = test::catalog_model("llama3.1-8b");
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
-  const auto part = make_partition(m, p);
+  const auto part = build_partition(m, pf, p);
   const auto costs = compute_costs(m, pf, p, part);
   const auto graph = build_task_graph(p, costs);
   const auto sim = simulate_analytic(graph, Topology(pf, p.world_size()));

@@ -1,0 +1,177 @@
+#include "sim/evaluate/evaluate.hpp"
+
+#include <limits>
+
+#include "sim/engine/collective.hpp"
+#include "sim/graph/builder.hpp"
+#include "sim/model/params.hpp"
+#include "sim/plan/placement.hpp"
+#include "sim/plan/vocab.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// Each DeepSpeed layer's parameter count on one TP rank (what _count_layer_params sees).
+std::vector<std::int64_t> deepspeed_layer_params(const Model& model, const Plan& plan) {
+  const ParamCount pc = count_params(model);
+  const std::int64_t rows =
+      padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp) / plan.tp;
+  const std::int64_t sharded = pc.layer() - pc.layer_norms;
+  std::vector<std::int64_t> out;
+  for (const auto& b : model_blocks(model)) {
+    switch (b.kind) {
+      case BlockKind::kEmbedding:
+        out.push_back(rows * model.hidden_size + pc.position_embedding);
+        break;
+      case BlockKind::kDecoder:
+        out.push_back(sharded / plan.tp + pc.layer_norms);
+        break;
+      case BlockKind::kFinalNorm:
+        out.push_back(pc.final_norm);
+        break;
+      case BlockKind::kLmHead:
+        out.push_back(rows * model.hidden_size);
+        break;
+      case BlockKind::kCast:
+      case BlockKind::kLoss:
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+// Compute plus TP all-reduces of a forward and a backward pass, the all-reduces priced on the
+// ring of the first TP group as placed.
+class PassTimer {
+ public:
+  PassTimer(const Platform& platform, const Plan& plan) : topology_(platform, plan.tp) {
+    const Placement placement(plan);
+    for (auto r : placement.tp_group(0, 0)) group_.members.push_back(static_cast<std::int32_t>(r));
+  }
+  double seconds(const PassCost& forward, const PassCost& backward) const {
+    double t = forward.seconds + backward.seconds;
+    for (const PassCost* pass : {&forward, &backward}) {
+      if (pass->tp_allreduce.count > 0) {
+        t += ring_collective_seconds(topology_, group_, CollectiveKind::kAllReduce,
+                                     pass->tp_allreduce.bytes, pass->tp_allreduce.count);
+      }
+    }
+    return t;
+  }
+
+ private:
+  Topology topology_;
+  Group group_;
+};
+
+}  // namespace
+
+std::vector<double> block_times(const Model& model, const Platform& platform, const Plan& plan,
+                                const std::vector<Block>& blocks) {
+  const PassTimer timer(platform, plan);
+  std::vector<double> times;
+  for (const auto& b : blocks) {
+    const BlockCost c = block_cost(model, platform, plan, b.kind);
+    times.push_back(timer.seconds(c.forward, c.backward));
+  }
+  return times;
+}
+
+std::vector<double> stage_times(const Platform& platform, const Plan& plan,
+                                const CostModel& costs) {
+  const PassTimer timer(platform, plan);
+  std::vector<double> times;
+  for (const auto& s : costs.stages) times.push_back(timer.seconds(s.forward, s.backward));
+  return times;
+}
+
+Partition balanced_partition(const Model& model, const Platform& platform, const Plan& plan) {
+  std::vector<Block> blocks = model_blocks(model);
+  const auto times = block_times(model, platform, plan, blocks);
+  const auto n = static_cast<std::int64_t>(blocks.size());
+  const std::int64_t p = plan.pp;
+  std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
+  std::vector<std::int64_t> params_before(static_cast<std::size_t>(n) + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    prefix[u + 1] = prefix[u] + times[u];
+    params_before[u + 1] = params_before[u] + (has_parameters(blocks[u].kind) ? 1 : 0);
+  }
+  // best[j][i]: the smallest possible slowest stage when the first i blocks form j stages.
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto idx = [n](std::int64_t j, std::int64_t i) {
+    return static_cast<std::size_t>(j * (n + 1) + i);
+  };
+  std::vector<double> best(static_cast<std::size_t>((p + 1) * (n + 1)), kInf);
+  std::vector<std::int64_t> cut(best.size(), -1);
+  best[idx(0, 0)] = 0.0;
+  // A stage starts with the embedding, a decoder layer or the final norm, so the final norm, LM
+  // head and loss stay together (Megatron's L) and the partition is a Megatron layout.
+  const auto may_start = [&](std::int64_t k) {
+    const auto kind = blocks[static_cast<std::size_t>(k)].kind;
+    return k == 0 || kind == BlockKind::kDecoder || kind == BlockKind::kFinalNorm;
+  };
+  for (std::int64_t j = 1; j <= p; ++j) {
+    for (std::int64_t i = j; i <= n; ++i) {
+      for (std::int64_t k = j - 1; k < i; ++k) {
+        const double prev = best[idx(j - 1, k)];
+        if (prev == kInf || !may_start(k)) continue;
+        // Every stage must train something: at least one block with parameters.
+        if (params_before[static_cast<std::size_t>(i)] ==
+            params_before[static_cast<std::size_t>(k)])
+          continue;
+        const double stage =
+            prefix[static_cast<std::size_t>(i)] - prefix[static_cast<std::size_t>(k)];
+        const double worst = prev > stage ? prev : stage;
+        if (worst < best[idx(j, i)]) {
+          best[idx(j, i)] = worst;
+          cut[idx(j, i)] = k;
+        }
+      }
+    }
+  }
+  std::vector<std::int64_t> bounds(static_cast<std::size_t>(p) + 1, 0);
+  bounds[static_cast<std::size_t>(p)] = n;
+  for (std::int64_t j = p; j >= 1; --j) {
+    bounds[static_cast<std::size_t>(j - 1)] = cut[idx(j, bounds[static_cast<std::size_t>(j)])];
+  }
+  return partition_from_bounds("balanced", std::move(blocks), bounds);
+}
+
+Partition build_partition(const Model& model, const Platform& platform, const Plan& plan,
+                          const PlanOrigin& origin) {
+  const PartitionSpec spec = parse_partition_spec(plan.partition, origin.of("partition"));
+  const std::int64_t vocab = padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp);
+  switch (spec.rule) {
+    case PartitionRule::kUniform:
+      return megatron_uniform_partition(model, plan, origin);
+    case PartitionRule::kLayout:
+      return megatron_layout_partition(model, spec.argument, plan.pp, origin.of("partition"));
+    case PartitionRule::kNanotron:
+      return nanotron_partition(model, plan.pp, vocab);
+    case PartitionRule::kDeepSpeedUniform:
+    case PartitionRule::kDeepSpeedParameters:
+    case PartitionRule::kDeepSpeedType:
+      return deepspeed_partition(model, spec, plan.pp, deepspeed_layer_params(model, plan));
+    case PartitionRule::kBalanced:
+      return balanced_partition(model, platform, plan);
+  }
+  return megatron_uniform_partition(model, plan, origin);
+}
+
+Evaluation evaluate(const Model& model, const Platform& platform, const Plan& plan,
+                    Partition partition, EngineKind engine) {
+  Evaluation e;
+  e.partition = std::move(partition);
+  e.costs = compute_costs(model, platform, plan, e.partition);
+  const TaskGraph graph = build_task_graph(plan, e.costs);
+  e.sim = simulate(graph, Topology(platform, plan.world_size()), engine);
+  return e;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,225 @@
+// Megatron-LM's layer-to-stage rules: the uniform split with its uneven-stage options
+// (megatron/core/transformer/transformer_block.py, get_num_layers_to_build) and explicit
+// layouts (megatron/core/transformer/pipeline_parallel_layer_layout.py).
+#include <cctype>
+
+#include "sim/core/error.hpp"
+#include "sim/plan/partition.hpp"
+
+namespace trainsim {
+
+namespace {
+
+std::string n(std::int64_t v) {
+  return std::to_string(v);
+}
+
+// Stage s holds counts[s] decoders; the embedding goes first, the loss blocks last.
+Partition from_decoder_counts(std::string method, const std::vector<std::int64_t>& counts,
+                              std::int64_t model_layers) {
+  std::int64_t built = 0;
+  for (auto c : counts) built += c;
+  Partition p;
+  p.method = std::move(method);
+  p.blocks.push_back({BlockKind::kEmbedding});
+  for (std::int64_t l = 0; l < built; ++l) p.blocks.push_back({BlockKind::kDecoder, l});
+  p.blocks.push_back({BlockKind::kFinalNorm});
+  p.blocks.push_back({BlockKind::kLmHead});
+  p.blocks.push_back({BlockKind::kLoss});
+  p.dropped_layers = model_layers - built;
+  std::int64_t next = 1;  // first decoder block
+  const auto stages = static_cast<std::int64_t>(counts.size());
+  for (std::int64_t s = 0; s < stages; ++s) {
+    std::int64_t begin = s == 0 ? 0 : next;
+    next += counts[static_cast<std::size_t>(s)];
+    std::int64_t end = s == stages - 1 ? static_cast<std::int64_t>(p.blocks.size()) : next;
+    p.stages.push_back({begin, end});
+  }
+  return p;
+}
+
+}  // namespace
+
+Partition megatron_uniform_partition(const Model& model, const Plan& plan,
+                                     const PlanOrigin& origin) {
+  const std::int64_t L = model.num_layers;
+  const std::int64_t p = plan.pp;
+  const std::int64_t first = plan.decoder_first_pipeline_num_layers;
+  const std::int64_t last = plan.decoder_last_pipeline_num_layers;
+  const bool emb = plan.account_for_embedding_in_pipeline_split;
+  const bool loss = plan.account_for_loss_in_pipeline_split;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(p), 0);
+
+  if (first >= 0 || last >= 0) {
+    const char* field =
+        first >= 0 ? "decoder_first_pipeline_num_layers" : "decoder_last_pipeline_num_layers";
+    if (emb || loss) {
+      fail_input(origin.of(field),
+                 "cannot be combined with --account-for-embedding/loss-in-pipeline-split "
+                 "(Megatron-LM rejects both together)");
+    }
+    if (p < 2) fail_input(origin.of(field), "needs at least 2 pipeline stages");
+    std::int64_t rest = L;
+    std::int64_t stages_left = p;
+    if (first >= 0) {
+      rest -= first;
+      --stages_left;
+    }
+    if (last >= 0) {
+      rest -= last;
+      --stages_left;
+    }
+    if (rest < 0) {
+      fail_input(origin.of(field), "asks for more layers than the model has (" + n(L) + ")");
+    }
+    std::int64_t per = 0;
+    if (stages_left > 0) {
+      if (rest % stages_left != 0) {
+        fail_input(origin.of(field),
+                   "leaves " + n(rest) + " layers for " + n(stages_left) +
+                       " other stages; Megatron-LM requires them to divide evenly");
+      }
+      per = rest / stages_left;
+    } else if (rest != 0) {
+      fail_input(origin.of(field), "with 2 stages the first and last counts must add up to " +
+                                       n(L) + " layers, got " + n(L - rest));
+    }
+    for (auto& c : counts) c = per;
+    if (first >= 0) counts.front() = first;
+    if (last >= 0) counts.back() = last;
+    return from_decoder_counts("uniform", counts, L);
+  }
+
+  if (emb || loss) {
+    const std::int64_t units = L + (emb ? 1 : 0) + (loss ? 1 : 0);
+    const char* field =
+        emb ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
+    if (units % p != 0) {
+      fail_input(origin.of(field),
+                 "makes " + n(units) + " layers (decoders plus embedding/loss), " +
+                     "which Megatron-LM requires to be divisible by pp (" + n(p) + ")");
+    }
+    const std::int64_t per = units / p;
+    for (auto& c : counts) c = per;
+    if (emb) counts.front() -= 1;
+    if (loss) counts.back() -= 1;
+    if (counts.front() < 0 || counts.back() < 0) {
+      fail_input(origin.of(field), "leaves no room for the embedding or loss on its stage");
+    }
+    return from_decoder_counts("uniform", counts, L);
+  }
+
+  // Plain rule: num_layers // pp per stage (any remainder is not built).
+  for (auto& c : counts) c = L / p;
+  return from_decoder_counts("uniform", counts, L);
+}
+
+Partition megatron_layout_partition(const Model& model, const std::string& layout, std::int64_t pp,
+                                    const std::string& where) {
+  std::string s;
+  for (char c : layout) {
+    if (c != ',' && c != ' ') s += c;
+  }
+  // Unroll (...)*N, then x*N, each once over the string as Megatron's regex substitutions
+  // (r'\(([^)]+)\)\*(\d+)' then r'(.)\*(\d+)') do.
+  constexpr std::size_t kMaxLength = 1'000'000;
+  const auto repeat = [&](const std::string& unit, const std::string& digits) {
+    const auto times = std::stoull(digits);
+    if (times > kMaxLength || unit.size() * times > kMaxLength) {
+      fail_input(where, "layout expands beyond " + std::to_string(kMaxLength) + " characters");
+    }
+    std::string out;
+    for (unsigned long long k = 0; k < times; ++k) out += unit;
+    return out;
+  };
+  const auto digits_at = [](const std::string& text, std::size_t pos) {
+    std::size_t end = pos;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    return text.substr(pos, end - pos);
+  };
+  std::string groups;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto close = s[i] == '(' ? s.find(')', i + 1) : std::string::npos;
+    if (close != std::string::npos && close > i + 1 && close + 1 < s.size() &&
+        s[close + 1] == '*') {
+      const std::string digits = digits_at(s, close + 2);
+      if (!digits.empty()) {
+        groups += repeat(s.substr(i + 1, close - i - 1), digits);
+        i = close + 2 + digits.size();
+        continue;
+      }
+    }
+    groups += s[i++];
+  }
+  s.clear();
+  for (std::size_t i = 0; i < groups.size();) {
+    if (i + 1 < groups.size() && groups[i + 1] == '*') {
+      const std::string digits = digits_at(groups, i + 2);
+      if (!digits.empty()) {
+        s += repeat(std::string(1, groups[i]), digits);
+        i += 2 + digits.size();
+        continue;
+      }
+    }
+    s += groups[i++];
+  }
+  std::vector<std::string> stages(1);
+  for (char c : s) {
+    if (c == '|') {
+      stages.emplace_back();
+    } else if (c == 'E' || c == 't' || c == 'L') {
+      stages.back() += c;
+    } else if (c == 'm') {
+      fail_input(where, "multi-token-prediction layers (m) are not supported");
+    } else {
+      fail_input(where, std::string("invalid layout character '") + c +
+                            "' (E embedding, t decoder layer, L loss, | stage boundary)");
+    }
+  }
+  if (static_cast<std::int64_t>(stages.size()) != pp) {
+    fail_input(where, "the layout has " + n(static_cast<std::int64_t>(stages.size())) +
+                          " stages but pp is " + n(pp));
+  }
+  std::int64_t embeddings = 0;
+  std::int64_t losses = 0;
+  std::int64_t decoders = 0;
+  for (const auto& st : stages) {
+    for (char c : st) {
+      embeddings += c == 'E';
+      losses += c == 'L';
+      decoders += c == 't';
+    }
+  }
+  if (embeddings != 1 || stages.front().empty() || stages.front().front() != 'E') {
+    fail_input(where, "the layout must start with the embedding E, exactly once");
+  }
+  if (losses != 1 || stages.back().empty() || stages.back().back() != 'L') {
+    fail_input(where, "the layout must end with the loss L, exactly once");
+  }
+  if (decoders > model.num_layers) {
+    fail_input(where, "the layout has " + n(decoders) + " decoder layers but the model has " +
+                          n(model.num_layers));
+  }
+  Partition p;
+  p.method = "layout:" + layout;
+  p.dropped_layers = model.num_layers - decoders;
+  std::int64_t layer = 0;
+  for (const auto& st : stages) {
+    StageRange r;
+    r.begin = static_cast<std::int64_t>(p.blocks.size());
+    for (char c : st) {
+      if (c == 'E') p.blocks.push_back({BlockKind::kEmbedding});
+      if (c == 't') p.blocks.push_back({BlockKind::kDecoder, layer++});
+      if (c == 'L') {
+        p.blocks.push_back({BlockKind::kFinalNorm});
+        p.blocks.push_back({BlockKind::kLmHead});
+        p.blocks.push_back({BlockKind::kLoss});
+      }
+    }
+    r.end = static_cast<std::int64_t>(p.blocks.size());
+    p.stages.push_back(r);
+  }
+  return p;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,158 @@
+// Diagnostics on the framework bugs trainsim exists to catch, with their exact numbers.
+#include "sim/check/checks.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim/cli/scenario.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+struct Checked {
+  ResolvedInputs in;
+  Partition partition;
+  std::vector<Diagnostic> diagnostics;
+
+  std::vector<const Diagnostic*> with_id(const std::string& id) const {
+    std::vector<const Diagnostic*> out;
+    for (const auto& d : diagnostics) {
+      if (d.id == id) out.push_back(&d);
+    }
+    return out;
+  }
+};
+
+Checked check(const std::string& scenario, std::map<std::string, std::string> flags = {}) {
+  InputRequest req;
+  req.scenario = test::source_dir() + "/scenarios/" + scenario + ".json";
+  req.plan_flags = std::move(flags);
+  Checked c{resolve_inputs(req), {}, {}};
+  c.partition = build_partition(c.in.model, c.in.platform, c.in.plan, c.in.origin);
+  const auto costs = compute_costs(c.in.model, c.in.platform, c.in.plan, c.partition);
+  c.diagnostics = check_plan(c.in.model, c.in.platform, c.in.plan, c.partition, costs);
+  return c;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(Diagnostics, Nanotron108StageWithoutParameters) {
+  const auto c = check("seeds/nanotron-108");
+  const auto found = c.with_id("stage-without-parameters");
+  ASSERT_EQ(found.size(), 1u);
+  const Diagnostic& d = *found[0];
+  EXPECT_EQ(d.severity, Severity::kError);
+  EXPECT_EQ(d.stage, 1);
+  EXPECT_TRUE(contains(d.message, "stage 1 holds only cast and loss")) << d.message;
+  EXPECT_TRUE(contains(d.message, "the LM head 804,448")) << d.message;
+  EXPECT_TRUE(
+      contains(d.message, "\"ValueError: Can't use DDP because model in PP=1 has no gradient."))
+      << d.message;
+  // The fix names trainsim's balanced partition and a plan nanotron can run, each with its time.
+  EXPECT_TRUE(contains(d.fix, "--partition balanced (Megatron layout \"Et*2|L\"")) << d.fix;
+  EXPECT_TRUE(contains(d.fix, "keep nanotron's rule with --pp 1 --dp 4")) << d.fix;
+  EXPECT_TRUE(contains(d.fix, "step ")) << d.fix;
+}
+
+TEST(Diagnostics, NanotronTwelveLayers) {
+  EXPECT_TRUE(check("seeds/nanotron-12l-pp2").with_id("stage-without-parameters").empty());
+  const auto c4 = check("seeds/nanotron-12l-pp4");
+  const auto pp4 = c4.with_id("stage-without-parameters");
+  ASSERT_EQ(pp4.size(), 1u);
+  EXPECT_EQ(pp4[0]->stage, 3);
+  const auto c8 = check("seeds/nanotron-12l-pp8");
+  const auto pp8 = c8.with_id("stage-without-parameters");
+  ASSERT_EQ(pp8.size(), 2u);
+  EXPECT_EQ(pp8[0]->stage, 6);
+  EXPECT_EQ(pp8[1]->stage, 7);
+  // balanced fixes it and says by how much.
+  EXPECT_TRUE(contains(pp8[0]->fix, "--partition balanced")) << pp8[0]->fix;
+  EXPECT_TRUE(contains(pp8[0]->fix, "% vs ")) << pp8[0]->fix;
+}
+
+TEST(Diagnostics, ColossalAi6108VocabularyPadding) {
+  const auto c = check("seeds/colossalai-6108");
+  const auto found = c.with_id("uneven-tp-shard");
+  ASSERT_EQ(found.size(), 1u);
+  const Diagnostic& d = *found[0];
+  EXPECT_EQ(d.severity, Severity::kWarning);
+  EXPECT_TRUE(contains(d.message,
+                       "ColossalAI's rule pads it to a multiple of 64 x 8 = 512, i.e. "
+                       "128,512 rows, 16,064 per rank"))
+      << d.message;
+  EXPECT_TRUE(contains(d.message, "16064 x 8 = 128512 != 128256")) << d.message;
+  EXPECT_TRUE(contains(d.message, "[16064, 8192]")) << d.message;
+  EXPECT_TRUE(contains(d.fix, "--vocab-divisible-by 32")) << d.fix;
+  EXPECT_TRUE(contains(d.fix, "--tp 4 --dp 4 (no padding, same GPUs): step ")) << d.fix;
+  EXPECT_EQ(c.in.plan.vocab_multiple(), 64);
+
+  // Megatron's default rule at tp 8 pads to 129024; ColossalAI's at tp 4 pads nothing.
+  const auto megatron = check("seeds/colossalai-6108", {{"framework", "megatron"}});
+  ASSERT_EQ(megatron.with_id("uneven-tp-shard").size(), 1u);
+  EXPECT_TRUE(contains(megatron.with_id("uneven-tp-shard")[0]->message, "129,024 rows"));
+  EXPECT_TRUE(check("seeds/colossalai-6108", {{"tp", "4"}, {"dp", "4"}})
+                  .with_id("uneven-tp-shard")
+                  .empty());
+}
+
+TEST(Diagnostics, DeepSpeed5078EmptyLastStages) {
+  const auto c = check("seeds/deepspeed-5078");
+  const auto empty = c.with_id("empty-stage");
+  ASSERT_EQ(empty.size(), 1u);
+  EXPECT_EQ(empty[0]->stage, 14);
+  EXPECT_EQ(empty[0]->severity, Severity::kError);
+  EXPECT_TRUE(contains(empty[0]->message, "optimizer got an empty parameter list"))
+      << empty[0]->message;
+  const auto bare = c.with_id("stage-without-parameters");
+  ASSERT_EQ(bare.size(), 1u);
+  EXPECT_EQ(bare[0]->stage, 15);
+  EXPECT_TRUE(contains(bare[0]->fix, "--partition balanced")) << bare[0]->fix;
+}
+
+TEST(Diagnostics, LayersDropped) {
+  const auto c = check("seeds/deepspeed-5078", {{"partition", "uniform"}});
+  const auto found = c.with_id("layers-dropped");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(contains(found[0]->message, "builds 32 and silently drops the last 10"))
+      << found[0]->message;
+  const auto layout = check("seeds/nanotron-12l-pp2", {{"partition", "Et*5|t*5L"}});
+  ASSERT_EQ(layout.with_id("layers-dropped").size(), 1u);
+  EXPECT_TRUE(contains(layout.with_id("layers-dropped")[0]->message,
+                       "\"Number of decoder layers 10 must match num_layers 12\""));
+}
+
+TEST(Diagnostics, StageImbalanceCostsSecondsAndPercent) {
+  const auto c = check("llama3.1-70b-64gpu", {{"partition", "Et*10|t*30|t*20|t*20L"}});
+  const auto found = c.with_id("stage-imbalance");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0]->stage, 1);
+  EXPECT_TRUE(contains(found[0]->message, "above the mean stage")) << found[0]->message;
+  EXPECT_TRUE(contains(found[0]->message, " %) of the ")) << found[0]->message;
+  EXPECT_TRUE(contains(found[0]->fix, "--partition balanced (Megatron layout \"Et*"))
+      << found[0]->fix;
+  // The default, even partition is not flagged.
+  EXPECT_TRUE(check("llama3.1-70b-64gpu").with_id("stage-imbalance").empty());
+}
+
+TEST(Diagnostics, BatchRules) {
+  const auto c = check("llama3.1-70b-64gpu", {{"gbs", "130"}});
+  const auto gbs = c.with_id("gbs-not-divisible");
+  ASSERT_EQ(gbs.size(), 1u);
+  EXPECT_EQ(gbs[0]->severity, Severity::kError);
+  EXPECT_TRUE(
+      contains(gbs[0]->message, "Simulated here with 32 micro-batches (128 sequences per step)"))
+      << gbs[0]->message;
+  EXPECT_TRUE(contains(gbs[0]->fix, "--gbs 128: step ")) << gbs[0]->fix;
+  EXPECT_TRUE(contains(gbs[0]->fix, "or --gbs 132: step ")) << gbs[0]->fix;
+  const auto small = check("llama3.1-70b-64gpu", {{"gbs", "8"}});
+  const auto few = small.with_id("microbatches-fewer-than-stages");
+  ASSERT_EQ(few.size(), 1u);
+  EXPECT_TRUE(contains(few[0]->message, "(p-1)/(m+p-1) = 60.0 %")) << few[0]->message;
+  EXPECT_TRUE(contains(few[0]->fix, "--gbs 16 (m = p)")) << few[0]->fix;
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,257 @@
+// The frameworks' layer-to-stage rules, reproduced exactly, on the cases their bug reports give.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "sim/core/error.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/plan/partition.hpp"
+#include "sim/plan/vocab.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+using Counts = std::vector<std::int64_t>;
+
+Model seed_model(const std::string& name) {
+  return load_model(test::source_dir() + "/scenarios/seeds/models/" + name + ".json");
+}
+
+std::vector<std::int64_t> stages_without_parameters(const Partition& p) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t s = 0; s < p.num_stages(); ++s) {
+    if (!p.has_parameters(s)) out.push_back(s);
+  }
+  return out;
+}
+
+// nanotron issue #108: hidden 16, FFN 64, 4 heads, 2 layers, vocabulary 50277 (padded to 50278 at
+// tp 2), tied embeddings, pp 2: stage 1 gets only the cast and the loss.
+TEST(NanotronRule, Issue108TinyModel) {
+  const Model m = seed_model("nanotron-108-tiny");
+  const auto vocab = padded_vocab(m.vocab_size, 1, 2);
+  EXPECT_EQ(vocab, 50278);
+  const auto costs = nanotron_block_costs(m, model_blocks(m, true), vocab);
+  EXPECT_EQ(costs[1], 4 * 4 * 4 * 16 + 3 * 64 * 16);  // 4096 per decoder
+  EXPECT_EQ(costs[4], 50278 * 16);                    // the LM head
+  const Partition p = nanotron_partition(m, 2, vocab);
+  EXPECT_EQ(p.decoder_counts(), (Counts{2, 0}));
+  EXPECT_EQ(p.labels(0),
+            (std::vector<std::string>{"embedding", "decoder 0-1", "final_norm", "lm_head"}));
+  EXPECT_EQ(p.labels(1), (std::vector<std::string>{"cast", "loss"}));
+  EXPECT_EQ(stages_without_parameters(p), (Counts{1}));
+}
+
+// A 12-layer model with hidden 1024, FFN 1024, 4 heads and vocabulary 50277 at tp 1.
+TEST(NanotronRule, TwelveLayersLargeVocabulary) {
+  const Model m = seed_model("nanotron-12l");
+  const auto at = [&](std::int64_t pp) { return nanotron_partition(m, pp, 50277); };
+  EXPECT_EQ(at(2).decoder_counts(), (Counts{10, 2}));
+  EXPECT_EQ(stages_without_parameters(at(2)), Counts{});
+  EXPECT_EQ(at(4).decoder_counts(), (Counts{5, 5, 2, 0}));
+  EXPECT_EQ(stages_without_parameters(at(4)), (Counts{3}));
+  EXPECT_EQ(at(4).labels(3), (std::vector<std::string>{"cast", "loss"}));
+  EXPECT_EQ(at(8).decoder_counts(), (Counts{3, 2, 3, 2, 2, 0, 0, 0}));
+  EXPECT_EQ(stages_without_parameters(at(8)), (Counts{6, 7}));
+  EXPECT_EQ(at(8).labels(5), (std::vector<std::string>{"final_norm", "lm_head"}));
+}
+
+// DeepSpeed's helpers on the examples of its own pull requests.
+TEST(DeepSpeedRule, PartitionHelpers) {
+  // PR #4053: partition_uniform spreads the remainder over the first parts.
+  EXPECT_EQ(deepspeed_partition_uniform(38, 8), (Counts{0, 5, 10, 15, 20, 25, 30, 34, 38}));
+  EXPECT_EQ(deepspeed_partition_uniform(3, 5), (Counts{0, 1, 2, 3, 3, 3}));
+  // PR #4312 reports the original partition_balanced leaving the last part empty.
+  EXPECT_EQ(deepspeed_partition_balanced({1, 1, 1, 1, 1}, 4), (Counts{0, 2, 4, 5, 5}));
+  // Outputs of the original Python implementation, including its weights[-1] indexing when a
+  // part would hold no item.
+  EXPECT_EQ(deepspeed_partition_balanced({5, 1, 1, 1, 1, 5}, 3), (Counts{0, 1, 5, 6}));
+  EXPECT_EQ(deepspeed_partition_balanced({100, 1, 1, 1, 1, 1, 1, 1, 100}, 4),
+            (Counts{0, 1, 8, 9, 9}));
+}
+
+// DeepSpeed issue #5078: 42 layers, pp 16, partition_method type:transformer.
+TEST(DeepSpeedRule, Issue5078LastStagesGetNoLayers) {
+  const Model m = seed_model("gpt-42l");
+  Plan plan;
+  plan.tp = 4;
+  plan.pp = 16;
+  plan.seq_len = 2048;
+  plan.partition = "deepspeed-type:transformer";
+  const Partition p = build_partition(m, test::catalog_platform("h100-sxm-ndr"), plan);
+  EXPECT_EQ(p.method, "deepspeed-type:transformer");
+  EXPECT_EQ(p.decoder_counts(), (Counts{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0}));
+  EXPECT_EQ(p.num_blocks(14), 0);
+  EXPECT_EQ(p.labels(15), (std::vector<std::string>{"loss"}));
+  EXPECT_EQ(stages_without_parameters(p), (Counts{14, 15}));
+  EXPECT_EQ(deepspeed_layer_name(m, BlockKind::kDecoder), "ParallelTransformerLayerPipe");
+}
+
+TEST(DeepSpeedRule, UniformAndParameters) {
+  const Model m = seed_model("gpt-42l");
+  Plan plan;
+  plan.tp = 4;
+  plan.pp = 4;
+  plan.seq_len = 2048;
+  plan.partition = "deepspeed-uniform";
+  const auto platform = test::catalog_platform("h100-sxm-ndr");
+  // 45 layers (embedding, 42 decoders, norm, head) over 4 parts: 12, 11, 11, 11.
+  EXPECT_EQ(build_partition(m, platform, plan).decoder_counts(), (Counts{11, 11, 11, 9}));
+  plan.partition = "deepspeed-parameters";
+  const Partition p = build_partition(m, platform, plan);
+  EXPECT_EQ(p.method, "deepspeed-parameters");
+  EXPECT_EQ(p.dropped_layers, 0);
+  std::int64_t total = 0;
+  for (auto c : p.decoder_counts()) total += c;
+  EXPECT_EQ(total, 42);
+}
+
+TEST(MegatronRule, UniformAndUnevenOptions) {
+  const Model m = test::catalog_model("llama3.1-70b");  // 80 layers
+  Plan plan;
+  plan.pp = 4;
+  EXPECT_EQ(megatron_uniform_partition(m, plan, {}).decoder_counts(), (Counts{20, 20, 20, 20}));
+  plan.decoder_first_pipeline_num_layers = 18;
+  plan.decoder_last_pipeline_num_layers = 18;
+  EXPECT_EQ(megatron_uniform_partition(m, plan, {}).decoder_counts(), (Counts{18, 22, 22, 18}));
+  plan.decoder_last_pipeline_num_layers = -1;
+  EXPECT_THROW(megatron_uniform_partition(m, plan, {}), InputError);  // 62 over 3 stages
+  plan.decoder_first_pipeline_num_layers = 17;
+  EXPECT_EQ(megatron_uniform_partition(m, plan, {}).decoder_counts(), (Counts{17, 21, 21, 21}));
+  plan = Plan{};
+  plan.pp = 3;
+  plan.account_for_embedding_in_pipeline_split = true;
+  // 80 + 1 = 81 units over 3 stages: 27 each, the first one for the embedding.
+  EXPECT_EQ(megatron_uniform_partition(m, plan, {}).decoder_counts(), (Counts{26, 27, 27}));
+  plan.account_for_loss_in_pipeline_split = true;  // 82 units: not divisible by 3
+  try {
+    megatron_uniform_partition(m, plan, {});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--account-for-embedding-in-pipeline-split: makes 82 layers (decoders plus "
+              "embedding/loss), which Megatron-LM requires to be divisible by pp (3)");
+  }
+}
+
+TEST(MegatronRule, IndivisibleLayersAreDropped) {
+  const Model m = seed_model("gpt-42l");
+  Plan plan;
+  plan.pp = 16;
+  const Partition p = megatron_uniform_partition(m, plan, {});
+  EXPECT_EQ(p.decoder_counts(), Counts(16, 2));
+  EXPECT_EQ(p.dropped_layers, 10);
+}
+
+TEST(MegatronRule, Layouts) {
+  const Model m = seed_model("nanotron-12l");  // 12 layers
+  auto layout = [&](const std::string& s, std::int64_t pp) {
+    return megatron_layout_partition(m, s, pp, "--partition");
+  };
+  EXPECT_EQ(layout("Et*3|t*3,|t*3|t*3L", 4).decoder_counts(), (Counts{3, 3, 3, 3}));
+  EXPECT_EQ(layout("E(t|)*3t*9L", 4).decoder_counts(), (Counts{1, 1, 1, 9}));
+  const Partition tail = layout("Et*6|t*6|L", 3);
+  EXPECT_EQ(tail.labels(2), (std::vector<std::string>{"final_norm", "lm_head", "loss"}));
+  EXPECT_EQ(tail.megatron_layout(), "Et*6|t*6|L");
+  const Partition empty = layout("Et*6||t*6L", 3);
+  EXPECT_EQ(empty.num_blocks(1), 0);
+  EXPECT_EQ(layout("Et*4|t*4|t*2L", 3).dropped_layers, 2);
+  auto error = [&](const std::string& s, std::int64_t pp) {
+    try {
+      layout(s, pp);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error("Et*6|t*6L", 3), "--partition: the layout has 2 stages but pp is 3");
+  EXPECT_EQ(error("t*6|Et*6L", 2),
+            "--partition: the layout must start with the embedding E, exactly once");
+  EXPECT_EQ(error("Et*6|t*7L", 2),
+            "--partition: the layout has 13 decoder layers but the model has 12");
+  EXPECT_EQ(
+      error("Et*6|x*6L", 2),
+      "--partition: invalid layout character 'x' (E embedding, t decoder layer, L loss, | stage "
+      "boundary)");
+}
+
+TEST(PartitionSpec, Names) {
+  EXPECT_EQ(parse_partition_spec("deepspeed-type:transformer|embed", "--partition").argument,
+            "transformer|embed");
+  EXPECT_EQ(parse_partition_spec("Et*4|t*4L", "--partition").rule, PartitionRule::kLayout);
+  EXPECT_THROW(parse_partition_spec("deepspeed-type:(", "--partition"), InputError);
+  EXPECT_THROW(parse_partition_spec("greedy", "--partition"), InputError);
+}
+
+// balanced is exact: brute force over every contiguous split agrees with the dynamic program.
+TEST(BalancedRule, MatchesExhaustiveSearch) {
+  const Model m = seed_model("nanotron-12l");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  for (std::int64_t pp : {2, 3, 4}) {
+    Plan plan;
+    plan.pp = pp;
+    plan.seq_len = 2048;
+    const Partition b = balanced_partition(m, pf, plan);
+    const auto times = block_times(m, pf, plan, b.blocks);
+    auto worst = [&](const std::vector<std::int64_t>& bounds) {
+      double w = 0;
+      for (std::size_t s = 0; s + 1 < bounds.size(); ++s) {
+        double t = 0;
+        for (auto i = bounds[s]; i < bounds[s + 1]; ++i) t += times[static_cast<std::size_t>(i)];
+        w = std::max(w, t);
+      }
+      return w;
+    };
+    std::vector<std::int64_t> got;
+    for (const auto& r : b.stages) got.push_back(r.begin);
+    got.push_back(b.stages.back().end);
+    // Every split whose stages start at the embedding, a decoder or the final norm and hold a
+    // block with parameters.
+    const auto n = static_cast<std::int64_t>(b.blocks.size());
+    double best = 1e300;
+    std::vector<std::int64_t> bounds(static_cast<std::size_t>(pp) + 1, 0);
+    bounds.back() = n;
+    std::function<void(std::int64_t, std::int64_t)> search = [&](std::int64_t stage,
+                                                                 std::int64_t start) {
+      if (stage == pp - 1) {
+        bounds[static_cast<std::size_t>(stage)] = start;
+        Partition cand = partition_from_bounds("x", b.blocks, bounds);
+        for (std::int64_t s = 0; s < pp; ++s) {
+          if (!cand.has_parameters(s)) return;
+        }
+        best = std::min(best, worst(bounds));
+        return;
+      }
+      bounds[static_cast<std::size_t>(stage)] = start;
+      for (std::int64_t next = start + 1; next < n; ++next) {
+        const auto kind = b.blocks[static_cast<std::size_t>(next)].kind;
+        if (kind != BlockKind::kDecoder && kind != BlockKind::kFinalNorm) continue;
+        search(stage + 1, next);
+      }
+    };
+    search(0, 0);
+    EXPECT_DOUBLE_EQ(worst(got), best) << pp;
+  }
+}
+
+// balanced removes nanotron's parameter-less stages and, simulated, steps faster.
+TEST(BalancedRule, FixesTheNanotronPartitions) {
+  const Model m = seed_model("nanotron-12l");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  for (std::int64_t pp : {4, 8}) {
+    Plan plan;
+    plan.pp = pp;
+    plan.dp = 8 / pp;
+    plan.gbs = 64;
+    plan.seq_len = 2048;
+    const Partition b = balanced_partition(m, pf, plan);
+    EXPECT_EQ(stages_without_parameters(b), Counts{}) << pp;
+    const double balanced = evaluate(m, pf, plan, b).sim.step_time_s;
+    const double nanotron = evaluate(m, pf, plan, nanotron_partition(m, pp, 50277)).sim.step_time_s;
+    EXPECT_LT(balanced, 0.8 * nanotron) << pp;
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
