@@ -105,6 +105,13 @@ class Checker {
     return "the";
   }
 
+  // "stage 3", or with interleaving "virtual stage 11 (chunk 1 of stage 3)".
+  std::string stage_name(std::int64_t s) const {
+    if (partition_.chunks == 1) return "stage " + n(s);
+    const auto p = partition_.physical_stages();
+    return "virtual stage " + n(s) + " (chunk " + n(s / p) + " of stage " + n(s % p) + ")";
+  }
+
   // What the framework raises when a stage has nothing to train.
   std::string framework_error(std::int64_t stage) const {
     switch (plan_.effective_framework()) {
@@ -184,7 +191,7 @@ class Checker {
         d.id = "empty-stage";
         d.severity = Severity::kError;
         d.stage = s;
-        d.message = "stage " + n(s) + " of " + n(partition_.num_stages()) +
+        d.message = stage_name(s) + " of " + n(partition_.num_stages()) +
                     " holds no blocks at all: its GPUs only pass activations on. " +
                     rule_explanation() + ". " + framework_error(s) + ".";
         d.fix = fix_text();
@@ -194,7 +201,7 @@ class Checker {
         d.id = "stage-without-parameters";
         d.severity = Severity::kError;
         d.stage = s;
-        d.message = "stage " + n(s) + " holds only " + and_list(partition_.labels(s)) +
+        d.message = stage_name(s) + " holds only " + and_list(partition_.labels(s)) +
                     ": no parameters to train. " + rule_explanation() + ". " + framework_error(s) +
                     ".";
         d.fix = fix_text();
@@ -244,7 +251,7 @@ class Checker {
     d.id = "stage-imbalance";
     d.severity = Severity::kWarning;
     d.stage = slowest - times.begin();
-    d.message = "stage " + n(*d.stage) + " takes " + format_seconds(*slowest) +
+    d.message = stage_name(*d.stage) + " takes " + format_seconds(*slowest) +
                 " per micro-batch (forward and backward), " + percent(excess) +
                 " above the mean stage (" + format_seconds(mean) +
                 "); the pipeline runs at its slowest stage's pace, which costs " +
@@ -258,7 +265,7 @@ class Checker {
     const std::int64_t per_step = plan_.mbs * plan_.dp;
     const std::int64_t gbs = plan_.global_batch();
     const std::int64_t m = plan_.num_microbatches();
-    const std::int64_t p = partition_.num_stages();
+    const std::int64_t p = plan_.pp;
     if (gbs % per_step != 0) {
       Diagnostic d;
       d.id = "gbs-not-divisible";

@@ -13,8 +13,13 @@ namespace trainsim {
 namespace {
 
 // Plan flags that are switches (no value).
-const std::vector<std::string> kSwitches = {"sp", "account-for-embedding-in-pipeline-split",
-                                            "account-for-loss-in-pipeline-split"};
+const std::vector<std::string> kSwitches = {"sp",
+                                            "account-for-embedding-in-pipeline-split",
+                                            "account-for-loss-in-pipeline-split",
+                                            "overlap-grad-reduce",
+                                            "overlap-param-gather",
+                                            "tp-comm-overlap",
+                                            "no-overlap-p2p-comm"};
 
 po::options_description plan_options() {
   po::options_description d("Plan (Megatron-LM names; a flag overrides the scenario's value)");
@@ -25,15 +30,24 @@ po::options_description plan_options() {
   add("dp", s("N"), "data-parallel size: N replicas, gradients all-reduced each step");
   add("cp", s("N"), "context-parallel size (not supported yet: 1)");
   add("ep", s("N"), "expert-parallel size (not supported yet: 1)");
-  add("vp", s("N"), "virtual stages per GPU for the interleaved schedule (not supported yet: 1)");
-  add("sp", po::bool_switch(), "sequence parallelism (not supported yet)");
+  add("vp", s("N"),
+      "model chunks (virtual stages) per GPU for --schedule interleaved: the layers are split into "
+      "pp x vp virtual stages, chunk c of stage s being virtual stage c x pp + s (default 1)");
+  add("sp", po::bool_switch(),
+      "sequence parallelism: elementwise work split over the TP group; each TP all-reduce "
+      "becomes a reduce-scatter plus an all-gather of the same total traffic (needs --tp >= 2)");
   add("mbs", s("N"), "micro-batch size in sequences (default 1)");
   add("gbs", s("N"),
       "global batch size in sequences; micro-batches per step = gbs / (mbs x dp), which must "
       "divide evenly (else a gbs-not-divisible error)");
   add("seq-len", s("N"), "sequence length in tokens (required)");
   add("schedule", s("NAME"),
-      "pipeline schedule: gpipe or 1f1b (default); interleaved, zb-h1 later");
+      "pipeline schedule: gpipe; 1f1b (default; Megatron-LM's non-interleaved); interleaved "
+      "(Megatron-LM's interleaved 1F1B, needs --vp >= 2); zb-h1 (zero bubble H1, Qi et al. 2024: "
+      "backward split into input-gradient B and weight-gradient W, W filling the bubbles)");
+  add("microbatch-group-size-per-vp-stage", s("N"),
+      "interleaved: micro-batches run per model chunk before moving to the next (Megatron-LM's "
+      "--microbatch-group-size-per-virtual-pipeline-stage; default pp)");
   add("partition", s("RULE"),
       "layer-to-stage rule: uniform (Megatron-LM, the default), nanotron, deepspeed-uniform, "
       "deepspeed-parameters, deepspeed-type:REGEX, balanced (trainsim: the fastest contiguous "
@@ -54,8 +68,26 @@ po::options_description plan_options() {
   add("vocab-divisible-by", s("N"),
       "pad the vocabulary to a multiple of N x tp (default: the framework's, Megatron 128, "
       "ColossalAI 64, nanotron 1)");
-  add("recompute", s("NAME"), "activation recomputation: none (default)");
-  add("zero", s("N"), "ZeRO / distributed-optimizer stage 0-3 (not supported yet: 0)");
+  add("recompute", s("NAME"),
+      "activation recomputation, replayed as work before each backward: none (default); "
+      "selective (the attention core, Megatron-LM's --recompute-granularity selective); full "
+      "(every decoder layer's forward, --recompute-granularity full --recompute-method uniform)");
+  add("zero", s("N"),
+      "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
+      "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "
+      "parameters also sharded and gathered before every pass");
+  add("overlap-grad-reduce", po::bool_switch(),
+      "reduce gradients over DP in buckets of max(40M, 1M x dp) parameters during the backward "
+      "(Megatron-LM default: off, one bucket at the end)");
+  add("overlap-param-gather", po::bool_switch(),
+      "distributed optimizer: all-gather the updated parameters during the next forward "
+      "(needs --zero >= 1 and --overlap-grad-reduce; Megatron-LM default: off)");
+  add("tp-comm-overlap", po::bool_switch(),
+      "run TP collectives alongside their GEMMs instead of after them (Transformer Engine "
+      "userbuffers; default off: TP communication exposed)");
+  add("no-overlap-p2p-comm", po::bool_switch(),
+      "interleaved: wait for pipeline sends and receives on the compute stream (Megatron-LM's "
+      "--no-overlap-p2p-communication; by default they run on their own streams)");
   add("precision", s("NAME"), "bf16 (default) or fp8 GEMMs");
   add("gpus", s("N"), "cluster size; must equal tp x pp x dp when given");
   return d;
@@ -194,7 +226,13 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   for (const auto& o : plan.options()) {
     const auto& name = o->long_name();
     if (std::find(kSwitches.begin(), kSwitches.end(), name) != kSwitches.end()) {
-      if (vm[name].as<bool>()) opt.inputs.plan_flags[field_of(name)] = "true";
+      if (!vm[name].as<bool>()) continue;
+      // --no-X sets field X to false.
+      if (name.starts_with("no-")) {
+        opt.inputs.plan_flags[field_of(name.substr(3))] = "false";
+      } else {
+        opt.inputs.plan_flags[field_of(name)] = "true";
+      }
       continue;
     }
     if (vm.count(name)) opt.inputs.plan_flags[field_of(name)] = vm[name].as<std::string>();

@@ -86,7 +86,9 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     write_file_atomically(*opt.dump_graph, task_graph_to_json(graph).dump() + "\n");
   }
   const Topology topology(in.platform, in.plan.world_size());
-  const SimResult sim = simulate(graph, topology, in.engine);
+  EngineOptions engine_options;
+  engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
+  const SimResult sim = simulate(graph, topology, in.engine, engine_options);
   ReportInputs ri{in.model, in.platform,      in.plan,           partition,  costs,
                   sim,      in.scenario_name, input_records(in), diagnostics};
   emit(make_report(ri), opt, out);

@@ -116,6 +116,22 @@ const std::vector<PlanField>& plan_fields() {
                  [](Plan& p, std::int64_t v, const std::string&) {
                    p.account_for_loss_in_pipeline_split = v != 0;
                  }});
+    integer("microbatch_group_size_per_vp_stage", {1}, &Plan::microbatch_group_size_per_vp_stage);
+    const auto flag = [&f](std::string name, bool Plan::*member) {
+      f.push_back({std::move(name),
+                   FieldType::kBool,
+                   {},
+                   {},
+                   [member](Plan& p, std::int64_t v, const std::string&) { p.*member = v != 0; }});
+    };
+    flag("overlap_grad_reduce", &Plan::overlap_grad_reduce);
+    flag("overlap_param_gather", &Plan::overlap_param_gather);
+    flag("tp_comm_overlap", &Plan::tp_comm_overlap);
+    f.push_back({"overlap_p2p_comm",
+                 FieldType::kBool,
+                 {},
+                 {},
+                 [](Plan& p, std::int64_t v, const std::string&) { p.overlap_p2p_comm = v != 0; }});
     return f;
   }();
   return fields;

@@ -20,6 +20,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.up_factor = is_gated(model.ffn_kind) ? 2.0 : 1.0;
   s.vocab = static_cast<double>(padded_vocab) / t;
   s.rope = model.position_embedding == PositionEmbedding::kRope;
+  s.sp = plan.sp;
   return s;
 }
 
@@ -35,22 +36,22 @@ KernelSpec elementwise(std::string name, double bytes) {
 }
 
 void decoder_forward(const LayerShape& s, BlockPass& p) {
-  const double T = s.tokens, h = s.hidden, e = s.act_bytes;
+  const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
   const double qkv = s.q + 2.0 * s.kv;
   auto& k = p.kernels;
-  k.push_back(elementwise("input_norm", 2.0 * T * h * e));
+  k.push_back(elementwise("input_norm", 2.0 * S * h * e));
   k.push_back(gemm("qkv_proj", T, h, qkv, e));
   if (s.rope) k.push_back(elementwise("rope", 2.0 * T * (s.q + s.kv) * e));
   // Causal flash attention: QK^T and AV over the unmasked half of the s x s scores.
   k.push_back({"attention", KernelKind::kAttention, 2.0 * T * s.seq * s.q,
                T * (2.0 * s.q + 2.0 * s.kv) * e});
   k.push_back(gemm("out_proj", T, s.q, h, e));
-  k.push_back(elementwise("residual_add", 3.0 * T * h * e));
-  k.push_back(elementwise("post_attention_norm", 2.0 * T * h * e));
+  k.push_back(elementwise("residual_add", 3.0 * S * h * e));
+  k.push_back(elementwise("post_attention_norm", 2.0 * S * h * e));
   k.push_back(gemm("mlp_up", T, h, s.up_factor * s.ffn, e));
   k.push_back(elementwise("activation", (s.up_factor + 1.0) * T * s.ffn * e));
   k.push_back(gemm("mlp_down", T, s.ffn, h, e));
-  k.push_back(elementwise("residual_add", 3.0 * T * h * e));
+  k.push_back(elementwise("residual_add", 3.0 * S * h * e));
   if (s.tp > 1) p.tp_allreduce.add(T * h * e, 2);  // after out_proj and after mlp_down
 }
 
@@ -62,22 +63,22 @@ void gemm_backward(std::vector<KernelSpec>& k, const std::string& name, double m
 }
 
 void decoder_backward(const LayerShape& s, BlockPass& p) {
-  const double T = s.tokens, h = s.hidden, e = s.act_bytes;
+  const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
   const double qkv = s.q + 2.0 * s.kv;
   auto& k = p.kernels;
-  k.push_back(elementwise("residual_add.grad", 3.0 * T * h * e));
+  k.push_back(elementwise("residual_add.grad", 3.0 * S * h * e));
   gemm_backward(k, "mlp_down", T, s.ffn, h, e);
   k.push_back(elementwise("activation.grad", (2.0 * s.up_factor + 1.0) * T * s.ffn * e));
   gemm_backward(k, "mlp_up", T, h, s.up_factor * s.ffn, e);
-  k.push_back(elementwise("post_attention_norm.grad", 3.0 * T * h * e));
-  k.push_back(elementwise("residual_add.grad", 3.0 * T * h * e));
+  k.push_back(elementwise("post_attention_norm.grad", 3.0 * S * h * e));
+  k.push_back(elementwise("residual_add.grad", 3.0 * S * h * e));
   gemm_backward(k, "out_proj", T, s.q, h, e);
   // FlashAttention's backward does 2.5x the forward FLOPs (its benchmark convention).
   k.push_back({"attention.grad", KernelKind::kAttention, 2.5 * 2.0 * T * s.seq * s.q,
                T * (4.0 * s.q + 4.0 * s.kv) * e});
   if (s.rope) k.push_back(elementwise("rope.grad", 2.0 * T * (s.q + s.kv) * e));
   gemm_backward(k, "qkv_proj", T, h, qkv, e);
-  k.push_back(elementwise("input_norm.grad", 3.0 * T * h * e));
+  k.push_back(elementwise("input_norm.grad", 3.0 * S * h * e));
   if (s.tp > 1) p.tp_allreduce.add(T * h * e, 2);  // input grads of qkv_proj and mlp_up
 }
 
@@ -85,7 +86,7 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
 
 BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
   BlockPass p;
-  const double T = s.tokens, h = s.hidden, e = s.act_bytes;
+  const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
   const bool tp = s.tp > 1;
   switch (block) {
     case BlockKind::kDecoder:
@@ -107,7 +108,7 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
       break;
     case BlockKind::kFinalNorm:
       p.kernels.push_back(elementwise(backward ? "final_norm.grad" : "final_norm",
-                                      (backward ? 3.0 : 2.0) * T * h * e));
+                                      (backward ? 3.0 : 2.0) * S * h * e));
       break;
     case BlockKind::kLmHead:
       if (backward) {

@@ -2,7 +2,9 @@
 // FLOPs and bytes of every kernel of a training step on one tensor-parallel rank, per
 // micro-batch, for each kind of block. Megatron-LM layout: column-parallel QKV and MLP-up,
 // row-parallel output and MLP-down projections, vocabulary-parallel embedding, LM head and
-// cross-entropy; no sequence parallelism (norms and residuals on the full activation).
+// cross-entropy. With sequence parallelism the norms and residual adds run on the rank's
+// 1/tp of the tokens, and each TP all-reduce becomes a reduce-scatter plus an all-gather: the
+// same ring traffic and steps, so the collectives are costed as the all-reduces they replace.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,6 +50,9 @@ struct LayerShape {
   double act_bytes = 2;  // bytes per activation element (BF16)
   bool rope = true;
   std::int64_t tp = 1;
+  bool sp = false;  // sequence parallelism
+  /// Tokens of the norms and residual adds on this rank.
+  double sharded_tokens() const { return sp ? tokens / static_cast<double>(tp) : tokens; }
 };
 
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab);

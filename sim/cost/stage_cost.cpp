@@ -34,6 +34,22 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
   pass.tp_allreduce.count += block.tp_allreduce.count * count;
 }
 
+// The kernels of a pass that satisfy `keep`, with or without the pass's TP all-reduces.
+template <typename Keep>
+BlockPass filtered(const BlockPass& pass, Keep keep, bool with_allreduce) {
+  BlockPass out;
+  for (const auto& k : pass.kernels) {
+    if (keep(k)) out.kernels.push_back(k);
+  }
+  if (with_allreduce) out.tp_allreduce = pass.tp_allreduce;
+  return out;
+}
+
+// Weight-gradient kernels: the W of zero-bubble schedules.
+bool is_weight_gradient(const KernelSpec& k) {
+  return k.name.ends_with(".wgrad") || k.name == "embedding.grad";
+}
+
 }  // namespace
 
 double block_output_bytes(BlockKind kind, const LayerShape& shape) {
@@ -44,7 +60,8 @@ double block_output_bytes(BlockKind kind, const LayerShape& shape) {
     case BlockKind::kLoss:
       return shape.tokens * shape.vocab * 4.0;
     default:
-      return shape.tokens * shape.hidden * shape.act_bytes;
+      // Hidden states; with sequence parallelism each rank sends its 1/tp of the sequence.
+      return shape.sharded_tokens() * shape.hidden * shape.act_bytes;
   }
 }
 
@@ -67,7 +84,8 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   const std::int64_t layer_rank = layer_params_per_rank(model, pc, plan.tp);
   const std::int64_t vocab_rows = cm.padded_vocab / plan.tp;
 
-  double message = shape.tokens * shape.hidden * shape.act_bytes;  // what an empty stage passes on
+  // What an empty stage passes on: the hidden states it received.
+  double message = block_output_bytes(BlockKind::kDecoder, shape);
   for (std::int64_t s = 0; s < partition.num_stages(); ++s) {
     StageCost sc;
     const auto decoders = partition.decoders(s);
@@ -82,8 +100,23 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
       }
       const std::int64_t count = kind == BlockKind::kDecoder ? decoders : 1;
       const char* prefix = to_string(kind);
-      add_pass(sc.forward, prefix, block_pass(kind, false, shape), count, platform, plan.precision);
-      add_pass(sc.backward, prefix, block_pass(kind, true, shape), count, platform, plan.precision);
+      const BlockPass fwd = block_pass(kind, false, shape);
+      const BlockPass bwd = block_pass(kind, true, shape);
+      add_pass(sc.forward, prefix, fwd, count, platform, plan.precision);
+      add_pass(sc.backward, prefix, bwd, count, platform, plan.precision);
+      add_pass(sc.backward_input, prefix,
+               filtered(
+                   bwd, [](const KernelSpec& k) { return !is_weight_gradient(k); }, true),
+               count, platform, plan.precision);
+      add_pass(sc.backward_weight, prefix, filtered(bwd, is_weight_gradient, false), count,
+               platform, plan.precision);
+      if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kFull) {
+        add_pass(sc.recompute, prefix, fwd, count, platform, plan.precision);
+      } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kSelective) {
+        const auto attention = [](const KernelSpec& k) { return k.kind == KernelKind::kAttention; };
+        add_pass(sc.recompute, prefix, filtered(fwd, attention, false), count, platform,
+                 plan.precision);
+      }
       switch (kind) {
         case BlockKind::kEmbedding:
           sc.params += pc.embedding();
@@ -113,7 +146,9 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
       message = block_output_bytes(last->kind, shape);
     sc.p2p_bytes = message;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * kGradReduceBytes;
-    const double p = static_cast<double>(sc.params_per_gpu);
+    // The optimizer updates this GPU's parameters, or its 1/dp shard of them (ZeRO-1 and up).
+    const double p = static_cast<double>(sc.params_per_gpu) /
+                     static_cast<double>(plan.distributed_optimizer() ? plan.dp : 1);
     BlockPass opt;
     opt.kernels.push_back({"grad_norm", KernelKind::kOptimizer, 0.0, p * kGradReduceBytes});
     opt.kernels.push_back({"adam", KernelKind::kOptimizer, 0.0, p * kAdamBytesPerParam});

@@ -29,13 +29,23 @@ struct PassCost {
   CollectiveLoad tp_allreduce;
 };
 
+/// Costs of one virtual stage (a physical stage without interleaving).
 struct StageCost {
-  PassCost forward;         // one micro-batch
-  PassCost backward;        // one micro-batch
-  double p2p_bytes = 0;     // activation (and gradient) message to the next (previous) stage
-  double grad_bytes = 0;    // data-parallel gradient all-reduce buffer per GPU
-  PassCost optimizer;       // once per step
-  std::int64_t params = 0;  // logical parameters of the stage's blocks
+  PassCost forward;   // one micro-batch
+  PassCost backward;  // one micro-batch, whole
+  /// The backward split as zero-bubble schedules run it: the input gradient (every backward
+  /// kernel but the weight-gradient GEMMs, with the TP all-reduces) and the weight gradient.
+  PassCost backward_input;
+  PassCost backward_weight;
+  /// What --recompute re-runs before each backward: the decoder layers' forward (full, with its
+  /// TP all-reduces) or their attention core (selective); empty without recomputation.
+  PassCost recompute;
+  /// Message to the next stage (and its gradient back): the output of the stage's last block,
+  /// hidden states in BF16 after a decoder, logits after the LM head, fp32 logits after a cast.
+  double p2p_bytes = 0;
+  double grad_bytes = 0;            // data-parallel gradient reduction buffer per GPU (fp32)
+  PassCost optimizer;               // once per step
+  std::int64_t params = 0;          // logical parameters of the stage's blocks
   std::int64_t params_per_gpu = 0;  // held by each GPU of the stage: TP shard, padded vocabulary
 };
 

@@ -1,20 +1,26 @@
-// Critical-path replay without contention: ranks advance op by op; a point-to-point transfer
-// starts when both ends have posted it and takes its route's latency plus size over the route's
-// narrowest link; a collective starts when its last member arrives.
+// Critical-path replay without contention. Each (rank, stream) advances op by op; an op starts
+// when its stream is free and its dependencies are done. A point-to-point transfer starts when
+// both ends have posted it and takes its route's latency plus size over the route's narrowest
+// link; a collective starts when its last member arrives.
+#include <algorithm>
 #include <deque>
+#include <limits>
+#include <map>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "sim/engine/collective.hpp"
 #include "sim/engine/engine.hpp"
-#include "sim/engine/interval_union.hpp"
 
 namespace trainsim {
 
 namespace {
 
+constexpr double kNotDone = -1.0;
+
 struct Posted {
   std::int32_t rank;
+  std::uint32_t op;
   double time;
   double bytes;
 };
@@ -24,49 +30,81 @@ struct Channel {
   std::deque<Posted> recvs;
 };
 
-struct RankState {
+// One stream of one rank: its ops in program order.
+struct Actor {
+  std::int32_t rank = 0;
+  std::vector<std::uint32_t> ops;
   std::size_t pc = 0;
-  double time = 0;
-  bool done = false;
-  // The point-to-point batch the rank is blocked on.
-  std::int64_t pending = 0;
-  double batch_end = 0;
-  std::vector<std::pair<double, double>> intervals;
+  double time = 0;       // when the stream is free
+  bool waiting = false;  // posted its head op, waiting for peers
 };
 
-struct GroupState {
+struct Batch {
+  std::int64_t pending = 0;
+  double end = 0;
+};
+
+struct Instance {
   std::int64_t arrived = 0;
   double latest = 0;
+  std::vector<std::pair<std::int32_t, std::uint32_t>> members;  // (rank, op)
 };
 
 class AnalyticReplay {
  public:
-  AnalyticReplay(const TaskGraph& g, const Topology& topo)
-      : g_(g), topo_(topo), state_(g.ranks.size()), groups_(g.groups.size()) {
+  AnalyticReplay(const TaskGraph& g, const Topology& topo, const EngineOptions& options)
+      : g_(g), topo_(topo), options_(options), calls_(collective_call_numbers(g)) {
     result_.engine = EngineKind::kAnalytic;
-    result_.ranks.resize(g.ranks.size());
+    done_.resize(g.ranks.size());
+    spans_.resize(g.ranks.size());
+    batches_.resize(g.ranks.size());
+    blocked_.resize(g.ranks.size());
+    for (std::size_t r = 0; r < g.ranks.size(); ++r) {
+      const auto& ops = g.ranks[r].ops;
+      done_[r].assign(ops.size(), kNotDone);
+      batches_[r].resize(ops.size());
+      std::array<std::int32_t, kNumStreams> actor_of{};
+      actor_of.fill(-1);
+      for (std::uint32_t i = 0; i < ops.size(); ++i) {
+        auto& a = actor_of[static_cast<std::size_t>(ops[i].stream)];
+        if (a < 0) {
+          a = static_cast<std::int32_t>(actors_.size());
+          actors_.push_back({static_cast<std::int32_t>(r), {}, 0, 0.0, false});
+        }
+        actors_[static_cast<std::size_t>(a)].ops.push_back(i);
+      }
+    }
   }
 
   SimResult run() {
-    for (std::int32_t r = 0; r < static_cast<std::int32_t>(g_.ranks.size()); ++r)
-      runnable_.push_back(r);
+    for (std::size_t a = 0; a < actors_.size(); ++a) runnable_.push_back(a);
     while (!runnable_.empty()) {
-      auto r = runnable_.front();
+      const auto a = runnable_.front();
       runnable_.pop_front();
-      advance(r);
+      advance(a);
     }
-    for (std::size_t r = 0; r < state_.size(); ++r) {
-      if (!state_[r].done) {
-        throw std::logic_error("analytic replay deadlocked: rank " + std::to_string(r) +
-                               " is blocked at op " + std::to_string(state_[r].pc));
+    result_.ranks.resize(g_.ranks.size());
+    for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
+      double end = 0;
+      for (std::size_t i = 0; i < done_[r].size(); ++i) {
+        if (done_[r][i] == kNotDone) {
+          throw std::logic_error("analytic replay deadlocked: rank " + std::to_string(r) +
+                                 " never finished op " + std::to_string(i));
+        }
+        end = std::max(end, done_[r][i]);
       }
-      result_.ranks[r].end_s = state_[r].time;
-      result_.step_time_s = std::max(result_.step_time_s, state_[r].time);
+      result_.step_time_s = std::max(result_.step_time_s, end);
+      result_.ranks[r] = summarize(spans_[r], end);
+      if (options_.keep_timelines) result_.timelines.push_back(std::move(spans_[r]));
     }
     return result_;
   }
 
  private:
+  const Op& op_at(std::int32_t rank, std::uint32_t i) const {
+    return g_.ranks[static_cast<std::size_t>(rank)].ops[i];
+  }
+
   std::uint64_t key(std::int64_t src, std::int64_t dst, std::int32_t ch) const {
     return (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(g_.ranks.size()) +
             static_cast<std::uint64_t>(dst)) *
@@ -74,128 +112,156 @@ class AnalyticReplay {
            static_cast<std::uint64_t>(ch);
   }
 
-  // A matched transfer: both ends account for it; a batch it completes resumes its rank.
-  void transfer(const Posted& send, std::int32_t dst, double recv_time) {
-    const double start = std::max(send.time, recv_time);
-    const double end = start + topo_.route_latency(send.rank, dst) +
-                       whole_bytes(send.bytes) / topo_.route_bandwidth(send.rank, dst);
-    ++result_.activities;
-    for (auto r : {send.rank, dst}) {
-      auto& st = state_[static_cast<std::size_t>(r)];
-      st.intervals.emplace_back(start, end);
-      st.batch_end = std::max(st.batch_end, end);
-      if (--st.pending == 0) finish_batch(r);
+  // The op finished at `end`: record it and wake the rank's streams waiting on dependencies.
+  void complete(std::int32_t rank, std::uint32_t op, double end) {
+    done_[static_cast<std::size_t>(rank)][op] = end;
+    auto& waiting = blocked_[static_cast<std::size_t>(rank)];
+    for (auto a : waiting) runnable_.push_back(a);
+    waiting.clear();
+    if (auto it = owner_.find({rank, op}); it != owner_.end()) {
+      auto& actor = actors_[it->second];
+      actor.time = end;
+      actor.waiting = false;
+      ++actor.pc;
+      runnable_.push_back(it->second);
+      owner_.erase(it);
     }
   }
 
-  void finish_batch(std::int32_t r) {
-    auto& st = state_[static_cast<std::size_t>(r)];
-    result_.ranks[static_cast<std::size_t>(r)].comm_s[static_cast<std::size_t>(CommKind::kPP)] +=
-        union_length(st.intervals);
-    st.intervals.clear();
-    st.time = std::max(st.time, st.batch_end);
-    ++st.pc;
-    blocked_resumed_.push_back(r);
+  void transfer(const Posted& send, const Posted& recv) {
+    const double start = std::max(send.time, recv.time);
+    const double end = start + topo_.route_latency(send.rank, recv.rank) +
+                       whole_bytes(send.bytes) / topo_.route_bandwidth(send.rank, recv.rank);
+    ++result_.activities;
+    for (const Posted* p : {&send, &recv}) {
+      spans_[static_cast<std::size_t>(p->rank)].push_back({start, end, false, ComputeKind::kOther,
+                                                           CommKind::kPP,
+                                                           op_at(p->rank, p->op).microbatch});
+      auto& b = batches_[static_cast<std::size_t>(p->rank)][p->op];
+      b.end = std::max(b.end, end);
+      if (--b.pending == 0) complete(p->rank, p->op, b.end);
+    }
   }
 
-  void post_p2p(std::int32_t r, const Op& op) {
-    auto& st = state_[static_cast<std::size_t>(r)];
+  void post_p2p(std::int32_t r, std::uint32_t i, double now) {
+    const auto& op = op_at(r, i);
     const auto& prog = g_.ranks[static_cast<std::size_t>(r)];
-    st.pending = op.num_sends + op.num_recvs;
-    st.batch_end = st.time;
-    const double now = st.time;
-    for (std::uint32_t i = 0; i < op.num_sends + op.num_recvs; ++i) {
-      const auto& t = prog.transfers[op.first_transfer + i];
-      const bool send = i < op.num_sends;
+    auto& batch = batches_[static_cast<std::size_t>(r)][i];
+    batch.pending = op.num_sends + op.num_recvs;
+    batch.end = now;
+    if (batch.pending == 0) {
+      complete(r, i, now);
+      return;
+    }
+    for (std::uint32_t k = 0; k < op.num_sends + op.num_recvs; ++k) {
+      const auto& t = prog.transfers[op.first_transfer + k];
+      const bool send = k < op.num_sends;
       auto& ch = channels_[send ? key(r, t.peer, t.channel) : key(t.peer, r, t.channel)];
+      const Posted me{r, i, now, t.bytes};
       if (send) {
         if (!ch.recvs.empty()) {
-          auto rv = ch.recvs.front();
+          const Posted rv = ch.recvs.front();
           ch.recvs.pop_front();
-          transfer({r, now, t.bytes}, rv.rank, rv.time);
+          transfer(me, rv);
         } else {
-          ch.sends.push_back({r, now, t.bytes});
+          ch.sends.push_back(me);
         }
+      } else if (!ch.sends.empty()) {
+        const Posted sd = ch.sends.front();
+        ch.sends.pop_front();
+        transfer(sd, me);
       } else {
-        if (!ch.sends.empty()) {
-          auto sd = ch.sends.front();
-          ch.sends.pop_front();
-          transfer(sd, r, now);
-        } else {
-          ch.recvs.push_back({r, now, 0.0});
-        }
+        ch.recvs.push_back(me);
       }
     }
   }
 
-  void arrive(std::int32_t r, const Op& op) {
-    auto& gs = groups_[static_cast<std::size_t>(op.group)];
+  void arrive(std::int32_t r, std::uint32_t i, double now) {
+    const auto& op = op_at(r, i);
     const auto& group = g_.groups[static_cast<std::size_t>(op.group)];
-    gs.latest = std::max(gs.latest, state_[static_cast<std::size_t>(r)].time);
-    if (++gs.arrived < static_cast<std::int64_t>(group.members.size())) return;
+    const auto call = calls_[static_cast<std::size_t>(r)][i];
+    auto& inst = instances_[{op.group, call}];
+    inst.latest = std::max(inst.latest, now);
+    inst.members.emplace_back(r, i);
+    if (++inst.arrived < static_cast<std::int64_t>(group.members.size())) return;
     const double duration =
         ring_collective_seconds(topo_, group, op.collective, op.bytes, op.count);
-    const double end = gs.latest + duration;
-    result_.activities += group.members.size();
-    for (auto m : group.members) {
-      auto& st = state_[static_cast<std::size_t>(m)];
-      st.time = end;
-      ++st.pc;
-      result_.ranks[static_cast<std::size_t>(m)].comm_s[static_cast<std::size_t>(op.comm)] +=
-          duration;
-      blocked_resumed_.push_back(m);
+    const double start = inst.latest;
+    const auto members = std::move(inst.members);
+    instances_.erase({op.group, call});
+    result_.activities += members.size();
+    for (const auto& [mr, mi] : members) {
+      if (duration > 0) {
+        spans_[static_cast<std::size_t>(mr)].push_back({start, start + duration, false,
+                                                        ComputeKind::kOther, op.comm,
+                                                        op_at(mr, mi).microbatch});
+      }
+      complete(mr, mi, start + duration);
     }
-    gs = GroupState{};
   }
 
-  void advance(std::int32_t r) {
-    auto& st = state_[static_cast<std::size_t>(r)];
-    const auto& ops = g_.ranks[static_cast<std::size_t>(r)].ops;
-    auto& stats = result_.ranks[static_cast<std::size_t>(r)];
-    while (st.pc < ops.size()) {
-      const auto& op = ops[st.pc];
+  void advance(std::size_t a) {
+    auto& actor = actors_[a];
+    while (!actor.waiting && actor.pc < actor.ops.size()) {
+      const std::int32_t r = actor.rank;
+      const std::uint32_t i = actor.ops[actor.pc];
+      const auto& op = op_at(r, i);
+      const auto& prog = g_.ranks[static_cast<std::size_t>(r)];
+      double start = actor.time;
+      for (std::uint32_t d = 0; d < op.num_deps; ++d) {
+        const double dep = done_[static_cast<std::size_t>(r)][prog.deps[op.first_dep + d]];
+        if (dep == kNotDone) {
+          blocked_[static_cast<std::size_t>(r)].push_back(a);
+          return;
+        }
+        start = std::max(start, dep);
+      }
       if (op.type == OpType::kCompute) {
-        st.time += op.seconds;
-        stats.compute_s += op.seconds;
+        const double end = start + op.seconds;
+        spans_[static_cast<std::size_t>(r)].push_back(
+            {start, end, true, op.compute, CommKind::kTP, op.microbatch});
         ++result_.activities;
-        ++st.pc;
+        done_[static_cast<std::size_t>(r)][i] = end;
+        actor.time = end;
+        ++actor.pc;
+        // Streams of this rank waiting on this op can go on.
+        auto& waiting = blocked_[static_cast<std::size_t>(r)];
+        for (auto w : waiting) runnable_.push_back(w);
+        waiting.clear();
         continue;
       }
-      blocked_resumed_.clear();
-      const std::size_t pc_before = st.pc;
+      actor.waiting = true;
+      owner_[{r, i}] = a;
       if (op.type == OpType::kP2P) {
-        if (op.num_sends + op.num_recvs == 0) {
-          ++st.pc;
-          continue;
-        }
-        post_p2p(r, op);
+        post_p2p(r, i, start);
       } else {
-        arrive(r, op);
+        arrive(r, i, start);
       }
-      // Ranks this step released (other than r itself) can run again.
-      for (auto q : blocked_resumed_) {
-        if (q != r) runnable_.push_back(q);
-      }
-      if (st.pc == pc_before) return;  // r is blocked until a peer releases it
     }
-    st.done = true;
   }
 
   const TaskGraph& g_;
   const Topology& topo_;
-  std::vector<RankState> state_;
-  std::vector<GroupState> groups_;
+  EngineOptions options_;
+  std::vector<std::vector<std::int32_t>> calls_;
+  std::vector<Actor> actors_;
+  std::vector<std::vector<double>> done_;
+  std::vector<std::vector<Span>> spans_;
+  std::vector<std::vector<Batch>> batches_;
+  std::vector<std::vector<std::size_t>> blocked_;
+  std::map<std::pair<std::int32_t, std::uint32_t>, std::size_t> owner_;
+  std::map<std::pair<std::int32_t, std::int32_t>, Instance> instances_;
   std::unordered_map<std::uint64_t, Channel> channels_;
-  std::deque<std::int32_t> runnable_;
-  std::vector<std::int32_t> blocked_resumed_;
+  std::deque<std::size_t> runnable_;
   SimResult result_;
 };
 
 }  // namespace
 
-SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology) {
+SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology,
+                            const EngineOptions& options) {
   check_task_graph(graph);
-  return AnalyticReplay(graph, topology).run();
+  return AnalyticReplay(graph, topology, options).run();
 }
 
 }  // namespace trainsim

@@ -3,8 +3,10 @@
 //  - simgrid: flow-level network with contention (SimGrid CM02, exact link sharing). SimGrid's
 //    engine is a process singleton: one simulation per process.
 //  - analytic: the same semantics without contention (each transfer gets its route's narrowest
-//    link to itself); any number per process, for sweeps. Both agree exactly when nothing
-//    contends.
+//    link to itself) and without compute slowdown; any number per process, for sweeps. Both
+//    agree exactly when nothing contends.
+// Both record every rank's timeline (compute and communication spans); the statistics of a
+// report are measured on that timeline.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -18,30 +20,65 @@ namespace trainsim {
 enum class EngineKind { kSimGrid, kAnalytic };
 const char* to_string(EngineKind kind);
 
+/// A piece of a rank's timeline: a compute op running, or a transfer of some kind in progress
+/// (from the moment it actually moves data, not from when the rank started waiting for a peer).
+struct Span {
+  double start = 0;
+  double end = 0;
+  bool compute = false;
+  ComputeKind compute_kind = ComputeKind::kOther;
+  CommKind comm = CommKind::kTP;
+  std::int32_t microbatch = -1;
+};
+
 struct RankStats {
   double end_s = 0;      // when the rank's last op finished
-  double compute_s = 0;  // time in compute ops
-  /// Time with a transfer of this kind in progress and the rank waiting on it (not counting the
-  /// wait for a peer to arrive, which is idle time).
+  double compute_s = 0;  // time the compute stream was busy
+  /// Exposed communication: time with a transfer of this kind in progress while the compute
+  /// stream is idle (shared equally when several kinds are in progress at once).
   std::array<double, kNumCommKinds> comm_s{};
-  double comm_total() const;
+  /// All time with a transfer of this kind in progress, overlapped with compute or not.
+  std::array<double, kNumCommKinds> comm_total_s{};
+  /// Time with a transfer of this kind in progress while the compute stream is busy: hidden.
+  std::array<double, kNumCommKinds> comm_hidden_s{};
+  double comm_total() const;  // exposed, all kinds
 };
 
 struct SimResult {
   EngineKind engine = EngineKind::kAnalytic;
   double step_time_s = 0;  // the last rank's end
   std::vector<RankStats> ranks;
+  std::vector<std::vector<Span>> timelines;  // per rank
   std::uint64_t activities = 0;  // simulated activities (compute, transfers, synchronisations)
 };
 
-/// Structural checks before a replay: transfers pair up per (source, destination, channel),
-/// collective ops name groups their rank belongs to, and every member of a group makes the same
-/// number of calls on it. Throws std::invalid_argument describing the first problem.
+struct EngineOptions {
+  /// While a transfer of its GPU is in progress, a compute op runs this fraction slower
+  /// (communication kernels take SMs and memory bandwidth). SimGrid only; 0 = no interference.
+  double compute_slowdown = 0;
+  /// Keep every rank's spans in SimResult::timelines (statistics are computed either way).
+  bool keep_timelines = false;
+};
+
+/// Structural checks before a replay: dependencies point to earlier ops of the same rank,
+/// transfers pair up per (source, destination, channel), collective ops name groups their rank
+/// belongs to, and every member of a group makes the same number of calls on it. Throws
+/// std::invalid_argument describing the first problem.
 void check_task_graph(const TaskGraph& graph);
 
-SimResult simulate(const TaskGraph& graph, const Topology& topology, EngineKind engine);
-SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology);
+/// Statistics of one rank from its spans (exposed communication by kind, compute time).
+RankStats summarize(std::vector<Span> spans, double end_s);
+
+SimResult simulate(const TaskGraph& graph, const Topology& topology, EngineKind engine,
+                   const EngineOptions& options = {});
+SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology,
+                            const EngineOptions& options = {});
 /// Throws std::logic_error when called a second time in the same process.
-SimResult simulate_simgrid(const TaskGraph& graph, const Topology& topology);
+SimResult simulate_simgrid(const TaskGraph& graph, const Topology& topology,
+                           const EngineOptions& options = {});
+
+/// For every collective op of every rank, its call number on its group (0, 1, ... in program
+/// order): the k-th calls of all members form one collective.
+std::vector<std::vector<std::int32_t>> collective_call_numbers(const TaskGraph& graph);
 
 }  // namespace trainsim

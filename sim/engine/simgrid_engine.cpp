@@ -1,16 +1,19 @@
-// SimGrid replay: one actor per rank. Compute ops are sleeps; point-to-point batches are mailbox
-// rendezvous (put_async / get_async, then wait for all); collectives synchronise on a barrier,
-// send one bulk flow to the ring successor, pay the remaining steps' latency and synchronise
-// again, so the whole group ends together when its slowest edge is done.
+// SimGrid replay: one actor per stream of each rank. Compute ops are sleeps (or executions on
+// the GPU's host when communication slows compute down); point-to-point batches are mailbox
+// rendezvous (put_async / get_async, then wait for all); a collective synchronises its members
+// on a barrier of its own, sends one bulk flow to the ring successor, pays the remaining steps'
+// latency and synchronises again, so the whole group ends together when its slowest edge is
+// done. Dependencies between streams of a rank wait on a condition variable.
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "sim/engine/collective.hpp"
 #include "sim/engine/engine.hpp"
-#include "sim/engine/interval_union.hpp"
 #include "sim/engine/simgrid_zone.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -22,11 +25,27 @@ namespace {
 bool g_used = false;
 char g_payload = 0;  // SimGrid refuses null payloads; the bytes simulated are given separately
 
+struct RankState {
+  std::vector<char> done;
+  sg4::MutexPtr mutex;
+  sg4::ConditionVariablePtr cv;
+  int waiting = 0;
+  int active_comms = 0;  // transfers of this GPU in progress (for the compute slowdown)
+  sg4::ExecPtr interference;
+  std::vector<Span> spans;
+  double end = 0;
+};
+
+struct CollectiveInstance {
+  sg4::BarrierPtr barrier;
+  std::int64_t left = 0;  // members that have not passed the closing barrier yet
+};
+
 class SimgridReplay {
  public:
-  SimgridReplay(const TaskGraph& g, const Topology& topo) : g_(g), topo_(topo) {
+  SimgridReplay(const TaskGraph& g, const Topology& topo, const EngineOptions& options)
+      : g_(g), topo_(topo), options_(options), calls_(collective_call_numbers(g)) {
     result_.engine = EngineKind::kSimGrid;
-    result_.ranks.resize(g.ranks.size());
   }
 
   SimResult run() {
@@ -46,38 +65,42 @@ class SimgridReplay {
     // visible to it.
     sg4::Engine::set_config("contexts/factory:thread");
 #endif
-    auto* zone = new ClusterZone(topo_);  // owned by the engine once it is the root zone
-    setup_communicators();
+    zone_ = new ClusterZone(topo_);  // owned by the engine once it is the root zone
+    auto* zone = zone_;
+    setup();
     for (std::int64_t r = 0; r < g_.num_ranks(); ++r) {
-      sg4::Actor::create("rank" + std::to_string(r), zone->host(r), [this, r] { rank_main(r); });
+      const auto& ops = g_.ranks[static_cast<std::size_t>(r)].ops;
+      std::map<Stream, std::vector<std::uint32_t>> streams;
+      for (std::uint32_t i = 0; i < ops.size(); ++i) streams[ops[i].stream].push_back(i);
+      for (auto& [stream, list] : streams) {
+        ++actors_;
+        sg4::Actor::create("rank" + std::to_string(r) + "." + to_string(stream), zone->host(r),
+                           [this, r, list = std::move(list)] { stream_main(r, list); });
+      }
     }
     engine.run();
-    if (finished_ != g_.num_ranks()) {
-      throw std::logic_error("SimGrid replay deadlocked: " +
-                             std::to_string(g_.num_ranks() - finished_) + " ranks never finished");
+    if (finished_ != actors_) {
+      throw std::logic_error("SimGrid replay deadlocked: " + std::to_string(actors_ - finished_) +
+                             " streams never finished");
     }
-    for (auto& s : result_.ranks) result_.step_time_s = std::max(result_.step_time_s, s.end_s);
+    result_.ranks.resize(g_.ranks.size());
+    for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
+      auto& st = ranks_[r];
+      result_.step_time_s = std::max(result_.step_time_s, st.end);
+      result_.ranks[r] = summarize(st.spans, st.end);
+      if (options_.keep_timelines) result_.timelines.push_back(std::move(st.spans));
+    }
+    result_.activities = activities_;
     return result_;
   }
 
  private:
-  void setup_communicators() {
-    barriers_.reserve(g_.groups.size());
-    group_boxes_.resize(g_.groups.size());
-    for (std::size_t gi = 0; gi < g_.groups.size(); ++gi) {
-      const auto& members = g_.groups[gi].members;
-      barriers_.push_back(sg4::Barrier::create(static_cast<unsigned>(members.size())));
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        group_boxes_[gi].push_back(
-            sg4::Mailbox::by_name("g" + std::to_string(gi) + "." + std::to_string(i)));
-      }
-    }
-    position_.assign(g_.ranks.size(), {});
-    for (std::size_t gi = 0; gi < g_.groups.size(); ++gi) {
-      const auto& members = g_.groups[gi].members;
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        position_[static_cast<std::size_t>(members[i])][static_cast<std::int32_t>(gi)] = i;
-      }
+  void setup() {
+    ranks_.resize(g_.ranks.size());
+    for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
+      ranks_[r].done.assign(g_.ranks[r].ops.size(), 0);
+      ranks_[r].mutex = sg4::Mutex::create();
+      ranks_[r].cv = sg4::ConditionVariable::create();
     }
   }
 
@@ -94,79 +117,162 @@ class SimgridReplay {
     return box;
   }
 
-  void p2p(std::int64_t r, const Op& op, RankStats& stats) {
+  void wait_for_dependencies(std::int64_t r, const Op& op) {
+    auto& st = ranks_[static_cast<std::size_t>(r)];
+    const auto& deps = g_.ranks[static_cast<std::size_t>(r)].deps;
+    auto ready = [&] {
+      for (std::uint32_t d = 0; d < op.num_deps; ++d) {
+        if (!st.done[deps[op.first_dep + d]]) return false;
+      }
+      return true;
+    };
+    if (ready()) return;
+    std::unique_lock<sg4::Mutex> lock(*st.mutex);
+    ++st.waiting;
+    while (!ready()) st.cv->wait(lock);
+    --st.waiting;
+  }
+
+  void mark_done(std::int64_t r, std::uint32_t i) {
+    auto& st = ranks_[static_cast<std::size_t>(r)];
+    st.done[i] = 1;
+    if (st.waiting > 0) st.cv->notify_all();
+  }
+
+  // While any transfer of this GPU is in progress, compute kernels share the GPU with it: one
+  // background execution of priority f / (1 - f) leaves compute a share 1 - f of the GPU.
+  class CommKernel {
+   public:
+    CommKernel(SimgridReplay& replay, std::int64_t r)
+        : st_(replay.ranks_[static_cast<std::size_t>(r)]) {
+      const double f = replay.options_.compute_slowdown;
+      if (st_.active_comms++ == 0 && f > 0) {
+        st_.interference = sg4::this_actor::exec_init(1e30)->set_priority(f / (1.0 - f));
+        st_.interference->start();
+      }
+    }
+    ~CommKernel() {
+      if (--st_.active_comms == 0 && st_.interference) {
+        st_.interference->cancel();
+        st_.interference = nullptr;
+      }
+    }
+    CommKernel(const CommKernel&) = delete;
+    CommKernel& operator=(const CommKernel&) = delete;
+
+   private:
+    RankState& st_;
+  };
+
+  void compute(std::int64_t r, const Op& op) {
+    const double start = sg4::Engine::get_clock();
+    if (options_.compute_slowdown > 0) {
+      sg4::this_actor::exec_init(op.seconds)->start()->wait();
+    } else {
+      sg4::this_actor::sleep_for(op.seconds);
+    }
+    ranks_[static_cast<std::size_t>(r)].spans.push_back(
+        {start, sg4::Engine::get_clock(), true, op.compute, CommKind::kTP, op.microbatch});
+    ++activities_;
+  }
+
+  void p2p(std::int64_t r, const Op& op) {
+    if (op.num_sends + op.num_recvs == 0) return;
     const auto& prog = g_.ranks[static_cast<std::size_t>(r)];
     std::vector<sg4::CommPtr> comms;
     comms.reserve(op.num_sends + op.num_recvs);
     void* sink = nullptr;
-    for (std::uint32_t i = 0; i < op.num_sends + op.num_recvs; ++i) {
-      const auto& t = prog.transfers[op.first_transfer + i];
-      if (i < op.num_sends) {
-        comms.push_back(
-            p2p_box(r, t.peer, t.channel)
-                ->put_async(&g_payload, static_cast<std::uint64_t>(whole_bytes(t.bytes))));
-      } else {
-        comms.push_back(p2p_box(t.peer, r, t.channel)->get_async(&sink));
+    {
+      CommKernel kernel(*this, r);
+      for (std::uint32_t i = 0; i < op.num_sends + op.num_recvs; ++i) {
+        const auto& t = prog.transfers[op.first_transfer + i];
+        if (i < op.num_sends) {
+          comms.push_back(
+              p2p_box(r, t.peer, t.channel)
+                  ->put_async(&g_payload, static_cast<std::uint64_t>(whole_bytes(t.bytes))));
+        } else {
+          comms.push_back(p2p_box(t.peer, r, t.channel)->get_async(&sink));
+        }
       }
+      sg4::Comm::wait_all(comms);
     }
-    sg4::Comm::wait_all(comms);
-    std::vector<std::pair<double, double>> intervals;
-    for (const auto& c : comms) intervals.emplace_back(c->get_start_time(), c->get_finish_time());
-    stats.comm_s[static_cast<std::size_t>(CommKind::kPP)] += union_length(intervals);
+    auto& spans = ranks_[static_cast<std::size_t>(r)].spans;
+    for (const auto& c : comms) {
+      spans.push_back({c->get_start_time(), c->get_finish_time(), false, ComputeKind::kOther,
+                       CommKind::kPP, op.microbatch});
+    }
     activities_ += comms.size();
   }
 
-  void collective(std::int64_t r, const Op& op, RankStats& stats) {
-    const auto gi = static_cast<std::size_t>(op.group);
-    const auto& members = g_.groups[gi].members;
+  void collective(std::int64_t r, std::uint32_t i, const Op& op) {
+    const auto& members = g_.groups[static_cast<std::size_t>(op.group)].members;
     const auto n = static_cast<std::int64_t>(members.size());
     if (n < 2) return;
-    const auto pos = position_[static_cast<std::size_t>(r)].at(op.group);
-    const auto next = (pos + 1) % members.size();
-    barriers_[gi]->wait();
+    const auto call = calls_[static_cast<std::size_t>(r)][i];
+    auto& inst = instances_[{op.group, call}];
+    if (!inst.barrier) {
+      inst.barrier = sg4::Barrier::create(static_cast<unsigned>(n));
+      inst.left = n;
+    }
+    const sg4::BarrierPtr barrier = inst.barrier;  // keep it alive past the erase below
+    std::size_t pos = 0;
+    while (members[pos] != r) ++pos;
+    const auto next = members[(pos + 1) % members.size()];
+    barrier->wait();
     const double start = sg4::Engine::get_clock();
-    const auto flow = static_cast<std::uint64_t>(ring_flow_bytes(op.collective, op.bytes, n));
-    void* sink = nullptr;
-    auto send = group_boxes_[gi][next]->put_async(&g_payload, flow);
-    auto recv = group_boxes_[gi][pos]->get_async(&sink);
-    send->wait();
-    recv->wait();
-    const double steps = static_cast<double>(ring_steps(op.collective, n) * op.count);
-    const double lat = topo_.route_latency(r, members[next]);
-    if (steps > 1.0) sg4::this_actor::sleep_for((steps - 1.0) * lat);
-    barriers_[gi]->wait();
-    stats.comm_s[static_cast<std::size_t>(op.comm)] += sg4::Engine::get_clock() - start;
+    {
+      CommKernel kernel(*this, r);
+      const auto flow = static_cast<std::uint64_t>(ring_flow_bytes(op.collective, op.bytes, n));
+      auto send = sg4::Comm::sendto_async(host(r), host(next), flow);
+      send->wait();
+      const double steps = static_cast<double>(ring_steps(op.collective, n) * op.count);
+      const double lat = topo_.route_latency(r, next);
+      if (steps > 1.0) sg4::this_actor::sleep_for((steps - 1.0) * lat);
+      barrier->wait();
+    }
+    auto it = instances_.find({op.group, call});
+    if (--it->second.left == 0) instances_.erase(it);
+    ranks_[static_cast<std::size_t>(r)].spans.push_back(
+        {start, sg4::Engine::get_clock(), false, ComputeKind::kOther, op.comm, op.microbatch});
     activities_ += 5;
   }
 
-  void rank_main(std::int64_t r) {
-    auto& stats = result_.ranks[static_cast<std::size_t>(r)];
-    for (const auto& op : g_.ranks[static_cast<std::size_t>(r)].ops) {
+  sg4::Host* host(std::int64_t gpu) const {
+    return zone_->host(gpu);
+  }
+
+  void stream_main(std::int64_t r, const std::vector<std::uint32_t>& ops) {
+    const auto& prog = g_.ranks[static_cast<std::size_t>(r)];
+    for (auto i : ops) {
+      const auto& op = prog.ops[i];
+      wait_for_dependencies(r, op);
       switch (op.type) {
         case OpType::kCompute:
-          sg4::this_actor::sleep_for(op.seconds);
-          stats.compute_s += op.seconds;
-          ++activities_;
+          compute(r, op);
           break;
         case OpType::kP2P:
-          if (op.num_sends + op.num_recvs > 0) p2p(r, op, stats);
+          p2p(r, op);
           break;
         case OpType::kCollective:
-          collective(r, op, stats);
+          collective(r, i, op);
           break;
       }
+      mark_done(r, i);
     }
-    stats.end_s = sg4::Engine::get_clock();
+    auto& st = ranks_[static_cast<std::size_t>(r)];
+    st.end = std::max(st.end, sg4::Engine::get_clock());
     ++finished_;
-    result_.activities = activities_;
   }
 
   const TaskGraph& g_;
   const Topology& topo_;
-  std::vector<sg4::BarrierPtr> barriers_;
-  std::vector<std::vector<sg4::Mailbox*>> group_boxes_;
-  std::vector<std::unordered_map<std::int32_t, std::size_t>> position_;
+  EngineOptions options_;
+  std::vector<std::vector<std::int32_t>> calls_;
+  ClusterZone* zone_ = nullptr;
+  std::vector<RankState> ranks_;
+  std::map<std::pair<std::int32_t, std::int32_t>, CollectiveInstance> instances_;
   std::unordered_map<std::uint64_t, sg4::Mailbox*> p2p_boxes_;
+  std::int64_t actors_ = 0;
   std::int64_t finished_ = 0;
   std::uint64_t activities_ = 0;
   SimResult result_;
@@ -174,13 +280,14 @@ class SimgridReplay {
 
 }  // namespace
 
-SimResult simulate_simgrid(const TaskGraph& graph, const Topology& topology) {
+SimResult simulate_simgrid(const TaskGraph& graph, const Topology& topology,
+                           const EngineOptions& options) {
   if (g_used) {
     throw std::logic_error("SimGrid can run one simulation per process; start a new process");
   }
   g_used = true;
   check_task_graph(graph);
-  return SimgridReplay(graph, topology).run();
+  return SimgridReplay(graph, topology, options).run();
 }
 
 }  // namespace trainsim

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "sim/core/error.hpp"
 #include "sim/engine/collective.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/model/params.hpp"
@@ -94,7 +95,9 @@ Partition balanced_partition(const Model& model, const Platform& platform, const
   std::vector<Block> blocks = model_blocks(model);
   const auto times = block_times(model, platform, plan, blocks);
   const auto n = static_cast<std::int64_t>(blocks.size());
-  const std::int64_t p = plan.pp;
+  // With interleaving the parts are the pp x vp virtual stages: every chunk runs once per
+  // micro-batch, so the slowest chunk sets the pace as the slowest stage does without it.
+  const std::int64_t p = plan.pp * plan.vp;
   std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
   std::vector<std::int64_t> params_before(static_cast<std::size_t>(n) + 1, 0);
   for (std::int64_t i = 0; i < n; ++i) {
@@ -140,7 +143,7 @@ Partition balanced_partition(const Model& model, const Platform& platform, const
   for (std::int64_t j = p; j >= 1; --j) {
     bounds[static_cast<std::size_t>(j - 1)] = cut[idx(j, bounds[static_cast<std::size_t>(j)])];
   }
-  return partition_from_bounds("balanced", std::move(blocks), bounds);
+  return partition_from_bounds("balanced", std::move(blocks), bounds, plan.vp);
 }
 
 Partition build_partition(const Model& model, const Platform& platform, const Plan& plan,
@@ -151,12 +154,19 @@ Partition build_partition(const Model& model, const Platform& platform, const Pl
     case PartitionRule::kUniform:
       return megatron_uniform_partition(model, plan, origin);
     case PartitionRule::kLayout:
-      return megatron_layout_partition(model, spec.argument, plan.pp, origin.of("partition"));
+      return megatron_layout_partition(model, spec.argument, plan.pp, plan.vp,
+                                       origin.of("partition"));
     case PartitionRule::kNanotron:
+      if (plan.vp > 1)
+        fail_input(origin.of("partition"), "nanotron has no interleaved schedule (--vp)");
       return nanotron_partition(model, plan.pp, vocab);
     case PartitionRule::kDeepSpeedUniform:
     case PartitionRule::kDeepSpeedParameters:
     case PartitionRule::kDeepSpeedType:
+      if (plan.vp > 1) {
+        fail_input(origin.of("partition"),
+                   "DeepSpeed's pipeline engine has no interleaved schedule (--vp)");
+      }
       return deepspeed_partition(model, spec, plan.pp, deepspeed_layer_params(model, plan));
     case PartitionRule::kBalanced:
       return balanced_partition(model, platform, plan);
@@ -170,7 +180,9 @@ Evaluation evaluate(const Model& model, const Platform& platform, const Plan& pl
   e.partition = std::move(partition);
   e.costs = compute_costs(model, platform, plan, e.partition);
   const TaskGraph graph = build_task_graph(plan, e.costs);
-  e.sim = simulate(graph, Topology(platform, plan.world_size()), engine);
+  EngineOptions options;
+  options.compute_slowdown = platform.overlap.compute_slowdown;
+  e.sim = simulate(graph, Topology(platform, plan.world_size()), engine, options);
   return e;
 }
 

@@ -1,7 +1,11 @@
 #include "sim/graph/builder.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <limits>
+#include <map>
+#include <optional>
+#include <set>
 
 #include "sim/plan/placement.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -42,10 +46,36 @@ const char* to_string(ComputeKind kind) {
       return "forward";
     case ComputeKind::kBackward:
       return "backward";
+    case ComputeKind::kBackwardInput:
+      return "backward_input";
+    case ComputeKind::kBackwardWeight:
+      return "backward_weight";
+    case ComputeKind::kRecompute:
+      return "recompute";
     case ComputeKind::kOptimizer:
       return "optimizer";
     case ComputeKind::kOther:
       return "other";
+  }
+  return "?";
+}
+
+const char* to_string(Stream stream) {
+  switch (stream) {
+    case Stream::kCompute:
+      return "compute";
+    case Stream::kTP:
+      return "tp";
+    case Stream::kDP:
+      return "dp";
+    case Stream::kSendActivation:
+      return "send_activation";
+    case Stream::kSendGradient:
+      return "send_gradient";
+    case Stream::kRecvActivation:
+      return "recv_activation";
+    case Stream::kRecvGradient:
+      return "recv_gradient";
   }
   return "?";
 }
@@ -66,53 +96,426 @@ std::int64_t ring_steps(CollectiveKind kind, std::int64_t members) {
   return kind == CollectiveKind::kAllReduce ? 2 * (members - 1) : members - 1;
 }
 
+std::int64_t grad_bucket_params(std::int64_t dp) {
+  return std::max<std::int64_t>(40'000'000, 1'000'000 * dp);
+}
+
 namespace {
+
+using Index = std::uint32_t;
+using Deps = std::vector<Index>;
+
+std::int32_t as_i32(std::int64_t v) {
+  assert(v >= 0 && v <= std::numeric_limits<std::int32_t>::max());
+  return static_cast<std::int32_t>(v);
+}
 
 class RankBuilder {
  public:
   explicit RankBuilder(RankProgram& program) : p_(program) {}
 
-  void compute(ComputeKind kind, std::int32_t mb, double seconds) {
+  Index add(Op op, const Deps& deps) {
+    op.first_dep = static_cast<std::uint32_t>(p_.deps.size());
+    op.num_deps = static_cast<std::uint16_t>(deps.size());
+    p_.deps.insert(p_.deps.end(), deps.begin(), deps.end());
+    p_.ops.push_back(op);
+    return static_cast<Index>(p_.ops.size() - 1);
+  }
+
+  Index compute(ComputeKind kind, std::int64_t mb, std::int64_t chunk, double seconds,
+                const Deps& deps) {
     Op op;
     op.type = OpType::kCompute;
     op.compute = kind;
-    op.microbatch = mb;
+    op.microbatch = static_cast<std::int32_t>(mb);
+    op.chunk = static_cast<std::int16_t>(chunk);
     op.seconds = seconds;
-    p_.ops.push_back(op);
+    return add(op, deps);
   }
 
-  void collective(CommKind kind, CollectiveKind coll, std::int32_t group, double bytes,
-                  std::int64_t count, std::int32_t mb) {
+  Index collective(Stream stream, CommKind kind, CollectiveKind coll, std::int32_t group,
+                   double bytes, std::int64_t count, std::int64_t mb, const Deps& deps) {
     Op op;
     op.type = OpType::kCollective;
+    op.stream = stream;
     op.comm = kind;
     op.collective = coll;
     op.group = group;
     op.bytes = bytes;
     op.count = static_cast<std::int32_t>(count);
-    op.microbatch = mb;
-    p_.ops.push_back(op);
+    op.microbatch = static_cast<std::int32_t>(mb);
+    return add(op, deps);
   }
 
-  void p2p(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
+  Index p2p(Stream stream, const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs,
+            std::int64_t mb, const Deps& deps) {
     Op op;
     op.type = OpType::kP2P;
+    op.stream = stream;
     op.comm = CommKind::kPP;
+    op.microbatch = static_cast<std::int32_t>(mb);
     op.first_transfer = static_cast<std::uint32_t>(p_.transfers.size());
     op.num_sends = static_cast<std::uint16_t>(sends.size());
     op.num_recvs = static_cast<std::uint16_t>(recvs.size());
     p_.transfers.insert(p_.transfers.end(), sends.begin(), sends.end());
     p_.transfers.insert(p_.transfers.end(), recvs.begin(), recvs.end());
-    p_.ops.push_back(op);
+    return add(op, deps);
   }
 
  private:
   RankProgram& p_;
 };
 
-std::int32_t as_i32(std::int64_t v) {
-  assert(v >= 0 && v <= std::numeric_limits<std::int32_t>::max());
-  return static_cast<std::int32_t>(v);
+// One rank's program: the schedule's steps turned into ops on streams.
+class RankProgramWriter {
+ public:
+  RankProgramWriter(const Plan& plan, const CostModel& costs, const Placement& placement,
+                    std::int64_t rank, std::int32_t tp_group, std::int32_t dp_group,
+                    RankProgram& program)
+      : plan_(plan),
+        costs_(costs),
+        placement_(placement),
+        coord_(placement.coord(rank)),
+        tp_group_(tp_group),
+        dp_group_(dp_group),
+        b_(program) {
+    if (plan.schedule == ScheduleKind::kInterleaved) {
+      const auto group = plan.microbatch_group_size_per_vp_stage;
+      table_ =
+          interleaved_schedule_table(plan.num_microbatches(), plan.vp, group > 0 ? group : plan.pp);
+    }
+  }
+
+  void write(const std::vector<ScheduleStep>& steps) {
+    for (const auto& step : steps) {
+      if (step.kind == ScheduleStep::Kind::kComm) {
+        exchange(step);
+      } else {
+        pass(step);
+      }
+    }
+    finish_step();
+  }
+
+ private:
+  std::int64_t vstage(std::int64_t chunk) const { return chunk * plan_.pp + coord_.pp; }
+  const StageCost& cost(std::int64_t chunk) const {
+    return costs_.stages[static_cast<std::size_t>(vstage(chunk))];
+  }
+  // Megatron-Core buckets gradients only when their reduction overlaps the backward; otherwise
+  // the whole buffer is one bucket, reduced by one collective.
+  std::int64_t buckets(std::int64_t chunk) const {
+    if (!plan_.overlap_grad_reduce) return 1;
+    const auto per_bucket = grad_bucket_params(plan_.dp);
+    return std::max<std::int64_t>(1, (cost(chunk).params_per_gpu + per_bucket - 1) / per_bucket);
+  }
+  static std::int64_t key(Flow flow, std::int64_t mb, std::int64_t chunk) {
+    return (mb * 1024 + chunk) * 2 + (flow == Flow::kActivation ? 0 : 1);
+  }
+
+  // Deps for the next compute-stream op: what it must wait for besides program order.
+  Deps take_pending() {
+    Deps d = std::move(pending_);
+    pending_.clear();
+    return d;
+  }
+
+  Index compute_op(ComputeKind kind, std::int64_t mb, std::int64_t chunk, double seconds,
+                   Deps deps = {}) {
+    Deps all = take_pending();
+    all.insert(all.end(), deps.begin(), deps.end());
+    last_compute_ = b_.compute(kind, mb, chunk, seconds, all);
+    return *last_compute_;
+  }
+
+  // A pass: its compute op, then its TP all-reduces after it on the compute stream or, with
+  // --tp-comm-overlap, alongside it on the TP stream (same start; the next compute op waits for
+  // both). Returns the op after which the pass's output exists.
+  Index run(ComputeKind kind, std::int64_t mb, std::int64_t chunk, const PassCost& pass,
+            Deps deps = {}) {
+    Deps all = take_pending();
+    all.insert(all.end(), deps.begin(), deps.end());
+    Deps alongside = all;
+    if (last_compute_) alongside.push_back(*last_compute_);
+    const Index c = b_.compute(kind, mb, chunk, pass.seconds, all);
+    last_compute_ = c;
+    const CollectiveLoad& load = pass.tp_allreduce;
+    if (tp_group_ < 0 || load.count == 0) return c;
+    if (!plan_.tp_comm_overlap) {
+      last_compute_ = b_.collective(Stream::kCompute, CommKind::kTP, CollectiveKind::kAllReduce,
+                                    tp_group_, load.bytes, load.count, mb, {});
+      return *last_compute_;
+    }
+    const Index tp = b_.collective(Stream::kTP, CommKind::kTP, CollectiveKind::kAllReduce,
+                                   tp_group_, load.bytes, load.count, mb, alongside);
+    pending_.push_back(tp);
+    return tp;
+  }
+
+  // --overlap-param-gather: the distributed optimizer's parameter all-gathers run during the
+  // first forward of each chunk, bucket by bucket, the forward of bucket k's layers waiting for
+  // its gather. Without interleaving Megatron-Core's forward pre-hooks issue them: starting
+  // bucket k dispatches the gather of bucket k + 1 (the DP stream runs them in order). With
+  // interleaving Megatron-LM aligns them (--align-param-gather, its default): all of chunk 0's
+  // gathers at the start of the step, and all of chunk c + 1's when the forward of virtual
+  // micro-batch k runs with k + stage the first micro-batch of chunk c.
+  bool gathers_during_forward(std::int64_t chunk) const {
+    return dp_group_ >= 0 && plan_.overlap_param_gather && plan_.zero < 3 &&
+           !gathered_.contains(chunk);
+  }
+
+  Index param_gather(std::int64_t chunk, std::int64_t mb, Deps after) {
+    const double bytes = param_bytes(chunk) / static_cast<double>(buckets(chunk));
+    return b_.collective(Stream::kDP, CommKind::kDP, CollectiveKind::kAllGather, dp_group_, bytes,
+                         1, mb, std::move(after));
+  }
+
+  // Interleaved: dispatch all of a chunk's bucket gathers, after `after` (the dispatch point).
+  void dispatch_param_gathers(std::int64_t chunk, const Deps& after) {
+    if (chunk >= plan_.vp || !gathers_during_forward(chunk) || dispatched_.contains(chunk)) return;
+    auto& list = dispatched_[chunk];
+    for (std::int64_t k = 0; k < buckets(chunk); ++k)
+      list.push_back(param_gather(chunk, -1, after));
+  }
+
+  // Called before writing each forward (virtual micro-batch `vmb` of this stage).
+  void align_param_gathers(std::int64_t vmb) {
+    if (plan_.schedule != ScheduleKind::kInterleaved || !plan_.overlap_param_gather) return;
+    const std::int64_t total = static_cast<std::int64_t>(table_.size());
+    if (vmb == 0) dispatch_param_gathers(0, {});
+    const std::int64_t ahead = vmb + coord_.pp;
+    if (ahead >= total || table_[static_cast<std::size_t>(ahead)].microbatch != 0) return;
+    Deps after;
+    if (last_compute_) after.push_back(*last_compute_);
+    dispatch_param_gathers(table_[static_cast<std::size_t>(ahead)].chunk + 1, after);
+  }
+
+  Index forward_with_param_gather(std::int64_t mb, std::int64_t chunk, const PassCost& pass,
+                                  const Deps& deps) {
+    gathered_.insert(chunk);
+    const auto n = buckets(chunk);
+    std::vector<Index> gathers;
+    if (auto it = dispatched_.find(chunk); it != dispatched_.end()) {
+      gathers = it->second;
+    } else {
+      gathers.push_back(param_gather(chunk, mb, {}));
+      if (n > 1) gathers.push_back(param_gather(chunk, mb, {}));
+    }
+    Index out = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+      PassCost piece;
+      piece.seconds = pass.seconds / static_cast<double>(n);
+      if (k == n - 1) piece.tp_allreduce = pass.tp_allreduce;
+      Deps d = k == 0 ? deps : Deps{};
+      d.push_back(gathers[static_cast<std::size_t>(k)]);
+      out = run(ComputeKind::kForward, mb, chunk, piece, d);
+      // Piece k + 1 starting (once piece k is done) dispatches gather k + 2.
+      if (static_cast<std::int64_t>(gathers.size()) < n && k + 2 < n) {
+        gathers.push_back(param_gather(chunk, mb, {out}));
+      }
+    }
+    return out;
+  }
+
+  double param_bytes(std::int64_t chunk) const {
+    return static_cast<double>(cost(chunk).params_per_gpu) * 2.0;  // BF16 parameters
+  }
+
+  void pass(const ScheduleStep& step) {
+    const auto mb = step.microbatch;
+    const auto c = step.chunk;
+    const StageCost& sc = cost(c);
+    Deps deps;
+    if (step.pass == Pass::kForward) {
+      if (auto it = received_.find(key(Flow::kActivation, mb, c)); it != received_.end()) {
+        deps.push_back(it->second);
+      }
+      zero3_gather(c, mb, deps);
+      align_param_gathers(forwards_++);
+      produced_[key(Flow::kActivation, mb, c)] =
+          gathers_during_forward(c) ? forward_with_param_gather(mb, c, sc.forward, deps)
+                                    : run(ComputeKind::kForward, mb, c, sc.forward, deps);
+      return;
+    }
+    if (step.pass == Pass::kBackwardWeight) {
+      const Index out = run(ComputeKind::kBackwardWeight, mb, c, sc.backward_weight);
+      if (completes_gradients(c)) reduce_gradients(c, out);
+      return;
+    }
+    if (auto it = received_.find(key(Flow::kGradient, mb, c)); it != received_.end()) {
+      deps.push_back(it->second);
+    }
+    zero3_gather(c, mb, deps);
+    if (sc.recompute.seconds > 0 || sc.recompute.tp_allreduce.count > 0) {
+      run(ComputeKind::kRecompute, mb, c, sc.recompute, deps);
+      deps.clear();
+    }
+    const bool whole = step.pass == Pass::kBackward;
+    const PassCost& cost_of_pass = whole ? sc.backward : sc.backward_input;
+    const auto kind = whole ? ComputeKind::kBackward : ComputeKind::kBackwardInput;
+    if (whole && completes_gradients(c)) {
+      produced_[key(Flow::kGradient, mb, c)] =
+          reduce_while_computing(kind, mb, c, cost_of_pass, deps);
+      return;
+    }
+    produced_[key(Flow::kGradient, mb, c)] = run(kind, mb, c, cost_of_pass, deps);
+  }
+
+  // ZeRO-3 gathers a chunk's parameters before each of its passes.
+  void zero3_gather(std::int64_t chunk, std::int64_t mb, Deps& deps) {
+    if (plan_.zero < 3 || dp_group_ < 0) return;
+    if (plan_.overlap_param_gather) {
+      deps.push_back(b_.collective(Stream::kDP, CommKind::kDP, CollectiveKind::kAllGather,
+                                   dp_group_, param_bytes(chunk), buckets(chunk), mb, {}));
+    } else {
+      last_compute_ =
+          b_.collective(Stream::kCompute, CommKind::kDP, CollectiveKind::kAllGather, dp_group_,
+                        param_bytes(chunk), buckets(chunk), mb, take_pending());
+    }
+  }
+
+  // Counts weight-gradient completions; true when this one finishes the chunk's gradients.
+  bool completes_gradients(std::int64_t chunk) {
+    return ++weight_passes_[chunk] == plan_.num_microbatches();
+  }
+
+  // The pass that completes a chunk's gradients, cut into its gradient buckets when their
+  // reduction overlaps the backward.
+  Index reduce_while_computing(ComputeKind kind, std::int64_t mb, std::int64_t chunk,
+                               const PassCost& pass, const Deps& deps) {
+    if (!plan_.overlap_grad_reduce || dp_group_ < 0) {
+      const Index out = run(kind, mb, chunk, pass, deps);
+      reduce_gradients(chunk, out);
+      return out;
+    }
+    const auto n = buckets(chunk);
+    const double bytes = cost(chunk).grad_bytes / static_cast<double>(n);
+    Deps first = deps;
+    for (std::int64_t k = 0; k < n; ++k) {
+      PassCost piece;
+      piece.seconds = pass.seconds / static_cast<double>(n);
+      if (k == n - 1) piece.tp_allreduce = pass.tp_allreduce;
+      const Index out = run(kind, mb, chunk, piece, k == 0 ? first : Deps{});
+      dp_ops_.push_back(
+          b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group_, bytes, 1, mb, {out}));
+      if (k == n - 1) return out;
+    }
+    return *last_compute_;
+  }
+
+  CollectiveKind reduction() const {
+    return plan_.distributed_optimizer() ? CollectiveKind::kReduceScatter
+                                         : CollectiveKind::kAllReduce;
+  }
+
+  // After the chunk's last gradient: reduce now on the DP stream (overlap) or at step end.
+  void reduce_gradients(std::int64_t chunk, Index after) {
+    if (dp_group_ < 0) return;
+    if (plan_.overlap_grad_reduce) {
+      dp_ops_.push_back(b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group_,
+                                      cost(chunk).grad_bytes, buckets(chunk), -1, {after}));
+    } else {
+      deferred_reductions_.push_back(chunk);
+    }
+  }
+
+  void exchange(const ScheduleStep& step) {
+    if (!plan_.p2p_overlap()) {
+      const std::int64_t mb =
+          !step.sends.empty() ? step.sends[0].microbatch : step.recvs[0].microbatch;
+      last_compute_ = b_.p2p(Stream::kCompute, transfers(step.sends, true),
+                             transfers(step.recvs, false), mb, take_pending());
+      return;
+    }
+    // One FIFO stream per direction: a send waits for its tensor, a receive is posted at once
+    // and the pass that consumes it waits for it.
+    for (const auto& e : step.sends) {
+      Deps deps;
+      if (auto it = produced_.find(key(e.flow, e.microbatch, e.chunk)); it != produced_.end()) {
+        deps.push_back(it->second);
+      }
+      sends_.push_back(
+          b_.p2p(e.flow == Flow::kActivation ? Stream::kSendActivation : Stream::kSendGradient,
+                 transfers({e}, true), {}, e.microbatch, deps));
+    }
+    for (const auto& e : step.recvs) {
+      received_[key(e.flow, e.microbatch, e.chunk)] =
+          b_.p2p(e.flow == Flow::kActivation ? Stream::kRecvActivation : Stream::kRecvGradient, {},
+                 transfers({e}, false), e.microbatch, {});
+    }
+  }
+
+  // A message crossing the boundary between virtual stages k and k + 1 is stage k's output (or
+  // its gradient), whichever way it travels; with interleaving the last physical stage's next
+  // stage is the first one.
+  std::vector<Transfer> transfers(const std::vector<Exchange>& ex, bool sending) const {
+    std::vector<Transfer> out;
+    const std::int64_t p = plan_.pp;
+    for (const auto& e : ex) {
+      const bool towards_next = (e.flow == Flow::kActivation) == sending;
+      const std::int64_t k = vstage(e.chunk);
+      const std::int64_t boundary = towards_next ? k : k - 1;
+      const std::int64_t peer_stage = (coord_.pp + (towards_next ? 1 : p - 1)) % p;
+      out.push_back({as_i32(placement_.rank({coord_.tp, coord_.dp, peer_stage})),
+                     e.flow == Flow::kActivation ? 0 : 1,
+                     costs_.stages[static_cast<std::size_t>(boundary)].p2p_bytes});
+    }
+    return out;
+  }
+
+  void finish_step() {
+    for (auto chunk : deferred_reductions_) {
+      last_compute_ = b_.collective(Stream::kCompute, CommKind::kDP, reduction(), dp_group_,
+                                    cost(chunk).grad_bytes, buckets(chunk), -1, take_pending());
+    }
+    Deps deps = dp_ops_;
+    deps.insert(deps.end(), sends_.begin(), sends_.end());
+    double seconds = 0;
+    for (std::int64_t c = 0; c < plan_.vp; ++c) seconds += cost(c).optimizer.seconds;
+    compute_op(ComputeKind::kOptimizer, -1, 0, seconds, deps);
+    if (plan_.distributed_optimizer() && dp_group_ >= 0 && !plan_.overlap_param_gather &&
+        plan_.zero < 3) {
+      for (std::int64_t c = 0; c < plan_.vp; ++c) {
+        b_.collective(Stream::kCompute, CommKind::kDP, CollectiveKind::kAllGather, dp_group_,
+                      param_bytes(c), buckets(c), -1, {});
+      }
+    }
+  }
+
+ private:
+  const Plan& plan_;
+  const CostModel& costs_;
+  const Placement& placement_;
+  RankCoord coord_;
+  std::int32_t tp_group_;
+  std::int32_t dp_group_;
+  RankBuilder b_;
+  std::optional<Index> last_compute_;
+  Deps pending_;
+  std::map<std::int64_t, Index> produced_;
+  std::map<std::int64_t, Index> received_;
+  std::set<std::int64_t> gathered_;
+  std::map<std::int64_t, std::vector<Index>> dispatched_;
+  std::int64_t forwards_ = 0;      // forwards written so far: the next one's virtual micro-batch
+  std::vector<TableEntry> table_;  // the interleaved schedule's table
+  std::map<std::int64_t, std::int64_t> weight_passes_;
+  Deps dp_ops_;
+  Deps sends_;
+  std::vector<std::int64_t> deferred_reductions_;
+};
+
+PipelineSchedule pipeline_schedule(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kGPipe:
+      return PipelineSchedule::kGPipe;
+    case ScheduleKind::kInterleaved:
+      return PipelineSchedule::kInterleaved;
+    case ScheduleKind::kZBH1:
+      return PipelineSchedule::kZBH1;
+    case ScheduleKind::k1F1B:
+      return PipelineSchedule::k1F1B;
+  }
+  return PipelineSchedule::k1F1B;
 }
 
 }  // namespace
@@ -120,9 +523,7 @@ std::int32_t as_i32(std::int64_t v) {
 TaskGraph build_task_graph(const Plan& plan, const CostModel& costs) {
   const Placement placement(plan);
   const std::int64_t world = placement.world_size();
-  const std::int64_t m = plan.num_microbatches();
-  const auto schedule =
-      plan.schedule == ScheduleKind::kGPipe ? PipelineSchedule::kGPipe : PipelineSchedule::k1F1B;
+  assert(static_cast<std::int64_t>(costs.stages.size()) == plan.pp * plan.vp);
 
   TaskGraph g;
   g.ranks.resize(static_cast<std::size_t>(world));
@@ -153,50 +554,23 @@ TaskGraph build_task_graph(const Plan& plan, const CostModel& costs) {
     }
   }
 
+  ScheduleConfig config;
+  config.schedule = pipeline_schedule(plan.schedule);
+  config.stages = plan.pp;
+  config.microbatches = plan.num_microbatches();
+  config.chunks = plan.vp;
+  config.group_size = plan.microbatch_group_size_per_vp_stage;
+  std::vector<std::vector<ScheduleStep>> programs;
+  for (std::int64_t s = 0; s < plan.pp; ++s) programs.push_back(stage_program(config, s));
+
   for (std::int64_t rank = 0; rank < world; ++rank) {
     const RankCoord c = placement.coord(rank);
-    const auto& cost = costs.stages[static_cast<std::size_t>(c.pp)];
     RankProgram& prog = g.ranks[static_cast<std::size_t>(rank)];
     prog.stage = as_i32(c.pp);
-    RankBuilder b(prog);
-    const std::int32_t tp_group = tp_group_of[static_cast<std::size_t>(rank)];
-    auto neighbour = [&](Flow flow, bool sending) {
-      // Activations go to the next stage and come from the previous; gradients the reverse.
-      const bool forward = (flow == Flow::kActivation) == sending;
-      return as_i32(placement.rank({c.tp, c.dp, c.pp + (forward ? 1 : -1)}));
-    };
-    // A message crossing the boundary between stages b and b + 1 is stage b's output (or its
-    // gradient), whichever way it travels.
-    auto transfers = [&](const std::vector<Exchange>& ex, bool sending) {
-      std::vector<Transfer> out;
-      for (const auto& e : ex) {
-        const bool towards_next = (e.flow == Flow::kActivation) == sending;
-        const auto boundary = static_cast<std::size_t>(towards_next ? c.pp : c.pp - 1);
-        out.push_back({neighbour(e.flow, sending), e.flow == Flow::kActivation ? 0 : 1,
-                       costs.stages[boundary].p2p_bytes});
-      }
-      return out;
-    };
-
-    for (const auto& step : stage_program(schedule, c.pp, plan.pp, m)) {
-      if (step.kind == ScheduleStep::Kind::kComm) {
-        b.p2p(transfers(step.sends, true), transfers(step.recvs, false));
-        continue;
-      }
-      const bool fwd = step.pass == Pass::kForward;
-      const auto& pass = fwd ? cost.forward : cost.backward;
-      const auto mb = as_i32(step.microbatch);
-      b.compute(fwd ? ComputeKind::kForward : ComputeKind::kBackward, mb, pass.seconds);
-      if (tp_group >= 0 && pass.tp_allreduce.count > 0) {
-        b.collective(CommKind::kTP, CollectiveKind::kAllReduce, tp_group, pass.tp_allreduce.bytes,
-                     pass.tp_allreduce.count, mb);
-      }
-    }
-    const std::int32_t dp_group = dp_group_of[static_cast<std::size_t>(rank)];
-    if (dp_group >= 0) {
-      b.collective(CommKind::kDP, CollectiveKind::kAllReduce, dp_group, cost.grad_bytes, 1, -1);
-    }
-    b.compute(ComputeKind::kOptimizer, -1, cost.optimizer.seconds);
+    RankProgramWriter writer(plan, costs, placement, rank,
+                             tp_group_of[static_cast<std::size_t>(rank)],
+                             dp_group_of[static_cast<std::size_t>(rank)], prog);
+    writer.write(programs[static_cast<std::size_t>(c.pp)]);
   }
   return g;
 }

@@ -1,14 +1,24 @@
 #pragma once
 #include "sim/cost/stage_cost.hpp"
 #include "sim/graph/task_graph.hpp"
-#include "sim/plan/partition.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {
 
-/// Builds every rank's program: the stage's schedule with each forward or backward pass as one
-/// compute op followed by the pass's TP all-reduces (issued back to back, exposed), pipeline
-/// exchanges with the neighbouring stages, then the DP gradient all-reduce and the optimizer step.
+/// Builds every rank's program from the plan and the per-virtual-stage costs:
+///  - the stage's pipeline schedule, each forward, backward (or input-gradient / weight-gradient
+///    pass) and recomputation as one compute op followed by its TP all-reduces (on the compute
+///    stream, or on the TP stream alongside it with --tp-comm-overlap);
+///  - pipeline exchanges with the neighbouring stages (batched on the compute stream, or one
+///    FIFO stream per direction with --overlap-p2p-comm);
+///  - data parallelism: the gradient all-reduce (reduce-scatter with the distributed optimizer)
+///    in Megatron-Core's buckets of max(40M, 1M x dp) parameters, after the last backward or,
+///    with --overlap-grad-reduce, bucket by bucket during it on the DP stream; the optimizer step
+///    on the rank's (shard of the) parameters; with the distributed optimizer the parameter
+///    all-gather, after the step or, with --overlap-param-gather, during the first forwards.
 TaskGraph build_task_graph(const Plan& plan, const CostModel& costs);
+
+/// Megatron-Core's default gradient bucket: max(40,000,000, 1,000,000 x dp) parameters.
+std::int64_t grad_bucket_params(std::int64_t dp);
 
 }  // namespace trainsim

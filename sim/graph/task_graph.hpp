@@ -1,9 +1,11 @@
 #pragma once
-// The contract between planning and simulation: per rank, an ordered list of operations that
-// the rank executes one after the other. Compute ops carry a duration; point-to-point batches
-// post their sends and receives together and wait for all of them (NCCL batch_isend_irecv
-// semantics, rendezvous with the peer); collectives synchronise their group and move their
-// bytes on a ring. No SimGrid here: the graph is plain data, serialisable and testable.
+// The contract between planning and simulation: per rank, a program of operations on streams.
+// Ops of one stream run one after the other in program order (like a CUDA stream); ops of
+// different streams run concurrently, ordered only by explicit dependencies on earlier ops of
+// the same rank (like CUDA events). Compute ops carry a duration; point-to-point batches post
+// their sends and receives together and wait for all of them (NCCL batch_isend_irecv semantics,
+// rendezvous with the peer); collectives synchronise their group and move their bytes on a ring.
+// No SimGrid here: the graph is plain data, serialisable and testable.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -19,9 +21,31 @@ const char* to_string(CommKind kind);
 enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter };
 const char* to_string(CollectiveKind kind);
 
-/// What a compute op does, for reports and traces.
-enum class ComputeKind : std::uint8_t { kForward, kBackward, kOptimizer, kOther };
+/// What a compute op does, for reports and traces. A backward is either whole, or split into
+/// its input-gradient part (B) and its weight-gradient part (W) by zero-bubble schedules.
+enum class ComputeKind : std::uint8_t {
+  kForward,
+  kBackward,
+  kBackwardInput,
+  kBackwardWeight,
+  kRecompute,
+  kOptimizer,
+  kOther
+};
 const char* to_string(ComputeKind kind);
+
+/// The streams of a GPU. Without overlap everything runs on the compute stream.
+enum class Stream : std::uint8_t {
+  kCompute,
+  kTP,              // tensor-parallel collectives overlapped with compute
+  kDP,              // data-parallel gradient reductions and parameter gathers
+  kSendActivation,  // pipeline exchanges overlapped with compute, one FIFO per direction
+  kSendGradient,
+  kRecvActivation,
+  kRecvGradient
+};
+inline constexpr std::size_t kNumStreams = 7;
+const char* to_string(Stream stream);
 
 enum class OpType : std::uint8_t { kCompute, kP2P, kCollective };
 
@@ -46,12 +70,17 @@ struct Op {
   std::uint32_t first_transfer = 0;  // p2p: sends, then receives, in RankProgram::transfers
   std::uint16_t num_sends = 0;
   std::uint16_t num_recvs = 0;
+  Stream stream = Stream::kCompute;
+  std::int16_t chunk = 0;       // compute: the model chunk (virtual stage) it runs
+  std::uint32_t first_dep = 0;  // ops of this rank that must finish first, in RankProgram::deps
+  std::uint16_t num_deps = 0;
 };
 
 struct RankProgram {
   std::int32_t stage = 0;
   std::vector<Op> ops;
   std::vector<Transfer> transfers;
+  std::vector<std::uint32_t> deps;  // op indices, each lower than the op that waits on it
 };
 
 struct Group {

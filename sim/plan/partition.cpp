@@ -128,9 +128,10 @@ std::vector<Block> model_blocks(const Model& model, bool with_cast) {
 }
 
 Partition partition_from_bounds(std::string method, std::vector<Block> blocks,
-                                const std::vector<std::int64_t>& bounds) {
+                                const std::vector<std::int64_t>& bounds, std::int64_t chunks) {
   Partition p;
   p.method = std::move(method);
+  p.chunks = chunks;
   p.blocks = std::move(blocks);
   for (std::size_t s = 0; s + 1 < bounds.size(); ++s)
     p.stages.push_back({bounds[s], bounds[s + 1]});

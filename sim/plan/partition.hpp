@@ -27,13 +27,22 @@ struct StageRange {
   std::int64_t end = 0;
 };
 
+/// With interleaving (vp > 1) each physical stage holds vp model chunks; `stages` lists the
+/// pp x vp virtual stages in model order, virtual stage k being chunk k / pp of physical stage
+/// k % pp (Megatron-LM's order).
 struct Partition {
   std::string method;
-  std::vector<Block> blocks;  // the blocks the framework builds, in execution order
-  std::vector<StageRange> stages;
+  std::vector<Block> blocks;        // the blocks the framework builds, in execution order
+  std::vector<StageRange> stages;   // virtual stages
+  std::int64_t chunks = 1;          // vp
   std::int64_t dropped_layers = 0;  // decoder layers of the model the rule does not build
 
+  /// Virtual stages (pp x vp); the per-stage queries below take a virtual stage.
   std::int64_t num_stages() const { return static_cast<std::int64_t>(stages.size()); }
+  std::int64_t physical_stages() const { return num_stages() / chunks; }
+  std::int64_t virtual_stage(std::int64_t stage, std::int64_t chunk) const {
+    return chunk * physical_stages() + stage;
+  }
   std::int64_t num_blocks(std::int64_t stage) const;
   std::int64_t decoders(std::int64_t stage) const;
   bool holds(std::int64_t stage, BlockKind kind) const;
@@ -71,12 +80,12 @@ PartitionSpec parse_partition_spec(const std::string& text, const std::string& w
 /// The model's blocks as Megatron-LM and DeepSpeed order them (nanotron adds kCast before loss).
 std::vector<Block> model_blocks(const Model& model, bool with_cast = false);
 
-/// Megatron-LM's rule. Without options: num_layers / pp per stage; Megatron-Core versions before
-/// uneven-stage support computed num_layers // pp and silently built fewer layers when pp does
-/// not divide them, which is reproduced (dropped_layers). With --decoder-first/last-pipeline-
-/// num-layers the remaining layers are split evenly over the other stages; with --account-for-
-/// embedding/loss-in-pipeline-split the embedding and the loss count as one layer each.
-/// InputError (naming the flag) where Megatron-LM asserts.
+/// Megatron-LM's rule (per virtual stage with vp > 1). Without options: num_layers / pp per stage;
+/// Megatron-Core versions before uneven-stage support computed num_layers // pp and silently built
+/// fewer layers when pp does not divide them, which is reproduced (dropped_layers). With
+/// --decoder-first/last-pipeline- num-layers the remaining layers are split evenly over the other
+/// stages; with --account-for- embedding/loss-in-pipeline-split the embedding and the loss count as
+/// one layer each. InputError (naming the flag) where Megatron-LM asserts.
 Partition megatron_uniform_partition(const Model& model, const Plan& plan,
                                      const PlanOrigin& origin);
 
@@ -84,7 +93,7 @@ Partition megatron_uniform_partition(const Model& model, const Plan& plan,
 /// boundary, x*N and (...)*N repetition, commas ignored. Must have pp stages, one E first and one
 /// L last; fewer t than the model has layers is built as written (dropped_layers).
 Partition megatron_layout_partition(const Model& model, const std::string& layout, std::int64_t pp,
-                                    const std::string& where);
+                                    std::int64_t vp, const std::string& where);
 
 /// nanotron's compute costs per block: decoder 4 * heads * (hidden / heads) * hidden + 3 * ffn *
 /// hidden, LM head padded_vocab * hidden, every other block 0 (models/llama.py).
@@ -118,6 +127,6 @@ Partition deepspeed_partition(const Model& model, const PartitionSpec& spec, std
 
 /// A partition from stage boundaries over `blocks`: stage s holds [bounds[s], bounds[s+1]).
 Partition partition_from_bounds(std::string method, std::vector<Block> blocks,
-                                const std::vector<std::int64_t>& bounds);
+                                const std::vector<std::int64_t>& bounds, std::int64_t chunks = 1);
 
 }  // namespace trainsim

@@ -14,13 +14,14 @@ std::string n(std::int64_t v) {
   return std::to_string(v);
 }
 
-// Stage s holds counts[s] decoders; the embedding goes first, the loss blocks last.
+// Virtual stage s holds counts[s] decoders; the embedding goes first, the loss blocks last.
 Partition from_decoder_counts(std::string method, const std::vector<std::int64_t>& counts,
-                              std::int64_t model_layers) {
+                              std::int64_t model_layers, std::int64_t chunks) {
   std::int64_t built = 0;
   for (auto c : counts) built += c;
   Partition p;
   p.method = std::move(method);
+  p.chunks = chunks;
   p.blocks.push_back({BlockKind::kEmbedding});
   for (std::int64_t l = 0; l < built; ++l) p.blocks.push_back({BlockKind::kDecoder, l});
   p.blocks.push_back({BlockKind::kFinalNorm});
@@ -43,7 +44,8 @@ Partition from_decoder_counts(std::string method, const std::vector<std::int64_t
 Partition megatron_uniform_partition(const Model& model, const Plan& plan,
                                      const PlanOrigin& origin) {
   const std::int64_t L = model.num_layers;
-  const std::int64_t p = plan.pp;
+  const std::int64_t v = plan.vp;
+  const std::int64_t p = plan.pp * v;  // virtual stages
   const std::int64_t first = plan.decoder_first_pipeline_num_layers;
   const std::int64_t last = plan.decoder_last_pipeline_num_layers;
   const bool emb = plan.account_for_embedding_in_pipeline_split;
@@ -58,6 +60,7 @@ Partition megatron_uniform_partition(const Model& model, const Plan& plan,
                  "cannot be combined with --account-for-embedding/loss-in-pipeline-split "
                  "(Megatron-LM rejects both together)");
     }
+    if (v > 1) fail_input(origin.of(field), "is not supported with interleaving (--vp) here");
     if (p < 2) fail_input(origin.of(field), "needs at least 2 pipeline stages");
     std::int64_t rest = L;
     std::int64_t stages_left = p;
@@ -87,7 +90,7 @@ Partition megatron_uniform_partition(const Model& model, const Plan& plan,
     for (auto& c : counts) c = per;
     if (first >= 0) counts.front() = first;
     if (last >= 0) counts.back() = last;
-    return from_decoder_counts("uniform", counts, L);
+    return from_decoder_counts("uniform", counts, L, v);
   }
 
   if (emb || loss) {
@@ -106,16 +109,16 @@ Partition megatron_uniform_partition(const Model& model, const Plan& plan,
     if (counts.front() < 0 || counts.back() < 0) {
       fail_input(origin.of(field), "leaves no room for the embedding or loss on its stage");
     }
-    return from_decoder_counts("uniform", counts, L);
+    return from_decoder_counts("uniform", counts, L, v);
   }
 
   // Plain rule: num_layers // pp per stage (any remainder is not built).
   for (auto& c : counts) c = L / p;
-  return from_decoder_counts("uniform", counts, L);
+  return from_decoder_counts("uniform", counts, L, v);
 }
 
 Partition megatron_layout_partition(const Model& model, const std::string& layout, std::int64_t pp,
-                                    const std::string& where) {
+                                    std::int64_t vp, const std::string& where) {
   std::string s;
   for (char c : layout) {
     if (c != ',' && c != ' ') s += c;
@@ -176,9 +179,11 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
                             "' (E embedding, t decoder layer, L loss, | stage boundary)");
     }
   }
-  if (static_cast<std::int64_t>(stages.size()) != pp) {
-    fail_input(where, "the layout has " + n(static_cast<std::int64_t>(stages.size())) +
-                          " stages but pp is " + n(pp));
+  if (static_cast<std::int64_t>(stages.size()) != pp * vp) {
+    fail_input(where,
+               "the layout has " + n(static_cast<std::int64_t>(stages.size())) +
+                   (vp > 1 ? " stages but pp x vp is " + n(pp) + " x " + n(vp) + " = " + n(pp * vp)
+                           : " stages but pp is " + n(pp)));
   }
   std::int64_t embeddings = 0;
   std::int64_t losses = 0;
@@ -202,6 +207,7 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
   }
   Partition p;
   p.method = "layout:" + layout;
+  p.chunks = vp;
   p.dropped_layers = model.num_layers - decoders;
   std::int64_t layer = 0;
   for (const auto& st : stages) {

@@ -1,6 +1,7 @@
 #include "sim/plan/plan.hpp"
 
 #include "sim/core/error.hpp"
+#include "sim/schedule/schedule.hpp"
 
 namespace trainsim {
 
@@ -98,18 +99,35 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   if (plan.seq_len <= 0) fail_input(origin.of("seq_len"), "is required (a positive integer)");
   if (plan.cp != 1) fail_input(origin.of("cp"), "context parallelism is not supported yet; use 1");
   if (plan.ep != 1) fail_input(origin.of("ep"), "expert parallelism is not supported yet; use 1");
-  if (plan.vp != 1 || plan.schedule == ScheduleKind::kInterleaved) {
-    fail_input(origin.of(plan.vp != 1 ? "vp" : "schedule"),
-               "the interleaved schedule (virtual stages) is not supported yet; use gpipe or 1f1b");
+  if (plan.vp > 1 && plan.schedule != ScheduleKind::kInterleaved) {
+    fail_input(origin.of("vp"), "virtual stages need --schedule interleaved (got " +
+                                    std::string(to_string(plan.schedule)) + ")");
   }
-  if (plan.schedule == ScheduleKind::kZBH1) {
-    fail_input(origin.of("schedule"), "zb-h1 is not supported yet; use gpipe or 1f1b");
+  if (plan.schedule == ScheduleKind::kInterleaved) {
+    if (plan.vp < 2) fail_input(origin.of("schedule"), "interleaved needs --vp 2 or more");
+    if (plan.pp < 2) fail_input(origin.of("schedule"), "interleaved needs --pp 2 or more");
   }
-  if (plan.sp) fail_input(origin.of("sp"), "sequence parallelism is not supported yet");
-  if (plan.recompute != Recompute::kNone) {
-    fail_input(origin.of("recompute"), "activation recomputation is not supported yet; use none");
+  if (plan.microbatch_group_size_per_vp_stage > 0 && plan.schedule != ScheduleKind::kInterleaved) {
+    fail_input(origin.of("microbatch_group_size_per_vp_stage"),
+               "applies to the interleaved schedule only");
   }
-  if (plan.zero != 0) fail_input(origin.of("zero"), "ZeRO sharding is not supported yet; use 0");
+  if (plan.overlap_p2p_comm && plan.schedule != ScheduleKind::kInterleaved) {
+    fail_input(origin.of("overlap_p2p_comm"),
+               "applies to the interleaved schedule only: gpipe and 1f1b wait for their exchanges "
+               "on the compute stream (Megatron-LM turns the overlap off for them) and zb-h1 "
+               "always posts them asynchronously");
+  }
+  if (plan.tp_comm_overlap && plan.tp == 1) {
+    fail_input(origin.of("tp_comm_overlap"), "needs --tp 2 or more");
+  }
+  if (plan.overlap_param_gather && !plan.distributed_optimizer()) {
+    fail_input(origin.of("overlap_param_gather"),
+               "needs the distributed optimizer (--zero 1 or more), as in Megatron-LM");
+  }
+  if (plan.overlap_param_gather && !plan.overlap_grad_reduce) {
+    fail_input(origin.of("overlap_param_gather"),
+               "needs --overlap-grad-reduce, as in Megatron-LM (the gathers reuse its buckets)");
+  }
   if (plan.precision == Precision::kFP8 && platform.gpu.peak_fp8_flops <= 0) {
     fail_input(origin.of("precision"), "fp8 needs FP8 tensor cores; " + platform.gpu.name +
                                            " has none (platform " + platform.name + ")");
@@ -127,6 +145,31 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   if (plan.gbs > 0 && plan.gbs < per_step) {
     fail_input(origin.of("gbs"), "must be at least mbs x dp (" + n(plan.mbs) + " x " + n(plan.dp) +
                                      " = " + n(per_step) + "), got " + n(plan.gbs));
+  }
+  if (plan.sp && plan.tp == 1) {
+    fail_input(origin.of("sp"), "sequence parallelism needs --tp 2 or more");
+  }
+  if (plan.schedule == ScheduleKind::kInterleaved && plan.pp * plan.vp > model.num_layers) {
+    fail_input(origin.of("vp"), "pp x vp = " + n(plan.pp * plan.vp) +
+                                    " virtual stages exceed the number of layers (" +
+                                    n(model.num_layers) + ")");
+  }
+  if (plan.schedule == ScheduleKind::kInterleaved) {
+    ScheduleConfig sc;
+    sc.schedule = PipelineSchedule::kInterleaved;
+    sc.stages = plan.pp;
+    sc.microbatches = plan.num_microbatches();
+    sc.chunks = plan.vp;
+    sc.group_size = plan.microbatch_group_size_per_vp_stage;
+    const std::string problem = interleaving_problem(sc);
+    if (!problem.empty()) {
+      fail_input(origin.of(plan.microbatch_group_size_per_vp_stage > 0
+                               ? "microbatch_group_size_per_vp_stage"
+                               : "gbs"),
+                 "Megatron-LM's interleaved schedule refuses " + n(sc.microbatches) +
+                     " micro-batches per step with pp " + n(plan.pp) + " and groups of " +
+                     n(sc.group_size > 0 ? sc.group_size : plan.pp) + ": " + problem);
+    }
   }
   if (plan.gpus > 0 && plan.gpus != plan.world_size()) {
     fail_input(origin.of("gpus"), "is " + n(plan.gpus) + " but tp x pp x dp = " + n(plan.tp) +

@@ -49,6 +49,16 @@ struct Plan {
   std::int64_t decoder_last_pipeline_num_layers = -1;
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  /// Interleaved schedule: micro-batches per chunk group (Megatron-LM's
+  /// --microbatch-group-size-per-virtual-pipeline-stage); 0: pp.
+  std::int64_t microbatch_group_size_per_vp_stage = 0;
+  // Overlap of communication with compute; defaults are Megatron-LM's.
+  bool overlap_grad_reduce = false;   // DP gradient reduction in buckets during the backward
+  bool overlap_param_gather = false;  // distributed optimizer: parameter all-gather in forward
+  bool tp_comm_overlap = false;       // TP collectives alongside their GEMMs
+  /// Pipeline exchanges on their own streams (interleaved schedule only). Unset: Megatron-LM's
+  /// default, on for the interleaved schedule; off for gpipe and 1f1b; zb-h1 always overlaps.
+  std::optional<bool> overlap_p2p_comm;
 
   std::int64_t world_size() const { return tp * pp * dp * cp; }
   std::int64_t global_batch() const { return gbs > 0 ? gbs : mbs * dp; }
@@ -57,6 +67,13 @@ struct Plan {
   /// Sequences actually trained per step (all of gbs when it divides evenly).
   std::int64_t sequences_per_step() const { return num_microbatches() * mbs * dp; }
   Framework effective_framework() const;
+  /// Megatron-LM's distributed optimizer (ZeRO-1 and up): gradients reduce-scattered and
+  /// parameters all-gathered over DP instead of one all-reduce.
+  bool distributed_optimizer() const { return zero >= 1; }
+  bool p2p_overlap() const {
+    return schedule == ScheduleKind::kZBH1 ||
+           overlap_p2p_comm.value_or(schedule == ScheduleKind::kInterleaved);
+  }
   /// The vocabulary multiple per TP rank: --vocab-divisible-by, else the framework's default
   /// (Megatron and Megatron-DeepSpeed 128, ColossalAI 64, nanotron 1).
   std::int64_t vocab_multiple() const;

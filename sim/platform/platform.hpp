@@ -43,6 +43,13 @@ struct Efficiency {
   double network = 1;
 };
 
+/// Concurrent kernels on one GPU.
+struct OverlapSpec {
+  /// While communication kernels run, compute runs this fraction slower (they take SMs and
+  /// memory bandwidth). 0 until calibrated against a measurement of overlapped kernels.
+  double compute_slowdown = 0;
+};
+
 struct Platform {
   std::string name;
   std::string description;
@@ -50,6 +57,7 @@ struct Platform {
   NodeSpec node;
   NetworkSpec network;
   Efficiency efficiency;
+  OverlapSpec overlap;
 
   double nvlink_link_bandwidth() const { return node.nvlink_bandwidth * efficiency.nvlink; }
   double nic_link_bandwidth() const { return network.nic_bandwidth * efficiency.network; }

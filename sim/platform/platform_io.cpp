@@ -57,6 +57,12 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
   p.efficiency.network = eff.number("network", kFraction);
   eff.finish();
 
+  if (auto overlap = o.optional_object("overlap")) {
+    p.overlap.compute_slowdown =
+        overlap->optional_number("compute_slowdown", {0.0, true, 1.0, false}).value_or(0.0);
+    overlap->finish();
+  }
+
   o.allow({"sources", "notes"});
   o.finish();
   return p;

@@ -52,7 +52,7 @@ Report make_report(const ReportInputs& in) {
   r.mfu = flops / peak_flops(in.platform, in.plan.precision, KernelKind::kGemm);
 
   const Placement placement(in.plan);
-  const auto num_stages = in.partition.num_stages();
+  const auto num_stages = in.plan.pp;
   std::vector<std::int64_t> gpus_in_stage(static_cast<std::size_t>(num_stages), 0);
   r.stages.resize(static_cast<std::size_t>(num_stages));
   double idle_total = 0;
@@ -66,7 +66,9 @@ Report make_report(const ReportInputs& in) {
     for (std::size_t k = 0; k < kNumCommKinds; ++k) {
       sr.exposed_comm_s[k] += st.comm_s[k];
       r.exposed_comm_s[k] += st.comm_s[k] / gpus;
+      r.overlapped_comm_s[k] += st.comm_hidden_s[k] / gpus;
     }
+    r.compute_s += st.compute_s / gpus;
     sr.compute_s = st.compute_s;
     gpus_in_stage[static_cast<std::size_t>(s)]++;
   }
@@ -74,22 +76,29 @@ Report make_report(const ReportInputs& in) {
 
   std::map<std::string, double> time_by_source;
   const double m = static_cast<double>(r.microbatches);
+  const auto chunks = in.partition.chunks;
   for (std::int64_t s = 0; s < num_stages; ++s) {
     auto& sr = r.stages[static_cast<std::size_t>(s)];
-    const auto& cost = in.costs.stages[static_cast<std::size_t>(s)];
     const double n = static_cast<double>(gpus_in_stage[static_cast<std::size_t>(s)]);
     sr.index = s;
-    sr.blocks = in.partition.labels(s);
-    sr.layers = in.partition.decoders(s);
-    sr.params = cost.params;
-    sr.params_per_gpu = cost.params_per_gpu;
-    sr.forward_s = cost.forward.seconds;
-    sr.backward_s = cost.backward.seconds;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const auto v = c * num_stages + s;  // the virtual stage of chunk c
+      const auto& cost = in.costs.stages[static_cast<std::size_t>(v)];
+      if (chunks > 1) sr.virtual_stages.push_back(v);
+      sr.chunks.push_back(in.partition.labels(v));
+      sr.layers += in.partition.decoders(v);
+      sr.params += cost.params;
+      sr.params_per_gpu += cost.params_per_gpu;
+      sr.forward_s += cost.forward.seconds;
+      sr.backward_s += cost.backward.seconds;
+      sr.recompute_s += cost.recompute.seconds;
+      record_kernels(r.provenance, v, "forward", cost.forward, m, time_by_source);
+      record_kernels(r.provenance, v, "backward", cost.backward, m, time_by_source);
+      record_kernels(r.provenance, v, "recompute", cost.recompute, m, time_by_source);
+      record_kernels(r.provenance, v, "optimizer", cost.optimizer, 1.0, time_by_source);
+    }
     sr.idle_s /= n;
     for (auto& c : sr.exposed_comm_s) c /= n;
-    record_kernels(r.provenance, s, "forward", cost.forward, m, time_by_source);
-    record_kernels(r.provenance, s, "backward", cost.backward, m, time_by_source);
-    record_kernels(r.provenance, s, "optimizer", cost.optimizer, 1.0, time_by_source);
   }
   double total = 0;
   for (const auto& [_, t] : time_by_source) total += t;

@@ -17,15 +17,19 @@
 
 namespace trainsim {
 
+/// One physical pipeline stage; with interleaving it holds vp model chunks (virtual stages
+/// stage, stage + pp, ...), whose figures are summed here.
 struct StageReport {
   std::int64_t index = 0;
-  std::vector<std::string> blocks;
+  std::vector<std::int64_t> virtual_stages;      // with interleaving only
+  std::vector<std::vector<std::string>> chunks;  // blocks of each chunk (one without interleaving)
   std::int64_t layers = 0;
   std::int64_t params = 0;
   std::int64_t params_per_gpu = 0;
-  double forward_s = 0;                                // one micro-batch
-  double backward_s = 0;                               // one micro-batch
-  double compute_s = 0;                                // a GPU of the stage, whole step
+  double forward_s = 0;    // one micro-batch through all the stage's chunks
+  double backward_s = 0;   // one micro-batch
+  double recompute_s = 0;  // one micro-batch (--recompute)
+  double compute_s = 0;    // a GPU of the stage, whole step
   std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over the stage's GPUs
   double idle_s = 0;                                   // mean over the stage's GPUs
 };
@@ -74,7 +78,9 @@ struct Report {
   double model_tflops_per_gpu = 0;
   double mfu = 0;
   double bubble_fraction = 0;
-  std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over GPUs
+  std::array<double, kNumCommKinds> exposed_comm_s{};     // mean over GPUs
+  std::array<double, kNumCommKinds> overlapped_comm_s{};  // hidden behind compute, mean
+  double compute_s = 0;                                   // mean busy compute time per GPU
   std::vector<StageReport> stages;
   std::vector<Diagnostic> diagnostics;
   Provenance provenance;

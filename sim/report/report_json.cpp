@@ -38,7 +38,15 @@ std::string report_json(const Report& r) {
                 {"recompute", to_string(p.recompute)},
                 {"zero", p.zero},
                 {"vocab_divisible_by", p.vocab_multiple()},
-                {"framework", to_string(p.effective_framework())}};
+                {"framework", to_string(p.effective_framework())},
+                {"overlap_grad_reduce", p.overlap_grad_reduce},
+                {"overlap_param_gather", p.overlap_param_gather},
+                {"tp_comm_overlap", p.tp_comm_overlap},
+                {"overlap_p2p_comm", p.p2p_overlap()}};
+  if (p.schedule == ScheduleKind::kInterleaved) {
+    j["plan"]["microbatch_group_size_per_vp_stage"] =
+        p.microbatch_group_size_per_vp_stage > 0 ? p.microbatch_group_size_per_vp_stage : p.pp;
+  }
   j["gpus"] = r.gpus;
   j["nodes"] = r.nodes;
   j["microbatches"] = r.microbatches;
@@ -49,19 +57,31 @@ std::string report_json(const Report& r) {
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["mfu"] = r.mfu;
   j["bubble_fraction"] = r.bubble_fraction;
+  j["compute_s"] = r.compute_s;
   j["exposed_comm_s"] = comm_json(r.exposed_comm_s);
+  j["overlapped_comm_s"] = comm_json(r.overlapped_comm_s);
   J stages = J::array();
   for (const auto& s : r.stages) {
-    stages.push_back(J{{"index", s.index},
-                       {"blocks", s.blocks},
-                       {"layers", s.layers},
-                       {"params", s.params},
-                       {"params_per_gpu", s.params_per_gpu},
-                       {"forward_s", s.forward_s},
-                       {"backward_s", s.backward_s},
-                       {"compute_s", s.compute_s},
-                       {"exposed_comm_s", comm_json(s.exposed_comm_s)},
-                       {"idle_s", s.idle_s}});
+    std::vector<std::string> blocks;
+    for (const auto& c : s.chunks) blocks.insert(blocks.end(), c.begin(), c.end());
+    J sj{{"index", s.index}, {"blocks", blocks}};
+    if (!s.virtual_stages.empty()) {
+      J chunks = J::array();
+      for (std::size_t c = 0; c < s.chunks.size(); ++c) {
+        chunks.push_back(J{{"virtual_stage", s.virtual_stages[c]}, {"blocks", s.chunks[c]}});
+      }
+      sj["chunks"] = std::move(chunks);
+    }
+    sj["layers"] = s.layers;
+    sj["params"] = s.params;
+    sj["params_per_gpu"] = s.params_per_gpu;
+    sj["forward_s"] = s.forward_s;
+    sj["backward_s"] = s.backward_s;
+    sj["recompute_s"] = s.recompute_s;
+    sj["compute_s"] = s.compute_s;
+    sj["exposed_comm_s"] = comm_json(s.exposed_comm_s);
+    sj["idle_s"] = s.idle_s;
+    stages.push_back(std::move(sj));
   }
   j["stages"] = std::move(stages);
   J diags = J::array();

@@ -34,10 +34,23 @@ std::string report_text(const Report& r) {
   o << "trainsim " << r.provenance.trainsim_version << ": " << r.model << " on " << r.platform
     << " (" << r.gpus << " GPUs, " << r.nodes << (r.nodes == 1 ? " node" : " nodes") << ")\n";
   if (!r.scenario.empty()) o << "scenario: " << r.scenario << "\n";
-  o << "plan: tp " << p.tp << ", pp " << p.pp << ", dp " << p.dp << ", mbs " << p.mbs << ", gbs "
-    << p.global_batch() << ", seq " << p.seq_len << ", " << to_string(p.precision) << ", "
-    << to_string(p.schedule) << ", " << r.partition << " partition; " << r.microbatches
-    << " micro-batches per step\n\n";
+  o << "plan: tp " << p.tp << ", pp " << p.pp;
+  if (p.vp > 1) o << " x vp " << p.vp;
+  o << ", dp " << p.dp << (p.sp ? " (sp)" : "") << ", mbs " << p.mbs << ", gbs " << p.global_batch()
+    << ", seq " << p.seq_len << ", " << to_string(p.precision) << ", " << to_string(p.schedule)
+    << ", " << r.partition << " partition; " << r.microbatches << " micro-batches per step\n";
+  std::vector<std::string> extras;
+  if (p.recompute != Recompute::kNone)
+    extras.push_back(std::string(to_string(p.recompute)) + " recompute");
+  if (p.zero == 1 || p.zero == 2)
+    extras.push_back("distributed optimizer (zero " + std::to_string(p.zero) + ")");
+  if (p.zero == 3) extras.push_back("zero 3");
+  if (p.overlap_grad_reduce) extras.push_back("overlap grad reduce");
+  if (p.overlap_param_gather) extras.push_back("overlap param gather");
+  if (p.tp_comm_overlap) extras.push_back("tp comm overlap");
+  if (p.p2p_overlap()) extras.push_back("overlap p2p comm");
+  if (!extras.empty()) o << "      " << join(extras) << "\n";
+  o << "\n";
 
   o << "step time            " << format_fixed(r.step_time_s, 3) << " s\n";
   o << "tokens/s             " << format_grouped(static_cast<std::int64_t>(r.tokens_per_s + 0.5))
@@ -55,15 +68,30 @@ std::string report_text(const Report& r) {
     o << to_string(static_cast<CommKind>(k)) << " " << format_seconds(r.exposed_comm_s[k]);
     any = true;
   }
-  o << (any ? "" : "none") << " (mean per GPU)\n\n";
+  o << (any ? "" : "none") << " (mean per GPU)\n";
+  any = false;
+  for (std::size_t k = 0; k < kNumCommKinds; ++k) {
+    if (r.overlapped_comm_s[k] <= 0) continue;
+    o << (any ? ", " : "overlapped comm      ") << to_string(static_cast<CommKind>(k)) << " "
+      << format_seconds(r.overlapped_comm_s[k]);
+    any = true;
+  }
+  if (any) o << " (hidden behind compute, mean per GPU)\n";
+  o << "\n";
 
   o << pad("stage", 7) << pad("layers", 8) << pad("params/GPU", 16) << pad("fwd/mb", 11)
     << pad("bwd/mb", 11) << pad("compute", 11) << "blocks\n";
   for (const auto& s : r.stages) {
+    std::string blocks;
+    for (const auto& c : s.chunks) {
+      if (!blocks.empty()) blocks += " | ";
+      blocks += c.empty() ? "(empty)" : join(c);
+    }
     o << pad(std::to_string(s.index), 7) << pad(std::to_string(s.layers), 8)
       << pad(format_grouped(s.params_per_gpu), 16) << pad(format_seconds(s.forward_s), 11)
-      << pad(format_seconds(s.backward_s), 11) << pad(format_seconds(s.compute_s), 11)
-      << (s.blocks.empty() ? "(empty stage)" : join(s.blocks)) << "\n";
+      << pad(format_seconds(s.backward_s + s.recompute_s), 11)
+      << pad(format_seconds(s.compute_s), 11)
+      << (s.chunks.size() == 1 && s.chunks[0].empty() ? "(empty stage)" : blocks) << "\n";
   }
   o << "\n";
   if (r.diagnostics.empty()) {

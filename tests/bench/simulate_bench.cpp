@@ -19,19 +19,38 @@ namespace {
 
 struct Scale {
   const char* model;
-  std::int64_t tp, pp, dp, gbs, seq;
+  Plan plan;
 };
+
+Plan plan_of(std::int64_t tp, std::int64_t pp, std::int64_t dp, std::int64_t gbs,
+             std::int64_t seq) {
+  Plan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.gbs = gbs;
+  p.seq_len = seq;
+  return p;
+}
+
+// scenarios/nemotron4-340b.json: interleaved with 96 virtual stages, every overlap on.
+Plan nemotron_recipe() {
+  Plan p = plan_of(8, 8, 4, 64, 4096);
+  p.vp = 12;
+  p.schedule = ScheduleKind::kInterleaved;
+  p.sp = true;
+  p.zero = 1;
+  p.overlap_grad_reduce = true;
+  p.overlap_param_gather = true;
+  p.tp_comm_overlap = true;
+  return p;
+}
 
 // The whole pipeline a `trainsim run` does after reading its inputs.
 double simulate_once(const Scale& s, EngineKind engine) {
   const Model m = test::catalog_model(s.model);
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
-  Plan p;
-  p.tp = s.tp;
-  p.pp = s.pp;
-  p.dp = s.dp;
-  p.gbs = s.gbs;
-  p.seq_len = s.seq;
+  const Plan& p = s.plan;
   const auto part = build_partition(m, pf, p);
   const auto graph = build_task_graph(p, compute_costs(m, pf, p, part));
   return simulate(graph, Topology(pf, p.world_size()), engine).step_time_s;
@@ -57,32 +76,33 @@ void run_in_child(benchmark::State& state, const Scale& s, EngineKind engine) {
     state.SetIterationTime(std::chrono::duration<double>(end - start).count());
     peak_kb = std::max(peak_kb, usage.ru_maxrss);
   }
-  state.counters["gpus"] = static_cast<double>(s.tp * s.pp * s.dp);
+  state.counters["gpus"] = static_cast<double>(s.plan.world_size());
   state.counters["peak_MB"] = static_cast<double>(peak_kb) / 1024.0;
 }
 
 void BM_Llama70b_1024Gpus_SimGrid(benchmark::State& state) {
-  run_in_child(state, {"llama3.1-70b", 8, 4, 32, 512, 8192}, EngineKind::kSimGrid);
+  run_in_child(state, {"llama3.1-70b", plan_of(8, 4, 32, 512, 8192)}, EngineKind::kSimGrid);
 }
 void BM_Llama70b_1024Gpus_Analytic(benchmark::State& state) {
-  run_in_child(state, {"llama3.1-70b", 8, 4, 32, 512, 8192}, EngineKind::kAnalytic);
+  run_in_child(state, {"llama3.1-70b", plan_of(8, 4, 32, 512, 8192)}, EngineKind::kAnalytic);
 }
 void BM_Llama70b_64Gpus_SimGrid(benchmark::State& state) {
-  run_in_child(state, {"llama3.1-70b", 4, 4, 4, 128, 8192}, EngineKind::kSimGrid);
+  run_in_child(state, {"llama3.1-70b", plan_of(4, 4, 4, 128, 8192)}, EngineKind::kSimGrid);
+}
+void BM_Nemotron340b_256Gpus_Interleaved_SimGrid(benchmark::State& state) {
+  run_in_child(state, {"nemotron4-340b", nemotron_recipe()}, EngineKind::kSimGrid);
+}
+void BM_Nemotron340b_256Gpus_Interleaved_Analytic(benchmark::State& state) {
+  run_in_child(state, {"nemotron4-340b", nemotron_recipe()}, EngineKind::kAnalytic);
 }
 
-BENCHMARK(BM_Llama70b_1024Gpus_SimGrid)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(5);
-BENCHMARK(BM_Llama70b_1024Gpus_Analytic)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(5);
-BENCHMARK(BM_Llama70b_64Gpus_SimGrid)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(5);
+#define TRAINSIM_BENCHMARK(name) \
+  BENCHMARK(name)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5)
+TRAINSIM_BENCHMARK(BM_Llama70b_1024Gpus_SimGrid);
+TRAINSIM_BENCHMARK(BM_Llama70b_1024Gpus_Analytic);
+TRAINSIM_BENCHMARK(BM_Llama70b_64Gpus_SimGrid);
+TRAINSIM_BENCHMARK(BM_Nemotron340b_256Gpus_Interleaved_SimGrid);
+TRAINSIM_BENCHMARK(BM_Nemotron340b_256Gpus_Interleaved_Analytic);
 
 }  // namespace
 }  // namespace trainsim

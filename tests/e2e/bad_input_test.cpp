@@ -123,5 +123,30 @@ TEST_F(BadInput, UnwritableOutputLeavesNothingBehind) {
   EXPECT_EQ(r.out, "");
 }
 
+TEST_F(BadInput, ScheduleOptionsNameTheirFlagOrPath) {
+  const std::string s = test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json";
+  EXPECT_EQ(fails({"run", s, "--vp", "2"}),
+            "--vp: virtual stages need --schedule interleaved (got 1f1b)");
+  EXPECT_EQ(fails({"run", s, "--schedule", "interleaved", "--vp", "2", "--gbs", "24"}),
+            "--gbs: Megatron-LM's interleaved schedule refuses 6 micro-batches per step with pp 4 "
+            "and groups of 4: the last micro-batch group must be empty or hold at least pp "
+            "micro-batches");
+  EXPECT_EQ(fails({"run", s, "--overlap-param-gather", "--overlap-grad-reduce"}),
+            "--overlap-param-gather: needs the distributed optimizer (--zero 1 or more), as in "
+            "Megatron-LM");
+  EXPECT_EQ(fails({"run", s, "--no-overlap-p2p-comm"})
+                .rfind("--overlap-p2p-comm: applies to the interleaved schedule only", 0),
+            0u);
+  EXPECT_EQ(fails({"run", s, "--recompute", "some"}),
+            "--recompute: must be one of {none, selective, full}, got 'some'");
+  auto path = file("v.json", scenario(R"({"tp": 4, "pp": 4, "dp": 4, "seq_len": 8192, "gbs": 128,
+      "schedule": "interleaved", "vp": 2, "overlap_p2p_comm": "yes"})"));
+  EXPECT_EQ(fails({"run", path}).rfind(path + ": $.plan.overlap_p2p_comm: ", 0), 0u);
+  path = file("n.json", scenario(R"({"tp": 4, "pp": 4, "dp": 4, "seq_len": 8192, "gbs": 128,
+      "partition": "nanotron", "schedule": "interleaved", "vp": 2})"));
+  EXPECT_EQ(fails({"run", path}),
+            path + ": $.plan.partition: nanotron has no interleaved schedule (--vp)");
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -1,6 +1,7 @@
 // The command line as users run it: the binary in a child process.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -30,22 +31,36 @@ TEST(Cli, JsonIsByteIdenticalAcrossRuns) {
   EXPECT_FALSE(a.out.empty());
 }
 
-// Golden report: the default scenario's headline numbers, to 1e-6 relative. Regenerate with
+// Golden reports: headline numbers of the default scenario and of Nemotron-4 340B (interleaved,
+// sequence parallel, distributed optimizer, every overlap), to 1e-6 relative. Regenerate with
 // tests/data/golden/regenerate.sh after an intended model change, and say why in the commit.
-TEST(Cli, GoldenReport) {
-  const auto r = test::run_trainsim({"run", kScenario, "--format", "json"});
+std::string scenario_test_name(const ::testing::TestParamInfo<std::string>& param) {
+  std::string name;
+  for (char c : param.param) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+}
+
+class GoldenReport : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenReport, MatchesWithinTolerance) {
+  const auto r = test::run_trainsim(
+      {"run", test::source_dir() + "/scenarios/" + GetParam() + ".json", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto got = nlohmann::json::parse(r.out);
   const auto want =
-      nlohmann::json::parse(test::read_file(test::data_path("golden/llama3.1-70b-64gpu.json")));
-  for (const char* key :
-       {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "bubble_fraction"}) {
+      nlohmann::json::parse(test::read_file(test::data_path("golden/" + GetParam() + ".json")));
+  EXPECT_EQ(got["plan"], want["plan"]);
+  for (const char* key : {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu",
+                          "bubble_fraction", "compute_s"}) {
     const double w = want[key];
     EXPECT_NEAR(got[key].get<double>(), w, 1e-6 * std::abs(w)) << key;
   }
-  for (const char* kind : {"tp", "pp", "dp"}) {
-    const double w = want["exposed_comm_s"][kind];
-    EXPECT_NEAR(got["exposed_comm_s"][kind].get<double>(), w, 1e-6 * std::abs(w)) << kind;
+  for (const char* section : {"exposed_comm_s", "overlapped_comm_s"}) {
+    for (const char* kind : {"tp", "pp", "dp"}) {
+      const double w = want[section][kind];
+      EXPECT_NEAR(got[section][kind].get<double>(), w, 1e-6 * std::abs(w) + 1e-12)
+          << section << " " << kind;
+    }
   }
   ASSERT_EQ(got["stages"].size(), want["stages"].size());
   for (std::size_t s = 0; s < want["stages"].size(); ++s) {
@@ -55,6 +70,10 @@ TEST(Cli, GoldenReport) {
     EXPECT_NEAR(got["stages"][s]["compute_s"].get<double>(), w, 1e-6 * w);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenReport,
+                         ::testing::Values("llama3.1-70b-64gpu", "nemotron4-340b"),
+                         scenario_test_name);
 
 TEST(Cli, FlagsOverrideTheScenario) {
   const auto r =
@@ -141,6 +160,33 @@ TEST(Cli, DumpGraphWritesTheTaskGraph) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto g = nlohmann::json::parse(test::read_file(path));
   EXPECT_EQ(g["ranks"].size(), 64u);
+}
+
+TEST(Cli, InterleavedReportGroupsChunksByStage) {
+  const auto r = test::run_trainsim({"run", kScenario, "--schedule", "interleaved", "--vp", "2",
+                                     "--format", "json", "--engine", "analytic"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["plan"]["vp"], 2);
+  EXPECT_EQ(j["plan"]["overlap_p2p_comm"], true);  // Megatron-LM's default with interleaving
+  EXPECT_EQ(j["plan"]["microbatch_group_size_per_vp_stage"], 4);
+  ASSERT_EQ(j["stages"].size(), 4u);
+  // Stage 1 holds virtual stages 1 and 5: decoders 10-19 and 50-59.
+  const auto& s1 = j["stages"][1];
+  EXPECT_EQ(s1["chunks"][0]["virtual_stage"], 1);
+  EXPECT_EQ(s1["chunks"][1]["virtual_stage"], 5);
+  EXPECT_EQ(s1["chunks"][1]["blocks"], nlohmann::json::array({"decoder 50-59"}));
+  EXPECT_EQ(s1["layers"], 20);
+}
+
+TEST(Cli, HelpTeachesTheSchedules) {
+  const auto r = test::run_trainsim({"run", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* flag : {"zb-h1", "--vp", "--recompute", "--overlap-grad-reduce",
+                           "--overlap-param-gather", "--tp-comm-overlap", "--no-overlap-p2p-comm",
+                           "--microbatch-group-size-per-vp-stage", "--sp", "--zero"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
 }
 
 }  // namespace

@@ -60,12 +60,14 @@ Platform simple_platform(double nvlink_GBps, double nvlink_latency_us, double ni
   return p;
 }
 
-CostModel uniform_costs(std::int64_t stages, double t_forward, double t_backward) {
+CostModel uniform_costs(std::int64_t stages, double t_forward, double t_backward, double t_weight) {
   CostModel cm;
   for (std::int64_t s = 0; s < stages; ++s) {
     StageCost sc;
     sc.forward.seconds = t_forward;
     sc.backward.seconds = t_backward;
+    sc.backward_input.seconds = t_backward - t_weight;
+    sc.backward_weight.seconds = t_weight;
     cm.stages.push_back(sc);
   }
   return cm;

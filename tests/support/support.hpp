@@ -28,9 +28,11 @@ Platform simple_platform(double nvlink_GBps, double nvlink_latency_us, double ni
                          double nic_latency_us, std::int64_t nodes_per_leaf = 4,
                          double oversubscription = 1.0);
 
-/// A cost model whose every stage takes t_forward / t_backward per micro-batch and moves
-/// nothing: the pipeline schedule alone sets the step time.
-CostModel uniform_costs(std::int64_t stages, double t_forward, double t_backward);
+/// A cost model whose every (virtual) stage takes t_forward / t_backward per micro-batch, of
+/// which t_weight is the weight gradient, and moves nothing: the pipeline schedule alone sets
+/// the step time.
+CostModel uniform_costs(std::int64_t stages, double t_forward, double t_backward,
+                        double t_weight = 0);
 
 /// A transfer per (src, dst) pair, all posted at time 0: one point-to-point batch per rank.
 TaskGraph transfers_graph(std::int64_t world, const std::vector<std::pair<int, int>>& pairs,

@@ -125,5 +125,79 @@ TEST(Roofline, ComputeOrMemoryBound) {
                    1e-3 / pf.efficiency.memory);
 }
 
+// --recompute full re-runs each decoder layer's forward (with its TP all-reduces) before the
+// backward; selective re-runs the attention core only (Korthikanti et al. 2022).
+TEST(CostModel, RecomputeIsTheDecodersForwardOrTheAttentionCore) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  Plan p = plan_of(2, 4, 4096);
+  const auto part = test::uniform_partition(m, 4);
+  p.recompute = Recompute::kFull;
+  const CostModel full = compute_costs(m, pf, p, part);
+  p.recompute = Recompute::kSelective;
+  const CostModel selective = compute_costs(m, pf, p, part);
+  p.recompute = Recompute::kNone;
+  const CostModel none = compute_costs(m, pf, p, part);
+  for (std::size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(none.stages[s].recompute.seconds, 0.0);
+    double decoder_fwd = 0, attention_fwd = 0;
+    for (const auto& k : none.stages[s].forward.kernels) {
+      const double t = k.time.seconds * static_cast<double>(k.count);
+      if (k.name.starts_with("decoder.")) decoder_fwd += t;
+      if (k.kind == KernelKind::kAttention) attention_fwd += t;
+    }
+    EXPECT_NEAR(full.stages[s].recompute.seconds, decoder_fwd, 1e-12 * decoder_fwd);
+    EXPECT_NEAR(selective.stages[s].recompute.seconds, attention_fwd, 1e-12 * attention_fwd);
+    // Two TP all-reduces per recomputed layer (full), none for the attention core.
+    EXPECT_EQ(full.stages[s].recompute.tp_allreduce.count,
+              2 * part.decoders(static_cast<std::int64_t>(s)));
+    EXPECT_EQ(selective.stages[s].recompute.tp_allreduce.count, 0);
+    // The forward and backward themselves do not change.
+    EXPECT_EQ(full.stages[s].forward.seconds, none.stages[s].forward.seconds);
+    EXPECT_EQ(full.stages[s].backward.seconds, none.stages[s].backward.seconds);
+  }
+  // A middle stage holds decoders only: its full recomputation is its whole forward.
+  EXPECT_NEAR(full.stages[1].recompute.seconds, none.stages[1].forward.seconds,
+              1e-12 * none.stages[1].forward.seconds);
+  EXPECT_EQ(full.stages[1].recompute.tp_allreduce.bytes, none.stages[1].forward.tp_allreduce.bytes);
+}
+
+// Zero-bubble split: input gradient + weight gradient = the whole backward.
+TEST(CostModel, BackwardSplitsIntoInputAndWeightGradients) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const Plan p = plan_of(2, 2, 4096);
+  const CostModel c = compute_costs(m, pf, p, test::uniform_partition(m, 2));
+  for (const auto& s : c.stages) {
+    EXPECT_NEAR(s.backward_input.seconds + s.backward_weight.seconds, s.backward.seconds,
+                1e-12 * s.backward.seconds);
+    EXPECT_EQ(s.backward_input.tp_allreduce.count, s.backward.tp_allreduce.count);
+    EXPECT_EQ(s.backward_weight.tp_allreduce.count, 0);
+    // The weight-gradient GEMMs are half the backward GEMM FLOPs.
+    EXPECT_NEAR(sum_flops(s.backward_weight, KernelKind::kGemm),
+                0.5 * sum_flops(s.backward, KernelKind::kGemm),
+                1e-9 * sum_flops(s.backward, KernelKind::kGemm));
+  }
+}
+
+// Sequence parallelism shards the norms and residual adds and the pipeline messages over TP.
+TEST(CostModel, SequenceParallelShardsNormsAndMessages) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  Plan p = plan_of(4, 2, 4096);
+  const auto part = test::uniform_partition(m, 2);
+  const CostModel off = compute_costs(m, pf, p, part);
+  p.sp = true;
+  const CostModel on = compute_costs(m, pf, p, part);
+  EXPECT_DOUBLE_EQ(on.stages[0].p2p_bytes, off.stages[0].p2p_bytes / 4);
+  for (std::size_t i = 0; i < on.stages[1].forward.kernels.size(); ++i) {
+    const auto& a = off.stages[1].forward.kernels[i];
+    const auto& b = on.stages[1].forward.kernels[i];
+    const bool sharded = a.name.ends_with("norm") || a.name.ends_with("residual_add");
+    EXPECT_DOUBLE_EQ(b.bytes, sharded ? a.bytes / 4 : a.bytes) << a.name;
+  }
+  EXPECT_EQ(on.stages[1].forward.tp_allreduce.bytes, off.stages[1].forward.tp_allreduce.bytes);
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -147,7 +147,7 @@ TEST(MegatronRule, IndivisibleLayersAreDropped) {
 TEST(MegatronRule, Layouts) {
   const Model m = seed_model("nanotron-12l");  // 12 layers
   auto layout = [&](const std::string& s, std::int64_t pp) {
-    return megatron_layout_partition(m, s, pp, "--partition");
+    return megatron_layout_partition(m, s, pp, 1, "--partition");
   };
   EXPECT_EQ(layout("Et*3|t*3,|t*3|t*3L", 4).decoder_counts(), (Counts{3, 3, 3, 3}));
   EXPECT_EQ(layout("E(t|)*3t*9L", 4).decoder_counts(), (Counts{1, 1, 1, 9}));

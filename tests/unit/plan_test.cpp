@@ -111,5 +111,65 @@ TEST_F(PlanRules, Fp8NeedsFp8TensorCores) {
             "a100-sxm-hdr)");
 }
 
+TEST_F(PlanRules, SchedulesAndOverlap) {
+  Plan p = base();
+  p.vp = 2;
+  EXPECT_EQ(error_of(p), "--vp: virtual stages need --schedule interleaved (got 1f1b)");
+  p.schedule = ScheduleKind::kInterleaved;
+  EXPECT_EQ(error_of(p), "(valid)");
+  p.vp = 1;
+  EXPECT_EQ(error_of(p), "--schedule: interleaved needs --vp 2 or more");
+  p = base();
+  p.schedule = ScheduleKind::kInterleaved;
+  p.vp = 2;
+  p.gbs = 24;  // 6 micro-batches in groups of 4: a last group of 2 < pp
+  EXPECT_EQ(error_of(p),
+            "--gbs: Megatron-LM's interleaved schedule refuses 6 micro-batches per step with pp 4 "
+            "and groups of 4: the last micro-batch group must be empty or hold at least pp "
+            "micro-batches");
+  p.microbatch_group_size_per_vp_stage = 6;  // one group of 6, as Megatron-LM allows
+  EXPECT_EQ(error_of(p), "(valid)");
+  p.vp = 21;
+  EXPECT_EQ(error_of(p), "--vp: pp x vp = 84 virtual stages exceed the number of layers (80)");
+  p = base();
+  p.microbatch_group_size_per_vp_stage = 4;
+  EXPECT_EQ(error_of(p),
+            "--microbatch-group-size-per-vp-stage: applies to the interleaved schedule only");
+  p = base();
+  p.overlap_param_gather = true;
+  p.overlap_grad_reduce = true;
+  EXPECT_EQ(error_of(p),
+            "--overlap-param-gather: needs the distributed optimizer (--zero 1 or more), as in "
+            "Megatron-LM");
+  p.zero = 1;
+  EXPECT_EQ(error_of(p), "(valid)");
+  p.overlap_grad_reduce = false;
+  EXPECT_EQ(error_of(p),
+            "--overlap-param-gather: needs --overlap-grad-reduce, as in Megatron-LM (the gathers "
+            "reuse its buckets)");
+  p = base();
+  p.tp = 1;
+  p.dp = 16;
+  p.tp_comm_overlap = true;
+  EXPECT_EQ(error_of(p), "--tp-comm-overlap: needs --tp 2 or more");
+  p.tp_comm_overlap = false;
+  p.sp = true;
+  EXPECT_EQ(error_of(p), "--sp: sequence parallelism needs --tp 2 or more");
+  p = base();
+  p.overlap_p2p_comm = false;
+  EXPECT_EQ(error_of(p).rfind("--overlap-p2p-comm: applies to the interleaved schedule only", 0),
+            0u);
+  // Megatron-LM's default: on with interleaving, off for 1F1B; zero bubble always overlaps.
+  p = base();
+  EXPECT_FALSE(p.p2p_overlap());
+  p.schedule = ScheduleKind::kInterleaved;
+  EXPECT_TRUE(p.p2p_overlap());
+  p.overlap_p2p_comm = false;
+  EXPECT_FALSE(p.p2p_overlap());
+  p = base();
+  p.schedule = ScheduleKind::kZBH1;
+  EXPECT_TRUE(p.p2p_overlap());
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -6,6 +6,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 bin=${1:-$root/build/trainsim}
-"$bin" run "$root/scenarios/llama3.1-70b-64gpu.json" --format json > "$here/llama3.1-70b-64gpu.json.tmp"
-mv "$here/llama3.1-70b-64gpu.json.tmp" "$here/llama3.1-70b-64gpu.json"
-echo "wrote $here/llama3.1-70b-64gpu.json"
+for scenario in llama3.1-70b-64gpu nemotron4-340b; do
+  "$bin" run "$root/scenarios/$scenario.json" --format json > "$here/$scenario.json.tmp"
+  mv "$here/$scenario.json.tmp" "$here/$scenario.json"
+  echo "wrote $here/$scenario.json"
+done
