@@ -5,16 +5,75 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bin=${1:-$root/build/trainsim}
+cd "$root"
 
-"$bin" run "$root/scenarios/llama3.1-70b-64gpu.json" --out "$here/llama3.1-70b-64gpu" >/dev/null
-echo "wrote $here/llama3.1-70b-64gpu/report.{json,txt}"
+for scenario in llama3.1-70b-64gpu nemotron4-340b; do
+  "$bin" run "scenarios/$scenario.json" --out "$here/$scenario" >/dev/null
+  echo "wrote $here/$scenario/report.{json,txt}"
+done
+
+# A value from a text report: the first field after the label.
+headline() { awk -v label="$1" 'index($0, label) == 1 { sub(label " *", ""); print; exit }' "$2"; }
+
+# Nemotron-4 340B against NVIDIA's published step times for the same layout (BF16, 256 GPUs).
+{
+  step=$(awk '/^step time/ { print $3; exit }' "$here/nemotron4-340b/report.txt")
+  echo "nemotron4-340b on 256 H100s (tp 8, pp 8, vp 12, dp 4, mbs 1, gbs 64, seq 4096, bf16)"
+  echo "published: tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json"
+  echo
+  printf '%-36s %10s %12s\n' "source" "step (s)" "trainsim vs"
+  printf '%-36s %10s %12s\n' "trainsim (scenarios/nemotron4-340b)" "$step" ""
+  for row in "dgxc-benchmarking v24.11.1:4.67" "dgxc-benchmarking v25.05.05:4.606"; do
+    name=${row%%:*}
+    published=${row##*:}
+    printf '%-36s %10s %11s%%\n' "$name" "$published" \
+      "$(awk -v a="$step" -v b="$published" 'BEGIN { printf "%+.1f", 100 * (a / b - 1) }')"
+  done
+} > "$here/nemotron4-340b/vs-published.txt"
+echo "wrote $here/nemotron4-340b/vs-published.txt"
+
+# Schedules, recomputation and overlap on the default scenario: one line per variant.
+mkdir -p "$here/schedules"
+out="$here/schedules/llama3.1-70b-64gpu.txt"
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+{
+  echo "llama3.1-70b-64gpu (tp 4, pp 4, dp 4, 32 micro-batches) under each schedule and option"
+  echo
+  printf '%-108s %9s %7s %8s  %s\n' "flags" "step (s)" "MFU" "bubble" "exposed comm (mean per GPU)"
+  while IFS= read -r flags; do
+    # shellcheck disable=SC2086
+    "$bin" run scenarios/llama3.1-70b-64gpu.json $flags > "$tmp"
+    printf '%-108s %9s %7s %8s  %s\n' "${flags:-(scenario as is: 1f1b)}" \
+      "$(awk '/^step time/ { print $3; exit }' "$tmp")" \
+      "$(awk '/^MFU/ { print $2 "%"; exit }' "$tmp")" \
+      "$(awk '/^pipeline bubble/ { print $3 "%"; exit }' "$tmp")" \
+      "$(headline "exposed comm" "$tmp" | sed 's/ (mean per GPU)//')"
+  done <<'VARIANTS'
+
+--schedule gpipe
+--schedule interleaved --vp 2
+--schedule interleaved --vp 5
+--schedule interleaved --vp 5 --no-overlap-p2p-comm
+--schedule zb-h1
+--recompute selective
+--recompute full
+--sp
+--tp-comm-overlap
+--zero 1
+--zero 1 --overlap-grad-reduce
+--zero 1 --overlap-grad-reduce --overlap-param-gather
+--schedule interleaved --vp 5 --sp --tp-comm-overlap --zero 1 --overlap-grad-reduce --overlap-param-gather
+VARIANTS
+} > "$out"
+echo "wrote $out"
 
 # What `trainsim check` says about each seed scenario (framework bugs it reproduces).
 mkdir -p "$here/seeds"
-for scenario in "$root"/scenarios/seeds/*.json; do
+for scenario in scenarios/seeds/*.json; do
   name=$(basename "$scenario" .json)
   status=0
-  (cd "$root" && "$bin" check "scenarios/seeds/$name.json") > "$here/seeds/$name.txt.tmp" || status=$?
+  "$bin" check "scenarios/seeds/$name.json" > "$here/seeds/$name.txt.tmp" || status=$?
   if [ "$status" -gt 1 ]; then
     echo "trainsim check failed on $scenario (exit $status)" >&2
     exit "$status"
