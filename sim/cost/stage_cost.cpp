@@ -1,5 +1,7 @@
 #include "sim/cost/stage_cost.hpp"
 
+#include "sim/platform/kernel_db.hpp"
+
 #include "sim/model/params.hpp"
 #include "sim/plan/vocab.hpp"
 
@@ -25,7 +27,8 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     kc.count = count;
     kc.flops = k.flops;
     kc.bytes = k.bytes;
-    kc.time = roofline_time(platform, precision, k.kind, k.flops, k.bytes);
+    kc.shape = k.shape;
+    kc.time = kernel_time(platform, precision, k);
     pass.seconds += kc.time.seconds * static_cast<double>(count);
     pass.kernels.push_back(std::move(kc));
   }
@@ -34,6 +37,17 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
 }
 
 }  // namespace
+
+KernelTime kernel_time(const Platform& platform, Precision precision, const KernelSpec& kernel) {
+  if (platform.kernel_db) {
+    if (auto hit = platform.kernel_db->lookup(kernel.shape)) {
+      TimeSource source = hit->exact ? TimeSource::kMeasured : TimeSource::kInterpolated;
+      if (platform.kernel_db->kind() == KernelDbKind::kPublished) source = TimeSource::kPublished;
+      return {hit->seconds, source};
+    }
+  }
+  return roofline_time(platform, precision, kernel.kind, kernel.flops, kernel.bytes);
+}
 
 CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
                         const Partition& partition) {
@@ -86,10 +100,9 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     }
     sc.p2p_bytes = shape.tokens * shape.hidden * shape.act_bytes;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * kGradReduceBytes;
-    const double p = static_cast<double>(sc.params_per_gpu);
     BlockPass opt;
-    opt.kernels.push_back({"grad_norm", KernelKind::kOptimizer, 0.0, p * kGradReduceBytes});
-    opt.kernels.push_back({"adam", KernelKind::kOptimizer, 0.0, p * kAdamBytesPerParam});
+    opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", sc.params_per_gpu));
+    opt.kernels.push_back(optimizer_kernel("adam", "adam", sc.params_per_gpu));
     add_pass(sc.optimizer, "optimizer", opt, 1, platform, plan.precision);
     cm.stages.push_back(std::move(sc));
   }

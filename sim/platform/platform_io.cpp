@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/json_reader.hpp"
+#include "sim/platform/kernel_db.hpp"
 #include "sim/platform/platform.hpp"
 
 namespace trainsim {
@@ -56,6 +57,17 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
   p.efficiency.nvlink = eff.number("nvlink", kFraction);
   p.efficiency.network = eff.number("network", kFraction);
   eff.finish();
+
+  if (auto db = o.optional_string("kernel_database")) {
+    const auto path = std::filesystem::path(file).parent_path() / *db;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      o.fail("kernel_database", "no such file: " + path.string());
+    }
+    p.kernel_db = std::make_shared<const KernelDatabase>(load_kernel_database(path));
+    p.kernel_db_name = *db;
+    p.kernel_db_path = path;
+  }
 
   o.allow({"sources", "notes"});
   o.finish();

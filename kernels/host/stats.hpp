@@ -1,0 +1,23 @@
+#pragma once
+// Summary statistics of repeated timings: median and the 10th/90th percentiles (linear
+// interpolation between order statistics, as numpy's default "linear" method).
+#include <cstddef>
+#include <vector>
+
+namespace trainsim::kernels {
+
+struct Summary {
+  std::size_t count = 0;
+  double min = 0;
+  double p10 = 0;
+  double median = 0;
+  double p90 = 0;
+  double max = 0;
+  double mean = 0;
+};
+
+/// The q-quantile (0 <= q <= 1) of `samples`; throws std::invalid_argument when empty.
+double quantile(std::vector<double> samples, double q);
+Summary summarize(const std::vector<double>& samples);
+
+}  // namespace trainsim::kernels
