@@ -41,4 +41,12 @@ Summary summarize(const std::vector<double>& samples) {
   return out;
 }
 
+int rotating_sets(double set_bytes, double l2_bytes, double budget_bytes, int max_sets) {
+  if (!(set_bytes > 0)) return 1;
+  const double wanted = std::ceil(2.0 * l2_bytes / set_bytes);
+  const double fit = std::floor(budget_bytes / set_bytes);
+  const double sets = std::min({wanted, fit, static_cast<double>(max_sets)});
+  return sets < 1 ? 1 : static_cast<int>(sets);
+}
+
 }  // namespace trainsim::kernels

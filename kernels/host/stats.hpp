@@ -20,4 +20,9 @@ struct Summary {
 double quantile(std::vector<double> samples, double q);
 Summary summarize(const std::vector<double>& samples);
 
+/// How many copies of a kernel's inputs (`set_bytes` each) to rotate through so that repeated
+/// launches read more than twice the L2 cache, not the cache: at least 1, and no more than fit
+/// in `budget_bytes` nor `max_sets`.
+int rotating_sets(double set_bytes, double l2_bytes, double budget_bytes, int max_sets = 64);
+
 }  // namespace trainsim::kernels

@@ -35,6 +35,16 @@ TEST(KernelSuiteStats, MedianAndPercentiles) {
   EXPECT_THROW(kernels::quantile({1, 2}, 1.5), std::invalid_argument);
 }
 
+TEST(KernelSuiteStats, RotatingSetsReadMoreThanL2) {
+  const double MiB = 1024.0 * 1024.0, L2 = 50 * MiB, plenty = 1e12;
+  EXPECT_EQ(kernels::rotating_sets(10 * MiB, L2, plenty), 10);  // 100 MiB = 2 x L2
+  EXPECT_EQ(kernels::rotating_sets(30 * MiB, L2, plenty), 4);
+  EXPECT_EQ(kernels::rotating_sets(200 * MiB, L2, plenty), 1);   // one set already exceeds L2
+  EXPECT_EQ(kernels::rotating_sets(10 * MiB, L2, 35 * MiB), 3);  // what fits in the budget
+  EXPECT_EQ(kernels::rotating_sets(1024, L2, plenty), 64);       // capped
+  EXPECT_EQ(kernels::rotating_sets(10 * MiB, L2, 1 * MiB), 1);
+}
+
 TEST(KernelSuiteShapes, Llama8bAtTp2) {
   const Model m = test::catalog_model("llama3.1-8b");
   const auto shapes = kernels::model_shapes(m, 2, 1, 8192, Precision::kBF16);
