@@ -12,8 +12,8 @@
 //     (log-spaced) values until a cell with all its corners measured is found. Inside the cell
 //     the time is multilinear in each axis' share of the FLOPs (bytes): along one axis, linear
 //     in FLOPs (bytes), which is exact for a kernel that runs at a constant rate after a fixed
-//     launch cost. (Log time linear in log FLOPs misses such a kernel by up to 6 % between
-//     points a factor 2 apart.)
+//     launch cost. (Log time linear in log FLOPs misses such a kernel by up to 1.5 % between
+//     points a factor 2 apart, 6 % between points a factor 4 apart.)
 //  3. nothing: a query outside the measured range on any axis is not extrapolated; the caller
 //     uses the roofline.
 // A published database holds rows of published benchmarks. Its attention rows (FlashAttention's
