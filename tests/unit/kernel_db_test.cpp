@@ -26,7 +26,9 @@ double synthetic_gemm(const GemmShape& g) {
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);
   const double peak = g.dtype == DType::kFP8 ? 1400e12 : 780e12;
-  return 4e-6 + shape_flops(g) / (peak * u(m, 256) * u(n, 256) * u(k, 256)) +
+  // The rate saturates unevenly (not a product of linear factors the interpolation could
+  // reproduce exactly): sqrt in m and n, linear in k.
+  return 4e-6 + shape_flops(g) / (peak * std::sqrt(u(m, 512) * u(n, 512)) * u(k, 256)) +
          shape_bytes(g) / 3.0e12;
 }
 double synthetic_attention(const AttentionShape& a) {
