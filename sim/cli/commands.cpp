@@ -29,6 +29,9 @@ std::vector<InputRecord> input_records(const ResolvedInputs& in) {
   if (!in.scenario_path.empty()) add("scenario", in.scenario_name, in.scenario_path);
   add("model", in.model.name, in.model_path);
   add("platform", in.platform.name, in.platform_path);
+  if (in.platform.kernel_db) {
+    add("kernel_database", in.platform.kernel_db_name, in.platform.kernel_db_path);
+  }
   return records;
 }
 

@@ -1,5 +1,7 @@
 #include "sim/cost/layer_ops.hpp"
 
+#include <cmath>
+
 namespace trainsim {
 
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab) {
@@ -21,73 +23,111 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.vocab = static_cast<double>(padded_vocab) / t;
   s.rope = model.position_embedding == PositionEmbedding::kRope;
   s.sp = plan.sp;
+  s.batch = plan.mbs;
+  s.head_dim = model.head_dim;
+  s.heads = model.num_attention_heads / plan.tp;
+  s.kv_heads = model.num_kv_heads / plan.tp;
+  s.gemm_dtype = plan.precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
+  s.norm = model.norm;
+  s.ffn_kind = model.ffn_kind;
   return s;
 }
 
 namespace {
 
-// A GEMM [m x k] @ [k x n]: 2mkn FLOPs; reads both operands and writes the result.
-KernelSpec gemm(std::string name, double m, double k, double n, double elem) {
-  return {std::move(name), KernelKind::kGemm, 2.0 * m * k * n, (m * k + k * n + m * n) * elem};
+std::int64_t whole(double x) {
+  return std::llround(x);
 }
 
-KernelSpec elementwise(std::string name, double bytes) {
-  return {std::move(name), KernelKind::kElementwise, 0.0, bytes};
+// A GEMM [m x k] @ [k x n]: 2mkn FLOPs; reads both operands and writes the result.
+KernelSpec gemm(std::string name, double m, double k, double n, DType dtype) {
+  KernelShape shape = GemmShape{whole(m), whole(n), whole(k), dtype};
+  return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape};
+}
+
+// A memory-bound op over rows x cols elements (memory_ops() gives its bytes per element).
+KernelSpec memory(std::string name, KernelKind kind, std::string op, double rows, double cols) {
+  KernelShape shape = MemoryShape{std::move(op), whole(rows), whole(cols)};
+  return {std::move(name), kind, 0.0, shape_bytes(shape), shape};
+}
+
+KernelSpec elementwise(std::string name, std::string op, double rows, double cols) {
+  return memory(std::move(name), KernelKind::kElementwise, std::move(op), rows, cols);
+}
+
+// Causal flash attention: QK^T and AV over the unmasked half of the s x s scores.
+KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass) {
+  KernelShape shape = AttentionShape{s.batch,    whole(s.seq), s.heads, s.kv_heads,
+                                     s.head_dim, true,         pass,    DType::kBF16};
+  return {std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape};
+}
+
+std::string norm_op(const LayerShape& s) {
+  return to_string(s.norm);
+}
+
+std::string act_op(const LayerShape& s) {
+  return to_string(s.ffn_kind);
 }
 
 void decoder_forward(const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
   const double qkv = s.q + 2.0 * s.kv;
+  const DType g = s.gemm_dtype;
   auto& k = p.kernels;
-  k.push_back(elementwise("input_norm", 2.0 * S * h * e));
-  k.push_back(gemm("qkv_proj", T, h, qkv, e));
-  if (s.rope) k.push_back(elementwise("rope", 2.0 * T * (s.q + s.kv) * e));
-  // Causal flash attention: QK^T and AV over the unmasked half of the s x s scores.
-  k.push_back({"attention", KernelKind::kAttention, 2.0 * T * s.seq * s.q,
-               T * (2.0 * s.q + 2.0 * s.kv) * e});
-  k.push_back(gemm("out_proj", T, s.q, h, e));
-  k.push_back(elementwise("residual_add", 3.0 * S * h * e));
-  k.push_back(elementwise("post_attention_norm", 2.0 * S * h * e));
-  k.push_back(gemm("mlp_up", T, h, s.up_factor * s.ffn, e));
-  k.push_back(elementwise("activation", (s.up_factor + 1.0) * T * s.ffn * e));
-  k.push_back(gemm("mlp_down", T, s.ffn, h, e));
-  k.push_back(elementwise("residual_add", 3.0 * S * h * e));
+  k.push_back(elementwise("input_norm", norm_op(s), S, h));
+  k.push_back(gemm("qkv_proj", T, h, qkv, g));
+  if (s.rope) k.push_back(elementwise("rope", "rope", T, s.q + s.kv));
+  k.push_back(attention("attention", s, AttentionPass::kForward));
+  k.push_back(gemm("out_proj", T, s.q, h, g));
+  k.push_back(elementwise("residual_add", "add", S, h));
+  k.push_back(elementwise("post_attention_norm", norm_op(s), S, h));
+  k.push_back(gemm("mlp_up", T, h, s.up_factor * s.ffn, g));
+  k.push_back(elementwise("activation", act_op(s), T, s.ffn));
+  k.push_back(gemm("mlp_down", T, s.ffn, h, g));
+  k.push_back(elementwise("residual_add", "add", S, h));
   if (s.tp > 1) p.tp_allreduce.add(T * h * e, 2);  // after out_proj and after mlp_down
 }
 
 // Backward of a GEMM: the data gradient and the weight gradient, each as many FLOPs as forward.
 void gemm_backward(std::vector<KernelSpec>& k, const std::string& name, double m, double kk,
-                   double n, double e) {
-  k.push_back(gemm(name + ".dgrad", m, n, kk, e));
-  k.push_back(gemm(name + ".wgrad", kk, m, n, e));
+                   double n, DType dtype) {
+  k.push_back(gemm(name + ".dgrad", m, n, kk, dtype));
+  k.push_back(gemm(name + ".wgrad", kk, m, n, dtype));
 }
 
 void decoder_backward(const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
   const double qkv = s.q + 2.0 * s.kv;
+  const DType g = s.gemm_dtype;
   auto& k = p.kernels;
-  k.push_back(elementwise("residual_add.grad", 3.0 * S * h * e));
-  gemm_backward(k, "mlp_down", T, s.ffn, h, e);
-  k.push_back(elementwise("activation.grad", (2.0 * s.up_factor + 1.0) * T * s.ffn * e));
-  gemm_backward(k, "mlp_up", T, h, s.up_factor * s.ffn, e);
-  k.push_back(elementwise("post_attention_norm.grad", 3.0 * S * h * e));
-  k.push_back(elementwise("residual_add.grad", 3.0 * S * h * e));
-  gemm_backward(k, "out_proj", T, s.q, h, e);
+  k.push_back(elementwise("residual_add.grad", "add", S, h));
+  gemm_backward(k, "mlp_down", T, s.ffn, h, g);
+  k.push_back(elementwise("activation.grad", act_op(s) + ".grad", T, s.ffn));
+  gemm_backward(k, "mlp_up", T, h, s.up_factor * s.ffn, g);
+  k.push_back(elementwise("post_attention_norm.grad", norm_op(s) + ".grad", S, h));
+  k.push_back(elementwise("residual_add.grad", "add", S, h));
+  gemm_backward(k, "out_proj", T, s.q, h, g);
   // FlashAttention's backward does 2.5x the forward FLOPs (its benchmark convention).
-  k.push_back({"attention.grad", KernelKind::kAttention, 2.5 * 2.0 * T * s.seq * s.q,
-               T * (4.0 * s.q + 4.0 * s.kv) * e});
-  if (s.rope) k.push_back(elementwise("rope.grad", 2.0 * T * (s.q + s.kv) * e));
-  gemm_backward(k, "qkv_proj", T, h, qkv, e);
-  k.push_back(elementwise("input_norm.grad", 3.0 * S * h * e));
+  k.push_back(attention("attention.grad", s, AttentionPass::kBackward));
+  if (s.rope) k.push_back(elementwise("rope.grad", "rope.grad", T, s.q + s.kv));
+  gemm_backward(k, "qkv_proj", T, h, qkv, g);
+  k.push_back(elementwise("input_norm.grad", norm_op(s) + ".grad", S, h));
   if (s.tp > 1) p.tp_allreduce.add(T * h * e, 2);  // input grads of qkv_proj and mlp_up
 }
 
 }  // namespace
 
+KernelSpec optimizer_kernel(std::string name, std::string op, std::int64_t params) {
+  KernelShape shape = MemoryShape{std::move(op), 1, params};
+  return {std::move(name), KernelKind::kOptimizer, 0.0, shape_bytes(shape), shape};
+}
+
 BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
   BlockPass p;
   const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
   const bool tp = s.tp > 1;
+  const DType g = s.gemm_dtype;
   switch (block) {
     case BlockKind::kDecoder:
       if (backward) {
@@ -99,36 +139,37 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
     case BlockKind::kEmbedding:
       if (backward) {
         // Scatter-add of the output gradient into the (fp32) embedding gradient rows.
-        p.kernels.push_back(elementwise("embedding.grad", T * h * (e + 4.0 + 4.0)));
+        p.kernels.push_back(elementwise("embedding.grad", "embedding.grad", T, h));
       } else {
-        p.kernels.push_back(elementwise("embedding", 2.0 * T * h * e));
+        p.kernels.push_back(elementwise("embedding", "embedding", T, h));
         // Each rank looks up only its vocabulary rows; the partial outputs are summed.
         if (tp) p.tp_allreduce.add(T * h * e);
       }
       break;
     case BlockKind::kFinalNorm:
       p.kernels.push_back(elementwise(backward ? "final_norm.grad" : "final_norm",
-                                      (backward ? 3.0 : 2.0) * S * h * e));
+                                      norm_op(s) + (backward ? ".grad" : ""), S, h));
       break;
     case BlockKind::kLmHead:
       if (backward) {
-        gemm_backward(p.kernels, "lm_head", T, h, s.vocab, e);
+        gemm_backward(p.kernels, "lm_head", T, h, s.vocab, g);
         if (tp) p.tp_allreduce.add(T * h * e);  // the LM head input gradient
       } else {
-        p.kernels.push_back(gemm("lm_head", T, h, s.vocab, e));
+        p.kernels.push_back(gemm("lm_head", T, h, s.vocab, g));
       }
       break;
     case BlockKind::kCast:
       // nanotron's cast_to_fp32 block: BF16 logits in, fp32 logits out (and back for the grad).
-      p.kernels.push_back(elementwise(backward ? "cast.grad" : "cast", T * s.vocab * (e + 4.0)));
+      p.kernels.push_back(elementwise(backward ? "cast.grad" : "cast", backward ? "cast.grad" : "cast",
+                                      T, s.vocab));
       break;
     case BlockKind::kLoss:
       if (backward) {
         // Read the saved fp32 softmax, write the logits gradient.
-        p.kernels.push_back(elementwise("cross_entropy.grad", T * s.vocab * (4.0 + e)));
+        p.kernels.push_back(elementwise("cross_entropy.grad", "cross_entropy.grad", T, s.vocab));
       } else {
         // Read the logits twice (max, then exp-sum), write the fp32 softmax.
-        p.kernels.push_back(elementwise("cross_entropy", T * s.vocab * (2.0 * e + 4.0)));
+        p.kernels.push_back(elementwise("cross_entropy", "cross_entropy", T, s.vocab));
         // Vocabulary-parallel cross-entropy: all-reduces of the max, the sum and the target logit.
         if (tp) p.tp_allreduce.add(T * 4.0, 3);
       }

@@ -13,6 +13,7 @@
 #include "sim/model/model.hpp"
 #include "sim/plan/partition.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/platform/kernel_shape.hpp"
 
 namespace trainsim {
 
@@ -21,6 +22,7 @@ struct KernelSpec {
   KernelKind kind;
   double flops = 0;
   double bytes = 0;
+  KernelShape shape;  // what the kernel-timing database is searched for; flops and bytes follow it
 };
 
 /// Tensor-parallel all-reduces of a pass: `count` calls moving `bytes` in total.
@@ -53,11 +55,22 @@ struct LayerShape {
   bool sp = false;  // sequence parallelism
   /// Tokens of the norms and residual adds on this rank.
   double sharded_tokens() const { return sp ? tokens / static_cast<double>(tp) : tokens; }
+  // Integer shapes for the kernel-timing database.
+  std::int64_t batch = 1;     // micro-batch size
+  std::int64_t head_dim = 0;  // d
+  std::int64_t heads = 0;     // query heads per TP rank
+  std::int64_t kv_heads = 0;  // key/value heads per TP rank
+  DType gemm_dtype = DType::kBF16;
+  NormKind norm = NormKind::kRMSNorm;
+  FfnKind ffn_kind = FfnKind::kSwiGLU;
 };
 
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab);
 
 /// Kernels and TP all-reduces of one block's forward or backward pass.
 BlockPass block_pass(BlockKind block, bool backward, const LayerShape& shape);
+
+/// A memory-bound optimizer kernel over `params` fp32 elements (op "grad_norm" or "adam").
+KernelSpec optimizer_kernel(std::string name, std::string op, std::int64_t params);
 
 }  // namespace trainsim

@@ -1,5 +1,9 @@
 #include "sim/cost/stage_cost.hpp"
 
+#include <cmath>
+
+#include "sim/platform/kernel_db.hpp"
+
 #include "sim/model/params.hpp"
 #include "sim/plan/partition.hpp"
 #include "sim/plan/vocab.hpp"
@@ -26,7 +30,8 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     kc.count = count;
     kc.flops = k.flops;
     kc.bytes = k.bytes;
-    kc.time = roofline_time(platform, precision, k.kind, k.flops, k.bytes);
+    kc.shape = k.shape;
+    kc.time = kernel_time(platform, precision, k);
     pass.seconds += kc.time.seconds * static_cast<double>(count);
     pass.kernels.push_back(std::move(kc));
   }
@@ -73,6 +78,17 @@ BlockCost block_cost(const Model& model, const Platform& platform, const Plan& p
   add_pass(c.forward, to_string(kind), block_pass(kind, false, shape), 1, platform, plan.precision);
   add_pass(c.backward, to_string(kind), block_pass(kind, true, shape), 1, platform, plan.precision);
   return c;
+}
+
+KernelTime kernel_time(const Platform& platform, Precision precision, const KernelSpec& kernel) {
+  if (platform.kernel_db) {
+    if (auto hit = platform.kernel_db->lookup(kernel.shape)) {
+      TimeSource source = hit->exact ? TimeSource::kMeasured : TimeSource::kInterpolated;
+      if (platform.kernel_db->kind() == KernelDbKind::kPublished) source = TimeSource::kPublished;
+      return {hit->seconds, source};
+    }
+  }
+  return roofline_time(platform, precision, kernel.kind, kernel.flops, kernel.bytes);
 }
 
 CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
@@ -150,8 +166,9 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     const double p = static_cast<double>(sc.params_per_gpu) /
                      static_cast<double>(plan.distributed_optimizer() ? plan.dp : 1);
     BlockPass opt;
-    opt.kernels.push_back({"grad_norm", KernelKind::kOptimizer, 0.0, p * kGradReduceBytes});
-    opt.kernels.push_back({"adam", KernelKind::kOptimizer, 0.0, p * kAdamBytesPerParam});
+    const auto shard = static_cast<std::int64_t>(std::llround(p));
+    opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", shard));
+    opt.kernels.push_back(optimizer_kernel("adam", "adam", shard));
     add_pass(sc.optimizer, "optimizer", opt, 1, platform, plan.precision);
     cm.stages.push_back(std::move(sc));
   }

@@ -20,7 +20,8 @@ struct KernelCost {
   std::int64_t count = 1;  // launches per pass (decoder kernels: once per layer of the stage)
   double flops = 0;        // per launch
   double bytes = 0;        // per launch
-  KernelTime time;         // per launch
+  KernelShape shape;
+  KernelTime time;  // per launch
 };
 
 struct PassCost {
@@ -59,6 +60,10 @@ struct CostModel {
 inline constexpr double kAdamBytesPerParam = 4 * 4 + 3 * 4 + 2;
 /// Gradient all-reduce element size: Megatron-LM reduces BF16 training gradients in fp32.
 inline constexpr double kGradReduceBytes = 4;
+
+/// A kernel's time: from the platform's kernel-timing database when it holds or brackets the
+/// shape (measured, interpolated or published), else the roofline.
+KernelTime kernel_time(const Platform& platform, Precision precision, const KernelSpec& kernel);
 
 CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
                         const Partition& partition);

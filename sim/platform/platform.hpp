@@ -4,6 +4,7 @@
 // ones. All values in SI units inside (FLOP/s, bytes, bytes/s, seconds).
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -49,6 +50,7 @@ struct OverlapSpec {
   /// memory bandwidth). 0 until calibrated against a measurement of overlapped kernels.
   double compute_slowdown = 0;
 };
+class KernelDatabase;
 
 struct Platform {
   std::string name;
@@ -58,12 +60,18 @@ struct Platform {
   NetworkSpec network;
   Efficiency efficiency;
   OverlapSpec overlap;
+  /// Kernel timings looked up before the roofline (optional "kernel_database" key, a path
+  /// relative to the platform file); null when the platform has none.
+  std::shared_ptr<const KernelDatabase> kernel_db;
+  std::string kernel_db_name;            // as written in the platform file
+  std::filesystem::path kernel_db_path;  // resolved
 
   double nvlink_link_bandwidth() const { return node.nvlink_bandwidth * efficiency.nvlink; }
   double nic_link_bandwidth() const { return network.nic_bandwidth * efficiency.network; }
 };
 
 Platform load_platform(const std::filesystem::path& path);
+/// `file` names the platform in messages; a kernel_database path is resolved next to it.
 Platform parse_platform_json(const nlohmann::json& j, const std::string& file);
 
 }  // namespace trainsim

@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/json_reader.hpp"
+#include "sim/platform/kernel_db.hpp"
 #include "sim/platform/platform.hpp"
 
 namespace trainsim {
@@ -61,6 +62,17 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
     p.overlap.compute_slowdown =
         overlap->optional_number("compute_slowdown", {0.0, true, 1.0, false}).value_or(0.0);
     overlap->finish();
+  }
+
+  if (auto db = o.optional_string("kernel_database")) {
+    const auto path = std::filesystem::path(file).parent_path() / *db;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      o.fail("kernel_database", "no such file: " + path.string());
+    }
+    p.kernel_db = std::make_shared<const KernelDatabase>(load_kernel_database(path));
+    p.kernel_db_name = *db;
+    p.kernel_db_path = path;
   }
 
   o.allow({"sources", "notes"});

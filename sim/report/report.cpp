@@ -19,8 +19,8 @@ namespace {
 void record_kernels(Provenance& prov, std::int64_t stage, const char* pass, const PassCost& cost,
                     double launches_per_step, std::map<std::string, double>& time_by_source) {
   for (const auto& k : cost.kernels) {
-    prov.kernels.push_back({stage, pass, k.name, to_string(k.kind), k.count, k.flops, k.bytes,
-                            k.time.seconds, to_string(k.time.source)});
+    prov.kernels.push_back({stage, pass, k.name, to_string(k.kind), shape_label(k.shape), k.count,
+                            k.flops, k.bytes, k.time.seconds, to_string(k.time.source)});
     time_by_source[to_string(k.time.source)] +=
         k.time.seconds * static_cast<double>(k.count) * launches_per_step;
   }

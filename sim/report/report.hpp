@@ -39,6 +39,7 @@ struct KernelRecord {
   std::string pass;  // forward, backward, optimizer
   std::string name;
   std::string kind;
+  std::string shape;  // what the kernel-timing database was searched for
   std::int64_t count = 0;
   double flops = 0;
   double bytes = 0;

@@ -112,6 +112,7 @@ std::string report_json(const Report& r) {
                         {"pass", k.pass},
                         {"name", k.name},
                         {"kind", k.kind},
+                        {"shape", k.shape},
                         {"count", k.count},
                         {"flops", k.flops},
                         {"bytes", k.bytes},

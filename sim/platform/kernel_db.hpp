@@ -1,0 +1,110 @@
+#pragma once
+// Kernel-timing database (platforms/<gpu>/kernels*.json): measured (or published) times of
+// kernels by op and shape, and the lookup the cost model uses before it falls back to the
+// roofline.
+//
+// Lookup of a shape:
+//  1. exact: an entry with the same op and shape (attention: also the same pass and GQA).
+//  2. interpolation inside the shape's family (same op, element type and discrete attributes;
+//     see family_key()) between measured shapes that bracket the query on every axis (GEMM: m,
+//     n, k; attention: batch x heads, sequence; memory-bound: rows x cols, i.e. bytes). The
+//     brackets are searched in log space, tightest first (smallest log volume), on the measured
+//     (log-spaced) values until a cell with all its corners measured is found. Inside the cell
+//     the time is multilinear in each axis' share of the FLOPs (bytes): along one axis, linear
+//     in FLOPs (bytes), which is exact for a kernel that runs at a constant rate after a fixed
+//     launch cost. (Log time linear in log FLOPs misses such a kernel by up to 1.5 % between
+//     points a factor 2 apart, 6 % between points a factor 4 apart.)
+//  3. nothing: a query outside the measured range on any axis is not extrapolated; the caller
+//     uses the roofline.
+// A published database holds rows of published benchmarks. Its attention rows (FlashAttention's
+// fwd+bwd figure) are used as a rate per (head size, mask, sequence) for the forward and the
+// backward kernel alike, whatever the batch, heads and GQA: the figure does not split the
+// passes, and it was taken at one batch x heads per sequence length. Between its sequence
+// lengths the rate is interpolated linearly in log sequence length.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "sim/platform/kernel_shape.hpp"
+
+namespace trainsim {
+
+enum class KernelDbKind { kMeasured, kPublished };
+const char* to_string(KernelDbKind kind);
+
+struct KernelDbEntry {
+  KernelShape shape;
+  double median_s = 0;
+  std::optional<double> p10_s;
+  std::optional<double> p90_s;
+  std::optional<std::int64_t> repetitions;
+  std::string source;  // published: the reference file and row it was built from
+};
+
+/// Where and how the times were taken. Measured databases carry all of it; a published one only
+/// the GPU's name.
+struct KernelDbMeta {
+  std::string gpu_name;
+  std::optional<std::int64_t> sm_count;
+  std::optional<double> sm_clock_MHz;
+  std::optional<double> memory_clock_MHz;
+  std::optional<double> l2_MiB;
+  std::string driver;        // e.g. "580.82.07"
+  std::string cuda_runtime;  // e.g. "13.0"
+  std::string cublaslt;      // library versions
+  std::string cudnn;
+  std::string date;  // ISO 8601, UTC
+  std::string suite_version;
+  std::string method;               // how the times were taken (warm-up, repetitions, buffers)
+  std::optional<double> copy_GBps;  // ceiling: device-to-device copy bandwidth
+  std::optional<double> gemm_bf16_tflops;  // ceiling: best BF16 GEMM rate
+  std::optional<double> gemm_fp8_tflops;   // ceiling: best FP8 GEMM rate
+  std::vector<std::string> notes;
+};
+
+struct KernelDbHit {
+  double seconds = 0;
+  bool exact = false;  // false: interpolated (or a published rate applied to this shape)
+};
+
+class KernelDatabase {
+ public:
+  KernelDatabase() = default;
+  KernelDatabase(KernelDbKind kind, KernelDbMeta meta, std::vector<KernelDbEntry> entries);
+
+  KernelDbKind kind() const { return kind_; }
+  const KernelDbMeta& meta() const { return meta_; }
+  const std::vector<KernelDbEntry>& entries() const { return entries_; }
+
+  /// The time of `shape`, or nothing when the database neither holds nor brackets it.
+  std::optional<KernelDbHit> lookup(const KernelShape& shape) const;
+
+  /// Interpolation family of a shape in this database (op, element type, discrete attributes).
+  std::string family_key(const KernelShape& shape) const;
+
+ private:
+  std::optional<KernelDbHit> interpolate(const KernelShape& shape) const;
+
+  KernelDbKind kind_ = KernelDbKind::kMeasured;
+  KernelDbMeta meta_;
+  std::vector<KernelDbEntry> entries_;
+  std::map<std::string, std::size_t> exact_;                // exact key -> entry
+  std::map<std::string, std::vector<std::size_t>> family_;  // family key -> entries
+};
+
+/// Exact-match key of a shape (every field).
+std::string exact_key(const KernelShape& shape);
+
+/// Strict reading: unknown keys, duplicate shapes and bad values are InputErrors naming the
+/// file and JSON path.
+KernelDatabase parse_kernel_database_json(const nlohmann::json& j, const std::string& file);
+KernelDatabase load_kernel_database(const std::filesystem::path& path);
+/// The file format parse_kernel_database_json() reads, entries in the order given.
+std::string kernel_database_json(const KernelDatabase& db);
+
+}  // namespace trainsim

@@ -1,0 +1,154 @@
+#include "sim/platform/kernel_shape.hpp"
+
+#include <sstream>
+
+namespace trainsim {
+
+const char* to_string(DType dtype) {
+  return dtype == DType::kFP8 ? "fp8" : "bf16";
+}
+
+std::optional<DType> parse_dtype(std::string_view s) {
+  if (s == "bf16") return DType::kBF16;
+  if (s == "fp8") return DType::kFP8;
+  return std::nullopt;
+}
+
+const char* to_string(AttentionPass pass) {
+  switch (pass) {
+    case AttentionPass::kForward:
+      return "fwd";
+    case AttentionPass::kBackward:
+      return "bwd";
+    case AttentionPass::kForwardBackward:
+      return "fwd+bwd";
+  }
+  return "?";
+}
+
+std::optional<AttentionPass> parse_attention_pass(std::string_view s) {
+  if (s == "fwd") return AttentionPass::kForward;
+  if (s == "bwd") return AttentionPass::kBackward;
+  if (s == "fwd+bwd") return AttentionPass::kForwardBackward;
+  return std::nullopt;
+}
+
+const std::vector<MemoryOp>& memory_ops() {
+  // BF16 activations (2 bytes), fp32 softmax, gradients and optimizer state (4 bytes).
+  static const std::vector<MemoryOp> ops = {
+      {"copy", 4, "device-to-device copy: read and write"},
+      {"add", 6, "residual add (and its gradient): read two, write one"},
+      {"rmsnorm", 4, "read x, write y"},
+      {"rmsnorm.grad", 6, "read x and dy, write dx"},
+      {"layernorm", 4, "read x, write y"},
+      {"layernorm.grad", 6, "read x and dy, write dx"},
+      {"rope", 4, "read q and k, write them rotated (cols = q + kv width)"},
+      {"rope.grad", 4, "rotate the gradients back"},
+      {"swiglu", 6, "read gate and up, write out (cols = output width)"},
+      {"swiglu.grad", 10, "read dout, gate and up, write dgate and dup"},
+      {"geglu", 6, "read gate and up, write out"},
+      {"geglu.grad", 10, "read dout, gate and up, write dgate and dup"},
+      {"gelu", 4, "read x, write y"},
+      {"gelu.grad", 6, "read x and dy, write dx"},
+      {"relu", 4, "read x, write y"},
+      {"relu.grad", 6, "read x and dy, write dx"},
+      {"squared_relu", 4, "read x, write y"},
+      {"squared_relu.grad", 6, "read x and dy, write dx"},
+      {"embedding", 4, "gather rows: read the table rows, write the activations"},
+      {"embedding.grad", 10, "scatter-add: read dy, read and write fp32 gradient rows"},
+      {"cast", 6, "nanotron's cast_to_fp32: read BF16 logits, write fp32 (cols = vocab)"},
+      {"cast.grad", 6, "read the fp32 gradient, write it in BF16"},
+      {"cross_entropy", 8, "read the logits twice, write the fp32 softmax (cols = vocab)"},
+      {"cross_entropy.grad", 6, "read the fp32 softmax, write the logits gradient"},
+      {"grad_norm", 4, "read the fp32 gradients (rows = 1, cols = parameters)"},
+      {"adam", 30, "read fp32 grad, master, m, v; write master, m, v and the BF16 weight"},
+  };
+  return ops;
+}
+
+const MemoryOp* find_memory_op(std::string_view name) {
+  for (const auto& op : memory_ops()) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+std::string op_name(const KernelShape& shape) {
+  if (std::holds_alternative<GemmShape>(shape)) return "gemm";
+  if (std::holds_alternative<AttentionShape>(shape)) return "attention";
+  return std::get<MemoryShape>(shape).op;
+}
+
+namespace {
+
+double attention_forward_flops(const AttentionShape& a) {
+  const double f = 4.0 * static_cast<double>(a.batch) * static_cast<double>(a.seq) *
+                   static_cast<double>(a.seq) * static_cast<double>(a.heads) *
+                   static_cast<double>(a.head_dim);
+  return a.causal ? f / 2.0 : f;
+}
+
+}  // namespace
+
+double shape_flops(const KernelShape& shape) {
+  if (const auto* g = std::get_if<GemmShape>(&shape)) {
+    return 2.0 * static_cast<double>(g->m) * static_cast<double>(g->k) * static_cast<double>(g->n);
+  }
+  if (const auto* a = std::get_if<AttentionShape>(&shape)) {
+    const double f = attention_forward_flops(*a);
+    switch (a->pass) {
+      case AttentionPass::kForward:
+        return f;
+      case AttentionPass::kBackward:
+        return 2.5 * f;
+      case AttentionPass::kForwardBackward:
+        return 3.5 * f;
+    }
+  }
+  return 0.0;
+}
+
+double shape_bytes(const KernelShape& shape) {
+  constexpr double e = 2.0;  // BF16 activations
+  if (const auto* g = std::get_if<GemmShape>(&shape)) {
+    const double m = static_cast<double>(g->m), n = static_cast<double>(g->n),
+                 k = static_cast<double>(g->k);
+    return (m * k + k * n + m * n) * e;
+  }
+  if (const auto* a = std::get_if<AttentionShape>(&shape)) {
+    // Q, K, V in and O out; the backward pass also reads O and dO and writes dQ, dK, dV.
+    const double tokens = static_cast<double>(a->batch) * static_cast<double>(a->seq);
+    const double q = static_cast<double>(a->heads * a->head_dim);
+    const double kv = static_cast<double>(a->kv_heads * a->head_dim);
+    const double once = tokens * (2.0 * q + 2.0 * kv) * e;
+    switch (a->pass) {
+      case AttentionPass::kForward:
+        return once;
+      case AttentionPass::kBackward:
+        return 2.0 * once;
+      case AttentionPass::kForwardBackward:
+        return 3.0 * once;
+    }
+  }
+  const auto& mem = std::get<MemoryShape>(shape);
+  const MemoryOp* op = find_memory_op(mem.op);
+  if (op == nullptr) return 0.0;
+  return static_cast<double>(mem.rows) * static_cast<double>(mem.cols) * op->bytes_per_element;
+}
+
+std::string shape_label(const KernelShape& shape) {
+  std::ostringstream o;
+  if (const auto* g = std::get_if<GemmShape>(&shape)) {
+    o << "gemm " << to_string(g->dtype) << " m=" << g->m << " n=" << g->n << " k=" << g->k;
+  } else if (const auto* a = std::get_if<AttentionShape>(&shape)) {
+    o << "attention " << to_string(a->pass) << " " << to_string(a->dtype) << " b=" << a->batch
+      << " s=" << a->seq << " h=" << a->heads << " kv=" << a->kv_heads << " d=" << a->head_dim
+      << (a->causal ? " causal" : " full");
+  } else {
+    const auto& m = std::get<MemoryShape>(shape);
+    o << m.op << " rows=" << m.rows << " cols=" << m.cols;
+  }
+  return o.str();
+}
+
+}  // namespace trainsim

@@ -1,0 +1,78 @@
+#pragma once
+// The shape of one kernel launch, as the cost model produces it and the kernel-timing database
+// stores it: a GEMM's m, n, k and element type; an attention kernel's batch, sequence, heads,
+// head size, mask and pass; a memory-bound op's name and its rows x cols. FLOPs and bytes are
+// functions of the shape, so the simulator and the microbenchmark suite count them alike.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace trainsim {
+
+enum class DType { kBF16, kFP8 };
+const char* to_string(DType dtype);
+std::optional<DType> parse_dtype(std::string_view s);
+
+/// C[m x n] = A[m x k] B[k x n]: 2mnk FLOPs; reads A and B, writes C (2 bytes per element,
+/// also for FP8, as the cost model has always counted).
+struct GemmShape {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  DType dtype = DType::kBF16;
+  bool operator==(const GemmShape&) const = default;
+};
+
+enum class AttentionPass { kForward, kBackward, kForwardBackward };
+const char* to_string(AttentionPass pass);  // fwd, bwd, fwd+bwd
+std::optional<AttentionPass> parse_attention_pass(std::string_view s);
+
+/// Fused (flash) attention over `batch` sequences of `seq` tokens, `heads` query heads and
+/// `kv_heads` key/value heads of `head_dim` each. FLOPs follow FlashAttention's benchmark
+/// convention: forward 4 b s^2 heads d, halved when causal; backward 2.5x, both 3.5x.
+struct AttentionShape {
+  std::int64_t batch = 0;
+  std::int64_t seq = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  bool causal = true;
+  AttentionPass pass = AttentionPass::kForward;
+  DType dtype = DType::kBF16;
+  bool operator==(const AttentionShape&) const = default;
+};
+
+/// A memory-bound op over `rows` x `cols` BF16 elements (rows = 1 for the optimizer's flat
+/// parameter buffers). Its bytes are a fixed number per element, per op (memory_ops()).
+struct MemoryShape {
+  std::string op;
+  std::int64_t rows = 1;
+  std::int64_t cols = 0;
+  bool operator==(const MemoryShape&) const = default;
+};
+
+using KernelShape = std::variant<GemmShape, AttentionShape, MemoryShape>;
+
+/// A memory-bound op and the bytes it moves per element of its rows x cols.
+struct MemoryOp {
+  std::string_view name;
+  double bytes_per_element;
+  std::string_view what;
+};
+/// Every memory-bound op the cost model uses (and "copy", the bandwidth ceiling).
+const std::vector<MemoryOp>& memory_ops();
+const MemoryOp* find_memory_op(std::string_view name);
+
+/// "gemm", "attention" (any pass), or the memory-bound op's name.
+std::string op_name(const KernelShape& shape);
+double shape_flops(const KernelShape& shape);
+/// Bytes moved through device memory (the cost model's count); 0 for an unknown memory op.
+double shape_bytes(const KernelShape& shape);
+/// One line: "gemm bf16 m=8192 n=3072 k=4096", "attention fwd bf16 b=1 s=8192 h=16 kv=2 d=128
+/// causal", "rmsnorm rows=8192 cols=8192".
+std::string shape_label(const KernelShape& shape);
+
+}  // namespace trainsim

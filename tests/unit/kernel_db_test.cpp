@@ -1,0 +1,380 @@
+#include "sim/platform/kernel_db.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "kernels/host/published.hpp"
+#include "kernels/host/shapes.hpp"
+#include "sim/core/error.hpp"
+#include "sim/cost/stage_cost.hpp"
+#include "sim/plan/partition.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+// ---- Smooth synthetic kernels: a database generated from them stands in for a measurement
+// until the suite has run on an H100. Each is a launch overhead plus work at a rate that grows
+// with the size of the problem, like a real kernel's.
+double u(double x, double half) {
+  return x / (x + half);
+}
+double synthetic_gemm(const GemmShape& g) {
+  const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
+               k = static_cast<double>(g.k);
+  const double peak = g.dtype == DType::kFP8 ? 1400e12 : 780e12;
+  // The rate saturates unevenly (not a product of linear factors the interpolation could
+  // reproduce exactly): sqrt in m and n, linear in k.
+  return 4e-6 + shape_flops(g) / (peak * std::sqrt(u(m, 512) * u(n, 512)) * u(k, 256)) +
+         shape_bytes(g) / 3.0e12;
+}
+double synthetic_attention(const AttentionShape& a) {
+  const double bh = static_cast<double>(a.batch * a.heads), s = static_cast<double>(a.seq);
+  return 6e-6 + shape_flops(a) / (550e12 * u(s, 600) * u(bh, 3));
+}
+double synthetic_memory(const MemoryShape& m) {
+  return 3e-6 + shape_bytes(m) / 2.9e12;
+}
+double synthetic(const KernelShape& s) {
+  if (const auto* g = std::get_if<GemmShape>(&s)) return synthetic_gemm(*g);
+  if (const auto* a = std::get_if<AttentionShape>(&s)) return synthetic_attention(*a);
+  return synthetic_memory(std::get<MemoryShape>(s));
+}
+
+KernelDbMeta test_meta() {
+  KernelDbMeta m;
+  m.gpu_name = "test GPU";
+  m.date = "2026-01-01T00:00:00Z";
+  m.suite_version = "test";
+  m.driver = "0";
+  m.cuda_runtime = "0";
+  m.method = "synthetic";
+  return m;
+}
+
+KernelDatabase synthetic_db(const std::vector<KernelShape>& shapes) {
+  std::vector<KernelDbEntry> entries;
+  for (const auto& s : shapes) {
+    KernelDbEntry e;
+    e.shape = s;
+    e.median_s = synthetic(s);
+    entries.push_back(e);
+  }
+  return KernelDatabase(KernelDbKind::kMeasured, test_meta(), std::move(entries));
+}
+
+// The suite's grids without any catalog shape.
+std::vector<KernelShape> grid_shapes() {
+  kernels::SuiteOptions opt;
+  opt.gemm_grid_lo = 256;
+  opt.gemm_grid_hi = 32768;
+  return kernels::suite_shapes({}, opt);
+}
+
+KernelDbEntry entry(KernelShape shape, double seconds) {
+  KernelDbEntry e;
+  e.shape = std::move(shape);
+  e.median_s = seconds;
+  return e;
+}
+
+TEST(KernelDb, ExactHit) {
+  const GemmShape g{8192, 3072, 4096, DType::kBF16};
+  const KernelDatabase db(
+      KernelDbKind::kMeasured, test_meta(),
+      {entry(g, 123e-6), entry(GemmShape{8192, 3072, 4096, DType::kFP8}, 7e-5)});
+  const auto hit = db.lookup(g);
+  ASSERT_TRUE(hit);
+  EXPECT_TRUE(hit->exact);
+  EXPECT_DOUBLE_EQ(hit->seconds, 123e-6);
+  // The element type is part of the shape.
+  EXPECT_DOUBLE_EQ(db.lookup(GemmShape{8192, 3072, 4096, DType::kFP8})->seconds, 7e-5);
+  EXPECT_FALSE(db.lookup(GemmShape{8192, 3072, 2048, DType::kBF16}));
+}
+
+TEST(KernelDb, InterpolatesTimeLinearlyInSizeBetweenBrackets) {
+  // Memory-bound: 1M and 4M elements bracket 2M; the time is linear in bytes in between.
+  const MemoryShape a{"rmsnorm", 256, 4096}, b{"rmsnorm", 1024, 4096}, q{"rmsnorm", 512, 4096};
+  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(), {entry(a, 10e-6), entry(b, 20e-6)});
+  const auto hit = db.lookup(q);
+  ASSERT_TRUE(hit);
+  EXPECT_FALSE(hit->exact);
+  EXPECT_NEAR(hit->seconds, 10e-6 + 10e-6 / 3.0, 1e-15);
+  // Along one GEMM axis: m = 8192 between 4096 and 65536 is 1/15 of the way in FLOPs.
+  const KernelDatabase gdb(
+      KernelDbKind::kMeasured, test_meta(),
+      {entry(GemmShape{4096, 1024, 2048}, 100e-6), entry(GemmShape{65536, 1024, 2048}, 1000e-6)});
+  EXPECT_NEAR(gdb.lookup(GemmShape{8192, 1024, 2048})->seconds, 100e-6 + 900e-6 / 15.0, 1e-15);
+  // The tightest bracket wins: a measurement at 16384 narrows the cell.
+  const KernelDatabase tight(
+      KernelDbKind::kMeasured, test_meta(),
+      {entry(GemmShape{4096, 1024, 2048}, 100e-6), entry(GemmShape{65536, 1024, 2048}, 1000e-6),
+       entry(GemmShape{16384, 1024, 2048}, 300e-6)});
+  EXPECT_NEAR(tight.lookup(GemmShape{8192, 1024, 2048})->seconds, 100e-6 + 200e-6 / 3.0, 1e-15);
+  // Two axes at once: bilinear in m and n.
+  const KernelDatabase two(
+      KernelDbKind::kMeasured, test_meta(),
+      {entry(GemmShape{1024, 1024, 512}, 1e-5), entry(GemmShape{2048, 1024, 512}, 2e-5),
+       entry(GemmShape{1024, 2048, 512}, 3e-5), entry(GemmShape{2048, 2048, 512}, 5e-5)});
+  const double tm = 512.0 / 1024.0, tn = 256.0 / 1024.0;  // m = 1536, n = 1280
+  const double want =
+      (1 - tm) * (1 - tn) * 1e-5 + tm * (1 - tn) * 2e-5 + (1 - tm) * tn * 3e-5 + tm * tn * 5e-5;
+  EXPECT_NEAR(two.lookup(GemmShape{1536, 1280, 512})->seconds, want, 1e-15);
+}
+
+TEST(KernelDb, NoExtrapolationOutsideTheMeasuredRange) {
+  const KernelDatabase db(
+      KernelDbKind::kMeasured, test_meta(),
+      {entry(GemmShape{1024, 1024, 1024}, 5e-6), entry(GemmShape{2048, 1024, 1024}, 9e-6)});
+  EXPECT_FALSE(db.lookup(GemmShape{4096, 1024, 1024}));  // beyond the largest m
+  EXPECT_FALSE(db.lookup(GemmShape{512, 1024, 1024}));   // below the smallest m
+  EXPECT_FALSE(db.lookup(GemmShape{1536, 1024, 1536}));  // k never measured off 1024
+  EXPECT_TRUE(db.lookup(GemmShape{1536, 1024, 1024}));
+  EXPECT_FALSE(db.lookup(MemoryShape{"add", 16, 4096}));  // no such op in the database
+}
+
+TEST(KernelDb, HeldBackGridPointsInterpolateWithinFivePercent) {
+  // Each interior GEMM grid point is left out in turn and interpolated from its neighbours
+  // (a factor 2 away); likewise memory-bound and attention points.
+  const auto shapes = grid_shapes();
+  const KernelDatabase full = synthetic_db(shapes);
+  double worst = 0;
+  int checked = 0;
+  for (std::size_t i = 0; i < shapes.size(); i += 7) {
+    std::vector<KernelShape> rest = shapes;
+    rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+    const KernelDatabase db = synthetic_db(rest);
+    const auto hit = db.lookup(shapes[i]);
+    if (!hit) continue;  // an edge of the grid: not bracketed
+    EXPECT_FALSE(hit->exact);
+    const double err = std::abs(hit->seconds / synthetic(shapes[i]) - 1);
+    worst = std::max(worst, err);
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_LT(worst, 0.05);
+  EXPECT_TRUE(full.lookup(shapes.front())->exact);
+}
+
+TEST(KernelDb, CatalogShapesInterpolateFromTheGridWithinFivePercent) {
+  // The catalog's shapes, none of them in the database, interpolated from the grids.
+  const KernelDatabase db = synthetic_db(grid_shapes());
+  double worst = 0;
+  int gemms = 0, total = 0;
+  for (const char* name : {"llama3.1-8b", "llama3.1-70b", "gpt3-175b", "nemotron4-15b"}) {
+    const Model m = test::catalog_model(name);
+    for (std::int64_t tp : {1, 2, 4, 8}) {
+      for (const auto& s : kernels::model_shapes(m, tp, 1, 4096, Precision::kBF16)) {
+        const auto hit = db.lookup(s);
+        if (!hit) continue;
+        worst = std::max(worst, std::abs(hit->seconds / synthetic(s) - 1));
+        gemms += std::holds_alternative<GemmShape>(s) ? 1 : 0;
+        ++total;
+      }
+    }
+  }
+  EXPECT_GT(gemms, 40);
+  EXPECT_GT(total, 150);
+  EXPECT_LT(worst, 0.05);
+}
+
+TEST(KernelDb, AttentionPrefersTheSameGqaRatio) {
+  const AttentionShape mha{1, 4096, 16, 16, 128, true, AttentionPass::kForward};
+  const AttentionShape gqa{1, 4096, 16, 2, 128, true, AttentionPass::kForward};
+  const AttentionShape big{1, 16384, 16, 2, 128, true, AttentionPass::kForward};
+  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(),
+                          {entry(mha, 1e-3), entry(gqa, 0.9e-3), entry(big, 12e-3)});
+  // Between seq 4096 and 16384 at GQA 8: the GQA point is the lower corner; the FLOPs grow as
+  // s^2, so seq 8192 is (8192^2 - 4096^2) / (16384^2 - 4096^2) = 1/5 of the way.
+  const AttentionShape q{1, 8192, 16, 2, 128, true, AttentionPass::kForward};
+  EXPECT_NEAR(db.lookup(q)->seconds, 0.9e-3 + 0.2 * (12e-3 - 0.9e-3), 1e-15);
+  // The backward pass is another family: nothing measured.
+  auto bwd = q;
+  bwd.pass = AttentionPass::kBackward;
+  EXPECT_FALSE(db.lookup(bwd));
+}
+
+TEST(KernelDb, JsonRoundTrip) {
+  std::vector<KernelDbEntry> entries = {entry(GemmShape{8192, 3072, 4096}, 1e-4),
+                                        entry(MemoryShape{"adam", 1, 1 << 20}, 2e-5)};
+  entries[0].p10_s = 0.9e-4;
+  entries[0].p90_s = 1.2e-4;
+  entries[0].repetitions = 50;
+  entries.push_back(
+      entry(AttentionShape{2, 8192, 16, 2, 128, true, AttentionPass::kBackward}, 3e-3));
+  KernelDbMeta meta = test_meta();
+  meta.sm_clock_MHz = 1980;
+  meta.copy_GBps = 2900;
+  const KernelDatabase db(KernelDbKind::kMeasured, meta, entries);
+  const std::string text = kernel_database_json(db);
+  const auto back = parse_kernel_database_json(nlohmann::json::parse(text), "db.json");
+  EXPECT_EQ(kernel_database_json(back), text);
+  ASSERT_EQ(back.entries().size(), 3u);
+  EXPECT_EQ(back.entries()[2].shape, KernelShape(entries[2].shape));
+  EXPECT_NEAR(back.entries()[0].median_s, 1e-4, 1e-18);
+  EXPECT_NEAR(*back.entries()[0].p90_s, 1.2e-4, 1e-18);
+  EXPECT_EQ(*back.entries()[0].repetitions, 50);
+  EXPECT_EQ(back.meta().date, "2026-01-01T00:00:00Z");
+  EXPECT_DOUBLE_EQ(*back.meta().copy_GBps, 2900);
+}
+
+TEST(KernelDb, StrictInput) {
+  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(),
+                          {entry(GemmShape{8192, 3072, 4096}, 1e-4)});
+  const auto good = nlohmann::json::parse(kernel_database_json(db));
+  auto expect_error = [](const nlohmann::json& bad, const std::string& expected) {
+    try {
+      parse_kernel_database_json(bad, "db.json");
+      ADD_FAILURE() << "no error, expected " << expected;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), expected);
+    }
+  };
+  auto bad = good;
+  bad["entries"][0]["mm"] = 1;
+  expect_error(bad,
+               "db.json: $.entries[0].mm: unknown key (known keys here: dtype, k, m, median_us, n, "
+               "op, p10_us, p90_us, repetitions, source)");
+  bad = good;
+  bad["entries"][0]["m"] = 0;
+  expect_error(bad, "db.json: $.entries[0].m: must be an integer >= 1, got 0");
+  bad = good;
+  bad["entries"][0]["op"] = "conv";
+  EXPECT_THROW(parse_kernel_database_json(bad, "db.json"), InputError);
+  bad = good;
+  bad["entries"].push_back(good["entries"][0]);
+  expect_error(bad,
+               "db.json: $.entries[1]: duplicate shape (gemm bf16 m=8192 n=3072 k=4096), first at "
+               "$.entries[0]");
+  bad = good;
+  bad["entries"][0]["p10_us"] = 200;
+  expect_error(bad, "db.json: $.entries[0].p10_us: must not exceed median_us");
+  bad = good;
+  bad.erase("measurement");
+  expect_error(bad, "db.json: $.measurement: required key is missing");
+  bad = good;
+  bad["kind"] = "published";
+  expect_error(bad, "db.json: $.measurement: a published database has no measurement block");
+  bad = good;
+  bad["version"] = 2;
+  expect_error(bad, "db.json: $.version: must be an integer in [1, 1], got 2");
+}
+
+TEST(KernelDb, PlatformReferencesItsDatabase) {
+  const Platform h100 = test::catalog_platform("h100-sxm-ndr");
+  ASSERT_TRUE(h100.kernel_db);
+  EXPECT_EQ(h100.kernel_db->kind(), KernelDbKind::kPublished);
+  EXPECT_EQ(h100.kernel_db_name, "h100-sxm/kernels-published.json");
+  EXPECT_EQ(h100.kernel_db->entries().size(), 26u);  // 2 GEMM ceilings, 24 FlashAttention-2 rows
+  EXPECT_FALSE(test::catalog_platform("a100-sxm-hdr").kernel_db);
+
+  const std::string dir = test::make_temp_dir();
+  auto j =
+      nlohmann::json::parse(test::read_file(test::source_dir() + "/platforms/h100-sxm-ndr.json"));
+  j["kernel_database"] = "missing.json";
+  try {
+    parse_platform_json(j, dir + "/p.json");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              dir + "/p.json: $.kernel_database: no such file: " + dir + "/missing.json");
+  }
+}
+
+// The committed published database is what the generator makes from the reference files.
+TEST(PublishedDb, ReproducibleFromRefdata) {
+  const auto db = kernels::build_published_database(
+      test::source_dir() + "/tests/validation/refdata", "tests/validation/refdata");
+  EXPECT_EQ(kernel_database_json(db),
+            test::read_file(test::source_dir() + "/platforms/h100-sxm/kernels-published.json"));
+  EXPECT_DOUBLE_EQ(*db.meta().gemm_bf16_tflops, 794.5);
+  EXPECT_DOUBLE_EQ(*db.meta().gemm_fp8_tflops, 1402.6);
+  for (const auto& e : db.entries()) {
+    EXPECT_EQ(e.source.rfind("tests/validation/refdata/", 0), 0u) << e.source;
+  }
+}
+
+TEST(PublishedDb, FlashAttentionRowsGiveBothPassesTheirRate) {
+  const auto db = *test::catalog_platform("h100-sxm-ndr").kernel_db;
+  // Llama 3.1 70B at TP 4: 16 query heads, 2 KV heads, head dim 128, causal. The fwd+bwd row at
+  // seq 8192 (batch 2, 16 heads, MHA) measured 308 TFLOP/s.
+  AttentionShape a{1, 8192, 16, 2, 128, true, AttentionPass::kForward};
+  EXPECT_NEAR(db.lookup(a)->seconds, shape_flops(a) / 308e12, 1e-15);
+  a.pass = AttentionPass::kBackward;
+  EXPECT_NEAR(db.lookup(a)->seconds, shape_flops(a) / 308e12, 1e-15);
+  // Between rows: the rate interpolated in log sequence length (294 at 4096, 308 at 8192).
+  a.seq = 6144;
+  const double t = std::log2(6144.0 / 4096.0);
+  const double rate = std::exp((1 - t) * std::log(294e12) + t * std::log(308e12));
+  EXPECT_NEAR(db.lookup(a)->seconds, shape_flops(a) / rate, 1e-15);
+  // Head dim 64, non-causal, seq 16384: 296 TFLOP/s.
+  const AttentionShape b{4, 16384, 8, 8, 64, false, AttentionPass::kForward};
+  EXPECT_NEAR(db.lookup(b)->seconds, shape_flops(b) / 296e12, 1e-15);
+  // No row at 32k, none at head dim 192: the roofline.
+  a.seq = 32768;
+  EXPECT_FALSE(db.lookup(a));
+  EXPECT_FALSE(db.lookup(AttentionShape{1, 8192, 8, 1, 192, true, AttentionPass::kForward}));
+  // The GEMM ceiling only at the shape it was measured at.
+  EXPECT_NEAR(db.lookup(GemmShape{2048, 2048, 13312})->seconds,
+              2.0 * 2048 * 2048 * 13312 / 794.5e12, 1e-15);
+  EXPECT_FALSE(db.lookup(GemmShape{2048, 2048, 8192}));
+}
+
+// ---- The cost model's use of the database.
+
+Plan plan_of(std::int64_t tp, std::int64_t seq) {
+  Plan p;
+  p.tp = tp;
+  p.seq_len = seq;
+  return p;
+}
+
+TEST(KernelTime, SourcePerKernel) {
+  Platform pf = test::catalog_platform("a100-sxm-hdr");
+  const GemmShape g{4096, 3072, 4096};
+  const KernelSpec spec{"qkv", KernelKind::kGemm, shape_flops(g), shape_bytes(g), g};
+  EXPECT_EQ(kernel_time(pf, Precision::kBF16, spec).source, TimeSource::kRoofline);
+  pf.kernel_db = std::make_shared<const KernelDatabase>(
+      KernelDbKind::kMeasured, test_meta(),
+      std::vector<KernelDbEntry>{entry(g, 1e-4), entry(GemmShape{8192, 3072, 4096}, 2e-4)});
+  EXPECT_EQ(kernel_time(pf, Precision::kBF16, spec).source, TimeSource::kMeasured);
+  EXPECT_DOUBLE_EQ(kernel_time(pf, Precision::kBF16, spec).seconds, 1e-4);
+  const GemmShape mid{6144, 3072, 4096};
+  const auto t = kernel_time(pf, Precision::kBF16, {"x", KernelKind::kGemm, 0, 0, mid});
+  EXPECT_EQ(t.source, TimeSource::kInterpolated);
+  EXPECT_NEAR(t.seconds, 1.5e-4, 1e-12);  // same rate at both ends: linear in m
+  const GemmShape out{16384, 3072, 4096};
+  const KernelSpec far{"x", KernelKind::kGemm, shape_flops(out), shape_bytes(out), out};
+  EXPECT_EQ(kernel_time(pf, Precision::kBF16, far).source, TimeSource::kRoofline);
+  EXPECT_DOUBLE_EQ(
+      kernel_time(pf, Precision::kBF16, far).seconds,
+      roofline_time(pf, Precision::kBF16, KernelKind::kGemm, far.flops, far.bytes).seconds);
+}
+
+// Every kernel's FLOPs and bytes are those of its shape, for every catalog model.
+TEST(KernelTime, SpecsFollowTheirShapes) {
+  for (const auto& name : {"llama3.1-8b", "mixtral-8x7b", "gpt3-175b", "nemotron4-340b"}) {
+    const Model m = test::catalog_model(name);
+    for (std::int64_t tp : {1, 8}) {
+      const auto cm = compute_costs(m, test::catalog_platform("a100-sxm-hdr"), plan_of(tp, 4096),
+                                    test::uniform_partition(m, 2));
+      for (const auto& s : cm.stages) {
+        for (const auto* pass : {&s.forward, &s.backward, &s.optimizer}) {
+          for (const auto& k : pass->kernels) {
+            EXPECT_EQ(k.flops, shape_flops(k.shape)) << k.name;
+            EXPECT_EQ(k.bytes, shape_bytes(k.shape)) << k.name;
+            EXPECT_GT(k.bytes, 0) << k.name;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(find_memory_op("adam")->bytes_per_element, kAdamBytesPerParam);
+  EXPECT_EQ(find_memory_op("grad_norm")->bytes_per_element, kGradReduceBytes);
+}
+
+}  // namespace
+}  // namespace trainsim
