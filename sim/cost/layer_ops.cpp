@@ -160,8 +160,8 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
       break;
     case BlockKind::kCast:
       // nanotron's cast_to_fp32 block: BF16 logits in, fp32 logits out (and back for the grad).
-      p.kernels.push_back(elementwise(backward ? "cast.grad" : "cast", backward ? "cast.grad" : "cast",
-                                      T, s.vocab));
+      p.kernels.push_back(elementwise(backward ? "cast.grad" : "cast",
+                                      backward ? "cast.grad" : "cast", T, s.vocab));
       break;
     case BlockKind::kLoss:
       if (backward) {
