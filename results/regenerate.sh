@@ -81,3 +81,19 @@ for scenario in scenarios/seeds/*.json; do
   mv "$here/seeds/$name.txt.tmp" "$here/seeds/$name.txt"
   echo "wrote $here/seeds/$name.txt (exit $status)"
 done
+
+# A plan that does not fit: Llama 3.1 70B unsharded on one node (the oom diagnostic; exit 1).
+mkdir -p "$here/oom"
+status=0
+"$bin" check --model llama3.1-70b --platform h100-sxm-ndr --tp 1 --pp 1 --dp 8 --seq-len 8192 \
+  --gbs 8 > "$here/oom/llama3.1-70b-8gpu.txt.tmp" || status=$?
+if [ "$status" -gt 1 ]; then
+  echo "trainsim check failed on the oom example (exit $status)" >&2
+  exit "$status"
+fi
+mv "$here/oom/llama3.1-70b-8gpu.txt.tmp" "$here/oom/llama3.1-70b-8gpu.txt"
+echo "wrote $here/oom/llama3.1-70b-8gpu.txt (exit $status)"
+
+# trainsim validate: predicted vs measured peak memory of the Megatron-LM CI runs (DGX H100).
+(cd "$root" && "$bin" validate --out "$here/validation/megatron_ci_memory.md") >/dev/null
+echo "wrote $here/validation/megatron_ci_memory.md"

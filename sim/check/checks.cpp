@@ -6,7 +6,9 @@
 #include <optional>
 
 #include "sim/check/alternatives.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/vocab.hpp"
 
@@ -44,6 +46,39 @@ std::string percent(double fraction) {
   return format_fixed(100.0 * fraction, 1) + " %";
 }
 
+// The memory of a plan with its own partition rule; nullopt when the plan is not buildable or its
+// partition has a defect a framework stops on.
+std::optional<MemoryModel> memory_of(const Model& model, const Platform& platform,
+                                     const Plan& plan) {
+  try {
+    validate_plan(plan, model, platform, {});
+    const Partition partition = build_partition(model, platform, plan);
+    if (partition_is_defective(partition)) return std::nullopt;
+    const CostModel costs = compute_costs(model, platform, plan, partition);
+    return compute_memory(model, platform, plan, partition, costs);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+double worst_peak(const MemoryModel& m) {
+  return m.stages[static_cast<std::size_t>(m.worst_stage())].peak_bytes;
+}
+
+// The flags that turn plan `from` into `to`.
+std::string plan_changes(const Plan& from, const Plan& to) {
+  std::string out;
+  auto add = [&out](const std::string& flag) { out += (out.empty() ? "" : " ") + flag; };
+  if (to.tp != from.tp) add("--tp " + n(to.tp));
+  if (to.pp != from.pp) add("--pp " + n(to.pp));
+  if (to.dp != from.dp) add("--dp " + n(to.dp));
+  if (to.mbs != from.mbs) add("--mbs " + n(to.mbs));
+  if (to.sp && !from.sp) add("--sp");
+  if (to.zero != from.zero) add("--zero " + n(to.zero));
+  if (to.recompute != from.recompute) add(std::string("--recompute ") + to_string(to.recompute));
+  return out;
+}
+
 class Checker {
  public:
   Checker(const Model& model, const Platform& platform, const Plan& plan,
@@ -61,6 +96,7 @@ class Checker {
     check_batch();
     check_vocabulary();
     check_tp_span();
+    check_memory();
     return std::move(out_);
   }
 
@@ -396,6 +432,169 @@ class Checker {
       d.fix = "--tp " + n(a.tp) + " --dp " + n(a.dp) + ": " +
               step_comparison(priced->step_time_s, now());
     }
+    out_.push_back(std::move(d));
+  }
+
+  // A plan that fits in the GPU's memory: its worst stage's peak and its simulated step time.
+  struct Fit {
+    Plan plan;
+    double peak = 0;
+    double step = 0;
+  };
+
+  std::optional<Fit> fit_of(const Plan& p) {
+    const auto memory = memory_of(model_, platform_, p);
+    if (!memory || !memory->fits()) return std::nullopt;
+    const auto priced = price(model_, platform_, p);
+    if (!priced) return std::nullopt;
+    return Fit{p, worst_peak(*memory), priced->step_time_s};
+  }
+
+  std::string fit_text(const Fit& f) {
+    return plan_changes(plan_, f.plan) + " (peak " + format_bytes(f.peak) +
+           "): " + step_comparison(f.step, now());
+  }
+
+  // Single changes to the plan, on the same GPUs, that each fit on their own.
+  std::vector<Fit> single_fixes() {
+    std::vector<Plan> candidates;
+    auto with = [&](auto change) {
+      Plan p = plan_;
+      change(p);
+      candidates.push_back(p);
+    };
+    if (plan_.recompute == Recompute::kNone) {
+      with([](Plan& p) { p.recompute = Recompute::kSelective; });
+    }
+    if (plan_.recompute != Recompute::kFull) with([](Plan& p) { p.recompute = Recompute::kFull; });
+    if (plan_.tp > 1 && !plan_.sp) with([](Plan& p) { p.sp = true; });
+    if (plan_.dp > 1) {
+      for (std::int64_t z : {1, 3}) {
+        if (plan_.zero < z) with([z](Plan& p) { p.zero = z; });
+      }
+    }
+    // One more pipeline stage (the next pp that divides the same GPUs), and twice the TP.
+    for (std::int64_t pp = plan_.pp + 1; pp <= plan_.pp * plan_.dp; ++pp) {
+      if ((plan_.pp * plan_.dp) % pp != 0) continue;
+      with([&](Plan& p) {
+        p.pp = pp;
+        p.dp = plan_.pp * plan_.dp / pp;
+      });
+      break;
+    }
+    if (plan_.dp % 2 == 0) {
+      with([](Plan& p) {
+        p.tp *= 2;
+        p.dp /= 2;
+      });
+    }
+    if (plan_.mbs > 1 && plan_.mbs % 2 == 0) with([](Plan& p) { p.mbs /= 2; });
+    std::vector<Fit> fits;
+    for (const auto& p : candidates) {
+      if (p.tp > platform_.node.gpus_per_node) continue;
+      if (p.gbs > 0 && p.gbs % (p.mbs * p.dp) != 0) continue;
+      if (auto f = fit_of(p)) fits.push_back(*f);
+    }
+    return fits;
+  }
+
+  // The fastest plan that fits on `gpus` GPUs, among every TP (powers of two within a node), PP
+  // and DP that multiply to `gpus`, the lowest of ZeRO 0, 1 and 3 that fits, and sequence
+  // parallelism with TP; without recomputation if any fits, else with selective, else with full
+  // recomputation.
+  std::optional<Fit> searched_fix(std::int64_t gpus) {
+    for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      std::optional<Fit> fastest;
+      for (std::int64_t tp = 1; tp <= platform_.node.gpus_per_node && tp <= gpus; tp *= 2) {
+        if (gpus % tp != 0) continue;
+        for (std::int64_t pp = 1; pp <= gpus / tp && pp <= model_.num_layers; ++pp) {
+          if ((gpus / tp) % pp != 0) continue;
+          const std::int64_t dp = gpus / tp / pp;
+          if (plan_.gbs > 0 && plan_.gbs % (plan_.mbs * dp) != 0) continue;
+          for (std::int64_t zero : {0, 1, 3}) {
+            if (zero > 0 && dp == 1) continue;
+            Plan p = plan_;
+            p.tp = tp;
+            p.pp = pp;
+            p.dp = dp;
+            p.gpus = 0;
+            p.sp = tp > 1;
+            p.zero = zero;
+            p.recompute = r;
+            auto f = fit_of(p);
+            if (!f) continue;
+            if (!fastest || f->step < fastest->step) fastest = f;
+            break;  // a higher ZeRO stage saves memory this layout does not need
+          }
+        }
+      }
+      if (fastest) return fastest;
+    }
+    return std::nullopt;
+  }
+
+  // How far the search for a cluster that fits goes: up to this many times the plan's GPUs.
+  static constexpr std::int64_t kMoreGpus = 16;
+
+  std::string memory_fix() {
+    const std::vector<Fit> fits = single_fixes();
+    std::string fix;
+    for (const auto& f : fits) fix += (fix.empty() ? "" : "; or ") + fit_text(f);
+    if (!fits.empty()) return fix;
+    const std::int64_t gpus = plan_.world_size();
+    if (auto f = searched_fix(gpus)) {
+      return "no single change fits; the fastest plan on the same " + n(gpus) +
+             " GPUs that does: " + fit_text(*f);
+    }
+    for (std::int64_t more = 2 * gpus; more <= kMoreGpus * gpus; more *= 2) {
+      auto f = searched_fix(more);
+      if (!f) continue;
+      const double tokens = static_cast<double>(f->plan.sequences_per_step() * f->plan.seq_len);
+      return "no plan on " + n(gpus) + " GPUs fits; the smallest cluster that does has " + n(more) +
+             " GPUs, and its fastest plan is " + plan_changes(plan_, f->plan) + " (peak " +
+             format_bytes(f->peak) + "): step " + format_seconds(f->step) + ", " +
+             format_grouped(std::llround(tokens / f->step)) + " tokens/s";
+    }
+    return "no plan of up to " + n(kMoreGpus * gpus) +
+           " GPUs fits at this batch and sequence length";
+  }
+
+  void check_memory() {
+    const MemoryModel mm = compute_memory(model_, platform_, plan_, partition_, costs_);
+    if (mm.fits()) return;
+    const std::int64_t worst = mm.worst_stage();
+    const StageMemory& s = mm.stages[static_cast<std::size_t>(worst)];
+    const ModelState& st = s.state;
+    const double base = st.total() + s.runtime_allocated;
+    const double activations = s.timeline.peak - base;
+    std::vector<std::string> others;
+    for (std::size_t i = 0; i < mm.stages.size(); ++i) {
+      if (static_cast<std::int64_t>(i) != worst && mm.stages[i].peak_bytes > mm.capacity) {
+        others.push_back(n(static_cast<std::int64_t>(i)));
+      }
+    }
+    Diagnostic d;
+    d.id = "oom";
+    d.severity = Severity::kError;
+    d.stage = worst;
+    d.message = "stage " + n(worst) + " needs " + format_bytes(s.peak_bytes) +
+                " per GPU at its peak, more than the GPU's " + format_bytes(mm.capacity) + " (" +
+                platform_.gpu.name + "): model state " + format_bytes(st.total()) + " (weights " +
+                format_bytes(st.weights) + ", gradients " + format_bytes(st.gradients) +
+                ", master weights " + format_bytes(st.master_weights) + ", Adam moments " +
+                format_bytes(st.optimizer) + ", ZeRO " + n(plan_.zero) + "), activations " +
+                format_bytes(activations) + " with " + n(s.timeline.peak_in_flight) +
+                " micro-batch" + (s.timeline.peak_in_flight == 1 ? "" : "es") +
+                " in flight at its peak (compute step " + n(s.timeline.peak_step + 1) + " of " +
+                n(static_cast<std::int64_t>(s.timeline.after_step.size())) + " of its " +
+                to_string(plan_.schedule) + " program), runtime " +
+                format_bytes(s.peak_bytes - s.timeline.peak + s.runtime_allocated) +
+                " (allocator buffers, fragmentation, CUDA context)";
+    if (!others.empty()) {
+      d.message += "; stage" + std::string(others.size() > 1 ? "s " : " ") + and_list(others) +
+                   " also exceed" + (others.size() > 1 ? "" : "s") + " it";
+    }
+    d.fix = memory_fix();
     out_.push_back(std::move(d));
   }
 

@@ -130,7 +130,8 @@ std::string top_help() {
          "  trainsim run   SCENARIO.json | --model M --platform P [plan flags]  [--out DIR] "
          "[--format text|json]\n"
          "  trainsim check same inputs: diagnostics only (exit 1 on errors)\n"
-         "  trainsim list  the catalog: models (with parameter counts), platforms, scenarios\n"
+         "  trainsim validate [REFERENCE.json ...]  predictions against published "
+         "measurements\n"
          "  trainsim list  the catalog: models (with parameter counts), platforms, scenarios\n"
          "\n"
          "A scenario names a model, a platform and a plan; flags override its values. Models,\n"
@@ -155,13 +156,15 @@ std::string run_help(const std::string& command) {
          "receives, the data-parallel gradient all-reduce, the optimizer step) and replays them "
          "on\n"
          "the platform's network. Prints step time, tokens/s, model TFLOP/s per GPU, MFU, the\n"
-         "pipeline bubble, exposed communication by kind and a per-stage table.\n\n";
+         "pipeline bubble, exposed communication by kind and a per-stage table with each\n"
+         "stage's peak memory per GPU.\n\n";
   } else {
     o << "usage: trainsim check [SCENARIO.json] [flags]\n\n"
          "Builds the plan's partition with the named framework rule and reports what would go\n"
          "wrong, each finding with a fix that names an alternative plan and its simulated step\n"
          "time: stage-without-parameters, empty-stage, layers-dropped (errors: the framework\n"
-         "crashes or trains a different model), gbs-not-divisible (error), stage-imbalance,\n"
+         "crashes or trains a different model), gbs-not-divisible and oom (errors; oom when a\n"
+         "stage's peak memory exceeds the GPU's, with plans that fit), stage-imbalance,\n"
          "microbatches-fewer-than-stages, uneven-tp-shard (vocabulary padding and its checkpoint\n"
          "hazard), tp-across-nodes (warnings). Exits 1 when any is an error, 0 otherwise.\n\n"
          "  trainsim check scenarios/seeds/nanotron-108.json\n"
@@ -170,6 +173,55 @@ std::string run_help(const std::string& command) {
   }
   o << io_options(command) << "\n" << plan_options();
   return o.str();
+}
+
+std::string validate_help() {
+  return "usage: trainsim validate [REFERENCE.json ...] [--platform P] [--format text|json] "
+         "[--out FILE]\n\n"
+         "Compares trainsim's predictions with published measurements, row by row, and lists\n"
+         "the rows it cannot express with the reason. Without REFERENCE.json: the Megatron-LM CI\n"
+         "golden values in tests/validation/refdata/ (peak allocated memory per GPU on DGX\n"
+         "H100). Prints Markdown (or JSON) with each row's error and the mean and max error.\n\n"
+         "  --platform P   platform of the measurements (default h100-sxm-ndr)\n"
+         "  --format F     text (Markdown, the default) or json\n"
+         "  --out FILE     also write the output to FILE\n";
+}
+
+ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
+  po::options_description d;
+  d.add_options()("help,h", "")("platform", po::value<std::string>(), "")(
+      "format", po::value<std::string>(), "")("out", po::value<std::string>(), "")(
+      "reference", po::value<std::vector<std::string>>(), "");
+  po::positional_options_description positional;
+  positional.add("reference", -1);
+  po::variables_map vm;
+  try {
+    po::store(
+        po::command_line_parser(args)
+            .options(d)
+            .positional(positional)
+            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+            .run(),
+        vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    fail_input("trainsim validate", std::string(e.what()) + " (see trainsim validate --help)");
+  }
+  ValidateOptions opt;
+  opt.help = vm.count("help") > 0;
+  if (vm.count("reference")) opt.references = vm["reference"].as<std::vector<std::string>>();
+  if (vm.count("platform")) opt.platform = vm["platform"].as<std::string>();
+  if (vm.count("format")) {
+    opt.format = vm["format"].as<std::string>();
+    if (opt.format != "text" && opt.format != "json") {
+      fail_input("--format", "must be text or json, got '" + opt.format + "'");
+    }
+  }
+  if (vm.count("out")) {
+    opt.out = vm["out"].as<std::string>();
+    if (opt.out->empty()) fail_input("--out", "must not be empty");
+  }
+  return opt;
 }
 
 RunOptions parse_run_options(const std::string& command, const std::vector<std::string>& args) {

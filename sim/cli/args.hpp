@@ -16,6 +16,18 @@ struct RunOptions {
   bool help = false;
 };
 
+struct ValidateOptions {
+  std::vector<std::string> references;  // empty: the default reference set
+  std::string platform = "h100-sxm-ndr";
+  std::string format = "text";
+  std::optional<std::string> out;
+  bool help = false;
+};
+
+/// Parses the arguments of `validate` (after the command word).
+ValidateOptions parse_validate_options(const std::vector<std::string>& args);
+std::string validate_help();
+
 /// Parses the arguments of `run` or `check` (after the command word). InputError naming the
 /// flag on bad usage.
 RunOptions parse_run_options(const std::string& command, const std::vector<std::string>& args);

@@ -16,6 +16,7 @@
 #include "sim/graph/graph_json.hpp"
 #include "sim/model/params.hpp"
 #include "sim/report/report.hpp"
+#include "sim/validate/validate.hpp"
 
 namespace trainsim {
 
@@ -98,6 +99,29 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   return opt.strict && errors ? kExitDiagnostics : kExitOk;
 }
 
+int validate_command(const std::vector<std::string>& args, std::ostream& out) {
+  const ValidateOptions opt = parse_validate_options(args);
+  if (opt.help) {
+    out << validate_help();
+    return kExitOk;
+  }
+  const Platform platform =
+      load_platform(resolve_catalog_entry("platforms", opt.platform, "--platform"));
+  std::vector<ValidationSet> sets;
+  if (opt.references.empty()) {
+    sets.push_back(validate_reference(default_reference(), platform));
+  }
+  for (const auto& ref : opt.references) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(ref, ec)) fail_input(ref, "no such file");
+    sets.push_back(validate_reference(ref, platform));
+  }
+  const std::string text = opt.format == "json" ? validation_json(sets) : validation_markdown(sets);
+  if (opt.out) write_file_atomically(*opt.out, text);
+  out << text;
+  return kExitOk;
+}
+
 // The catalog: every model with its parameter count, every platform and scenario.
 int list_catalog(std::ostream& out) {
   out << "models:\n";
@@ -134,12 +158,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     const std::string command = args[0];
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "run" || command == "check") return run_or_check(command, rest, out);
+    if (command == "validate") return validate_command(rest, out);
     if (command == "list") {
       if (!rest.empty()) fail_input("trainsim list", "takes no arguments");
       return list_catalog(out);
     }
     fail_input("trainsim", "unknown command '" + command +
-                               "' (commands: run, check, list; see trainsim --help)");
+                               "' (commands: run, check, validate, list; see trainsim --help)");
   } catch (const InputError& e) {
     err << "trainsim: error: " << e.what() << "\n";
     return kExitBadInput;

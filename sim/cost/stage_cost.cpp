@@ -10,16 +10,16 @@
 
 namespace trainsim {
 
-namespace {
-
-// Parameters of one decoder layer held by each TP rank: sharded projections, replicated norms.
-std::int64_t layer_params_per_rank(const Model& m, const ParamCount& c, std::int64_t tp) {
+std::int64_t layer_params_per_rank(const Model& m, std::int64_t tp) {
+  const ParamCount c = count_params(m);
   std::int64_t replicated = c.layer_norms;
   if (m.attention_output_bias) replicated += m.hidden_size;
   if (m.mlp_bias) replicated += m.hidden_size * (m.moe.is_moe() ? m.moe.num_experts : 1);
   if (m.moe.is_moe()) replicated += m.hidden_size * m.moe.num_experts;  // router
   return (c.layer() - replicated) / tp + replicated;
 }
+
+namespace {
 
 void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block, std::int64_t count,
               const Platform& platform, Precision precision) {
@@ -97,7 +97,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   cm.padded_vocab = padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp);
   const LayerShape shape = layer_shape(model, plan, cm.padded_vocab);
   const ParamCount pc = count_params(model);
-  const std::int64_t layer_rank = layer_params_per_rank(model, pc, plan.tp);
+  const std::int64_t layer_rank = layer_params_per_rank(model, plan.tp);
   const std::int64_t vocab_rows = cm.padded_vocab / plan.tp;
 
   // What an empty stage passes on: the hidden states it received.

@@ -77,6 +77,10 @@ struct BlockCost {
 BlockCost block_cost(const Model& model, const Platform& platform, const Plan& plan,
                      BlockKind kind);
 
+/// Parameters of one decoder layer held by each TP rank: sharded projections, replicated norms
+/// and row-parallel biases.
+std::int64_t layer_params_per_rank(const Model& model, std::int64_t tp);
+
 /// Bytes of the tensor a block hands to the next one, per micro-batch on one TP rank.
 double block_output_bytes(BlockKind kind, const LayerShape& shape);
 

@@ -504,20 +504,6 @@ class RankProgramWriter {
   std::vector<std::int64_t> deferred_reductions_;
 };
 
-PipelineSchedule pipeline_schedule(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::kGPipe:
-      return PipelineSchedule::kGPipe;
-    case ScheduleKind::kInterleaved:
-      return PipelineSchedule::kInterleaved;
-    case ScheduleKind::kZBH1:
-      return PipelineSchedule::kZBH1;
-    case ScheduleKind::k1F1B:
-      return PipelineSchedule::k1F1B;
-  }
-  return PipelineSchedule::k1F1B;
-}
-
 }  // namespace
 
 TaskGraph build_task_graph(const Plan& plan, const CostModel& costs) {
@@ -554,12 +540,7 @@ TaskGraph build_task_graph(const Plan& plan, const CostModel& costs) {
     }
   }
 
-  ScheduleConfig config;
-  config.schedule = pipeline_schedule(plan.schedule);
-  config.stages = plan.pp;
-  config.microbatches = plan.num_microbatches();
-  config.chunks = plan.vp;
-  config.group_size = plan.microbatch_group_size_per_vp_stage;
+  const ScheduleConfig config = schedule_config(plan);
   std::vector<std::vector<ScheduleStep>> programs;
   for (std::int64_t s = 0; s < plan.pp; ++s) programs.push_back(stage_program(config, s));
 

@@ -70,6 +70,29 @@ std::int64_t Plan::vocab_multiple() const {
   return 128;
 }
 
+ScheduleConfig schedule_config(const Plan& plan) {
+  ScheduleConfig c;
+  switch (plan.schedule) {
+    case ScheduleKind::kGPipe:
+      c.schedule = PipelineSchedule::kGPipe;
+      break;
+    case ScheduleKind::k1F1B:
+      c.schedule = PipelineSchedule::k1F1B;
+      break;
+    case ScheduleKind::kInterleaved:
+      c.schedule = PipelineSchedule::kInterleaved;
+      break;
+    case ScheduleKind::kZBH1:
+      c.schedule = PipelineSchedule::kZBH1;
+      break;
+  }
+  c.stages = plan.pp;
+  c.microbatches = plan.num_microbatches();
+  c.chunks = plan.vp;
+  c.group_size = plan.microbatch_group_size_per_vp_stage;
+  return c;
+}
+
 std::string PlanOrigin::of(const std::string& field) const {
   auto it = where.find(field);
   if (it != where.end()) return it->second;
@@ -128,6 +151,14 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
     fail_input(origin.of("overlap_param_gather"),
                "needs --overlap-grad-reduce, as in Megatron-LM (the gathers reuse its buckets)");
   }
+  if (plan.zero < 0 || plan.zero > 3) {
+    fail_input(origin.of("zero"), "must be a ZeRO stage in [0, 3], got " + n(plan.zero));
+  }
+  if (plan.zero >= 2 && plan.pp > 1) {
+    fail_input(origin.of("zero"),
+               "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism "
+               "(DeepSpeed's PipelineEngine asserts it); use --zero 1 or --pp 1");
+  }
   if (plan.precision == Precision::kFP8 && platform.gpu.peak_fp8_flops <= 0) {
     fail_input(origin.of("precision"), "fp8 needs FP8 tensor cores; " + platform.gpu.name +
                                            " has none (platform " + platform.name + ")");
@@ -155,12 +186,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
                                     n(model.num_layers) + ")");
   }
   if (plan.schedule == ScheduleKind::kInterleaved) {
-    ScheduleConfig sc;
-    sc.schedule = PipelineSchedule::kInterleaved;
-    sc.stages = plan.pp;
-    sc.microbatches = plan.num_microbatches();
-    sc.chunks = plan.vp;
-    sc.group_size = plan.microbatch_group_size_per_vp_stage;
+    const ScheduleConfig sc = schedule_config(plan);
     const std::string problem = interleaving_problem(sc);
     if (!problem.empty()) {
       fail_input(origin.of(plan.microbatch_group_size_per_vp_stage > 0

@@ -8,6 +8,7 @@
 
 #include "sim/model/model.hpp"
 #include "sim/platform/platform.hpp"
+#include "sim/schedule/schedule.hpp"
 
 namespace trainsim {
 
@@ -78,6 +79,9 @@ struct Plan {
   /// (Megatron and Megatron-DeepSpeed 128, ColossalAI 64, nanotron 1).
   std::int64_t vocab_multiple() const;
 };
+
+/// The pipeline schedule the plan runs: its kind, stages, micro-batches, chunks and groups.
+ScheduleConfig schedule_config(const Plan& plan);
 
 /// Where each plan field was set ("--tp" or "scenarios/x.json: $.plan.tp"), so feasibility errors
 /// name what the user wrote. Fields not present default to their flag.

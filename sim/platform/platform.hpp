@@ -51,6 +51,18 @@ struct OverlapSpec {
   double compute_slowdown = 0;
 };
 class KernelDatabase;
+/// GPU memory that is neither model state nor activations (see the platform's sources for the
+/// calibration). Absent from a platform file: all zero.
+struct RuntimeMemory {
+  /// Bytes the framework's caching allocator counts beyond model state and activations (library
+  /// workspaces, the batch, temporaries): what torch.cuda.max_memory_allocated sees on top.
+  double allocated = 0;
+  /// Bytes outside the caching allocator: CUDA context, NCCL buffers, library handles, and what
+  /// the driver keeps of the sheet capacity.
+  double reserved = 0;
+  /// The caching allocator's reserve above its allocated peak, as a fraction of that peak.
+  double fragmentation = 0;
+};
 
 struct Platform {
   std::string name;
@@ -65,6 +77,7 @@ struct Platform {
   std::shared_ptr<const KernelDatabase> kernel_db;
   std::string kernel_db_name;            // as written in the platform file
   std::filesystem::path kernel_db_path;  // resolved
+  RuntimeMemory memory;
 
   double nvlink_link_bandwidth() const { return node.nvlink_bandwidth * efficiency.nvlink; }
   double nic_link_bandwidth() const { return network.nic_bandwidth * efficiency.network; }

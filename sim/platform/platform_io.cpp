@@ -10,6 +10,7 @@ namespace {
 constexpr double kTera = 1e12;
 constexpr double kGiga = 1e9;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kMicro = 1e-6;
 const RealRange kFraction{0.0, false, 1.0, true};
 const RealRange kNonNegative{0.0, true};
@@ -73,6 +74,13 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
     p.kernel_db = std::make_shared<const KernelDatabase>(load_kernel_database(path));
     p.kernel_db_name = *db;
     p.kernel_db_path = path;
+  }
+
+  if (auto mem = o.optional_object("memory")) {
+    p.memory.allocated = mem->number("allocated_overhead_MiB", kNonNegative) * kMiB;
+    p.memory.reserved = mem->number("runtime_reserved_GiB", kNonNegative) * kGiB;
+    p.memory.fragmentation = mem->number("fragmentation", {0.0, true, 1.0, true});
+    mem->finish();
   }
 
   o.allow({"sources", "notes"});

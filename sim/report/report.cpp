@@ -1,6 +1,7 @@
 #include "sim/report/report.hpp"
 
 #include "sim/core/version.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/model/flops.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/placement.hpp"
@@ -74,6 +75,7 @@ Report make_report(const ReportInputs& in) {
   }
   r.bubble_fraction = idle_total / gpus / step;
 
+  const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, in.partition, in.costs);
   std::map<std::string, double> time_by_source;
   const double m = static_cast<double>(r.microbatches);
   const auto chunks = in.partition.chunks;
@@ -98,6 +100,7 @@ Report make_report(const ReportInputs& in) {
       record_kernels(r.provenance, v, "optimizer", cost.optimizer, 1.0, time_by_source);
     }
     sr.idle_s /= n;
+    sr.peak_memory_bytes = memory.stages[static_cast<std::size_t>(s)].peak_bytes;
     for (auto& c : sr.exposed_comm_s) c /= n;
   }
   double total = 0;

@@ -32,6 +32,7 @@ struct StageReport {
   double compute_s = 0;    // a GPU of the stage, whole step
   std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over the stage's GPUs
   double idle_s = 0;                                   // mean over the stage's GPUs
+  double peak_memory_bytes = 0;  // device memory per GPU at the stage's peak (sim/memory)
 };
 
 struct KernelRecord {

@@ -81,6 +81,7 @@ std::string report_json(const Report& r) {
     sj["compute_s"] = s.compute_s;
     sj["exposed_comm_s"] = comm_json(s.exposed_comm_s);
     sj["idle_s"] = s.idle_s;
+    sj["peak_memory_bytes"] = s.peak_memory_bytes;
     stages.push_back(std::move(sj));
   }
   j["stages"] = std::move(stages);

@@ -80,7 +80,7 @@ std::string report_text(const Report& r) {
   o << "\n";
 
   o << pad("stage", 7) << pad("layers", 8) << pad("params/GPU", 16) << pad("fwd/mb", 11)
-    << pad("bwd/mb", 11) << pad("compute", 11) << "blocks\n";
+    << pad("bwd/mb", 11) << pad("compute", 11) << pad("peak mem", 12) << "blocks\n";
   for (const auto& s : r.stages) {
     std::string blocks;
     for (const auto& c : s.chunks) {
@@ -90,7 +90,7 @@ std::string report_text(const Report& r) {
     o << pad(std::to_string(s.index), 7) << pad(std::to_string(s.layers), 8)
       << pad(format_grouped(s.params_per_gpu), 16) << pad(format_seconds(s.forward_s), 11)
       << pad(format_seconds(s.backward_s + s.recompute_s), 11)
-      << pad(format_seconds(s.compute_s), 11)
+      << pad(format_seconds(s.compute_s), 11) << pad(format_bytes(s.peak_memory_bytes), 12)
       << (s.chunks.size() == 1 && s.chunks[0].empty() ? "(empty stage)" : blocks) << "\n";
   }
   o << "\n";

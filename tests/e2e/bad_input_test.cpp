@@ -101,8 +101,8 @@ TEST_F(BadInput, UsageErrors) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(
       r.err,
-      "trainsim: error: trainsim: unknown command 'simulate' (commands: run, check, list; see "
-      "trainsim --help)\n");
+      "trainsim: error: trainsim: unknown command 'simulate' (commands: run, check, validate, "
+      "list; see trainsim --help)\n");
   EXPECT_EQ(fails({"run", "a.json", "b.json"}),
             "trainsim run: takes one SCENARIO.json, got 2 arguments");
   EXPECT_EQ(fails({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--seq-len", "8",

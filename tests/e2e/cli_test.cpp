@@ -66,8 +66,10 @@ TEST_P(GoldenReport, MatchesWithinTolerance) {
   for (std::size_t s = 0; s < want["stages"].size(); ++s) {
     EXPECT_EQ(got["stages"][s]["blocks"], want["stages"][s]["blocks"]);
     EXPECT_EQ(got["stages"][s]["params_per_gpu"], want["stages"][s]["params_per_gpu"]);
-    const double w = want["stages"][s]["compute_s"];
-    EXPECT_NEAR(got["stages"][s]["compute_s"].get<double>(), w, 1e-6 * w);
+    for (const char* key : {"compute_s", "peak_memory_bytes"}) {
+      const double w = want["stages"][s][key];
+      EXPECT_NEAR(got["stages"][s][key].get<double>(), w, 1e-6 * w) << key;
+    }
   }
 }
 
@@ -124,10 +126,10 @@ TEST(Cli, EnginesAgreeOnTheDefaultScenario) {
 
 TEST(Cli, CheckAndHelp) {
   auto r = test::run_trainsim(
-      {"check", kScenario, "--tp", "8", "--dp", "2", "--vocab-divisible-by", "32"});
+      {"check", kScenario, "--tp", "8", "--dp", "2", "--vocab-divisible-by", "32", "--sp"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "no diagnostics: the plan looks sound\n");
-  r = test::run_trainsim({"check", kScenario, "--gbs", "8"});
+  r = test::run_trainsim({"check", kScenario, "--gbs", "8", "--sp", "--zero", "1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("[warning] microbatches-fewer-than-stages"), std::string::npos) << r.out;
   // Error-level diagnostics make check exit 1, and run too with --strict.
@@ -143,6 +145,99 @@ TEST(Cli, CheckAndHelp) {
   r = test::run_trainsim({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("exit codes"), std::string::npos);
+}
+
+// Llama 3.1 70B on one DGX H100 node without any sharding: 18 bytes per parameter alone are
+// 1.16 TiB per GPU. The report gives every stage's peak and an oom error whose fix fits.
+TEST(Cli, Llama70bOnEightGpusIsOutOfMemory) {
+  const std::vector<std::string> args = {
+      "run",  "--model",  "llama3.1-70b", "--platform", "h100-sxm-ndr", "--tp", "1",
+      "--pp", "1",        "--dp",         "8",          "--seq-len",    "8192", "--gbs",
+      "8",    "--format", "json"};
+  auto r = test::run_trainsim(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["stages"].size(), 1u);
+  // 70,553,706,496 parameters x (2 + 4 + 4 + 8) bytes, before activations and runtime terms.
+  const double state = 18.0 * 70553706496.0;
+  EXPECT_EQ(j["stages"][0]["params_per_gpu"], 70553706496LL);
+  EXPECT_GT(j["stages"][0]["peak_memory_bytes"].get<double>(), state);
+  const nlohmann::json* oom = nullptr;
+  for (const auto& d : j["diagnostics"]) {
+    if (d["id"] == "oom") oom = &d;
+  }
+  ASSERT_NE(oom, nullptr) << r.out;
+  EXPECT_EQ((*oom)["severity"], "error");
+  EXPECT_EQ((*oom)["stage"], 0);
+  const std::string message = (*oom)["message"];
+  EXPECT_NE(message.find("stage 0 needs "), std::string::npos) << message;
+  EXPECT_NE(message.find("more than the GPU's 80.00 GiB"), std::string::npos) << message;
+  EXPECT_NE(message.find("model state 1.16 TiB"), std::string::npos) << message;
+  // Nothing on 8 GPUs fits (even ZeRO-3 leaves 18 / 8 bytes of 70.6B parameters, 148 GiB), so
+  // the fix is the smallest cluster that does, with its simulated step time.
+  const std::string fix = (*oom)["fix"];
+  EXPECT_NE(fix.find("no plan on 8 GPUs fits; the smallest cluster that does has 32 GPUs"),
+            std::string::npos)
+      << fix;
+  EXPECT_NE(fix.find("step "), std::string::npos) << fix;
+  // Text report: a peak memory column, and --strict turns the error into exit code 1.
+  std::vector<std::string> text(args.begin(), args.end() - 2);
+  r = test::run_trainsim(text);
+  EXPECT_NE(r.out.find("peak mem"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[error] oom (stage 0)"), std::string::npos) << r.out;
+  text.push_back("--strict");
+  EXPECT_EQ(test::run_trainsim(text).exit_code, 1);
+}
+
+// trainsim validate against the Megatron-LM CI memory measurements in the repository.
+TEST(Cli, ValidateMegatronCiMemory) {
+  const std::string out = test::make_temp_dir() + "/validation.json";
+  const auto r = test::run_trainsim({"validate", "--format", "json", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::read_file(out), r.out);
+  const auto set = nlohmann::json::parse(r.out)["validation"][0];
+  EXPECT_EQ(set["reference"], "megatron_lm_ci_golden_values_h100.json");
+  EXPECT_EQ(set["rows_total"], 139);
+  EXPECT_EQ(set["expressed"], 23);
+  // The targets: mean error under 5 %, max under 10 %.
+  EXPECT_LT(set["mean_abs_error"].get<double>(), 0.05);
+  EXPECT_LT(set["max_abs_error"].get<double>(), 0.10);
+  // The fitted overhead is one number; fitting it without each row in turn keeps the targets.
+  EXPECT_LT(set["leave_one_out_mean_abs_error"].get<double>(), 0.05);
+  EXPECT_LT(set["leave_one_out_max_abs_error"].get<double>(), 0.10);
+  EXPECT_NEAR(set["overhead_fit_bytes"].get<double>(), set["allocated_overhead_bytes"],
+              0.1 * 1024 * 1024);
+  // One row by hand: 12 layers of hidden 512, tp 1, pp 1, mbs 4 x 1024 tokens (T = 4096),
+  // vocabulary 50,257 padded to 50,304, tied, learned positions, full recomputation, dropout.
+  const nlohmann::json* row = nullptr;
+  for (const auto& x : set["rows"]) {
+    if (x["name"] == "gpt3_mcore_te_tp1_pp1_resume_torch_dist_uniform_full_recompute") row = &x;
+  }
+  ASSERT_NE(row, nullptr);
+  const double T = 4096, h = 512, V = 50304;
+  const double params = 12 * (3 * h * h + 3 * h + h * h + h + 8 * h * h + 5 * h + 4 * h) + V * h +
+                        1024 * h + 2 * h;  // 64,109,568
+  EXPECT_DOUBLE_EQ(params, 64109568);
+  const double state = 18 * params;
+  const double saved = 12 * 2 * T * h   // each layer's input (full recomputation)
+                       + 8 * T + T * h  // token ids, embedding dropout mask
+                       + 2 * 2 * T * h  // final norm and LM head inputs
+                       + 4 * T * V;     // fp32 softmax of the loss
+  const double transient = 2 * T * V;   // BF16 logits beside it while the loss runs
+  const double overhead = 113.9 * 1024 * 1024;
+  EXPECT_NEAR((*row)["predicted_bytes"].get<double>(), state + saved + transient + overhead, 1.0);
+  EXPECT_DOUBLE_EQ((*row)["measured_bytes"].get<double>(), 2561334272.0);
+}
+
+TEST(Cli, ValidateRejectsWhatIsNotAReferenceSet) {
+  auto r = test::run_trainsim({"validate", "missing.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "trainsim: error: missing.json: no such file\n");
+  const std::string model = test::source_dir() + "/models/llama3.1-8b.json";
+  r = test::run_trainsim({"validate", model});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a reference set trainsim can validate against"), std::string::npos)
+      << r.err;
 }
 
 TEST(Cli, ListShowsTheCatalog) {

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "sim/cli/scenario.hpp"
+#include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/memory/memory.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -152,6 +154,51 @@ TEST(Diagnostics, BatchRules) {
   ASSERT_EQ(few.size(), 1u);
   EXPECT_TRUE(contains(few[0]->message, "(p-1)/(m+p-1) = 60.0 %")) << few[0]->message;
   EXPECT_TRUE(contains(few[0]->fix, "--gbs 16 (m = p)")) << few[0]->fix;
+}
+
+// Llama 3.1 8B unsharded on 8 GPUs: 18 bytes x 8,030,261,248 parameters = 134.62 GiB of model
+// state per GPU. Of the single changes, only ZeRO-3 fits; the fix names it with its peak and step
+// time, and leaves out ZeRO-1 (re-checked: it does not fit).
+TEST(Diagnostics, OutOfMemoryNamesTheStageAndFixesThatFit) {
+  InputRequest req;
+  req.model = "llama3.1-8b";
+  req.platform = "h100-sxm-ndr";
+  req.plan_flags = {{"tp", "1"}, {"pp", "1"}, {"dp", "8"}, {"seq_len", "8192"}, {"gbs", "8"}};
+  const ResolvedInputs in = resolve_inputs(req);
+  const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
+  const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
+  const auto diagnostics = check_plan(in.model, in.platform, in.plan, part, costs);
+  const Diagnostic* oom = nullptr;
+  for (const auto& d : diagnostics) {
+    if (d.id == "oom") oom = &d;
+  }
+  ASSERT_NE(oom, nullptr);
+  EXPECT_EQ(oom->severity, Severity::kError);
+  EXPECT_EQ(oom->stage, 0);
+  const MemoryModel mm = compute_memory(in.model, in.platform, in.plan, part, costs);
+  EXPECT_FALSE(mm.fits());
+  EXPECT_TRUE(contains(oom->message, "stage 0 needs " + format_bytes(mm.stages[0].peak_bytes) +
+                                         " per GPU at its peak, more than the GPU's 80.00 GiB"))
+      << oom->message;
+  EXPECT_EQ(format_bytes(18.0 * 8030261248.0), "134.62 GiB");
+  EXPECT_TRUE(contains(oom->message, "model state 134.62 GiB")) << oom->message;
+  EXPECT_TRUE(contains(oom->message, "1 micro-batch in flight")) << oom->message;
+
+  auto memory_with = [&](std::int64_t zero) {
+    Plan p = in.plan;
+    p.zero = zero;
+    const Partition pp = build_partition(in.model, in.platform, p);
+    return compute_memory(in.model, in.platform, p, pp,
+                          compute_costs(in.model, in.platform, p, pp));
+  };
+  const MemoryModel z3 = memory_with(3);
+  ASSERT_TRUE(z3.fits());
+  EXPECT_FALSE(memory_with(1).fits());
+  EXPECT_TRUE(
+      contains(oom->fix, "--zero 3 (peak " + format_bytes(z3.stages[0].peak_bytes) + "): step "))
+      << oom->fix;
+  EXPECT_FALSE(contains(oom->fix, "--zero 1")) << oom->fix;
+  EXPECT_FALSE(contains(oom->fix, "--recompute")) << oom->fix;
 }
 
 }  // namespace

@@ -94,6 +94,26 @@ TEST_F(PlanRules, OneClearLinePerRule) {
   EXPECT_EQ(error_of(p), "--seq-len: is required (a positive integer)");
 }
 
+// Sequence parallelism, recomputation and ZeRO 0-3 are accepted (the memory model uses them).
+TEST_F(PlanRules, MemoryOptionsAreAccepted) {
+  Plan p = base();
+  p.sp = true;
+  p.recompute = Recompute::kSelective;
+  p.zero = 1;
+  EXPECT_EQ(error_of(p), "(valid)");
+  p.recompute = Recompute::kFull;
+  p.zero = 4;
+  EXPECT_EQ(error_of(p), "--zero: must be a ZeRO stage in [0, 3], got 4");
+  p.zero = 2;
+  EXPECT_EQ(error_of(p),
+            "--zero: ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism (DeepSpeed's "
+            "PipelineEngine asserts it); use --zero 1 or --pp 1");
+  p.pp = 1;
+  p.dp = 16;
+  p.zero = 3;
+  EXPECT_EQ(error_of(p), "(valid)");
+}
+
 TEST_F(PlanRules, ErrorsNameTheScenarioWhenTheValueCameFromIt) {
   Plan p = base();
   p.tp = 3;

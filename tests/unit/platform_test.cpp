@@ -24,6 +24,22 @@ TEST(Platform, H100SheetInSIUnits) {
   EXPECT_NEAR(p.efficiency.gemm, 794.5 / 989.0, 1e-4);
 }
 
+TEST(Platform, RuntimeMemoryTerms) {
+  const Platform h = test::catalog_platform("h100-sxm-ndr");
+  EXPECT_DOUBLE_EQ(h.memory.allocated, 113.9 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(h.memory.reserved, 1.35 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(h.memory.fragmentation, 0.05);
+  // The block is optional: a platform without it has no runtime terms.
+  std::ifstream in(test::source_dir() + "/platforms/h100-sxm-ndr.json");
+  auto j = nlohmann::json::parse(in);
+  j.erase("memory");
+  j.erase("kernel_database");  // its path resolves next to the platform file, not "p.json"
+  const Platform bare = parse_platform_json(j, "p.json");
+  EXPECT_DOUBLE_EQ(bare.memory.allocated, 0.0);
+  EXPECT_DOUBLE_EQ(bare.memory.reserved, 0.0);
+  EXPECT_DOUBLE_EQ(bare.memory.fragmentation, 0.0);
+}
+
 TEST(Platform, A100Sheet) {
   const Platform p = test::catalog_platform("a100-sxm-hdr");
   EXPECT_DOUBLE_EQ(p.gpu.peak_bf16_flops, 312e12);
@@ -34,7 +50,8 @@ TEST(Platform, A100Sheet) {
 
 TEST(Platform, StrictInput) {
   std::ifstream in(test::source_dir() + "/platforms/h100-sxm-ndr.json");
-  const auto j = nlohmann::json::parse(in);
+  auto j = nlohmann::json::parse(in);
+  j.erase("kernel_database");  // its path resolves next to the platform file, not "p.json"
   auto expect_error = [](nlohmann::json bad, const std::string& expected) {
     try {
       parse_platform_json(bad, "p.json");
@@ -56,6 +73,14 @@ TEST(Platform, StrictInput) {
   expect_error(bad,
                "p.json: $.node.nvlink_bandwidth: unknown key (known keys here: gpus_per_node, "
                "nvlink_bandwidth_GBps, nvlink_latency_us)");
+  bad = j;
+  bad["memory"]["fragmentation_percent"] = 5;
+  expect_error(bad,
+               "p.json: $.memory.fragmentation_percent: unknown key (known keys here: "
+               "allocated_overhead_MiB, fragmentation, runtime_reserved_GiB)");
+  bad = j;
+  bad["memory"]["runtime_reserved_GiB"] = -1;
+  expect_error(bad, "p.json: $.memory.runtime_reserved_GiB: must be a number >= 0, got -1");
   bad = j;
   bad["gpu"]["hbm_bandwidth_GBps"] = -1;
   expect_error(bad, "p.json: $.gpu.hbm_bandwidth_GBps: must be a number > 0, got -1");

@@ -1,0 +1,210 @@
+#include "sim/memory/memory.hpp"
+
+#include <algorithm>
+
+#include "sim/model/params.hpp"
+#include "sim/schedule/schedule.hpp"
+
+namespace trainsim {
+
+namespace {
+
+constexpr double kActBytes = 2;      // BF16 activations
+constexpr double kTokenIdBytes = 8;  // int64 token ids
+constexpr double kMaskBytes = 1;     // dropout masks
+constexpr double kFp32 = 4;
+
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
+
+// Tokens of one micro-batch on one GPU, and the divisor of the tensors that tensor parallelism
+// leaves replicated (sequence parallelism splits them too).
+struct Shape {
+  double tokens;  // b * s
+  double seq;
+  double h;
+  double t;
+  double r;  // t with sequence parallelism, else 1
+};
+
+Shape shape_of(const Model& model, const Plan& plan) {
+  const double t = d(plan.tp);
+  return {d(plan.mbs) * d(plan.seq_len), d(plan.seq_len), d(model.hidden_size), t,
+          plan.sp ? t : 1.0};
+}
+
+// What the attention core keeps between forward and backward beyond Q, K, V and its output:
+// flash attention its softmax statistics (fp32 per query and head); otherwise the s x s
+// probabilities, and with attention dropout its mask and output (Korthikanti's 5as^2b).
+double attention_core(const Model& model, const Shape& s, const ActivationOptions& o) {
+  const double heads = d(model.num_attention_heads);
+  if (o.flash_attention) return kFp32 * s.tokens * heads / s.t;
+  const double per_element = kActBytes + (o.attention_dropout ? kMaskBytes + kActBytes : 0.0);
+  return per_element * heads * s.seq * s.tokens / s.t;
+}
+
+}  // namespace
+
+ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp) {
+  const double p = d(params_per_gpu);
+  const double shard = 1.0 / d(dp);
+  ModelState m;
+  m.weights = kWeightBytes * p * (zero >= 3 ? shard : 1.0);
+  m.gradients = kGradBytes * p * (zero >= 2 ? shard : 1.0);
+  m.master_weights = kMasterBytes * p * (zero >= 1 ? shard : 1.0);
+  m.optimizer = kOptimizerBytes * p * (zero >= 1 ? shard : 1.0);
+  return m;
+}
+
+LayerActivations layer_activations(const Model& model, const Plan& plan,
+                                   const ActivationOptions& o) {
+  const Shape s = shape_of(model, plan);
+  const double T = s.tokens;
+  const double q = d(model.q_size());
+  const double kv = d(model.kv_size());
+  // Without expert parallelism a token's MLP work is its top-k experts' (as the cost model).
+  const double ffn = model.moe.is_moe()
+                         ? d(model.moe.expert_ffn_hidden_size * model.moe.experts_per_token)
+                         : d(model.ffn_hidden_size);
+  const double up = is_gated(model.ffn_kind) ? 2.0 : 1.0;
+
+  // Replicated over TP (split by SP): the two norms' inputs, the QKV and MLP-up inputs (the norms'
+  // outputs) and the two hidden dropout masks.
+  double replicated = 4.0 * kActBytes * T * s.h;
+  if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
+  // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input), the
+  // MLP-up output (the activation's input, gate included) and the activation's output.
+  const double sharded = kActBytes * T * (q + kv + kv + q + up * ffn + ffn) / s.t;
+  const double core = attention_core(model, s, o);
+  const double all = replicated / s.r + sharded + core;
+
+  LayerActivations a;
+  switch (plan.recompute) {
+    case Recompute::kNone:
+      a.saved = all;
+      break;
+    case Recompute::kSelective:
+      // Megatron's selective recomputation checkpoints the attention core.
+      a.saved = all - core;
+      a.recompute = core;
+      break;
+    case Recompute::kFull:
+      // Each layer keeps only its input; its backward rebuilds everything else.
+      a.saved = kActBytes * T * s.h / s.r;
+      a.recompute = all;
+      break;
+  }
+  return a;
+}
+
+PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partition& partition,
+                              std::int64_t stage, std::int64_t padded_vocab,
+                              const ActivationOptions& o) {
+  const Shape s = shape_of(model, plan);
+  const double T = s.tokens;
+  const double logits = T * d(padded_vocab) / s.t;  // elements per GPU
+  const LayerActivations layer = layer_activations(model, plan, o);
+  const ParamCount pc = count_params(model);
+
+  PassFootprint f;
+  double largest_block = 0;  // parameters per GPU of the stage's largest block (ZeRO 2/3)
+  const auto& range = partition.stages[static_cast<std::size_t>(stage)];
+  for (auto i = range.begin; i < range.end; ++i) {
+    switch (partition.blocks[static_cast<std::size_t>(i)].kind) {
+      case BlockKind::kEmbedding:
+        // Token ids (Megatron's estimator: "input to embedding"), and the dropout mask.
+        f.saved += kTokenIdBytes * T;
+        if (o.hidden_dropout) f.saved += kMaskBytes * T * s.h / s.r;
+        largest_block =
+            std::max(largest_block, d(padded_vocab) / s.t * s.h + d(pc.position_embedding));
+        break;
+      case BlockKind::kDecoder:
+        f.saved += layer.saved;
+        f.backward_transient = std::max(f.backward_transient, layer.recompute);
+        largest_block = std::max(largest_block, d(layer_params_per_rank(model, plan.tp)));
+        break;
+      case BlockKind::kFinalNorm:
+      case BlockKind::kLmHead:
+        f.saved += kActBytes * T * s.h / s.r;  // the norm's input; the LM head's input
+        if (partition.blocks[static_cast<std::size_t>(i)].kind == BlockKind::kLmHead) {
+          largest_block = std::max(largest_block, d(padded_vocab) / s.t * s.h);
+        }
+        break;
+      case BlockKind::kCast:
+        break;  // its fp32 output is the loss's input, counted there
+      case BlockKind::kLoss: {
+        // Vocabulary-parallel cross-entropy: an fp32 copy of the logits turned into the softmax
+        // in place and kept for the backward; the BF16 logits live beside it while the loss
+        // runs, and the BF16 logits gradient beside it in the backward.
+        f.saved += kFp32 * logits;
+        if (partition.holds(stage, BlockKind::kLmHead)) {
+          f.forward_transient = std::max(f.forward_transient, kActBytes * logits);
+        } else {
+          f.saved += kActBytes * logits;  // received from the previous stage, held
+        }
+        f.backward_transient = std::max(f.backward_transient, kActBytes * logits);
+        break;
+      }
+    }
+  }
+  // ZeRO working set: one block's full gradients before their reduce-scatter (stage >= 2); the
+  // gathered weights of the running and the prefetched block (stage 3).
+  if (plan.zero >= 2) f.backward_transient += kGradBytes * largest_block;
+  if (plan.zero >= 3) {
+    f.forward_transient += 2.0 * kWeightBytes * largest_block;
+    f.backward_transient += 2.0 * kWeightBytes * largest_block;
+  }
+  return f;
+}
+
+std::int64_t MemoryModel::worst_stage() const {
+  std::int64_t worst = 0;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    if (stages[s].peak_bytes > stages[static_cast<std::size_t>(worst)].peak_bytes) {
+      worst = static_cast<std::int64_t>(s);
+    }
+  }
+  return worst;
+}
+
+bool MemoryModel::fits() const {
+  for (const auto& s : stages) {
+    if (s.peak_bytes > capacity) return false;
+  }
+  return true;
+}
+
+MemoryModel compute_memory(const Model& model, const Platform& platform, const Plan& plan,
+                           const Partition& partition, const CostModel& costs,
+                           const ActivationOptions& options) {
+  MemoryModel mm;
+  mm.capacity = platform.gpu.memory_bytes;
+  // The programs the task graph replays: each compute step names its model chunk, and each
+  // chunk (virtual stage chunk x pp + stage) has its own footprint.
+  ScheduleConfig config = schedule_config(plan);
+  config.microbatches = std::max<std::int64_t>(config.microbatches, 1);
+  const std::int64_t pp = partition.physical_stages();
+  for (std::int64_t s = 0; s < pp; ++s) {
+    StageMemory sm;
+    std::int64_t params = 0;
+    std::vector<PassFootprint> footprints;
+    for (std::int64_t c = 0; c < partition.chunks; ++c) {
+      const auto v = c * pp + s;
+      params += costs.stages[static_cast<std::size_t>(v)].params_per_gpu;
+      footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab, options));
+    }
+    sm.state = model_state(params, plan.zero, plan.dp);
+    sm.runtime_allocated = platform.memory.allocated;
+    sm.footprint = footprints.front();
+    const auto steps = compute_steps(stage_program(config, s));
+    sm.timeline = walk_activations(steps, footprints, sm.state.total() + sm.runtime_allocated);
+    sm.peak_allocated = sm.timeline.peak;
+    sm.peak_bytes =
+        sm.peak_allocated * (1.0 + platform.memory.fragmentation) + platform.memory.reserved;
+    mm.stages.push_back(std::move(sm));
+  }
+  return mm;
+}
+
+}  // namespace trainsim

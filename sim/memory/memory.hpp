@@ -1,0 +1,99 @@
+#pragma once
+// Memory per GPU of every pipeline stage over a training step. Three parts:
+//  - model state: BF16 weights, fp32 main gradients, fp32 master weights and Adam moments, of the
+//    parameters the stage's GPU holds (its TP shard, padded vocabulary, embedding and LM head where
+//    the partition puts them), sharded over data parallelism by ZeRO stage (--zero);
+//  - activations: what each micro-batch keeps from its forward to its backward, per Korthikanti
+//    et al. 2022 (Table 2) extended to GQA, gated MLPs and flash attention, under no, selective or
+//    full recomputation, with or without sequence parallelism; the logits and the loss's fp32
+//    softmax on the stage with the loss;
+//  - the platform's runtime terms: buffers the caching allocator counts beyond the above, memory
+//    outside it (CUDA context, NCCL), and fragmentation.
+// Activations are walked over the stage's own program (sim/memory/timeline.hpp), so the number of
+// micro-batches in flight comes from the schedule itself, not from a formula per schedule.
+#include <cstdint>
+#include <vector>
+
+#include "sim/cost/stage_cost.hpp"
+#include "sim/memory/timeline.hpp"
+#include "sim/model/model.hpp"
+#include "sim/plan/partition.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/platform/platform.hpp"
+
+namespace trainsim {
+
+/// Parts of the training recipe that change activation memory but not the parallel plan.
+/// trainsim run uses the defaults (flash attention, no dropout: Llama-style training).
+struct ActivationOptions {
+  /// A fused attention kernel (FlashAttention, cuDNN): no s x s scores or probabilities are kept.
+  bool flash_attention = true;
+  /// Dropout on the attention probabilities; only matters without flash attention.
+  bool attention_dropout = false;
+  /// Dropout after the embedding and after each attention and MLP block: a 1-byte mask each.
+  bool hidden_dropout = false;
+};
+
+/// Bytes per element of the model state (mixed-precision Adam as Megatron-LM runs it).
+inline constexpr double kWeightBytes = 2;     // BF16 weights used by forward and backward
+inline constexpr double kGradBytes = 4;       // fp32 main gradients
+inline constexpr double kMasterBytes = 4;     // fp32 master weights
+inline constexpr double kOptimizerBytes = 8;  // Adam first and second moments, fp32
+
+/// Model state per GPU, bytes.
+struct ModelState {
+  double weights = 0;
+  double gradients = 0;
+  double master_weights = 0;
+  double optimizer = 0;
+  double total() const { return weights + gradients + master_weights + optimizer; }
+};
+
+/// The model state of `params_per_gpu` parameters under ZeRO stage `zero` over `dp` replicas:
+/// 1 (Megatron's distributed optimizer) shards master weights and moments, 2 also gradients,
+/// 3 also weights.
+ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp);
+
+/// One decoder layer, one micro-batch, one GPU.
+struct LayerActivations {
+  double saved = 0;      // kept from the layer's forward to its backward
+  double recompute = 0;  // rebuilt transiently in the backward (selective: attention core;
+                         // full: the whole layer)
+};
+LayerActivations layer_activations(const Model& model, const Plan& plan,
+                                   const ActivationOptions& options);
+
+/// What one micro-batch of `stage` holds: its blocks' saved activations and transients, plus the
+/// ZeRO-2/3 working set (gradients of one layer before their reduce-scatter; weights of the
+/// current and the prefetched layer).
+PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partition& partition,
+                              std::int64_t stage, std::int64_t padded_vocab,
+                              const ActivationOptions& options);
+
+struct StageMemory {
+  ModelState state;
+  double runtime_allocated = 0;  // the platform's allocator-visible runtime buffers
+  PassFootprint footprint;       // per micro-batch
+  ActivationTimeline timeline;   // allocated bytes (state + runtime + activations) over the step
+  /// What torch.cuda.max_memory_allocated would report: state, runtime buffers and the
+  /// activation peak.
+  double peak_allocated = 0;
+  /// Device memory at the peak: peak_allocated x (1 + fragmentation) + memory outside the
+  /// allocator (CUDA context, NCCL). What must fit in the GPU.
+  double peak_bytes = 0;
+};
+
+struct MemoryModel {
+  std::vector<StageMemory> stages;
+  double capacity = 0;  // bytes per GPU
+  /// The stage with the highest device peak.
+  std::int64_t worst_stage() const;
+  bool fits() const;
+};
+
+/// Memory of every stage of `plan` on `platform`; `costs` gives each stage's parameters per GPU.
+MemoryModel compute_memory(const Model& model, const Platform& platform, const Plan& plan,
+                           const Partition& partition, const CostModel& costs,
+                           const ActivationOptions& options = {});
+
+}  // namespace trainsim

@@ -1,0 +1,60 @@
+#pragma once
+// `trainsim validate`: trainsim's predictions against published measurements, row by row, with
+// the rows it cannot express listed and the reason why. Implemented: the peak allocated memory
+// of Megatron-LM's CI runs on DGX H100 (tests/validation/refdata/
+// megatron_lm_ci_golden_values_h100.json, completed by megatron_lm_ci_model_args_h100.json).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/platform/platform.hpp"
+
+namespace trainsim {
+
+struct ValidationRow {
+  std::string name;
+  std::string setup;                   // the run in a few words
+  std::optional<std::string> skipped;  // why the row is not expressed
+  std::string note;                    // an assumption the prediction makes, if any
+  std::int64_t stage = -1;             // the pipeline stage compared
+  double measured = 0;
+  double predicted = 0;
+  double error() const { return (predicted - measured) / measured; }  // signed, relative
+};
+
+struct ValidationSet {
+  std::string reference;  // file name of the reference set
+  std::string metric;     // what was measured and what is predicted, in words
+  std::string platform;
+  double allocated_overhead = 0;  // the platform's allocated runtime overhead in each prediction
+  std::vector<ValidationRow> rows;
+
+  std::int64_t expressed() const;
+  double mean_abs_error() const;  // over expressed rows; 0 when none
+  /// The expressed row with the largest |error|; nullptr when none.
+  const ValidationRow* worst() const;
+  /// Median over expressed rows of measured - (predicted - allocated_overhead): the fit of the
+  /// platform's allocated overhead (one number for every row).
+  double overhead_fit() const;
+  /// Mean and max |error| when each row's overhead is the median fit on the other rows only.
+  std::pair<double, double> leave_one_out_errors() const;
+  /// Mean and max |error| without the platform's allocated overhead.
+  std::pair<double, double> errors_without_overhead() const;
+};
+
+/// The reference set used when `trainsim validate` is given none (under the data directory).
+std::filesystem::path default_reference();
+
+/// Compares trainsim with the reference file. InputError naming the file (and JSON path) when it
+/// is not a reference set trainsim knows, or is malformed.
+ValidationSet validate_reference(const std::filesystem::path& reference, const Platform& platform);
+
+/// The comparison as Markdown: one table of expressed rows with mean and max error, one of
+/// skipped rows by reason.
+std::string validation_markdown(const std::vector<ValidationSet>& sets);
+std::string validation_json(const std::vector<ValidationSet>& sets);
+
+}  // namespace trainsim

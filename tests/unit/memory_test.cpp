@@ -1,0 +1,365 @@
+// The memory model on a small model whose every term is computed by hand below: model state by
+// ZeRO stage, activations per layer (Korthikanti et al. 2022 with GQA, a gated MLP, flash or
+// materialised attention, dropout, selective and full recomputation, sequence parallelism), the
+// embedding and loss stages, micro-batches in flight from the schedules, and the timeline.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <stdexcept>
+
+#include "sim/cost/stage_cost.hpp"
+#include "sim/memory/memory.hpp"
+#include "sim/model/params.hpp"
+#include "sim/plan/partition.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+// h 64, 4 layers, 4 query heads and 2 KV heads of 16 (q 64, kv 32), SwiGLU MLP of 96, vocabulary
+// 1000, untied, RoPE, RMSNorm, no biases.
+Model tiny() {
+  Model m;
+  m.name = "tiny";
+  m.hidden_size = 64;
+  m.num_layers = 4;
+  m.num_attention_heads = 4;
+  m.num_kv_heads = 2;
+  m.head_dim = 16;
+  m.ffn_hidden_size = 96;
+  m.ffn_kind = FfnKind::kSwiGLU;
+  m.vocab_size = 1000;
+  m.tied_embeddings = false;
+  m.position_embedding = PositionEmbedding::kRope;
+  m.norm = NormKind::kRMSNorm;
+  return m;
+}
+
+// tp 2, pp 2, dp 4, mbs 2, seq 32, gbs 32: 4 micro-batches of T = 64 tokens; the vocabulary pads
+// to 1024 (multiple of 128 x 2), 512 rows per rank.
+Plan tiny_plan() {
+  Plan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 4;
+  p.mbs = 2;
+  p.seq_len = 32;
+  p.gbs = 32;
+  return p;
+}
+
+Platform platform(double allocated = 0, double reserved = 0, double fragmentation = 0) {
+  Platform p = test::simple_platform(450, 0, 50, 0);
+  p.memory.allocated = allocated;
+  p.memory.reserved = reserved;
+  p.memory.fragmentation = fragmentation;
+  return p;
+}
+
+MemoryModel memory_of(const Model& m, const Plan& plan, const Platform& pf,
+                      const ActivationOptions& o = {}) {
+  const Partition part = megatron_uniform_partition(m, plan, {});
+  const CostModel costs = compute_costs(m, pf, plan, part);
+  return compute_memory(m, pf, plan, part, costs, o);
+}
+
+TEST(Memory, ParametersPerGpuOfEachStage) {
+  // Layer: attention 64 x (64 + 2 x 32) + 64 x 64 = 12,288; MLP 2 x 64 x 96 + 96 x 64 = 18,432;
+  // norms 2 x 64 = 128: 30,848. Per TP rank: (30,848 - 128) / 2 + 128 = 15,488.
+  EXPECT_EQ(count_params(tiny()).layer(), 30848);
+  EXPECT_EQ(layer_params_per_rank(tiny(), 2), 15488);
+  const Model m = tiny();
+  const Plan plan = tiny_plan();
+  const Partition part = megatron_uniform_partition(m, plan, {});
+  const CostModel costs = compute_costs(m, platform(), plan, part);
+  EXPECT_EQ(costs.padded_vocab, 1024);
+  // Stage 0: embedding 512 x 64 = 32,768 + 2 layers = 63,744.
+  EXPECT_EQ(costs.stages[0].params_per_gpu, 32768 + 2 * 15488);
+  // Stage 1: 2 layers + final norm 64 + LM head 512 x 64 = 63,808.
+  EXPECT_EQ(costs.stages[1].params_per_gpu, 2 * 15488 + 64 + 32768);
+}
+
+TEST(Memory, ModelStateByZeroStage) {
+  const std::int64_t p = 63808;
+  const double P = 63808;
+  // ZeRO 0: 2 (BF16 weight) + 4 (fp32 gradient) + 4 (fp32 master) + 8 (Adam moments) = 18 B.
+  ModelState z0 = model_state(p, 0, 4);
+  EXPECT_DOUBLE_EQ(z0.weights, 2 * P);
+  EXPECT_DOUBLE_EQ(z0.gradients, 4 * P);
+  EXPECT_DOUBLE_EQ(z0.master_weights, 4 * P);
+  EXPECT_DOUBLE_EQ(z0.optimizer, 8 * P);
+  EXPECT_DOUBLE_EQ(z0.total(), 18 * P);  // 1,148,544
+  // ZeRO 1 (Megatron's distributed optimizer) over dp 4: 6 + 12 / 4 = 9 B.
+  EXPECT_DOUBLE_EQ(model_state(p, 1, 4).total(), 9 * P);
+  // ZeRO 2: 2 + 16 / 4 = 6 B; ZeRO 3: 18 / 4 = 4.5 B.
+  EXPECT_DOUBLE_EQ(model_state(p, 2, 4).total(), 6 * P);
+  EXPECT_DOUBLE_EQ(model_state(p, 3, 4).total(), 4.5 * P);
+  // Megatron's theoretical memory estimator: 6 + 12 / dp with the distributed optimizer.
+  EXPECT_DOUBLE_EQ(model_state(p, 1, 8).total(), (6 + 12.0 / 8) * P);
+}
+
+TEST(Memory, LayerActivationsEveryVariant) {
+  const Model m = tiny();
+  Plan plan = tiny_plan();
+  ActivationOptions o;  // flash attention, no dropout
+  // T = 64 tokens. Replicated over TP: two norm inputs and two norm outputs, 4 x 2 x T x h =
+  // 32,768. Split by TP 2: Q 64 + K 32 + V 32 + attention output 64 + SwiGLU input 2 x 96 +
+  // its output 96 = 480 columns, 2 x 64 x 480 / 2 = 30,720. Flash softmax statistics:
+  // 4 x T x 4 heads / 2 = 512.
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 32768 + 30720 + 512);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).recompute, 0);
+
+  // Sequence parallelism splits the replicated part too: 32,768 / 2.
+  plan.sp = true;
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 16384 + 30720 + 512);
+  plan.sp = false;
+
+  // Materialised attention (Korthikanti's s^2 terms): probabilities 2 x a s^2 b / t
+  // = 2 x 4 x 32 x 64 / 2 = 8,192; with attention dropout its mask (1 B) and output (2 B) too:
+  // 5 x 4 x 32 x 64 / 2 = 20,480. Hidden dropout: two 1-byte masks, 2 x T x h = 8,192.
+  ActivationOptions unfused;
+  unfused.flash_attention = false;
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 30720 + 8192);
+  unfused.attention_dropout = true;
+  unfused.hidden_dropout = true;
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 8192 + 30720 + 20480);
+  // For MHA without GQA the split part is Korthikanti's 24 sbh / t and the replicated part his
+  // 10 sbh: check against sbh (34 + 5 a s / h) at t = 1 for a GeLU MLP of 4h.
+  Model mha = m;
+  mha.num_kv_heads = 4;
+  mha.ffn_kind = FfnKind::kGelu;
+  mha.ffn_hidden_size = 256;
+  Plan t1 = plan;
+  t1.tp = 1;
+  const double sbh = 64.0 * 64.0;
+  EXPECT_DOUBLE_EQ(layer_activations(mha, t1, unfused).saved, sbh * (34.0 + 5.0 * 4 * 32 / 64));
+
+  // Selective recomputation drops the attention core and rebuilds it in the backward.
+  plan.recompute = Recompute::kSelective;
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 8192 + 30720);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).recompute, 20480);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 32768 + 30720);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).recompute, 512);
+
+  // Full recomputation keeps the layer input, 2 x T x h = 8,192 (4,096 with SP), and rebuilds
+  // the whole layer in the backward.
+  plan.recompute = Recompute::kFull;
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 8192);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).recompute, 32768 + 30720 + 512);
+  plan.sp = true;
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 4096);
+}
+
+TEST(Memory, StageFootprintsEmbeddingAndLoss) {
+  const Model m = tiny();
+  const Plan plan = tiny_plan();
+  const Partition part = megatron_uniform_partition(m, plan, {});
+  const double layer = 64000;
+  // Stage 0: token ids 8 x T = 512 and two layers.
+  const PassFootprint s0 = stage_footprint(m, plan, part, 0, 1024, {});
+  EXPECT_DOUBLE_EQ(s0.saved, 512 + 2 * layer);
+  EXPECT_DOUBLE_EQ(s0.forward_transient, 0);
+  EXPECT_DOUBLE_EQ(s0.backward_transient, 0);
+  // Stage 1: two layers, the final norm's and the LM head's inputs (2 x 2 x T x h = 16,384) and
+  // the loss's fp32 softmax over T x 512 logits per GPU (4 x 32,768 = 131,072); the BF16 logits
+  // (65,536) live beside it while the loss runs, and the BF16 logits gradient in the backward.
+  const PassFootprint s1 = stage_footprint(m, plan, part, 1, 1024, {});
+  EXPECT_DOUBLE_EQ(s1.saved, 2 * layer + 16384 + 131072);
+  EXPECT_DOUBLE_EQ(s1.forward_transient, 65536);
+  EXPECT_DOUBLE_EQ(s1.backward_transient, 65536);
+
+  // With hidden dropout the embedding keeps its 1-byte mask, T x h = 4,096 (2,048 with SP).
+  ActivationOptions drop;
+  drop.hidden_dropout = true;
+  Plan sp = plan;
+  sp.sp = true;
+  EXPECT_DOUBLE_EQ(stage_footprint(m, sp, part, 0, 1024, drop).saved,
+                   512 + 2048 + 2 * layer_activations(m, sp, drop).saved);
+
+  // ZeRO 3: the gathered BF16 weights of the running and the prefetched block (the largest
+  // block of stage 1 is the LM head, 512 x 64 = 32,768 parameters) in both passes, and one
+  // block's fp32 gradients before the reduce-scatter in the backward.
+  Plan z3 = plan;
+  z3.zero = 3;
+  const PassFootprint f3 = stage_footprint(m, z3, part, 1, 1024, {});
+  EXPECT_DOUBLE_EQ(f3.forward_transient, 65536 + 2 * 2 * 32768.0);
+  EXPECT_DOUBLE_EQ(f3.backward_transient, 65536 + 2 * 2 * 32768.0 + 4 * 32768.0);
+}
+
+TEST(Memory, MicrobatchesInFlightComeFromTheSchedule) {
+  const Model m = tiny();
+  Plan plan = tiny_plan();  // 4 micro-batches
+  const double state0 = 18.0 * 63744;
+  const double state1 = 18.0 * 63808;
+  const double s0 = 512 + 2 * 64000.0;
+  const double s1 = 2 * 64000.0 + 16384 + 131072;
+
+  // 1F1B: stage 0 warms up p - s - 1 = 1 forward, so 2 micro-batches are in flight at its peak;
+  // the last stage runs each forward's backward at once: 1 in flight.
+  MemoryModel mm = memory_of(m, plan, platform());
+  EXPECT_EQ(mm.stages[0].timeline.peak_in_flight, 2);
+  EXPECT_DOUBLE_EQ(mm.stages[0].peak_allocated, state0 + 2 * s0);
+  EXPECT_EQ(mm.stages[0].timeline.peak_step, 1);  // F0 F1 | B0 F2 B1 F3 B2 B3
+  const std::vector<double> after = {s0, 2 * s0, s0, 2 * s0, s0, 2 * s0, s0, 0};
+  ASSERT_EQ(mm.stages[0].timeline.after_step.size(), after.size());
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    EXPECT_DOUBLE_EQ(mm.stages[0].timeline.after_step[i], state0 + after[i]) << i;
+  }
+  EXPECT_EQ(mm.stages[1].timeline.peak_in_flight, 1);
+  EXPECT_DOUBLE_EQ(mm.stages[1].peak_allocated, state1 + s1 + 65536);
+  EXPECT_EQ(mm.stages[1].timeline.peak_step, 0);  // the loss of the first forward
+
+  // GPipe: all 4 forwards before any backward on every stage.
+  plan.schedule = ScheduleKind::kGPipe;
+  mm = memory_of(m, plan, platform());
+  EXPECT_EQ(mm.stages[0].timeline.peak_in_flight, 4);
+  EXPECT_DOUBLE_EQ(mm.stages[0].peak_allocated, state0 + 4 * s0);
+  EXPECT_EQ(mm.stages[1].timeline.peak_in_flight, 4);
+  EXPECT_DOUBLE_EQ(mm.stages[1].peak_allocated, state1 + 4 * s1 + 65536);
+  EXPECT_EQ(mm.stages[1].timeline.peak_step, 3);
+
+  // Fewer micro-batches than stages: 1F1B's warm-up is min(p - s - 1, m).
+  plan.schedule = ScheduleKind::k1F1B;
+  plan.gbs = 8;  // 1 micro-batch
+  mm = memory_of(m, plan, platform());
+  EXPECT_EQ(mm.stages[0].timeline.peak_in_flight, 1);
+}
+
+TEST(Memory, FullRecomputationRebuildsOneLayerInTheBackward) {
+  const Model m = tiny();
+  Plan plan = tiny_plan();
+  plan.recompute = Recompute::kFull;
+  const MemoryModel mm = memory_of(m, plan, platform());
+  // Stage 0 keeps 512 + 2 x 8,192 per micro-batch; the peak is a backward with 2 in flight plus
+  // one layer rebuilt (64,000).
+  const double s0 = 512 + 2 * 8192.0;
+  EXPECT_DOUBLE_EQ(mm.stages[0].footprint.backward_transient, 64000);
+  EXPECT_DOUBLE_EQ(mm.stages[0].peak_allocated, 18.0 * 63744 + 2 * s0 + 64000);
+  // Stage 1: the loss's BF16 logits (65,536) outweigh a rebuilt layer.
+  EXPECT_DOUBLE_EQ(mm.stages[1].footprint.backward_transient, 65536);
+}
+
+TEST(Memory, RuntimeTermsAndCapacity) {
+  const Model m = tiny();
+  const Plan plan = tiny_plan();
+  const double allocated = 1e6;
+  const double reserved = 5e6;
+  const MemoryModel mm = memory_of(m, plan, platform(allocated, reserved, 0.1));
+  const double peak = 18.0 * 63808 + 2 * 64000.0 + 16384 + 131072 + 65536 + allocated;
+  EXPECT_DOUBLE_EQ(mm.stages[1].peak_allocated, peak);
+  EXPECT_DOUBLE_EQ(mm.stages[1].peak_bytes, peak * 1.1 + reserved);
+  EXPECT_DOUBLE_EQ(mm.capacity, 80.0 * (1ull << 30));
+  EXPECT_TRUE(mm.fits());
+  EXPECT_EQ(mm.worst_stage(), 1);
+}
+
+// Megatron's --decoder-first-pipeline-num-layers 5 over pp 4 puts 5 of 8 layers on stage 0: its
+// peak, not the mean over stages, is what must fit. An estimator that divides the model evenly
+// by pp (2 layers per stage) under-counts it.
+TEST(Memory, UnevenPartitionPeakIsTheHeaviestStage) {
+  Model m = tiny();
+  m.num_layers = 8;
+  Plan plan = tiny_plan();
+  plan.pp = 4;
+  plan.dp = 1;
+  plan.gbs = 8;  // 4 micro-batches
+  plan.decoder_first_pipeline_num_layers = 5;
+  const Partition part = megatron_uniform_partition(m, plan, {});
+  ASSERT_EQ(part.decoder_counts(), (std::vector<std::int64_t>{5, 1, 1, 1}));
+  const MemoryModel mm = memory_of(m, plan, platform());
+  // Stage 0: embedding 32,768 + 5 x 15,488 parameters at 18 B; 1F1B keeps p - 0 = 4 micro-batches
+  // of 512 + 5 x 64,000 bytes.
+  const double stage0 = 18.0 * (32768 + 5 * 15488) + 4 * (512 + 5 * 64000.0);
+  EXPECT_EQ(mm.worst_stage(), 0);
+  EXPECT_DOUBLE_EQ(mm.stages[0].peak_allocated, stage0);
+  double sum = 0;
+  for (const auto& s : mm.stages) sum += s.peak_allocated;
+  const double mean = sum / 4;
+  EXPECT_GT(stage0, 1.5 * mean);
+  // The even split (2 layers on each stage, embedding and 4 in flight on the first) is lower.
+  const double even0 = 18.0 * (32768 + 2 * 15488) + 4 * (512 + 2 * 64000.0);
+  EXPECT_LT(even0, 0.6 * stage0);
+}
+
+TEST(MemoryTimeline, WalksAnyComputeOrderWithChunks) {
+  // Two model chunks per GPU, as an interleaved program would give: chunk 0 keeps 10 bytes per
+  // micro-batch, chunk 1 keeps 100 and needs 1,000 more while its forward runs.
+  const std::vector<PassFootprint> f = {{10, 0, 0}, {100, 1000, 5}};
+  const std::vector<ComputeStep> steps = {
+      {Pass::kForward, 0, 0},  {Pass::kForward, 0, 1},  {Pass::kForward, 1, 0},
+      {Pass::kBackward, 0, 1}, {Pass::kForward, 1, 1},  {Pass::kBackward, 0, 0},
+      {Pass::kBackward, 1, 1}, {Pass::kBackward, 1, 0},
+  };
+  const ActivationTimeline t = walk_activations(steps, f, 7);
+  EXPECT_EQ(t.after_step, (std::vector<double>{17, 117, 127, 27, 127, 117, 17, 7}));
+  // The second forward of chunk 1, with micro-batch 1 of chunk 0 and micro-batch 0 of chunk 0
+  // still held: 7 + 10 + 10 + 100 + 1,000.
+  EXPECT_DOUBLE_EQ(t.peak, 1127);
+  EXPECT_EQ(t.peak_step, 4);
+  EXPECT_EQ(t.peak_in_flight, 3);
+  EXPECT_THROW(walk_activations({{Pass::kBackward, 0, 0}}, f), std::logic_error);
+  EXPECT_THROW(walk_activations({{Pass::kForward, 0, 2}}, f), std::logic_error);
+  EXPECT_THROW(walk_activations({{Pass::kForward, 0, 0}, {Pass::kForward, 0, 0}}, f),
+               std::logic_error);
+}
+
+TEST(MemoryTimeline, ComputeStepsOfAProgramSkipExchanges) {
+  const auto program = stage_program({PipelineSchedule::k1F1B, 2, 3}, 0);
+  const auto steps = compute_steps(program);
+  ASSERT_EQ(steps.size(), 6u);
+  EXPECT_EQ(steps[0].pass, Pass::kForward);
+  EXPECT_EQ(steps[1].pass, Pass::kForward);
+  EXPECT_EQ(steps[1].microbatch, 1);
+  EXPECT_EQ(steps[2].pass, Pass::kBackward);
+  EXPECT_EQ(steps[2].microbatch, 0);
+}
+
+}  // namespace
+}  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// Micro-batch chunks in flight at the peak when every chunk keeps one byte.
+std::int64_t peak_in_flight(const ScheduleConfig& config, std::int64_t stage) {
+  const std::vector<PassFootprint> unit(static_cast<std::size_t>(config.chunks), {1, 0, 0});
+  const ActivationTimeline t = walk_activations(compute_steps(stage_program(config, stage)), unit);
+  EXPECT_DOUBLE_EQ(t.peak, static_cast<double>(t.peak_in_flight));
+  EXPECT_DOUBLE_EQ(t.after_step.back(), 0.0);  // every activation freed by the end of the step
+  return t.peak_in_flight;
+}
+
+TEST(MemoryTimeline, InterleavedHoldsItsWarmupPlusOne) {
+  // Megatron-LM's interleaved 1F1B: stage s warms up (p - s - 1) x 2 + (v - 1) x group forwards
+  // (group = p by default), then alternates one forward and one backward: warm-up + 1 chunks of
+  // micro-batches are in flight at its peak, capped at all m x v of them.
+  for (const auto& [p, m, v] : std::vector<std::array<std::int64_t, 3>>{
+           {4, 8, 2}, {4, 12, 3}, {2, 6, 4}, {8, 16, 2}, {4, 4, 2}}) {
+    const ScheduleConfig c{PipelineSchedule::kInterleaved, p, m, v};
+    for (std::int64_t s = 0; s < p; ++s) {
+      const std::int64_t warmup = (p - s - 1) * 2 + (v - 1) * p;
+      EXPECT_EQ(peak_in_flight(c, s), std::min(warmup + 1, m * v))
+          << "p " << p << " m " << m << " v " << v << " stage " << s;
+    }
+  }
+}
+
+TEST(MemoryTimeline, ZeroBubbleH1HoldsTheFirstStagesCountOnEveryStage) {
+  // ZB-H1 keeps a micro-batch's activations until its weight gradient. Stage s warms up p - s - 1
+  // forwards, then defers s weight gradients: p micro-batches in flight on every stage, where 1F1B
+  // holds p - s. The peak over the stages is 1F1B's (Qi et al.: H1 needs no more memory than
+  // 1F1B), later stages hold more.
+  for (const auto& [p, m] :
+       std::vector<std::array<std::int64_t, 2>>{{4, 8}, {4, 4}, {8, 16}, {3, 7}}) {
+    for (std::int64_t s = 0; s < p; ++s) {
+      EXPECT_EQ(peak_in_flight({PipelineSchedule::k1F1B, p, m}, s), std::min(p - s, m));
+      EXPECT_EQ(peak_in_flight({PipelineSchedule::kZBH1, p, m}, s), std::min(p, m))
+          << "p " << p << " m " << m << " stage " << s;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
