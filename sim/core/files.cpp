@@ -1,5 +1,6 @@
 #include "sim/core/files.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,6 +36,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   name.push_back('\0');
   int fd = ::mkstemp(name.data());
   if (fd < 0) fail_input(path.string(), std::string("cannot write: ") + std::strerror(errno));
+  // mkstemp creates the file 0600; give it the mode a plain write would (0666 less the umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, static_cast<mode_t>(0666 & ~mask));
   const char* p = content.data();
   std::size_t left = content.size();
   bool ok = true;
