@@ -110,7 +110,10 @@ po::options_description io_options(const std::string& command) {
         "without contention")("strict", po::bool_switch(),
                               "exit 1 when the report has error-level diagnostics")(
         "dump-graph", po::value<std::string>()->value_name("FILE"),
-        "write the task graph (per-rank operations) as JSON");
+        "write the task graph (per-rank operations) as JSON")(
+        "trace", po::value<std::string>()->value_name("FILE"),
+        "write the replay as a Chrome trace (open in ui.perfetto.dev or chrome://tracing): one "
+        "GPU per pipeline stage, its passes and transfers, and its memory over the step");
   }
   return d;
 }
@@ -274,6 +277,10 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   }
   if (vm.count("strict")) opt.strict = vm["strict"].as<bool>();
   if (vm.count("dump-graph")) opt.dump_graph = vm["dump-graph"].as<std::string>();
+  if (vm.count("trace")) {
+    opt.trace = vm["trace"].as<std::string>();
+    if (opt.trace->empty()) fail_input("--trace", "must not be empty");
+  }
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {
     const auto& name = o->long_name();

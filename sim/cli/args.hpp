@@ -13,6 +13,7 @@ struct RunOptions {
   std::string format = "text";
   bool strict = false;
   std::optional<std::string> dump_graph;
+  std::optional<std::string> trace;  // Chrome trace of the replay
   bool help = false;
 };
 

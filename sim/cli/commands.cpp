@@ -14,8 +14,10 @@
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/graph/graph_json.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
 #include "sim/report/report.hpp"
+#include "sim/report/trace.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace trainsim {
@@ -92,7 +94,12 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   const Topology topology(in.platform, in.plan.world_size());
   EngineOptions engine_options;
   engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
+  engine_options.keep_timelines = opt.trace.has_value();
   const SimResult sim = simulate(graph, topology, in.engine, engine_options);
+  if (opt.trace) {
+    const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, partition, costs);
+    write_file_atomically(*opt.trace, trace_json(in.plan, in.platform, sim, memory));
+  }
   ReportInputs ri{in.model, in.platform,      in.plan,           partition,  costs,
                   sim,      in.scenario_name, input_records(in), diagnostics};
   emit(make_report(ri), opt, out);

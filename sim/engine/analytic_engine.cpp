@@ -219,7 +219,7 @@ class AnalyticReplay {
       if (op.type == OpType::kCompute) {
         const double end = start + op.seconds;
         spans_[static_cast<std::size_t>(r)].push_back(
-            {start, end, true, op.compute, CommKind::kTP, op.microbatch});
+            {start, end, true, op.compute, CommKind::kTP, op.microbatch, op.chunk});
         ++result_.activities;
         done_[static_cast<std::size_t>(r)][i] = end;
         actor.time = end;

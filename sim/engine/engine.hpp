@@ -29,6 +29,7 @@ struct Span {
   ComputeKind compute_kind = ComputeKind::kOther;
   CommKind comm = CommKind::kTP;
   std::int32_t microbatch = -1;
+  std::int16_t chunk = 0;  // compute: the model chunk (virtual stage) of the op
 };
 
 struct RankStats {

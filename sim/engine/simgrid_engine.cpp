@@ -171,8 +171,9 @@ class SimgridReplay {
     } else {
       sg4::this_actor::sleep_for(op.seconds);
     }
-    ranks_[static_cast<std::size_t>(r)].spans.push_back(
-        {start, sg4::Engine::get_clock(), true, op.compute, CommKind::kTP, op.microbatch});
+    ranks_[static_cast<std::size_t>(r)].spans.push_back({start, sg4::Engine::get_clock(), true,
+                                                         op.compute, CommKind::kTP, op.microbatch,
+                                                         op.chunk});
     ++activities_;
   }
 

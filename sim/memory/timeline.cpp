@@ -23,6 +23,7 @@ ActivationTimeline walk_activations(const std::vector<ComputeStep>& steps,
   // (chunk, micro-batch) -> its input gradient has run (zero bubble: held until the weight's)
   std::map<std::pair<std::int64_t, std::int64_t>, bool> live;
   auto note_peak = [&](double bytes, std::int64_t step) {
+    t.during_step.push_back(bytes);
     if (bytes > t.peak) {
       t.peak = bytes;
       t.peak_step = step;

@@ -29,6 +29,7 @@ struct PassFootprint {
 };
 
 struct ActivationTimeline {
+  std::vector<double> during_step;  // base + the most held while each compute step runs
   std::vector<double> after_step;   // base + activation bytes held after each compute step
   double peak = 0;                  // base + the most held at any moment, transients included
   std::int64_t peak_step = -1;      // index into the steps of the step during which it peaks

@@ -123,6 +123,19 @@ TEST_F(BadInput, UnwritableOutputLeavesNothingBehind) {
   EXPECT_EQ(r.out, "");
 }
 
+TEST_F(BadInput, UnwritableTraceLeavesNothingBehind) {
+  auto blocker = file("blocker", "not a directory");
+  const auto r =
+      test::run_trainsim({"run", test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json",
+                          "--engine", "analytic", "--trace", blocker + "/trace.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("trainsim: error: " + blocker + "/trace.json: cannot", 0), 0u) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(
+      fails({"run", test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json", "--trace", ""}),
+      "--trace: must not be empty");
+}
+
 TEST_F(BadInput, ScheduleOptionsNameTheirFlagOrPath) {
   const std::string s = test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json";
   EXPECT_EQ(fails({"run", s, "--vp", "2"}),
