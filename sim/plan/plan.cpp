@@ -180,10 +180,15 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   if (plan.sp && plan.tp == 1) {
     fail_input(origin.of("sp"), "sequence parallelism needs --tp 2 or more");
   }
-  if (plan.schedule == ScheduleKind::kInterleaved && plan.pp * plan.vp > model.num_layers) {
-    fail_input(origin.of("vp"), "pp x vp = " + n(plan.pp * plan.vp) +
-                                    " virtual stages exceed the number of layers (" +
-                                    n(model.num_layers) + ")");
+  // Megatron-LM counts the embedding and the loss as layers when told to account for them.
+  const std::int64_t units = model.num_layers +
+                             (plan.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                             (plan.account_for_loss_in_pipeline_split ? 1 : 0);
+  if (plan.schedule == ScheduleKind::kInterleaved && plan.pp * plan.vp > units) {
+    fail_input(origin.of("vp"),
+               "pp x vp = " + n(plan.pp * plan.vp) +
+                   " virtual stages exceed the number of layers (" + n(units) +
+                   (units > model.num_layers ? ", embedding and loss included" : "") + ")");
   }
   if (plan.schedule == ScheduleKind::kInterleaved) {
     const ScheduleConfig sc = schedule_config(plan);

@@ -151,6 +151,12 @@ TEST_F(PlanRules, SchedulesAndOverlap) {
   EXPECT_EQ(error_of(p), "(valid)");
   p.vp = 21;
   EXPECT_EQ(error_of(p), "--vp: pp x vp = 84 virtual stages exceed the number of layers (80)");
+  // Megatron-LM counts the embedding and the loss as layers when it accounts for them.
+  p.account_for_embedding_in_pipeline_split = true;
+  p.account_for_loss_in_pipeline_split = true;
+  EXPECT_EQ(error_of(p),
+            "--vp: pp x vp = 84 virtual stages exceed the number of layers (82, embedding and "
+            "loss included)");
   p = base();
   p.microbatch_group_size_per_vp_stage = 4;
   EXPECT_EQ(error_of(p),
