@@ -155,6 +155,7 @@ struct ExtraArgs {
   bool account_for_embedding = false;
   bool account_for_loss = false;
   std::int64_t virtual_stages = 1;
+  std::int64_t microbatch_group = 0;      // interleaved: micro-batches per chunk group (0: pp)
   std::optional<std::string> unmodelled;  // an argument whose memory trainsim does not model
 };
 
@@ -183,7 +184,13 @@ ExtraArgs read_extra_args(const nlohmann::json* supplement, const std::string& f
       "--ddp-average-in-collective",
       "--no-create-attention-mask-in-dataloader",
       "--apply-query-key-layer-scaling",
-      "--wgrad-deferral-limit"};
+      "--wgrad-deferral-limit",
+      "--overlap-p2p-communication-warmup-flush",
+      "--overlap-param-gather-with-optimizer-step",
+      "--calculate-per-token-loss",
+      "--decoupled-lr",
+      "--check-weight-hash-across-dp-replicas-interval",
+      "--disable-gloo-process-groups"};
   static const std::map<std::string, std::string> unmodelled = {
       {"--cross-entropy-loss-fusion", "fused cross-entropy (its buffers are not modelled)"},
       {"--defer-embedding-wgrad-compute", "deferred embedding weight gradients not modelled"},
@@ -208,6 +215,8 @@ ExtraArgs read_extra_args(const nlohmann::json* supplement, const std::string& f
       a.account_for_loss = args.flag("--account-for-loss-in-pipeline-split");
     } else if (key == "--num-virtual-stages-per-pipeline-rank") {
       a.virtual_stages = *args.integer("--num-virtual-stages-per-pipeline-rank");
+    } else if (key == "--microbatch-group-size-per-virtual-pipeline-stage") {
+      a.microbatch_group = *args.integer("--microbatch-group-size-per-virtual-pipeline-stage");
     } else if (auto it = unmodelled.find(key); it != unmodelled.end()) {
       if (!a.unmodelled) a.unmodelled = it->second;
     } else if (std::find(no_memory_effect.begin(), no_memory_effect.end(), key) ==
@@ -267,10 +276,6 @@ ValidationRow megatron_memory_row(const nlohmann::json& j, const std::string& fi
     row.skipped = "Megatron FSDP not modelled";
     return row;
   }
-  if (f.has("num_layers_per_virtual_pipeline_stage")) {
-    row.skipped = "interleaved schedule (virtual pipeline stages) not supported yet";
-    return row;
-  }
   if (f.has("fp8_format")) {
     row.skipped = "FP8 training (Transformer Engine's FP8 copies) not modelled";
     return row;
@@ -288,10 +293,6 @@ ValidationRow megatron_memory_row(const nlohmann::json& j, const std::string& fi
   const ExtraArgs extra = read_extra_args(supplement, supplement_file, row.name);
   if (!extra.present) {
     row.skipped = "launch arguments beyond the golden file's subset not collected";
-    return row;
-  }
-  if (extra.virtual_stages > 1) {
-    row.skipped = "interleaved schedule (virtual pipeline stages) not supported yet";
     return row;
   }
   if (extra.unmodelled) {
@@ -361,6 +362,20 @@ ValidationRow megatron_memory_row(const nlohmann::json& j, const std::string& fi
                    : granularity == "selective" ? Recompute::kSelective
                                                 : Recompute::kNone;
   plan.schedule = ScheduleKind::k1F1B;
+  // Interleaving: --num-layers-per-virtual-pipeline-stage L gives layers / (pp x L) chunks per
+  // stage, --num-virtual-stages-per-pipeline-rank the chunks directly.
+  plan.vp = extra.virtual_stages;
+  if (const auto per_chunk = f.integer("num_layers_per_virtual_pipeline_stage")) {
+    if (*per_chunk <= 0 || m.num_layers % (plan.pp * *per_chunk) != 0) {
+      f.fail("num_layers_per_virtual_pipeline_stage",
+             "must divide num_layers / pp (Megatron-LM asserts it)");
+    }
+    plan.vp = m.num_layers / (plan.pp * *per_chunk);
+  }
+  if (plan.vp > 1) {
+    plan.schedule = ScheduleKind::kInterleaved;
+    plan.microbatch_group_size_per_vp_stage = extra.microbatch_group;
+  }
   plan.decoder_first_pipeline_num_layers = extra.decoder_first;
   plan.decoder_last_pipeline_num_layers = extra.decoder_last;
   plan.account_for_embedding_in_pipeline_split = extra.account_for_embedding;
@@ -382,6 +397,12 @@ ValidationRow megatron_memory_row(const nlohmann::json& j, const std::string& fi
   if (plan.recompute != Recompute::kNone)
     setup << ", " << to_string(plan.recompute) << " recompute";
   if (plan.sp) setup << ", sp";
+  if (plan.vp > 1) {
+    setup << ", vp " << plan.vp;
+    if (plan.microbatch_group_size_per_vp_stage > 0) {
+      setup << " (groups of " << plan.microbatch_group_size_per_vp_stage << ")";
+    }
+  }
   if (!options.flash_attention) setup << ", unfused attn";
   if (swiglu) setup << ", swiglu";
   if (!m.tied_embeddings) setup << ", untied";
@@ -401,7 +422,7 @@ ValidationRow megatron_memory_row(const nlohmann::json& j, const std::string& fi
     const MemoryModel memory = compute_memory(m, platform, plan, partition, costs, options);
     // Megatron-LM writes TensorBoard from rank world_size - 1 (megatron/training/global_vars.py);
     // with its rank order (tp innermost, pp outermost) that is a GPU of the last stage.
-    row.stage = partition.num_stages() - 1;
+    row.stage = partition.physical_stages() - 1;
     row.predicted = memory.stages.back().peak_allocated;
   } catch (const InputError& e) {
     row.skipped = std::string("not expressible: ") + e.what();
@@ -446,7 +467,8 @@ ValidationSet validate_reference(const std::filesystem::path& reference, const P
   set.metric =
       "measured: mem-max-allocated-bytes, the largest torch.cuda.max_memory_allocated logged by "
       "rank world_size - 1 (the last pipeline stage); predicted: trainsim's peak allocated bytes "
-      "of that stage (model state, activations walked over its 1F1B program, and the platform's "
+      "of that stage (model state, activations walked over its 1F1B or interleaved 1F1B program, "
+      "and the platform's "
       "allocated runtime overhead)";
   set.platform = platform.name;
   set.allocated_overhead = platform.memory.allocated;
