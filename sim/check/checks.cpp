@@ -69,6 +69,7 @@ double worst_peak(const MemoryModel& m) {
 std::string plan_changes(const Plan& from, const Plan& to) {
   std::string out;
   auto add = [&out](const std::string& flag) { out += (out.empty() ? "" : " ") + flag; };
+  if (to.schedule != from.schedule) add(std::string("--schedule ") + to_string(to.schedule));
   if (to.tp != from.tp) add("--tp " + n(to.tp));
   if (to.pp != from.pp) add("--pp " + n(to.pp));
   if (to.dp != from.dp) add("--dp " + n(to.dp));
@@ -463,6 +464,10 @@ class Checker {
       change(p);
       candidates.push_back(p);
     };
+    // GPipe keeps every micro-batch's activations until the backward; 1F1B at most pp of them.
+    if (plan_.schedule == ScheduleKind::kGPipe) {
+      with([](Plan& p) { p.schedule = ScheduleKind::k1F1B; });
+    }
     if (plan_.recompute == Recompute::kNone) {
       with([](Plan& p) { p.recompute = Recompute::kSelective; });
     }

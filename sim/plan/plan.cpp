@@ -1,6 +1,9 @@
 #include "sim/plan/plan.hpp"
 
+#include <utility>
+
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace trainsim {
@@ -120,6 +123,44 @@ void require_divides(const PlanOrigin& origin, const char* field, std::int64_t d
 void validate_plan(const Plan& plan, const Model& model, const Platform& platform,
                    const PlanOrigin& origin) {
   if (plan.seq_len <= 0) fail_input(origin.of("seq_len"), "is required (a positive integer)");
+  // Bounds that keep every product below int64 and the task graph within a machine's memory.
+  constexpr std::int64_t kMaxGpus = std::int64_t{1} << 20;
+  constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 24;
+  constexpr double kMaxReplayedPasses = 1e8;  // GPUs x micro-batches x chunks
+  if (plan.seq_len > kMaxSeqLen) {
+    fail_input(origin.of("seq_len"), "must be at most " + format_grouped(kMaxSeqLen) +
+                                         " tokens, got " + format_grouped(plan.seq_len));
+  }
+  std::int64_t gpus = 1;
+  for (const auto& [field, size] : {std::pair{"tp", plan.tp}, std::pair{"pp", plan.pp},
+                                    std::pair{"dp", plan.dp}, std::pair{"cp", plan.cp}}) {
+    if (size > kMaxGpus / gpus) {
+      fail_input(origin.of(field), "makes the plan larger than " + format_grouped(kMaxGpus) +
+                                       " GPUs, the most trainsim simulates");
+    }
+    gpus *= size;
+  }
+  if (plan.mbs > kMaxSeqLen) {
+    fail_input(origin.of("mbs"), "must be at most " + format_grouped(kMaxSeqLen) + ", got " +
+                                     format_grouped(plan.mbs));
+  }
+  constexpr std::int64_t kMaxTokensPerStep = std::int64_t{1} << 40;
+  if (plan.global_batch() > kMaxTokensPerStep / plan.seq_len) {
+    fail_input(origin.of("gbs"), "times seq-len gives " + format_grouped(plan.global_batch()) +
+                                     " x " + format_grouped(plan.seq_len) +
+                                     " tokens per step, more than trainsim handles (" +
+                                     format_grouped(kMaxTokensPerStep) + ")");
+  }
+  const double replayed = static_cast<double>(gpus) * static_cast<double>(plan.vp) *
+                          static_cast<double>(plan.global_batch() / (plan.mbs * plan.dp));
+  if (replayed > kMaxReplayedPasses) {
+    fail_input(origin.of("gbs"),
+               "gives " + format_grouped(plan.global_batch() / (plan.mbs * plan.dp)) +
+                   " micro-batches per step on " + format_grouped(gpus) + " GPUs" +
+                   (plan.vp > 1 ? " x " + n(plan.vp) + " chunks" : "") +
+                   ": more than the 100,000,000 passes per step trainsim can replay; use a "
+                   "larger --mbs or a smaller --gbs");
+  }
   if (plan.cp != 1) fail_input(origin.of("cp"), "context parallelism is not supported yet; use 1");
   if (plan.ep != 1) fail_input(origin.of("ep"), "expert parallelism is not supported yet; use 1");
   if (plan.vp > 1 && plan.schedule != ScheduleKind::kInterleaved) {

@@ -71,6 +71,44 @@ TEST_F(BadInput, NegativeOrZeroSizes) {
             model + ": $.hidden_size: must be an integer >= 1, got -64");
 }
 
+// Sizes no plan has, which would overflow a count or exhaust memory: one line, nothing run.
+TEST_F(BadInput, AbsurdSizesAreRefusedBeforeTheReplay) {
+  const std::string s = test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json";
+  EXPECT_EQ(fails({"run", s, "--gbs", "100000000"}),
+            "--gbs: gives 25,000,000 micro-batches per step on 64 GPUs: more than "
+            "the 100,000,000 passes per step trainsim can replay; use a larger --mbs or a smaller "
+            "--gbs");
+  EXPECT_EQ(fails({"run", s, "--seq-len", "99999999999999"}),
+            "--seq-len: must be at most 16,777,216 tokens, got 99,999,999,999,999");
+  EXPECT_EQ(fails({"run", s, "--dp", "9223372036854775807"}),
+            "--dp: makes the plan larger than 1,048,576 GPUs, the most trainsim simulates");
+  EXPECT_EQ(fails({"check", s, "--mbs", "99999999999"}),
+            "--mbs: must be at most 16,777,216, got 99,999,999,999");
+  EXPECT_EQ(fails({"run", s, "--gbs", "100000000000", "--mbs", "100000", "--seq-len", "16000000"}),
+            "--gbs: times seq-len gives 100,000,000,000 x 16,000,000 tokens per step, more than "
+            "trainsim handles (1,099,511,627,776)");
+  // A model with hidden 64 and 4 heads, `layers` layers and `extra` keys.
+  auto model = [&](const std::string& layers, const std::string& extra) {
+    return file("m" + layers + ".json", R"({"name": "m", "hidden_size": 64, "num_layers": )" +
+                                            layers + R"(, "num_attention_heads": 4,
+      "ffn_hidden_size": 256, "ffn_kind": "gelu", "vocab_size": 100, "tied_embeddings": true,
+      "position_embedding": "rope", "norm": "rmsnorm")" +
+                                            extra + "}");
+  };
+  auto run_model = [&](const std::string& path) {
+    return fails({"run", "--model", path, "--platform", "h100-sxm-ndr", "--seq-len", "128"});
+  };
+  std::string m = model("2", R"(, "head_dim": 10000000000)");
+  EXPECT_EQ(run_model(m), m + ": $.head_dim: must be at most 4194304, got 10000000000");
+  m = model("2000000000000", "");
+  EXPECT_EQ(run_model(m), m + ": $.num_layers: must be at most 65536, got 2000000000000");
+  m = file("w.json", R"({"name": "w", "hidden_size": 4000000, "num_layers": 60000,
+      "num_attention_heads": 4, "ffn_hidden_size": 256, "ffn_kind": "gelu", "vocab_size": 100,
+      "tied_embeddings": true, "position_embedding": "rope", "norm": "rmsnorm"})");
+  EXPECT_EQ(run_model(m), m + ": $.num_layers: with these widths the model has about 3840184 "
+                              "trillion parameters; trainsim handles up to 1,000 trillion");
+}
+
 TEST_F(BadInput, MissingModelOrPlatform) {
   EXPECT_EQ(fails({"run", "--model", "llama9", "--platform", "h100-sxm-ndr", "--seq-len", "8"})
                 .rfind("--model: unknown models entry \"llama9\" (known: gpt3-175b, llama2-70b", 0),

@@ -201,5 +201,21 @@ TEST(Diagnostics, OutOfMemoryNamesTheStageAndFixesThatFit) {
   EXPECT_FALSE(contains(oom->fix, "--recompute")) << oom->fix;
 }
 
+// GPipe holds all 64 micro-batches of activations on every stage; 1F1B at most pp. Switching the
+// schedule alone fits, and the fix says so with the 1F1B plan's own peak.
+TEST(Diagnostics, OutOfMemoryUnderGPipeProposesOneFOneB) {
+  const auto gpipe =
+      check("llama3.1-70b-64gpu",
+            {{"schedule", "gpipe"}, {"sp", "true"}, {"zero", "1"}, {"pp", "8"}, {"dp", "2"}});
+  const auto oom = gpipe.with_id("oom");
+  ASSERT_EQ(oom.size(), 1u);
+  EXPECT_TRUE(contains(oom[0]->message, "with 64 micro-batches in flight")) << oom[0]->message;
+  EXPECT_EQ(oom[0]->fix.rfind("--schedule 1f1b (peak ", 0), 0u) << oom[0]->fix;
+  // The same plan under 1F1B fits: no oom.
+  const auto one_f_one_b =
+      check("llama3.1-70b-64gpu", {{"sp", "true"}, {"zero", "1"}, {"pp", "8"}, {"dp", "2"}});
+  EXPECT_TRUE(one_f_one_b.with_id("oom").empty());
+}
+
 }  // namespace
 }  // namespace trainsim
