@@ -190,55 +190,23 @@ std::string validate_help() {
          "  --out FILE     also write the output to FILE\n";
 }
 
-ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
-  po::options_description d;
-  d.add_options()("help,h", "")("platform", po::value<std::string>(), "")(
-      "format", po::value<std::string>(), "")("out", po::value<std::string>(), "")(
-      "reference", po::value<std::vector<std::string>>(), "");
-  po::positional_options_description positional;
-  positional.add("reference", -1);
-  po::variables_map vm;
-  try {
-    po::store(
-        po::command_line_parser(args)
-            .options(d)
-            .positional(positional)
-            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
-            .run(),
-        vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    fail_input("trainsim validate", std::string(e.what()) + " (see trainsim validate --help)");
-  }
-  ValidateOptions opt;
-  opt.help = vm.count("help") > 0;
-  if (vm.count("reference")) opt.references = vm["reference"].as<std::vector<std::string>>();
-  if (vm.count("platform")) opt.platform = vm["platform"].as<std::string>();
-  if (vm.count("format")) {
-    opt.format = vm["format"].as<std::string>();
-    if (opt.format != "text" && opt.format != "json") {
-      fail_input("--format", "must be text or json, got '" + opt.format + "'");
-    }
-  }
-  if (vm.count("out")) {
-    opt.out = vm["out"].as<std::string>();
-    if (opt.out->empty()) fail_input("--out", "must not be empty");
-  }
-  return opt;
-}
+namespace {
 
-RunOptions parse_run_options(const std::string& command, const std::vector<std::string>& args) {
-  po::options_description all;
-  all.add(io_options(command)).add(plan_options());
-  all.add_options()("scenario", po::value<std::vector<std::string>>(), "");
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
+// Parses `args` of `trainsim COMMAND` against `options`, the free arguments into `positional`;
+// one InputError line on bad usage. Abbreviated flags are refused: they would change meaning as
+// flags are added.
+po::variables_map parse_command_line(const std::string& command,
+                                     const std::vector<std::string>& args,
+                                     const po::options_description& options,
+                                     const char* positional) {
+  po::positional_options_description free;
+  free.add(positional, -1);
   po::variables_map vm;
   try {
     po::store(
         po::command_line_parser(args)
-            .options(all)
-            .positional(positional)
+            .options(options)
+            .positional(free)
             .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
             .run(),
         vm);
@@ -247,6 +215,49 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
     fail_input("trainsim " + command,
                std::string(e.what()) + " (see trainsim " + command + " --help)");
   }
+  return vm;
+}
+
+// --format: text or json.
+std::string format_of(const po::variables_map& vm, const std::string& fallback) {
+  if (!vm.count("format")) return fallback;
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "json") {
+    fail_input("--format", "must be text or json, got '" + format + "'");
+  }
+  return format;
+}
+
+// A flag naming a file or directory to write: absent, or a non-empty path.
+std::optional<std::string> path_of(const po::variables_map& vm, const std::string& flag) {
+  if (!vm.count(flag)) return std::nullopt;
+  std::string path = vm[flag].as<std::string>();
+  if (path.empty()) fail_input("--" + flag, "must not be empty");
+  return path;
+}
+
+}  // namespace
+
+ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
+  po::options_description d;
+  d.add_options()("help,h", "")("platform", po::value<std::string>(), "")(
+      "format", po::value<std::string>(), "")("out", po::value<std::string>(), "")(
+      "reference", po::value<std::vector<std::string>>(), "");
+  const po::variables_map vm = parse_command_line("validate", args, d, "reference");
+  ValidateOptions opt;
+  opt.help = vm.count("help") > 0;
+  if (vm.count("reference")) opt.references = vm["reference"].as<std::vector<std::string>>();
+  if (vm.count("platform")) opt.platform = vm["platform"].as<std::string>();
+  opt.format = format_of(vm, opt.format);
+  opt.out = path_of(vm, "out");
+  return opt;
+}
+
+RunOptions parse_run_options(const std::string& command, const std::vector<std::string>& args) {
+  po::options_description all;
+  all.add(io_options(command)).add(plan_options());
+  all.add_options()("scenario", po::value<std::vector<std::string>>(), "");
+  const po::variables_map vm = parse_command_line(command, args, all, "scenario");
   RunOptions opt;
   opt.help = vm.count("help") > 0;
   if (vm.count("scenario")) {
@@ -258,16 +269,8 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   }
   if (vm.count("model")) opt.inputs.model = vm["model"].as<std::string>();
   if (vm.count("platform")) opt.inputs.platform = vm["platform"].as<std::string>();
-  if (vm.count("format")) {
-    opt.format = vm["format"].as<std::string>();
-    if (opt.format != "text" && opt.format != "json") {
-      fail_input("--format", "must be text or json, got '" + opt.format + "'");
-    }
-  }
-  if (vm.count("out")) {
-    opt.out_dir = vm["out"].as<std::string>();
-    if (opt.out_dir->empty()) fail_input("--out", "must not be empty");
-  }
+  opt.format = format_of(vm, opt.format);
+  opt.out_dir = path_of(vm, "out");
   if (vm.count("engine")) {
     auto e = vm["engine"].as<std::string>();
     if (e != "simgrid" && e != "analytic") {
@@ -276,11 +279,8 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
     opt.inputs.engine = e;
   }
   if (vm.count("strict")) opt.strict = vm["strict"].as<bool>();
-  if (vm.count("dump-graph")) opt.dump_graph = vm["dump-graph"].as<std::string>();
-  if (vm.count("trace")) {
-    opt.trace = vm["trace"].as<std::string>();
-    if (opt.trace->empty()) fail_input("--trace", "must not be empty");
-  }
+  opt.dump_graph = path_of(vm, "dump-graph");
+  opt.trace = path_of(vm, "trace");
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {
     const auto& name = o->long_name();
