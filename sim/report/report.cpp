@@ -100,7 +100,16 @@ Report make_report(const ReportInputs& in) {
       record_kernels(r.provenance, v, "optimizer", cost.optimizer, 1.0, time_by_source);
     }
     sr.idle_s /= n;
-    sr.peak_memory_bytes = memory.stages[static_cast<std::size_t>(s)].peak_bytes;
+    const StageMemory& sm = memory.stages[static_cast<std::size_t>(s)];
+    sr.peak_memory_bytes = sm.peak_bytes;
+    const double base = sm.state.total() + sm.runtime_allocated;
+    sr.memory = {sm.state.weights,
+                 sm.state.gradients,
+                 sm.state.master_weights,
+                 sm.state.optimizer,
+                 sm.timeline.peak - base,
+                 sm.timeline.peak_in_flight,
+                 sm.peak_bytes - sm.state.total() - (sm.timeline.peak - base)};
     for (auto& c : sr.exposed_comm_s) c /= n;
   }
   double total = 0;

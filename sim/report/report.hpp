@@ -33,6 +33,17 @@ struct StageReport {
   std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over the stage's GPUs
   double idle_s = 0;                                   // mean over the stage's GPUs
   double peak_memory_bytes = 0;  // device memory per GPU at the stage's peak (sim/memory)
+  /// What the peak is made of, per GPU: model state, what the activations add at the peak, and
+  /// the runtime terms (allocator buffers, fragmentation, memory outside the allocator).
+  struct Memory {
+    double weights = 0;
+    double gradients = 0;
+    double master_weights = 0;
+    double optimizer = 0;
+    double activations = 0;
+    std::int64_t microbatches_in_flight = 0;  // micro-batch chunks held at the peak
+    double runtime = 0;
+  } memory;
 };
 
 struct KernelRecord {

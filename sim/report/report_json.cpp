@@ -82,6 +82,13 @@ std::string report_json(const Report& r) {
     sj["exposed_comm_s"] = comm_json(s.exposed_comm_s);
     sj["idle_s"] = s.idle_s;
     sj["peak_memory_bytes"] = s.peak_memory_bytes;
+    sj["memory"] = J{{"weights_bytes", s.memory.weights},
+                     {"gradients_bytes", s.memory.gradients},
+                     {"master_weights_bytes", s.memory.master_weights},
+                     {"optimizer_bytes", s.memory.optimizer},
+                     {"activations_bytes", s.memory.activations},
+                     {"microbatches_in_flight", s.memory.microbatches_in_flight},
+                     {"runtime_bytes", s.memory.runtime}};
     stages.push_back(std::move(sj));
   }
   j["stages"] = std::move(stages);

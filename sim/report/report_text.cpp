@@ -94,6 +94,18 @@ std::string report_text(const Report& r) {
       << (s.chunks.size() == 1 && s.chunks[0].empty() ? "(empty stage)" : blocks) << "\n";
   }
   o << "\n";
+
+  // Where each stage's peak goes, per GPU.
+  o << pad("memory", 7) << pad("weights", 12) << pad("grads", 12) << pad("optimizer", 12)
+    << pad("activations", 12) << pad("in flight", 11) << pad("runtime", 12) << "peak\n";
+  for (const auto& s : r.stages) {
+    const auto& m = s.memory;
+    o << pad(std::to_string(s.index), 7) << pad(format_bytes(m.weights), 12)
+      << pad(format_bytes(m.gradients), 12) << pad(format_bytes(m.master_weights + m.optimizer), 12)
+      << pad(format_bytes(m.activations), 12) << pad(std::to_string(m.microbatches_in_flight), 11)
+      << pad(format_bytes(m.runtime), 12) << format_bytes(s.peak_memory_bytes) << "\n";
+  }
+  o << "\n";
   if (r.diagnostics.empty()) {
     o << "diagnostics: none\n";
   } else {

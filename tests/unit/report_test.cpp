@@ -36,6 +36,32 @@ TEST(Report, DeterministicJson) {
   EXPECT_EQ(simulate_report(plan()), simulate_report(plan()));
 }
 
+// Each stage's memory breakdown adds up to its peak; the model state is 18 bytes per parameter
+// held (no ZeRO); 1F1B holds p - s micro-batches on stage s (8 micro-batches, pp 2).
+TEST(Report, MemoryBreakdownAddsUpToThePeak) {
+  const auto j = nlohmann::json::parse(simulate_report(plan()));
+  ASSERT_EQ(j["stages"].size(), 2u);
+  for (std::size_t s = 0; s < 2; ++s) {
+    const auto& st = j["stages"][s];
+    const auto& m = st["memory"];
+    const double params = st["params_per_gpu"].get<double>();
+    EXPECT_DOUBLE_EQ(m["weights_bytes"].get<double>(), 2 * params);
+    EXPECT_DOUBLE_EQ(m["gradients_bytes"].get<double>(), 4 * params);
+    EXPECT_DOUBLE_EQ(m["master_weights_bytes"].get<double>(), 4 * params);
+    EXPECT_DOUBLE_EQ(m["optimizer_bytes"].get<double>(), 8 * params);
+    EXPECT_GT(m["activations_bytes"].get<double>(), 0.0);
+    EXPECT_GT(m["runtime_bytes"].get<double>(), 0.0);
+    EXPECT_EQ(m["microbatches_in_flight"], 2 - static_cast<int>(s));
+    double sum = 0;
+    for (const char* k : {"weights_bytes", "gradients_bytes", "master_weights_bytes",
+                          "optimizer_bytes", "activations_bytes", "runtime_bytes"}) {
+      sum += m[k].get<double>();
+    }
+    const double peak = st["peak_memory_bytes"];
+    EXPECT_NEAR(sum, peak, 1e-9 * peak);
+  }
+}
+
 TEST(Report, ContractFieldsAndConsistency) {
   const auto j = nlohmann::json::parse(simulate_report(plan()));
   for (const char* key :
