@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/cli/scenario.hpp"
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
@@ -199,6 +201,28 @@ TEST(Diagnostics, OutOfMemoryNamesTheStageAndFixesThatFit) {
       << oom->fix;
   EXPECT_FALSE(contains(oom->fix, "--zero 1")) << oom->fix;
   EXPECT_FALSE(contains(oom->fix, "--recompute")) << oom->fix;
+}
+
+// The ColossalAI seed (Llama 3.1 70B, tp 8, pp 4, dp 2, no sequence parallelism) does not fit
+// either; of the single changes that do, the fix lists the fastest first: sequence parallelism
+// (it shards the activations and shortens the step) before full recomputation.
+TEST(Diagnostics, OutOfMemoryFixesFastestFirst) {
+  const auto seed = check("seeds/colossalai-6108");
+  const auto oom = seed.with_id("oom");
+  ASSERT_EQ(oom.size(), 1u);
+  const std::string& fix = oom[0]->fix;
+  const auto sp = fix.find("--sp (peak ");
+  const auto full = fix.find("--recompute full (peak ");
+  ASSERT_NE(sp, std::string::npos) << fix;
+  ASSERT_NE(full, std::string::npos) << fix;
+  EXPECT_LT(sp, full) << fix;
+  // Each alternative's step, in the order listed, is no faster than the one before.
+  std::vector<double> steps;
+  for (auto at = fix.find("): step "); at != std::string::npos; at = fix.find("): step ", at + 1)) {
+    steps.push_back(std::stod(fix.substr(at + 8)));
+  }
+  ASSERT_GE(steps.size(), 2u) << fix;
+  EXPECT_TRUE(std::is_sorted(steps.begin(), steps.end())) << fix;
 }
 
 // GPipe holds all 64 micro-batches of activations on every stage; 1F1B at most pp. Switching the
