@@ -159,8 +159,9 @@ std::string run_help(const std::string& command) {
          "receives, the data-parallel gradient all-reduce, the optimizer step) and replays them "
          "on\n"
          "the platform's network. Prints step time, tokens/s, model TFLOP/s per GPU, MFU, the\n"
-         "pipeline bubble, exposed communication by kind and a per-stage table with each\n"
-         "stage's peak memory per GPU.\n\n";
+         "pipeline bubble, exposed communication by kind, a per-stage table, and each stage's\n"
+         "memory per GPU at its peak (weights, gradients, optimizer state, activations with the\n"
+         "micro-batches in flight, runtime); an oom error when a stage does not fit.\n\n";
   } else {
     o << "usage: trainsim check [SCENARIO.json] [flags]\n\n"
          "Builds the plan's partition with the named framework rule and reports what would go\n"
