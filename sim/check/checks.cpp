@@ -573,8 +573,6 @@ class Checker {
     const std::int64_t worst = mm.worst_stage();
     const StageMemory& s = mm.stages[static_cast<std::size_t>(worst)];
     const ModelState& st = s.state;
-    const double base = st.total() + s.runtime_allocated;
-    const double activations = s.timeline.peak - base;
     std::vector<std::string> others;
     for (std::size_t i = 0; i < mm.stages.size(); ++i) {
       if (static_cast<std::int64_t>(i) != worst && mm.stages[i].peak_bytes > mm.capacity) {
@@ -591,12 +589,12 @@ class Checker {
                 format_bytes(st.weights) + ", gradients " + format_bytes(st.gradients) +
                 ", master weights " + format_bytes(st.master_weights) + ", Adam moments " +
                 format_bytes(st.optimizer) + ", ZeRO " + n(plan_.zero) + "), activations " +
-                format_bytes(activations) + " with " + n(s.timeline.peak_in_flight) +
+                format_bytes(s.activations_at_peak()) + " with " + n(s.timeline.peak_in_flight) +
                 " micro-batch" + (s.timeline.peak_in_flight == 1 ? "" : "es") +
                 " in flight at its peak (compute step " + n(s.timeline.peak_step + 1) + " of " +
                 n(static_cast<std::int64_t>(s.timeline.after_step.size())) + " of its " +
                 to_string(plan_.schedule) + " program), runtime " +
-                format_bytes(s.peak_bytes - s.timeline.peak + s.runtime_allocated) +
+                format_bytes(s.runtime_at_peak()) +
                 " (allocator buffers, fragmentation, CUDA context)";
     if (!others.empty()) {
       d.message += "; stage" + std::string(others.size() > 1 ? "s " : " ") + and_list(others) +

@@ -158,6 +158,10 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
   return f;
 }
 
+double device_bytes(const RuntimeMemory& runtime, double allocated) {
+  return allocated * (1.0 + runtime.fragmentation) + runtime.reserved;
+}
+
 std::int64_t MemoryModel::worst_stage() const {
   std::int64_t worst = 0;
   for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -198,10 +202,9 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
     sm.runtime_allocated = platform.memory.allocated;
     sm.footprint = footprints.front();
     const auto steps = compute_steps(stage_program(config, s));
-    sm.timeline = walk_activations(steps, footprints, sm.state.total() + sm.runtime_allocated);
+    sm.timeline = walk_activations(steps, footprints, sm.base());
     sm.peak_allocated = sm.timeline.peak;
-    sm.peak_bytes =
-        sm.peak_allocated * (1.0 + platform.memory.fragmentation) + platform.memory.reserved;
+    sm.peak_bytes = device_bytes(platform.memory, sm.peak_allocated);
     mm.stages.push_back(std::move(sm));
   }
   return mm;

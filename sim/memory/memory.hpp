@@ -81,7 +81,18 @@ struct StageMemory {
   /// Device memory at the peak: peak_allocated x (1 + fragmentation) + memory outside the
   /// allocator (CUDA context, NCCL). What must fit in the GPU.
   double peak_bytes = 0;
+
+  /// What the GPU holds throughout the step: model state and the runtime buffers.
+  double base() const { return state.total() + runtime_allocated; }
+  /// What activations add at the peak, transients included.
+  double activations_at_peak() const { return timeline.peak - base(); }
+  /// The rest of the device peak: runtime buffers, fragmentation, memory outside the allocator.
+  double runtime_at_peak() const { return peak_bytes - state.total() - activations_at_peak(); }
 };
+
+/// Device memory when the caching allocator holds `allocated` bytes: with the platform's
+/// fragmentation and the memory outside the allocator.
+double device_bytes(const RuntimeMemory& runtime, double allocated);
 
 struct MemoryModel {
   std::vector<StageMemory> stages;

@@ -102,14 +102,9 @@ Report make_report(const ReportInputs& in) {
     sr.idle_s /= n;
     const StageMemory& sm = memory.stages[static_cast<std::size_t>(s)];
     sr.peak_memory_bytes = sm.peak_bytes;
-    const double base = sm.state.total() + sm.runtime_allocated;
-    sr.memory = {sm.state.weights,
-                 sm.state.gradients,
-                 sm.state.master_weights,
-                 sm.state.optimizer,
-                 sm.timeline.peak - base,
-                 sm.timeline.peak_in_flight,
-                 sm.peak_bytes - sm.state.total() - (sm.timeline.peak - base)};
+    sr.memory = {sm.state.weights,    sm.state.gradients,       sm.state.master_weights,
+                 sm.state.optimizer,  sm.activations_at_peak(), sm.timeline.peak_in_flight,
+                 sm.runtime_at_peak()};
     for (auto& c : sr.exposed_comm_s) c /= n;
   }
   double total = 0;

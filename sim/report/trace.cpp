@@ -93,10 +93,6 @@ std::string trace_json(const Plan& plan, const Platform& platform, const SimResu
                        const MemoryModel& memory) {
   const Placement placement(plan);
   const ScheduleConfig config = schedule_config(plan);
-  const double frag = 1.0 + platform.memory.fragmentation;
-  auto device_gib = [&](double allocated) {
-    return (allocated * frag + platform.memory.reserved) / kGiB;
-  };
 
   Json events = Json::array();
   for (std::int64_t s = 0; s < plan.pp; ++s) {
@@ -155,12 +151,9 @@ std::string trace_json(const Plan& plan, const Platform& platform, const SimResu
                         {"ph", "C"},
                         {"pid", s},
                         {"ts", time_s * kMicro},
-                        {"args", {{"GiB", device_gib(allocated)}}}});
+                        {"args", {{"GiB", device_bytes(platform.memory, allocated) / kGiB}}}});
     };
-    // What the GPU holds before the first pass and after the last: model state and runtime.
-    const double base =
-        sm.timeline.after_step.empty() ? sm.timeline.peak : sm.timeline.after_step.back();
-    counter(0.0, base);
+    counter(0.0, sm.base());  // before the first pass: model state and runtime buffers
     for (std::size_t i = 0; i < steps.size(); ++i) {
       counter(t.start[i], sm.timeline.during_step[i]);
       counter(t.end[i], sm.timeline.after_step[i]);
