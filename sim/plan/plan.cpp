@@ -152,11 +152,11 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
                                      format_grouped(kMaxTokensPerStep) + ")");
   }
   const double replayed = static_cast<double>(gpus) * static_cast<double>(plan.vp) *
-                          static_cast<double>(plan.global_batch() / (plan.mbs * plan.dp));
+                          static_cast<double>(plan.num_microbatches());
   if (replayed > kMaxReplayedPasses) {
     fail_input(origin.of("gbs"),
-               "gives " + format_grouped(plan.global_batch() / (plan.mbs * plan.dp)) +
-                   " micro-batches per step on " + format_grouped(gpus) + " GPUs" +
+               "gives " + format_grouped(plan.num_microbatches()) + " micro-batches per step on " +
+                   format_grouped(gpus) + " GPUs" +
                    (plan.vp > 1 ? " x " + n(plan.vp) + " chunks" : "") +
                    ": more than the 100,000,000 passes per step trainsim can replay; use a "
                    "larger --mbs or a smaller --gbs");
