@@ -52,9 +52,6 @@ FfnKind parse_ffn_kind(const std::string& s) {
   return FfnKind::kRelu;
 }
 
-}  // namespace
-
-namespace {
 constexpr std::int64_t kMaxWidth = std::int64_t{1} << 22;  // hidden, FFN, heads, head_dim
 constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
 constexpr std::int64_t kMaxVocab = std::int64_t{1} << 30;
@@ -66,29 +63,25 @@ constexpr double kMaxParams = 1e15;
 void validate_model(const Model& m, const std::string& file) {
   auto where = [&](const char* key) { return file + ": $." + key; };
   // Upper bounds far beyond any published model, which keep every count inside int64.
-  const std::pair<const char*, std::int64_t> limits[] = {
-      {"hidden_size", m.hidden_size},
-      {"num_attention_heads", m.num_attention_heads},
-      {"head_dim", m.head_dim},
-      {"ffn_hidden_size", m.ffn_hidden_size},
-      {"moe.expert_ffn_hidden_size", m.moe.expert_ffn_hidden_size}};
-  for (const auto& [key, value] : limits) {
-    if (value > kMaxWidth) {
-      fail_input(where(key),
-                 "must be at most " + std::to_string(kMaxWidth) + ", got " + std::to_string(value));
+  const struct {
+    const char* key;
+    std::int64_t value;
+    std::int64_t limit;
+  } limits[] = {{"hidden_size", m.hidden_size, kMaxWidth},
+                {"num_attention_heads", m.num_attention_heads, kMaxWidth},
+                {"num_kv_heads", m.num_kv_heads, kMaxWidth},
+                {"head_dim", m.head_dim, kMaxWidth},
+                {"ffn_hidden_size", m.ffn_hidden_size, kMaxWidth},
+                {"moe.expert_ffn_hidden_size", m.moe.expert_ffn_hidden_size, kMaxWidth},
+                {"num_layers", m.num_layers, kMaxLayers},
+                {"vocab_size", m.vocab_size, kMaxVocab},
+                {"moe.num_experts", m.moe.num_experts, kMaxExperts},
+                {"max_position_embeddings", m.max_position_embeddings, kMaxPositions}};
+  for (const auto& l : limits) {
+    if (l.value > l.limit) {
+      fail_input(where(l.key),
+                 "must be at most " + std::to_string(l.limit) + ", got " + std::to_string(l.value));
     }
-  }
-  if (m.num_layers > kMaxLayers) {
-    fail_input(where("num_layers"), "must be at most " + std::to_string(kMaxLayers) + ", got " +
-                                        std::to_string(m.num_layers));
-  }
-  if (m.vocab_size > kMaxVocab) {
-    fail_input(where("vocab_size"), "must be at most " + std::to_string(kMaxVocab) + ", got " +
-                                        std::to_string(m.vocab_size));
-  }
-  if (m.moe.num_experts > kMaxExperts) {
-    fail_input(where("moe.num_experts"), "must be at most " + std::to_string(kMaxExperts) +
-                                             ", got " + std::to_string(m.moe.num_experts));
   }
   // The parameter count in floating point first, so the exact count cannot overflow.
   const double h = static_cast<double>(m.hidden_size);
@@ -104,11 +97,6 @@ void validate_model(const Model& m, const std::string& file) {
                                         std::to_string(static_cast<std::int64_t>(approx / 1e12)) +
                                         " trillion parameters; trainsim handles up to 1,000 "
                                         "trillion");
-  }
-  if (m.max_position_embeddings > kMaxPositions) {
-    fail_input(where("max_position_embeddings"), "must be at most " +
-                                                     std::to_string(kMaxPositions) + ", got " +
-                                                     std::to_string(m.max_position_embeddings));
   }
   if (m.num_kv_heads > m.num_attention_heads) {
     fail_input(where("num_kv_heads"), "must not exceed num_attention_heads (" +
