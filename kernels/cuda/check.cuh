@@ -7,10 +7,13 @@
 
 namespace trainsim::kernels {
 
+/// Throws "kernels/cuda/x.cu:LINE: call: what" (the path from the repository's kernels/, so that
+/// no build machine's directories reach a database's notes).
 [[noreturn]] inline void gpu_fail(const char* call, const char* file, int line,
                                   const std::string& what) {
-  throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call + ": " +
-                           what);
+  std::string where(file);
+  if (const auto at = where.rfind("kernels/"); at != std::string::npos) where = where.substr(at);
+  throw std::runtime_error(where + ":" + std::to_string(line) + ": " + call + ": " + what);
 }
 
 }  // namespace trainsim::kernels

@@ -45,6 +45,13 @@ __global__ void fill_random_kernel(void* ptr, std::size_t count, Elem elem, std:
   }
 }
 
+__global__ void abs_kernel(float* p, std::size_t count) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    p[i] = fabsf(p[i]);
+  }
+}
+
 __global__ void fill_poison_kernel(void* ptr, std::size_t count, Elem elem) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -73,6 +80,14 @@ __global__ void count_nonfinite_kernel(const __nv_bfloat16* p, std::size_t count
     local += isfinite(__bfloat162float(p[i])) ? 0ULL : 1ULL;
   }
   if (local > 0) atomicAdd(bad, local);
+}
+
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
 }
 
 unsigned grid_for(std::size_t count) {
@@ -120,17 +135,16 @@ DeviceInfo query_device() {
   d.cuda_runtime = std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
   TS_CUDA(cudaDriverGetVersion(&v));
   d.driver = "CUDA " + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-  // The kernel driver's own version, where Linux shows it.
+  // The kernel driver's own version, where Linux shows it: the first word of the first line
+  // that looks like a version ("NVRM version: NVIDIA UNIX ... Kernel Module [for x86_64]
+  // 580.159.04 ...").
   std::ifstream proc("/proc/driver/nvidia/version");
-  std::string line;
-  if (proc && std::getline(proc, line)) {
-    const auto pos = line.find("Kernel Module");
-    if (pos != std::string::npos) {
-      std::string rest = line.substr(pos + 13);
-      const auto start = rest.find_first_not_of(" \t");
-      const auto end = rest.find_first_of(" \t", start);
-      if (start != std::string::npos)
-        d.driver = rest.substr(start, end - start) + " (" + d.driver + ")";
+  std::string word;
+  while (proc >> word) {
+    if (word.find('.') != std::string::npos &&
+        word.find_first_not_of("0123456789.") == std::string::npos) {
+      d.driver = word + " (" + d.driver + ")";
+      break;
     }
   }
   d.cublaslt = version_text(static_cast<long>(cublasLtGetVersion()), 10000, 100);
@@ -165,6 +179,16 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 void fill_random(void* ptr, std::size_t count, Elem elem, std::uint64_t seed, float scale,
                  std::int32_t int_range, cudaStream_t stream) {
   fill_random_kernel<<<grid_for(count), 256, 0, stream>>>(ptr, count, elem, seed, scale, int_range);
+  TS_LAUNCHED();
+}
+
+void gpu_spin(cudaStream_t stream, double seconds) {
+  spin_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(seconds * 1e9));
+  TS_LAUNCHED();
+}
+
+void make_non_negative_f32(void* ptr, std::size_t count, cudaStream_t stream) {
+  abs_kernel<<<grid_for(count), 256, 0, stream>>>(static_cast<float*>(ptr), count);
   TS_LAUNCHED();
 }
 

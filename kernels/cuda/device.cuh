@@ -48,10 +48,16 @@ class DeviceBuffer {
 /// Uniform values in [-scale, scale) (integers in [0, int_range) for kI32), from `seed`.
 void fill_random(void* ptr, std::size_t count, Elem elem, std::uint64_t seed, float scale,
                  std::int32_t int_range = 1, cudaStream_t stream = nullptr);
+/// Replaces each of `count` fp32 values by its absolute value.
+void make_non_negative_f32(void* ptr, std::size_t count, cudaStream_t stream = nullptr);
 /// A poison value (NaN, or -1 for integers) so that unwritten outputs are caught.
 void fill_poison(void* ptr, std::size_t count, Elem elem, cudaStream_t stream = nullptr);
 /// How many of `count` BF16 values are NaN or infinite (poisoned outputs left unwritten).
 std::size_t count_nonfinite_bf16(const void* ptr, std::size_t count, cudaStream_t stream = nullptr);
+/// Keeps the stream busy for `seconds` (one thread reading the global timer), so that the host
+/// can enqueue a timed launch before the GPU reaches it: the timing then holds no host time.
+void gpu_spin(cudaStream_t stream, double seconds);
+
 /// Device values as floats on the host.
 void copy_to_host_as_float(const void* ptr, std::size_t count, Elem elem, float* out);
 

@@ -131,6 +131,25 @@ __global__ void add_kernel(const bf16* a, const bf16* b, bf16* out, std::size_t 
   }
 }
 
+// nanotron's cast of the logits to fp32 before the loss, and its gradient back to BF16.
+__global__ void cast_up_kernel(const bf16* x, float* y, std::size_t n8) {
+  TS_GRID_STRIDE(i, n8) {
+    float v[8];
+    load8(x + 8 * i, v);
+    reinterpret_cast<float4*>(y + 8 * i)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(y + 8 * i)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  }
+}
+
+__global__ void cast_down_kernel(const float* x, bf16* y, std::size_t n8) {
+  TS_GRID_STRIDE(i, n8) {
+    const float4 lo = reinterpret_cast<const float4*>(x + 8 * i)[0];
+    const float4 hi = reinterpret_cast<const float4*>(x + 8 * i)[1];
+    const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    store8(y + 8 * i, v);
+  }
+}
+
 __global__ void act_fwd_kernel(Act a, const bf16* x, bf16* y, std::size_t n8) {
   TS_GRID_STRIDE(i, n8) {
     float v[8];
@@ -469,6 +488,7 @@ struct TensorSpec {
   Role role;
   float scale = 1.0f;
   std::int32_t int_range = 1;
+  bool non_negative = false;  // |value|: Adam's second moment
 };
 
 constexpr std::size_t kGradNormBlocks = 1024;
@@ -498,6 +518,8 @@ std::vector<TensorSpec> tensors_of(const std::string& op, std::size_t R, std::si
   const std::size_t N = R * C;
   const Elem B = Elem::kBF16, F = Elem::kF32, I = Elem::kI32;
   if (op == "copy") return {{B, N, Role::kIn}, {B, N, Role::kOut}};
+  if (op == "cast") return {{B, N, Role::kIn}, {F, N, Role::kOut}};
+  if (op == "cast.grad") return {{F, N, Role::kIn}, {B, N, Role::kOut}};
   if (op == "add") return {{B, N, Role::kIn}, {B, N, Role::kIn}, {B, N, Role::kOut}};
   if (op == "rmsnorm") return {{B, N, Role::kIn}, {B, C, Role::kIn}, {B, N, Role::kOut}};
   if (op == "rmsnorm.grad" || op == "layernorm.grad") {
@@ -537,7 +559,7 @@ std::vector<TensorSpec> tensors_of(const std::string& op, std::size_t R, std::si
     return {{F, N, Role::kIn, 1e-2f},
             {F, N, Role::kInOut},
             {F, N, Role::kInOut, 1e-2f},
-            {F, N, Role::kInOut, 1e-4f},
+            {F, N, Role::kInOut, 1e-4f, 1, true},
             {B, N, Role::kOut}};
   }
   return {};
@@ -556,6 +578,10 @@ void launch_op(const std::string& op, std::size_t R, std::size_t C, void* const*
   }
   if (op == "add") {
     add_kernel<<<grid(N / 8), kThreads, 0, s>>>(b(0), b(1), b(2), N / 8);
+  } else if (op == "cast") {
+    cast_up_kernel<<<grid(N / 8), kThreads, 0, s>>>(b(0), f(1), N / 8);
+  } else if (op == "cast.grad") {
+    cast_down_kernel<<<grid(N / 8), kThreads, 0, s>>>(f(0), b(1), N / 8);
   } else if (op == "rmsnorm") {
     rmsnorm_fwd_kernel<<<rows, kThreads, 0, s>>>(b(0), b(1), b(2), C);
   } else if (op == "rmsnorm.grad") {
@@ -656,6 +682,8 @@ std::vector<std::vector<double>> reference(const std::string& op, std::size_t R,
       }
     }
     out.push_back(o);
+  } else if (op == "cast" || op == "cast.grad") {
+    out.push_back(std::vector<double>(t[0].begin(), t[0].end()));
   } else if (op == "rope" || op == "rope.grad") {
     std::vector<double> o(N);
     const double sign = op == "rope" ? 1.0 : -1.0;
@@ -774,6 +802,7 @@ class MemoryRunner final : public KernelRunner {
         } else {
           fill_random(set.back().get(), t.count, t.elem, 1000 * static_cast<std::uint64_t>(s) + i,
                       t.scale, t.int_range, ctx.stream);
+          if (t.non_negative) make_non_negative_f32(set.back().get(), t.count, ctx.stream);
         }
       }
       buffers_.push_back(std::move(set));
@@ -782,6 +811,7 @@ class MemoryRunner final : public KernelRunner {
   }
 
   int sets() const override { return sets_; }
+  std::string source() const override { return "trainsim"; }
 
   void launch(int iteration) override {
     const auto& set = buffers_[static_cast<std::size_t>(iteration % sets_)];

@@ -28,6 +28,8 @@ class KernelRunner {
   /// Launches the kernel once on the context's stream, on input set `iteration % sets`.
   virtual void launch(int iteration) = 0;
   virtual int sets() const = 0;
+  /// What runs the kernel, for the database entry's `source` (e.g. "cublaslt").
+  virtual std::string source() const = 0;
 };
 
 /// nullptr when the suite has no kernel for this shape.

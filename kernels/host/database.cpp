@@ -1,6 +1,10 @@
 #include "kernels/host/database.hpp"
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
+#include <string>
 
 #include "sim/core/error.hpp"
 
@@ -17,6 +21,68 @@ KernelDbEntry measured_entry(const KernelShape& shape, const std::vector<double>
   return e;
 }
 
+std::map<std::string, KernelDbEntry> kept_entries(const KernelDatabase& db) {
+  std::map<std::string, KernelDbEntry> kept;
+  for (const auto& e : db.entries()) kept[shape_label(e.shape)] = e;
+  return kept;
+}
+
+KernelDatabase run_database(KernelDbMeta meta, const std::vector<KernelShape>& shapes,
+                            const RunResults& results) {
+  for (const auto& f : results.failures) {
+    meta.notes.push_back("not timed, failed its check: " + f);
+  }
+  std::vector<KernelDbEntry> entries;
+  std::set<std::string> selected;
+  for (const auto& shape : shapes) {
+    const std::string label = shape_label(shape);
+    selected.insert(label);
+    const auto it = results.samples.find(label);
+    if (it == results.samples.end() || it->second.empty()) {
+      if (auto k = results.kept.find(label); k != results.kept.end()) entries.push_back(k->second);
+      continue;
+    }
+    entries.push_back(measured_entry(shape, it->second));
+    if (auto s = results.sources.find(label); s != results.sources.end()) {
+      entries.back().source = s->second;
+    }
+  }
+  for (const auto& [label, e] : results.kept) {
+    if (selected.count(label) == 0) entries.push_back(e);
+  }
+  for (const auto& e : entries) {
+    if (const auto* g = std::get_if<GemmShape>(&e.shape); g && g->groups == 1) {
+      auto& ceiling = g->dtype == DType::kFP8 ? meta.gemm_fp8_tflops : meta.gemm_bf16_tflops;
+      const double tflops = shape_flops(e.shape) / e.median_s / 1e12;
+      if (!ceiling || tflops > *ceiling) ceiling = tflops;
+    } else if (const auto* m = std::get_if<MemoryShape>(&e.shape); m && m->op == "copy") {
+      const double gbps = shape_bytes(e.shape) / e.median_s / 1e9;
+      if (!meta.copy_GBps || gbps > *meta.copy_GBps) meta.copy_GBps = gbps;
+    }
+  }
+  return KernelDatabase(KernelDbKind::kMeasured, std::move(meta), std::move(entries));
+}
+
+namespace {
+
+// "a", then "a; b" when another database says b: each distinct value once, in order.
+void join(std::string& into, const std::string& value) {
+  if (value.empty() || into == value) return;
+  std::size_t at = 0;
+  while (at <= into.size()) {
+    const std::size_t end = std::min(into.find("; ", at), into.size());
+    if (into.compare(at, end - at, value) == 0 && end - at == value.size()) return;
+    at = end + 2;
+  }
+  into = into.empty() ? value : into + "; " + value;
+}
+
+void keep_max(std::optional<double>& into, const std::optional<double>& value) {
+  if (value && (!into || *value > *into)) into = value;
+}
+
+}  // namespace
+
 KernelDatabase merge_databases(const std::vector<KernelDatabase>& dbs) {
   if (dbs.empty()) fail_input("merge", "no databases to merge");
   KernelDbMeta meta = dbs.front().meta();
@@ -26,12 +92,29 @@ KernelDatabase merge_databases(const std::vector<KernelDatabase>& dbs) {
     const auto& db = dbs[d];
     const std::string where = "merge: database " + std::to_string(d + 1);
     if (db.kind() != dbs.front().kind()) fail_input(where, "is of another kind than the first");
-    if (db.meta().gpu_name != meta.gpu_name) {
-      fail_input(where, "was taken on " + db.meta().gpu_name + ", the first on " + meta.gpu_name);
+    const auto& m = db.meta();
+    if (m.gpu_name != meta.gpu_name) {
+      fail_input(where, "was taken on " + m.gpu_name + ", the first on " + meta.gpu_name);
     }
-    if (!meta.copy_GBps) meta.copy_GBps = db.meta().copy_GBps;
-    if (!meta.gemm_bf16_tflops) meta.gemm_bf16_tflops = db.meta().gemm_bf16_tflops;
-    if (!meta.gemm_fp8_tflops) meta.gemm_fp8_tflops = db.meta().gemm_fp8_tflops;
+    for (auto [into, value] : {std::pair{&meta.date, &m.date},
+                               {&meta.suite_version, &m.suite_version},
+                               {&meta.driver, &m.driver},
+                               {&meta.cuda_runtime, &m.cuda_runtime},
+                               {&meta.cublaslt, &m.cublaslt},
+                               {&meta.cudnn, &m.cudnn},
+                               {&meta.method, &m.method}}) {
+      join(*into, *value);
+    }
+    keep_max(meta.copy_GBps, m.copy_GBps);
+    keep_max(meta.gemm_bf16_tflops, m.gemm_bf16_tflops);
+    keep_max(meta.gemm_fp8_tflops, m.gemm_fp8_tflops);
+    if (d > 0) {
+      for (const auto& n : m.notes) {
+        if (std::find(meta.notes.begin(), meta.notes.end(), n) == meta.notes.end()) {
+          meta.notes.push_back(n);
+        }
+      }
+    }
     for (const auto& e : db.entries()) {
       auto [it, inserted] = index.emplace(exact_key(e.shape), entries.size());
       if (inserted) {

@@ -1,6 +1,7 @@
 #include "kernels/host/shapes.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -15,6 +16,34 @@ namespace {
 void add_unique(std::vector<KernelShape>& out, std::set<std::string>& seen,
                 const KernelShape& shape) {
   if (seen.insert(exact_key(shape)).second) out.push_back(shape);
+}
+
+// The routed experts of the catalog's MoE models and of published_moe_layers(), as grouped GEMMs
+// at every expert parallelism that leaves 1 to moe_max_groups local experts.
+void add_moe_shapes(const std::vector<Model>& models, const SuiteOptions& opt,
+                    std::vector<KernelShape>& out, std::set<std::string>& seen) {
+  std::vector<MoeExperts> layers;
+  for (const auto& m : models) {
+    if (!m.moe.is_moe()) continue;
+    layers.push_back({m.name, m.hidden_size, m.moe.expert_ffn_hidden_size, m.moe.num_experts,
+                      m.moe.experts_per_token, "catalog"});
+  }
+  for (const auto& l : published_moe_layers()) layers.push_back(l);
+  for (const auto& l : layers) {
+    for (std::int64_t ep = 1; ep <= l.experts; ep *= 2) {
+      if (l.experts / ep > opt.moe_max_groups) continue;
+      for (auto etp : opt.moe_etps) {
+        for (auto precision : opt.precisions) {
+          const DType dtype = precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
+          for (auto tokens : opt.moe_tokens) {
+            for (const auto& s : moe_expert_shapes(l, ep, etp, tokens, dtype)) {
+              add_unique(out, seen, s);
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -58,6 +87,52 @@ std::vector<std::int64_t> pow2_grid(std::int64_t lo, std::int64_t hi) {
   return out;
 }
 
+std::vector<std::int64_t> octave_grid(std::int64_t lo, std::int64_t hi, int per_octave) {
+  if (per_octave != 1 && per_octave != 2) {
+    throw std::invalid_argument("octave_grid: 1 or 2 values per octave");
+  }
+  std::vector<std::int64_t> out;
+  for (auto x : pow2_grid(lo, hi)) {
+    out.push_back(x);
+    if (per_octave == 2 && x < hi) out.push_back(x + x / 2);
+  }
+  return out;
+}
+
+const std::vector<MoeExperts>& published_moe_layers() {
+  static const std::vector<MoeExperts> layers = {
+      {"deepseek-v3", 7168, 2048, 256, 8,
+       "deepseek-ai/DeepSeek-V3 config.json: hidden_size 7168, moe_intermediate_size 2048, "
+       "n_routed_experts 256, num_experts_per_tok 8"},
+      {"deepseek-proxy-32e", 7168, 2048, 32, 8,
+       "Megatron-LM MoE layer performance test, DeepSeek proxy (refdata "
+       "megatron_lm_moe_layer_perf_h100.json): 32 experts, top 8"},
+      {"grok-1", 6144, 32768, 8, 2,
+       "xai-org/grok-1: emb_size 6144, widening_factor 8 (FFN 32768), 8 experts, top 2"},
+      {"llama4-maverick", 5120, 8192, 128, 1,
+       "meta-llama/Llama-4-Maverick config.json: hidden_size 5120, intermediate_size 8192, "
+       "num_local_experts 128, num_experts_per_tok 1"},
+  };
+  return layers;
+}
+
+std::vector<KernelShape> moe_expert_shapes(const MoeExperts& moe, std::int64_t ep, std::int64_t etp,
+                                           std::int64_t tokens, DType dtype) {
+  if (ep < 1 || etp < 1 || moe.experts % ep != 0 || moe.ffn % etp != 0) return {};
+  const std::int64_t routed = tokens * moe.topk * ep;
+  if (routed % moe.experts != 0) return {};
+  const std::int64_t groups = moe.experts / ep, m = routed / moe.experts;
+  const std::int64_t up = 2 * moe.ffn / etp, down = moe.ffn / etp, h = moe.hidden;
+  std::vector<KernelShape> out;
+  // Linear [m x in] -> [m x out]: forward {m, out, in}, dgrad {m, in, out}, wgrad {in, out, m}.
+  for (auto [in, outw] : {std::pair{h, up}, std::pair{down, h}}) {
+    out.push_back(GemmShape{m, outw, in, dtype, groups});
+    out.push_back(GemmShape{m, in, outw, dtype, groups});
+    out.push_back(GemmShape{in, outw, m, dtype, groups});
+  }
+  return out;
+}
+
 std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const SuiteOptions& opt) {
   std::vector<KernelShape> out;
   std::set<std::string> seen;
@@ -79,8 +154,9 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
       }
     }
   }
-  // GEMM grid: every m, n, k on the powers of two, in each element type.
-  const auto g = pow2_grid(opt.gemm_grid_lo, opt.gemm_grid_hi);
+  add_moe_shapes(models, opt, out, seen);
+  // GEMM grid: every m, n, k on the octave grid, in each element type.
+  const auto g = octave_grid(opt.gemm_grid_lo, opt.gemm_grid_hi, opt.gemm_grid_per_octave);
   for (auto precision : opt.precisions) {
     const DType dtype = precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
     for (auto m : g) {
@@ -89,12 +165,25 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
       }
     }
   }
-  // Attention grid: multi-head attention at the grid head sizes, both passes.
-  for (auto d : opt.attention_grid_head_dims) {
-    for (auto h : opt.attention_grid_heads) {
-      for (auto seq : opt.attention_seqs) {
+  // Attention grid: multi-head attention at the grid head sizes, causal and not, both passes;
+  // then FlashAttention's harness shapes.
+  for (bool causal : {true, false}) {
+    for (auto d : opt.attention_grid_head_dims) {
+      for (auto h : opt.attention_grid_heads) {
+        for (auto seq : opt.attention_seqs) {
+          for (auto pass : {AttentionPass::kForward, AttentionPass::kBackward}) {
+            add_unique(out, seen, AttentionShape{1, seq, h, h, d, causal, pass, DType::kBF16});
+          }
+        }
+      }
+    }
+  }
+  for (bool causal : {true, false}) {
+    for (auto d : opt.attention_harness_head_dims) {
+      for (auto seq : opt.attention_harness_seqs) {
+        const std::int64_t b = 16384 / seq, h = 2048 / d;
         for (auto pass : {AttentionPass::kForward, AttentionPass::kBackward}) {
-          add_unique(out, seen, AttentionShape{1, seq, h, h, d, true, pass, DType::kBF16});
+          add_unique(out, seen, AttentionShape{b, seq, h, h, d, causal, pass, DType::kBF16});
         }
       }
     }
@@ -108,6 +197,74 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
       const MemoryShape s = flat ? MemoryShape{std::string(op.name), 1, elements}
                                  : MemoryShape{std::string(op.name), elements / kCols, kCols};
       add_unique(out, seen, s);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// A portable random stream (splitmix64), so that the off-grid shapes do not depend on the
+// standard library's distributions.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+  double uniform() {  // [0, 1)
+    state_ += 0x9e3779b97f4a7c15ULL;
+    std::uint64_t z = state_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+  }
+  // log-uniform in [lo, hi], rounded to a multiple of `step` (at least `step`)
+  std::int64_t log_uniform(double lo, double hi, std::int64_t step) {
+    const double x = std::exp(std::log(lo) + uniform() * (std::log(hi) - std::log(lo)));
+    return std::max<std::int64_t>(step, std::llround(x / static_cast<double>(step)) * step);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+}  // namespace
+
+std::vector<KernelShape> offgrid_shapes(const SuiteOptions& opt, std::size_t per_family,
+                                        std::uint64_t seed) {
+  Random rng(seed);
+  std::vector<KernelShape> out;
+  std::set<std::string> seen;
+  const double glo = static_cast<double>(opt.gemm_grid_lo),
+               ghi = static_cast<double>(opt.gemm_grid_hi);
+  for (auto precision : opt.precisions) {
+    const DType dtype = precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
+    for (std::size_t i = 0; i < per_family; ++i) {
+      const auto m = rng.log_uniform(glo, ghi, 128), n = rng.log_uniform(glo, ghi, 128),
+                 k = rng.log_uniform(glo, ghi, 128);
+      add_unique(out, seen, GemmShape{m, n, k, dtype});
+    }
+  }
+  const double slo = static_cast<double>(opt.attention_seqs.front()),
+               shi = static_cast<double>(opt.attention_seqs.back());
+  for (bool causal : {true, false}) {
+    for (auto d : opt.attention_grid_head_dims) {
+      for (auto pass : {AttentionPass::kForward, AttentionPass::kBackward}) {
+        for (std::size_t i = 0; i < per_family; ++i) {
+          const auto h = rng.log_uniform(4, 48, 1), seq = rng.log_uniform(slo, shi, 256);
+          add_unique(out, seen, AttentionShape{1, seq, h, h, d, causal, pass, DType::kBF16});
+        }
+      }
+    }
+  }
+  const double mlo = static_cast<double>(opt.memory_grid_lo),
+               mhi = static_cast<double>(opt.memory_grid_hi);
+  for (const auto& op : memory_ops()) {
+    const bool flat = op.name == "adam" || op.name == "grad_norm" || op.name == "copy";
+    for (std::size_t i = 0; i < per_family; ++i) {
+      const auto elements = rng.log_uniform(mlo, mhi, 512);
+      const auto cols = flat ? elements : rng.log_uniform(1024, 16384, 512);
+      const auto rows = flat ? 1 : std::max<std::int64_t>(1, elements / cols);
+      add_unique(out, seen, MemoryShape{std::string(op.name), rows, cols});
     }
   }
   return out;

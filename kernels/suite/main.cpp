@@ -1,12 +1,7 @@
 // trainsim_kernels: the CUDA kernel microbenchmark suite. Times the catalog's kernel shapes
-// (GEMMs through cuBLASLt, fused attention through cuDNN, the memory-bound kernels written in
-// kernels/cuda/) and the log-spaced grids, and writes the kernel-timing database.
-//
-//   trainsim_kernels --out platforms/h100-sxm/kernels.json [--ops gemm,attention,memory]
-//       [--models llama3.1-8b,...] [--tps 1,2,4,8] [--seqs 4096,8192]
-//       [--attention-seqs 1024,...,32768] [--gemm-grid 512:16384] [--memory-grid 65536:268435456]
-//       [--warmup 5] [--repetitions 30] [--max-shapes N] [--list] [--benchmark_... flags]
-//   trainsim_kernels --merge OUT IN...   one database from several runs on the same GPU
+// (GEMMs and grouped GEMMs through cuBLASLt, fused attention through cuDNN, the memory-bound
+// kernels written in kernels/cuda/) and the log-spaced grids, and writes the kernel-timing
+// database. See usage() below.
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -16,6 +11,7 @@
 #include "kernels/suite/suite.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
+#include "sim/core/version.hpp"
 
 namespace {
 
@@ -41,6 +37,16 @@ std::vector<std::int64_t> integers(const std::string& flag, const std::string& s
   return out;
 }
 
+double seconds(const std::string& flag, const std::string& s) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size() && v >= 0 && v < 1e7) return v;
+  } catch (const std::exception&) {
+  }
+  trainsim::fail_input(flag, "must be a number of seconds >= 0, got \"" + s + "\"");
+}
+
 std::pair<std::int64_t, std::int64_t> range(const std::string& flag, const std::string& s) {
   const auto colon = s.find(':');
   if (colon == std::string::npos) trainsim::fail_input(flag, "must be LO:HI, got \"" + s + "\"");
@@ -48,6 +54,41 @@ std::pair<std::int64_t, std::int64_t> range(const std::string& flag, const std::
   if (lo.size() != 1 || hi.size() != 1) trainsim::fail_input(flag, "must be LO:HI");
   return {lo[0], hi[0]};
 }
+
+const char* const kUsage = R"(usage:
+  trainsim_kernels --out DB.json [options]   time the selected shapes, write the database
+  trainsim_kernels --list [--json] [options] print the selected shapes (labels, or JSON)
+  trainsim_kernels --merge OUT IN...         one database from several runs on the same GPU
+
+what to time:
+  --ops LIST             gemm, grouped_gemm, attention, memory or a memory op's name (all)
+  --models LIST          catalog models whose shapes are timed (the whole catalog)
+  --tps LIST             tensor parallelism of the catalog shapes (1,2,4,8)
+  --seqs LIST            tokens per micro-batch of GEMMs and memory-bound ops (4096,8192)
+  --attention-seqs LIST  attention sequence lengths (1024,...,32768)
+  --gemm-grid LO:HI      m, n, k of the GEMM grid, powers of two (512:16384)
+  --gemm-grid-per-octave N  1 (powers of two) or 2 (also 1.5x each) (2)
+  --memory-grid LO:HI    elements of the memory-bound grid, powers of two (65536:268435456)
+  --offgrid N            instead of the suite's shapes, N of each kernel family between the
+                         grid points (always the same ones), to check the interpolation
+  --max-shapes N         the first N selected shapes only
+  --max-shapes-per-family N  the first N of each kernel family only (op, element type, pass,
+                         head size, mask, groups): a quick check of every kernel
+
+how:
+  --warmup N             untimed launches first; the last one sizes the timed ones (3)
+  --repetitions N        at most N timed launches per shape (50)
+  --min-repetitions N    at least N, however long the kernel (10)
+  --time-per-shape S     seconds of timed launches aimed at per shape (0.2)
+  --time-budget S        shapes not started after S seconds are skipped (no limit)
+  --checkpoint S         rewrite the database every S seconds while running (30)
+  --resume               keep the entries --out already holds and time only the other shapes
+  --benchmark_...        passed on to Google Benchmark
+
+Every kernel is checked against a reference before it is timed; one that fails is reported on
+stderr and in the database's notes, not timed, and the exit code is 1. SIGINT or SIGTERM stops
+the run after the current shape and writes what was measured.
+)";
 
 }  // namespace
 
@@ -85,23 +126,53 @@ int main(int argc, char** argv) {
         std::tie(run.shapes.gemm_grid_lo, run.shapes.gemm_grid_hi) = range(a, value());
       } else if (a == "--memory-grid") {
         std::tie(run.shapes.memory_grid_lo, run.shapes.memory_grid_hi) = range(a, value());
+      } else if (a == "--gemm-grid-per-octave") {
+        run.shapes.gemm_grid_per_octave = static_cast<int>(integers(a, value()).at(0));
+        if (run.shapes.gemm_grid_per_octave != 1 && run.shapes.gemm_grid_per_octave != 2)
+          fail_input(a, "must be 1 or 2");
       } else if (a == "--warmup") {
         run.warmup = static_cast<int>(integers(a, value()).at(0));
       } else if (a == "--repetitions") {
         run.repetitions = static_cast<int>(integers(a, value()).at(0));
+      } else if (a == "--min-repetitions") {
+        run.min_repetitions = static_cast<int>(integers(a, value()).at(0));
+      } else if (a == "--time-per-shape") {
+        run.time_per_shape = seconds(a, value());
+      } else if (a == "--time-budget") {
+        run.time_budget = seconds(a, value());
+      } else if (a == "--checkpoint") {
+        run.checkpoint_seconds = seconds(a, value());
       } else if (a == "--max-shapes") {
         run.max_shapes = static_cast<std::size_t>(integers(a, value()).at(0));
+      } else if (a == "--max-shapes-per-family") {
+        run.max_shapes_per_family = static_cast<std::size_t>(integers(a, value()).at(0));
+      } else if (a == "--offgrid") {
+        run.offgrid = static_cast<std::size_t>(integers(a, value()).at(0));
+      } else if (a == "--resume") {
+        run.resume = true;
       } else if (a == "--list") {
         run.list_only = true;
+      } else if (a == "--json") {
+        run.list_json = true;
+      } else if (a == "--version") {
+        std::cout << version() << "\n";
+        return 0;
+      } else if (a == "--help" || a == "-h") {
+        std::cout << kUsage;
+        return 0;
       } else if (a.rfind("--benchmark_", 0) == 0) {
         run.benchmark_args.push_back(a);
       } else {
-        fail_input(a, "unknown flag (see the comment at the top of kernels/suite/main.cpp)");
+        fail_input(a, "unknown flag (trainsim_kernels --help lists them)");
       }
     }
     if (run.out.empty() && !run.list_only)
       fail_input("--out", "is required (the database to write)");
-    if (run.repetitions < 1 || run.warmup < 0) fail_input("--repetitions", "must be >= 1");
+    if (run.repetitions < 1) fail_input("--repetitions", "must be >= 1");
+    if (run.min_repetitions < 1 || run.min_repetitions > run.repetitions)
+      fail_input("--min-repetitions", "must be between 1 and --repetitions");
+    if (run.warmup < 0) fail_input("--warmup", "must be >= 0");
+    if (run.list_json && !run.list_only) fail_input("--json", "goes with --list");
     return kernels::run_suite(run);
   } catch (const InputError& e) {
     std::cerr << "trainsim_kernels: error: " << e.what() << "\n";

@@ -5,7 +5,11 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
@@ -22,19 +26,36 @@ namespace trainsim::kernels {
 
 namespace {
 
+// Set by SIGINT and SIGTERM: the shapes not yet started are skipped and what was measured is
+// written.
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) {
+  g_stop = true;
+}
+
+// Each timed launch is queued behind this much GPU work, longer than the host takes to enqueue
+// a launch, so that the event pair around it holds the kernel's time and no host time.
+constexpr double kSpinSeconds = 50e-6;
+
+using Clock = std::chrono::steady_clock;
+
+// The off-grid shapes are always the same ones (their measurements are committed).
+constexpr std::uint64_t kOffgridSeed = 20261123;
+
 std::unique_ptr<KernelRunner> make_runner(const KernelShape& s, const RunnerContext& ctx) {
   if (const auto* g = std::get_if<GemmShape>(&s)) return make_gemm_runner(*g, ctx);
   if (const auto* a = std::get_if<AttentionShape>(&s)) return make_attention_runner(*a, ctx);
   return make_memory_runner(std::get<MemoryShape>(s), ctx);
 }
 
-// What a correctness check covers: the kernel (op, element type, head size and GQA ratio); its
-// launch logic is the same at every size.
+// What a correctness check covers: the kernel (op, element type, head size, mask and GQA ratio);
+// its launch logic is the same at every size. Every GEMM shape is checked (each may get another
+// algorithm).
 std::string check_key(const KernelShape& s) {
-  if (std::holds_alternative<GemmShape>(s)) return shape_label(s);  // every GEMM shape
+  if (std::holds_alternative<GemmShape>(s)) return shape_label(s);
   if (const auto* a = std::get_if<AttentionShape>(&s)) {
-    return "attention d" + std::to_string(a->head_dim) + " group " +
-           std::to_string(a->heads / a->kv_heads);
+    return "attention " + std::string(to_string(a->pass)) + " d" + std::to_string(a->head_dim) +
+           " group " + std::to_string(a->heads / a->kv_heads) + (a->causal ? " causal" : " full");
   }
   const auto& m = std::get<MemoryShape>(s);
   return m.op + " cols " + std::to_string(std::min<std::int64_t>(m.cols, 2048));
@@ -49,93 +70,7 @@ std::string utc_now() {
   return buf;
 }
 
-}  // namespace
-
-int run_suite(const SuiteRun& run) {
-  std::vector<Model> models;
-  const auto names = run.models.empty() ? catalog_names("models") : run.models;
-  for (const auto& n : names) models.push_back(load_model(resolve_catalog_entry("models", n, n)));
-  auto shapes = filter_ops(suite_shapes(models, run.shapes), run.ops);
-  if (run.max_shapes > 0 && shapes.size() > run.max_shapes) shapes.resize(run.max_shapes);
-  if (run.list_only) {
-    for (const auto& s : shapes) std::cout << shape_label(s) << "\n";
-    std::cout << shapes.size() << " shapes\n";
-    return 0;
-  }
-
-  TS_CUDA(cudaSetDevice(0));
-  const DeviceInfo info = query_device();
-  RunnerContext ctx;
-  TS_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
-  cublasLtHandle_t lt = nullptr;
-  if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error("cublasLtCreate failed");
-  cudnnHandle_t dnn = nullptr;
-  if (cudnnCreate(&dnn) != CUDNN_STATUS_SUCCESS) throw std::runtime_error("cudnnCreate failed");
-  ctx.cublaslt = lt;
-  ctx.cudnn = dnn;
-  ctx.l2_bytes = info.l2_bytes;
-  std::size_t free_bytes = 0, total_bytes = 0;
-  TS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
-  ctx.budget_bytes = 0.25 * static_cast<double>(free_bytes);
-  std::cerr << "trainsim_kernels: " << info.name << ", " << info.sm_count << " SMs, "
-            << info.sm_clock_MHz << " MHz, L2 " << info.l2_bytes / (1 << 20) << " MiB, driver "
-            << info.driver << ", CUDA " << info.cuda_runtime << ", cuBLASLt " << info.cublaslt
-            << ", cuDNN " << info.cudnn << "; " << shapes.size() << " shapes\n";
-
-  std::map<std::string, std::vector<double>> samples;
-  std::set<std::string> checked;
-  int failures = 0;
-  for (const auto& shape : shapes) {
-    const std::string label = shape_label(shape);
-    auto bench = [&, shape, label](benchmark::State& st) {
-      std::unique_ptr<KernelRunner> runner;
-      try {
-        runner = make_runner(shape, ctx);
-        if (!runner) {
-          st.SkipWithError("no kernel in the suite for this shape");
-          return;
-        }
-        if (checked.insert(check_key(shape)).second) runner->check();
-        for (int i = 0; i < run.warmup; ++i) runner->launch(i);
-        TS_CUDA(cudaStreamSynchronize(ctx.stream));
-      } catch (const std::exception& e) {
-        ++failures;
-        st.SkipWithError(e.what());
-        return;
-      }
-      EventTimer timer;
-      int it = run.warmup;
-      auto& out = samples[label];
-      for (auto _ : st) {
-        timer.start(ctx.stream);
-        runner->launch(it++);
-        const double s = timer.stop(ctx.stream);
-        st.SetIterationTime(s);
-        out.push_back(s);
-      }
-      const double flops = shape_flops(shape), bytes = shape_bytes(shape);
-      std::vector<double> sorted = out;
-      std::sort(sorted.begin(), sorted.end());
-      const double median = sorted[sorted.size() / 2];
-      if (flops > 0) st.counters["TFLOP/s"] = flops / median / 1e12;
-      st.counters["GB/s"] = bytes / median / 1e9;
-      st.counters["sets"] = runner->sets();
-    };
-    benchmark::RegisterBenchmark(label.c_str(), bench)
-        ->UseManualTime()
-        ->Iterations(run.repetitions)
-        ->Unit(benchmark::kMicrosecond);
-  }
-  std::vector<std::string> args = {"trainsim_kernels"};
-  args.insert(args.end(), run.benchmark_args.begin(), run.benchmark_args.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  int argc = static_cast<int>(argv.size());
-  benchmark::Initialize(&argc, argv.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-
+KernelDbMeta run_meta(const DeviceInfo& info, const SuiteRun& run) {
   KernelDbMeta meta;
   meta.gpu_name = info.name;
   meta.sm_count = info.sm_count;
@@ -148,36 +83,192 @@ int run_suite(const SuiteRun& run) {
   meta.cudnn = info.cudnn;
   meta.date = utc_now();
   meta.suite_version = std::string(version());
-  meta.method = "Google Benchmark, manual time: one CUDA event pair per launch; " +
-                std::to_string(run.warmup) + " warm-up launches, " +
-                std::to_string(run.repetitions) +
-                " timed; inputs rotated over more than 2x L2 where memory allows; outputs checked "
-                "against a reference before timing";
-  std::vector<KernelDbEntry> entries;
-  for (const auto& shape : shapes) {
-    const auto it = samples.find(shape_label(shape));
-    if (it == samples.end() || it->second.empty()) continue;
-    entries.push_back(measured_entry(shape, it->second));
-    const auto& e = entries.back();
-    if (const auto* g = std::get_if<GemmShape>(&shape)) {
-      auto& ceiling = g->dtype == DType::kFP8 ? meta.gemm_fp8_tflops : meta.gemm_bf16_tflops;
-      const double tflops = shape_flops(shape) / e.median_s / 1e12;
-      if (!ceiling || tflops > *ceiling) ceiling = tflops;
-    } else if (const auto* m = std::get_if<MemoryShape>(&shape); m && m->op == "copy") {
-      const double gbps = shape_bytes(shape) / e.median_s / 1e9;
-      if (!meta.copy_GBps || gbps > *meta.copy_GBps) meta.copy_GBps = gbps;
+  meta.method =
+      "trainsim_kernels: outputs checked against a reference before timing; " +
+      std::to_string(run.warmup) + " warm-up launches, then " +
+      std::to_string(run.min_repetitions) + " to " + std::to_string(run.repetitions) +
+      " timed (about " + std::to_string(static_cast<int>(run.time_per_shape * 1000)) +
+      " ms per shape), one CUDA event pair per launch, each launch queued behind a 50 us GPU "
+      "spin so that no host time is counted; inputs rotated over more than 2x L2 where memory "
+      "allows";
+  meta.notes = {
+      "gemm: cuBLASLt, TN layout, FP32 accumulation, BF16 output, first heuristic algorithm; "
+      "fp8: E4M3 inputs with per-tensor scales, no fast accumulation (Transformer Engine's "
+      "data- and weight-gradient GEMMs)",
+      "grouped_gemm: one cuBLASLt strided-batched launch over the groups (equal tokens per "
+      "expert, as balanced routing gives)",
+      "attention fwd (source cudnn-graph): cuDNN SDPA as a backend operation graph; "
+      "kernels/torch/attention.py entries name their own source",
+      "memory-bound ops: the suite's own kernels (kernels/cuda/memory_kernels.cu)"};
+  return meta;
+}
+
+// One shape: build, check (once per check_key), warm up, then time the launches. Empty when the
+// suite has no kernel for the shape (the attention backward: kernels/torch/attention.py).
+std::vector<double> time_shape(const KernelShape& shape, const RunnerContext& ctx,
+                               const SuiteRun& run, std::set<std::string>& checked,
+                               std::string& source) {
+  std::unique_ptr<KernelRunner> runner = make_runner(shape, ctx);
+  if (!runner) return {};
+  source = runner->source();
+  if (checked.insert(check_key(shape)).second) runner->check();  // throws: the key stays failed
+  EventTimer timer;
+  double estimate = 0;
+  int it = 0;
+  for (; it < run.warmup; ++it) {
+    gpu_spin(ctx.stream, kSpinSeconds);
+    timer.start(ctx.stream);
+    runner->launch(it);
+    estimate = timer.stop(ctx.stream);
+  }
+  const int reps = repetitions_for(run, estimate);
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(reps));
+  for (int r = 0; r < reps; ++r) {
+    gpu_spin(ctx.stream, kSpinSeconds);
+    timer.start(ctx.stream);
+    runner->launch(it++);
+    out.push_back(timer.stop(ctx.stream));
+  }
+  return out;
+}
+
+struct Handles {
+  cublasLtHandle_t lt = nullptr;
+  cudnnHandle_t dnn = nullptr;
+  Handles() {
+    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasLtCreate");
+    if (cudnnCreate(&dnn) != CUDNN_STATUS_SUCCESS) throw std::runtime_error("cudnnCreate");
+  }
+  ~Handles() {
+    cudnnDestroy(dnn);
+    cublasLtDestroy(lt);
+  }
+  Handles(const Handles&) = delete;
+  Handles& operator=(const Handles&) = delete;
+};
+
+void run_benchmarks(const SuiteRun& run) {
+  std::vector<std::string> args = {"trainsim_kernels"};
+  args.insert(args.end(), run.benchmark_args.begin(), run.benchmark_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  benchmark::Initialize(&argc, argv.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}
+
+}  // namespace
+
+int run_suite(const SuiteRun& run) {
+  std::vector<Model> models;
+  const auto names = run.models.empty() ? catalog_names("models") : run.models;
+  for (const auto& n : names) models.push_back(load_model(resolve_catalog_entry("models", n, n)));
+  const auto shapes =
+      selected_shapes(run, run.offgrid > 0 ? offgrid_shapes(run.shapes, run.offgrid, kOffgridSeed)
+                                           : suite_shapes(models, run.shapes));
+  if (run.list_only) {
+    if (run.list_json) {
+      std::cout << shapes_json(shapes);
+      return 0;
     }
+    for (const auto& s : shapes) std::cout << shape_label(s) << "\n";
+    std::cout << shapes.size() << " shapes\n";
+    return 0;
   }
-  if (!run.out.empty()) {
-    write_file_atomically(run.out, kernel_database_json(KernelDatabase(KernelDbKind::kMeasured,
-                                                                       std::move(meta), entries)));
-    std::cerr << "trainsim_kernels: wrote " << run.out << " (" << entries.size() << " of "
-              << shapes.size() << " shapes)\n";
+
+  TS_CUDA(cudaSetDevice(0));
+  const DeviceInfo info = query_device();
+  RunnerContext ctx;
+  TS_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
+  Handles handles;
+  ctx.cublaslt = handles.lt;
+  ctx.cudnn = handles.dnn;
+  ctx.l2_bytes = info.l2_bytes;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  TS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  ctx.budget_bytes = 0.25 * static_cast<double>(free_bytes);
+  std::cerr << "trainsim_kernels: " << info.name << ", " << info.sm_count << " SMs, "
+            << info.sm_clock_MHz << " MHz, L2 " << info.l2_bytes / (1 << 20) << " MiB, driver "
+            << info.driver << ", CUDA " << info.cuda_runtime << ", cuBLASLt " << info.cublaslt
+            << ", cuDNN " << info.cudnn << "; " << shapes.size() << " shapes\n";
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+
+  const KernelDbMeta meta = run_meta(info, run);
+  RunResults results;
+  if (run.resume && !run.out.empty() && std::filesystem::exists(run.out)) {
+    results.kept = kept_entries(load_kernel_database(run.out));
   }
-  cudnnDestroy(dnn);
-  cublasLtDestroy(lt);
+  const auto& kept = results.kept;
+  auto& samples = results.samples;
+  auto& sources = results.sources;
+  auto& failures = results.failures;
+  std::set<std::string> checked, failed_keys;
+  std::size_t skipped = 0;
+  const auto start = Clock::now();
+  auto last_write = start;
+  auto write = [&] {
+    if (run.out.empty()) return;
+    write_file_atomically(run.out, kernel_database_json(run_database(meta, shapes, results)));
+    last_write = Clock::now();
+  };
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  for (const auto& shape : shapes) {
+    const std::string label = shape_label(shape);
+    if (kept.count(label) != 0) continue;  // measured by the run being resumed
+    auto bench = [&, shape, label](benchmark::State& st) {
+      if (g_stop || (run.time_budget > 0 && seconds_since(start) > run.time_budget)) {
+        ++skipped;
+        st.SkipWithError(g_stop ? "not timed: stopped" : "not timed: time budget spent");
+        return;
+      }
+      if (failed_keys.count(check_key(shape)) != 0) {
+        ++skipped;
+        st.SkipWithError("not timed: its kernel failed its check");
+        return;
+      }
+      std::vector<double> out;
+      try {
+        out = time_shape(shape, ctx, run, checked, sources[label]);
+      } catch (const std::exception& e) {
+        failures.push_back(label + ": " + e.what());
+        failed_keys.insert(check_key(shape));
+        st.SkipWithError(e.what());
+        return;
+      }
+      if (out.empty()) {
+        ++skipped;
+        st.SkipWithError("not timed: no kernel in this suite for the shape");
+        return;
+      }
+      const Summary s = summarize(out);
+      for (auto _ : st) st.SetIterationTime(s.median);
+      samples[label] = std::move(out);
+      const double flops = shape_flops(shape), bytes = shape_bytes(shape);
+      if (flops > 0) st.counters["TFLOP/s"] = flops / s.median / 1e12;
+      st.counters["GB/s"] = bytes / s.median / 1e9;
+      st.counters["launches"] = static_cast<double>(s.count);
+      if (seconds_since(last_write) > run.checkpoint_seconds) write();
+    };
+    benchmark::RegisterBenchmark(label.c_str(), bench)
+        ->UseManualTime()
+        ->Iterations(1)
+        ->Unit(benchmark::kMicrosecond);
+  }
+  run_benchmarks(run);
+  write();
+  std::cerr << "trainsim_kernels: " << samples.size() << " of " << shapes.size()
+            << " shapes timed (" << kept.size() << " kept from the run resumed), "
+            << failures.size() << " failed their check, " << skipped
+            << " not timed (no kernel here, kernel failed its check, time budget or stop)"
+            << (run.out.empty() ? "" : "; wrote " + run.out) << "\n";
+  for (const auto& f : failures) std::cerr << "  failed: " << f << "\n";
   cudaStreamDestroy(ctx.stream);
-  return failures > 0 ? 1 : 0;
+  return failures.empty() ? 0 : 1;
 }
 
 }  // namespace trainsim::kernels

@@ -45,7 +45,9 @@ KernelDatabase::KernelDatabase(KernelDbKind kind, KernelDbMeta meta,
 
 std::string KernelDatabase::family_key(const KernelShape& shape) const {
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
-    return std::string("gemm/") + to_string(g->dtype);
+    std::string key = op_name(shape) + "/" + to_string(g->dtype);
+    if (g->groups > 1) key += "/g" + std::to_string(g->groups);
+    return key;
   }
   if (const auto* a = std::get_if<AttentionShape>(&shape)) {
     std::string key = "attention/";
@@ -228,13 +230,15 @@ constexpr double kMicro = 1e-6;
 const RealRange kPositive{0.0, false};
 
 KernelShape parse_shape(JsonObject& o) {
-  std::vector<std::string_view> ops = {"gemm", "attention"};
+  std::vector<std::string_view> ops = {"gemm", "grouped_gemm", "attention"};
   for (const auto& m : memory_ops()) ops.push_back(m.name);
   const std::string op = o.choice("op", ops);
   auto dtype = [&] { return *parse_dtype(o.choice("dtype", {"bf16", "fp8"})); };
-  if (op == "gemm") {
+  if (op == "gemm" || op == "grouped_gemm") {
     GemmShape g;
     g.dtype = dtype();
+    // A grouped GEMM has at least two groups; one group is a plain "gemm".
+    if (op == "grouped_gemm") g.groups = o.integer("groups", {2, std::int64_t{1} << 20});
     g.m = o.integer("m");
     g.n = o.integer("n");
     g.k = o.integer("k");
@@ -359,6 +363,34 @@ KernelDatabase load_kernel_database(const std::filesystem::path& path) {
   return parse_kernel_database_json(load_json_file(path), path.string());
 }
 
+nlohmann::ordered_json kernel_shape_json(const KernelShape& shape) {
+  nlohmann::ordered_json o;
+  if (const auto* g = std::get_if<GemmShape>(&shape)) {
+    o["op"] = op_name(shape);
+    o["dtype"] = to_string(g->dtype);
+    if (g->groups > 1) o["groups"] = g->groups;
+    o["m"] = g->m;
+    o["n"] = g->n;
+    o["k"] = g->k;
+  } else if (const auto* a = std::get_if<AttentionShape>(&shape)) {
+    o["op"] = "attention";
+    o["pass"] = to_string(a->pass);
+    o["dtype"] = to_string(a->dtype);
+    o["batch"] = a->batch;
+    o["seq"] = a->seq;
+    o["heads"] = a->heads;
+    o["kv_heads"] = a->kv_heads;
+    o["head_dim"] = a->head_dim;
+    o["causal"] = a->causal;
+  } else {
+    const auto& ms = std::get<MemoryShape>(shape);
+    o["op"] = ms.op;
+    o["rows"] = ms.rows;
+    o["cols"] = ms.cols;
+  }
+  return o;
+}
+
 std::string kernel_database_json(const KernelDatabase& db) {
   using J = nlohmann::ordered_json;
   const auto& m = db.meta();
@@ -394,29 +426,7 @@ std::string kernel_database_json(const KernelDatabase& db) {
   if (!m.notes.empty()) j["notes"] = m.notes;
   J entries = J::array();
   for (const auto& e : db.entries()) {
-    J o;
-    if (const auto* g = std::get_if<GemmShape>(&e.shape)) {
-      o["op"] = "gemm";
-      o["dtype"] = to_string(g->dtype);
-      o["m"] = g->m;
-      o["n"] = g->n;
-      o["k"] = g->k;
-    } else if (const auto* a = std::get_if<AttentionShape>(&e.shape)) {
-      o["op"] = "attention";
-      o["pass"] = to_string(a->pass);
-      o["dtype"] = to_string(a->dtype);
-      o["batch"] = a->batch;
-      o["seq"] = a->seq;
-      o["heads"] = a->heads;
-      o["kv_heads"] = a->kv_heads;
-      o["head_dim"] = a->head_dim;
-      o["causal"] = a->causal;
-    } else {
-      const auto& ms = std::get<MemoryShape>(e.shape);
-      o["op"] = ms.op;
-      o["rows"] = ms.rows;
-      o["cols"] = ms.cols;
-    }
+    J o = kernel_shape_json(e.shape);
     o["median_us"] = e.median_s / kMicro;
     if (e.p10_s) o["p10_us"] = *e.p10_s / kMicro;
     if (e.p90_s) o["p90_us"] = *e.p90_s / kMicro;

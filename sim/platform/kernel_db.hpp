@@ -79,7 +79,9 @@ class KernelDatabase {
 
   KernelDbKind kind() const { return kind_; }
   const KernelDbMeta& meta() const { return meta_; }
-  const std::vector<KernelDbEntry>& entries() const { return entries_; }
+  const std::vector<KernelDbEntry>& entries() const& { return entries_; }
+  // A temporary database's entries by value (for (e : load_kernel_database(f).entries())).
+  std::vector<KernelDbEntry> entries() && { return std::move(entries_); }
 
   /// The time of `shape`, or nothing when the database neither holds nor brackets it.
   std::optional<KernelDbHit> lookup(const KernelShape& shape) const;
@@ -99,6 +101,9 @@ class KernelDatabase {
 
 /// Exact-match key of a shape (every field).
 std::string exact_key(const KernelShape& shape);
+
+/// A shape's keys in a database entry (op, dtype, m, n, k, ...).
+nlohmann::ordered_json kernel_shape_json(const KernelShape& shape);
 
 /// Strict reading: unknown keys, duplicate shapes and bad values are InputErrors naming the
 /// file and JSON path.

@@ -74,7 +74,8 @@ const MemoryOp* find_memory_op(std::string_view name) {
 }
 
 std::string op_name(const KernelShape& shape) {
-  if (std::holds_alternative<GemmShape>(shape)) return "gemm";
+  if (const auto* g = std::get_if<GemmShape>(&shape))
+    return g->groups > 1 ? "grouped_gemm" : "gemm";
   if (std::holds_alternative<AttentionShape>(shape)) return "attention";
   return std::get<MemoryShape>(shape).op;
 }
@@ -92,7 +93,8 @@ double attention_forward_flops(const AttentionShape& a) {
 
 double shape_flops(const KernelShape& shape) {
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
-    return 2.0 * static_cast<double>(g->m) * static_cast<double>(g->k) * static_cast<double>(g->n);
+    return 2.0 * static_cast<double>(g->groups) * static_cast<double>(g->m) *
+           static_cast<double>(g->k) * static_cast<double>(g->n);
   }
   if (const auto* a = std::get_if<AttentionShape>(&shape)) {
     const double f = attention_forward_flops(*a);
@@ -113,7 +115,7 @@ double shape_bytes(const KernelShape& shape) {
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
     const double m = static_cast<double>(g->m), n = static_cast<double>(g->n),
                  k = static_cast<double>(g->k);
-    return (m * k + k * n + m * n) * e;
+    return static_cast<double>(g->groups) * (m * k + k * n + m * n) * e;
   }
   if (const auto* a = std::get_if<AttentionShape>(&shape)) {
     // Q, K, V in and O out; the backward pass also reads O and dO and writes dQ, dK, dV.
@@ -139,7 +141,9 @@ double shape_bytes(const KernelShape& shape) {
 std::string shape_label(const KernelShape& shape) {
   std::ostringstream o;
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
-    o << "gemm " << to_string(g->dtype) << " m=" << g->m << " n=" << g->n << " k=" << g->k;
+    o << op_name(shape) << " " << to_string(g->dtype);
+    if (g->groups > 1) o << " g=" << g->groups;
+    o << " m=" << g->m << " n=" << g->n << " k=" << g->k;
   } else if (const auto* a = std::get_if<AttentionShape>(&shape)) {
     o << "attention " << to_string(a->pass) << " " << to_string(a->dtype) << " b=" << a->batch
       << " s=" << a->seq << " h=" << a->heads << " kv=" << a->kv_heads << " d=" << a->head_dim

@@ -17,12 +17,15 @@ const char* to_string(DType dtype);
 std::optional<DType> parse_dtype(std::string_view s);
 
 /// C[m x n] = A[m x k] B[k x n]: 2mnk FLOPs; reads A and B, writes C (2 bytes per element,
-/// also for FP8, as the cost model has always counted).
+/// also for FP8, as the cost model has always counted). With `groups` > 1, a grouped GEMM: that
+/// many independent products of the same m, n, k in one launch (an MoE layer's experts, each
+/// with m tokens routed to it), op "grouped_gemm", `groups` times the FLOPs and bytes.
 struct GemmShape {
   std::int64_t m = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;
   DType dtype = DType::kBF16;
+  std::int64_t groups = 1;
   bool operator==(const GemmShape&) const = default;
 };
 
@@ -66,13 +69,13 @@ struct MemoryOp {
 const std::vector<MemoryOp>& memory_ops();
 const MemoryOp* find_memory_op(std::string_view name);
 
-/// "gemm", "attention" (any pass), or the memory-bound op's name.
+/// "gemm", "grouped_gemm", "attention" (any pass), or the memory-bound op's name.
 std::string op_name(const KernelShape& shape);
 double shape_flops(const KernelShape& shape);
 /// Bytes moved through device memory (the cost model's count); 0 for an unknown memory op.
 double shape_bytes(const KernelShape& shape);
-/// One line: "gemm bf16 m=8192 n=3072 k=4096", "attention fwd bf16 b=1 s=8192 h=16 kv=2 d=128
-/// causal", "rmsnorm rows=8192 cols=8192".
+/// One line: "gemm bf16 m=8192 n=3072 k=4096", "grouped_gemm fp8 g=8 m=2048 n=28672 k=4096",
+/// "attention fwd bf16 b=1 s=8192 h=16 kv=2 d=128 causal", "rmsnorm rows=8192 cols=8192".
 std::string shape_label(const KernelShape& shape);
 
 }  // namespace trainsim

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "kernels/host/database.hpp"
 #include "kernels/host/shapes.hpp"
 #include "kernels/host/stats.hpp"
+#include "kernels/host/suite_run.hpp"
 #include "sim/core/error.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/plan/partition.hpp"
@@ -126,18 +129,169 @@ TEST(KernelSuiteShapes, Grids) {
   EXPECT_EQ(kernels::pow2_grid(512, 4096), (std::vector<std::int64_t>{512, 1024, 2048, 4096}));
   EXPECT_THROW(kernels::pow2_grid(500, 4096), std::invalid_argument);
   EXPECT_THROW(kernels::pow2_grid(4096, 512), std::invalid_argument);
+  EXPECT_EQ(kernels::octave_grid(512, 4096, 2),
+            (std::vector<std::int64_t>{512, 768, 1024, 1536, 2048, 3072, 4096}));
+  EXPECT_EQ(kernels::octave_grid(512, 4096, 1), kernels::pow2_grid(512, 4096));
+  EXPECT_THROW(kernels::octave_grid(512, 4096, 3), std::invalid_argument);
   kernels::SuiteOptions opt;
   opt.gemm_grid_lo = 1024;
   opt.gemm_grid_hi = 4096;
+  opt.moe_etps = {};  // no MoE layers
   const auto shapes = kernels::suite_shapes({}, opt);
   const auto gemm = kernels::filter_ops(shapes, {"gemm"});
-  EXPECT_EQ(gemm.size(), 2u * 27u);  // 3 x 3 x 3 in BF16 and in FP8
-  EXPECT_TRUE(contains(gemm, GemmShape{1024, 4096, 2048, DType::kFP8}));
+  EXPECT_EQ(gemm.size(), 2u * 125u);  // {1024, 1536, 2048, 3072, 4096}^3 in BF16 and in FP8
+  EXPECT_TRUE(contains(gemm, GemmShape{1536, 4096, 3072, DType::kFP8}));
+  EXPECT_TRUE(kernels::filter_ops(shapes, {"grouped_gemm"}).empty());
   const auto mem = kernels::filter_ops(shapes, {"memory"});
   EXPECT_EQ(mem.size(), memory_ops().size() * 13u);  // 2^16 to 2^28 elements
   EXPECT_TRUE(contains(mem, MemoryShape{"adam", 1, 1 << 20}));
   EXPECT_TRUE(contains(mem, MemoryShape{"rmsnorm", 256, 4096}));
-  EXPECT_EQ(kernels::filter_ops(shapes, {"attention"}).size(), 2u * 3u * 6u * 2u);
+  // MHA at head sizes 64, 128, 192 x 8, 16, 32 heads x 6 sequences, causal and not, both
+  // passes (216), and FlashAttention's harness shapes (48), 8 of which the grid already holds
+  // (batch 1 at 16k: 32 heads of 64, 16 of 128).
+  const auto attention = kernels::filter_ops(shapes, {"attention"});
+  EXPECT_EQ(attention.size(), 216u + 48u - 8u);
+  EXPECT_TRUE(contains(attention, AttentionShape{32, 512, 32, 32, 64, false,
+                                                 AttentionPass::kBackward, DType::kBF16}));
+  EXPECT_TRUE(contains(attention, AttentionShape{1, 32768, 8, 8, 192, false,
+                                                 AttentionPass::kForward, DType::kBF16}));
+}
+
+// An MoE layer's experts as grouped GEMMs: experts / ep groups of tokens x topk x ep / experts
+// tokens each; gate and up fused (2 x ffn / etp wide), then down.
+TEST(KernelSuiteShapes, MoeExpertGemms) {
+  const kernels::MoeExperts mixtral{"mixtral-8x7b", 4096, 14336, 8, 2, "test"};
+  const auto s = kernels::moe_expert_shapes(mixtral, 2, 1, 4096, DType::kBF16);
+  const std::vector<KernelShape> want = {
+      GemmShape{2048, 28672, 4096, DType::kBF16, 4}, GemmShape{2048, 4096, 28672, DType::kBF16, 4},
+      GemmShape{4096, 28672, 2048, DType::kBF16, 4}, GemmShape{2048, 4096, 14336, DType::kBF16, 4},
+      GemmShape{2048, 14336, 4096, DType::kBF16, 4}, GemmShape{14336, 4096, 2048, DType::kBF16, 4}};
+  EXPECT_EQ(s, want);
+  // DeepSeek-V3 at EP 64 (its DGX Cloud recipe): 4 local experts of 8192 tokens at 4096 tokens
+  // per GPU; at expert tensor parallelism 4 the expert width splits.
+  const auto& ds = kernels::published_moe_layers().front();
+  EXPECT_EQ(ds.name, "deepseek-v3");
+  EXPECT_EQ(kernels::moe_expert_shapes(ds, 64, 1, 4096, DType::kFP8).front(),
+            KernelShape(GemmShape{8192, 4096, 7168, DType::kFP8, 4}));
+  EXPECT_EQ(kernels::moe_expert_shapes(ds, 64, 4, 4096, DType::kFP8).front(),
+            KernelShape(GemmShape{8192, 1024, 7168, DType::kFP8, 4}));
+  // One local expert: plain GEMMs. Splits that do not divide: nothing.
+  EXPECT_EQ(kernels::moe_expert_shapes(mixtral, 8, 1, 4096, DType::kBF16).front(),
+            KernelShape(GemmShape{8192, 28672, 4096}));
+  EXPECT_TRUE(kernels::moe_expert_shapes(mixtral, 3, 1, 4096, DType::kBF16).empty());
+  EXPECT_TRUE(kernels::moe_expert_shapes(mixtral, 2, 3, 4096, DType::kBF16).empty());
+  // The suite: every MoE layer, both element types, 1 to 32 local experts.
+  kernels::SuiteOptions opt;
+  const auto grouped = kernels::filter_ops(kernels::suite_shapes({}, opt), {"grouped_gemm"});
+  EXPECT_TRUE(contains(grouped, GemmShape{8192, 4096, 7168, DType::kFP8, 4}));
+  for (const auto& g : grouped) {
+    const auto& gs = std::get<GemmShape>(g);
+    EXPECT_GE(gs.groups, 2);
+    EXPECT_LE(gs.groups, opt.moe_max_groups);
+  }
+}
+
+// Off-grid shapes: the same ones on every machine, between the grid points, in range.
+TEST(KernelSuiteShapes, OffGridShapes) {
+  const kernels::SuiteOptions opt;
+  const auto a = kernels::offgrid_shapes(opt, 5, 7), b = kernels::offgrid_shapes(opt, 5, 7);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, kernels::offgrid_shapes(opt, 5, 8));
+  std::size_t gemms = 0;
+  for (const auto& s : a) {
+    if (const auto* g = std::get_if<GemmShape>(&s)) {
+      ++gemms;
+      for (auto x : {g->m, g->n, g->k}) {
+        EXPECT_EQ(x % 128, 0);
+        EXPECT_GE(x, 512);
+        EXPECT_LE(x, 16384);
+      }
+    } else if (const auto* at = std::get_if<AttentionShape>(&s)) {
+      EXPECT_EQ(at->seq % 256, 0);
+      EXPECT_GE(at->seq, 1024);
+      EXPECT_LE(at->seq, 32768);
+    } else {
+      const auto& m = std::get<MemoryShape>(s);
+      EXPECT_EQ(m.cols % 8, 0);  // the memory-bound kernels' vector width
+    }
+  }
+  EXPECT_EQ(gemms, 10u);  // 5 per element type
+}
+
+// What a run times: the selected ops, at most N per kernel family, launches sized to the time
+// aimed at per shape.
+TEST(KernelSuiteRun, SelectionAndRepetitions) {
+  kernels::SuiteRun run;
+  const auto all = kernels::suite_shapes({test::catalog_model("mixtral-8x7b")}, run.shapes);
+  run.ops = {"grouped_gemm", "attention"};
+  run.max_shapes_per_family = 1;
+  const auto some = kernels::selected_shapes(run, all);
+  std::set<std::string> families;
+  const KernelDatabase any;
+  for (const auto& s : some) {
+    EXPECT_TRUE(families.insert(any.family_key(s)).second) << shape_label(s);
+    EXPECT_NE(op_name(s), "gemm");
+  }
+  // grouped GEMMs: 2 element types x the group counts 2 to 32; attention: 2 passes x head sizes
+  // 64, 128, 192 x causal or not
+  EXPECT_EQ(families.count("grouped_gemm/fp8/g32"), 1u);
+  EXPECT_EQ(families.count("attention/bwd/bf16/d192/full"), 1u);
+  EXPECT_EQ(some.size(), 2u * 5u + 2u * 3u * 2u);
+  run.max_shapes = 3;
+  EXPECT_EQ(kernels::selected_shapes(run, all).size(), 3u);
+
+  run.repetitions = 50;
+  run.min_repetitions = 10;
+  run.time_per_shape = 0.2;
+  EXPECT_EQ(kernels::repetitions_for(run, 1e-3), 50);  // 200 launches wanted, 50 at most
+  EXPECT_EQ(kernels::repetitions_for(run, 8e-3), 25);  // 0.2 s of 8 ms launches
+  EXPECT_EQ(kernels::repetitions_for(run, 0.1), 10);   // at least 10
+  EXPECT_EQ(kernels::repetitions_for(run, 0.0), 50);   // no warm-up timing: the most
+  run.min_repetitions = 80;                            // clamped to the most
+  EXPECT_EQ(kernels::repetitions_for(run, 0.1), 50);
+}
+
+TEST(KernelSuiteRun, ShapesAsJson) {
+  const auto j = nlohmann::json::parse(kernels::shapes_json(
+      {GemmShape{64, 128, 256, DType::kFP8, 2},
+       AttentionShape{1, 4096, 8, 2, 128, false, AttentionPass::kBackward, DType::kBF16}}));
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0], nlohmann::json::parse(R"({"op": "grouped_gemm", "dtype": "fp8", "groups": 2,
+                                            "m": 64, "n": 128, "k": 256})"));
+  EXPECT_EQ(j[1]["pass"], "bwd");
+  EXPECT_EQ(j[1]["kv_heads"], 2);
+  EXPECT_EQ(j[1]["causal"], false);
+}
+
+// A run's database: timed shapes in order, kept entries of a resumed run, failures as notes
+// (never as entries), ceilings from the entries.
+TEST(KernelSuiteDatabase, RunDatabase) {
+  const GemmShape timed{1024, 1024, 1024}, failed{2048, 1024, 1024}, resumed{4096, 1024, 1024};
+  const MemoryShape copy{"copy", 1, 1 << 20};
+  kernels::RunResults r;
+  r.samples[shape_label(timed)] = {2e-6, 1e-6, 3e-6};
+  r.sources[shape_label(timed)] = "cublaslt algo 0";
+  r.samples[shape_label(copy)] = {1e-3};
+  r.failures = {shape_label(failed) + ": relative error 0.5 against the reference"};
+  r.kept[shape_label(resumed)] = kernels::measured_entry(resumed, {4e-6});
+  KernelDbMeta meta;
+  meta.gpu_name = "GPU";
+  const auto db = kernels::run_database(meta, {timed, failed, copy}, r);
+  ASSERT_EQ(db.entries().size(), 3u);
+  EXPECT_EQ(db.entries()[0].shape, KernelShape(timed));
+  EXPECT_EQ(db.entries()[0].source, "cublaslt algo 0");
+  EXPECT_DOUBLE_EQ(db.entries()[0].median_s, 2e-6);
+  EXPECT_EQ(db.entries()[1].shape, KernelShape(copy));
+  EXPECT_EQ(db.entries()[2].shape, KernelShape(resumed));  // kept, though not selected
+  EXPECT_FALSE(db.lookup(failed)->exact);  // interpolated between 1024 and 4096, not measured
+  EXPECT_EQ(db.meta().notes, (std::vector<std::string>{
+                                 "not timed, failed its check: gemm bf16 m=2048 n=1024 k=1024: "
+                                 "relative error 0.5 against the reference"}));
+  // 2 x 4096 x 1024 x 1024 FLOPs in 4 us is the best plain-GEMM rate; 2^20 x 4 bytes in 1 ms.
+  EXPECT_NEAR(*db.meta().gemm_bf16_tflops, 2.0 * 4096 * 1024 * 1024 / 4e-6 / 1e12, 1e-9);
+  EXPECT_NEAR(*db.meta().copy_GBps, 4.0 * (1 << 20) / 1e-3 / 1e9, 1e-9);
+  EXPECT_FALSE(db.meta().gemm_fp8_tflops);
+  EXPECT_EQ(kernels::kept_entries(db).count(shape_label(resumed)), 1u);
 }
 
 TEST(KernelSuiteDatabase, EntriesAndMerge) {
@@ -156,11 +310,22 @@ TEST(KernelSuiteDatabase, EntriesAndMerge) {
                          {e, kernels::measured_entry(MemoryShape{"copy", 1, 1 << 20}, {1e-5})});
   KernelDbMeta meta_b = meta;
   meta_b.copy_GBps = 2800;
+  meta_b.date = "e";
+  meta_b.cudnn = "9.19.0";
+  meta_b.notes = {"from b"};
+  KernelDbMeta meta_a = meta;
+  meta_a.copy_GBps = 2700;
+  meta_a.cudnn = "9.14.0";
+  meta_a.notes = {"from a"};
+  const KernelDatabase a2(KernelDbKind::kMeasured, meta_a, a.entries());
   const KernelDatabase b(KernelDbKind::kMeasured, meta_b, {other});
-  const auto merged = kernels::merge_databases({a, b});
+  const auto merged = kernels::merge_databases({a2, b, b});
   ASSERT_EQ(merged.entries().size(), 2u);
   EXPECT_DOUBLE_EQ(merged.lookup(GemmShape{1024, 1024, 1024})->seconds, 5e-6);  // b replaces a
-  EXPECT_DOUBLE_EQ(*merged.meta().copy_GBps, 2800);
+  EXPECT_DOUBLE_EQ(*merged.meta().copy_GBps, 2800);                             // the best ceiling
+  EXPECT_EQ(merged.meta().date, "d; e");  // each distinct value once
+  EXPECT_EQ(merged.meta().cudnn, "9.14.0; 9.19.0");
+  EXPECT_EQ(merged.meta().notes, (std::vector<std::string>{"from a", "from b"}));
   KernelDbMeta meta_c = meta;
   meta_c.gpu_name = "GPU C";
   EXPECT_THROW(kernels::merge_databases({a, KernelDatabase(KernelDbKind::kMeasured, meta_c, {})}),
