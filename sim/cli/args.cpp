@@ -100,6 +100,9 @@ po::options_description io_options(const std::string& command) {
       "model: a name under models/ (e.g. llama3.1-70b) or a path to our JSON or a Hugging Face "
       "config.json")("platform", po::value<std::string>()->value_name("P"),
                      "platform: a name under platforms/ (e.g. h100-sxm-ndr) or a path")(
+      "kernel-db", po::value<std::string>()->value_name("FILE|none"),
+      "kernel timings from this database instead of the platform's (e.g. "
+      "platforms/h100-sxm/kernels-published.json), or none: the roofline alone")(
       "format", po::value<std::string>()->value_name("text|json"), "what to print (default text)")(
       "out", po::value<std::string>()->value_name("DIR"),
       "also write DIR/report.json and DIR/report.txt");
@@ -270,6 +273,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   }
   if (vm.count("model")) opt.inputs.model = vm["model"].as<std::string>();
   if (vm.count("platform")) opt.inputs.platform = vm["platform"].as<std::string>();
+  if (vm.count("kernel-db")) opt.inputs.kernel_db = vm["kernel-db"].as<std::string>();
   opt.format = format_of(vm, opt.format);
   opt.out_dir = path_of(vm, "out");
   if (vm.count("engine")) {

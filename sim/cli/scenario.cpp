@@ -9,6 +9,7 @@
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/platform/kernel_db.hpp"
 
 namespace trainsim {
 
@@ -228,6 +229,25 @@ const std::vector<std::string>& plan_field_names() {
   return names;
 }
 
+namespace {
+
+// --kernel-db: another kernel-timing database than the platform's, or none (the roofline alone).
+void use_kernel_database(Platform& platform, const std::string& db) {
+  if (db == "none") {
+    platform.kernel_db.reset();
+    platform.kernel_db_name.clear();
+    platform.kernel_db_path.clear();
+    return;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(db, ec)) fail_input("--kernel-db", "no such file: " + db);
+  platform.kernel_db = std::make_shared<const KernelDatabase>(load_kernel_database(db));
+  platform.kernel_db_name = db;
+  platform.kernel_db_path = db;
+}
+
+}  // namespace
+
 ResolvedInputs resolve_inputs(const InputRequest& req) {
   ResolvedInputs in;
   std::optional<std::filesystem::path> model_path;
@@ -285,6 +305,7 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   in.platform_path = *platform_path;
   in.model = load_model(in.model_path);
   in.platform = load_platform(in.platform_path);
+  if (req.kernel_db) use_kernel_database(in.platform, *req.kernel_db);
   validate_plan(in.plan, in.model, in.platform, in.origin);
   return in;
 }

@@ -20,6 +20,7 @@ struct InputRequest {
   std::optional<std::string> platform;            // name or path (flag)
   std::map<std::string, std::string> plan_flags;  // plan field -> value as typed
   std::optional<std::string> engine;              // flag
+  std::optional<std::string> kernel_db;           // --kernel-db: a database path, or "none"
 };
 
 struct ResolvedInputs {

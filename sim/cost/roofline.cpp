@@ -42,7 +42,8 @@ KernelTime roofline_time(const Platform& platform, Precision precision, KernelKi
   double efficiency = 1.0;
   switch (kind) {
     case KernelKind::kGemm:
-      efficiency = platform.efficiency.gemm;
+      efficiency =
+          precision == Precision::kFP8 ? platform.efficiency.gemm_fp8 : platform.efficiency.gemm;
       break;
     case KernelKind::kAttention:
       efficiency = platform.efficiency.attention;

@@ -38,6 +38,7 @@ struct NetworkSpec {
 /// Achieved fraction of a sheet value, per kind of work or link.
 struct Efficiency {
   double gemm = 1;
+  double gemm_fp8 = 1;  // FP8 GEMMs against the FP8 peak (the file's gemm when not given)
   double attention = 1;
   double memory = 1;  // elementwise kernels and the optimizer step, against HBM bandwidth
   double nvlink = 1;

@@ -53,6 +53,7 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
 
   auto eff = o.object("efficiency");
   p.efficiency.gemm = eff.number("gemm", kFraction);
+  p.efficiency.gemm_fp8 = eff.optional_number("gemm_fp8", kFraction).value_or(p.efficiency.gemm);
   p.efficiency.attention = eff.number("attention", kFraction);
   p.efficiency.memory = eff.number("memory", kFraction);
   p.efficiency.nvlink = eff.number("nvlink", kFraction);

@@ -117,9 +117,10 @@ TEST(Roofline, ComputeOrMemoryBound) {
   auto t = roofline_time(pf, Precision::kBF16, KernelKind::kGemm, 1e12, 1e6);
   EXPECT_DOUBLE_EQ(t.seconds, 1e12 / (989e12 * pf.efficiency.gemm));
   EXPECT_EQ(t.source, TimeSource::kRoofline);
-  // FP8 doubles the peak.
+  // FP8 doubles the peak, at its own (measured) efficiency.
   EXPECT_DOUBLE_EQ(roofline_time(pf, Precision::kFP8, KernelKind::kGemm, 1e12, 1e6).seconds,
-                   1e12 / (1979e12 * pf.efficiency.gemm));
+                   1e12 / (1979e12 * pf.efficiency.gemm_fp8));
+  EXPECT_LT(pf.efficiency.gemm_fp8, pf.efficiency.gemm);
   // Elementwise kernels move bytes.
   EXPECT_DOUBLE_EQ(roofline_time(pf, Precision::kBF16, KernelKind::kElementwise, 0, 3.35e9).seconds,
                    1e-3 / pf.efficiency.memory);

@@ -300,10 +300,12 @@ TEST(KernelDb, StrictInput) {
 TEST(KernelDb, PlatformReferencesItsDatabase) {
   const Platform h100 = test::catalog_platform("h100-sxm-ndr");
   ASSERT_TRUE(h100.kernel_db);
-  EXPECT_EQ(h100.kernel_db->kind(), KernelDbKind::kPublished);
-  EXPECT_EQ(h100.kernel_db_name, "h100-sxm/kernels-published.json");
-  EXPECT_EQ(h100.kernel_db->entries().size(), 26u);  // 2 GEMM ceilings, 24 FlashAttention-2 rows
+  EXPECT_EQ(h100.kernel_db->kind(), KernelDbKind::kMeasured);
+  EXPECT_EQ(h100.kernel_db_name, "h100-sxm/kernels.json");
+  EXPECT_EQ(h100.kernel_db->meta().gpu_name, "NVIDIA H100 80GB HBM3");
   EXPECT_FALSE(test::catalog_platform("a100-sxm-hdr").kernel_db);
+  // The published database stays beside it, for --kernel-db.
+  EXPECT_EQ(published_h100().entries().size(), 26u);  // 2 GEMM ceilings, 24 FA2 rows
 
   const std::string dir = test::make_temp_dir();
   auto j =

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "sim/evaluate/evaluate.hpp"
@@ -80,30 +81,30 @@ TEST(Report, ContractFieldsAndConsistency) {
   for (const char* k : {"index", "blocks", "layers", "params", "compute_s"}) {
     EXPECT_TRUE(j["stages"][0].contains(k)) << k;
   }
-  // The H100's published database times the attention kernels (FlashAttention-2 rows); the
-  // roofline times the rest. The shares weigh each kernel by its launches in the step.
+  // The H100's measured database holds every forward and backward kernel of Llama 3.1 8B at
+  // TP 2 and 4096 tokens (the suite times the catalog's shapes); the optimizer's flat buffers
+  // lie beyond its memory-bound grid: the roofline. The shares weigh each kernel by its launches
+  // in the step.
   const auto& share = j["provenance"]["kernel_time_share"];
-  double attention = 0, total = 0;
+  std::map<std::string, double> by_source;
+  double total = 0;
   for (const auto& k : j["provenance"]["kernels"]) {
     const double launches = k["count"].get<double>() *
                             (k["pass"] == "optimizer" ? 1.0 : j["microbatches"].get<double>());
     const double t = k["seconds"].get<double>() * launches;
     total += t;
+    by_source[k["source"].get<std::string>()] += t;
+    EXPECT_EQ(k["source"], k["pass"] == "optimizer" ? "roofline" : "measured") << k["name"];
     if (k["kind"] == "attention") {
-      attention += t;
-      EXPECT_EQ(k["source"], "published") << k["name"];
       EXPECT_EQ(k["shape"], k["pass"] == "forward"
                                 ? "attention fwd bf16 b=1 s=4096 h=16 kv=4 d=128 causal"
                                 : "attention bwd bf16 b=1 s=4096 h=16 kv=4 d=128 causal");
-    } else {
-      EXPECT_EQ(k["source"], "roofline") << k["name"];
     }
   }
-  EXPECT_GT(attention, 0);
-  EXPECT_NEAR(share["published"].get<double>(), attention / total, 1e-12);
-  EXPECT_NEAR(share["roofline"].get<double>(), 1 - attention / total, 1e-12);
-  EXPECT_EQ(share["measured"].get<double>(), 0.0);
-  EXPECT_EQ(share["interpolated"].get<double>(), 0.0);
+  for (const char* source : {"measured", "interpolated", "published", "roofline"}) {
+    EXPECT_NEAR(share[source].get<double>(), by_source[source] / total, 1e-12) << source;
+  }
+  EXPECT_GT(share["measured"].get<double>(), 0.95);
   EXPECT_EQ(j["provenance"]["engine"], "analytic");
   // Every GPU's step divides into compute, exposed communication and idle time.
   for (const auto& s : j["stages"]) {
