@@ -97,3 +97,7 @@ echo "wrote $here/oom/llama3.1-70b-8gpu.txt (exit $status)"
 # trainsim validate: predicted vs measured peak memory of the Megatron-LM CI runs (DGX H100).
 (cd "$root" && "$bin" validate --out "$here/validation/megatron_ci_memory.md") >/dev/null
 echo "wrote $here/validation/megatron_ci_memory.md"
+
+# The measured H100 kernel database: what it holds and how predictions moved (results/kernels.md
+# and its plots under results/kernels/).
+python3 "$here/kernels_report.py" "$(dirname "$bin")"

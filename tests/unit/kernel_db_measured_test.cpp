@@ -9,6 +9,7 @@
 #include <set>
 
 #include "kernels/host/database.hpp"
+#include "kernels/host/interpolation.hpp"
 #include "kernels/host/shapes.hpp"
 #include "sim/platform/kernel_db.hpp"
 #include "tests/support/support.hpp"
@@ -26,94 +27,44 @@ KernelDatabase measurement(const std::string& name) {
   return load_kernel_database(test::source_dir() + "/platforms/h100-sxm/measurements/" + name);
 }
 
-// Error statistics of interpolated against measured times, per kernel class.
-struct Errors {
-  std::vector<double> rel;  // |interpolated / measured - 1|
-  void add(double interpolated, double measured) {
-    rel.push_back(std::abs(interpolated / measured - 1));
-  }
-  double mean() const {
-    double s = 0;
-    for (double r : rel) s += r;
-    return rel.empty() ? 0 : s / static_cast<double>(rel.size());
-  }
-  double quantile(double q) const {
-    auto v = rel;
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
-  }
-};
-
-std::string kernel_class(const KernelShape& s) {
-  if (std::holds_alternative<AttentionShape>(s)) return "attention";
-  if (std::holds_alternative<MemoryShape>(s)) return "memory";
-  return op_name(s);  // gemm, grouped_gemm
-}
-
-// The suite's grid points: the shapes suite_shapes() adds beside the catalog's.
-std::set<std::string> grid_labels() {
-  std::set<std::string> out;
-  for (const auto& s : kernels::suite_shapes({}, kernels::SuiteOptions{})) {
-    out.insert(shape_label(s));
-  }
-  return out;
-}
-
-void print(const std::map<std::string, Errors>& errors, const char* what) {
+void print(const kernels::ErrorsByClass& errors, const char* what) {
   for (const auto& [cls, e] : errors) {
+    const auto s = kernels::error_stats(e);
     std::printf("%s %-12s n=%4zu mean %.2f %% median %.2f %% p90 %.2f %% max %.2f %%\n", what,
-                cls.c_str(), e.rel.size(), 100 * e.mean(), 100 * e.quantile(0.5),
-                100 * e.quantile(0.9), 100 * e.quantile(1.0));
+                cls.c_str(), s.count, 100 * s.mean, 100 * s.median, 100 * s.p90, 100 * s.max);
   }
+}
+
+double mean(const std::vector<double>& e) {
+  return kernels::error_stats(e).mean;
 }
 
 TEST(MeasuredH100, HeldBackGridPointsInterpolate) {
-  const auto& db = h100();
-  const auto grid = grid_labels();
-  // Entries by interpolation family.
-  std::map<std::string, std::vector<KernelDbEntry>> families;
-  for (const auto& e : db.entries()) families[db.family_key(e.shape)].push_back(e);
-  std::map<std::string, Errors> errors;
-  for (const auto& [key, entries] : families) {
-    std::size_t nth = 0;
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      if (grid.count(shape_label(entries[i].shape)) == 0 || nth++ % 7 != 0) continue;
-      auto rest = entries;
-      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-      const KernelDatabase held(KernelDbKind::kMeasured, db.meta(), std::move(rest));
-      const auto hit = held.lookup(entries[i].shape);
-      if (!hit) continue;  // an edge of the grid: not bracketed
-      errors[kernel_class(entries[i].shape)].add(hit->seconds, entries[i].median_s);
-    }
-  }
+  auto errors = kernels::held_back_errors(h100(), kernels::grid_labels(kernels::SuiteOptions{}));
   print(errors, "held-back");
   // Mean error under 5 % in every class (results/kernels.md gives the distribution).
   for (const char* cls : {"gemm", "grouped_gemm", "attention", "memory"}) {
     ASSERT_TRUE(errors.count(cls)) << cls;
-    EXPECT_GE(errors[cls].rel.size(), 20u) << cls;
-    EXPECT_LT(errors[cls].mean(), 0.05) << cls;
+    EXPECT_GE(errors[cls].size(), 20u) << cls;
+    EXPECT_LT(mean(errors[cls]), 0.05) << cls;
   }
-  EXPECT_GE(errors["gemm"].rel.size(), 300u);
+  EXPECT_GE(errors["gemm"].size(), 300u);
 }
 
 TEST(MeasuredH100, OffGridMeasurementsInterpolate) {
-  const auto& db = h100();
-  std::map<std::string, Errors> errors;
+  std::vector<KernelDbEntry> measured;
   for (const char* file : {"offgrid.json", "offgrid-attention.json"}) {
-    for (const auto& e : measurement(file).entries()) {
-      const auto hit = db.lookup(e.shape);
-      if (!hit) continue;
-      errors[kernel_class(e.shape)].add(hit->seconds, e.median_s);
-    }
+    for (auto& e : measurement(file).entries()) measured.push_back(std::move(e));
   }
+  auto errors = kernels::offgrid_errors(h100(), measured);
   print(errors, "off-grid");
   // Shapes the grids never held (log-uniform m, n, k; heads; sequences; sizes): GEMM time
   // between grid points is not smooth (tile and wave quantization, per-shape algorithms), so
   // its error is larger than the held-back grid points'.
-  EXPECT_GE(errors["gemm"].rel.size(), 120u);
-  EXPECT_LT(errors["gemm"].mean(), 0.07);
-  EXPECT_LT(errors["attention"].mean(), 0.05);
-  EXPECT_LT(errors["memory"].mean(), 0.05);
+  EXPECT_GE(errors["gemm"].size(), 120u);
+  EXPECT_LT(mean(errors["gemm"]), 0.07);
+  EXPECT_LT(mean(errors["attention"]), 0.05);
+  EXPECT_LT(mean(errors["memory"]), 0.05);
 }
 
 // No rate above the H100's sheet peaks: dense BF16 989 and FP8 1979 TFLOP/s, HBM3 3.35 TB/s

@@ -1,0 +1,66 @@
+#include "kernels/host/interpolation.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/host/stats.hpp"
+
+namespace trainsim::kernels {
+
+std::string kernel_class(const KernelShape& shape) {
+  if (std::holds_alternative<AttentionShape>(shape)) return "attention";
+  if (std::holds_alternative<MemoryShape>(shape)) return "memory";
+  return op_name(shape);
+}
+
+std::set<std::string> grid_labels(const SuiteOptions& options) {
+  std::set<std::string> out;
+  for (const auto& s : suite_shapes({}, options)) out.insert(shape_label(s));
+  return out;
+}
+
+ErrorsByClass held_back_errors(const KernelDatabase& db, const std::set<std::string>& grid,
+                               std::size_t every) {
+  std::map<std::string, std::vector<KernelDbEntry>> families;
+  for (const auto& e : db.entries()) families[db.family_key(e.shape)].push_back(e);
+  ErrorsByClass errors;
+  for (const auto& [key, entries] : families) {
+    std::size_t nth = 0;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (grid.count(shape_label(entries[i].shape)) == 0 || nth++ % every != 0) continue;
+      auto rest = entries;
+      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+      const KernelDatabase held(db.kind(), db.meta(), std::move(rest));
+      if (const auto hit = held.lookup(entries[i].shape)) {
+        errors[kernel_class(entries[i].shape)].push_back(
+            std::abs(hit->seconds / entries[i].median_s - 1));
+      }
+    }
+  }
+  return errors;
+}
+
+ErrorsByClass offgrid_errors(const KernelDatabase& db, const std::vector<KernelDbEntry>& measured) {
+  ErrorsByClass errors;
+  for (const auto& e : measured) {
+    const auto hit = db.lookup(e.shape);
+    if (!hit || hit->exact) continue;
+    errors[kernel_class(e.shape)].push_back(std::abs(hit->seconds / e.median_s - 1));
+  }
+  return errors;
+}
+
+ErrorStats error_stats(std::vector<double> errors) {
+  ErrorStats s;
+  s.count = errors.size();
+  if (errors.empty()) return s;
+  double sum = 0;
+  for (double e : errors) sum += e;
+  s.mean = sum / static_cast<double>(errors.size());
+  s.median = quantile(errors, 0.5);
+  s.p90 = quantile(errors, 0.9);
+  s.max = *std::max_element(errors.begin(), errors.end());
+  return s;
+}
+
+}  // namespace trainsim::kernels
