@@ -66,13 +66,14 @@ def gemm_section(db, platform, plots):
            if r["accelerator"] == "NVIDIA H100 SXM"}
     peaks = platform["gpu"]["peak_dense_tflops"]
     out = ["## GEMMs", "",
-           "| | best found | at m x n x k | published best (same GPU) | peak | of peak |",
+           "| | best found | at m x n x k, layout | published best (same GPU) | peak | of peak |",
            "|---|---|---|---|---|---|"]
     for dtype, name in (("bf16", "BF16"), ("fp8", "FP8")):
         es = [e for e in db["entries"] if e["op"] == "gemm" and e["dtype"] == dtype]
         best = max(es, key=tflops)
-        out.append("| %s | %.1f TFLOP/s | %d x %d x %d | %.1f (%s) | %d | %.1f %% |" % (
-            name, tflops(best), best["m"], best["n"], best["k"], ref[name]["mamf_tflops"],
+        out.append("| %s | %.1f TFLOP/s | %d x %d x %d %s | %.1f (%s) | %d | %.1f %% |" % (
+            name, tflops(best), best["m"], best["n"], best["k"], best.get("layout", "tn"),
+            ref[name]["mamf_tflops"],
             ref[name]["best_shape_MxNxK"], peaks[dtype], 100 * tflops(best) / peaks[dtype]))
     out += ["", "Published best: `%s/h100_gemm_max_achievable_tflops.json` (torch matmul, a "
             "searched shape). The database's ceilings and the platform's roofline efficiencies "
@@ -82,8 +83,8 @@ def gemm_section(db, platform, plots):
 
 
 def gemm_rate_plots(db, peaks, ref, plots):
-    grid = [e for e in db["entries"] if e["op"] == "gemm"]
-    chart = svgplot.Chart("H100 GEMM rate against size (cuBLASLt, every measured GEMM)",
+    grid = [e for e in db["entries"] if e["op"] == "gemm" and e.get("layout", "tn") == "tn"]
+    chart = svgplot.Chart("H100 GEMM rate against size (cuBLASLt, every measured tn GEMM)",
                           "m x n x k", "TFLOP/s", logx=True)
     for dtype in ("bf16", "fp8"):
         chart.series(dtype.upper(), [(e["m"] * e["n"] * e["k"], tflops(e))
@@ -121,6 +122,48 @@ def training_gemms_section(run_json):
                                                     rates[-1]))
     return out + ["", "%.0f to %.0f TFLOP/s: none at the best rate; the old model ran them all "
                   "at 794.5." % (min(rates), max(rates)), ""]
+
+
+def layout_section(db, run_json):
+    """BF16 GEMMs in the data-gradient (nn) and weight-gradient (nt) layouts against tn."""
+    tn = {(e["m"], e["n"], e["k"]): e for e in db["entries"]
+          if e["op"] == "gemm" and e["dtype"] == "bf16" and e.get("layout", "tn") == "tn"}
+    medians = []
+    out = ["### Layouts", "",
+           "The cost model times every GEMM in the tn layout (a linear layer's forward, and every "
+           "FP8 GEMM on Hopper); BF16 data and weight gradients run nn and nt. The suite timed "
+           "the BF16 grid and the catalog's gradient GEMMs in those layouts too (call 4, another "
+           "machine than the tn GEMMs'): time against the tn GEMM of the same m, n, k:", "",
+           "| layout | GEMMs | median | 10th to 90th percentile |", "|---|---|---|---|"]
+    for layout in ("nn", "nt"):
+        ratios = sorted(e["median_us"] / tn[(e["m"], e["n"], e["k"])]["median_us"]
+                        for e in db["entries"] if e["op"] == "gemm" and
+                        e.get("layout") == layout and (e["m"], e["n"], e["k"]) in tn)
+        medians.append(statistics.median(ratios) - 1)
+        out.append("| %s | %d | %s | %s to %s |" % (
+            layout, len(ratios), pct(statistics.median(ratios) - 1),
+            pct(ratios[len(ratios) // 10] - 1), pct(ratios[9 * len(ratios) // 10] - 1)))
+    out += ["", "The default scenario's gradients:", "",
+            "| kernel | tn | in its layout | |", "|---|---|---|---|"]
+    laid = {(e["m"], e["n"], e["k"], e.get("layout")): e for e in db["entries"]
+            if e["op"] == "gemm" and e["dtype"] == "bf16"}
+    seen = set()
+    for k in run_json["provenance"]["kernels"]:
+        name = k["name"]
+        layout = "nn" if name.endswith(".dgrad") else "nt" if name.endswith(".wgrad") else None
+        if k["kind"] != "gemm" or layout is None or k["shape"] in seen:
+            continue
+        seen.add(k["shape"])
+        m, n, kk = (int(w.split("=")[1]) for w in k["shape"].split()[2:5])
+        e = laid.get((m, n, kk, layout))
+        if e:
+            out.append("| %s (%s) | %.1f us | %.1f us | %s |" % (
+                name, k["shape"], k["seconds"] * 1e6, e["median_us"],
+                pct(e["median_us"] / (k["seconds"] * 1e6) - 1)))
+    spread = statistics.mean(abs(d) for d in repeat_diffs(db).get("gemm", [0]))
+    return out + ["", "Medians of %s and %s, against %.1f %% between two measurements of the "
+                  "same tn GEMM (Run to run, below)." % (pct(medians[0]), pct(medians[1]),
+                                                         100 * spread), ""]
 
 
 def grouped_section(db):
@@ -248,26 +291,38 @@ def interpolation_section():
                   "kernel measured twice does not give the same time either.", ""]
 
 
-def repeat_section(db):
+def repeat_diffs(db):
+    """Relative differences of the repeated measurements from the database's, by class."""
     base = {shape_key(e): e for e in db["entries"]}
+    by = {}
+    for f in ("repeat.json", "repeat-attention.json"):
+        for e in load(MEAS + "/" + f)["entries"]:
+            if shape_key(e) in base:
+                cls = e["op"] if e["op"] in ("gemm", "attention") else "memory"
+                by.setdefault(cls, []).append(e["median_us"] / base[shape_key(e)]["median_us"] - 1)
+    return by
+
+
+def repeat_section(db):
     out = ["## Run to run", "",
            "The default scenario's kernels and part of the grids measured again in a later call "
            "(another lent machine):", "",
            "| class | n | median difference | mean absolute | 5th to 95th percentile |",
            "|---|---|---|---|---|"]
-    for f in ("repeat.json", "repeat-attention.json"):
-        by = {}
-        for e in load(MEAS + "/" + f)["entries"]:
-            if shape_key(e) in base:
-                cls = e["op"] if e["op"] in ("gemm", "attention") else "memory"
-                by.setdefault(cls, []).append(e["median_us"] / base[shape_key(e)]["median_us"] - 1)
-        for cls, v in sorted(by.items()):
-            v.sort()
-            out.append("| %s | %d | %s | %.1f %% | %s to %s |" % (
-                cls, len(v), pct(statistics.median(v)),
-                100 * statistics.mean(abs(x) for x in v), pct(v[int(0.05 * (len(v) - 1))]),
-                pct(v[int(0.95 * (len(v) - 1))])))
-    return out + [""]
+    for cls, v in sorted(repeat_diffs(db).items()):
+        v.sort()
+        out.append("| %s | %d | %s | %.1f %% | %s to %s |" % (
+            cls, len(v), pct(statistics.median(v)), 100 * statistics.mean(abs(x) for x in v),
+            pct(v[int(0.05 * (len(v) - 1))]), pct(v[int(0.95 * (len(v) - 1))])))
+    wide = {}
+    for e in db["entries"]:
+        if e.get("p10_us") and e["p90_us"] > 1.5 * e["p10_us"]:
+            wide[e["op"]] = wide.get(e["op"], 0) + 1
+    out += ["", "Within one measurement, %d of the %d entries spread wider than p90 = 1.5 x p10 "
+            "(%s): two speeds of the same kernel; the database keeps the median." % (
+                sum(wide.values()), len(db["entries"]),
+                ", ".join("%d %s" % (n, op) for op, n in sorted(wide.items())) or "none"), ""]
+    return out
 
 
 NEMO = ["--sp", "--zero", "1", "--overlap-grad-reduce", "--overlap-param-gather",
@@ -343,7 +398,8 @@ def main():
              "database, the measurements beside it (`%s/`) and the reference figures; every "
              "number below comes from those files." % (DB, MEAS), ""]
     lines += machine_section(db) + gemm_section(db, platform, plots)
-    lines += training_gemms_section(default_run) + grouped_section(db)
+    lines += training_gemms_section(default_run) + layout_section(db, default_run)
+    lines += grouped_section(db)
     lines += attention_section(db) + memory_section(db, platform)
     lines += interpolation_section() + repeat_section(db) + predictions
     path = os.path.join(ROOT, "results", "kernels.md")

@@ -1,10 +1,10 @@
-// BF16 and FP8 GEMMs through cuBLASLt: C[m x n] (BF16) = A[m x k] B[k x n], with B stored as
-// its transpose W[n x k] (a weight), i.e. cuBLASLt's "TN" layout, the one it supports for FP8
-// on Hopper; the cost model's forward, data-gradient and weight-gradient GEMMs are all timed in
-// it. FP32 accumulation. The algorithm is cuBLASLt's first heuristic choice for the shape. FP8
-// as Transformer Engine runs it: E4M3 inputs with per-tensor scales, BF16 output. A grouped
-// GEMM (an MoE layer's local experts, equal tokens per expert as under balanced routing) is
-// one strided-batched cuBLASLt launch over the groups.
+// BF16 and FP8 GEMMs through cuBLASLt: C[m x n] (BF16) = A[m x k] B[k x n], in the shape's
+// layout (GemmLayout): tn, B stored as its transpose W[n x k] (a weight), the one cuBLASLt
+// supports for FP8 on Hopper and the one the cost model's GEMMs use; BF16 also nn and nt, the
+// layouts of a data and a weight gradient. FP32 accumulation. The algorithm is cuBLASLt's first
+// heuristic choice for the shape. FP8 as Transformer Engine runs it: E4M3 inputs with per-tensor
+// scales, BF16 output. A grouped GEMM (an MoE layer's local experts, equal tokens per expert as
+// under balanced routing) is one strided-batched cuBLASLt launch over the groups.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -43,18 +43,20 @@ __device__ float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
   return __bfloat162float(x);
 }
 
-// Reference: C[c] = sum_l A[ra][l] W[rw][l] for sampled (ra, rw) pairs, in fp32 from the same
-// inputs (rows counted over all groups: group g's row i of A is row g*m + i).
+// Reference: C[s] = sum_l A[arow[s] + l * astep] B[bcol[s] + l * bstep] for sampled elements,
+// in fp32 from the same inputs: arow and bcol are the offsets of the element's row of A and
+// column of B (over all groups), astep and bstep the strides along k of the layout.
 template <class T>
-__global__ void reference_dots(const T* a, const T* w, std::int64_t k, const std::int64_t* rows,
-                               const std::int64_t* cols, int samples, float* out) {
+__global__ void reference_dots(const T* a, const T* w, std::int64_t k, const std::int64_t* arow,
+                               const std::int64_t* bcol, std::int64_t astep, std::int64_t bstep,
+                               int samples, float* out) {
   const int s = static_cast<int>(blockIdx.x);
   if (s >= samples) return;
-  const T* ar = a + rows[s] * k;
-  const T* wr = w + cols[s] * k;
+  const T* ar = a + arow[s];
+  const T* wc = w + bcol[s];
   float acc = 0;
   for (std::int64_t l = threadIdx.x; l < k; l += blockDim.x)
-    acc += to_float(ar[l]) * to_float(wr[l]);
+    acc += to_float(ar[l * astep]) * to_float(wc[l * bstep]);
   __shared__ float part[256];
   part[threadIdx.x] = acc;
   __syncthreads();
@@ -135,7 +137,10 @@ class GemmRunner final : public KernelRunner {
     const auto m = static_cast<std::uint64_t>(g_.m), n = static_cast<std::uint64_t>(g_.n),
                k = static_cast<std::uint64_t>(g_.k);
     TS_CUBLAS(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    // Column-major views: C^T (n x m) = op(W or B) (n x k) op(A) (k x m); see GemmLayout.
+    const bool tn = g_.layout == GemmLayout::kTN, nt = g_.layout == GemmLayout::kNT;
+    const cublasOperation_t ta = tn ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = nt ? CUBLAS_OP_T : CUBLAS_OP_N;
     TS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
     TS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
     if (fp8 != nullptr && fp8->scales) {
@@ -151,9 +156,16 @@ class GemmRunner final : public KernelRunner {
       TS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
                                                sizeof(fast)));
     }
-    // Column-major view: C^T (n x m) = W (n x k, stored k x n, transposed) A^T (k x m).
-    layout(&la_, in_type, k, n);
-    layout(&lb_, in_type, k, m);
+    if (tn) {
+      layout(&la_, in_type, k, n);  // W [n x k] row-major: k x n column-major, transposed
+    } else {
+      layout(&la_, in_type, n, k);  // B [k x n] row-major: n x k column-major
+    }
+    if (nt) {
+      layout(&lb_, in_type, m, k);  // A [k x m] row-major: m x k column-major, transposed
+    } else {
+      layout(&lb_, in_type, k, m);  // A [m x k] row-major: k x m column-major
+    }
     layout(&lc_, CUDA_R_16BF, n, m);
   }
 
@@ -245,7 +257,7 @@ class GemmRunner final : public KernelRunner {
 
 void GemmRunner::check() {
   const auto m = static_cast<std::size_t>(g_.m), n = static_cast<std::size_t>(g_.n),
-             groups = static_cast<std::size_t>(g_.groups);
+             k = static_cast<std::size_t>(g_.k), groups = static_cast<std::size_t>(g_.groups);
   fill_poison(c_.get(), groups * m * n, Elem::kBF16, ctx_.stream);
   launch(0);
   // 256 sampled elements of C (over all groups, the corners included) against fp32 dot
@@ -258,10 +270,14 @@ void GemmRunner::check() {
     std::size_t g = rng() % groups, r = rng() % m, c = rng() % n;
     if (i == 0) g = r = c = 0;
     if (i == 1) g = groups - 1, r = m - 1, c = n - 1;
-    rows[i] = static_cast<std::int64_t>(g * m + r);
-    cols[i] = static_cast<std::int64_t>(g * n + c);
+    // Offsets of row r of A and column c of B in group g (see GemmLayout).
+    const bool nt = g_.layout == GemmLayout::kNT, tn = g_.layout == GemmLayout::kTN;
+    rows[i] = static_cast<std::int64_t>(g * m * k + (nt ? r : r * k));
+    cols[i] = static_cast<std::int64_t>(g * n * k + (tn ? c * k : c));
     at[i] = (g * m + r) * n + c;
   }
+  const auto astep = static_cast<std::int64_t>(g_.layout == GemmLayout::kNT ? m : 1);
+  const auto bstep = static_cast<std::int64_t>(g_.layout == GemmLayout::kTN ? 1 : n);
   DeviceBuffer d_rows(kSamples * sizeof(std::int64_t)), d_cols(kSamples * sizeof(std::int64_t)),
       d_ref(kSamples * sizeof(float));
   TS_CUDA(cudaMemcpy(d_rows.get(), rows.data(), kSamples * sizeof(std::int64_t),
@@ -273,12 +289,12 @@ void GemmRunner::check() {
   if (fp8_) {
     reference_dots<<<kSamples, 256, 0, ctx_.stream>>>(
         static_cast<const __nv_fp8_e4m3*>(a_[0].get()),
-        static_cast<const __nv_fp8_e4m3*>(w_[0].get()), g_.k, r, c, kSamples,
+        static_cast<const __nv_fp8_e4m3*>(w_[0].get()), g_.k, r, c, astep, bstep, kSamples,
         static_cast<float*>(d_ref.get()));
   } else {
     reference_dots<<<kSamples, 256, 0, ctx_.stream>>>(
         static_cast<const __nv_bfloat16*>(a_[0].get()),
-        static_cast<const __nv_bfloat16*>(w_[0].get()), g_.k, r, c, kSamples,
+        static_cast<const __nv_bfloat16*>(w_[0].get()), g_.k, r, c, astep, bstep, kSamples,
         static_cast<float*>(d_ref.get()));
   }
   TS_LAUNCHED();

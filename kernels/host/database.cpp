@@ -83,6 +83,33 @@ void keep_max(std::optional<double>& into, const std::optional<double>& value) {
 
 }  // namespace
 
+void join_meta(KernelDbMeta& into, const KernelDbMeta& other) {
+  for (auto [to, value] : {std::pair{&into.date, &other.date},
+                           {&into.suite_version, &other.suite_version},
+                           {&into.driver, &other.driver},
+                           {&into.cuda_runtime, &other.cuda_runtime},
+                           {&into.cublaslt, &other.cublaslt},
+                           {&into.cudnn, &other.cudnn},
+                           {&into.method, &other.method}}) {
+    join(*to, *value);
+  }
+  keep_max(into.copy_GBps, other.copy_GBps);
+  keep_max(into.gemm_bf16_tflops, other.gemm_bf16_tflops);
+  keep_max(into.gemm_fp8_tflops, other.gemm_fp8_tflops);
+  for (const auto& n : other.notes) {
+    if (std::find(into.notes.begin(), into.notes.end(), n) == into.notes.end()) {
+      into.notes.push_back(n);
+    }
+  }
+}
+
+KernelDbMeta resumed_meta(KernelDbMeta resumed, const KernelDbMeta& now) {
+  const std::string failed = "not timed, failed its check: ";
+  std::erase_if(resumed.notes, [&](const std::string& n) { return n.rfind(failed, 0) == 0; });
+  join_meta(resumed, now);
+  return resumed;
+}
+
 KernelDatabase merge_databases(const std::vector<KernelDatabase>& dbs) {
   if (dbs.empty()) fail_input("merge", "no databases to merge");
   KernelDbMeta meta = dbs.front().meta();
@@ -96,25 +123,7 @@ KernelDatabase merge_databases(const std::vector<KernelDatabase>& dbs) {
     if (m.gpu_name != meta.gpu_name) {
       fail_input(where, "was taken on " + m.gpu_name + ", the first on " + meta.gpu_name);
     }
-    for (auto [into, value] : {std::pair{&meta.date, &m.date},
-                               {&meta.suite_version, &m.suite_version},
-                               {&meta.driver, &m.driver},
-                               {&meta.cuda_runtime, &m.cuda_runtime},
-                               {&meta.cublaslt, &m.cublaslt},
-                               {&meta.cudnn, &m.cudnn},
-                               {&meta.method, &m.method}}) {
-      join(*into, *value);
-    }
-    keep_max(meta.copy_GBps, m.copy_GBps);
-    keep_max(meta.gemm_bf16_tflops, m.gemm_bf16_tflops);
-    keep_max(meta.gemm_fp8_tflops, m.gemm_fp8_tflops);
-    if (d > 0) {
-      for (const auto& n : m.notes) {
-        if (std::find(meta.notes.begin(), meta.notes.end(), n) == meta.notes.end()) {
-          meta.notes.push_back(n);
-        }
-      }
-    }
+    if (d > 0) join_meta(meta, m);
     for (const auto& e : db.entries()) {
       auto [it, inserted] = index.emplace(exact_key(e.shape), entries.size());
       if (inserted) {

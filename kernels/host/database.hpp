@@ -30,6 +30,16 @@ std::map<std::string, KernelDbEntry> kept_entries(const KernelDatabase& db);
 KernelDatabase run_database(KernelDbMeta meta, const std::vector<KernelShape>& shapes,
                             const RunResults& results);
 
+/// Joins `other`'s measurement texts into `into` (each distinct value once, "; " between), keeps
+/// the better ceilings and adds the notes `into` lacks: what merge_databases() does to the
+/// metadata, and what a resumed run does with the one it resumes.
+void join_meta(KernelDbMeta& into, const KernelDbMeta& other);
+
+/// The metadata of a resumed run: the resumed database's, `now`'s joined in (join_meta), less
+/// the resumed run's failure notes (a shape that failed is timed again, and noted again if it
+/// fails again).
+KernelDbMeta resumed_meta(KernelDbMeta resumed, const KernelDbMeta& now);
+
 /// One measured database from several of the same GPU: the first's GPU block; each text of the
 /// measurement block (date, versions, method) with every distinct value joined by "; " (the
 /// attention may come from another cuDNN than the GEMMs); the best ceilings; every note once;

@@ -1,9 +1,6 @@
 #include "kernels/host/interpolation.hpp"
 
-#include <algorithm>
 #include <cmath>
-
-#include "kernels/host/stats.hpp"
 
 namespace trainsim::kernels {
 
@@ -48,19 +45,6 @@ ErrorsByClass offgrid_errors(const KernelDatabase& db, const std::vector<KernelD
     errors[kernel_class(e.shape)].push_back(std::abs(hit->seconds / e.median_s - 1));
   }
   return errors;
-}
-
-ErrorStats error_stats(std::vector<double> errors) {
-  ErrorStats s;
-  s.count = errors.size();
-  if (errors.empty()) return s;
-  double sum = 0;
-  for (double e : errors) sum += e;
-  s.mean = sum / static_cast<double>(errors.size());
-  s.median = quantile(errors, 0.5);
-  s.p90 = quantile(errors, 0.9);
-  s.max = *std::max_element(errors.begin(), errors.end());
-  return s;
 }
 
 }  // namespace trainsim::kernels

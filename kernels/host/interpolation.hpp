@@ -14,7 +14,7 @@ namespace trainsim::kernels {
 /// gemm, grouped_gemm, attention or memory.
 std::string kernel_class(const KernelShape& shape);
 
-/// |interpolated / measured - 1| of each checked shape, by kernel class.
+/// |interpolated / measured - 1| of each checked shape, by kernel class (summarize() them).
 using ErrorsByClass = std::map<std::string, std::vector<double>>;
 
 /// The suite's grid shapes (the shapes suite_shapes() adds beside the catalog's), by label.
@@ -29,14 +29,5 @@ ErrorsByClass held_back_errors(const KernelDatabase& db, const std::set<std::str
 /// Each measured entry the database does not hold, looked up in it (those it cannot bracket
 /// are skipped).
 ErrorsByClass offgrid_errors(const KernelDatabase& db, const std::vector<KernelDbEntry>& measured);
-
-struct ErrorStats {
-  std::size_t count = 0;
-  double mean = 0;
-  double median = 0;
-  double p90 = 0;
-  double max = 0;
-};
-ErrorStats error_stats(std::vector<double> errors);
 
 }  // namespace trainsim::kernels

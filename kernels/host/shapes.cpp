@@ -55,7 +55,10 @@ bool tp_feasible(const Model& model, std::int64_t tp) {
          ffn % tp == 0;
 }
 
-std::vector<KernelShape> model_shapes(const Model& model, std::int64_t tp, std::int64_t mbs,
+namespace {
+
+// Every kernel of a step's forward and backward passes, in the cost model's order.
+std::vector<KernelSpec> model_kernels(const Model& model, std::int64_t tp, std::int64_t mbs,
                                       std::int64_t seq, Precision precision) {
   Plan plan;
   plan.tp = tp;
@@ -64,15 +67,47 @@ std::vector<KernelShape> model_shapes(const Model& model, std::int64_t tp, std::
   plan.precision = precision;
   const auto padded = padded_vocab(model.vocab_size, plan.vocab_multiple(), tp);
   const LayerShape shape = layer_shape(model, plan, padded);
-  std::vector<KernelShape> out;
-  std::set<std::string> seen;
+  std::vector<KernelSpec> out;
   for (BlockKind block : {BlockKind::kEmbedding, BlockKind::kDecoder, BlockKind::kFinalNorm,
                           BlockKind::kLmHead, BlockKind::kLoss}) {
     for (bool backward : {false, true}) {
-      for (const auto& k : block_pass(block, backward, shape).kernels) {
-        add_unique(out, seen, k.shape);
-      }
+      for (auto& k : block_pass(block, backward, shape).kernels) out.push_back(std::move(k));
     }
+  }
+  return out;
+}
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+std::vector<KernelShape> model_shapes(const Model& model, std::int64_t tp, std::int64_t mbs,
+                                      std::int64_t seq, Precision precision) {
+  std::vector<KernelShape> out;
+  std::set<std::string> seen;
+  for (const auto& k : model_kernels(model, tp, mbs, seq, precision))
+    add_unique(out, seen, k.shape);
+  return out;
+}
+
+std::vector<KernelShape> model_layout_gemms(const Model& model, std::int64_t tp, std::int64_t mbs,
+                                            std::int64_t seq) {
+  std::vector<KernelShape> out;
+  std::set<std::string> seen;
+  for (const auto& k : model_kernels(model, tp, mbs, seq, Precision::kBF16)) {
+    const auto* g = std::get_if<GemmShape>(&k.shape);
+    if (g == nullptr) continue;
+    GemmShape laid = *g;
+    if (ends_with(k.name, ".dgrad")) {
+      laid.layout = GemmLayout::kNN;
+    } else if (ends_with(k.name, ".wgrad")) {
+      laid.layout = GemmLayout::kNT;
+    } else {
+      continue;
+    }
+    add_unique(out, seen, laid);
   }
   return out;
 }
@@ -147,6 +182,11 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
           }
         }
       }
+      if (opt.bf16_layouts) {
+        for (auto seq : opt.gemm_seqs) {
+          for (const auto& s : model_layout_gemms(m, tp, 1, seq)) add_unique(out, seen, s);
+        }
+      }
       for (auto seq : opt.attention_seqs) {
         for (const auto& s : model_shapes(m, tp, 1, seq, Precision::kBF16)) {
           if (std::holds_alternative<AttentionShape>(s)) add_unique(out, seen, s);
@@ -162,6 +202,16 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
     for (auto m : g) {
       for (auto n : g) {
         for (auto k : g) add_unique(out, seen, GemmShape{m, n, k, dtype});
+      }
+    }
+  }
+  // The BF16 grid again in the data- and weight-gradient layouts.
+  if (opt.bf16_layouts) {
+    for (auto layout : {GemmLayout::kNN, GemmLayout::kNT}) {
+      for (auto m : g) {
+        for (auto n : g) {
+          for (auto k : g) add_unique(out, seen, GemmShape{m, n, k, DType::kBF16, 1, layout});
+        }
       }
     }
   }

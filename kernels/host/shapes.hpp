@@ -23,6 +23,11 @@ bool tp_feasible(const Model& model, std::int64_t tp);
 std::vector<KernelShape> model_shapes(const Model& model, std::int64_t tp, std::int64_t mbs,
                                       std::int64_t seq, Precision precision);
 
+/// The BF16 data-gradient GEMMs of model_shapes() in the nn layout and its weight-gradient GEMMs
+/// in the nt layout, as a framework without FP8 runs them (the cost model's GEMMs are tn).
+std::vector<KernelShape> model_layout_gemms(const Model& model, std::int64_t tp, std::int64_t mbs,
+                                            std::int64_t seq);
+
 /// Powers of two from `lo` to `hi` inclusive (both powers of two, lo <= hi).
 std::vector<std::int64_t> pow2_grid(std::int64_t lo, std::int64_t hi);
 /// `per_octave` log-spaced values per factor of two from `lo` to `hi` (powers of two): 1 gives
@@ -61,6 +66,9 @@ struct SuiteOptions {
   std::int64_t gemm_grid_lo = 512;  // m, n, k of the GEMM grid
   std::int64_t gemm_grid_hi = 16384;
   int gemm_grid_per_octave = 2;
+  // BF16 GEMMs also in the nn and nt layouts: the catalog's data and weight gradients, and the
+  // grid.
+  bool bf16_layouts = true;
   std::int64_t memory_grid_lo = std::int64_t{1} << 16;  // elements of the memory-bound grid
   std::int64_t memory_grid_hi = std::int64_t{1} << 28;
   // Attention grid beside the catalog: multi-head attention, causal and not, both passes.

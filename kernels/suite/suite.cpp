@@ -196,10 +196,12 @@ int run_suite(const SuiteRun& run) {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
 
-  const KernelDbMeta meta = run_meta(info, run);
+  KernelDbMeta meta = run_meta(info, run);
   RunResults results;
   if (run.resume && !run.out.empty() && std::filesystem::exists(run.out)) {
-    results.kept = kept_entries(load_kernel_database(run.out));
+    const KernelDatabase resumed = load_kernel_database(run.out);
+    results.kept = kept_entries(resumed);
+    meta = resumed_meta(resumed.meta(), meta);
   }
   const auto& kept = results.kept;
   auto& samples = results.samples;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/host/interpolation.hpp"
+#include "kernels/host/stats.hpp"
 #include "sim/core/error.hpp"
 
 namespace {
@@ -19,7 +20,7 @@ const char* const kUsage =
 nlohmann::ordered_json stats_json(const trainsim::kernels::ErrorsByClass& errors) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& [cls, e] : errors) {
-    const auto s = trainsim::kernels::error_stats(e);
+    const auto s = trainsim::kernels::summarize(e);
     out[cls] = {
         {"count", s.count}, {"mean", s.mean}, {"median", s.median}, {"p90", s.p90}, {"max", s.max}};
   }

@@ -46,6 +46,7 @@ KernelDatabase::KernelDatabase(KernelDbKind kind, KernelDbMeta meta,
 std::string KernelDatabase::family_key(const KernelShape& shape) const {
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
     std::string key = op_name(shape) + "/" + to_string(g->dtype);
+    if (g->layout != GemmLayout::kTN) key += std::string("/") + to_string(g->layout);
     if (g->groups > 1) key += "/g" + std::to_string(g->groups);
     return key;
   }
@@ -239,6 +240,12 @@ KernelShape parse_shape(JsonObject& o) {
     g.dtype = dtype();
     // A grouped GEMM has at least two groups; one group is a plain "gemm".
     if (op == "grouped_gemm") g.groups = o.integer("groups", {2, std::int64_t{1} << 20});
+    if (auto layout = o.optional_choice("layout", {"tn", "nn", "nt"})) {
+      g.layout = *parse_gemm_layout(*layout);
+      if (g.dtype == DType::kFP8 && g.layout != GemmLayout::kTN) {
+        o.fail("layout", "FP8 GEMMs run in the tn layout on Hopper, got " + *layout);
+      }
+    }
     g.m = o.integer("m");
     g.n = o.integer("n");
     g.k = o.integer("k");
@@ -368,6 +375,7 @@ nlohmann::ordered_json kernel_shape_json(const KernelShape& shape) {
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
     o["op"] = op_name(shape);
     o["dtype"] = to_string(g->dtype);
+    if (g->layout != GemmLayout::kTN) o["layout"] = to_string(g->layout);
     if (g->groups > 1) o["groups"] = g->groups;
     o["m"] = g->m;
     o["n"] = g->n;

@@ -14,6 +14,25 @@ std::optional<DType> parse_dtype(std::string_view s) {
   return std::nullopt;
 }
 
+const char* to_string(GemmLayout layout) {
+  switch (layout) {
+    case GemmLayout::kTN:
+      return "tn";
+    case GemmLayout::kNN:
+      return "nn";
+    case GemmLayout::kNT:
+      return "nt";
+  }
+  return "?";
+}
+
+std::optional<GemmLayout> parse_gemm_layout(std::string_view s) {
+  if (s == "tn") return GemmLayout::kTN;
+  if (s == "nn") return GemmLayout::kNN;
+  if (s == "nt") return GemmLayout::kNT;
+  return std::nullopt;
+}
+
 const char* to_string(AttentionPass pass) {
   switch (pass) {
     case AttentionPass::kForward:
@@ -145,6 +164,7 @@ std::string shape_label(const KernelShape& shape) {
   std::ostringstream o;
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
     o << op_name(shape) << " " << to_string(g->dtype);
+    if (g->layout != GemmLayout::kTN) o << " " << to_string(g->layout);
     if (g->groups > 1) o << " g=" << g->groups;
     o << " m=" << g->m << " n=" << g->n << " k=" << g->k;
   } else if (const auto* a = std::get_if<AttentionShape>(&shape)) {

@@ -16,6 +16,16 @@ enum class DType { kBF16, kFP8 };
 const char* to_string(DType dtype);
 std::optional<DType> parse_dtype(std::string_view s);
 
+/// How a GEMM's operands lie in memory (row-major, as a framework holds them), named as
+/// cuBLAS names the product of their column-major views:
+///   tn: C = A W^T, A [m x k], W [n x k]: a linear layer's forward (and every FP8 GEMM on Hopper,
+///       which Transformer Engine first transposes to this layout);
+///   nn: C = A B, A [m x k], B [k x n]: the data gradient dX = dY W;
+///   nt: C = A^T B, A [k x m], B [k x n]: the weight gradient dW = dY^T X.
+enum class GemmLayout { kTN, kNN, kNT };
+const char* to_string(GemmLayout layout);
+std::optional<GemmLayout> parse_gemm_layout(std::string_view s);
+
 /// C[m x n] = A[m x k] B[k x n]: 2mnk FLOPs; reads A and B, writes C (2 bytes per element,
 /// also for FP8, as the cost model has always counted). With `groups` > 1, a grouped GEMM: that
 /// many independent products of the same m, n, k in one launch (an MoE layer's experts, each
@@ -26,6 +36,7 @@ struct GemmShape {
   std::int64_t k = 0;
   DType dtype = DType::kBF16;
   std::int64_t groups = 1;
+  GemmLayout layout = GemmLayout::kTN;
   bool operator==(const GemmShape&) const = default;
 };
 
@@ -74,7 +85,8 @@ std::string op_name(const KernelShape& shape);
 double shape_flops(const KernelShape& shape);
 /// Bytes moved through device memory (the cost model's count); 0 for an unknown memory op.
 double shape_bytes(const KernelShape& shape);
-/// One line: "gemm bf16 m=8192 n=3072 k=4096", "grouped_gemm fp8 g=8 m=2048 n=28672 k=4096",
+/// One line: "gemm bf16 m=8192 n=3072 k=4096", "gemm bf16 nn m=8192 n=4096 k=3072" (a layout
+/// other than tn is named), "grouped_gemm fp8 g=8 m=2048 n=28672 k=4096",
 /// "attention fwd bf16 b=1 s=8192 h=16 kv=2 d=128 causal", "rmsnorm rows=8192 cols=8192".
 std::string shape_label(const KernelShape& shape);
 

@@ -226,6 +226,31 @@ TEST(KernelDb, GroupedGemmShapes) {
   EXPECT_FALSE(db.lookup(GemmShape{2048, 4096, 4096, DType::kBF16, 8}));
 }
 
+// A GEMM's layout is part of its shape: named in the label, its own interpolation family, and
+// written only when not tn; FP8 GEMMs are tn on Hopper.
+TEST(KernelDb, GemmLayouts) {
+  const GemmShape nn{8192, 4096, 3072, DType::kBF16, 1, GemmLayout::kNN};
+  EXPECT_EQ(shape_label(nn), "gemm bf16 nn m=8192 n=4096 k=3072");
+  EXPECT_EQ(shape_label(GemmShape{8192, 4096, 3072}), "gemm bf16 m=8192 n=4096 k=3072");
+  EXPECT_DOUBLE_EQ(shape_flops(nn), shape_flops(GemmShape{8192, 4096, 3072}));
+  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(), {entry(nn, 1e-4)});
+  EXPECT_EQ(db.family_key(nn), "gemm/bf16/nn");
+  EXPECT_FALSE(db.lookup(GemmShape{8192, 4096, 3072}));  // the tn GEMM is not measured
+  const std::string text = kernel_database_json(db);
+  EXPECT_EQ(nlohmann::json::parse(text)["entries"][0]["layout"], "nn");
+  EXPECT_EQ(parse_kernel_database_json(nlohmann::json::parse(text), "db.json").entries()[0].shape,
+            KernelShape(nn));
+  auto j = nlohmann::json::parse(text);
+  j["entries"][0]["dtype"] = "fp8";
+  try {
+    parse_kernel_database_json(j, "db.json");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "db.json: $.entries[0].layout: FP8 GEMMs run in the tn layout on Hopper, got nn");
+  }
+}
+
 TEST(KernelDb, JsonRoundTrip) {
   std::vector<KernelDbEntry> entries = {entry(GemmShape{8192, 3072, 4096}, 1e-4),
                                         entry(MemoryShape{"adam", 1, 1 << 20}, 2e-5)};
@@ -270,8 +295,8 @@ TEST(KernelDb, StrictInput) {
   auto bad = good;
   bad["entries"][0]["mm"] = 1;
   expect_error(bad,
-               "db.json: $.entries[0].mm: unknown key (known keys here: dtype, k, m, median_us, n, "
-               "op, p10_us, p90_us, repetitions, source)");
+               "db.json: $.entries[0].mm: unknown key (known keys here: dtype, k, layout, m, "
+               "median_us, n, op, p10_us, p90_us, repetitions, source)");
   bad = good;
   bad["entries"][0]["m"] = 0;
   expect_error(bad, "db.json: $.entries[0].m: must be an integer >= 1, got 0");

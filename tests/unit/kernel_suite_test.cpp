@@ -75,6 +75,18 @@ TEST(KernelSuiteShapes, Llama8bAtTp2) {
   EXPECT_TRUE(contains(fp8, GemmShape{8192, 3072, 4096, DType::kFP8}));
 }
 
+// The data gradient in the nn layout, the weight gradient in nt: Llama 3.1 8B's QKV projection
+// at TP 2 (its forward GEMM is {8192, 3072, 4096} tn).
+TEST(KernelSuiteShapes, GradientLayouts) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const auto laid = kernels::model_layout_gemms(m, 2, 1, 8192);
+  EXPECT_TRUE(contains(laid, GemmShape{8192, 4096, 3072, DType::kBF16, 1, GemmLayout::kNN}));
+  EXPECT_TRUE(contains(laid, GemmShape{4096, 3072, 8192, DType::kBF16, 1, GemmLayout::kNT}));
+  EXPECT_FALSE(contains(laid, GemmShape{8192, 3072, 4096, DType::kBF16, 1, GemmLayout::kNN}));
+  EXPECT_EQ(laid.size(), 10u);  // five GEMMs' data and weight gradients
+  for (const auto& s : laid) EXPECT_NE(std::get<GemmShape>(s).layout, GemmLayout::kTN);
+}
+
 TEST(KernelSuiteShapes, TpFeasibility) {
   const Model m = test::catalog_model("llama3.1-8b");
   EXPECT_TRUE(kernels::tp_feasible(m, 8));
@@ -139,8 +151,14 @@ TEST(KernelSuiteShapes, Grids) {
   opt.moe_etps = {};  // no MoE layers
   const auto shapes = kernels::suite_shapes({}, opt);
   const auto gemm = kernels::filter_ops(shapes, {"gemm"});
-  EXPECT_EQ(gemm.size(), 2u * 125u);  // {1024, 1536, 2048, 3072, 4096}^3 in BF16 and in FP8
+  // {1024, 1536, 2048, 3072, 4096}^3 in BF16 and in FP8 (tn), and in BF16 nn and nt
+  EXPECT_EQ(gemm.size(), 4u * 125u);
   EXPECT_TRUE(contains(gemm, GemmShape{1536, 4096, 3072, DType::kFP8}));
+  EXPECT_TRUE(contains(gemm, GemmShape{1536, 4096, 3072, DType::kBF16, 1, GemmLayout::kNT}));
+  EXPECT_FALSE(contains(gemm, GemmShape{1536, 4096, 3072, DType::kFP8, 1, GemmLayout::kNN}));
+  opt.bf16_layouts = false;
+  EXPECT_EQ(kernels::filter_ops(kernels::suite_shapes({}, opt), {"gemm"}).size(), 2u * 125u);
+  opt.bf16_layouts = true;
   EXPECT_TRUE(kernels::filter_ops(shapes, {"grouped_gemm"}).empty());
   const auto mem = kernels::filter_ops(shapes, {"memory"});
   EXPECT_EQ(mem.size(), memory_ops().size() * 13u);  // 2^16 to 2^28 elements
