@@ -2,7 +2,9 @@
 // (GEMMs and grouped GEMMs through cuBLASLt, fused attention through cuDNN, the memory-bound
 // kernels written in kernels/cuda/) and the log-spaced grids, and writes the kernel-timing
 // database. See usage() below.
+#include <functional>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -90,90 +92,118 @@ stderr and in the database's notes, not timed, and the exit code is 1. SIGINT or
 the run after the current shape and writes what was measured.
 )";
 
+namespace kernels = trainsim::kernels;
+using trainsim::KernelDatabase;
+
+using Setter = std::function<void(kernels::SuiteRun&, const std::string&, const std::string&)>;
+
+int as_int(const std::string& flag, const std::string& value) {
+  return static_cast<int>(integers(flag, value).at(0));
+}
+
+// Flags that take a value, and what each sets.
+const std::map<std::string, Setter>& value_flags() {
+  using R = kernels::SuiteRun;
+  using S = const std::string&;
+  static const std::map<std::string, Setter> flags = {
+      {"--out", [](R& r, S, S v) { r.out = v; }},
+      {"--ops", [](R& r, S, S v) { r.ops = split(v); }},
+      {"--models", [](R& r, S, S v) { r.models = split(v); }},
+      {"--tps", [](R& r, S f, S v) { r.shapes.tps = integers(f, v); }},
+      {"--seqs", [](R& r, S f, S v) { r.shapes.gemm_seqs = integers(f, v); }},
+      {"--attention-seqs", [](R& r, S f, S v) { r.shapes.attention_seqs = integers(f, v); }},
+      {"--gemm-grid",
+       [](R& r, S f, S v) {
+         std::tie(r.shapes.gemm_grid_lo, r.shapes.gemm_grid_hi) = range(f, v);
+       }},
+      {"--memory-grid",
+       [](R& r, S f, S v) {
+         std::tie(r.shapes.memory_grid_lo, r.shapes.memory_grid_hi) = range(f, v);
+       }},
+      {"--gemm-grid-per-octave",
+       [](R& r, S f, S v) {
+         r.shapes.gemm_grid_per_octave = as_int(f, v);
+         if (r.shapes.gemm_grid_per_octave != 1 && r.shapes.gemm_grid_per_octave != 2)
+           trainsim::fail_input(f, "must be 1 or 2");
+       }},
+      {"--warmup", [](R& r, S f, S v) { r.warmup = as_int(f, v); }},
+      {"--repetitions", [](R& r, S f, S v) { r.repetitions = as_int(f, v); }},
+      {"--min-repetitions", [](R& r, S f, S v) { r.min_repetitions = as_int(f, v); }},
+      {"--time-per-shape", [](R& r, S f, S v) { r.time_per_shape = seconds(f, v); }},
+      {"--time-budget", [](R& r, S f, S v) { r.time_budget = seconds(f, v); }},
+      {"--checkpoint", [](R& r, S f, S v) { r.checkpoint_seconds = seconds(f, v); }},
+      {"--max-shapes", [](R& r, S f, S v) { r.max_shapes = integers(f, v).at(0); }},
+      {"--max-shapes-per-family",
+       [](R& r, S f, S v) { r.max_shapes_per_family = integers(f, v).at(0); }},
+      {"--offgrid", [](R& r, S f, S v) { r.offgrid = integers(f, v).at(0); }},
+  };
+  return flags;
+}
+
+// Flags without a value.
+const std::map<std::string, bool kernels::SuiteRun::*>& switches() {
+  static const std::map<std::string, bool kernels::SuiteRun::*> flags = {
+      {"--resume", &kernels::SuiteRun::resume},
+      {"--list", &kernels::SuiteRun::list_only},
+      {"--json", &kernels::SuiteRun::list_json},
+  };
+  return flags;
+}
+
+kernels::SuiteRun parse_run(const std::vector<std::string>& args) {
+  using trainsim::fail_input;
+  kernels::SuiteRun run;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (auto v = value_flags().find(a); v != value_flags().end()) {
+      if (i + 1 >= args.size()) fail_input(a, "needs a value");
+      v->second(run, a, args[++i]);
+    } else if (auto sw = switches().find(a); sw != switches().end()) {
+      run.*(sw->second) = true;
+    } else if (a.rfind("--benchmark_", 0) == 0) {
+      run.benchmark_args.push_back(a);
+    } else {
+      fail_input(a, "unknown flag (trainsim_kernels --help lists them)");
+    }
+  }
+  if (run.out.empty() && !run.list_only) fail_input("--out", "is required (the database to write)");
+  if (run.repetitions < 1) fail_input("--repetitions", "must be >= 1");
+  if (run.min_repetitions < 1 || run.min_repetitions > run.repetitions)
+    fail_input("--min-repetitions", "must be between 1 and --repetitions");
+  if (run.warmup < 0) fail_input("--warmup", "must be >= 0");
+  if (run.list_json && !run.list_only) fail_input("--json", "goes with --list");
+  return run;
+}
+
+int merge(const std::vector<std::string>& args) {
+  if (args.size() < 3) trainsim::fail_input("--merge", "needs OUT and at least one input database");
+  std::vector<KernelDatabase> dbs;
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    dbs.push_back(trainsim::load_kernel_database(args[i]));
+  }
+  trainsim::write_file_atomically(args[1],
+                                  trainsim::kernel_database_json(kernels::merge_databases(dbs)));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace trainsim;
   try {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (!args.empty() && args[0] == "--merge") {
-      if (args.size() < 3) fail_input("--merge", "needs OUT and at least one input database");
-      std::vector<KernelDatabase> dbs;
-      for (std::size_t i = 2; i < args.size(); ++i) dbs.push_back(load_kernel_database(args[i]));
-      write_file_atomically(args[1], kernel_database_json(kernels::merge_databases(dbs)));
-      return 0;
-    }
-    kernels::SuiteRun run;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const std::string& a = args[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= args.size()) fail_input(a, "needs a value");
-        return args[++i];
-      };
-      if (a == "--out") {
-        run.out = value();
-      } else if (a == "--ops") {
-        run.ops = split(value());
-      } else if (a == "--models") {
-        run.models = split(value());
-      } else if (a == "--tps") {
-        run.shapes.tps = integers(a, value());
-      } else if (a == "--seqs") {
-        run.shapes.gemm_seqs = integers(a, value());
-      } else if (a == "--attention-seqs") {
-        run.shapes.attention_seqs = integers(a, value());
-      } else if (a == "--gemm-grid") {
-        std::tie(run.shapes.gemm_grid_lo, run.shapes.gemm_grid_hi) = range(a, value());
-      } else if (a == "--memory-grid") {
-        std::tie(run.shapes.memory_grid_lo, run.shapes.memory_grid_hi) = range(a, value());
-      } else if (a == "--gemm-grid-per-octave") {
-        run.shapes.gemm_grid_per_octave = static_cast<int>(integers(a, value()).at(0));
-        if (run.shapes.gemm_grid_per_octave != 1 && run.shapes.gemm_grid_per_octave != 2)
-          fail_input(a, "must be 1 or 2");
-      } else if (a == "--warmup") {
-        run.warmup = static_cast<int>(integers(a, value()).at(0));
-      } else if (a == "--repetitions") {
-        run.repetitions = static_cast<int>(integers(a, value()).at(0));
-      } else if (a == "--min-repetitions") {
-        run.min_repetitions = static_cast<int>(integers(a, value()).at(0));
-      } else if (a == "--time-per-shape") {
-        run.time_per_shape = seconds(a, value());
-      } else if (a == "--time-budget") {
-        run.time_budget = seconds(a, value());
-      } else if (a == "--checkpoint") {
-        run.checkpoint_seconds = seconds(a, value());
-      } else if (a == "--max-shapes") {
-        run.max_shapes = static_cast<std::size_t>(integers(a, value()).at(0));
-      } else if (a == "--max-shapes-per-family") {
-        run.max_shapes_per_family = static_cast<std::size_t>(integers(a, value()).at(0));
-      } else if (a == "--offgrid") {
-        run.offgrid = static_cast<std::size_t>(integers(a, value()).at(0));
-      } else if (a == "--resume") {
-        run.resume = true;
-      } else if (a == "--list") {
-        run.list_only = true;
-      } else if (a == "--json") {
-        run.list_json = true;
-      } else if (a == "--version") {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    if (!args.empty() && args[0] == "--merge") return merge(args);
+    for (const auto& a : args) {
+      if (a == "--version") {
         std::cout << version() << "\n";
         return 0;
-      } else if (a == "--help" || a == "-h") {
+      }
+      if (a == "--help" || a == "-h") {
         std::cout << kUsage;
         return 0;
-      } else if (a.rfind("--benchmark_", 0) == 0) {
-        run.benchmark_args.push_back(a);
-      } else {
-        fail_input(a, "unknown flag (trainsim_kernels --help lists them)");
       }
     }
-    if (run.out.empty() && !run.list_only)
-      fail_input("--out", "is required (the database to write)");
-    if (run.repetitions < 1) fail_input("--repetitions", "must be >= 1");
-    if (run.min_repetitions < 1 || run.min_repetitions > run.repetitions)
-      fail_input("--min-repetitions", "must be between 1 and --repetitions");
-    if (run.warmup < 0) fail_input("--warmup", "must be >= 0");
-    if (run.list_json && !run.list_only) fail_input("--json", "goes with --list");
-    return kernels::run_suite(run);
+    return kernels::run_suite(parse_run(args));
   } catch (const InputError& e) {
     std::cerr << "trainsim_kernels: error: " << e.what() << "\n";
     return 2;

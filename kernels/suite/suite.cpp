@@ -148,6 +148,127 @@ struct Handles {
   Handles& operator=(const Handles&) = delete;
 };
 
+// The GPU a run measures: what it is, a stream, the libraries' handles, and the runners'
+// context (L2 size, a quarter of the free memory for rotated inputs).
+struct Device {
+  DeviceInfo info;
+  RunnerContext ctx;
+  Handles handles;
+  Device() {
+    TS_CUDA(cudaSetDevice(0));
+    info = query_device();
+    TS_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
+    ctx.cublaslt = handles.lt;
+    ctx.cudnn = handles.dnn;
+    ctx.l2_bytes = info.l2_bytes;
+    std::size_t free_bytes = 0, total_bytes = 0;
+    TS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    ctx.budget_bytes = 0.25 * static_cast<double>(free_bytes);
+  }
+  ~Device() { cudaStreamDestroy(ctx.stream); }
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+};
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// One run: a Google Benchmark per shape not kept from a resumed run, the results, and the
+// database written as they come.
+class Session {
+ public:
+  Session(const SuiteRun& run, const std::vector<KernelShape>& shapes, Device& device)
+      : run_(run), shapes_(shapes), device_(device), meta_(run_meta(device.info, run)) {
+    if (run.resume && !run.out.empty() && std::filesystem::exists(run.out)) {
+      const KernelDatabase resumed = load_kernel_database(run.out);
+      results_.kept = kept_entries(resumed);
+      meta_ = resumed_meta(resumed.meta(), meta_);
+    }
+  }
+
+  void register_benchmarks() {
+    for (const auto& shape : shapes_) {
+      const std::string label = shape_label(shape);
+      if (results_.kept.count(label) != 0) continue;  // measured by the run being resumed
+      benchmark::RegisterBenchmark(
+          label.c_str(), [this, shape, label](benchmark::State& st) { bench(shape, label, st); })
+          ->UseManualTime()
+          ->Iterations(1)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+
+  // Writes the database and says what was done; the exit code.
+  int finish() {
+    write();
+    std::cerr << "trainsim_kernels: " << results_.samples.size() << " of " << shapes_.size()
+              << " shapes timed (" << results_.kept.size() << " kept from the run resumed), "
+              << results_.failures.size() << " failed their check, " << skipped_
+              << " not timed (no kernel here, kernel failed its check, time budget or stop)"
+              << (run_.out.empty() ? "" : "; wrote " + run_.out) << "\n";
+    for (const auto& f : results_.failures) std::cerr << "  failed: " << f << "\n";
+    return results_.failures.empty() ? 0 : 1;
+  }
+
+ private:
+  // Why a shape is not started, or nothing.
+  const char* not_started(const KernelShape& shape) const {
+    if (g_stop) return "not timed: stopped";
+    if (run_.time_budget > 0 && seconds_since(start_) > run_.time_budget) {
+      return "not timed: time budget spent";
+    }
+    if (failed_keys_.count(check_key(shape)) != 0) return "not timed: its kernel failed its check";
+    return nullptr;
+  }
+
+  void bench(const KernelShape& shape, const std::string& label, benchmark::State& st) {
+    if (const char* why = not_started(shape)) {
+      ++skipped_;
+      st.SkipWithError(why);
+      return;
+    }
+    std::vector<double> out;
+    try {
+      out = time_shape(shape, device_.ctx, run_, checked_, results_.sources[label]);
+    } catch (const std::exception& e) {
+      results_.failures.push_back(label + ": " + e.what());
+      failed_keys_.insert(check_key(shape));
+      st.SkipWithError(e.what());
+      return;
+    }
+    if (out.empty()) {
+      ++skipped_;
+      st.SkipWithError("not timed: no kernel in this suite for the shape");
+      return;
+    }
+    const Summary s = summarize(out);
+    for (auto _ : st) st.SetIterationTime(s.median);
+    results_.samples[label] = std::move(out);
+    const double flops = shape_flops(shape), bytes = shape_bytes(shape);
+    if (flops > 0) st.counters["TFLOP/s"] = flops / s.median / 1e12;
+    st.counters["GB/s"] = bytes / s.median / 1e9;
+    st.counters["launches"] = static_cast<double>(s.count);
+    if (seconds_since(last_write_) > run_.checkpoint_seconds) write();
+  }
+
+  void write() {
+    if (run_.out.empty()) return;
+    write_file_atomically(run_.out, kernel_database_json(run_database(meta_, shapes_, results_)));
+    last_write_ = Clock::now();
+  }
+
+  const SuiteRun& run_;
+  const std::vector<KernelShape>& shapes_;
+  Device& device_;
+  KernelDbMeta meta_;
+  RunResults results_;
+  std::set<std::string> checked_, failed_keys_;
+  std::size_t skipped_ = 0;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_write_ = start_;
+};
+
 void run_benchmarks(const SuiteRun& run) {
   std::vector<std::string> args = {"trainsim_kernels"};
   args.insert(args.end(), run.benchmark_args.begin(), run.benchmark_args.end());
@@ -177,100 +298,18 @@ int run_suite(const SuiteRun& run) {
     std::cout << shapes.size() << " shapes\n";
     return 0;
   }
-
-  TS_CUDA(cudaSetDevice(0));
-  const DeviceInfo info = query_device();
-  RunnerContext ctx;
-  TS_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
-  Handles handles;
-  ctx.cublaslt = handles.lt;
-  ctx.cudnn = handles.dnn;
-  ctx.l2_bytes = info.l2_bytes;
-  std::size_t free_bytes = 0, total_bytes = 0;
-  TS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
-  ctx.budget_bytes = 0.25 * static_cast<double>(free_bytes);
+  Device device;
+  const DeviceInfo& info = device.info;
   std::cerr << "trainsim_kernels: " << info.name << ", " << info.sm_count << " SMs, "
             << info.sm_clock_MHz << " MHz, L2 " << info.l2_bytes / (1 << 20) << " MiB, driver "
             << info.driver << ", CUDA " << info.cuda_runtime << ", cuBLASLt " << info.cublaslt
             << ", cuDNN " << info.cudnn << "; " << shapes.size() << " shapes\n";
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-
-  KernelDbMeta meta = run_meta(info, run);
-  RunResults results;
-  if (run.resume && !run.out.empty() && std::filesystem::exists(run.out)) {
-    const KernelDatabase resumed = load_kernel_database(run.out);
-    results.kept = kept_entries(resumed);
-    meta = resumed_meta(resumed.meta(), meta);
-  }
-  const auto& kept = results.kept;
-  auto& samples = results.samples;
-  auto& sources = results.sources;
-  auto& failures = results.failures;
-  std::set<std::string> checked, failed_keys;
-  std::size_t skipped = 0;
-  const auto start = Clock::now();
-  auto last_write = start;
-  auto write = [&] {
-    if (run.out.empty()) return;
-    write_file_atomically(run.out, kernel_database_json(run_database(meta, shapes, results)));
-    last_write = Clock::now();
-  };
-  auto seconds_since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  for (const auto& shape : shapes) {
-    const std::string label = shape_label(shape);
-    if (kept.count(label) != 0) continue;  // measured by the run being resumed
-    auto bench = [&, shape, label](benchmark::State& st) {
-      if (g_stop || (run.time_budget > 0 && seconds_since(start) > run.time_budget)) {
-        ++skipped;
-        st.SkipWithError(g_stop ? "not timed: stopped" : "not timed: time budget spent");
-        return;
-      }
-      if (failed_keys.count(check_key(shape)) != 0) {
-        ++skipped;
-        st.SkipWithError("not timed: its kernel failed its check");
-        return;
-      }
-      std::vector<double> out;
-      try {
-        out = time_shape(shape, ctx, run, checked, sources[label]);
-      } catch (const std::exception& e) {
-        failures.push_back(label + ": " + e.what());
-        failed_keys.insert(check_key(shape));
-        st.SkipWithError(e.what());
-        return;
-      }
-      if (out.empty()) {
-        ++skipped;
-        st.SkipWithError("not timed: no kernel in this suite for the shape");
-        return;
-      }
-      const Summary s = summarize(out);
-      for (auto _ : st) st.SetIterationTime(s.median);
-      samples[label] = std::move(out);
-      const double flops = shape_flops(shape), bytes = shape_bytes(shape);
-      if (flops > 0) st.counters["TFLOP/s"] = flops / s.median / 1e12;
-      st.counters["GB/s"] = bytes / s.median / 1e9;
-      st.counters["launches"] = static_cast<double>(s.count);
-      if (seconds_since(last_write) > run.checkpoint_seconds) write();
-    };
-    benchmark::RegisterBenchmark(label.c_str(), bench)
-        ->UseManualTime()
-        ->Iterations(1)
-        ->Unit(benchmark::kMicrosecond);
-  }
+  Session session(run, shapes, device);
+  session.register_benchmarks();
   run_benchmarks(run);
-  write();
-  std::cerr << "trainsim_kernels: " << samples.size() << " of " << shapes.size()
-            << " shapes timed (" << kept.size() << " kept from the run resumed), "
-            << failures.size() << " failed their check, " << skipped
-            << " not timed (no kernel here, kernel failed its check, time budget or stop)"
-            << (run.out.empty() ? "" : "; wrote " + run.out) << "\n";
-  for (const auto& f : failures) std::cerr << "  failed: " << f << "\n";
-  cudaStreamDestroy(ctx.stream);
-  return failures.empty() ? 0 : 1;
+  return session.finish();
 }
 
 }  // namespace trainsim::kernels
