@@ -79,7 +79,9 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view source) {
   }
 }
 
-nlohmann::json load_json_file(const std::filesystem::path& path) {
+namespace {
+
+std::string read_json_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail_input(path.string(), "no such file");
   if (std::filesystem::is_directory(path, ec))
@@ -88,7 +90,106 @@ nlohmann::json load_json_file(const std::filesystem::path& path) {
   if (!in) fail_input(path.string(), "cannot open for reading");
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  return parse_json_text(buffer.str(), path.string());
+  return std::move(buffer).str();
+}
+
+// Builds the document from parser events, except the elements of the top-level array `key`,
+// each handed over when complete and then dropped.
+class StreamingDom : public nlohmann::json::json_sax_t {
+ public:
+  StreamingDom(std::string_view key,
+               const std::function<void(const nlohmann::json&, std::size_t)>& element)
+      : key_name_(key), element_(element) {}
+
+  nlohmann::json root;
+  std::size_t error_byte = 0;
+  std::string error;
+
+  bool null() override { return value(nullptr); }
+  bool boolean(bool b) override { return value(b); }
+  bool number_integer(number_integer_t v) override { return value(v); }
+  bool number_unsigned(number_unsigned_t v) override { return value(v); }
+  bool number_float(number_float_t v, const string_t&) override { return value(v); }
+  bool string(string_t& s) override { return value(std::move(s)); }
+  bool binary(binary_t&) override { return false; }
+  bool start_object(std::size_t) override { return open(nlohmann::json::object()); }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override {
+    const bool streamed = stack_.size() == 1 && key_ == key_name_;
+    open(nlohmann::json::array());
+    if (streamed) streamed_ = stack_.back();
+    return true;
+  }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t byte, const std::string&,
+                   const nlohmann::detail::exception& e) override {
+    error_byte = byte;
+    error = e.what();
+    return false;
+  }
+
+ private:
+  nlohmann::json* place(nlohmann::json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    nlohmann::json& top = *stack_.back();
+    if (top.is_object()) return &(top[key_] = std::move(v));
+    top.push_back(std::move(v));
+    return &top.back();
+  }
+  bool value(nlohmann::json v) {
+    handed(place(std::move(v)));
+    return true;
+  }
+  bool open(nlohmann::json v) {
+    stack_.push_back(place(std::move(v)));
+    return true;
+  }
+  bool close() {
+    nlohmann::json* done = stack_.back();
+    stack_.pop_back();
+    handed(done);
+    return true;
+  }
+  // An element of the streamed array, complete: hand it over and drop it.
+  void handed(nlohmann::json* v) {
+    if (streamed_ == nullptr || stack_.empty() || stack_.back() != streamed_) return;
+    element_(*v, index_++);
+    streamed_->get_ref<nlohmann::json::array_t&>().pop_back();
+  }
+
+  std::string key_name_;
+  const std::function<void(const nlohmann::json&, std::size_t)>& element_;
+  std::vector<nlohmann::json*> stack_;
+  std::string key_;
+  nlohmann::json* streamed_ = nullptr;
+  std::size_t index_ = 0;
+};
+
+}  // namespace
+
+nlohmann::json load_json_file(const std::filesystem::path& path) {
+  return parse_json_text(read_json_file(path), path.string());
+}
+
+nlohmann::json load_json_file_streaming(
+    const std::filesystem::path& path, std::string_view key,
+    const std::function<void(const nlohmann::json&, std::size_t)>& element) {
+  const std::string text = read_json_file(path);
+  StreamingDom dom(key, element);
+  if (!nlohmann::json::sax_parse(text, &dom)) {
+    std::string what = dom.error;
+    if (auto pos = what.find("parse error"); pos != std::string::npos) what = what.substr(pos);
+    const std::size_t at = dom.error_byte > 0 ? dom.error_byte - 1 : 0;
+    fail_input(path.string(), "malformed JSON at " + line_column(text, at) + " (" + what + ")");
+  }
+  return std::move(dom.root);
 }
 
 JsonObject::JsonObject(const nlohmann::json& value, std::string file, std::string path)

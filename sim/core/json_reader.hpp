@@ -3,6 +3,7 @@
 // error names the file and the JSON path ("models/x.json: $.hidden_size: must be ...").
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
@@ -18,6 +19,13 @@ namespace trainsim {
 nlohmann::json load_json_file(const std::filesystem::path& path);
 /// Parses JSON text; `source` names it in error messages.
 nlohmann::json parse_json_text(std::string_view text, std::string_view source);
+
+/// Reads a JSON file as load_json_file() does, but hands each element of the top-level array
+/// `key` to `element` (with its index) as soon as it is read and does not keep it: the document
+/// returned holds that array empty. A large table then never exists as one whole tree.
+nlohmann::json load_json_file_streaming(
+    const std::filesystem::path& path, std::string_view key,
+    const std::function<void(const nlohmann::json&, std::size_t)>& element);
 
 struct IntRange {
   std::int64_t min = 1;

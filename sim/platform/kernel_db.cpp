@@ -1,7 +1,10 @@
 #include "sim/platform/kernel_db.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 namespace trainsim {
 
@@ -18,10 +21,13 @@ namespace {
 // At most this many measured values on each side of the query are tried per axis.
 constexpr std::size_t kBracketCandidates = 4;
 
+// Coordinates on the interpolation axes (at most three: GEMM m, n, k), unused ones 0.
+using Coords = std::array<double, 3>;
+
 struct Point {
-  std::vector<double> x;  // coordinates (integer-valued, compared exactly)
-  double value = 0;       // measured: seconds; published: log(FLOP/s)
-  double tie = 0;         // distance to the query in the attributes the coordinates omit
+  Coords x{};        // coordinates (integer-valued, compared exactly)
+  double value = 0;  // measured: seconds; published: log(FLOP/s)
+  double tie = 0;    // distance to the query in the attributes the coordinates omit
 };
 
 double log_distance(double a, double b) {
@@ -60,17 +66,25 @@ std::string KernelDatabase::family_key(const KernelShape& shape) const {
 namespace {
 
 // Interpolation axes of a shape: GEMM m, n, k; attention batch x heads and sequence (published:
-// sequence only); memory-bound rows x cols.
-std::vector<double> axes(const KernelShape& shape, KernelDbKind kind) {
+// sequence only); memory-bound rows x cols. Returns how many.
+std::size_t axes(const KernelShape& shape, KernelDbKind kind, Coords& x) {
+  x = {};
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
-    return {static_cast<double>(g->m), static_cast<double>(g->n), static_cast<double>(g->k)};
+    x = {static_cast<double>(g->m), static_cast<double>(g->n), static_cast<double>(g->k)};
+    return 3;
   }
   if (const auto* a = std::get_if<AttentionShape>(&shape)) {
-    if (kind == KernelDbKind::kPublished) return {static_cast<double>(a->seq)};
-    return {static_cast<double>(a->batch * a->heads), static_cast<double>(a->seq)};
+    if (kind == KernelDbKind::kPublished) {
+      x[0] = static_cast<double>(a->seq);
+      return 1;
+    }
+    x[0] = static_cast<double>(a->batch * a->heads);
+    x[1] = static_cast<double>(a->seq);
+    return 2;
   }
   const auto& m = std::get<MemoryShape>(shape);
-  return {static_cast<double>(m.rows) * static_cast<double>(m.cols)};
+  x[0] = static_cast<double>(m.rows) * static_cast<double>(m.cols);
+  return 1;
 }
 
 // How the FLOPs (bytes) grow along each axis: as the coordinate, or as its square (attention's
@@ -130,28 +144,74 @@ std::vector<Bracket> brackets(std::vector<double> values, double q) {
 }  // namespace
 
 std::optional<KernelDbHit> KernelDatabase::lookup(const KernelShape& shape) const {
-  if (auto it = exact_.find(exact_key(shape)); it != exact_.end()) {
+  std::string key = exact_key(shape);
+  if (auto it = exact_.find(key); it != exact_.end()) {
     return KernelDbHit{entries_[it->second].median_s, true};
   }
-  return interpolate(shape);
+  // Interpolations are remembered: plan searches price the same shapes again and again.
+  const std::lock_guard<std::mutex> lock(memo_->mutex);
+  if (auto it = memo_->hits.find(key); it != memo_->hits.end()) return it->second;
+  auto hit = interpolate(shape);
+  memo_->hits.emplace(std::move(key), hit);
+  return hit;
 }
+
+namespace {
+
+// A cell: one bracket per axis; tried tightest (smallest log volume) first, ties in the order
+// they were enumerated.
+struct Cell {
+  double span = 0;
+  std::uint32_t order = 0;
+  std::array<std::uint8_t, 3> bracket{};
+};
+
+// Heap order: the tightest cell (ties: the first enumerated) on top.
+bool looser(const Cell& a, const Cell& b) {
+  return a.span > b.span || (a.span == b.span && a.order > b.order);
+}
+
+// Every combination of one bracket per axis, as a heap that pops the tightest first.
+std::vector<Cell> cell_heap(const std::vector<std::vector<Bracket>>& per_axis) {
+  std::vector<Cell> cells{Cell{}};
+  for (std::size_t d = 0; d < per_axis.size(); ++d) {
+    std::vector<Cell> next;
+    next.reserve(cells.size() * per_axis[d].size());
+    for (const auto& c : cells) {
+      for (std::size_t b = 0; b < per_axis[d].size(); ++b) {
+        Cell n = c;
+        n.bracket[d] = static_cast<std::uint8_t>(b);
+        n.span += per_axis[d][b].span();
+        next.push_back(n);
+      }
+    }
+    cells = std::move(next);
+  }
+  for (std::size_t i = 0; i < cells.size(); ++i) cells[i].order = static_cast<std::uint32_t>(i);
+  std::make_heap(cells.begin(), cells.end(), looser);
+  return cells;
+}
+
+}  // namespace
 
 std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape) const {
   const auto fam = family_.find(family_key(shape));
   if (fam == family_.end()) return std::nullopt;
-  const std::vector<double> q = axes(shape, kind_);
+  Coords q{};
+  const std::size_t dims = axes(shape, kind_, q);
   const std::vector<int> powers = axis_powers(shape, kind_);
-  const std::size_t dims = q.size();
   // A measured database interpolates time linearly in each axis' share of the FLOPs (bytes); a
   // published one interpolates the rate in log space, as its rows were taken at other sizes.
   const bool published = kind_ == KernelDbKind::kPublished;
 
   // Measured points by coordinates; where several share them, the closest in what the axes omit.
-  std::map<std::vector<double>, Point> points;
+  std::map<Coords, Point> points;
   for (std::size_t i : fam->second) {
     const auto& e = entries_[i];
-    const double value = published ? std::log(shape_flops(e.shape) / e.median_s) : e.median_s;
-    Point p{axes(e.shape, kind_), value, tie_distance(e.shape, shape)};
+    Point p;
+    axes(e.shape, kind_, p.x);
+    p.value = published ? std::log(shape_flops(e.shape) / e.median_s) : e.median_s;
+    p.tie = tie_distance(e.shape, shape);
     auto [it, inserted] = points.emplace(p.x, p);
     if (!inserted && p.tie < it->second.tie) it->second = p;
   }
@@ -165,36 +225,19 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
     if (per_axis[d].empty()) return std::nullopt;  // outside the measured range: no extrapolation
   }
 
-  // Every combination of one bracket per axis, tightest (smallest log volume) first.
-  std::vector<std::vector<std::size_t>> cells{{}};
-  for (std::size_t d = 0; d < dims; ++d) {
-    std::vector<std::vector<std::size_t>> next;
-    for (const auto& c : cells) {
-      for (std::size_t b = 0; b < per_axis[d].size(); ++b) {
-        auto n = c;
-        n.push_back(b);
-        next.push_back(std::move(n));
-      }
-    }
-    cells = std::move(next);
-  }
-  auto span_of = [&](const std::vector<std::size_t>& c) {
-    double s = 0;
-    for (std::size_t d = 0; d < dims; ++d) s += per_axis[d][c[d]].span();
-    return s;
-  };
-  std::stable_sort(cells.begin(), cells.end(),
-                   [&](const auto& a, const auto& b) { return span_of(a) < span_of(b); });
-
   const std::size_t corners = std::size_t{1} << dims;
-  for (const auto& cell : cells) {
+  auto heap = cell_heap(per_axis);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), looser);
+    const Cell cell = heap.back();
+    heap.pop_back();
     double value = 0;
     bool complete = true;
     for (std::size_t corner = 0; corner < corners && complete; ++corner) {
-      std::vector<double> x(dims);
+      Coords x{};
       double weight = 1;
       for (std::size_t d = 0; d < dims; ++d) {
-        const Bracket& b = per_axis[d][cell[d]];
+        const Bracket& b = per_axis[d][cell.bracket[d]];
         const bool high = ((corner >> d) & 1U) != 0;
         double t = 0;
         if (b.hi > b.lo && published) {

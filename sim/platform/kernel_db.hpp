@@ -24,8 +24,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -95,8 +98,13 @@ class KernelDatabase {
   KernelDbKind kind_ = KernelDbKind::kMeasured;
   KernelDbMeta meta_;
   std::vector<KernelDbEntry> entries_;
-  std::map<std::string, std::size_t> exact_;                // exact key -> entry
+  std::unordered_map<std::string, std::size_t> exact_;      // exact key -> entry
   std::map<std::string, std::vector<std::size_t>> family_;  // family key -> entries
+  struct Memo {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::optional<KernelDbHit>> hits;
+  };
+  std::shared_ptr<Memo> memo_ = std::make_shared<Memo>();  // interpolations made so far
 };
 
 /// Exact-match key of a shape (every field).

@@ -1,5 +1,8 @@
 // Reading and writing kernel-timing databases (the file format of kernel_db.hpp).
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <unordered_map>
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
@@ -56,7 +59,8 @@ KernelShape parse_shape(JsonObject& o) {
   return m;
 }
 
-KernelDbEntry parse_entry(JsonObject& o, KernelDbKind kind) {
+// An entry; `source` is optional here (a published database requires it: EntryReader).
+KernelDbEntry parse_entry(JsonObject& o) {
   KernelDbEntry e;
   e.shape = parse_shape(o);
   e.median_s = o.number("median_us", kPositive) * kMicro;
@@ -70,11 +74,7 @@ KernelDbEntry parse_entry(JsonObject& o, KernelDbKind kind) {
   if (p10) e.p10_s = *p10 * kMicro;
   if (p90) e.p90_s = *p90 * kMicro;
   e.repetitions = o.optional_integer("repetitions");
-  if (kind == KernelDbKind::kPublished) {
-    e.source = o.string("source");
-  } else {
-    e.source = o.optional_string("source").value_or("");
-  }
+  e.source = o.optional_string("source").value_or("");
   o.finish();
   return e;
 }
@@ -83,10 +83,40 @@ std::string optional_text(JsonObject& o, std::string_view key) {
   return o.optional_string(key).value_or("");
 }
 
-}  // namespace
+// The entries, one at a time (from a whole document or streamed from a file).
+class EntryReader {
+ public:
+  explicit EntryReader(std::string file) : file_(std::move(file)) {}
 
-KernelDatabase parse_kernel_database_json(const nlohmann::json& j, const std::string& file) {
-  JsonObject top(j, file);
+  void add(const nlohmann::json& value, std::size_t i) {
+    const std::string path = "$.entries[" + std::to_string(i) + "]";
+    JsonObject o(value, file_, path);
+    entries_.push_back(parse_entry(o));
+    if (entries_.back().source.empty() && !unsourced_) unsourced_ = i;
+    auto [it, inserted] = seen_.emplace(exact_key(entries_.back().shape), i);
+    if (!inserted) {
+      fail_input(file_ + ": " + path, "duplicate shape (" + it->first + "), first at $.entries[" +
+                                          std::to_string(it->second) + "]");
+    }
+  }
+
+  std::vector<KernelDbEntry> take(KernelDbKind kind) {
+    if (kind == KernelDbKind::kPublished && unsourced_) {
+      fail_input(file_ + ": $.entries[" + std::to_string(*unsourced_) + "].source",
+                 "required key is missing");
+    }
+    return std::move(entries_);
+  }
+
+ private:
+  std::string file_;
+  std::vector<KernelDbEntry> entries_;
+  std::unordered_map<std::string, std::size_t> seen_;
+  std::optional<std::size_t> unsourced_;
+};
+
+// Everything but the entries: the kind and the metadata.
+std::pair<KernelDbKind, KernelDbMeta> parse_header(JsonObject& top) {
   top.choice("format", {"trainsim-kernel-db"});
   top.integer("version", {1, 1});
   const auto kind = top.choice("kind", {"measured", "published"}) == "published"
@@ -100,7 +130,6 @@ KernelDatabase parse_kernel_database_json(const nlohmann::json& j, const std::st
   meta.memory_clock_MHz = gpu.optional_number("memory_clock_MHz", kPositive);
   meta.l2_MiB = gpu.optional_number("l2_MiB", kPositive);
   gpu.finish();
-
   if (kind == KernelDbKind::kMeasured) {
     auto m = top.object("measurement");
     meta.date = m.string("date");
@@ -114,7 +143,6 @@ KernelDatabase parse_kernel_database_json(const nlohmann::json& j, const std::st
   } else if (top.has("measurement")) {
     top.fail("measurement", "a published database has no measurement block");
   }
-
   if (auto c = top.optional_object("ceilings")) {
     meta.copy_GBps = c->optional_number("copy_GBps", kPositive);
     meta.gemm_bf16_tflops = c->optional_number("gemm_bf16_tflops", kPositive);
@@ -129,27 +157,34 @@ KernelDatabase parse_kernel_database_json(const nlohmann::json& j, const std::st
       meta.notes.push_back(n.get<std::string>());
     }
   }
+  return {kind, std::move(meta)};
+}
 
+}  // namespace
+
+KernelDatabase parse_kernel_database_json(const nlohmann::json& j, const std::string& file) {
+  JsonObject top(j, file);
+  auto [kind, meta] = parse_header(top);
   const auto& arr = top.raw("entries");
   if (!arr.is_array()) top.fail("entries", "must be an array, got " + json_type_name(arr));
-  std::vector<KernelDbEntry> entries;
-  std::map<std::string, std::size_t> seen;
-  for (std::size_t i = 0; i < arr.size(); ++i) {
-    const std::string path = "$.entries[" + std::to_string(i) + "]";
-    JsonObject o(arr[i], file, path);
-    entries.push_back(parse_entry(o, kind));
-    auto [it, inserted] = seen.emplace(exact_key(entries.back().shape), i);
-    if (!inserted) {
-      fail_input(file + ": " + path, "duplicate shape (" + it->first + "), first at $.entries[" +
-                                         std::to_string(it->second) + "]");
-    }
-  }
+  EntryReader reader(file);
+  for (std::size_t i = 0; i < arr.size(); ++i) reader.add(arr[i], i);
   top.finish();
-  return KernelDatabase(kind, std::move(meta), std::move(entries));
+  return KernelDatabase(kind, std::move(meta), reader.take(kind));
 }
 
 KernelDatabase load_kernel_database(const std::filesystem::path& path) {
-  return parse_kernel_database_json(load_json_file(path), path.string());
+  // Streamed: a measured database holds thousands of entries, each read and dropped in turn
+  // rather than held as one document (a third of the time, and little memory).
+  EntryReader reader(path.string());
+  const nlohmann::json j = load_json_file_streaming(
+      path, "entries", [&](const nlohmann::json& e, std::size_t i) { reader.add(e, i); });
+  JsonObject top(j, path.string());
+  auto [kind, meta] = parse_header(top);
+  const auto& arr = top.raw("entries");
+  if (!arr.is_array()) top.fail("entries", "must be an array, got " + json_type_name(arr));
+  top.finish();
+  return KernelDatabase(kind, std::move(meta), reader.take(kind));
 }
 
 nlohmann::ordered_json kernel_shape_json(const KernelShape& shape) {
@@ -224,8 +259,20 @@ std::string kernel_database_json(const KernelDatabase& db) {
     if (!e.source.empty()) o["source"] = e.source;
     entries.push_back(std::move(o));
   }
-  j["entries"] = std::move(entries);
-  return j.dump(1) + "\n";
+  // The header indented; each entry on a line of its own (a third of the bytes to read, and a
+  // diff names the entries that changed).
+  j["entries"] = J::array();
+  std::string text = j.dump(1);
+  const std::string empty = "\"entries\": []";
+  const auto at = text.rfind(empty);
+  std::string body = "\"entries\": [";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    body += i == 0 ? "\n  " : ",\n  ";
+    body += entries[i].dump();
+  }
+  body += entries.empty() ? "]" : "\n ]";
+  text.replace(at, empty.size(), body);
+  return text + "\n";
 }
 
 }  // namespace trainsim

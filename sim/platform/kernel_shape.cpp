@@ -1,7 +1,5 @@
 #include "sim/platform/kernel_shape.hpp"
 
-#include <sstream>
-
 namespace trainsim {
 
 const char* to_string(DType dtype) {
@@ -161,21 +159,43 @@ double shape_bytes(const KernelShape& shape) {
 }
 
 std::string shape_label(const KernelShape& shape) {
-  std::ostringstream o;
+  // Plain appends: labels key the kernel database's lookups, thousands per run.
+  std::string o;
+  o.reserve(64);
+  auto num = [&o](const char* name, std::int64_t v) {
+    o += name;
+    o += std::to_string(v);
+  };
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
-    o << op_name(shape) << " " << to_string(g->dtype);
-    if (g->layout != GemmLayout::kTN) o << " " << to_string(g->layout);
-    if (g->groups > 1) o << " g=" << g->groups;
-    o << " m=" << g->m << " n=" << g->n << " k=" << g->k;
+    o += op_name(shape);
+    o += ' ';
+    o += to_string(g->dtype);
+    if (g->layout != GemmLayout::kTN) {
+      o += ' ';
+      o += to_string(g->layout);
+    }
+    if (g->groups > 1) num(" g=", g->groups);
+    num(" m=", g->m);
+    num(" n=", g->n);
+    num(" k=", g->k);
   } else if (const auto* a = std::get_if<AttentionShape>(&shape)) {
-    o << "attention " << to_string(a->pass) << " " << to_string(a->dtype) << " b=" << a->batch
-      << " s=" << a->seq << " h=" << a->heads << " kv=" << a->kv_heads << " d=" << a->head_dim
-      << (a->causal ? " causal" : " full");
+    o += "attention ";
+    o += to_string(a->pass);
+    o += ' ';
+    o += to_string(a->dtype);
+    num(" b=", a->batch);
+    num(" s=", a->seq);
+    num(" h=", a->heads);
+    num(" kv=", a->kv_heads);
+    num(" d=", a->head_dim);
+    o += a->causal ? " causal" : " full";
   } else {
     const auto& m = std::get<MemoryShape>(shape);
-    o << m.op << " rows=" << m.rows << " cols=" << m.cols;
+    o += m.op;
+    num(" rows=", m.rows);
+    num(" cols=", m.cols);
   }
-  return o.str();
+  return o;
 }
 
 }  // namespace trainsim
