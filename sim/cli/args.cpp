@@ -112,6 +112,9 @@ po::options_description io_options(const std::string& command) {
         "simgrid (default): flow-level network with contention; analytic: critical path "
         "without contention")("strict", po::bool_switch(),
                               "exit 1 when the report has error-level diagnostics")(
+        "full-simulation", po::bool_switch(),
+        "replay every GPU's program; by default, where the layout is symmetric, one GPU per "
+        "pipeline stage replays it for the stage's GPUs (same result, much faster)")(
         "dump-graph", po::value<std::string>()->value_name("FILE"),
         "write the task graph (per-rank operations) as JSON")(
         "trace", po::value<std::string>()->value_name("FILE"),
@@ -284,6 +287,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
     opt.inputs.engine = e;
   }
   if (vm.count("strict")) opt.strict = vm["strict"].as<bool>();
+  if (vm.count("full-simulation")) opt.full_simulation = vm["full-simulation"].as<bool>();
   opt.dump_graph = path_of(vm, "dump-graph");
   opt.trace = path_of(vm, "trace");
   const auto plan = plan_options();

@@ -14,6 +14,7 @@
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/graph/graph_json.hpp"
+#include "sim/graph/symmetry.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
 #include "sim/report/report.hpp"
@@ -87,11 +88,13 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     return errors ? kExitDiagnostics : kExitOk;
   }
 
-  const TaskGraph graph = build_task_graph(in.plan, costs);
+  const Topology topology(in.platform, in.plan.world_size());
+  const ReplayChoice replay =
+      choose_replay(in.plan, topology, in.engine == EngineKind::kSimGrid, opt.full_simulation);
+  const TaskGraph graph = build_task_graph(in.plan, costs, replay.replay);
   if (opt.dump_graph) {
     write_file_atomically(*opt.dump_graph, task_graph_to_json(graph).dump() + "\n");
   }
-  const Topology topology(in.platform, in.plan.world_size());
   EngineOptions engine_options;
   engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
   engine_options.keep_timelines = opt.trace.has_value();
@@ -100,8 +103,8 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, partition, costs);
     write_file_atomically(*opt.trace, trace_json(in.plan, in.platform, sim, memory));
   }
-  ReportInputs ri{in.model, in.platform,      in.plan,           partition,  costs,
-                  sim,      in.scenario_name, input_records(in), diagnostics};
+  ReportInputs ri{in.model, in.platform,      in.plan,           partition,   costs,
+                  sim,      in.scenario_name, input_records(in), diagnostics, replay.why_full};
   emit(make_report(ri), opt, out);
   return opt.strict && errors ? kExitDiagnostics : kExitOk;
 }

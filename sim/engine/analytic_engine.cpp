@@ -1,5 +1,6 @@
 // Critical-path replay without contention. Each (rank, stream) advances op by op; an op starts
-// when its stream is free and its dependencies are done. A point-to-point transfer starts when
+// when its stream is free and its dependencies are done (a stream blocked on one waits for that
+// op alone, and is woken when it completes). A point-to-point transfer starts when
 // both ends have posted it and takes its route's latency plus size over the route's narrowest
 // link; a collective starts when its last member arrives.
 #include <algorithm>
@@ -37,6 +38,13 @@ struct Actor {
   std::size_t pc = 0;
   double time = 0;       // when the stream is free
   bool waiting = false;  // posted its head op, waiting for peers
+  // Dependencies of the head op already seen done, and the latest of their end times: a stream
+  // woken again resumes the scan where it stopped, so an op waiting on thousands of others
+  // costs linear time, not quadratic.
+  std::uint32_t next_dep = 0;
+  double deps_end = 0;
+  std::int32_t next_waiter = -1;  // the next stream waiting for the same op
+  bool queued = false;            // in the runnable queue
 };
 
 struct Batch {
@@ -56,20 +64,23 @@ class AnalyticReplay {
       : g_(g), topo_(topo), options_(options), calls_(collective_call_numbers(g)) {
     result_.engine = EngineKind::kAnalytic;
     done_.resize(g.ranks.size());
+    first_waiter_.resize(g.ranks.size());
+    actor_of_.resize(g.ranks.size());
     spans_.resize(g.ranks.size());
     batches_.resize(g.ranks.size());
-    blocked_.resize(g.ranks.size());
     for (std::size_t r = 0; r < g.ranks.size(); ++r) {
       const auto& ops = g.ranks[r].ops;
       done_[r].assign(ops.size(), kNotDone);
+      first_waiter_[r].assign(ops.size(), -1);
       batches_[r].resize(ops.size());
-      std::array<std::int32_t, kNumStreams> actor_of{};
+      auto& actor_of = actor_of_[r];
       actor_of.fill(-1);
       for (std::uint32_t i = 0; i < ops.size(); ++i) {
         auto& a = actor_of[static_cast<std::size_t>(ops[i].stream)];
         if (a < 0) {
           a = static_cast<std::int32_t>(actors_.size());
-          actors_.push_back({static_cast<std::int32_t>(r), {}, 0, 0.0, false});
+          actors_.emplace_back();
+          actors_.back().rank = static_cast<std::int32_t>(r);
         }
         actors_[static_cast<std::size_t>(a)].ops.push_back(i);
       }
@@ -77,11 +88,14 @@ class AnalyticReplay {
   }
 
   SimResult run() {
-    for (std::size_t a = 0; a < actors_.size(); ++a) runnable_.push_back(a);
+    for (std::size_t a = 0; a < actors_.size(); ++a) schedule(a);
     while (!runnable_.empty()) {
       const auto a = runnable_.front();
       runnable_.pop_front();
+      actors_[a].queued = false;
+      current_ = a;
       advance(a);
+      current_ = kNone;
     }
     result_.ranks.resize(g_.ranks.size());
     for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
@@ -112,26 +126,50 @@ class AnalyticReplay {
            static_cast<std::uint64_t>(ch);
   }
 
-  // The op finished at `end`: record it and wake the rank's streams waiting on dependencies.
+  // Queue a stream to go on, once: the stream advancing now needs no queueing (its loop goes on),
+  // and a stream must never sit twice on a waiting list.
+  void schedule(std::size_t a) {
+    if (a == current_ || actors_[a].queued) return;
+    actors_[a].queued = true;
+    runnable_.push_back(a);
+  }
+
+  static void next_op(Actor& actor) {
+    ++actor.pc;
+    actor.next_dep = 0;
+    actor.deps_end = 0;
+  }
+
+  // Streams waiting for this op (a dependency) can go on.
+  void wake(std::int32_t rank, std::uint32_t op) {
+    auto& head = first_waiter_[static_cast<std::size_t>(rank)][op];
+    for (auto a = head; a >= 0; a = actors_[static_cast<std::size_t>(a)].next_waiter) {
+      schedule(static_cast<std::size_t>(a));
+    }
+    head = -1;
+  }
+
+  // The op finished at `end`: record it and wake the streams waiting for it.
   void complete(std::int32_t rank, std::uint32_t op, double end) {
     done_[static_cast<std::size_t>(rank)][op] = end;
-    auto& waiting = blocked_[static_cast<std::size_t>(rank)];
-    for (auto a : waiting) runnable_.push_back(a);
-    waiting.clear();
-    if (auto it = owner_.find({rank, op}); it != owner_.end()) {
-      auto& actor = actors_[it->second];
+    wake(rank, op);
+    // The stream that posted the op, if it was a communication op, goes on.
+    const auto a =
+        actor_of_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(op_at(rank, op).stream)];
+    auto& actor = actors_[static_cast<std::size_t>(a)];
+    if (actor.waiting && actor.ops[actor.pc] == op) {
       actor.time = end;
       actor.waiting = false;
-      ++actor.pc;
-      runnable_.push_back(it->second);
-      owner_.erase(it);
+      next_op(actor);
+      schedule(static_cast<std::size_t>(a));
     }
   }
 
   void transfer(const Posted& send, const Posted& recv) {
     const double start = std::max(send.time, recv.time);
-    const double end = start + topo_.route_latency(send.rank, recv.rank) +
-                       whole_bytes(send.bytes) / topo_.route_bandwidth(send.rank, recv.rank);
+    const auto src = g_.gpu_of(send.rank), dst = g_.gpu_of(recv.rank);
+    const double end = start + topo_.route_latency(src, dst) +
+                       whole_bytes(send.bytes) / topo_.route_bandwidth(src, dst);
     ++result_.activities;
     for (const Posted* p : {&send, &recv}) {
       spans_[static_cast<std::size_t>(p->rank)].push_back({start, end, false, ComputeKind::kOther,
@@ -183,7 +221,7 @@ class AnalyticReplay {
     auto& inst = instances_[{op.group, call}];
     inst.latest = std::max(inst.latest, now);
     inst.members.emplace_back(r, i);
-    if (++inst.arrived < static_cast<std::int64_t>(group.members.size())) return;
+    if (++inst.arrived < static_cast<std::int64_t>(g_.ranks_of(group).size())) return;
     const double duration =
         ring_collective_seconds(topo_, group, op.collective, op.bytes, op.count);
     const double start = inst.latest;
@@ -207,15 +245,18 @@ class AnalyticReplay {
       const std::uint32_t i = actor.ops[actor.pc];
       const auto& op = op_at(r, i);
       const auto& prog = g_.ranks[static_cast<std::size_t>(r)];
-      double start = actor.time;
-      for (std::uint32_t d = 0; d < op.num_deps; ++d) {
-        const double dep = done_[static_cast<std::size_t>(r)][prog.deps[op.first_dep + d]];
+      for (; actor.next_dep < op.num_deps; ++actor.next_dep) {
+        const auto dep_op = prog.deps[op.first_dep + actor.next_dep];
+        const double dep = done_[static_cast<std::size_t>(r)][dep_op];
         if (dep == kNotDone) {
-          blocked_[static_cast<std::size_t>(r)].push_back(a);
+          auto& head = first_waiter_[static_cast<std::size_t>(r)][dep_op];
+          actor.next_waiter = head;  // woken when that op is done
+          head = static_cast<std::int32_t>(a);
           return;
         }
-        start = std::max(start, dep);
+        actor.deps_end = std::max(actor.deps_end, dep);
       }
+      const double start = std::max(actor.time, actor.deps_end);
       if (op.type == OpType::kCompute) {
         const double end = start + op.seconds;
         spans_[static_cast<std::size_t>(r)].push_back(
@@ -223,15 +264,11 @@ class AnalyticReplay {
         ++result_.activities;
         done_[static_cast<std::size_t>(r)][i] = end;
         actor.time = end;
-        ++actor.pc;
-        // Streams of this rank waiting on this op can go on.
-        auto& waiting = blocked_[static_cast<std::size_t>(r)];
-        for (auto w : waiting) runnable_.push_back(w);
-        waiting.clear();
+        next_op(actor);
+        wake(r, i);
         continue;
       }
       actor.waiting = true;
-      owner_[{r, i}] = a;
       if (op.type == OpType::kP2P) {
         post_p2p(r, i, start);
       } else {
@@ -248,11 +285,14 @@ class AnalyticReplay {
   std::vector<std::vector<double>> done_;
   std::vector<std::vector<Span>> spans_;
   std::vector<std::vector<Batch>> batches_;
-  std::vector<std::vector<std::size_t>> blocked_;
-  std::map<std::pair<std::int32_t, std::uint32_t>, std::size_t> owner_;
+  // Streams waiting for (rank, op), as a list threaded through Actor::next_waiter.
+  std::vector<std::vector<std::int32_t>> first_waiter_;
+  std::vector<std::array<std::int32_t, kNumStreams>> actor_of_;  // by rank and stream
   std::map<std::pair<std::int32_t, std::int32_t>, Instance> instances_;
   std::unordered_map<std::uint64_t, Channel> channels_;
   std::deque<std::size_t> runnable_;
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t current_ = kNone;  // the stream advancing now
   SimResult result_;
 };
 
@@ -261,7 +301,9 @@ class AnalyticReplay {
 SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology,
                             const EngineOptions& options) {
   check_task_graph(graph);
-  return AnalyticReplay(graph, topology, options).run();
+  SimResult replayed = AnalyticReplay(graph, topology, options).run();
+  replayed.replayed_ranks = graph.num_ranks();
+  return expand_to_gpus(graph, std::move(replayed));
 }
 
 }  // namespace trainsim

@@ -78,83 +78,132 @@ std::vector<std::vector<std::int32_t>> collective_call_numbers(const TaskGraph& 
   return out;
 }
 
-void check_task_graph(const TaskGraph& graph) {
-  const auto world = graph.num_ranks();
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int32_t>, std::int64_t> balance;
-  std::vector<std::vector<std::int64_t>> calls(graph.groups.size());
+namespace {
+
+[[noreturn]] void bad_graph(const std::string& what) {
+  throw std::invalid_argument(what);
+}
+
+// Groups: members are GPUs, their replaying ranks graph ranks; returns each rank's groups.
+std::vector<std::vector<std::int32_t>> check_groups(const TaskGraph& graph) {
+  const auto gpus = graph.num_gpus(), ranks = graph.num_ranks();
+  std::vector<std::vector<std::int32_t>> groups_of(static_cast<std::size_t>(ranks));
   for (std::size_t g = 0; g < graph.groups.size(); ++g) {
-    const auto& members = graph.groups[g].members;
-    if (members.empty()) throw std::invalid_argument("group " + std::to_string(g) + " is empty");
-    for (auto m : members) {
-      if (m < 0 || m >= world) {
-        throw std::invalid_argument("group " + std::to_string(g) + " names rank " +
-                                    std::to_string(m) + " outside [0, " + std::to_string(world) +
-                                    ")");
+    const auto& grp = graph.groups[g];
+    if (grp.members.empty()) bad_graph("group " + std::to_string(g) + " is empty");
+    for (auto m : grp.members) {
+      if (m < 0 || m >= gpus) {
+        bad_graph("group " + std::to_string(g) + " names GPU " + std::to_string(m) +
+                  " outside [0, " + std::to_string(gpus) + ")");
       }
     }
-    calls[g].assign(static_cast<std::size_t>(world), 0);
+    for (auto r : graph.ranks_of(grp)) {
+      if (r < 0 || r >= ranks) {
+        bad_graph("group " + std::to_string(g) + " is replayed by rank " + std::to_string(r) +
+                  " outside [0, " + std::to_string(ranks) + ")");
+      }
+      groups_of[static_cast<std::size_t>(r)].push_back(static_cast<std::int32_t>(g));
+    }
   }
-  for (std::int64_t r = 0; r < world; ++r) {
+  if (graph.symmetric()) {
+    if (static_cast<std::int64_t>(graph.replayed_by.size()) != gpus) {
+      bad_graph("replayed_by does not name a rank for every GPU");
+    }
+    for (auto r : graph.replayed_by) {
+      if (r < 0 || r >= ranks) bad_graph("a GPU is replayed by rank " + std::to_string(r));
+    }
+  }
+  return groups_of;
+}
+
+void check_op(const TaskGraph& graph, std::int64_t r, std::size_t i,
+              std::map<std::tuple<std::int64_t, std::int64_t, std::int32_t>, std::int64_t>& balance,
+              std::map<std::int32_t, std::int64_t>& calls) {
+  const auto& prog = graph.ranks[static_cast<std::size_t>(r)];
+  const auto& op = prog.ops[i];
+  const std::string where = "rank " + std::to_string(r) + " op " + std::to_string(i);
+  if (op.first_dep + op.num_deps > prog.deps.size()) {
+    bad_graph(where + " has dependencies past the list");
+  }
+  for (std::uint32_t d = 0; d < op.num_deps; ++d) {
+    if (prog.deps[op.first_dep + d] >= i) bad_graph(where + " depends on a later op");
+  }
+  if (op.type == OpType::kCollective) {
+    if (op.group < 0 || static_cast<std::size_t>(op.group) >= graph.groups.size()) {
+      bad_graph("rank " + std::to_string(r) + " calls unknown group " + std::to_string(op.group));
+    }
+    ++calls[op.group];
+  } else if (op.type == OpType::kP2P) {
+    if (op.first_transfer + op.num_sends + op.num_recvs > prog.transfers.size()) {
+      bad_graph("rank " + std::to_string(r) + " has a p2p op past its transfers");
+    }
+    for (std::uint32_t k = 0; k < op.num_sends + op.num_recvs; ++k) {
+      const auto& t = prog.transfers[op.first_transfer + k];
+      if (t.peer < 0 || t.peer >= graph.num_ranks() || t.peer == r) {
+        bad_graph("rank " + std::to_string(r) + " exchanges with invalid peer " +
+                  std::to_string(t.peer));
+      }
+      const bool send = k < op.num_sends;
+      auto key = send ? std::make_tuple(r, std::int64_t{t.peer}, t.channel)
+                      : std::make_tuple(std::int64_t{t.peer}, r, t.channel);
+      balance[key] += send ? 1 : -1;
+    }
+  }
+}
+
+}  // namespace
+
+void check_task_graph(const TaskGraph& graph) {
+  const auto groups_of = check_groups(graph);
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int32_t>, std::int64_t> balance;
+  std::vector<std::int64_t> expected(graph.groups.size(), -1);
+  for (std::int64_t r = 0; r < graph.num_ranks(); ++r) {
+    std::map<std::int32_t, std::int64_t> calls;
     const auto& prog = graph.ranks[static_cast<std::size_t>(r)];
-    for (std::size_t i = 0; i < prog.ops.size(); ++i) {
-      const auto& op = prog.ops[i];
-      if (op.first_dep + op.num_deps > prog.deps.size()) {
-        throw std::invalid_argument("rank " + std::to_string(r) + " op " + std::to_string(i) +
-                                    " has dependencies past the list");
-      }
-      for (std::uint32_t d = 0; d < op.num_deps; ++d) {
-        if (prog.deps[op.first_dep + d] >= i) {
-          throw std::invalid_argument("rank " + std::to_string(r) + " op " + std::to_string(i) +
-                                      " depends on a later op");
-        }
-      }
-      if (op.type == OpType::kCollective) {
-        if (op.group < 0 || static_cast<std::size_t>(op.group) >= graph.groups.size()) {
-          throw std::invalid_argument("rank " + std::to_string(r) + " calls unknown group " +
-                                      std::to_string(op.group));
-        }
-        calls[static_cast<std::size_t>(op.group)][static_cast<std::size_t>(r)]++;
-      } else if (op.type == OpType::kP2P) {
-        if (op.first_transfer + op.num_sends + op.num_recvs > prog.transfers.size()) {
-          throw std::invalid_argument("rank " + std::to_string(r) +
-                                      " has a p2p op past its transfers");
-        }
-        for (std::uint32_t k = 0; k < op.num_sends + op.num_recvs; ++k) {
-          const auto& t = prog.transfers[op.first_transfer + k];
-          if (t.peer < 0 || t.peer >= world || t.peer == r) {
-            throw std::invalid_argument("rank " + std::to_string(r) +
-                                        " exchanges with invalid peer " + std::to_string(t.peer));
-          }
-          const bool send = k < op.num_sends;
-          auto key = send ? std::make_tuple(r, std::int64_t{t.peer}, t.channel)
-                          : std::make_tuple(std::int64_t{t.peer}, r, t.channel);
-          balance[key] += send ? 1 : -1;
-        }
+    for (std::size_t i = 0; i < prog.ops.size(); ++i) check_op(graph, r, i, balance, calls);
+    // Every group the rank replays gets the same number of calls from each of its ranks, and
+    // no other group any.
+    for (auto g : groups_of[static_cast<std::size_t>(r)]) calls.try_emplace(g, 0);
+    for (const auto& [g, c] : calls) {
+      const auto& mine = groups_of[static_cast<std::size_t>(r)];
+      const bool member = std::find(mine.begin(), mine.end(), g) != mine.end();
+      auto& want = expected[static_cast<std::size_t>(g)];
+      if (member && want < 0) want = c;
+      if (!member || c != want) {
+        bad_graph("rank " + std::to_string(r) + " makes " + std::to_string(c) + " calls on group " +
+                  std::to_string(g) + ", expected " + std::to_string(member ? want : 0));
       }
     }
   }
   for (const auto& [key, b] : balance) {
     if (b != 0) {
-      throw std::invalid_argument("rank " + std::to_string(std::get<0>(key)) + " sends " +
-                                  (b > 0 ? "more" : "fewer") + " messages to rank " +
-                                  std::to_string(std::get<1>(key)) + " on channel " +
-                                  std::to_string(std::get<2>(key)) + " than it receives");
+      bad_graph("rank " + std::to_string(std::get<0>(key)) + " sends " +
+                (b > 0 ? "more" : "fewer") + " messages to rank " +
+                std::to_string(std::get<1>(key)) + " on channel " +
+                std::to_string(std::get<2>(key)) + " than it receives");
     }
   }
-  for (std::size_t g = 0; g < graph.groups.size(); ++g) {
-    const auto& members = graph.groups[g].members;
-    const auto expected = calls[g][static_cast<std::size_t>(members[0])];
-    for (std::int64_t r = 0; r < world; ++r) {
-      const auto c = calls[g][static_cast<std::size_t>(r)];
-      bool member = false;
-      for (auto m : members) member = member || m == r;
-      if ((member && c != expected) || (!member && c != 0)) {
-        throw std::invalid_argument("rank " + std::to_string(r) + " makes " + std::to_string(c) +
-                                    " calls on group " + std::to_string(g) + ", expected " +
-                                    std::to_string(member ? expected : 0));
-      }
+}
+
+SimResult expand_to_gpus(const TaskGraph& graph, SimResult replayed) {
+  if (!graph.symmetric()) return replayed;
+  SimResult out;
+  out.engine = replayed.engine;
+  out.step_time_s = replayed.step_time_s;
+  out.activities = replayed.activities;
+  out.replayed_ranks = graph.num_ranks();
+  out.ranks.reserve(static_cast<std::size_t>(graph.num_gpus()));
+  const bool timelines = !replayed.timelines.empty();
+  if (timelines) out.timelines.resize(static_cast<std::size_t>(graph.num_gpus()));
+  for (std::int64_t gpu = 0; gpu < graph.num_gpus(); ++gpu) {
+    const auto r = static_cast<std::size_t>(graph.replayed_by[static_cast<std::size_t>(gpu)]);
+    out.ranks.push_back(replayed.ranks[r]);
+    // The replaying GPU's own timeline (the others' equal it).
+    if (timelines && graph.gpu_of(static_cast<std::int64_t>(r)) == gpu) {
+      out.timelines[static_cast<std::size_t>(gpu)] = std::move(replayed.timelines[r]);
     }
   }
+  return out;
 }
 
 SimResult simulate(const TaskGraph& graph, const Topology& topology, EngineKind engine,

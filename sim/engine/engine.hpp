@@ -47,9 +47,11 @@ struct RankStats {
 
 struct SimResult {
   EngineKind engine = EngineKind::kAnalytic;
-  double step_time_s = 0;  // the last rank's end
-  std::vector<RankStats> ranks;
-  std::vector<std::vector<Span>> timelines;  // per rank
+  double step_time_s = 0;                    // the last rank's end
+  std::vector<RankStats> ranks;              // per GPU (a symmetric replay's, expanded)
+  std::vector<std::vector<Span>> timelines;  // per GPU; in a symmetric replay only the replaying
+                                             // GPUs' (the others' equal them)
+  std::int64_t replayed_ranks = 0;           // programs replayed: GPUs, or classes of GPUs
   std::uint64_t activities = 0;  // simulated activities (compute, transfers, synchronisations)
 };
 
@@ -63,9 +65,13 @@ struct EngineOptions {
 
 /// Structural checks before a replay: dependencies point to earlier ops of the same rank,
 /// transfers pair up per (source, destination, channel), collective ops name groups their rank
-/// belongs to, and every member of a group makes the same number of calls on it. Throws
+/// replays, and every replaying rank of a group makes the same number of calls on it. Throws
 /// std::invalid_argument describing the first problem.
 void check_task_graph(const TaskGraph& graph);
+
+/// A symmetric replay's result per GPU: each GPU gets the statistics of the rank that replayed
+/// it. A full replay's is returned as it is.
+SimResult expand_to_gpus(const TaskGraph& graph, SimResult replayed);
 
 /// Statistics of one rank from its spans (exposed communication by kind, compute time).
 RankStats summarize(std::vector<Span> spans, double end_s);

@@ -7,6 +7,7 @@
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -65,7 +66,9 @@ class SimgridReplay {
     // visible to it.
     sg4::Engine::set_config("contexts/factory:thread");
 #endif
-    zone_ = new ClusterZone(topo_);  // owned by the engine once it is the root zone
+    // Owned by the engine as the root zone: the replaying ranks' GPUs and the routes they use.
+    auto folds = plan_folds();
+    zone_ = new ClusterZone(topo_, replaying_gpus(), routes_used(), std::move(folds));
     auto* zone = zone_;
     setup();
     for (std::int64_t r = 0; r < g_.num_ranks(); ++r) {
@@ -74,7 +77,8 @@ class SimgridReplay {
       for (std::uint32_t i = 0; i < ops.size(); ++i) streams[ops[i].stream].push_back(i);
       for (auto& [stream, list] : streams) {
         ++actors_;
-        sg4::Actor::create("rank" + std::to_string(r) + "." + to_string(stream), zone->host(r),
+        sg4::Actor::create("rank" + std::to_string(r) + "." + to_string(stream),
+                           zone->host(g_.gpu_of(r)),
                            [this, r, list = std::move(list)] { stream_main(r, list); });
       }
     }
@@ -95,6 +99,67 @@ class SimgridReplay {
   }
 
  private:
+  // A symmetric graph's collectives are replayed by one rank for the whole group, by a flow of
+  // the ring's slowest route class moved onto the replaying GPU's links (Fold).
+  struct ClassFlow {
+    std::size_t fold = 0;
+    double latency = 0;  // of the class's route
+    double bandwidth = 0;
+  };
+
+  std::vector<Fold> plan_folds() {
+    std::vector<Fold> folds;
+    class_flows_.resize(g_.groups.size());
+    for (std::size_t gi = 0; gi < g_.groups.size(); ++gi) {
+      const auto& grp = g_.groups[gi];
+      const auto n = grp.members.size();
+      if (grp.ranks.empty() || n < 2) continue;
+      if (grp.ranks.size() != 1) {
+        throw std::logic_error("a symmetric group is replayed by one rank");
+      }
+      const auto owner = g_.gpu_of(grp.ranks[0]);
+      std::vector<RouteClass> seen;
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto src = grp.members[i], dst = grp.members[(i + 1) % n];
+        const RouteClass c = topo_.route_class(src, dst);
+        if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+        seen.push_back(c);
+        class_flows_[gi].push_back(
+            {folds.size(), topo_.route_latency(src, dst), topo_.route_bandwidth(src, dst)});
+        folds.push_back({owner, src, dst});
+      }
+    }
+    return folds;
+  }
+
+  std::vector<std::int64_t> replaying_gpus() const {
+    std::vector<std::int64_t> gpus;
+    for (std::int64_t r = 0; r < g_.num_ranks(); ++r) gpus.push_back(g_.gpu_of(r));
+    return gpus;
+  }
+
+  // GPU pairs a transfer may go between: point-to-point peers, and the ring edges of the
+  // groups every member of which replays its own edge.
+  std::vector<std::pair<std::int64_t, std::int64_t>> routes_used() const {
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    for (std::int64_t r = 0; r < g_.num_ranks(); ++r) {
+      for (const auto& t : g_.ranks[static_cast<std::size_t>(r)].transfers) {
+        out.emplace_back(g_.gpu_of(r), g_.gpu_of(t.peer));
+        out.emplace_back(g_.gpu_of(t.peer), g_.gpu_of(r));
+      }
+    }
+    for (const auto& grp : g_.groups) {
+      if (!grp.ranks.empty()) continue;  // folded
+      const auto n = grp.members.size();
+      for (std::size_t i = 0; n > 1 && i < n; ++i) {
+        out.emplace_back(grp.members[i], grp.members[(i + 1) % n]);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
   void setup() {
     ranks_.resize(g_.ranks.size());
     for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
@@ -206,29 +271,30 @@ class SimgridReplay {
   }
 
   void collective(std::int64_t r, std::uint32_t i, const Op& op) {
-    const auto& members = g_.groups[static_cast<std::size_t>(op.group)].members;
-    const auto n = static_cast<std::int64_t>(members.size());
+    const auto& group = g_.groups[static_cast<std::size_t>(op.group)];
+    const auto n = static_cast<std::int64_t>(group.members.size());
     if (n < 2) return;
     const auto call = calls_[static_cast<std::size_t>(r)][i];
     auto& inst = instances_[{op.group, call}];
     if (!inst.barrier) {
-      inst.barrier = sg4::Barrier::create(static_cast<unsigned>(n));
-      inst.left = n;
+      const auto replaying = static_cast<std::int64_t>(g_.ranks_of(group).size());
+      inst.barrier = sg4::Barrier::create(static_cast<unsigned>(replaying));
+      inst.left = replaying;
     }
     const sg4::BarrierPtr barrier = inst.barrier;  // keep it alive past the erase below
-    std::size_t pos = 0;
-    while (members[pos] != r) ++pos;
-    const auto next = members[(pos + 1) % members.size()];
     barrier->wait();
     const double start = sg4::Engine::get_clock();
     {
       CommKernel kernel(*this, r);
       const auto flow = static_cast<std::uint64_t>(ring_flow_bytes(op.collective, op.bytes, n));
-      auto send = sg4::Comm::sendto_async(host(r), host(next), flow);
-      send->wait();
       const double steps = static_cast<double>(ring_steps(op.collective, n) * op.count);
-      const double lat = topo_.route_latency(r, next);
-      if (steps > 1.0) sg4::this_actor::sleep_for((steps - 1.0) * lat);
+      if (group.ranks.empty()) {
+        const double lat = ring_edge(r, group, flow);
+        if (steps > 1.0) sg4::this_actor::sleep_for((steps - 1.0) * lat);
+      } else {
+        const double end = folded_ring(r, op.group, flow, steps);
+        if (end > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(end);
+      }
       barrier->wait();
     }
     auto it = instances_.find({op.group, call});
@@ -236,6 +302,39 @@ class SimgridReplay {
     ranks_[static_cast<std::size_t>(r)].spans.push_back(
         {start, sg4::Engine::get_clock(), false, ComputeKind::kOther, op.comm, op.microbatch});
     activities_ += 5;
+  }
+
+  // A full graph: this member's bulk flow to its ring successor; returns the edge's latency
+  // (the remaining steps pay it).
+  double ring_edge(std::int64_t r, const Group& group, std::uint64_t flow) {
+    const auto gpu = g_.gpu_of(r);
+    std::size_t pos = 0;
+    while (group.members[pos] != gpu) ++pos;
+    const auto next = group.members[(pos + 1) % group.members.size()];
+    sg4::Comm::sendto_async(host(gpu), host(next), flow)->wait();
+    return topo_.route_latency(gpu, next);
+  }
+
+  // A symmetric graph: the group is done when its slowest ring edge is. Every GPU of the group
+  // sends exactly one edge over its own links, which carry the same other traffic on every GPU
+  // (stage_symmetry), so the slowest edge is the one of the class slowest without contention;
+  // the replaying GPU sends that one flow (sending one per class would make them contend on its
+  // links, which no GPU's edges do in the full replay).
+  double folded_ring(std::int64_t r, std::int32_t group, std::uint64_t flow, double steps) {
+    const auto& classes = class_flows_[static_cast<std::size_t>(group)];
+    const ClassFlow* slowest = nullptr;
+    double worst = -1;
+    for (const auto& c : classes) {
+      const double t = steps * c.latency + static_cast<double>(flow) / c.bandwidth;
+      if (t > worst) {
+        worst = t;
+        slowest = &c;
+      }
+    }
+    const auto comm =
+        sg4::Comm::sendto_async(host(g_.gpu_of(r)), zone_->fold_host(slowest->fold), flow);
+    comm->wait();
+    return comm->get_finish_time() + (steps - 1.0) * slowest->latency;
   }
 
   sg4::Host* host(std::int64_t gpu) const {
@@ -270,6 +369,7 @@ class SimgridReplay {
   EngineOptions options_;
   std::vector<std::vector<std::int32_t>> calls_;
   ClusterZone* zone_ = nullptr;
+  std::vector<std::vector<ClassFlow>> class_flows_;  // per group, in a symmetric graph
   std::vector<RankState> ranks_;
   std::map<std::pair<std::int32_t, std::int32_t>, CollectiveInstance> instances_;
   std::unordered_map<std::uint64_t, sg4::Mailbox*> p2p_boxes_;
@@ -288,7 +388,9 @@ SimResult simulate_simgrid(const TaskGraph& graph, const Topology& topology,
   }
   g_used = true;
   check_task_graph(graph);
-  return SimgridReplay(graph, topology, options).run();
+  SimResult replayed = SimgridReplay(graph, topology, options).run();
+  replayed.replayed_ranks = graph.num_ranks();
+  return expand_to_gpus(graph, std::move(replayed));
 }
 
 }  // namespace trainsim

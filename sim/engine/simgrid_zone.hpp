@@ -14,12 +14,27 @@
 
 namespace trainsim {
 
+/// A transfer of another GPU (src -> dst) that `owner` replays on its own links (symmetric
+/// simulation; Topology::folded_route).
+struct Fold {
+  std::int64_t owner = 0;
+  std::int64_t src = 0;
+  std::int64_t dst = 0;
+};
+
 class ClusterZone : public simgrid::kernel::routing::NetZoneImpl {
  public:
-  explicit ClusterZone(const Topology& topology);
+  /// A host per GPU in `gpus` and one per fold (a transfer from the fold's owner to fold host k
+  /// takes folds[k]'s folded route); the links of the routes between the hosts of `routes`
+  /// (GPU pairs) and of the folds, and no others: a symmetric replay of 16,384 GPUs needs a few
+  /// dozen.
+  ClusterZone(const Topology& topology, const std::vector<std::int64_t>& gpus,
+              const std::vector<std::pair<std::int64_t, std::int64_t>>& routes,
+              std::vector<Fold> folds);
   ~ClusterZone() override = default;
 
   simgrid::s4u::Host* host(std::int64_t gpu) const { return hosts_[static_cast<std::size_t>(gpu)]; }
+  simgrid::s4u::Host* fold_host(std::size_t fold) const { return fold_hosts_[fold]; }
 
   void get_local_route(const simgrid::kernel::routing::NetPoint* src,
                        const simgrid::kernel::routing::NetPoint* dst,
@@ -27,8 +42,11 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl {
 
  private:
   const Topology& topology_;
+  std::vector<Fold> folds_;
   std::vector<simgrid::s4u::Host*> hosts_;
-  std::vector<simgrid::kernel::resource::StandardLinkImpl*> links_;
+  std::vector<simgrid::s4u::Host*> fold_hosts_;
+  std::vector<std::int64_t> fold_of_netpoint_;                       // -1: a GPU's host
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*> links_;  // by topology link; some null
   std::vector<std::int64_t> gpu_of_netpoint_;
   std::vector<std::int32_t> scratch_;
 };

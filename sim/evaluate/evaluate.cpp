@@ -5,6 +5,7 @@
 #include "sim/core/error.hpp"
 #include "sim/engine/collective.hpp"
 #include "sim/graph/builder.hpp"
+#include "sim/graph/symmetry.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/placement.hpp"
 #include "sim/plan/vocab.hpp"
@@ -179,10 +180,12 @@ Evaluation evaluate(const Model& model, const Platform& platform, const Plan& pl
   Evaluation e;
   e.partition = std::move(partition);
   e.costs = compute_costs(model, platform, plan, e.partition);
-  const TaskGraph graph = build_task_graph(plan, e.costs);
+  const Topology topology(platform, plan.world_size());
+  const TaskGraph graph = build_task_graph(
+      plan, e.costs, choose_replay(plan, topology, engine == EngineKind::kSimGrid, false).replay);
   EngineOptions options;
   options.compute_slowdown = platform.overlap.compute_slowdown;
-  e.sim = simulate(graph, Topology(platform, plan.world_size()), engine, options);
+  e.sim = simulate(graph, topology, engine, options);
   return e;
 }
 

@@ -170,12 +170,13 @@ class RankBuilder {
 class RankProgramWriter {
  public:
   RankProgramWriter(const Plan& plan, const CostModel& costs, const Placement& placement,
-                    std::int64_t rank, std::int32_t tp_group, std::int32_t dp_group,
-                    RankProgram& program)
+                    const std::vector<std::int32_t>& rank_of_gpu, std::int64_t gpu,
+                    std::int32_t tp_group, std::int32_t dp_group, RankProgram& program)
       : plan_(plan),
         costs_(costs),
         placement_(placement),
-        coord_(placement.coord(rank)),
+        rank_of_gpu_(rank_of_gpu),
+        coord_(placement.coord(gpu)),
         tp_group_(tp_group),
         dp_group_(dp_group),
         b_(program) {
@@ -456,9 +457,11 @@ class RankProgramWriter {
       const std::int64_t k = vstage(e.chunk);
       const std::int64_t boundary = towards_next ? k : k - 1;
       const std::int64_t peer_stage = (coord_.pp + (towards_next ? 1 : p - 1)) % p;
-      out.push_back({as_i32(placement_.rank({coord_.tp, coord_.dp, peer_stage})),
-                     e.flow == Flow::kActivation ? 0 : 1,
-                     costs_.stages[static_cast<std::size_t>(boundary)].p2p_bytes});
+      const auto peer = placement_.rank({coord_.tp, coord_.dp, peer_stage});
+      out.push_back(
+          {rank_of_gpu_.empty() ? as_i32(peer) : rank_of_gpu_[static_cast<std::size_t>(peer)],
+           e.flow == Flow::kActivation ? 0 : 1,
+           costs_.stages[static_cast<std::size_t>(boundary)].p2p_bytes});
     }
     return out;
   }
@@ -486,6 +489,7 @@ class RankProgramWriter {
   const Plan& plan_;
   const CostModel& costs_;
   const Placement& placement_;
+  const std::vector<std::int32_t>& rank_of_gpu_;  // empty: rank = GPU (a full graph)
   RankCoord coord_;
   std::int32_t tp_group_;
   std::int32_t dp_group_;
@@ -506,49 +510,76 @@ class RankProgramWriter {
 
 }  // namespace
 
-TaskGraph build_task_graph(const Plan& plan, const CostModel& costs) {
-  const Placement placement(plan);
-  const std::int64_t world = placement.world_size();
-  assert(static_cast<std::int64_t>(costs.stages.size()) == plan.pp * plan.vp);
+namespace {
 
-  TaskGraph g;
-  g.ranks.resize(static_cast<std::size_t>(world));
-
-  // Groups: one TP group per (dp, pp), one DP group per (tp, pp).
-  std::vector<std::int32_t> tp_group_of(static_cast<std::size_t>(world), -1);
-  std::vector<std::int32_t> dp_group_of(static_cast<std::size_t>(world), -1);
-  auto add_group = [&](CommKind kind, const std::vector<std::int64_t>& members,
-                       std::vector<std::int32_t>& index) {
+// The groups a graph's ranks call: every TP and DP group in a full graph; in a symmetric one
+// the representative's groups of each stage (all their GPUs as members, the representative as
+// the rank that replays them).
+void add_groups(const Plan& plan, const Placement& placement, bool symmetric, TaskGraph& g,
+                std::vector<std::int32_t>& tp_group_of, std::vector<std::int32_t>& dp_group_of) {
+  auto add = [&](CommKind kind, const std::vector<std::int64_t>& members, std::int64_t stage,
+                 std::vector<std::int32_t>& index) {
     Group grp;
     grp.kind = kind;
+    const auto id = as_i32(static_cast<std::int64_t>(g.groups.size()));
     for (auto r : members) {
       grp.members.push_back(as_i32(r));
-      index[static_cast<std::size_t>(r)] = as_i32(static_cast<std::int64_t>(g.groups.size()));
+      if (!symmetric) index[static_cast<std::size_t>(r)] = id;
+    }
+    if (symmetric) {
+      grp.ranks.push_back(as_i32(stage));
+      index[static_cast<std::size_t>(stage)] = id;
     }
     g.groups.push_back(std::move(grp));
   };
   for (std::int64_t pp = 0; pp < plan.pp; ++pp) {
+    const std::int64_t dps = symmetric ? 1 : plan.dp, tps = symmetric ? 1 : plan.tp;
     if (plan.tp > 1) {
-      for (std::int64_t d = 0; d < plan.dp; ++d) {
-        add_group(CommKind::kTP, placement.tp_group(d, pp), tp_group_of);
+      for (std::int64_t d = 0; d < dps; ++d) {
+        add(CommKind::kTP, placement.tp_group(d, pp), pp, tp_group_of);
       }
     }
     if (plan.dp > 1) {
-      for (std::int64_t t = 0; t < plan.tp; ++t) {
-        add_group(CommKind::kDP, placement.dp_group(t, pp), dp_group_of);
+      for (std::int64_t t = 0; t < tps; ++t) {
+        add(CommKind::kDP, placement.dp_group(t, pp), pp, dp_group_of);
       }
     }
   }
+}
+
+}  // namespace
+
+TaskGraph build_task_graph(const Plan& plan, const CostModel& costs, Replay replay) {
+  const Placement placement(plan);
+  const std::int64_t world = placement.world_size();
+  const bool symmetric = replay == Replay::kSymmetric;
+  assert(static_cast<std::int64_t>(costs.stages.size()) == plan.pp * plan.vp);
+
+  TaskGraph g;
+  const std::int64_t ranks = symmetric ? plan.pp : world;
+  g.ranks.resize(static_cast<std::size_t>(ranks));
+  if (symmetric) {
+    g.gpus = world;
+    g.replayed_by.resize(static_cast<std::size_t>(world));
+    for (std::int64_t gpu = 0; gpu < world; ++gpu) {
+      g.replayed_by[static_cast<std::size_t>(gpu)] = as_i32(placement.coord(gpu).pp);
+    }
+  }
+  std::vector<std::int32_t> tp_group_of(static_cast<std::size_t>(ranks), -1);
+  std::vector<std::int32_t> dp_group_of(static_cast<std::size_t>(ranks), -1);
+  add_groups(plan, placement, symmetric, g, tp_group_of, dp_group_of);
 
   const ScheduleConfig config = schedule_config(plan);
   std::vector<std::vector<ScheduleStep>> programs;
   for (std::int64_t s = 0; s < plan.pp; ++s) programs.push_back(stage_program(config, s));
 
-  for (std::int64_t rank = 0; rank < world; ++rank) {
-    const RankCoord c = placement.coord(rank);
+  for (std::int64_t rank = 0; rank < ranks; ++rank) {
+    const std::int64_t gpu = symmetric ? placement.rank({0, 0, rank}) : rank;
+    const RankCoord c = placement.coord(gpu);
     RankProgram& prog = g.ranks[static_cast<std::size_t>(rank)];
     prog.stage = as_i32(c.pp);
-    RankProgramWriter writer(plan, costs, placement, rank,
+    if (symmetric) prog.gpu = as_i32(gpu);
+    RankProgramWriter writer(plan, costs, placement, g.replayed_by, gpu,
                              tp_group_of[static_cast<std::size_t>(rank)],
                              dp_group_of[static_cast<std::size_t>(rank)], prog);
     writer.write(programs[static_cast<std::size_t>(c.pp)]);

@@ -16,7 +16,11 @@ namespace trainsim {
 ///    with --overlap-grad-reduce, bucket by bucket during it on the DP stream; the optimizer step
 ///    on the rank's (shard of the) parameters; with the distributed optimizer the parameter
 ///    all-gather, after the step or, with --overlap-param-gather, during the first forwards.
-TaskGraph build_task_graph(const Plan& plan, const CostModel& costs);
+/// Full: a program per GPU. Symmetric: a program per pipeline stage, run by its GPU at tp 0,
+/// dp 0 for all the stage's GPUs, its collectives priced over their whole groups (valid when
+/// stage_symmetry() holds).
+enum class Replay { kFull, kSymmetric };
+TaskGraph build_task_graph(const Plan& plan, const CostModel& costs, Replay replay = Replay::kFull);
 
 /// Megatron-Core's default gradient bucket: max(40,000,000, 1,000,000 x dp) parameters.
 std::int64_t grad_bucket_params(std::int64_t dp);

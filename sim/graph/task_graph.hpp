@@ -78,6 +78,7 @@ struct Op {
 
 struct RankProgram {
   std::int32_t stage = 0;
+  std::int32_t gpu = -1;  // the GPU it runs on (the topology's number); -1: its own index
   std::vector<Op> ops;
   std::vector<Transfer> transfers;
   std::vector<std::uint32_t> deps;  // op indices, each lower than the op that waits on it
@@ -85,14 +86,33 @@ struct RankProgram {
 
 struct Group {
   CommKind kind = CommKind::kTP;
-  std::vector<std::int32_t> members;  // ring order
+  std::vector<std::int32_t> members;  // GPUs, ring order: the collective is priced over them all
+  /// The graph's ranks that replay the collective; empty: the members themselves (a full graph,
+  /// where rank r runs on GPU r). A symmetric graph replays one member per class, which stands
+  /// for the others (see ranks_of()).
+  std::vector<std::int32_t> ranks;
 };
 
+/// A full graph has a program per GPU; a symmetric one a program per class of GPUs that run the
+/// same ops over the same kinds of links (one per pipeline stage), each standing for its class.
 struct TaskGraph {
   std::vector<RankProgram> ranks;
   std::vector<Group> groups;
+  /// GPUs the graph stands for, and per GPU the rank that replays it; both empty in a full graph.
+  std::int64_t gpus = 0;
+  std::vector<std::int32_t> replayed_by;
 
   std::int64_t num_ranks() const { return static_cast<std::int64_t>(ranks.size()); }
+  std::int64_t num_gpus() const { return gpus > 0 ? gpus : num_ranks(); }
+  bool symmetric() const { return !replayed_by.empty(); }
+  std::int64_t gpu_of(std::int64_t rank) const {
+    const auto g = ranks[static_cast<std::size_t>(rank)].gpu;
+    return g >= 0 ? g : rank;
+  }
+  /// The ranks that replay a group's collective.
+  const std::vector<std::int32_t>& ranks_of(const Group& group) const {
+    return group.ranks.empty() ? group.members : group.ranks;
+  }
   std::size_t num_ops() const;
 };
 

@@ -38,6 +38,7 @@ Topology::Topology(const Platform& p, std::int64_t num_gpus)
   num_nodes_ = (num_gpus + gpus_per_node_ - 1) / gpus_per_node_;
   units_ = (num_nodes_ + nodes_per_leaf_ - 1) / nodes_per_leaf_;
   num_leaves_ = units_ * gpus_per_node_;
+  oversubscription_ = p.network.leaf_oversubscription;
   links_.reserve(static_cast<std::size_t>(4 * num_gpus + 2 * num_leaves_));
   const double nvl_bw = p.nvlink_link_bandwidth();
   const double nic_bw = p.nic_link_bandwidth();
@@ -77,6 +78,20 @@ void Topology::route(std::int64_t src, std::int64_t dst, std::vector<std::int32_
     out.push_back(leaf_down(ld));
   }
   out.push_back(nic_down(dst));
+}
+
+RouteClass Topology::route_class(std::int64_t src, std::int64_t dst) const {
+  if (node_of(src) == node_of(dst)) return RouteClass::kNode;
+  return leaf_of(src) == leaf_of(dst) ? RouteClass::kLeaf : RouteClass::kSpine;
+}
+
+void Topology::folded_route(std::int64_t owner, std::int64_t src, std::int64_t dst,
+                            std::vector<std::int32_t>& out) const {
+  const std::size_t first = out.size();
+  route(src, dst, out);
+  const bool node = node_of(src) == node_of(dst);
+  out[first] = node ? nvlink_up(owner) : nic_up(owner);
+  out.back() = node ? nvlink_down(owner) : nic_down(owner);
 }
 
 double Topology::route_latency(std::int64_t src, std::int64_t dst) const {

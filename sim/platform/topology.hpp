@@ -23,6 +23,10 @@ struct LinkInfo {
 
 std::string link_name(const LinkInfo& link);
 
+/// How a route lies on the cluster: inside a node (NVSwitch), across nodes under one leaf, or
+/// across leaves (through the spine).
+enum class RouteClass { kNode, kLeaf, kSpine };
+
 class Topology {
  public:
   Topology(const Platform& platform, std::int64_t num_gpus);
@@ -40,6 +44,16 @@ class Topology {
   double route_latency(std::int64_t src, std::int64_t dst) const;
   /// Bandwidth of the narrowest link on the route.
   double route_bandwidth(std::int64_t src, std::int64_t dst) const;
+  RouteClass route_class(std::int64_t src, std::int64_t dst) const;
+  /// The route src -> dst moved onto `owner`'s own links: owner's up link of the kind the route
+  /// starts with, the route's leaf links, owner's down link of the kind it ends with. Same kinds,
+  /// latency and bandwidth as the route; used when owner replays the transfers of GPUs that
+  /// behave as it does (symmetric simulation).
+  void folded_route(std::int64_t owner, std::int64_t src, std::int64_t dst,
+                    std::vector<std::int32_t>& out) const;
+  /// Whether a leaf's spine links can carry more than the NICs under it can send: only then can
+  /// they slow a transfer that its NICs would not (an oversubscribed leaf with several leaves).
+  bool leaves_can_bind() const { return oversubscription_ > 1.0 && units_ > 1; }
 
  private:
   std::int32_t nvlink_up(std::int64_t gpu) const { return static_cast<std::int32_t>(4 * gpu); }
@@ -61,6 +75,7 @@ class Topology {
   std::int64_t num_nodes_;
   std::int64_t units_;  // scalable units: groups of nodes sharing one leaf per rail
   std::int64_t num_leaves_;
+  double oversubscription_ = 1.0;
   std::vector<LinkInfo> links_;
 };
 

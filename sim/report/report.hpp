@@ -68,6 +68,8 @@ struct InputRecord {
 struct Provenance {
   std::string trainsim_version;
   std::string engine;
+  std::int64_t replayed_gpus = 0;  // the GPUs whose programs were replayed (symmetric: a few)
+  std::string why_full_replay;     // when every GPU was: why, or empty
   std::vector<InputRecord> inputs;
   std::map<std::string, double> kernel_time_share;  // source -> share of the step's compute
   std::vector<KernelRecord> kernels;
@@ -111,6 +113,7 @@ struct ReportInputs {
   std::string scenario;  // name, or empty
   std::vector<InputRecord> inputs;
   std::vector<Diagnostic> diagnostics;
+  std::string why_full_replay;  // why every GPU was replayed, or empty
 };
 
 Report make_report(const ReportInputs& in);

@@ -104,6 +104,10 @@ std::string report_json(const Report& r) {
   J prov;
   prov["trainsim_version"] = r.provenance.trainsim_version;
   prov["engine"] = r.provenance.engine;
+  prov["replayed_gpus"] = r.provenance.replayed_gpus;
+  if (!r.provenance.why_full_replay.empty()) {
+    prov["why_full_replay"] = r.provenance.why_full_replay;
+  }
   J inputs = J::array();
   for (const auto& in : r.provenance.inputs) {
     inputs.push_back(J{{"role", in.role}, {"name", in.name}, {"sha256", in.sha256}});

@@ -126,7 +126,14 @@ std::string report_text(const Report& r) {
     o << percent(share) << " " << src;
     first = false;
   }
-  o << (first ? "none" : "") << "; engine " << r.provenance.engine << "\n";
+  o << (first ? "none" : "") << "; engine " << r.provenance.engine;
+  if (r.provenance.replayed_gpus < r.gpus) {
+    o << " (symmetric: " << r.provenance.replayed_gpus << " of " << r.gpus
+      << " GPUs replayed, one per pipeline stage)";
+  } else if (!r.provenance.why_full_replay.empty()) {
+    o << " (every GPU replayed: " << r.provenance.why_full_replay << ")";
+  }
+  o << "\n";
   return o.str();
 }
 

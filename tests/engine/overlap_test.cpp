@@ -48,7 +48,7 @@ const Topology& nvswitch() {
 // One bucket's all-reduce over the two GPUs.
 double bucket_seconds() {
   const double bucket = static_cast<double>(kParams) * kGradReduceBytes / 4.0;
-  return ring_collective_seconds(nvswitch(), Group{CommKind::kDP, {0, 1}},
+  return ring_collective_seconds(nvswitch(), Group{CommKind::kDP, {0, 1}, {}},
                                  CollectiveKind::kAllReduce, bucket, 1);
 }
 
@@ -138,7 +138,7 @@ TEST(DpOverlap, ParameterGatherHiddenBehindTheFirstForward) {
   CostModel costs = test::uniform_costs(1, c.tf, c.tb);
   costs.stages[0].params_per_gpu = kParams;
   costs.stages[0].grad_bytes = static_cast<double>(kParams) * kGradReduceBytes;
-  const Group dp{CommKind::kDP, {0, 1}};
+  const Group dp{CommKind::kDP, {0, 1}, {}};
   const double rs = ring_collective_seconds(nvswitch(), dp, CollectiveKind::kReduceScatter,
                                             costs.stages[0].grad_bytes / 4, 1);
   const double ag = ring_collective_seconds(nvswitch(), dp, CollectiveKind::kAllGather,

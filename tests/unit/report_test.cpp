@@ -20,7 +20,7 @@ std::string simulate_report(const Plan& p) {
   const auto costs = compute_costs(m, pf, p, part);
   const auto graph = build_task_graph(p, costs);
   const auto sim = simulate_analytic(graph, Topology(pf, p.world_size()));
-  return report_json(make_report({m, pf, p, part, costs, sim, "t", {}, {}}));
+  return report_json(make_report({m, pf, p, part, costs, sim, "t", {}, {}, {}}));
 }
 
 Plan plan() {

@@ -37,5 +37,28 @@ TEST(Topology, RoutesOneNicPerGpuOnRails) {
   EXPECT_DOUBLE_EQ(t.route_bandwidth(3, 35), 50e9);
 }
 
+// A route moved onto another GPU's links keeps its leaf links, kinds and latency: how a GPU
+// replays the transfers of the GPUs of its class (symmetric simulation).
+TEST(Topology, FoldedRoutesUseTheOwnersLinks) {
+  const Topology t(test::simple_platform(400, 0.5, 50, 2.0, 4, 2.0), 128);
+  auto folded = [&](int owner, int src, int dst) {
+    std::vector<std::int32_t> r;
+    t.folded_route(owner, src, dst, r);
+    std::vector<std::string> names;
+    for (auto l : r) names.push_back(link_name(t.links()[static_cast<std::size_t>(l)]));
+    return names;
+  };
+  EXPECT_EQ(folded(0, 1, 5), (std::vector<std::string>{"nvlink_up_0", "nvlink_down_0"}));
+  EXPECT_EQ(folded(3, 27, 59),
+            (std::vector<std::string>{"nic_up_3", "leaf_up_12", "leaf_down_13", "nic_down_3"}));
+  EXPECT_EQ(t.route_class(1, 5), RouteClass::kNode);
+  EXPECT_EQ(t.route_class(3, 27), RouteClass::kLeaf);
+  EXPECT_EQ(t.route_class(3, 35), RouteClass::kSpine);
+  // Leaves bind only when oversubscribed and there are several of them per rail.
+  EXPECT_TRUE(t.leaves_can_bind());
+  EXPECT_FALSE(Topology(test::simple_platform(400, 0.5, 50, 2.0, 4, 1.0), 128).leaves_can_bind());
+  EXPECT_FALSE(Topology(test::simple_platform(400, 0.5, 50, 2.0, 4, 2.0), 32).leaves_can_bind());
+}
+
 }  // namespace
 }  // namespace trainsim

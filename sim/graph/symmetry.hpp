@@ -1,0 +1,35 @@
+#pragma once
+// Symmetric simulation: the GPUs of one pipeline stage run the same ops; when they also talk
+// over the same kinds of links, one of them (tp 0, dp 0) replays the stage for all of them and
+// each of its collectives is priced over its whole group. Whether a plan's layout allows it:
+//  - every GPU of a stage reaches its pipeline neighbours over the same route class (inside a
+//    node, under one leaf, through the spine), so the transfers take the same time;
+//  - every tensor- and data-parallel group of a stage has the same route classes on its ring as
+//    the representative's group, so the collectives take the same time;
+//  - with contention (SimGrid), also: each GPU's own ring edges are of the kinds (NVLink or NIC)
+//    of the representative's, so each GPU's links carry the same load, and no oversubscribed
+//    leaf can slow some transfers and not others.
+#include <string>
+
+#include "sim/graph/builder.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/platform/topology.hpp"
+
+namespace trainsim {
+
+struct Symmetry {
+  bool holds = true;
+  std::string reason;  // why not, for the report
+};
+
+Symmetry stage_symmetry(const Plan& plan, const Topology& topology, bool contention);
+
+struct ReplayChoice {
+  Replay replay = Replay::kFull;
+  std::string why_full;  // why every GPU is replayed, for the report; empty if nothing to say
+};
+
+/// The symmetric replay where the layout allows it and no full one is asked for.
+ReplayChoice choose_replay(const Plan& plan, const Topology& topology, bool contention, bool full);
+
+}  // namespace trainsim

@@ -1,0 +1,116 @@
+// Symmetric simulation against the full one (--full-simulation, the oracle): the same report on
+// plans of 64 to 1,024 GPUs, with both engines. (The two-leaf case caught a folded ring that
+// sent one flow per route class, which contended on the replaying GPU's NIC: twice the DP time.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+struct Case {
+  const char* name;
+  std::vector<std::string> args;
+  std::int64_t gpus;
+  std::int64_t stages;
+};
+
+std::vector<Case> cases() {
+  const std::vector<std::string> m70 = {"--model", "llama3.1-70b", "--platform", "h100-sxm-ndr"};
+  auto with = [](std::vector<std::string> a, std::vector<std::string> b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  return {
+      {"70b on 64 GPUs, every overlap",
+       with(m70, {"--tp", "8", "--pp", "4", "--dp", "2", "--gbs", "64", "--seq-len", "8192", "--sp",
+                  "--zero", "1", "--overlap-grad-reduce", "--overlap-param-gather",
+                  "--tp-comm-overlap"}),
+       64, 4},
+      {"70b on 1,024 GPUs in four leaves",
+       with(m70, {"--tp", "8", "--pp", "4", "--dp", "32", "--gbs", "512", "--seq-len", "8192"}),
+       1024, 4},
+      // 64 nodes per stage over two leaves of 32: each DP ring has edges under one leaf and
+      // edges through the spine (two route classes, each GPU sending one edge).
+      {"8b on 1,024 GPUs, DP rings across two leaves",
+       {"--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "8", "--pp", "2", "--dp",
+        "64", "--gbs", "512", "--seq-len", "8192"},
+       1024,
+       2},
+      {"70b interleaved on 128 GPUs",
+       with(m70,
+            {"--tp", "8", "--pp", "8", "--dp", "2", "--vp", "2", "--schedule", "interleaved",
+             "--gbs", "64", "--seq-len", "4096", "--sp", "--zero", "1", "--overlap-grad-reduce"}),
+       128, 8},
+      {"8b ZB-H1 on 256 GPUs",
+       {"--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "8", "--pp", "4", "--dp",
+        "8", "--schedule", "zb-h1", "--gbs", "128", "--seq-len", "8192", "--recompute",
+        "selective"},
+       256,
+       4},
+  };
+}
+
+nlohmann::json report(std::vector<std::string> args, const std::string& engine, bool full) {
+  args.insert(args.begin(), "run");
+  for (const char* a : {"--format", "json", "--engine"}) args.emplace_back(a);
+  args.push_back(engine);
+  if (full) args.emplace_back("--full-simulation");
+  const auto r = test::run_trainsim(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+void expect_near(const nlohmann::json& a, const nlohmann::json& b, const std::string& what) {
+  const double x = a.get<double>(), y = b.get<double>();
+  EXPECT_NEAR(x, y, 1e-6 * std::max(std::abs(y), 1e-3)) << what;
+}
+
+TEST(SymmetricSimulation, EqualsTheFullOneOnBothEngines) {
+  for (const auto& c : cases()) {
+    for (const char* engine : {"analytic", "simgrid"}) {
+      SCOPED_TRACE(std::string(c.name) + ", " + engine);
+      const auto sym = report(c.args, engine, false), full = report(c.args, engine, true);
+      EXPECT_EQ(sym["provenance"]["replayed_gpus"], c.stages);
+      EXPECT_EQ(full["provenance"]["replayed_gpus"], c.gpus);
+      for (const char* k : {"step_time_s", "bubble_fraction", "compute_s", "tokens_per_s"}) {
+        expect_near(sym[k], full[k], k);
+      }
+      for (const char* section : {"exposed_comm_s", "overlapped_comm_s"}) {
+        for (const char* kind : {"tp", "pp", "dp"}) {
+          expect_near(sym[section][kind], full[section][kind], std::string(section) + " " + kind);
+        }
+      }
+      for (std::size_t s = 0; s < full["stages"].size(); ++s) {
+        expect_near(sym["stages"][s]["compute_s"], full["stages"][s]["compute_s"], "stage");
+      }
+      EXPECT_EQ(sym["diagnostics"], full["diagnostics"]);
+    }
+  }
+}
+
+// Where a stage's GPUs do not all behave alike the full simulation runs: the default scenario's
+// TP 4 puts two DP ranks of each group on a node, so DP ring edges alternate NVLink and NIC and
+// load each GPU's links differently (which only contention sees).
+TEST(SymmetricSimulation, FullWhereTheLayoutIsNotSymmetric) {
+  const std::vector<std::string> args = {test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json"};
+  const auto simgrid = report(args, "simgrid", false);
+  EXPECT_EQ(simgrid["provenance"]["replayed_gpus"], 64);
+  EXPECT_EQ(simgrid["provenance"]["why_full_replay"],
+            "stage 0's data-parallel ring sends from some GPUs over NVLink and from others over "
+            "the network, so their links carry different loads");
+  const auto analytic = report(args, "analytic", false);
+  EXPECT_EQ(analytic["provenance"]["replayed_gpus"], 4);
+  EXPECT_FALSE(analytic["provenance"].contains("why_full_replay"));
+  const auto text =
+      test::run_trainsim({"run", test::source_dir() + "/scenarios/nemotron4-340b.json"});
+  EXPECT_NE(text.out.find("(symmetric: 8 of 256 GPUs replayed, one per pipeline stage)"),
+            std::string::npos)
+      << text.out;
+}
+
+}  // namespace
+}  // namespace trainsim

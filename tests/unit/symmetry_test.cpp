@@ -1,0 +1,110 @@
+// Symmetric simulation: which layouts one GPU per pipeline stage can replay, and the reduced
+// task graph it replays.
+#include "sim/graph/symmetry.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim/engine/engine.hpp"
+#include "sim/graph/builder.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+Plan plan_of(std::int64_t tp, std::int64_t pp, std::int64_t dp, std::int64_t vp = 1) {
+  Plan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.vp = vp;
+  if (vp > 1) p.schedule = ScheduleKind::kInterleaved;
+  p.gbs = 8 * dp;
+  p.seq_len = 4096;
+  return p;
+}
+
+Symmetry symmetry(const Plan& plan, bool contention, double oversubscription = 1.0,
+                  std::int64_t nodes_per_leaf = 4) {
+  const Topology topo(test::simple_platform(400, 0.5, 50, 2.0, nodes_per_leaf, oversubscription),
+                      plan.world_size());
+  return stage_symmetry(plan, topo, contention);
+}
+
+TEST(Symmetry, NodeAlignedLayoutsAreSymmetric) {
+  // TP 8 fills a node; each stage's DP ring runs over whole nodes, PP to the same rail.
+  EXPECT_TRUE(symmetry(plan_of(8, 4, 2), true).holds);
+  EXPECT_TRUE(symmetry(plan_of(8, 4, 32), true).holds);    // 128 nodes in 8 leaves
+  EXPECT_TRUE(symmetry(plan_of(8, 4, 4, 2), true).holds);  // interleaved: the ring wraps
+  EXPECT_TRUE(symmetry(plan_of(2, 2, 4), true).holds);     // 8 GPUs per stage: one node each
+}
+
+TEST(Symmetry, WhereGpusOfAStageDiffer) {
+  // TP 4: two DP members per node, so DP ring edges alternate NVLink and NIC: each GPU's links
+  // carry a different load (contention), though every DP group prices the same (no contention).
+  const Symmetry tp4 = symmetry(plan_of(4, 4, 4), true);
+  EXPECT_FALSE(tp4.holds);
+  EXPECT_EQ(tp4.reason,
+            "stage 0's data-parallel ring sends from some GPUs over NVLink and from others over "
+            "the network, so their links carry different loads");
+  EXPECT_TRUE(symmetry(plan_of(4, 4, 4), false).holds);
+  // 6 GPUs per stage: stage 1 straddles nodes 0 and 1, so some of its GPUs reach stage 0 over
+  // NVLink and some over a NIC.
+  const Symmetry odd = symmetry(plan_of(2, 2, 3), false);
+  EXPECT_FALSE(odd.holds);
+  EXPECT_EQ(odd.reason, "stage 0's GPUs reach their pipeline neighbours over different routes");
+  // Oversubscribed leaves can slow some transfers and not others.
+  EXPECT_FALSE(symmetry(plan_of(8, 4, 32), true, 2.0).holds);
+  EXPECT_TRUE(symmetry(plan_of(8, 4, 32), false, 2.0).holds);
+}
+
+TEST(Symmetry, ChooseReplay) {
+  const Plan plan = plan_of(8, 4, 2);
+  const Topology topo(test::simple_platform(400, 0.5, 50, 2.0), plan.world_size());
+  const auto symmetric = choose_replay(plan, topo, true, false);
+  EXPECT_EQ(symmetric.replay, Replay::kSymmetric);
+  EXPECT_EQ(symmetric.why_full, "");
+  const auto asked = choose_replay(plan, topo, true, true);
+  EXPECT_EQ(asked.replay, Replay::kFull);
+  EXPECT_EQ(asked.why_full, "--full-simulation");
+  const auto one_per_stage = choose_replay(plan_of(1, 4, 1), topo, true, false);
+  EXPECT_EQ(one_per_stage.replay, Replay::kFull);
+  EXPECT_EQ(one_per_stage.why_full, "");  // nothing to fold: nothing to explain
+  const auto tp4 = choose_replay(plan_of(4, 4, 4), topo, true, false);
+  EXPECT_EQ(tp4.replay, Replay::kFull);
+  EXPECT_EQ(tp4.why_full, stage_symmetry(plan_of(4, 4, 4), topo, true).reason);
+}
+
+// The reduced graph: one program per stage, run by the stage's GPU at tp 0, dp 0; the
+// collectives' groups keep all their GPUs, replayed by that one rank; pipeline peers are stages.
+TEST(Symmetry, ReducedGraph) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Plan plan = plan_of(8, 2, 4);
+  const auto costs =
+      compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan, test::uniform_partition(m, 2));
+  const TaskGraph full = build_task_graph(plan, costs);
+  const TaskGraph g = build_task_graph(plan, costs, Replay::kSymmetric);
+  EXPECT_EQ(full.num_ranks(), 64);
+  EXPECT_FALSE(full.symmetric());
+  ASSERT_EQ(g.num_ranks(), 2);
+  EXPECT_EQ(g.num_gpus(), 64);
+  EXPECT_TRUE(g.symmetric());
+  EXPECT_EQ(g.gpu_of(0), 0);
+  EXPECT_EQ(g.gpu_of(1), 32);  // stage 1 starts at tp 8 x dp 4
+  EXPECT_EQ(g.replayed_by[31], 0);
+  EXPECT_EQ(g.replayed_by[32], 1);
+  ASSERT_EQ(g.groups.size(), 4u);  // per stage: its TP group and its DP group
+  EXPECT_EQ(g.groups[0].kind, CommKind::kTP);
+  EXPECT_EQ(g.groups[0].members, (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(g.groups[1].members, (std::vector<std::int32_t>{0, 8, 16, 24}));
+  EXPECT_EQ(g.groups[3].ranks, (std::vector<std::int32_t>{1}));
+  // The replayed program is GPU 0's own, peers renumbered to stages.
+  EXPECT_EQ(g.ranks[0].ops.size(), full.ranks[0].ops.size());
+  for (const auto& t : g.ranks[0].transfers) EXPECT_EQ(t.peer, 1);
+  EXPECT_NO_THROW(check_task_graph(g));
+  auto bad = g;
+  bad.replayed_by[5] = 7;
+  EXPECT_THROW(check_task_graph(bad), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace trainsim
