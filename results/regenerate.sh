@@ -101,3 +101,7 @@ echo "wrote $here/validation/megatron_ci_memory.md"
 # The measured H100 kernel database: what it holds and how predictions moved (results/kernels.md
 # and its plots under results/kernels/).
 python3 "$here/kernels_report.py" "$(dirname "$bin")"
+
+# Wall time and peak memory of `trainsim run` from 64 to 131,072 GPUs (results/scale.md and
+# results/scale/scale.svg; about two minutes).
+python3 "$here/scale.py" "$(dirname "$bin")"

@@ -18,8 +18,9 @@ def _nice_step(span):
 class Chart:
     """chart = Chart(title, xlabel, ylabel, logx=True); chart.series(...); chart.save(path)"""
 
-    def __init__(self, title, xlabel, ylabel, logx=False):
+    def __init__(self, title, xlabel, ylabel, logx=False, logy=False):
         self.title, self.xlabel, self.ylabel, self.logx = title, xlabel, ylabel, logx
+        self.logy = logy
         self.items, self.hlines = [], []
 
     def series(self, name, points, lines=False):
@@ -35,21 +36,27 @@ class Chart:
         x0, x1 = fx(min(xs)), fx(max(xs))
         if self.logx:
             x0, x1 = math.floor(x0), math.ceil(x1)
+        if self.logy:
+            return fx, x0, x1, math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys))), 1
         step = _nice_step(max(ys) or 1)
         return fx, x0, x1, 0.0, step * math.ceil(max(ys) * 1.05 / step), step
 
-    def _axes(self, out, fx, x0, x1, y1, step):
+    def _axes(self, out, fx, x0, x1, y0, y1, step):
         px = lambda v: LEFT + (fx(v) - x0) / (x1 - x0) * (W - LEFT - RIGHT)
-        py = lambda v: H - BOTTOM - v / y1 * (H - TOP - BOTTOM)
+        fy = (lambda v: math.log10(v)) if self.logy else (lambda v: v)
+        py = lambda v: H - BOTTOM - (fy(v) - y0) / (y1 - y0) * (H - TOP - BOTTOM)
         out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#444"/>' % (
             LEFT, TOP, W - LEFT - RIGHT, H - TOP - BOTTOM))
-        y = 0.0
-        while y <= y1 + 1e-9:
+        ticks = [10.0 ** e for e in range(int(y0), int(y1) + 1)] if self.logy else []
+        y = y0
+        while not self.logy and y <= y1 + 1e-9:
+            ticks.append(y)
+            y += step
+        for y in ticks:
             out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (
                 LEFT, W - RIGHT, py(y), py(y)))
             out.append('<text x="%d" y="%.1f" text-anchor="end" font-size="11">%g</text>' % (
                 LEFT - 6, py(y) + 4, y))
-            y += step
         ticks = [10 ** e for e in range(int(x0), int(x1) + 1)] if self.logx else []
         for t in ticks:
             out.append('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#ddd"/>' % (
@@ -72,12 +79,12 @@ class Chart:
             t += step
 
     def save(self, path):
-        fx, x0, x1, _, y1, step = self._ranges()
+        fx, x0, x1, y0, y1, step = self._ranges()
         out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
                'font-family="sans-serif">' % (W, H),
                '<rect width="100%" height="100%" fill="white"/>',
                '<text x="%d" y="22" font-size="14">%s</text>' % (LEFT, self.title)]
-        px, py = self._axes(out, fx, x0, x1, y1, step)
+        px, py = self._axes(out, fx, x0, x1, y0, y1, step)
         if not self.logx:
             self._xticks_linear(out, px, x0, x1)
         legend = []
