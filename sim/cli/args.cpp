@@ -48,6 +48,10 @@ po::options_description plan_options() {
   add("microbatch-group-size-per-vp-stage", s("N"),
       "interleaved: micro-batches run per model chunk before moving to the next (Megatron-LM's "
       "--microbatch-group-size-per-virtual-pipeline-stage; default pp)");
+  add("rank-order", s("ORDER"),
+      "how GPU numbers enumerate the parallel dimensions, innermost first: tp-cp-ep-dp-pp "
+      "(Megatron-LM's default: a TP group on one node, pipeline stages outermost) or any order "
+      "of the five, e.g. tp-cp-ep-pp-dp (Megatron-LM's --use-tp-pp-dp-mapping)");
   add("partition", s("RULE"),
       "layer-to-stage rule: uniform (Megatron-LM, the default), nanotron, deepspeed-uniform, "
       "deepspeed-parameters, deepspeed-type:REGEX, balanced (trainsim: the fastest contiguous "

@@ -15,7 +15,7 @@ namespace trainsim {
 
 namespace {
 
-enum class FieldType { kInt, kBool, kChoice, kString };
+enum class FieldType { kInt, kBool, kChoice, kString, kRankOrder };
 
 struct PlanField {
   std::string name;
@@ -118,6 +118,12 @@ const std::vector<PlanField>& plan_fields() {
                    p.account_for_loss_in_pipeline_split = v != 0;
                  }});
     integer("microbatch_group_size_per_vp_stage", {1}, &Plan::microbatch_group_size_per_vp_stage);
+    f.push_back(
+        {"rank_order",
+         FieldType::kRankOrder,
+         {},
+         {},
+         [](Plan& p, std::int64_t, const std::string& s) { p.rank_order = *parse_rank_order(s); }});
     const auto flag = [&f](std::string name, bool Plan::*member) {
       f.push_back({std::move(name),
                    FieldType::kBool,
@@ -136,6 +142,16 @@ const std::vector<PlanField>& plan_fields() {
     return f;
   }();
   return fields;
+}
+
+// A rank order, or the reason it is not one.
+void check_rank_order(const std::string& where, const std::string& value) {
+  if (!parse_rank_order(value)) {
+    fail_input(where,
+               "must name tp, cp, ep, dp and pp once each, innermost first, joined by '-' "
+               "(Megatron-LM's default: tp-cp-ep-dp-pp), got '" +
+                   value + "'");
+  }
 }
 
 std::string flag_of(const std::string& field) {
@@ -182,6 +198,10 @@ void apply_flag(Plan& plan, const PlanField& field, const std::string& value) {
       if (value.empty()) fail_input(flag, "must not be empty");
       field.set(plan, 0, value);
       break;
+    case FieldType::kRankOrder:
+      check_rank_order(flag, value);
+      field.set(plan, 0, value);
+      break;
   }
 }
 
@@ -199,6 +219,12 @@ void apply_json(Plan& plan, const PlanField& field, JsonObject& o) {
     case FieldType::kString:
       field.set(plan, 0, o.string(field.name));
       break;
+    case FieldType::kRankOrder: {
+      const std::string value = o.string(field.name);
+      check_rank_order(o.where(field.name), value);
+      field.set(plan, 0, value);
+      break;
+    }
   }
 }
 

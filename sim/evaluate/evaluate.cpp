@@ -7,7 +7,7 @@
 #include "sim/graph/builder.hpp"
 #include "sim/graph/symmetry.hpp"
 #include "sim/model/params.hpp"
-#include "sim/plan/placement.hpp"
+#include "sim/plan/layout.hpp"
 #include "sim/plan/vocab.hpp"
 
 namespace trainsim {
@@ -52,8 +52,9 @@ namespace {
 class PassTimer {
  public:
   PassTimer(const Platform& platform, const Plan& plan) : topology_(platform, plan.tp) {
-    const Placement placement(plan);
-    for (auto r : placement.tp_group(0, 0)) group_.members.push_back(static_cast<std::int32_t>(r));
+    for (auto r : Layout(plan).group(Dim::kTP, 0)) {
+      group_.members.push_back(static_cast<std::int32_t>(r));
+    }
   }
   double seconds(const PassCost& forward, const PassCost& backward) const {
     double t = forward.seconds + backward.seconds;

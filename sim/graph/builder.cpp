@@ -1,13 +1,14 @@
 #include "sim/graph/builder.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
 
-#include "sim/plan/placement.hpp"
+#include "sim/plan/layout.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace trainsim {
@@ -104,6 +105,24 @@ namespace {
 
 using Index = std::uint32_t;
 using Deps = std::vector<Index>;
+/// A rank's group per dimension: an index into TaskGraph::groups, or -1.
+using GroupIds = std::array<std::int32_t, kNumDims>;
+
+CommKind comm_kind(Dim d) {
+  switch (d) {
+    case Dim::kTP:
+      return CommKind::kTP;
+    case Dim::kCP:
+      return CommKind::kCP;
+    case Dim::kEP:
+      return CommKind::kEP;
+    case Dim::kDP:
+      return CommKind::kDP;
+    case Dim::kPP:
+      return CommKind::kPP;
+  }
+  return CommKind::kTP;
+}
 
 std::int32_t as_i32(std::int64_t v) {
   assert(v >= 0 && v <= std::numeric_limits<std::int32_t>::max());
@@ -169,16 +188,17 @@ class RankBuilder {
 // One rank's program: the schedule's steps turned into ops on streams.
 class RankProgramWriter {
  public:
-  RankProgramWriter(const Plan& plan, const CostModel& costs, const Placement& placement,
+  RankProgramWriter(const Plan& plan, const CostModel& costs, const Layout& layout,
                     const std::vector<std::int32_t>& rank_of_gpu, std::int64_t gpu,
-                    std::int32_t tp_group, std::int32_t dp_group, RankProgram& program)
+                    const GroupIds& groups, RankProgram& program)
       : plan_(plan),
         costs_(costs),
-        placement_(placement),
+        layout_(layout),
         rank_of_gpu_(rank_of_gpu),
-        coord_(placement.coord(gpu)),
-        tp_group_(tp_group),
-        dp_group_(dp_group),
+        gpu_(gpu),
+        stage_(layout.coord(gpu, Dim::kPP)),
+        tp_group_(groups[index_of(Dim::kTP)]),
+        dp_group_(groups[index_of(Dim::kDP)]),
         b_(program) {
     if (plan.schedule == ScheduleKind::kInterleaved) {
       const auto group = plan.microbatch_group_size_per_vp_stage;
@@ -199,7 +219,7 @@ class RankProgramWriter {
   }
 
  private:
-  std::int64_t vstage(std::int64_t chunk) const { return chunk * plan_.pp + coord_.pp; }
+  std::int64_t vstage(std::int64_t chunk) const { return chunk * plan_.pp + stage_; }
   const StageCost& cost(std::int64_t chunk) const {
     return costs_.stages[static_cast<std::size_t>(vstage(chunk))];
   }
@@ -284,7 +304,7 @@ class RankProgramWriter {
     if (plan_.schedule != ScheduleKind::kInterleaved || !plan_.overlap_param_gather) return;
     const std::int64_t total = static_cast<std::int64_t>(table_.size());
     if (vmb == 0) dispatch_param_gathers(0, {});
-    const std::int64_t ahead = vmb + coord_.pp;
+    const std::int64_t ahead = vmb + stage_;
     if (ahead >= total || table_[static_cast<std::size_t>(ahead)].microbatch != 0) return;
     Deps after;
     if (last_compute_) after.push_back(*last_compute_);
@@ -451,13 +471,11 @@ class RankProgramWriter {
   // stage is the first one.
   std::vector<Transfer> transfers(const std::vector<Exchange>& ex, bool sending) const {
     std::vector<Transfer> out;
-    const std::int64_t p = plan_.pp;
     for (const auto& e : ex) {
       const bool towards_next = (e.flow == Flow::kActivation) == sending;
       const std::int64_t k = vstage(e.chunk);
       const std::int64_t boundary = towards_next ? k : k - 1;
-      const std::int64_t peer_stage = (coord_.pp + (towards_next ? 1 : p - 1)) % p;
-      const auto peer = placement_.rank({coord_.tp, coord_.dp, peer_stage});
+      const auto peer = layout_.neighbour(gpu_, Dim::kPP, towards_next ? 1 : -1);
       out.push_back(
           {rank_of_gpu_.empty() ? as_i32(peer) : rank_of_gpu_[static_cast<std::size_t>(peer)],
            e.flow == Flow::kActivation ? 0 : 1,
@@ -488,9 +506,10 @@ class RankProgramWriter {
  private:
   const Plan& plan_;
   const CostModel& costs_;
-  const Placement& placement_;
+  const Layout& layout_;
   const std::vector<std::int32_t>& rank_of_gpu_;  // empty: rank = GPU (a full graph)
-  RankCoord coord_;
+  std::int64_t gpu_;
+  std::int64_t stage_;
   std::int32_t tp_group_;
   std::int32_t dp_group_;
   RankBuilder b_;
@@ -512,46 +531,44 @@ class RankProgramWriter {
 
 namespace {
 
-// The groups a graph's ranks call: every TP and DP group in a full graph; in a symmetric one
-// the representative's groups of each stage (all their GPUs as members, the representative as
-// the rank that replays them).
-void add_groups(const Plan& plan, const Placement& placement, bool symmetric, TaskGraph& g,
-                std::vector<std::int32_t>& tp_group_of, std::vector<std::int32_t>& dp_group_of) {
-  auto add = [&](CommKind kind, const std::vector<std::int64_t>& members, std::int64_t stage,
-                 std::vector<std::int32_t>& index) {
-    Group grp;
-    grp.kind = kind;
-    const auto id = as_i32(static_cast<std::int64_t>(g.groups.size()));
-    for (auto r : members) {
-      grp.members.push_back(as_i32(r));
-      if (!symmetric) index[static_cast<std::size_t>(r)] = id;
-    }
-    if (symmetric) {
-      grp.ranks.push_back(as_i32(stage));
-      index[static_cast<std::size_t>(stage)] = id;
-    }
-    g.groups.push_back(std::move(grp));
-  };
-  for (std::int64_t pp = 0; pp < plan.pp; ++pp) {
-    const std::int64_t dps = symmetric ? 1 : plan.dp, tps = symmetric ? 1 : plan.tp;
-    if (plan.tp > 1) {
-      for (std::int64_t d = 0; d < dps; ++d) {
-        add(CommKind::kTP, placement.tp_group(d, pp), pp, tp_group_of);
-      }
-    }
-    if (plan.dp > 1) {
-      for (std::int64_t t = 0; t < tps; ++t) {
-        add(CommKind::kDP, placement.dp_group(t, pp), pp, dp_group_of);
+// The groups a graph's ranks call, every collective dimension's: all groups in a full graph; in a
+// symmetric one each stage leader's groups (all their GPUs as members, the leader as the rank
+// that replays them). Returns each rank's group per dimension (-1: none).
+std::vector<GroupIds> add_groups(const Layout& layout, bool symmetric, TaskGraph& g) {
+  const std::int64_t stages = layout.size(Dim::kPP);
+  std::vector<GroupIds> ids(static_cast<std::size_t>(symmetric ? stages : layout.world_size()));
+  for (auto& i : ids) i.fill(-1);
+  for (std::int64_t s = 0; s < stages; ++s) {
+    for (const Dim d : layout.order()) {
+      if (d == Dim::kPP || layout.size(d) < 2) continue;
+      const auto groups =
+          symmetric
+              ? std::vector<std::vector<std::int64_t>>{layout.group(d, layout.stage_leader(s))}
+              : layout.groups_in_stage(d, s);
+      for (const auto& members : groups) {
+        Group grp;
+        grp.kind = comm_kind(d);
+        const auto id = as_i32(static_cast<std::int64_t>(g.groups.size()));
+        for (auto r : members) {
+          grp.members.push_back(as_i32(r));
+          if (!symmetric) ids[static_cast<std::size_t>(r)][index_of(d)] = id;
+        }
+        if (symmetric) {
+          grp.ranks.push_back(as_i32(s));
+          ids[static_cast<std::size_t>(s)][index_of(d)] = id;
+        }
+        g.groups.push_back(std::move(grp));
       }
     }
   }
+  return ids;
 }
 
 }  // namespace
 
 TaskGraph build_task_graph(const Plan& plan, const CostModel& costs, Replay replay) {
-  const Placement placement(plan);
-  const std::int64_t world = placement.world_size();
+  const Layout layout(plan);
+  const std::int64_t world = layout.world_size();
   const bool symmetric = replay == Replay::kSymmetric;
   assert(static_cast<std::int64_t>(costs.stages.size()) == plan.pp * plan.vp);
 
@@ -562,27 +579,24 @@ TaskGraph build_task_graph(const Plan& plan, const CostModel& costs, Replay repl
     g.gpus = world;
     g.replayed_by.resize(static_cast<std::size_t>(world));
     for (std::int64_t gpu = 0; gpu < world; ++gpu) {
-      g.replayed_by[static_cast<std::size_t>(gpu)] = as_i32(placement.coord(gpu).pp);
+      g.replayed_by[static_cast<std::size_t>(gpu)] = as_i32(layout.coord(gpu, Dim::kPP));
     }
   }
-  std::vector<std::int32_t> tp_group_of(static_cast<std::size_t>(ranks), -1);
-  std::vector<std::int32_t> dp_group_of(static_cast<std::size_t>(ranks), -1);
-  add_groups(plan, placement, symmetric, g, tp_group_of, dp_group_of);
+  const std::vector<GroupIds> group_ids = add_groups(layout, symmetric, g);
 
   const ScheduleConfig config = schedule_config(plan);
   std::vector<std::vector<ScheduleStep>> programs;
   for (std::int64_t s = 0; s < plan.pp; ++s) programs.push_back(stage_program(config, s));
 
   for (std::int64_t rank = 0; rank < ranks; ++rank) {
-    const std::int64_t gpu = symmetric ? placement.rank({0, 0, rank}) : rank;
-    const RankCoord c = placement.coord(gpu);
+    const std::int64_t gpu = symmetric ? layout.stage_leader(rank) : rank;
+    const std::int64_t stage = layout.coord(gpu, Dim::kPP);
     RankProgram& prog = g.ranks[static_cast<std::size_t>(rank)];
-    prog.stage = as_i32(c.pp);
+    prog.stage = as_i32(stage);
     if (symmetric) prog.gpu = as_i32(gpu);
-    RankProgramWriter writer(plan, costs, placement, g.replayed_by, gpu,
-                             tp_group_of[static_cast<std::size_t>(rank)],
-                             dp_group_of[static_cast<std::size_t>(rank)], prog);
-    writer.write(programs[static_cast<std::size_t>(c.pp)]);
+    RankProgramWriter writer(plan, costs, layout, g.replayed_by, gpu,
+                             group_ids[static_cast<std::size_t>(rank)], prog);
+    writer.write(programs[static_cast<std::size_t>(stage)]);
   }
   return g;
 }

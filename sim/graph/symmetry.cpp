@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/plan/placement.hpp"
+#include "sim/plan/layout.hpp"
 
 namespace trainsim {
 
@@ -29,7 +29,7 @@ bool own_edge_in_node(const Topology& topo, const std::vector<std::int64_t>& rin
 class Checker {
  public:
   Checker(const Plan& plan, const Topology& topology, bool contention)
-      : plan_(plan), place_(plan), topo_(topology), contention_(contention) {}
+      : plan_(plan), layout_(plan), topo_(topology), contention_(contention) {}
 
   Symmetry run() {
     if (contention_ && topo_.leaves_can_bind()) {
@@ -40,10 +40,10 @@ class Checker {
         return {false, "stage " + std::to_string(s) +
                            "'s GPUs reach their pipeline neighbours over different routes"};
       }
-      for (const bool tp : {true, false}) {
-        if (auto why = groups_differ(s, tp); !why.empty()) {
-          return {false, "stage " + std::to_string(s) + "'s " + (tp ? "tensor" : "data") +
-                             "-parallel " + why};
+      for (const Dim d : layout_.order()) {
+        if (d == Dim::kPP) continue;
+        if (auto why = groups_differ(s, d); !why.empty()) {
+          return {false, "stage " + std::to_string(s) + "'s " + dim_name(d) + "-parallel " + why};
         }
       }
     }
@@ -51,42 +51,49 @@ class Checker {
   }
 
  private:
-  std::vector<std::int64_t> neighbours(std::int64_t s) const {
+  static const char* dim_name(Dim d) {
+    switch (d) {
+      case Dim::kTP:
+        return "tensor";
+      case Dim::kCP:
+        return "context";
+      case Dim::kEP:
+        return "expert";
+      case Dim::kDP:
+        return "data";
+      case Dim::kPP:
+        return "pipeline";
+    }
+    return "?";
+  }
+
+  // The pipeline neighbours of stage s's GPUs: one step either way (interleaving wraps around).
+  std::vector<std::int64_t> neighbour_steps(std::int64_t s) const {
     std::vector<std::int64_t> out;
-    const bool ring = plan_.vp > 1;  // interleaving wraps around
-    if (s + 1 < plan_.pp || (ring && plan_.pp > 1)) out.push_back((s + 1) % plan_.pp);
-    if (s > 0 || (ring && plan_.pp > 1)) out.push_back((s + plan_.pp - 1) % plan_.pp);
+    const bool ring = plan_.vp > 1 && plan_.pp > 1;
+    if (s + 1 < plan_.pp || ring) out.push_back(1);
+    if (s > 0 || ring) out.push_back(-1);
     return out;
   }
 
   bool pipeline_routes_uniform(std::int64_t s) const {
-    for (auto peer : neighbours(s)) {
-      const auto want = topo_.route_class(place_.rank({0, 0, s}), place_.rank({0, 0, peer}));
-      for (std::int64_t d = 0; d < plan_.dp; ++d) {
-        for (std::int64_t t = 0; t < plan_.tp; ++t) {
-          if (topo_.route_class(place_.rank({t, d, s}), place_.rank({t, d, peer})) != want) {
-            return false;
-          }
-        }
+    const auto leader = layout_.stage_leader(s);
+    for (auto step : neighbour_steps(s)) {
+      const auto want = topo_.route_class(leader, layout_.neighbour(leader, Dim::kPP, step));
+      for (const auto gpu : layout_.stage_ranks(s)) {
+        if (topo_.route_class(gpu, layout_.neighbour(gpu, Dim::kPP, step)) != want) return false;
       }
     }
     return true;
   }
 
-  // Every group of one kind in stage s against the representative's (tp 0, dp 0): why they
-  // differ, or empty.
-  std::string groups_differ(std::int64_t s, bool tp) const {
-    const std::int64_t size = tp ? plan_.tp : plan_.dp;
-    if (size < 2) return {};
-    const std::int64_t count = tp ? plan_.dp : plan_.tp;
-    const auto group = [&](std::int64_t i) {
-      return tp ? place_.tp_group(i, s) : place_.dp_group(i, s);
-    };
-    const auto rep = group(0);
+  // Every group along d in stage s against the stage leader's: why they differ, or empty.
+  std::string groups_differ(std::int64_t s, Dim d) const {
+    if (layout_.size(d) < 2) return {};
+    const auto rep = layout_.group(d, layout_.stage_leader(s));
     const auto want = ring_classes(topo_, rep);
     const bool rep_in_node = own_edge_in_node(topo_, rep, 0);
-    for (std::int64_t i = 0; i < count; ++i) {
-      const auto g = group(i);
+    for (const auto& g : layout_.groups_in_stage(d, s)) {
       if (ring_classes(topo_, g) != want) return "groups' rings cross different links";
       if (!contention_) continue;
       for (std::size_t pos = 0; pos < g.size(); ++pos) {
@@ -100,7 +107,7 @@ class Checker {
   }
 
   const Plan& plan_;
-  Placement place_;
+  Layout layout_;
   const Topology& topo_;
   bool contention_;
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/model/model.hpp"
+#include "sim/plan/dims.hpp"
 #include "sim/platform/platform.hpp"
 #include "sim/schedule/schedule.hpp"
 
@@ -60,6 +61,9 @@ struct Plan {
   /// Pipeline exchanges on their own streams (interleaved schedule only). Unset: Megatron-LM's
   /// default, on for the interleaved schedule; off for gpipe and 1f1b; zb-h1 always overlaps.
   std::optional<bool> overlap_p2p_comm;
+  /// How ranks enumerate the parallel dimensions, innermost first (Megatron-LM's `order`; its
+  /// --use-tp-pp-dp-mapping is tp-cp-ep-pp-dp).
+  RankOrder rank_order = kMegatronOrder;
 
   std::int64_t world_size() const { return tp * pp * dp * cp; }
   std::int64_t global_batch() const { return gbs > 0 ? gbs : mbs * dp; }

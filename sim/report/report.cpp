@@ -4,7 +4,7 @@
 #include "sim/memory/memory.hpp"
 #include "sim/model/flops.hpp"
 #include "sim/model/params.hpp"
-#include "sim/plan/placement.hpp"
+#include "sim/plan/layout.hpp"
 
 namespace trainsim {
 
@@ -52,14 +52,14 @@ Report make_report(const ReportInputs& in) {
   r.model_tflops_per_gpu = flops / 1e12;
   r.mfu = flops / peak_flops(in.platform, in.plan.precision, KernelKind::kGemm);
 
-  const Placement placement(in.plan);
+  const Layout layout(in.plan);
   const auto num_stages = in.plan.pp;
   std::vector<std::int64_t> gpus_in_stage(static_cast<std::size_t>(num_stages), 0);
   r.stages.resize(static_cast<std::size_t>(num_stages));
   double idle_total = 0;
   for (std::int64_t rank = 0; rank < r.gpus; ++rank) {
     const auto& st = in.sim.ranks[static_cast<std::size_t>(rank)];
-    const auto s = placement.coord(rank).pp;
+    const auto s = layout.coord(rank, Dim::kPP);
     auto& sr = r.stages[static_cast<std::size_t>(s)];
     const double idle = step - st.compute_s - st.comm_total();
     idle_total += idle;

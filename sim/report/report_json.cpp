@@ -42,7 +42,8 @@ std::string report_json(const Report& r) {
                 {"overlap_grad_reduce", p.overlap_grad_reduce},
                 {"overlap_param_gather", p.overlap_param_gather},
                 {"tp_comm_overlap", p.tp_comm_overlap},
-                {"overlap_p2p_comm", p.p2p_overlap()}};
+                {"overlap_p2p_comm", p.p2p_overlap()},
+                {"rank_order", to_string(p.rank_order)}};
   if (p.schedule == ScheduleKind::kInterleaved) {
     j["plan"]["microbatch_group_size_per_vp_stage"] =
         p.microbatch_group_size_per_vp_stage > 0 ? p.microbatch_group_size_per_vp_stage : p.pp;

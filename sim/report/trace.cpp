@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sim/memory/timeline.hpp"
-#include "sim/plan/placement.hpp"
+#include "sim/plan/layout.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace trainsim {
@@ -91,12 +91,12 @@ StepTimes step_times(const std::vector<ComputeStep>& steps, const std::vector<Sp
 
 std::string trace_json(const Plan& plan, const Platform& platform, const SimResult& sim,
                        const MemoryModel& memory) {
-  const Placement placement(plan);
+  const Layout layout(plan);
   const ScheduleConfig config = schedule_config(plan);
 
   Json events = Json::array();
   for (std::int64_t s = 0; s < plan.pp; ++s) {
-    const std::int64_t rank = placement.rank({0, 0, s});
+    const std::int64_t rank = layout.stage_leader(s);
     if (static_cast<std::size_t>(rank) >= sim.timelines.size()) {
       throw std::logic_error("trace: the replay kept no timeline (keep_timelines)");
     }

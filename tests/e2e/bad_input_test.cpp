@@ -71,6 +71,17 @@ TEST_F(BadInput, NegativeOrZeroSizes) {
             model + ": $.hidden_size: must be an integer >= 1, got -64");
 }
 
+TEST_F(BadInput, RankOrderNamesEveryDimensionOnce) {
+  auto path = file("s.json", scenario(R"({"tp": 4, "seq_len": 8192, "rank_order": "tp-dp-pp"})"));
+  EXPECT_EQ(fails({"run", path}),
+            path +
+                ": $.plan.rank_order: must name tp, cp, ep, dp and pp once each, innermost first, "
+                "joined by '-' (Megatron-LM's default: tp-cp-ep-dp-pp), got 'tp-dp-pp'");
+  EXPECT_EQ(fails({"run", path, "--rank-order", "tp-cp-ep-dp-dp"}),
+            "--rank-order: must name tp, cp, ep, dp and pp once each, innermost first, joined by "
+            "'-' (Megatron-LM's default: tp-cp-ep-dp-pp), got 'tp-cp-ep-dp-dp'");
+}
+
 // Sizes no plan has, which would overflow a count or exhaust memory: one line, nothing run.
 TEST_F(BadInput, AbsurdSizesAreRefusedBeforeTheReplay) {
   const std::string s = test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json";

@@ -89,6 +89,24 @@ TEST(Cli, FlagsOverrideTheScenario) {
   EXPECT_EQ(j["stages"].size(), 2u);
 }
 
+// The rank order decides which links a group uses: with dp innermost the four DP ranks share a
+// node (NVLink) and each TP group of 4 spans two nodes (the network), so TP time grows and DP
+// time shrinks, each by far more than any other effect could explain.
+TEST(Cli, RankOrderDecidesWhichLinksAGroupUses) {
+  auto exposed = [](const char* order) {
+    const auto r = test::run_trainsim(
+        {"run", kScenario, "--engine", "analytic", "--format", "json", "--rank-order", order});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["plan"]["rank_order"], order);
+    return j["exposed_comm_s"];
+  };
+  const auto megatron = exposed("tp-cp-ep-dp-pp"), dp_first = exposed("dp-tp-cp-ep-pp");
+  EXPECT_GT(dp_first["tp"].get<double>(), 5 * megatron["tp"].get<double>());
+  EXPECT_LT(5 * dp_first["dp"].get<double>(), megatron["dp"].get<double>());
+  EXPECT_NEAR(dp_first["pp"].get<double>(), megatron["pp"].get<double>(), 1e-9);
+}
+
 TEST(Cli, FlagFormWithoutScenario) {
   const auto r = test::run_trainsim(
       {"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "2", "--pp", "2",

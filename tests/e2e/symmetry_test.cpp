@@ -40,6 +40,12 @@ std::vector<Case> cases() {
         "64", "--gbs", "512", "--seq-len", "8192"},
        1024,
        2},
+      // Megatron's --use-tp-pp-dp-mapping: pipeline neighbours on adjacent nodes, DP peers
+      // pp nodes apart.
+      {"70b on 128 GPUs in the tp-pp-dp order",
+       with(m70, {"--tp", "8", "--pp", "4", "--dp", "4", "--gbs", "64", "--seq-len", "8192",
+                  "--rank-order", "tp-cp-ep-pp-dp"}),
+       128, 4},
       {"70b interleaved on 128 GPUs",
        with(m70,
             {"--tp", "8", "--pp", "8", "--dp", "2", "--vp", "2", "--schedule", "interleaved",

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/error.hpp"
-#include "sim/plan/placement.hpp"
+#include "sim/plan/layout.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/vocab.hpp"
 #include "tests/support/support.hpp"
@@ -9,20 +9,88 @@
 namespace trainsim {
 namespace {
 
-TEST(Placement, MegatronOrderTpInnermostThenDpThenPp) {
+RankCoord at(std::int64_t tp, std::int64_t cp, std::int64_t dp, std::int64_t pp) {
+  RankCoord c;
+  c[Dim::kTP] = tp;
+  c[Dim::kCP] = cp;
+  c[Dim::kDP] = dp;
+  c[Dim::kPP] = pp;
+  return c;
+}
+
+using Ranks = std::vector<std::int64_t>;
+
+TEST(Layout, MegatronOrderTpInnermostThenDpThenPp) {
   Plan p;
   p.tp = 4;
   p.dp = 2;
   p.pp = 2;
-  const Placement pl(p);
-  EXPECT_EQ(pl.world_size(), 16);
-  EXPECT_EQ(pl.rank({1, 0, 0}), 1);
-  EXPECT_EQ(pl.rank({0, 1, 0}), 4);
-  EXPECT_EQ(pl.rank({0, 0, 1}), 8);
-  EXPECT_EQ(pl.rank({3, 1, 1}), 15);
-  for (std::int64_t r = 0; r < 16; ++r) EXPECT_EQ(pl.rank(pl.coord(r)), r);
-  EXPECT_EQ(pl.tp_group(1, 0), (std::vector<std::int64_t>{4, 5, 6, 7}));
-  EXPECT_EQ(pl.dp_group(2, 1), (std::vector<std::int64_t>{10, 14}));
+  const Layout l(p);
+  EXPECT_EQ(l.world_size(), 16);
+  EXPECT_EQ(l.rank(at(1, 0, 0, 0)), 1);
+  EXPECT_EQ(l.rank(at(0, 0, 1, 0)), 4);
+  EXPECT_EQ(l.rank(at(0, 0, 0, 1)), 8);
+  EXPECT_EQ(l.rank(at(3, 0, 1, 1)), 15);
+  for (std::int64_t r = 0; r < 16; ++r) EXPECT_EQ(l.rank(l.coord(r)), r);
+  EXPECT_EQ(l.group(Dim::kTP, 6), (Ranks{4, 5, 6, 7}));
+  EXPECT_EQ(l.group(Dim::kDP, 14), (Ranks{10, 14}));
+  EXPECT_EQ(l.group(Dim::kPP, 5), (Ranks{5, 13}));
+  EXPECT_EQ(l.group(Dim::kCP, 5), (Ranks{5}));  // size 1: the rank alone
+  EXPECT_EQ(l.neighbour(5, Dim::kPP, 1), 13);
+  EXPECT_EQ(l.neighbour(5, Dim::kPP, -1), 13);  // wraps around
+  EXPECT_EQ(l.stage_ranks(1), (Ranks{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(l.stage_leader(1), 8);
+  EXPECT_EQ(l.groups_in_stage(Dim::kDP, 1),
+            (std::vector<Ranks>{{8, 12}, {9, 13}, {10, 14}, {11, 15}}));
+  EXPECT_EQ(l.groups_in_stage(Dim::kTP, 0), (std::vector<Ranks>{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+}
+
+// Megatron-LM's test of its rank generator: tp 2, cp 2, dp 2, pp 2 in tp-cp-ep-dp-pp order puts
+// CP between TP and DP; --use-tp-pp-dp-mapping (tp-cp-ep-pp-dp) swaps DP and PP.
+TEST(Layout, ContextParallelAndOtherOrders) {
+  Plan p;
+  p.tp = 2;
+  p.cp = 2;
+  p.dp = 2;
+  p.pp = 2;
+  const Layout l(p);
+  EXPECT_EQ(l.world_size(), 16);
+  EXPECT_EQ(l.group(Dim::kCP, 0), (Ranks{0, 2}));
+  EXPECT_EQ(l.group(Dim::kDP, 1), (Ranks{1, 5}));
+  EXPECT_EQ(l.group(Dim::kPP, 3), (Ranks{3, 11}));
+  EXPECT_EQ(l.rank(at(1, 1, 1, 1)), 15);
+  p.rank_order = *parse_rank_order("tp-cp-ep-pp-dp");
+  const Layout m(p);
+  EXPECT_EQ(m.group(Dim::kPP, 0), (Ranks{0, 4}));
+  EXPECT_EQ(m.group(Dim::kDP, 0), (Ranks{0, 8}));
+  EXPECT_EQ(m.stage_ranks(1), (Ranks{4, 5, 6, 7, 12, 13, 14, 15}));
+  EXPECT_EQ(m.stage_leader(1), 4);
+  EXPECT_EQ(m.neighbour(13, Dim::kPP, 1), 9);
+}
+
+TEST(Layout, RankOrderParsing) {
+  EXPECT_EQ(to_string(kMegatronOrder), "tp-cp-ep-dp-pp");
+  const auto o = parse_rank_order("pp-dp-ep-cp-tp");
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(to_string(*o), "pp-dp-ep-cp-tp");
+  EXPECT_FALSE(parse_rank_order("tp-dp-pp").has_value());           // missing dimensions
+  EXPECT_FALSE(parse_rank_order("tp-tp-ep-dp-pp").has_value());     // twice
+  EXPECT_FALSE(parse_rank_order("tp-cp-ep-dp-pp-tp").has_value());  // too many
+  EXPECT_FALSE(parse_rank_order("tp-cp-ep-dp-xx").has_value());
+  EXPECT_FALSE(parse_rank_order("").has_value());
+}
+
+TEST(Layout, GroupSpanOnNodes) {
+  const GroupSpan tp8 = group_span({0, 1, 2, 3, 4, 5, 6, 7}, 8);
+  EXPECT_TRUE(tp8.in_one_node());
+  EXPECT_EQ(tp8.per_node, 8);
+  const GroupSpan dp = group_span({0, 8, 16, 24}, 8);
+  EXPECT_EQ(dp.nodes, 4);
+  EXPECT_TRUE(dp.one_per_node());
+  const GroupSpan two = group_span({0, 4, 8, 12}, 8);  // tp 4: two DP members per node
+  EXPECT_EQ(two.nodes, 2);
+  EXPECT_EQ(two.per_node, 2);
+  EXPECT_EQ(group_span({0, 1, 8}, 8).per_node, 0);  // uneven
 }
 
 TEST(Vocab, FrameworkPaddingRules) {

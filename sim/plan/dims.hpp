@@ -1,0 +1,33 @@
+#pragma once
+// The parallel dimensions a rank layout is made of, and the order in which ranks enumerate
+// them (Megatron-LM's `order`, innermost first).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace trainsim {
+
+/// Tensor, context, expert, data and pipeline parallelism.
+enum class Dim : std::uint8_t { kTP, kCP, kEP, kDP, kPP };
+inline constexpr std::size_t kNumDims = 5;
+
+inline constexpr std::size_t index_of(Dim d) {
+  return static_cast<std::size_t>(d);
+}
+const char* to_string(Dim d);
+
+/// Innermost first: the first dimension varies fastest with the rank.
+using RankOrder = std::array<Dim, kNumDims>;
+/// Megatron-LM's default, "tp-cp-ep-dp-pp": a TP group on consecutive GPUs (one node), then
+/// CP, EP and DP, pipeline stages outermost.
+inline constexpr RankOrder kMegatronOrder = {Dim::kTP, Dim::kCP, Dim::kEP, Dim::kDP, Dim::kPP};
+
+/// "tp-cp-ep-dp-pp".
+std::string to_string(const RankOrder& order);
+/// Parses "tp-cp-ep-dp-pp" (every dimension once, in any order); nullopt if malformed.
+std::optional<RankOrder> parse_rank_order(std::string_view text);
+
+}  // namespace trainsim

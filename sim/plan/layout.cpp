@@ -1,0 +1,99 @@
+#include "sim/plan/layout.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+
+namespace trainsim {
+
+Layout::Layout(const Plan& plan) : order_(plan.rank_order) {
+  size_[index_of(Dim::kTP)] = plan.tp;
+  size_[index_of(Dim::kCP)] = plan.cp;
+  size_[index_of(Dim::kEP)] = 1;
+  size_[index_of(Dim::kDP)] = plan.dp;
+  size_[index_of(Dim::kPP)] = plan.pp;
+  for (const Dim d : order_) {
+    assert(size_[index_of(d)] >= 1);
+    stride_[index_of(d)] = world_;
+    world_ *= size_[index_of(d)];
+  }
+}
+
+RankCoord Layout::coord(std::int64_t rank) const {
+  RankCoord c;
+  for (std::size_t i = 0; i < kNumDims; ++i) c.at[i] = rank / stride_[i] % size_[i];
+  return c;
+}
+
+std::int64_t Layout::rank(const RankCoord& c) const {
+  std::int64_t r = 0;
+  for (std::size_t i = 0; i < kNumDims; ++i) {
+    assert(c.at[i] >= 0 && c.at[i] < size_[i]);
+    r += c.at[i] * stride_[i];
+  }
+  return r;
+}
+
+std::int64_t Layout::neighbour(std::int64_t rank, Dim d, std::int64_t steps) const {
+  const auto n = size(d);
+  const auto here = coord(rank, d);
+  const auto there = ((here + steps) % n + n) % n;
+  return rank + (there - here) * stride_[index_of(d)];
+}
+
+std::vector<std::int64_t> Layout::group(Dim d, std::int64_t rank) const {
+  const auto first = rank - coord(rank, d) * stride_[index_of(d)];
+  std::vector<std::int64_t> g;
+  g.reserve(static_cast<std::size_t>(size(d)));
+  for (std::int64_t i = 0; i < size(d); ++i) g.push_back(first + i * stride_[index_of(d)]);
+  return g;
+}
+
+std::vector<std::int64_t> Layout::stage_ranks(std::int64_t stage) const {
+  std::vector<std::int64_t> ranks;
+  const std::int64_t per_stage = world_ / size(Dim::kPP);
+  ranks.reserve(static_cast<std::size_t>(per_stage));
+  // Enumerate the stage's coordinates (pp fixed) and sort: the pipeline need not be outermost.
+  RankCoord c;
+  c[Dim::kPP] = stage;
+  for (std::int64_t i = 0; i < per_stage; ++i) {
+    std::int64_t rest = i;
+    for (const Dim d : order_) {
+      if (d == Dim::kPP) continue;
+      c[d] = rest % size(d);
+      rest /= size(d);
+    }
+    ranks.push_back(rank(c));
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+std::vector<std::vector<std::int64_t>> Layout::groups_in_stage(Dim d, std::int64_t stage) const {
+  std::vector<std::vector<std::int64_t>> out;
+  for (const auto r : stage_ranks(stage)) {
+    if (coord(r, d) == 0 || d == Dim::kPP) {
+      out.push_back(group(d, r));
+      if (d == Dim::kPP) break;
+    }
+  }
+  return out;
+}
+
+std::int64_t Layout::stage_leader(std::int64_t stage) const {
+  return stage * stride_[index_of(Dim::kPP)];
+}
+
+GroupSpan group_span(const std::vector<std::int64_t>& ranks, std::int64_t gpus_per_node) {
+  std::map<std::int64_t, std::int64_t> per_node;
+  for (const auto r : ranks) ++per_node[r / gpus_per_node];
+  GroupSpan span;
+  span.nodes = static_cast<std::int64_t>(per_node.size());
+  span.per_node = per_node.empty() ? 0 : per_node.begin()->second;
+  for (const auto& [node, count] : per_node) {
+    if (count != span.per_node) span.per_node = 0;
+  }
+  return span;
+}
+
+}  // namespace trainsim

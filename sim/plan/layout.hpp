@@ -1,0 +1,64 @@
+#pragma once
+// Where each rank of a plan sits: the plan's parallel dimensions in its rank order (Megatron-LM's
+// "tp-cp-ep-dp-pp" by default, TP innermost so that a TP group shares a node's NVSwitch). A rank
+// is a GPU's number on the cluster. Every group of ranks the simulator uses comes from here.
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "sim/plan/dims.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+
+/// A rank's coordinate along every dimension.
+struct RankCoord {
+  std::array<std::int64_t, kNumDims> at{};
+  std::int64_t operator[](Dim d) const { return at[index_of(d)]; }
+  std::int64_t& operator[](Dim d) { return at[index_of(d)]; }
+};
+
+class Layout {
+ public:
+  /// The plan's dense layout. Expert parallelism re-divides data parallelism inside the expert
+  /// layers only, so the world's EP dimension has size 1 here.
+  explicit Layout(const Plan& plan);
+
+  std::int64_t size(Dim d) const { return size_[index_of(d)]; }
+  std::int64_t world_size() const { return world_; }
+  const RankOrder& order() const { return order_; }
+
+  RankCoord coord(std::int64_t rank) const;
+  std::int64_t coord(std::int64_t rank, Dim d) const {
+    return rank / stride_[index_of(d)] % size_[index_of(d)];
+  }
+  std::int64_t rank(const RankCoord& c) const;
+  /// The rank `steps` further along d (wrapping around), other coordinates kept.
+  std::int64_t neighbour(std::int64_t rank, Dim d, std::int64_t steps) const;
+
+  /// `rank`'s group along d: the ranks that differ from it in d only, by their coordinate d.
+  std::vector<std::int64_t> group(Dim d, std::int64_t rank) const;
+  /// Every group along d among the ranks of pipeline stage `stage`, by their lowest rank.
+  std::vector<std::vector<std::int64_t>> groups_in_stage(Dim d, std::int64_t stage) const;
+  /// The ranks of pipeline stage `stage`, ascending.
+  std::vector<std::int64_t> stage_ranks(std::int64_t stage) const;
+  /// The stage's first rank: coordinate 0 along every dimension but the pipeline.
+  std::int64_t stage_leader(std::int64_t stage) const;
+
+ private:
+  RankOrder order_;
+  std::array<std::int64_t, kNumDims> size_{};
+  std::array<std::int64_t, kNumDims> stride_{};
+  std::int64_t world_ = 1;
+};
+
+/// How a group of ranks lies on nodes of `gpus_per_node` GPUs.
+struct GroupSpan {
+  std::int64_t nodes = 0;
+  std::int64_t per_node = 0;  // members on each node; 0 when nodes hold different counts
+  bool in_one_node() const { return nodes == 1; }
+  bool one_per_node() const { return per_node == 1; }
+};
+GroupSpan group_span(const std::vector<std::int64_t>& ranks, std::int64_t gpus_per_node);
+
+}  // namespace trainsim
