@@ -33,7 +33,32 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   return s;
 }
 
+void add_collective(std::vector<CollectiveLoad>& list, const CollectiveLoad& load) {
+  for (auto& c : list) {
+    if (c.kind == load.kind && c.dim == load.dim) {
+      c.bytes += load.bytes;
+      c.count += load.count;
+      return;
+    }
+  }
+  list.push_back(load);
+}
+
+CollectiveLoad collective_load(const std::vector<CollectiveLoad>& list, CollectiveKind kind,
+                               Dim dim) {
+  for (const auto& c : list) {
+    if (c.kind == kind && c.dim == dim) return c;
+  }
+  return {kind, dim, 0, 0};
+}
+
 namespace {
+
+// `n` tensor-parallel all-reduces of `bytes` each.
+void tp_allreduce(BlockPass& p, double bytes, std::int64_t n = 1) {
+  add_collective(p.collectives,
+                 {CollectiveKind::kAllReduce, Dim::kTP, bytes * static_cast<double>(n), n});
+}
 
 std::int64_t whole(double x) {
   return std::llround(x);
@@ -86,7 +111,7 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
   k.push_back(elementwise("activation", act_op(s), T, s.ffn));
   k.push_back(gemm("mlp_down", T, s.ffn, h, g));
   k.push_back(elementwise("residual_add", "add", S, h));
-  if (s.tp > 1) p.tp_allreduce.add(T * h * e, 2);  // after out_proj and after mlp_down
+  if (s.tp > 1) tp_allreduce(p, T * h * e, 2);  // after out_proj and after mlp_down
 }
 
 // Backward of a GEMM: the data gradient and the weight gradient, each as many FLOPs as forward.
@@ -113,7 +138,7 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
   if (s.rope) k.push_back(elementwise("rope.grad", "rope.grad", T, s.q + s.kv));
   gemm_backward(k, "qkv_proj", T, h, qkv, g);
   k.push_back(elementwise("input_norm.grad", norm_op(s) + ".grad", S, h));
-  if (s.tp > 1) p.tp_allreduce.add(T * h * e, 2);  // input grads of qkv_proj and mlp_up
+  if (s.tp > 1) tp_allreduce(p, T * h * e, 2);  // input grads of qkv_proj and mlp_up
 }
 
 }  // namespace
@@ -143,7 +168,7 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
       } else {
         p.kernels.push_back(elementwise("embedding", "embedding", T, h));
         // Each rank looks up only its vocabulary rows; the partial outputs are summed.
-        if (tp) p.tp_allreduce.add(T * h * e);
+        if (tp) tp_allreduce(p, T * h * e);
       }
       break;
     case BlockKind::kFinalNorm:
@@ -153,7 +178,7 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
     case BlockKind::kLmHead:
       if (backward) {
         gemm_backward(p.kernels, "lm_head", T, h, s.vocab, g);
-        if (tp) p.tp_allreduce.add(T * h * e);  // the LM head input gradient
+        if (tp) tp_allreduce(p, T * h * e);  // the LM head input gradient
       } else {
         p.kernels.push_back(gemm("lm_head", T, h, s.vocab, g));
       }
@@ -171,7 +196,7 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
         // Read the logits twice (max, then exp-sum), write the fp32 softmax.
         p.kernels.push_back(elementwise("cross_entropy", "cross_entropy", T, s.vocab));
         // Vocabulary-parallel cross-entropy: all-reduces of the max, the sum and the target logit.
-        if (tp) p.tp_allreduce.add(T * 4.0, 3);
+        if (tp) tp_allreduce(p, T * 4.0, 3);
       }
       break;
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/collective/kinds.hpp"
 #include "sim/cost/roofline.hpp"
 #include "sim/model/model.hpp"
 #include "sim/plan/partition.hpp"
@@ -25,19 +26,24 @@ struct KernelSpec {
   KernelShape shape;  // what the kernel-timing database is searched for; flops and bytes follow it
 };
 
-/// Tensor-parallel all-reduces of a pass: `count` calls moving `bytes` in total.
+/// Collectives a pass issues on the group of one parallel dimension: `count` calls of `kind`
+/// moving `bytes` in total (per member), each call paying the collective's latency.
 struct CollectiveLoad {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  Dim dim = Dim::kTP;
   double bytes = 0;
   std::int64_t count = 0;
-  void add(double b, std::int64_t n = 1) {
-    bytes += b * static_cast<double>(n);
-    count += n;
-  }
 };
+
+/// Adds `load` to a pass's list, merged with the calls of the same kind on the same dimension.
+void add_collective(std::vector<CollectiveLoad>& list, const CollectiveLoad& load);
+/// The calls of `kind` on `dim` in a list (zero calls when there are none).
+CollectiveLoad collective_load(const std::vector<CollectiveLoad>& list, CollectiveKind kind,
+                               Dim dim);
 
 struct BlockPass {
   std::vector<KernelSpec> kernels;
-  CollectiveLoad tp_allreduce;
+  std::vector<CollectiveLoad> collectives;
 };
 
 struct LayerShape {

@@ -35,18 +35,20 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     pass.seconds += kc.time.seconds * static_cast<double>(count);
     pass.kernels.push_back(std::move(kc));
   }
-  pass.tp_allreduce.bytes += block.tp_allreduce.bytes * static_cast<double>(count);
-  pass.tp_allreduce.count += block.tp_allreduce.count * count;
+  for (const auto& c : block.collectives) {
+    add_collective(pass.collectives,
+                   {c.kind, c.dim, c.bytes * static_cast<double>(count), c.count * count});
+  }
 }
 
-// The kernels of a pass that satisfy `keep`, with or without the pass's TP all-reduces.
+// The kernels of a pass that satisfy `keep`, with or without the pass's collectives.
 template <typename Keep>
-BlockPass filtered(const BlockPass& pass, Keep keep, bool with_allreduce) {
+BlockPass filtered(const BlockPass& pass, Keep keep, bool with_collectives) {
   BlockPass out;
   for (const auto& k : pass.kernels) {
     if (keep(k)) out.kernels.push_back(k);
   }
-  if (with_allreduce) out.tp_allreduce = pass.tp_allreduce;
+  if (with_collectives) out.collectives = pass.collectives;
   return out;
 }
 

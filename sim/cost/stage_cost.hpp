@@ -1,7 +1,8 @@
 #pragma once
 // Per-stage costs of one training step: compute time of a forward and a backward pass per
-// micro-batch (with every kernel's time and its source), the tensor-parallel all-reduces of each
-// pass, the pipeline message size, the data-parallel gradient buffer and the optimizer step.
+// micro-batch (with every kernel's time and its source), the collectives each pass issues
+// (tensor-parallel all-reduces), the pipeline message size, the data-parallel gradient buffer and
+// the optimizer step.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,7 +28,7 @@ struct KernelCost {
 struct PassCost {
   double seconds = 0;  // all kernels of the pass, summed
   std::vector<KernelCost> kernels;
-  CollectiveLoad tp_allreduce;
+  std::vector<CollectiveLoad> collectives;  // issued after the pass's compute (or beside it)
 };
 
 /// Costs of one virtual stage (a physical stage without interleaving).

@@ -2,7 +2,8 @@
 // when its stream is free and its dependencies are done (a stream blocked on one waits for that
 // op alone, and is woken when it completes). A point-to-point transfer starts when
 // both ends have posted it and takes its route's latency plus size over the route's narrowest
-// link; a collective starts when its last member arrives.
+// link; a collective starts when its last member arrives and takes the closed-form time of the
+// algorithm NCCL would pick (sim/collective/).
 #include <algorithm>
 #include <deque>
 #include <limits>
@@ -10,7 +11,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "sim/engine/collective.hpp"
+#include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
 
 namespace trainsim {
@@ -61,7 +62,11 @@ struct Instance {
 class AnalyticReplay {
  public:
   AnalyticReplay(const TaskGraph& g, const Topology& topo, const EngineOptions& options)
-      : g_(g), topo_(topo), options_(options), calls_(collective_call_numbers(g)) {
+      : g_(g),
+        topo_(topo),
+        options_(options),
+        calls_(collective_call_numbers(g)),
+        groups_(group_collectives(g, topo)) {
     result_.engine = EngineKind::kAnalytic;
     done_.resize(g.ranks.size());
     first_waiter_.resize(g.ranks.size());
@@ -168,8 +173,7 @@ class AnalyticReplay {
   void transfer(const Posted& send, const Posted& recv) {
     const double start = std::max(send.time, recv.time);
     const auto src = g_.gpu_of(send.rank), dst = g_.gpu_of(recv.rank);
-    const double end = start + topo_.route_latency(src, dst) +
-                       whole_bytes(send.bytes) / topo_.route_bandwidth(src, dst);
+    const double end = start + send_recv_seconds(topo_, src, dst, send.bytes);
     ++result_.activities;
     for (const Posted* p : {&send, &recv}) {
       spans_[static_cast<std::size_t>(p->rank)].push_back({start, end, false, ComputeKind::kOther,
@@ -222,8 +226,9 @@ class AnalyticReplay {
     inst.latest = std::max(inst.latest, now);
     inst.members.emplace_back(r, i);
     if (++inst.arrived < static_cast<std::int64_t>(g_.ranks_of(group).size())) return;
-    const double duration =
-        ring_collective_seconds(topo_, group, op.collective, op.bytes, op.count);
+    const double duration = groups_[static_cast<std::size_t>(op.group)]
+                                .choose(op.collective, op.bytes, op.count)
+                                .seconds;
     const double start = inst.latest;
     const auto members = std::move(inst.members);
     instances_.erase({op.group, call});
@@ -281,6 +286,7 @@ class AnalyticReplay {
   const Topology& topo_;
   EngineOptions options_;
   std::vector<std::vector<std::int32_t>> calls_;
+  std::vector<GroupCollectives> groups_;
   std::vector<Actor> actors_;
   std::vector<std::vector<double>> done_;
   std::vector<std::vector<Span>> spans_;

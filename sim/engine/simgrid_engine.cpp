@@ -1,9 +1,9 @@
 // SimGrid replay: one actor per stream of each rank. Compute ops are sleeps (or executions on
 // the GPU's host when communication slows compute down); point-to-point batches are mailbox
 // rendezvous (put_async / get_async, then wait for all); a collective synchronises its members
-// on a barrier of its own, sends one bulk flow to the ring successor, pays the remaining steps'
-// latency and synchronises again, so the whole group ends together when its slowest edge is
-// done. Dependencies between streams of a rank wait on a condition variable.
+// on a barrier of its own, sends its flows of the algorithm NCCL would pick (sim/collective/),
+// pays their remaining latency and synchronises again, so the whole group ends together when its
+// slowest flow is done. Dependencies between streams of a rank wait on a condition variable.
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "sim/engine/collective.hpp"
+#include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/simgrid_zone.hpp"
 
@@ -45,7 +45,12 @@ struct CollectiveInstance {
 class SimgridReplay {
  public:
   SimgridReplay(const TaskGraph& g, const Topology& topo, const EngineOptions& options)
-      : g_(g), topo_(topo), options_(options), calls_(collective_call_numbers(g)) {
+      : g_(g),
+        topo_(topo),
+        options_(options),
+        calls_(collective_call_numbers(g)),
+        groups_(group_collectives(g, topo)),
+        flows_(g, topo, groups_) {
     result_.engine = EngineKind::kSimGrid;
   }
 
@@ -67,8 +72,7 @@ class SimgridReplay {
     sg4::Engine::set_config("contexts/factory:thread");
 #endif
     // Owned by the engine as the root zone: the replaying ranks' GPUs and the routes they use.
-    auto folds = plan_folds();
-    zone_ = new ClusterZone(topo_, replaying_gpus(), routes_used(), std::move(folds));
+    zone_ = new ClusterZone(topo_, replaying_gpus(), routes_used(), flows_.folds());
     auto* zone = zone_;
     setup();
     for (std::int64_t r = 0; r < g_.num_ranks(); ++r) {
@@ -99,60 +103,20 @@ class SimgridReplay {
   }
 
  private:
-  // A symmetric graph's collectives are replayed by one rank for the whole group, by a flow of
-  // the ring's slowest route class moved onto the replaying GPU's links (Fold).
-  struct ClassFlow {
-    std::size_t fold = 0;
-    double latency = 0;  // of the class's route
-    double bandwidth = 0;
-  };
-
-  std::vector<Fold> plan_folds() {
-    std::vector<Fold> folds;
-    class_flows_.resize(g_.groups.size());
-    for (std::size_t gi = 0; gi < g_.groups.size(); ++gi) {
-      const auto& grp = g_.groups[gi];
-      const auto n = grp.members.size();
-      if (grp.ranks.empty() || n < 2) continue;
-      if (grp.ranks.size() != 1) {
-        throw std::logic_error("a symmetric group is replayed by one rank");
-      }
-      const auto owner = g_.gpu_of(grp.ranks[0]);
-      std::vector<RouteClass> seen;
-      for (std::size_t i = 0; i < n; ++i) {
-        const auto src = grp.members[i], dst = grp.members[(i + 1) % n];
-        const RouteClass c = topo_.route_class(src, dst);
-        if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
-        seen.push_back(c);
-        class_flows_[gi].push_back(
-            {folds.size(), topo_.route_latency(src, dst), topo_.route_bandwidth(src, dst)});
-        folds.push_back({owner, src, dst});
-      }
-    }
-    return folds;
-  }
-
   std::vector<std::int64_t> replaying_gpus() const {
     std::vector<std::int64_t> gpus;
     for (std::int64_t r = 0; r < g_.num_ranks(); ++r) gpus.push_back(g_.gpu_of(r));
     return gpus;
   }
 
-  // GPU pairs a transfer may go between: point-to-point peers, and the ring edges of the
-  // groups every member of which replays its own edge.
+  // GPU pairs a transfer may go between: point-to-point peers, and the flows of the groups every
+  // member of which replays its own.
   std::vector<std::pair<std::int64_t, std::int64_t>> routes_used() const {
-    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    auto out = flows_.routes();
     for (std::int64_t r = 0; r < g_.num_ranks(); ++r) {
       for (const auto& t : g_.ranks[static_cast<std::size_t>(r)].transfers) {
         out.emplace_back(g_.gpu_of(r), g_.gpu_of(t.peer));
         out.emplace_back(g_.gpu_of(t.peer), g_.gpu_of(r));
-      }
-    }
-    for (const auto& grp : g_.groups) {
-      if (!grp.ranks.empty()) continue;  // folded
-      const auto n = grp.members.size();
-      for (std::size_t i = 0; n > 1 && i < n; ++i) {
-        out.emplace_back(grp.members[i], grp.members[(i + 1) % n]);
       }
     }
     std::sort(out.begin(), out.end());
@@ -272,8 +236,7 @@ class SimgridReplay {
 
   void collective(std::int64_t r, std::uint32_t i, const Op& op) {
     const auto& group = g_.groups[static_cast<std::size_t>(op.group)];
-    const auto n = static_cast<std::int64_t>(group.members.size());
-    if (n < 2) return;
+    if (group.members.size() < 2) return;
     const auto call = calls_[static_cast<std::size_t>(r)][i];
     auto& inst = instances_[{op.group, call}];
     if (!inst.barrier) {
@@ -286,15 +249,12 @@ class SimgridReplay {
     const double start = sg4::Engine::get_clock();
     {
       CommKernel kernel(*this, r);
-      const auto flow = static_cast<std::uint64_t>(ring_flow_bytes(op.collective, op.bytes, n));
-      const double steps = static_cast<double>(ring_steps(op.collective, n) * op.count);
-      if (group.ranks.empty()) {
-        const double lat = ring_edge(r, group, flow);
-        if (steps > 1.0) sg4::this_actor::sleep_for((steps - 1.0) * lat);
-      } else {
-        const double end = folded_ring(r, op.group, flow, steps);
-        if (end > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(end);
-      }
+      const auto algorithm = groups_[static_cast<std::size_t>(op.group)]
+                                 .choose(op.collective, op.bytes, op.count)
+                                 .algorithm;
+      const double end = send_flows(
+          r, flows_.sent(op.group, op.collective, algorithm, g_.gpu_of(r)), op.bytes, op.count);
+      if (end > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(end);
       barrier->wait();
     }
     auto it = instances_.find({op.group, call});
@@ -304,37 +264,26 @@ class SimgridReplay {
     activities_ += 5;
   }
 
-  // A full graph: this member's bulk flow to its ring successor; returns the edge's latency
-  // (the remaining steps pay it).
-  double ring_edge(std::int64_t r, const Group& group, std::uint64_t flow) {
+  // This GPU's flows of one collective, all at once; returns when the last of them has paid its
+  // remaining latency (every call pays the algorithm's latency, the network charged one route's).
+  double send_flows(std::int64_t r, const std::vector<SentFlow>& flows, double bytes,
+                    std::int64_t count) {
     const auto gpu = g_.gpu_of(r);
-    std::size_t pos = 0;
-    while (group.members[pos] != gpu) ++pos;
-    const auto next = group.members[(pos + 1) % group.members.size()];
-    sg4::Comm::sendto_async(host(gpu), host(next), flow)->wait();
-    return topo_.route_latency(gpu, next);
-  }
-
-  // A symmetric graph: the group is done when its slowest ring edge is. Every GPU of the group
-  // sends exactly one edge over its own links, which carry the same other traffic on every GPU
-  // (stage_symmetry), so the slowest edge is the one of the class slowest without contention;
-  // the replaying GPU sends that one flow (sending one per class would make them contend on its
-  // links, which no GPU's edges do in the full replay).
-  double folded_ring(std::int64_t r, std::int32_t group, std::uint64_t flow, double steps) {
-    const auto& classes = class_flows_[static_cast<std::size_t>(group)];
-    const ClassFlow* slowest = nullptr;
-    double worst = -1;
-    for (const auto& c : classes) {
-      const double t = steps * c.latency + static_cast<double>(flow) / c.bandwidth;
-      if (t > worst) {
-        worst = t;
-        slowest = &c;
-      }
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(flows.size());
+    for (const auto& f : flows) {
+      auto* dst = f.fold >= 0 ? zone_->fold_host(static_cast<std::size_t>(f.fold)) : host(f.dst);
+      comms.push_back(sg4::Comm::sendto_async(
+          host(gpu), dst, static_cast<std::uint64_t>(whole_bytes(bytes * f.share))));
     }
-    const auto comm =
-        sg4::Comm::sendto_async(host(g_.gpu_of(r)), zone_->fold_host(slowest->fold), flow);
-    comm->wait();
-    return comm->get_finish_time() + (steps - 1.0) * slowest->latency;
+    double end = sg4::Engine::get_clock();
+    for (std::size_t k = 0; k < comms.size(); ++k) {
+      comms[k]->wait();
+      const auto& f = flows[k];
+      end = std::max(end, comms[k]->get_finish_time() + static_cast<double>(count) * f.latency_s -
+                              f.route_latency_s);
+    }
+    return end;
   }
 
   sg4::Host* host(std::int64_t gpu) const {
@@ -368,8 +317,9 @@ class SimgridReplay {
   const Topology& topo_;
   EngineOptions options_;
   std::vector<std::vector<std::int32_t>> calls_;
+  std::vector<GroupCollectives> groups_;
+  CollectiveReplayPlan flows_;
   ClusterZone* zone_ = nullptr;
-  std::vector<std::vector<ClassFlow>> class_flows_;  // per group, in a symmetric graph
   std::vector<RankState> ranks_;
   std::map<std::pair<std::int32_t, std::int32_t>, CollectiveInstance> instances_;
   std::unordered_map<std::uint64_t, sg4::Mailbox*> p2p_boxes_;

@@ -10,17 +10,10 @@
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
 
+#include "sim/engine/collective_replay.hpp"
 #include "sim/platform/topology.hpp"
 
 namespace trainsim {
-
-/// A transfer of another GPU (src -> dst) that `owner` replays on its own links (symmetric
-/// simulation; Topology::folded_route).
-struct Fold {
-  std::int64_t owner = 0;
-  std::int64_t src = 0;
-  std::int64_t dst = 0;
-};
 
 class ClusterZone : public simgrid::kernel::routing::NetZoneImpl {
  public:

@@ -1,9 +1,10 @@
 #include "sim/evaluate/evaluate.hpp"
 
+#include <algorithm>
 #include <limits>
 
+#include "sim/collective/group_collectives.hpp"
 #include "sim/core/error.hpp"
-#include "sim/engine/collective.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/graph/symmetry.hpp"
 #include "sim/model/params.hpp"
@@ -47,29 +48,36 @@ std::vector<std::int64_t> deepspeed_layer_params(const Model& model, const Plan&
 
 namespace {
 
-// Compute plus TP all-reduces of a forward and a backward pass, the all-reduces priced on the
-// ring of the first TP group as placed.
+// Compute plus TP collectives of a forward and a backward pass, the collectives priced on the
+// first TP group as placed.
 class PassTimer {
  public:
-  PassTimer(const Platform& platform, const Plan& plan) : topology_(platform, plan.tp) {
-    for (auto r : Layout(plan).group(Dim::kTP, 0)) {
-      group_.members.push_back(static_cast<std::int32_t>(r));
-    }
-  }
+  PassTimer(const Platform& platform, const Plan& plan)
+      : topology_(platform, first_tp_group_span(plan)), tp_(topology_, first_tp_group(plan)) {}
   double seconds(const PassCost& forward, const PassCost& backward) const {
     double t = forward.seconds + backward.seconds;
     for (const PassCost* pass : {&forward, &backward}) {
-      if (pass->tp_allreduce.count > 0) {
-        t += ring_collective_seconds(topology_, group_, CollectiveKind::kAllReduce,
-                                     pass->tp_allreduce.bytes, pass->tp_allreduce.count);
+      for (const auto& c : pass->collectives) {
+        if (c.dim == Dim::kTP && c.count > 0) t += tp_.choose(c.kind, c.bytes, c.count).seconds;
       }
     }
     return t;
   }
 
  private:
+  static Members first_tp_group(const Plan& plan) {
+    Members out;
+    for (auto r : Layout(plan).group(Dim::kTP, 0)) out.push_back(static_cast<std::int32_t>(r));
+    return out;
+  }
+  // GPUs the topology needs to hold the group.
+  static std::int64_t first_tp_group_span(const Plan& plan) {
+    const auto g = first_tp_group(plan);
+    return *std::max_element(g.begin(), g.end()) + 1;
+  }
+
   Topology topology_;
-  Group group_;
+  GroupCollectives tp_;
 };
 
 }  // namespace

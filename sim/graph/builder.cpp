@@ -29,18 +29,6 @@ const char* to_string(CommKind kind) {
   return "?";
 }
 
-const char* to_string(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return "all_reduce";
-    case CollectiveKind::kAllGather:
-      return "all_gather";
-    case CollectiveKind::kReduceScatter:
-      return "reduce_scatter";
-  }
-  return "?";
-}
-
 const char* to_string(ComputeKind kind) {
   switch (kind) {
     case ComputeKind::kForward:
@@ -85,16 +73,6 @@ std::size_t TaskGraph::num_ops() const {
   std::size_t n = 0;
   for (const auto& r : ranks) n += r.ops.size();
   return n;
-}
-
-double ring_bytes(CollectiveKind kind, double bytes, std::int64_t members) {
-  const double n = static_cast<double>(members);
-  const double share = (n - 1.0) / n * bytes;
-  return kind == CollectiveKind::kAllReduce ? 2.0 * share : share;
-}
-
-std::int64_t ring_steps(CollectiveKind kind, std::int64_t members) {
-  return kind == CollectiveKind::kAllReduce ? 2 * (members - 1) : members - 1;
 }
 
 std::int64_t grad_bucket_params(std::int64_t dp) {
@@ -197,7 +175,7 @@ class RankProgramWriter {
         rank_of_gpu_(rank_of_gpu),
         gpu_(gpu),
         stage_(layout.coord(gpu, Dim::kPP)),
-        tp_group_(groups[index_of(Dim::kTP)]),
+        groups_(groups),
         dp_group_(groups[index_of(Dim::kDP)]),
         b_(program) {
     if (plan.schedule == ScheduleKind::kInterleaved) {
@@ -249,9 +227,9 @@ class RankProgramWriter {
     return *last_compute_;
   }
 
-  // A pass: its compute op, then its TP all-reduces after it on the compute stream or, with
-  // --tp-comm-overlap, alongside it on the TP stream (same start; the next compute op waits for
-  // both). Returns the op after which the pass's output exists.
+  // A pass: its compute op, then its collectives after it on the compute stream or, with
+  // --tp-comm-overlap, the TP ones alongside it on the TP stream (same start; the next compute op
+  // waits for both). Returns the op after which the pass's output exists.
   Index run(ComputeKind kind, std::int64_t mb, std::int64_t chunk, const PassCost& pass,
             Deps deps = {}) {
     Deps all = take_pending();
@@ -260,17 +238,21 @@ class RankProgramWriter {
     if (last_compute_) alongside.push_back(*last_compute_);
     const Index c = b_.compute(kind, mb, chunk, pass.seconds, all);
     last_compute_ = c;
-    const CollectiveLoad& load = pass.tp_allreduce;
-    if (tp_group_ < 0 || load.count == 0) return c;
-    if (!plan_.tp_comm_overlap) {
-      last_compute_ = b_.collective(Stream::kCompute, CommKind::kTP, CollectiveKind::kAllReduce,
-                                    tp_group_, load.bytes, load.count, mb, {});
-      return *last_compute_;
+    Index out = c;
+    for (const CollectiveLoad& load : pass.collectives) {
+      const auto group = groups_[index_of(load.dim)];
+      if (group < 0 || load.count == 0) continue;
+      if (load.dim == Dim::kTP && plan_.tp_comm_overlap) {
+        out = b_.collective(Stream::kTP, comm_kind(load.dim), load.kind, group, load.bytes,
+                            load.count, mb, alongside);
+        pending_.push_back(out);
+        continue;
+      }
+      last_compute_ = b_.collective(Stream::kCompute, comm_kind(load.dim), load.kind, group,
+                                    load.bytes, load.count, mb, {});
+      out = *last_compute_;
     }
-    const Index tp = b_.collective(Stream::kTP, CommKind::kTP, CollectiveKind::kAllReduce,
-                                   tp_group_, load.bytes, load.count, mb, alongside);
-    pending_.push_back(tp);
-    return tp;
+    return out;
   }
 
   // --overlap-param-gather: the distributed optimizer's parameter all-gathers run during the
@@ -326,7 +308,7 @@ class RankProgramWriter {
     for (std::int64_t k = 0; k < n; ++k) {
       PassCost piece;
       piece.seconds = pass.seconds / static_cast<double>(n);
-      if (k == n - 1) piece.tp_allreduce = pass.tp_allreduce;
+      if (k == n - 1) piece.collectives = pass.collectives;
       Deps d = k == 0 ? deps : Deps{};
       d.push_back(gathers[static_cast<std::size_t>(k)]);
       out = run(ComputeKind::kForward, mb, chunk, piece, d);
@@ -367,7 +349,7 @@ class RankProgramWriter {
       deps.push_back(it->second);
     }
     zero3_gather(c, mb, deps);
-    if (sc.recompute.seconds > 0 || sc.recompute.tp_allreduce.count > 0) {
+    if (sc.recompute.seconds > 0 || !sc.recompute.collectives.empty()) {
       run(ComputeKind::kRecompute, mb, c, sc.recompute, deps);
       deps.clear();
     }
@@ -415,7 +397,7 @@ class RankProgramWriter {
     for (std::int64_t k = 0; k < n; ++k) {
       PassCost piece;
       piece.seconds = pass.seconds / static_cast<double>(n);
-      if (k == n - 1) piece.tp_allreduce = pass.tp_allreduce;
+      if (k == n - 1) piece.collectives = pass.collectives;
       const Index out = run(kind, mb, chunk, piece, k == 0 ? first : Deps{});
       dp_ops_.push_back(
           b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group_, bytes, 1, mb, {out}));
@@ -510,7 +492,7 @@ class RankProgramWriter {
   const std::vector<std::int32_t>& rank_of_gpu_;  // empty: rank = GPU (a full graph)
   std::int64_t gpu_;
   std::int64_t stage_;
-  std::int32_t tp_group_;
+  GroupIds groups_;  // by dimension; -1 where the dimension has size 1
   std::int32_t dp_group_;
   RankBuilder b_;
   std::optional<Index> last_compute_;

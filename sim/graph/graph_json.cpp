@@ -21,8 +21,9 @@ Enum enum_from(JsonObject& o, const char* key, const std::array<Enum, N>& values
 
 constexpr std::array<CommKind, 5> kCommKinds = {CommKind::kTP, CommKind::kPP, CommKind::kDP,
                                                 CommKind::kCP, CommKind::kEP};
-constexpr std::array<CollectiveKind, 3> kCollectives = {
-    CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter};
+constexpr std::array<CollectiveKind, kNumCollectiveKinds> kCollectives = {
+    CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+    CollectiveKind::kAllToAll,  CollectiveKind::kBroadcast, CollectiveKind::kSendRecv};
 constexpr std::array<ComputeKind, 4> kComputeKinds = {ComputeKind::kForward, ComputeKind::kBackward,
                                                       ComputeKind::kOptimizer, ComputeKind::kOther};
 

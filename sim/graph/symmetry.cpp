@@ -1,29 +1,41 @@
 #include "sim/graph/symmetry.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "sim/collective/flows.hpp"
 #include "sim/plan/layout.hpp"
 
 namespace trainsim {
 
 namespace {
 
-// The route classes of a ring's edges, in a canonical order.
-std::vector<RouteClass> ring_classes(const Topology& topo, const std::vector<std::int64_t>& ring) {
-  std::vector<RouteClass> out;
-  const auto n = ring.size();
-  if (n < 2) return out;
-  for (std::size_t i = 0; i < n; ++i) out.push_back(topo.route_class(ring[i], ring[(i + 1) % n]));
+Members as_members(const std::vector<std::int64_t>& ranks) {
+  return Members(ranks.begin(), ranks.end());
+}
+
+// The route classes and shares of a collective's flows, in a canonical order: two groups with
+// the same price the same.
+std::vector<std::pair<RouteClass, double>> flow_classes(const Topology& topo,
+                                                        const std::vector<CollectiveFlow>& flows) {
+  std::vector<std::pair<RouteClass, double>> out;
+  for (const auto& f : flows) out.emplace_back(topo.route_class(f.src, f.dst), f.share);
   std::sort(out.begin(), out.end());
   return out;
 }
 
-// A ring member's own edge: over NVLink (true) or a NIC.
-bool own_edge_in_node(const Topology& topo, const std::vector<std::int64_t>& ring,
-                      std::size_t pos) {
-  return topo.route_class(ring[pos], ring[(pos + 1) % ring.size()]) == RouteClass::kNode;
+// What a GPU's links carry for a collective: the kinds of link each flow it sends (or receives)
+// leaves and arrives by, and its share, in a canonical order.
+using LinkLoad = std::vector<std::tuple<LinkKind, LinkKind, double>>;
+LinkLoad link_load(const Topology& topo, const std::vector<CollectiveFlow>& mine) {
+  LinkLoad out;
+  for (const auto& f : mine) {
+    const auto [first, last] = route_ends(topo, f.src, f.dst);
+    out.emplace_back(first, last, f.share);
+  }
+  return out;
 }
 
 class Checker {
@@ -87,17 +99,28 @@ class Checker {
     return true;
   }
 
-  // Every group along d in stage s against the stage leader's: why they differ, or empty.
+  // Every group along d in stage s against the stage leader's, on the flows of the ring-family
+  // algorithm its collectives run (the tree, where NCCL picks it, uses the same edges): why they
+  // differ, or empty.
   std::string groups_differ(std::int64_t s, Dim d) const {
     if (layout_.size(d) < 2) return {};
-    const auto rep = layout_.group(d, layout_.stage_leader(s));
-    const auto want = ring_classes(topo_, rep);
-    const bool rep_in_node = own_edge_in_node(topo_, rep, 0);
-    for (const auto& g : layout_.groups_in_stage(d, s)) {
-      if (ring_classes(topo_, g) != want) return "groups' rings cross different links";
+    const auto leader = static_cast<std::int32_t>(layout_.stage_leader(s));
+    const auto rep = as_members(layout_.group(d, leader));
+    const auto family = ring_algorithm(topo_, rep);
+    const auto rep_flows = collective_flows(topo_, rep, CollectiveKind::kAllReduce, family);
+    const auto want = flow_classes(topo_, rep_flows);
+    const auto load = link_load(topo_, canonical_flows_by_member(topo_, rep_flows, true)[leader]);
+    for (const auto& ranks : layout_.groups_in_stage(d, s)) {
+      const auto g = as_members(ranks);
+      const auto flows = collective_flows(topo_, g, CollectiveKind::kAllReduce, family);
+      if (ring_algorithm(topo_, g) != family || flow_classes(topo_, flows) != want) {
+        return "groups' rings cross different links";
+      }
       if (!contention_) continue;
-      for (std::size_t pos = 0; pos < g.size(); ++pos) {
-        if (own_edge_in_node(topo_, g, pos) != rep_in_node) {
+      auto sent = canonical_flows_by_member(topo_, flows, true);
+      auto received = canonical_flows_by_member(topo_, flows, false);
+      for (const auto gpu : g) {
+        if (link_load(topo_, sent[gpu]) != load || link_load(topo_, received[gpu]) != load) {
           return "ring sends from some GPUs over NVLink and from others over the network, so "
                  "their links carry different loads";
         }

@@ -4,12 +4,15 @@
 // different streams run concurrently, ordered only by explicit dependencies on earlier ops of
 // the same rank (like CUDA events). Compute ops carry a duration; point-to-point batches post
 // their sends and receives together and wait for all of them (NCCL batch_isend_irecv semantics,
-// rendezvous with the peer); collectives synchronise their group and move their bytes on a ring.
+// rendezvous with the peer); collectives synchronise their group and move their bytes as NCCL's
+// algorithms do (sim/collective/).
 // No SimGrid here: the graph is plain data, serialisable and testable.
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "sim/collective/kinds.hpp"
 
 namespace trainsim {
 
@@ -17,9 +20,6 @@ namespace trainsim {
 enum class CommKind : std::uint8_t { kTP, kPP, kDP, kCP, kEP };
 inline constexpr std::size_t kNumCommKinds = 5;
 const char* to_string(CommKind kind);
-
-enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter };
-const char* to_string(CollectiveKind kind);
 
 /// What a compute op does, for reports and traces. A backward is either whole, or split into
 /// its input-gradient part (B) and its weight-gradient part (W) by zero-bubble schedules.
@@ -115,11 +115,5 @@ struct TaskGraph {
   }
   std::size_t num_ops() const;
 };
-
-/// Ring collective as simulated: each member sends `ring_bytes` to its successor in one bulk flow
-/// and pays the latency of `ring_steps` steps. S bytes over n members:
-///   all-reduce 2(n-1)/n S in 2(n-1) steps; all-gather and reduce-scatter (n-1)/n S in n-1.
-double ring_bytes(CollectiveKind kind, double bytes, std::int64_t members);
-std::int64_t ring_steps(CollectiveKind kind, std::int64_t members);
 
 }  // namespace trainsim

@@ -90,8 +90,9 @@ TEST(Cli, FlagsOverrideTheScenario) {
 }
 
 // The rank order decides which links a group uses: with dp innermost the four DP ranks share a
-// node (NVLink) and each TP group of 4 spans two nodes (the network), so TP time grows and DP
-// time shrinks, each by far more than any other effect could explain.
+// node (NVLink) and each TP group of 4 spans two nodes (two rail rings, half the bytes over the
+// network), so TP time grows and DP time shrinks, each by far more than any other effect could
+// explain.
 TEST(Cli, RankOrderDecidesWhichLinksAGroupUses) {
   auto exposed = [](const char* order) {
     const auto r = test::run_trainsim(
@@ -102,8 +103,8 @@ TEST(Cli, RankOrderDecidesWhichLinksAGroupUses) {
     return j["exposed_comm_s"];
   };
   const auto megatron = exposed("tp-cp-ep-dp-pp"), dp_first = exposed("dp-tp-cp-ep-pp");
-  EXPECT_GT(dp_first["tp"].get<double>(), 5 * megatron["tp"].get<double>());
-  EXPECT_LT(5 * dp_first["dp"].get<double>(), megatron["dp"].get<double>());
+  EXPECT_GT(dp_first["tp"].get<double>(), 3 * megatron["tp"].get<double>());
+  EXPECT_LT(3 * dp_first["dp"].get<double>(), megatron["dp"].get<double>());
   EXPECT_NEAR(dp_first["pp"].get<double>(), megatron["pp"].get<double>(), 1e-9);
 }
 
@@ -281,7 +282,7 @@ TEST(Cli, ListShowsTheCatalog) {
 
 TEST(Cli, DumpGraphWritesTheTaskGraph) {
   const std::string path = test::make_temp_dir() + "/graph.json";
-  const auto r = test::run_trainsim({"run", kScenario, "--dump-graph", path});
+  const auto r = test::run_trainsim({"run", kScenario, "--dump-graph", path, "--full-simulation"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto g = nlohmann::json::parse(test::read_file(path));
   EXPECT_EQ(g["ranks"].size(), 64u);

@@ -2,7 +2,7 @@
 // SimGrid allows one simulation per process; ctest runs every TEST in a process of its own.
 #include <gtest/gtest.h>
 
-#include "sim/engine/collective.hpp"
+#include "sim/collective/group_collectives.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/graph/builder.hpp"
 #include "tests/support/support.hpp"
@@ -48,8 +48,7 @@ const Topology& nvswitch() {
 // One bucket's all-reduce over the two GPUs.
 double bucket_seconds() {
   const double bucket = static_cast<double>(kParams) * kGradReduceBytes / 4.0;
-  return ring_collective_seconds(nvswitch(), Group{CommKind::kDP, {0, 1}, {}},
-                                 CollectiveKind::kAllReduce, bucket, 1);
+  return GroupCollectives(nvswitch(), {0, 1}).choose(CollectiveKind::kAllReduce, bucket, 1).seconds;
 }
 
 TEST(DpOverlap, BucketsAreMegatronCores) {
@@ -138,11 +137,11 @@ TEST(DpOverlap, ParameterGatherHiddenBehindTheFirstForward) {
   CostModel costs = test::uniform_costs(1, c.tf, c.tb);
   costs.stages[0].params_per_gpu = kParams;
   costs.stages[0].grad_bytes = static_cast<double>(kParams) * kGradReduceBytes;
-  const Group dp{CommKind::kDP, {0, 1}, {}};
-  const double rs = ring_collective_seconds(nvswitch(), dp, CollectiveKind::kReduceScatter,
-                                            costs.stages[0].grad_bytes / 4, 1);
-  const double ag = ring_collective_seconds(nvswitch(), dp, CollectiveKind::kAllGather,
-                                            static_cast<double>(kParams) * 2.0 / 4, 1);
+  const GroupCollectives dp(nvswitch(), {0, 1});
+  const double rs =
+      dp.choose(CollectiveKind::kReduceScatter, costs.stages[0].grad_bytes / 4, 1).seconds;
+  const double ag =
+      dp.choose(CollectiveKind::kAllGather, static_cast<double>(kParams) * 2.0 / 4, 1).seconds;
   ASSERT_LT(ag, c.tf / 4);
   const double compute = static_cast<double>(c.m) * (c.tf + c.tb);
   plan.overlap_param_gather = true;

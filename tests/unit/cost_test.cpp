@@ -8,6 +8,11 @@
 namespace trainsim {
 namespace {
 
+// A pass's tensor-parallel all-reduces.
+CollectiveLoad tp_allreduce(const PassCost& pass) {
+  return collective_load(pass.collectives, CollectiveKind::kAllReduce, Dim::kTP);
+}
+
 double sum_flops(const PassCost& pass, KernelKind kind) {
   double f = 0;
   for (const auto& k : pass.kernels) {
@@ -69,13 +74,13 @@ TEST(CostModel, TensorParallelAllReducesPerPass) {
   const double act = 8192.0 * 8192.0 * 2.0;  // b s h in BF16
   // Two per layer each way; the embedding adds one forward; the LM head one backward; the
   // vocabulary-parallel cross-entropy three small ones forward.
-  EXPECT_EQ(cm.stages[1].forward.tp_allreduce.count, 40);
-  EXPECT_DOUBLE_EQ(cm.stages[1].forward.tp_allreduce.bytes, 40 * act);
-  EXPECT_EQ(cm.stages[1].backward.tp_allreduce.count, 40);
-  EXPECT_EQ(cm.stages[0].forward.tp_allreduce.count, 41);
-  EXPECT_EQ(cm.stages[3].forward.tp_allreduce.count, 43);
-  EXPECT_DOUBLE_EQ(cm.stages[3].forward.tp_allreduce.bytes, 40 * act + 3 * 8192.0 * 4.0);
-  EXPECT_EQ(cm.stages[3].backward.tp_allreduce.count, 41);
+  EXPECT_EQ(tp_allreduce(cm.stages[1].forward).count, 40);
+  EXPECT_DOUBLE_EQ(tp_allreduce(cm.stages[1].forward).bytes, 40 * act);
+  EXPECT_EQ(tp_allreduce(cm.stages[1].backward).count, 40);
+  EXPECT_EQ(tp_allreduce(cm.stages[0].forward).count, 41);
+  EXPECT_EQ(tp_allreduce(cm.stages[3].forward).count, 43);
+  EXPECT_DOUBLE_EQ(tp_allreduce(cm.stages[3].forward).bytes, 40 * act + 3 * 8192.0 * 4.0);
+  EXPECT_EQ(tp_allreduce(cm.stages[3].backward).count, 41);
   EXPECT_DOUBLE_EQ(cm.stages[2].p2p_bytes, act);
 }
 
@@ -84,8 +89,8 @@ TEST(CostModel, TpOneHasNoAllReduces) {
   const auto cm = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(1, 2, 4096),
                                 test::uniform_partition(m, 2));
   for (const auto& s : cm.stages) {
-    EXPECT_EQ(s.forward.tp_allreduce.count, 0);
-    EXPECT_EQ(s.backward.tp_allreduce.count, 0);
+    EXPECT_EQ(tp_allreduce(s.forward).count, 0);
+    EXPECT_EQ(tp_allreduce(s.backward).count, 0);
   }
 }
 
@@ -150,9 +155,9 @@ TEST(CostModel, RecomputeIsTheDecodersForwardOrTheAttentionCore) {
     EXPECT_NEAR(full.stages[s].recompute.seconds, decoder_fwd, 1e-12 * decoder_fwd);
     EXPECT_NEAR(selective.stages[s].recompute.seconds, attention_fwd, 1e-12 * attention_fwd);
     // Two TP all-reduces per recomputed layer (full), none for the attention core.
-    EXPECT_EQ(full.stages[s].recompute.tp_allreduce.count,
+    EXPECT_EQ(tp_allreduce(full.stages[s].recompute).count,
               2 * part.decoders(static_cast<std::int64_t>(s)));
-    EXPECT_EQ(selective.stages[s].recompute.tp_allreduce.count, 0);
+    EXPECT_EQ(tp_allreduce(selective.stages[s].recompute).count, 0);
     // The forward and backward themselves do not change.
     EXPECT_EQ(full.stages[s].forward.seconds, none.stages[s].forward.seconds);
     EXPECT_EQ(full.stages[s].backward.seconds, none.stages[s].backward.seconds);
@@ -160,7 +165,8 @@ TEST(CostModel, RecomputeIsTheDecodersForwardOrTheAttentionCore) {
   // A middle stage holds decoders only: its full recomputation is its whole forward.
   EXPECT_NEAR(full.stages[1].recompute.seconds, none.stages[1].forward.seconds,
               1e-12 * none.stages[1].forward.seconds);
-  EXPECT_EQ(full.stages[1].recompute.tp_allreduce.bytes, none.stages[1].forward.tp_allreduce.bytes);
+  EXPECT_EQ(tp_allreduce(full.stages[1].recompute).bytes,
+            tp_allreduce(none.stages[1].forward).bytes);
 }
 
 // Zero-bubble split: input gradient + weight gradient = the whole backward.
@@ -172,8 +178,8 @@ TEST(CostModel, BackwardSplitsIntoInputAndWeightGradients) {
   for (const auto& s : c.stages) {
     EXPECT_NEAR(s.backward_input.seconds + s.backward_weight.seconds, s.backward.seconds,
                 1e-12 * s.backward.seconds);
-    EXPECT_EQ(s.backward_input.tp_allreduce.count, s.backward.tp_allreduce.count);
-    EXPECT_EQ(s.backward_weight.tp_allreduce.count, 0);
+    EXPECT_EQ(tp_allreduce(s.backward_input).count, tp_allreduce(s.backward).count);
+    EXPECT_EQ(tp_allreduce(s.backward_weight).count, 0);
     // The weight-gradient GEMMs are half the backward GEMM FLOPs.
     EXPECT_NEAR(sum_flops(s.backward_weight, KernelKind::kGemm),
                 0.5 * sum_flops(s.backward, KernelKind::kGemm),
@@ -197,7 +203,7 @@ TEST(CostModel, SequenceParallelShardsNormsAndMessages) {
     const bool sharded = a.name.ends_with("norm") || a.name.ends_with("residual_add");
     EXPECT_DOUBLE_EQ(b.bytes, sharded ? a.bytes / 4 : a.bytes) << a.name;
   }
-  EXPECT_EQ(on.stages[1].forward.tp_allreduce.bytes, off.stages[1].forward.tp_allreduce.bytes);
+  EXPECT_EQ(tp_allreduce(on.stages[1].forward).bytes, tp_allreduce(off.stages[1].forward).bytes);
 }
 
 }  // namespace

@@ -39,14 +39,18 @@ TEST(Symmetry, NodeAlignedLayoutsAreSymmetric) {
 }
 
 TEST(Symmetry, WhereGpusOfAStageDiffer) {
-  // TP 4: two DP members per node, so DP ring edges alternate NVLink and NIC: each GPU's links
-  // carry a different load (contention), though every DP group prices the same (no contention).
-  const Symmetry tp4 = symmetry(plan_of(4, 4, 4), true);
-  EXPECT_FALSE(tp4.holds);
-  EXPECT_EQ(tp4.reason,
+  // TP 4: two DP members per node. NCCL runs one ring per rail, each GPU sending one ring's
+  // bytes over NVLink and one over its NIC: every GPU's links carry the same load.
+  EXPECT_TRUE(symmetry(plan_of(4, 4, 4), true).holds);
+  // TP 4, DP 3: the DP group of GPUs 0, 4 and 8 has two members on node 0 and one on node 1, so
+  // its single ring sends from GPU 0 over NVLink and from GPUs 4 and 8 over the network: their
+  // links carry different loads (contention), though every DP group prices the same.
+  const Symmetry uneven = symmetry(plan_of(4, 1, 3), true);
+  EXPECT_FALSE(uneven.holds);
+  EXPECT_EQ(uneven.reason,
             "stage 0's data-parallel ring sends from some GPUs over NVLink and from others over "
             "the network, so their links carry different loads");
-  EXPECT_TRUE(symmetry(plan_of(4, 4, 4), false).holds);
+  EXPECT_TRUE(symmetry(plan_of(4, 1, 3), false).holds);
   // 6 GPUs per stage: stage 1 straddles nodes 0 and 1, so some of its GPUs reach stage 0 over
   // NVLink and some over a NIC.
   const Symmetry odd = symmetry(plan_of(2, 2, 3), false);
@@ -69,9 +73,10 @@ TEST(Symmetry, ChooseReplay) {
   const auto one_per_stage = choose_replay(plan_of(1, 4, 1), topo, true, false);
   EXPECT_EQ(one_per_stage.replay, Replay::kFull);
   EXPECT_EQ(one_per_stage.why_full, "");  // nothing to fold: nothing to explain
-  const auto tp4 = choose_replay(plan_of(4, 4, 4), topo, true, false);
-  EXPECT_EQ(tp4.replay, Replay::kFull);
-  EXPECT_EQ(tp4.why_full, stage_symmetry(plan_of(4, 4, 4), topo, true).reason);
+  const auto uneven = choose_replay(plan_of(4, 1, 3), topo, true, false);
+  EXPECT_EQ(uneven.replay, Replay::kFull);
+  EXPECT_EQ(uneven.why_full, stage_symmetry(plan_of(4, 1, 3), topo, true).reason);
+  EXPECT_FALSE(uneven.why_full.empty());
 }
 
 // The reduced graph: one program per stage, run by the stage's GPU at tp 0, dp 0; the
