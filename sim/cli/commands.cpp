@@ -1,9 +1,9 @@
 #include "sim/cli/commands.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "sim/check/checks.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
@@ -19,6 +19,7 @@
 #include "sim/model/params.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
+#include "sim/search/diagnose.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace trainsim {
@@ -49,6 +50,36 @@ void emit(const Report& report, const RunOptions& opt, std::ostream& out) {
   out << (opt.format == "json" ? json : text);
 }
 
+// `check`'s output: every diagnostic with its fix, as text or JSON.
+void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& format,
+                       std::ostream& out) {
+  if (format == "json") {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& d : diagnostics) {
+      j.push_back({{"id", d.id},
+                   {"severity", to_string(d.severity)},
+                   {"stage", d.stage ? nlohmann::ordered_json(*d.stage) : nullptr},
+                   {"message", d.message},
+                   {"fix", d.fix}});
+    }
+    out << nlohmann::ordered_json{{"diagnostics", j}}.dump(2) << "\n";
+  } else if (diagnostics.empty()) {
+    out << "no diagnostics: the plan looks sound\n";
+  } else {
+    for (const auto& d : diagnostics) {
+      out << "[" << to_string(d.severity) << "] " << d.id;
+      if (d.stage) out << " (stage " << *d.stage << ")";
+      out << ": " << d.message << "\n";
+      if (!d.fix.empty()) out << "    fix: " << d.fix << "\n";
+    }
+  }
+}
+
+bool has_errors(const std::vector<Diagnostic>& diagnostics) {
+  return std::any_of(diagnostics.begin(), diagnostics.end(),
+                     [](const Diagnostic& d) { return d.severity == Severity::kError; });
+}
+
 int run_or_check(const std::string& command, const std::vector<std::string>& args,
                  std::ostream& out) {
   RunOptions opt = parse_run_options(command, args);
@@ -59,33 +90,10 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   ResolvedInputs in = resolve_inputs(opt.inputs);
   const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);
   const CostModel costs = compute_costs(in.model, in.platform, in.plan, partition);
-  std::vector<Diagnostic> diagnostics =
-      check_plan(in.model, in.platform, in.plan, partition, costs);
-  bool errors = false;
-  for (const auto& d : diagnostics) errors = errors || d.severity == Severity::kError;
-
   if (command == "check") {
-    if (opt.format == "json") {
-      nlohmann::ordered_json j = nlohmann::ordered_json::array();
-      for (const auto& d : diagnostics) {
-        j.push_back({{"id", d.id},
-                     {"severity", to_string(d.severity)},
-                     {"stage", d.stage ? nlohmann::ordered_json(*d.stage) : nullptr},
-                     {"message", d.message},
-                     {"fix", d.fix}});
-      }
-      out << nlohmann::ordered_json{{"diagnostics", j}}.dump(2) << "\n";
-    } else if (diagnostics.empty()) {
-      out << "no diagnostics: the plan looks sound\n";
-    } else {
-      for (const auto& d : diagnostics) {
-        out << "[" << to_string(d.severity) << "] " << d.id;
-        if (d.stage) out << " (stage " << *d.stage << ")";
-        out << ": " << d.message << "\n";
-        if (!d.fix.empty()) out << "    fix: " << d.fix << "\n";
-      }
-    }
-    return errors ? kExitDiagnostics : kExitOk;
+    const auto diagnostics = diagnose(in.model, in.platform, in.plan, partition, costs);
+    print_diagnostics(diagnostics, opt.format, out);
+    return has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
   }
 
   const Topology topology(in.platform, in.plan.world_size());
@@ -103,10 +111,18 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, partition, costs);
     write_file_atomically(*opt.trace, trace_json(in.plan, in.platform, sim, memory));
   }
+  // Fixes are priced with the analytic engine and the symmetric replay where the layout allows
+  // it (evaluate()). A run on that engine without --full-simulation is that same simulation of
+  // the plan, so its step time is the baseline; SimGrid's (contention) or the full replay's is
+  // not, and the plan space then prices the baseline itself: fixes compare like with like.
+  const bool same_simulator = in.engine == EngineKind::kAnalytic && !opt.full_simulation;
+  const std::vector<Diagnostic> diagnostics =
+      diagnose(in.model, in.platform, in.plan, partition, costs, {},
+               same_simulator ? std::optional<double>(sim.step_time_s) : std::nullopt);
   ReportInputs ri{in.model, in.platform,      in.plan,           partition,   costs,
                   sim,      in.scenario_name, input_records(in), diagnostics, replay.why_full};
   emit(make_report(ri), opt, out);
-  return opt.strict && errors ? kExitDiagnostics : kExitOk;
+  return opt.strict && has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
 }
 
 int validate_command(const std::vector<std::string>& args, std::ostream& out) {

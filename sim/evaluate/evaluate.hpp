@@ -1,6 +1,6 @@
 #pragma once
 // The whole pipeline for one plan: its partition (any rule, including trainsim's balanced one),
-// costs, task graph and replay. check/ uses it to price the alternatives it proposes.
+// costs, task graph and replay. search/ uses it to price the alternatives fixes propose.
 #include <vector>
 
 #include "sim/cost/stage_cost.hpp"

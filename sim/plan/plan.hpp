@@ -1,5 +1,6 @@
 #pragma once
 // The parallel strategy: pure data plus the feasibility rules. Names follow Megatron-LM.
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -64,6 +65,9 @@ struct Plan {
   /// How ranks enumerate the parallel dimensions, innermost first (Megatron-LM's `order`; its
   /// --use-tp-pp-dp-mapping is tp-cp-ep-pp-dp).
   RankOrder rank_order = kMegatronOrder;
+
+  /// Field by field: equal plans describe the same run (sim/search caches candidates by plan).
+  auto operator<=>(const Plan&) const = default;
 
   std::int64_t world_size() const { return tp * pp * dp * cp; }
   std::int64_t global_batch() const { return gbs > 0 ? gbs : mbs * dp; }

@@ -1,5 +1,5 @@
 // Diagnostics on the framework bugs trainsim exists to catch, with their exact numbers.
-#include "sim/check/checks.hpp"
+#include "sim/search/diagnose.hpp"
 
 #include <gtest/gtest.h>
 
@@ -35,7 +35,7 @@ Checked check(const std::string& scenario, std::map<std::string, std::string> fl
   Checked c{resolve_inputs(req), {}, {}};
   c.partition = build_partition(c.in.model, c.in.platform, c.in.plan, c.in.origin);
   const auto costs = compute_costs(c.in.model, c.in.platform, c.in.plan, c.partition);
-  c.diagnostics = check_plan(c.in.model, c.in.platform, c.in.plan, c.partition, costs);
+  c.diagnostics = diagnose(c.in.model, c.in.platform, c.in.plan, c.partition, costs);
   return c;
 }
 
@@ -169,7 +169,7 @@ TEST(Diagnostics, OutOfMemoryNamesTheStageAndFixesThatFit) {
   const ResolvedInputs in = resolve_inputs(req);
   const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
   const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
-  const auto diagnostics = check_plan(in.model, in.platform, in.plan, part, costs);
+  const auto diagnostics = diagnose(in.model, in.platform, in.plan, part, costs);
   const Diagnostic* oom = nullptr;
   for (const auto& d : diagnostics) {
     if (d.id == "oom") oom = &d;
@@ -239,6 +239,72 @@ TEST(Diagnostics, OutOfMemoryUnderGPipeProposesOneFOneB) {
   const auto one_f_one_b =
       check("llama3.1-70b-64gpu", {{"sp", "true"}, {"zero", "1"}, {"pp", "8"}, {"dp", "2"}});
   EXPECT_TRUE(one_f_one_b.with_id("oom").empty());
+}
+
+// Where a TP group lies is the rank order's doing: Llama 2 7B at tp 16 spans two nodes of 8 in
+// Megatron's order (and in any order with TP innermost), and at tp 4 a dp-first order (dp 8)
+// puts each GPU of a TP group on another node. The fix moves TP within a node, and innermost
+// where the order would still spread it.
+TEST(Diagnostics, TpAcrossNodesFollowsTheRankOrder) {
+  auto tp_span = [](const std::string& order, const std::string& tp, const std::string& dp) {
+    InputRequest req;
+    req.model = "llama2-7b";
+    req.platform = "h100-sxm-ndr";
+    req.plan_flags = {{"tp", tp},          {"pp", "2"},   {"dp", dp},
+                      {"seq_len", "4096"}, {"gbs", "64"}, {"rank_order", order}};
+    const ResolvedInputs in = resolve_inputs(req);
+    const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
+    const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
+    std::vector<Diagnostic> found;
+    for (auto& d : diagnose(in.model, in.platform, in.plan, part, costs)) {
+      if (d.id == "tp-across-nodes") found.push_back(std::move(d));
+    }
+    return found;
+  };
+  const std::string wide =
+      "tensor parallelism of 16 spans nodes of 8 GPUs: its all-reduces leave NVLink for the "
+      "network";
+  for (const std::string order : {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"}) {
+    const auto found = tp_span(order, "16", "2");
+    ASSERT_EQ(found.size(), 1u) << order;
+    EXPECT_EQ(found[0].severity, Severity::kWarning);
+    EXPECT_EQ(found[0].message, wide);
+    EXPECT_EQ(found[0].fix.rfind("--tp 8 --dp 4: step ", 0), 0u) << found[0].fix;
+  }
+  EXPECT_TRUE(tp_span("tp-cp-ep-dp-pp", "4", "8").empty());
+  const auto spread = tp_span("dp-tp-cp-ep-pp", "4", "8");
+  ASSERT_EQ(spread.size(), 1u);
+  EXPECT_EQ(spread[0].message,
+            "tensor parallelism of 4 spans 4 nodes of 8 GPUs: rank order dp-tp-cp-ep-pp numbers a "
+            "TP group's GPUs 8 apart (one per node), so its all-reduces leave NVLink for the "
+            "network");
+  EXPECT_EQ(spread[0].fix.rfind("--rank-order tp-dp-cp-ep-pp: step ", 0), 0u) << spread[0].fix;
+  const auto both = tp_span("dp-tp-cp-ep-pp", "16", "2");
+  ASSERT_EQ(both.size(), 1u);
+  EXPECT_EQ(both[0].fix.rfind("--tp 8 --dp 4 --rank-order tp-dp-cp-ep-pp: step ", 0), 0u)
+      << both[0].fix;
+}
+
+// A baseline the caller has simulated already (the run's own step) is what every fix compares
+// with; nothing re-simulates the plan.
+TEST(Diagnostics, FixesCompareWithTheGivenBaseline) {
+  const auto c = check("llama3.1-70b-64gpu", {{"partition", "Et*10|t*30|t*20|t*20L"}});
+  const auto costs = compute_costs(c.in.model, c.in.platform, c.in.plan, c.partition);
+  const double step = evaluate(c.in.model, c.in.platform, c.in.plan, c.partition).sim.step_time_s;
+  const auto given = diagnose(c.in.model, c.in.platform, c.in.plan, c.partition, costs, {}, step);
+  ASSERT_EQ(given.size(), c.diagnostics.size());
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    EXPECT_EQ(given[i].message, c.diagnostics[i].message);
+    EXPECT_EQ(given[i].fix, c.diagnostics[i].fix);
+  }
+  const auto doubled =
+      diagnose(c.in.model, c.in.platform, c.in.plan, c.partition, costs, {}, 2 * step);
+  const auto imbalance = std::find_if(doubled.begin(), doubled.end(), [](const Diagnostic& d) {
+    return d.id == "stage-imbalance";
+  });
+  ASSERT_NE(imbalance, doubled.end());
+  EXPECT_TRUE(contains(imbalance->fix, " vs " + format_seconds(2 * step) + " now)"))
+      << imbalance->fix;
 }
 
 }  // namespace

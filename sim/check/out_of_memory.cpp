@@ -1,0 +1,56 @@
+// Out of memory: a stage whose peak per GPU exceeds the GPU's memory, broken down into model
+// state, activations in flight and runtime overhead.
+#include "sim/check/detect.hpp"
+#include "sim/check/wording.hpp"
+#include "sim/core/format.hpp"
+#include "sim/memory/memory.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// What the stage holds at its peak: model state, activations in flight and runtime memory.
+std::string peak_breakdown(const CheckContext& c, const StageMemory& s) {
+  const ModelState& st = s.state;
+  const std::int64_t in_flight = s.timeline.peak_in_flight;
+  return "model state " + format_bytes(st.total()) + " (weights " + format_bytes(st.weights) +
+         ", gradients " + format_bytes(st.gradients) + ", master weights " +
+         format_bytes(st.master_weights) + ", Adam moments " + format_bytes(st.optimizer) +
+         ", ZeRO " + std::to_string(c.plan.zero) + "), activations " +
+         format_bytes(s.activations_at_peak()) + " with " + std::to_string(in_flight) +
+         " micro-batch" + (in_flight == 1 ? "" : "es") + " in flight at its peak (compute step " +
+         std::to_string(s.timeline.peak_step + 1) + " of " +
+         std::to_string(static_cast<std::int64_t>(s.timeline.after_step.size())) + " of its " +
+         to_string(c.plan.schedule) + " program), runtime " + format_bytes(s.runtime_at_peak()) +
+         " (allocator buffers, fragmentation, CUDA context)";
+}
+
+}  // namespace
+
+std::vector<Finding> find_out_of_memory(const CheckContext& context) {
+  const MemoryModel mm = compute_memory(context.model, context.platform, context.plan,
+                                        context.partition, context.costs);
+  if (mm.fits()) return {};
+  const std::int64_t worst = mm.worst_stage();
+  const StageMemory& s = mm.stages[static_cast<std::size_t>(worst)];
+  std::vector<std::string> others;
+  for (std::size_t i = 0; i < mm.stages.size(); ++i) {
+    if (static_cast<std::int64_t>(i) != worst && mm.stages[i].peak_bytes > mm.capacity) {
+      others.push_back(std::to_string(i));
+    }
+  }
+  Diagnostic d;
+  d.id = "oom";
+  d.severity = Severity::kError;
+  d.stage = worst;
+  d.message = "stage " + std::to_string(worst) + " needs " + format_bytes(s.peak_bytes) +
+              " per GPU at its peak, more than the GPU's " + format_bytes(mm.capacity) + " (" +
+              context.platform.gpu.name + "): " + peak_breakdown(context, s);
+  if (!others.empty()) {
+    d.message += "; stage" + std::string(others.size() > 1 ? "s " : " ") + and_list(others) +
+                 " also exceed" + (others.size() > 1 ? "" : "s") + " it";
+  }
+  return {{std::move(d), FitInMemory{}}};
+}
+
+}  // namespace trainsim

@@ -1,0 +1,127 @@
+#include "sim/search/candidates.hpp"
+
+#include "sim/plan/vocab.hpp"
+
+namespace trainsim {
+
+namespace {
+
+bool divides_batch(const Plan& p) {
+  return p.gbs <= 0 || p.gbs % (p.mbs * p.dp) == 0;
+}
+
+// One more pipeline stage: the next pp that divides the same GPUs, DP shrinking.
+std::optional<Plan> one_more_stage(const Plan& plan) {
+  for (std::int64_t pp = plan.pp + 1; pp <= plan.pp * plan.dp; ++pp) {
+    if ((plan.pp * plan.dp) % pp != 0) continue;
+    Plan p = plan;
+    p.pp = pp;
+    p.dp = plan.pp * plan.dp / pp;
+    return p;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Plan with_gbs(const Plan& plan, std::int64_t gbs) {
+  Plan p = plan;
+  p.gbs = gbs;
+  return p;
+}
+
+Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp) {
+  Plan p = plan;
+  p.tp = tp;
+  p.dp = dp;
+  return p;
+}
+
+std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_node) {
+  std::vector<Plan> out;
+  auto with = [&](auto change) {
+    Plan p = plan;
+    change(p);
+    if (p.tp <= gpus_per_node && divides_batch(p)) out.push_back(p);
+  };
+  // GPipe keeps every micro-batch's activations until the backward; 1F1B at most pp of them.
+  if (plan.schedule == ScheduleKind::kGPipe) {
+    with([](Plan& p) { p.schedule = ScheduleKind::k1F1B; });
+  }
+  if (plan.recompute == Recompute::kNone) {
+    with([](Plan& p) { p.recompute = Recompute::kSelective; });
+  }
+  if (plan.recompute != Recompute::kFull) with([](Plan& p) { p.recompute = Recompute::kFull; });
+  if (plan.tp > 1 && !plan.sp) with([](Plan& p) { p.sp = true; });
+  if (plan.dp > 1) {
+    for (std::int64_t z : {1, 3}) {
+      if (plan.zero < z) with([z](Plan& p) { p.zero = z; });
+    }
+  }
+  if (auto deeper = one_more_stage(plan)) with([&](Plan& p) { p = *deeper; });
+  if (plan.dp % 2 == 0) with([&](Plan& p) { p = with_tp_dp(plan, plan.tp * 2, plan.dp / 2); });
+  if (plan.mbs > 1 && plan.mbs % 2 == 0) with([](Plan& p) { p.mbs /= 2; });
+  return out;
+}
+
+std::vector<ZeroLadder> layouts_on(const Plan& plan, std::int64_t gpus, std::int64_t gpus_per_node,
+                                   std::int64_t num_layers, Recompute recompute) {
+  std::vector<ZeroLadder> out;
+  for (std::int64_t tp = 1; tp <= gpus_per_node && tp <= gpus; tp *= 2) {
+    if (gpus % tp != 0) continue;
+    for (std::int64_t pp = 1; pp <= gpus / tp && pp <= num_layers; ++pp) {
+      if ((gpus / tp) % pp != 0) continue;
+      const std::int64_t dp = gpus / tp / pp;
+      if (plan.gbs > 0 && plan.gbs % (plan.mbs * dp) != 0) continue;
+      ZeroLadder ladder;
+      for (std::int64_t zero : {0, 1, 3}) {
+        if (zero > 0 && dp == 1) continue;
+        Plan p = with_tp_dp(plan, tp, dp);
+        p.pp = pp;
+        p.gpus = 0;
+        p.sp = tp > 1;
+        p.zero = zero;
+        p.recompute = recompute;
+        ladder.push_back(p);
+      }
+      out.push_back(std::move(ladder));
+    }
+  }
+  return out;
+}
+
+std::vector<Plan> smaller_pp(const Plan& plan) {
+  std::vector<Plan> out;
+  for (std::int64_t pp = plan.pp - 1; pp >= 1; --pp) {
+    if ((plan.pp * plan.dp) % pp != 0) continue;
+    Plan p = plan;
+    p.pp = pp;
+    p.dp = plan.pp * plan.dp / pp;
+    if (divides_batch(p)) out.push_back(p);
+  }
+  return out;
+}
+
+std::optional<Plan> unpadded_vocabulary_multiple(const Plan& plan, std::int64_t vocab_size) {
+  if (vocab_size % plan.tp != 0) return std::nullopt;
+  const std::int64_t per_rank = vocab_size / plan.tp;
+  for (std::int64_t alt = std::int64_t{1} << 62; alt >= 1; alt /= 2) {
+    if (alt >= plan.vocab_multiple() || per_rank % alt != 0) continue;
+    Plan p = plan;
+    p.vocab_divisible_by = alt;
+    return p;
+  }
+  return std::nullopt;
+}
+
+std::vector<Plan> unpadded_smaller_tp(const Plan& plan, std::int64_t vocab_size) {
+  std::vector<Plan> out;
+  for (std::int64_t tp = plan.tp / 2; tp >= 1; tp /= 2) {
+    if (padded_vocab(vocab_size, plan.vocab_multiple(), tp) != vocab_size) continue;
+    const Plan p = with_tp_dp(plan, tp, plan.dp * plan.tp / tp);
+    if (divides_batch(p)) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace trainsim

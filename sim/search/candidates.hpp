@@ -1,0 +1,42 @@
+#pragma once
+// The alternative plans each fix considers, generated without pricing any: sim/search's fixes
+// price them in a PlanSpace.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+
+/// Single changes to the plan, on the same GPUs, that each save memory, in this order: 1F1B for
+/// GPipe, selective then full recomputation, sequence parallelism, ZeRO 1 and 3, one more pipeline
+/// stage (the next pp dividing the same GPUs), twice the TP, half the micro-batch. Leaves out TP
+/// wider than a node and global batches mbs x dp does not divide.
+std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_node);
+
+/// One layout (tp, pp, dp) with each ZeRO stage that applies to it, the lowest first.
+using ZeroLadder = std::vector<Plan>;
+
+/// Every layout of `gpus` GPUs: TP a power of two within a node, PP up to the model's layers, DP
+/// the rest and dividing the global batch; sequence parallelism with TP; ZeRO 0, 1 and 3 (only 0
+/// without DP); the given recomputation.
+std::vector<ZeroLadder> layouts_on(const Plan& plan, std::int64_t gpus, std::int64_t gpus_per_node,
+                                   std::int64_t num_layers, Recompute recompute);
+
+/// Smaller pp on the same GPUs (dp grows as pp shrinks), the largest first.
+std::vector<Plan> smaller_pp(const Plan& plan);
+
+/// The largest power-of-two vocabulary multiple below the plan's that pads nothing at its TP;
+/// nullopt where the vocabulary does not divide over TP.
+std::optional<Plan> unpadded_vocabulary_multiple(const Plan& plan, std::int64_t vocab_size);
+
+/// Smaller TPs (halving) on the same GPUs that pad nothing, the largest first.
+std::vector<Plan> unpadded_smaller_tp(const Plan& plan, std::int64_t vocab_size);
+
+/// The plan with another global batch.
+Plan with_gbs(const Plan& plan, std::int64_t gbs);
+/// The plan with another TP and DP.
+Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp);
+
+}  // namespace trainsim

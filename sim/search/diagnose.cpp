@@ -1,0 +1,20 @@
+#include "sim/search/diagnose.hpp"
+
+#include "sim/check/detect.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/search/fixes.hpp"
+#include "sim/search/plan_space.hpp"
+
+namespace trainsim {
+
+std::vector<Diagnostic> diagnose(const Model& model, const Platform& platform, const Plan& plan,
+                                 const Partition& partition, const CostModel& costs,
+                                 const CheckOptions& options,
+                                 std::optional<double> baseline_step_s) {
+  const std::vector<double> times = stage_times(platform, plan, costs);
+  const CheckContext context{model, platform, plan, partition, costs, times, options};
+  PlanSpace space(model, platform, plan, partition, baseline_step_s);
+  return write_fixes(space, detect(context));
+}
+
+}  // namespace trainsim

@@ -1,0 +1,167 @@
+#include "sim/search/fixes.hpp"
+
+#include <cmath>
+
+#include "sim/check/wording.hpp"
+#include "sim/core/format.hpp"
+#include "sim/search/candidates.hpp"
+#include "sim/search/memory_fix.hpp"
+#include "sim/search/plan_text.hpp"
+
+namespace trainsim {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& options, const std::string& separator) {
+  std::string out;
+  for (const auto& o : options) out += (out.empty() ? "" : separator) + o;
+  return out;
+}
+
+// The plan as given on trainsim's balanced partition.
+Outcome balanced(PlanSpace& space) {
+  return space.price({space.plan(), /*balanced=*/true});
+}
+
+std::string balanced_text(PlanSpace& space, const Priced& b) {
+  return "--partition balanced (Megatron layout \"" + b.partition.megatron_layout() +
+         "\", decoders per stage " + decoder_counts_text(b.partition) +
+         "): " + step_comparison(b.step_time_s, space.baseline());
+}
+
+// "--gbs 128: step 1.234 s, 56,789 tokens/s".
+std::string batch_text(const Priced& p) {
+  return "--gbs " + std::to_string(p.plan.gbs) + ": step " + format_seconds(p.step_time_s) + ", " +
+         format_grouped(std::llround(p.tokens_per_s)) + " tokens/s";
+}
+
+// Writes each kind of request; every alternative is priced in the space.
+struct FixWriter {
+  PlanSpace& space;
+
+  std::string operator()(const FitInMemory&) const { return memory_fix(space); }
+
+  std::string operator()(const DefectFreePartition& request) const {
+    std::vector<std::string> options;
+    if (request.offer_balanced) {
+      if (const Outcome b = balanced(space)) options.push_back(balanced_text(space, *b));
+    }
+    for (const Plan& p : smaller_pp(space.plan())) {
+      const Outcome o = space.price({p}, Need::kNoDefect);
+      if (!o) continue;
+      options.push_back("or keep " + rule_name(space.plan()) + " rule with --pp " +
+                        std::to_string(p.pp) + " --dp " + std::to_string(p.dp) +
+                        " (same GPUs, decoders per stage " + decoder_counts_text(o->partition) +
+                        "): " + step_comparison(o->step_time_s, space.baseline()));
+      break;
+    }
+    return joined(options, "; ");
+  }
+
+  std::string operator()(const BalancedPartition&) const {
+    const Outcome b = balanced(space);
+    return b ? balanced_text(space, *b) : "";
+  }
+
+  std::string operator()(const DivisibleBatch& request) const {
+    std::vector<std::string> options;
+    for (std::int64_t gbs : request.gbs) {
+      if (const Outcome o = space.price({with_gbs(space.plan(), gbs)})) {
+        options.push_back(batch_text(*o));
+      }
+    }
+    return joined(options, "; or ");
+  }
+
+  std::string operator()(const FullPipelineBatch& request) const {
+    const Outcome o = space.price({with_gbs(space.plan(), request.gbs)});
+    if (!o) return "";
+    const Plan& plan = space.plan();
+    const double tokens_now =
+        static_cast<double>(plan.sequences_per_step() * plan.seq_len) / space.baseline();
+    return "--gbs " + std::to_string(request.gbs) + " (m = p): step " +
+           format_seconds(o->step_time_s) + ", " + format_grouped(std::llround(o->tokens_per_s)) +
+           " tokens/s vs " + format_grouped(std::llround(tokens_now)) + " now";
+  }
+
+  std::string operator()(const UnpaddedVocabulary& request) const;
+
+  std::string operator()(const TpWithinNode& request) const {
+    const Plan& plan = space.plan();
+    Plan alt = with_tp_dp(plan, request.tp, request.dp);
+    alt.rank_order = request.rank_order;
+    const Outcome o = space.price({alt});
+    if (!o) return "";
+    std::string flags;
+    if (alt.tp != plan.tp) {
+      flags = "--tp " + std::to_string(alt.tp) + " --dp " + std::to_string(alt.dp);
+    }
+    if (alt.rank_order != plan.rank_order) {
+      flags +=
+          (flags.empty() ? "" : " ") + std::string("--rank-order ") + to_string(alt.rank_order);
+    }
+    return flags + ": " + step_comparison(o->step_time_s, space.baseline());
+  }
+};
+
+std::string FixWriter::operator()(const UnpaddedVocabulary& request) const {
+  const Plan& plan = space.plan();
+  const Model& model = space.model();
+  std::vector<std::string> options;
+  if (auto p = unpadded_vocabulary_multiple(plan, model.vocab_size)) {
+    if (const Outcome o = space.price({*p})) {
+      options.push_back("--vocab-divisible-by " + std::to_string(p->vocab_divisible_by) + " (" +
+                        format_grouped(model.vocab_size) + " = " + std::to_string(plan.tp) + " x " +
+                        format_grouped(model.vocab_size / plan.tp) + ", no padding, same GPUs): " +
+                        step_comparison(o->step_time_s, space.baseline()));
+    }
+  }
+  for (const Plan& p : unpadded_smaller_tp(plan, model.vocab_size)) {
+    if (const Outcome o = space.price({p})) {
+      options.push_back(
+          "--tp " + std::to_string(p.tp) + " --dp " + std::to_string(p.dp) +
+          " (no padding, same GPUs): " + step_comparison(o->step_time_s, space.baseline()));
+      break;
+    }
+  }
+  const std::int64_t pad = request.padding;
+  options.push_back(
+      std::string(options.empty() ? "keep" : "or keep") + " the padding and strip the " +
+      std::to_string(pad) + (pad == 1 ? " row" : " rows") + " when saving (save [" +
+      std::to_string(model.vocab_size) + ", " + std::to_string(model.hidden_size) + "])");
+  return joined(options, "; ");
+}
+
+// Completes a stage-imbalance diagnostic with what the imbalance costs against the balanced
+// partition; false where the balanced partition is no faster (no contiguous partition is).
+bool price_imbalance(PlanSpace& space, Diagnostic& d) {
+  const Outcome b = balanced(space);
+  if (!b) return false;
+  const double now = space.baseline();
+  const double gain = now - b->step_time_s;
+  if (gain <= 1e-3 * now) return false;
+  d.message += "; the pipeline runs at its slowest stage's pace, which costs " +
+               format_seconds(gain) + " (" + percent(gain / now) + ") of the " +
+               format_seconds(now) + " step";
+  return true;
+}
+
+}  // namespace
+
+std::string fix_text(PlanSpace& space, const FixRequest& request) {
+  return std::visit(FixWriter{space}, request);
+}
+
+std::vector<Diagnostic> write_fixes(PlanSpace& space, std::vector<Finding> findings) {
+  std::vector<Diagnostic> out;
+  for (auto& f : findings) {
+    if (std::holds_alternative<BalancedPartition>(f.fix) && !price_imbalance(space, f.diagnostic)) {
+      continue;
+    }
+    f.diagnostic.fix = fix_text(space, f.fix);
+    out.push_back(std::move(f.diagnostic));
+  }
+  return out;
+}
+
+}  // namespace trainsim

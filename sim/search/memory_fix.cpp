@@ -1,0 +1,74 @@
+#include "sim/search/memory_fix.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/format.hpp"
+#include "sim/search/candidates.hpp"
+#include "sim/search/plan_text.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// "--zero 3 (peak 61.20 GiB): step ..." against the plan as given.
+std::string fit_text(PlanSpace& space, const Priced& fit) {
+  return plan_changes(space.plan(), fit.plan) + " (peak " + format_bytes(*fit.peak_bytes) +
+         "): " + step_comparison(fit.step_time_s, space.baseline());
+}
+
+}  // namespace
+
+std::vector<Priced> fitting_single_changes(PlanSpace& space) {
+  std::vector<Priced> fits;
+  for (const Plan& p : memory_saving_changes(space.plan(), space.platform().node.gpus_per_node)) {
+    if (auto o = space.price({p}, Need::kFits)) fits.push_back(*o);
+  }
+  // Fastest first: the change a planner would make.
+  std::stable_sort(fits.begin(), fits.end(),
+                   [](const Priced& a, const Priced& b) { return a.step_time_s < b.step_time_s; });
+  return fits;
+}
+
+std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus) {
+  const std::int64_t node = space.platform().node.gpus_per_node;
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    std::optional<Priced> fastest;
+    for (const ZeroLadder& ladder :
+         layouts_on(space.plan(), gpus, node, space.model().num_layers, r)) {
+      for (const Plan& p : ladder) {
+        const Outcome o = space.price({p}, Need::kFits);
+        if (!o) continue;
+        if (!fastest || o->step_time_s < fastest->step_time_s) fastest = *o;
+        break;  // a higher ZeRO stage saves memory this layout does not need
+      }
+    }
+    if (fastest) return fastest;
+  }
+  return std::nullopt;
+}
+
+std::string memory_fix(PlanSpace& space) {
+  const std::vector<Priced> fits = fitting_single_changes(space);
+  std::string fix;
+  for (const auto& f : fits) fix += (fix.empty() ? "" : "; or ") + fit_text(space, f);
+  if (!fits.empty()) return fix;
+  const std::int64_t gpus = space.plan().world_size();
+  if (auto f = fastest_fitting_plan(space, gpus)) {
+    return "no single change fits; the fastest plan on the same " + std::to_string(gpus) +
+           " GPUs that does: " + fit_text(space, *f);
+  }
+  for (std::int64_t more = 2 * gpus; more <= kMoreGpus * gpus; more *= 2) {
+    auto f = fastest_fitting_plan(space, more);
+    if (!f) continue;
+    return "no plan on " + std::to_string(gpus) +
+           " GPUs fits; the smallest cluster that does has " + std::to_string(more) +
+           " GPUs, and its fastest plan is " + plan_changes(space.plan(), f->plan) + " (peak " +
+           format_bytes(*f->peak_bytes) + "): step " + format_seconds(f->step_time_s) + ", " +
+           format_grouped(std::llround(f->tokens_per_s)) + " tokens/s";
+  }
+  return "no plan of up to " + std::to_string(kMoreGpus * gpus) +
+         " GPUs fits at this batch and sequence length";
+}
+
+}  // namespace trainsim

@@ -1,0 +1,27 @@
+#pragma once
+// The search for a plan that fits in memory (the oom diagnostic's fix).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/search/plan_space.hpp"
+
+namespace trainsim {
+
+/// The single memory-saving changes (candidates.hpp) that fit, fastest first.
+std::vector<Priced> fitting_single_changes(PlanSpace& space);
+
+/// The fastest plan that fits on `gpus` GPUs among every layout (candidates.hpp), with the lowest
+/// ZeRO stage that fits each; without recomputation if any fits, else with selective, else with
+/// full recomputation.
+std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus);
+
+/// How far the search for a cluster that fits goes: up to this many times the plan's GPUs.
+inline constexpr std::int64_t kMoreGpus = 16;
+
+/// The fix text: the single changes that fit, else the fastest plan on the same GPUs that fits,
+/// else the smallest cluster (doubling the GPUs) with one.
+std::string memory_fix(PlanSpace& space);
+
+}  // namespace trainsim

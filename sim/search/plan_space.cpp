@@ -1,0 +1,119 @@
+#include "sim/search/plan_space.hpp"
+
+#include <cassert>
+#include <utility>
+
+#include "sim/check/detect.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/memory/memory.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// The one place an InputError becomes a value: runs `step` and returns the error's message, or
+// nullopt when it went through. Every way a candidate is refused (validation, partition rule,
+// costs, memory, simulation) passes through here.
+template <class Step>
+std::optional<std::string> refusal(Step&& step) {
+  try {
+    step();
+    return std::nullopt;
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+}
+
+}  // namespace
+
+Outcome Outcome::infeasible(std::string reason) {
+  Outcome o;
+  o.reason_ = std::move(reason);
+  return o;
+}
+
+const Priced& Outcome::operator*() const {
+  assert(priced_ && "an infeasible candidate has no price");
+  return *priced_;
+}
+
+Simulator analytic_simulator(const Model& model, const Platform& platform) {
+  return [&model, &platform](const Plan& plan, const Partition& partition) {
+    return evaluate(model, platform, plan, partition).sim.step_time_s;
+  };
+}
+
+PlanSpace::PlanSpace(const Model& model, const Platform& platform, const Plan& plan,
+                     const Partition& partition, std::optional<double> baseline_step_s,
+                     Simulator simulate)
+    : model_(model),
+      platform_(platform),
+      plan_(plan),
+      partition_(partition),
+      baseline_(baseline_step_s),
+      simulate_(simulate ? std::move(simulate) : analytic_simulator(model, platform)) {}
+
+double PlanSpace::baseline() {
+  if (!baseline_) {
+    ++simulations_;
+    baseline_ = simulate_(plan_, partition_);
+  }
+  return *baseline_;
+}
+
+PlanSpace::Assessment& PlanSpace::assess(const Candidate& candidate) {
+  auto [at, inserted] = assessed_.try_emplace(candidate);
+  Assessment& a = at->second;
+  if (!inserted) return a;
+  const Plan& plan = candidate.plan;
+  a.refused = refusal([&] {
+    validate_plan(plan, model_, platform_, {});
+    a.partition = candidate.balanced ? balanced_partition(model_, platform_, plan)
+                                     : build_partition(model_, platform_, plan);
+  });
+  if (a.partition) a.defect = partition_defect(*a.partition);
+  return a;
+}
+
+void PlanSpace::measure_memory(const Plan& plan, Assessment& a) {
+  if (a.peak_bytes || a.memory_refused) return;
+  a.memory_refused = refusal([&] {
+    const CostModel costs = compute_costs(model_, platform_, plan, *a.partition);
+    const MemoryModel memory = compute_memory(model_, platform_, plan, *a.partition, costs);
+    a.peak_bytes = memory.stages[static_cast<std::size_t>(memory.worst_stage())].peak_bytes;
+    a.fits = memory.fits();
+  });
+}
+
+Outcome PlanSpace::simulated(const Plan& plan, Assessment& a, std::optional<double> peak_bytes) {
+  if (!a.step_time_s && !a.simulation_refused) {
+    ++simulations_;
+    a.simulation_refused = refusal([&] { a.step_time_s = simulate_(plan, *a.partition); });
+  }
+  if (a.simulation_refused) return Outcome::infeasible(*a.simulation_refused);
+  Priced p;
+  p.plan = plan;
+  p.partition = *a.partition;
+  p.step_time_s = *a.step_time_s;
+  p.tokens_per_s = static_cast<double>(plan.sequences_per_step() * plan.seq_len) / p.step_time_s;
+  p.peak_bytes = peak_bytes;
+  return Outcome(std::move(p));
+}
+
+Outcome PlanSpace::price(const Candidate& candidate, Need need) {
+  Assessment& a = assess(candidate);
+  if (!a.partition) return Outcome::infeasible(*a.refused);
+  if (need != Need::kBuildable && a.defect) {
+    return Outcome::infeasible("partition defect: " + *a.defect);
+  }
+  if (need == Need::kFits) {
+    measure_memory(candidate.plan, a);
+    if (a.memory_refused) return Outcome::infeasible(*a.memory_refused);
+    if (!a.fits) return Outcome::infeasible("does not fit: peak " + format_bytes(*a.peak_bytes));
+  }
+  return simulated(candidate.plan, a, need == Need::kFits ? a.peak_bytes : std::nullopt);
+}
+
+}  // namespace trainsim

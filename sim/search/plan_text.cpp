@@ -1,0 +1,30 @@
+#include "sim/search/plan_text.hpp"
+
+#include "sim/core/format.hpp"
+
+namespace trainsim {
+
+std::string plan_changes(const Plan& from, const Plan& to) {
+  std::string out;
+  auto add = [&out](const std::string& flag) { out += (out.empty() ? "" : " ") + flag; };
+  if (to.schedule != from.schedule) add(std::string("--schedule ") + to_string(to.schedule));
+  if (to.tp != from.tp) add("--tp " + std::to_string(to.tp));
+  if (to.pp != from.pp) add("--pp " + std::to_string(to.pp));
+  if (to.dp != from.dp) add("--dp " + std::to_string(to.dp));
+  if (to.mbs != from.mbs) add("--mbs " + std::to_string(to.mbs));
+  if (to.sp && !from.sp) add("--sp");
+  if (to.zero != from.zero) add("--zero " + std::to_string(to.zero));
+  if (to.recompute != from.recompute) add(std::string("--recompute ") + to_string(to.recompute));
+  if (to.rank_order != from.rank_order) add("--rank-order " + to_string(to.rank_order));
+  return out;
+}
+
+std::string step_comparison(double alternative, double now) {
+  std::string change = format_fixed((alternative - now) / now * 100.0, 1);
+  if (change == "-0.0") change = "0.0";
+  if (change[0] != '-' && change != "0.0") change = "+" + change;
+  return "step " + format_seconds(alternative) + " (" + change + " % vs " + format_seconds(now) +
+         " now)";
+}
+
+}  // namespace trainsim

@@ -1,0 +1,15 @@
+#pragma once
+// How a fix names an alternative plan and what it costs.
+#include <string>
+
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+
+/// The flags that turn plan `from` into `to`, for the fields fixes change: "--tp 8 --dp 1 --sp".
+std::string plan_changes(const Plan& from, const Plan& to);
+
+/// "step 1.234 s (-12.3 % vs 1.407 s now)".
+std::string step_comparison(double alternative, double now);
+
+}  // namespace trainsim
