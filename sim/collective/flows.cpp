@@ -10,10 +10,6 @@ namespace trainsim {
 
 namespace {
 
-double route_latency(const Topology& topo, std::int32_t a, std::int32_t b) {
-  return topo.route_latency(a, b);
-}
-
 // Flows along the edges of cycles: every member sends its successor `share`, paying `steps`
 // latencies of its own edge (or `fixed_latency` when given).
 void cycle_flows(const Topology& topo, const std::vector<Members>& cycles, double share,
@@ -22,9 +18,8 @@ void cycle_flows(const Topology& topo, const std::vector<Members>& cycles, doubl
     const auto n = ring.size();
     for (std::size_t i = 0; n > 1 && i < n; ++i) {
       const auto a = ring[i], b = ring[(i + 1) % n];
-      const double lat = fixed_latency >= 0
-                             ? fixed_latency
-                             : static_cast<double>(steps) * route_latency(topo, a, b);
+      const double lat = fixed_latency >= 0 ? fixed_latency
+                                            : static_cast<double>(steps) * topo.route_latency(a, b);
       out.push_back({a, b, share, lat});
     }
   }
@@ -38,7 +33,7 @@ double tree_latency(const Topology& topo, const std::vector<Members>& cycles, st
     for (std::size_t i = 0; i < ring.size(); ++i) {
       const auto a = ring[i], b = ring[(i + 1) % ring.size()];
       double& slot = topo.node_of(a) == topo.node_of(b) ? intra : inter;
-      slot = std::max(slot, route_latency(topo, a, b));
+      slot = std::max(slot, topo.route_latency(a, b));
     }
   }
   const auto log2_nodes =
@@ -51,13 +46,13 @@ std::vector<CollectiveFlow> direct_flows(const Topology& topo, const Members& me
   std::vector<CollectiveFlow> out;
   if (kind == CollectiveKind::kSendRecv) {
     assert(members.size() == 2);
-    out.push_back({members[0], members[1], 1.0, route_latency(topo, members[0], members[1])});
+    out.push_back({members[0], members[1], 1.0, topo.route_latency(members[0], members[1])});
     return out;
   }
   const double share = 1.0 / static_cast<double>(members.size());
   for (const auto a : members) {
     for (const auto b : members) {
-      if (a != b) out.push_back({a, b, share, route_latency(topo, a, b)});
+      if (a != b) out.push_back({a, b, share, topo.route_latency(a, b)});
     }
   }
   return out;
@@ -147,7 +142,7 @@ std::vector<CollectiveFlow> collective_flows(const Topology& topology, const Mem
     for (std::int64_t i = 0; i + 1 < n; ++i) {
       const auto a = members[static_cast<std::size_t>(i)];
       const auto b = members[static_cast<std::size_t>(i + 1)];
-      out.push_back({a, b, 1.0, static_cast<double>(n - 1) * route_latency(topology, a, b)});
+      out.push_back({a, b, 1.0, static_cast<double>(n - 1) * topology.route_latency(a, b)});
     }
     return out;
   }

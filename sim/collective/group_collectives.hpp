@@ -43,7 +43,6 @@ class GroupCollectives {
     std::vector<CollectiveFlow> flows;
     std::vector<Term> terms;  // distinct
   };
-  static constexpr std::size_t kNumAlgorithms = 4;
 
   Entry& entry(CollectiveKind kind, Algorithm algorithm) const;
   std::vector<Term> terms_of(const std::vector<CollectiveFlow>& flows) const;

@@ -24,6 +24,7 @@ const char* to_string(CollectiveKind kind);
 /// - kTree: NCCL's double binary tree across nodes with a chain inside each node (all-reduce);
 /// - kDirect: every member sends straight to its peers (all-to-all, send/recv).
 enum class Algorithm : std::uint8_t { kRing, kRailRings, kTree, kDirect };
+inline constexpr std::size_t kNumAlgorithms = 4;
 const char* to_string(Algorithm algorithm);
 
 /// What each ring member sends its successor for S bytes over n members, and the latency steps

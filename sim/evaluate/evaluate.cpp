@@ -53,7 +53,7 @@ namespace {
 class PassTimer {
  public:
   PassTimer(const Platform& platform, const Plan& plan)
-      : topology_(platform, first_tp_group_span(plan)), tp_(topology_, first_tp_group(plan)) {}
+      : PassTimer(platform, first_tp_group(plan)) {}
   double seconds(const PassCost& forward, const PassCost& backward) const {
     double t = forward.seconds + backward.seconds;
     for (const PassCost* pass : {&forward, &backward}) {
@@ -65,15 +65,15 @@ class PassTimer {
   }
 
  private:
+  // The topology holds the GPUs up to the group's last.
+  PassTimer(const Platform& platform, Members group)
+      : topology_(platform, *std::max_element(group.begin(), group.end()) + 1),
+        tp_(topology_, std::move(group)) {}
+
   static Members first_tp_group(const Plan& plan) {
     Members out;
     for (auto r : Layout(plan).group(Dim::kTP, 0)) out.push_back(static_cast<std::int32_t>(r));
     return out;
-  }
-  // GPUs the topology needs to hold the group.
-  static std::int64_t first_tp_group_span(const Plan& plan) {
-    const auto g = first_tp_group(plan);
-    return *std::max_element(g.begin(), g.end()) + 1;
   }
 
   Topology topology_;

@@ -176,7 +176,6 @@ class RankProgramWriter {
         gpu_(gpu),
         stage_(layout.coord(gpu, Dim::kPP)),
         groups_(groups),
-        dp_group_(groups[index_of(Dim::kDP)]),
         b_(program) {
     if (plan.schedule == ScheduleKind::kInterleaved) {
       const auto group = plan.microbatch_group_size_per_vp_stage;
@@ -227,6 +226,8 @@ class RankProgramWriter {
     return *last_compute_;
   }
 
+  std::int32_t dp_group() const { return groups_[index_of(Dim::kDP)]; }
+
   // A pass: its compute op, then its collectives after it on the compute stream or, with
   // --tp-comm-overlap, the TP ones alongside it on the TP stream (same start; the next compute op
   // waits for both). Returns the op after which the pass's output exists.
@@ -263,13 +264,13 @@ class RankProgramWriter {
   // gathers at the start of the step, and all of chunk c + 1's when the forward of virtual
   // micro-batch k runs with k + stage the first micro-batch of chunk c.
   bool gathers_during_forward(std::int64_t chunk) const {
-    return dp_group_ >= 0 && plan_.overlap_param_gather && plan_.zero < 3 &&
+    return dp_group() >= 0 && plan_.overlap_param_gather && plan_.zero < 3 &&
            !gathered_.contains(chunk);
   }
 
   Index param_gather(std::int64_t chunk, std::int64_t mb, Deps after) {
     const double bytes = param_bytes(chunk) / static_cast<double>(buckets(chunk));
-    return b_.collective(Stream::kDP, CommKind::kDP, CollectiveKind::kAllGather, dp_group_, bytes,
+    return b_.collective(Stream::kDP, CommKind::kDP, CollectiveKind::kAllGather, dp_group(), bytes,
                          1, mb, std::move(after));
   }
 
@@ -366,13 +367,13 @@ class RankProgramWriter {
 
   // ZeRO-3 gathers a chunk's parameters before each of its passes.
   void zero3_gather(std::int64_t chunk, std::int64_t mb, Deps& deps) {
-    if (plan_.zero < 3 || dp_group_ < 0) return;
+    if (plan_.zero < 3 || dp_group() < 0) return;
     if (plan_.overlap_param_gather) {
       deps.push_back(b_.collective(Stream::kDP, CommKind::kDP, CollectiveKind::kAllGather,
-                                   dp_group_, param_bytes(chunk), buckets(chunk), mb, {}));
+                                   dp_group(), param_bytes(chunk), buckets(chunk), mb, {}));
     } else {
       last_compute_ =
-          b_.collective(Stream::kCompute, CommKind::kDP, CollectiveKind::kAllGather, dp_group_,
+          b_.collective(Stream::kCompute, CommKind::kDP, CollectiveKind::kAllGather, dp_group(),
                         param_bytes(chunk), buckets(chunk), mb, take_pending());
     }
   }
@@ -386,7 +387,7 @@ class RankProgramWriter {
   // reduction overlaps the backward.
   Index reduce_while_computing(ComputeKind kind, std::int64_t mb, std::int64_t chunk,
                                const PassCost& pass, const Deps& deps) {
-    if (!plan_.overlap_grad_reduce || dp_group_ < 0) {
+    if (!plan_.overlap_grad_reduce || dp_group() < 0) {
       const Index out = run(kind, mb, chunk, pass, deps);
       reduce_gradients(chunk, out);
       return out;
@@ -400,7 +401,7 @@ class RankProgramWriter {
       if (k == n - 1) piece.collectives = pass.collectives;
       const Index out = run(kind, mb, chunk, piece, k == 0 ? first : Deps{});
       dp_ops_.push_back(
-          b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group_, bytes, 1, mb, {out}));
+          b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group(), bytes, 1, mb, {out}));
       if (k == n - 1) return out;
     }
     return *last_compute_;
@@ -413,9 +414,9 @@ class RankProgramWriter {
 
   // After the chunk's last gradient: reduce now on the DP stream (overlap) or at step end.
   void reduce_gradients(std::int64_t chunk, Index after) {
-    if (dp_group_ < 0) return;
+    if (dp_group() < 0) return;
     if (plan_.overlap_grad_reduce) {
-      dp_ops_.push_back(b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group_,
+      dp_ops_.push_back(b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group(),
                                       cost(chunk).grad_bytes, buckets(chunk), -1, {after}));
     } else {
       deferred_reductions_.push_back(chunk);
@@ -468,7 +469,7 @@ class RankProgramWriter {
 
   void finish_step() {
     for (auto chunk : deferred_reductions_) {
-      last_compute_ = b_.collective(Stream::kCompute, CommKind::kDP, reduction(), dp_group_,
+      last_compute_ = b_.collective(Stream::kCompute, CommKind::kDP, reduction(), dp_group(),
                                     cost(chunk).grad_bytes, buckets(chunk), -1, take_pending());
     }
     Deps deps = dp_ops_;
@@ -476,10 +477,10 @@ class RankProgramWriter {
     double seconds = 0;
     for (std::int64_t c = 0; c < plan_.vp; ++c) seconds += cost(c).optimizer.seconds;
     compute_op(ComputeKind::kOptimizer, -1, 0, seconds, deps);
-    if (plan_.distributed_optimizer() && dp_group_ >= 0 && !plan_.overlap_param_gather &&
+    if (plan_.distributed_optimizer() && dp_group() >= 0 && !plan_.overlap_param_gather &&
         plan_.zero < 3) {
       for (std::int64_t c = 0; c < plan_.vp; ++c) {
-        b_.collective(Stream::kCompute, CommKind::kDP, CollectiveKind::kAllGather, dp_group_,
+        b_.collective(Stream::kCompute, CommKind::kDP, CollectiveKind::kAllGather, dp_group(),
                       param_bytes(c), buckets(c), -1, {});
       }
     }
@@ -493,7 +494,6 @@ class RankProgramWriter {
   std::int64_t gpu_;
   std::int64_t stage_;
   GroupIds groups_;  // by dimension; -1 where the dimension has size 1
-  std::int32_t dp_group_;
   RankBuilder b_;
   std::optional<Index> last_compute_;
   Deps pending_;
