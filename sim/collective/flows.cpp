@@ -64,8 +64,7 @@ std::pair<LinkKind, LinkKind> route_ends(const Topology& topology, std::int32_t 
                                          std::int32_t dst) {
   std::vector<std::int32_t> route;
   topology.route(src, dst, route);
-  return {topology.links()[static_cast<std::size_t>(route.front())].kind,
-          topology.links()[static_cast<std::size_t>(route.back())].kind};
+  return {topology.link(route.front()).kind, topology.link(route.back()).kind};
 }
 
 std::vector<Members> members_by_node(const Topology& topology, const Members& members) {

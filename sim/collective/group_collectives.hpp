@@ -3,54 +3,41 @@
 // whose closed form is least for the buffer size and the group's shape. A flow takes its latency
 // plus its bytes over its fair share of its narrowest link, where the collective's own flows
 // share the link equally; the collective ends with its slowest flow. The same flows replayed by
-// SimGrid on an otherwise idle network take exactly that long.
+// SimGrid on an otherwise idle network take exactly that long. Prices come from the group's
+// shape (group_shape.hpp), shared with every translate of the group.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
-#include "sim/collective/flows.hpp"
+#include "sim/collective/group_shape.hpp"
 
 namespace trainsim {
 
-struct CollectiveChoice {
-  Algorithm algorithm = Algorithm::kRing;
-  double seconds = 0;
-};
-
 class GroupCollectives {
  public:
+  /// Priced from `shapes`, which must outlive it.
+  GroupCollectives(const Topology& topology, Members members, CollectiveShapes& shapes);
+  /// Priced from shapes of its own.
   GroupCollectives(const Topology& topology, Members members);
 
   const Members& members() const { return members_; }
-  /// NCCL's pick: the least time among algorithms() (ties go to the ring family).
-  CollectiveChoice choose(CollectiveKind kind, double bytes, std::int64_t count) const;
-  /// `count` calls moving `bytes` in total, each paying the algorithm's latency.
-  double seconds(CollectiveKind kind, Algorithm algorithm, double bytes, std::int64_t count) const;
+  CollectiveChoice choose(CollectiveKind kind, double bytes, std::int64_t count) const {
+    return shape_->choose(*topology_, kind, bytes, count);
+  }
+  double seconds(CollectiveKind kind, Algorithm algorithm, double bytes, std::int64_t count) const {
+    return shape_->seconds(*topology_, kind, algorithm, bytes, count);
+  }
+  /// The group's own flows (built on first use: only a network replay needs them).
   const std::vector<CollectiveFlow>& flows(CollectiveKind kind, Algorithm algorithm) const;
 
  private:
-  // One flow's closed form: count x latency + whole(bytes x share) x (load / share) / bandwidth,
-  // where load is the shares of the collective's flows on its narrowest link.
-  struct Term {
-    double latency_s = 0;
-    double share = 0;
-    double load = 0;
-    double bandwidth = 0;
-    auto operator<=>(const Term&) const = default;
-  };
-  struct Entry {
-    bool built = false;
-    std::vector<CollectiveFlow> flows;
-    std::vector<Term> terms;  // distinct
-  };
-
-  Entry& entry(CollectiveKind kind, Algorithm algorithm) const;
-  std::vector<Term> terms_of(const std::vector<CollectiveFlow>& flows) const;
-
   const Topology* topology_;
   Members members_;
-  mutable std::array<Entry, kNumCollectiveKinds * kNumAlgorithms> cache_;
-  mutable std::array<std::vector<Algorithm>, kNumCollectiveKinds> algorithms_;
+  std::unique_ptr<CollectiveShapes> own_;
+  const GroupShape* shape_;
+  mutable std::array<std::vector<CollectiveFlow>, kNumCollectiveKinds * kNumAlgorithms> flows_;
+  mutable std::array<bool, kNumCollectiveKinds * kNumAlgorithms> built_{};
 };
 
 /// A point-to-point message on an idle network: its route's latency plus its whole bytes over

@@ -66,7 +66,7 @@ class AnalyticReplay {
         topo_(topo),
         options_(options),
         calls_(collective_call_numbers(g)),
-        groups_(group_collectives(g, topo)) {
+        groups_(group_collectives(g, topo, options.shapes != nullptr ? *options.shapes : shapes_)) {
     result_.engine = EngineKind::kAnalytic;
     done_.resize(g.ranks.size());
     first_waiter_.resize(g.ranks.size());
@@ -286,6 +286,7 @@ class AnalyticReplay {
   const Topology& topo_;
   EngineOptions options_;
   std::vector<std::vector<std::int32_t>> calls_;
+  CollectiveShapes shapes_;  // when the caller shares none
   std::vector<GroupCollectives> groups_;
   std::vector<Actor> actors_;
   std::vector<std::vector<double>> done_;
@@ -308,8 +309,7 @@ SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology,
                             const EngineOptions& options) {
   check_task_graph(graph);
   SimResult replayed = AnalyticReplay(graph, topology, options).run();
-  replayed.replayed_ranks = graph.num_ranks();
-  return expand_to_gpus(graph, std::move(replayed));
+  return name_gpus(graph, std::move(replayed));
 }
 
 }  // namespace trainsim

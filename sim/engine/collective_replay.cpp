@@ -6,10 +6,11 @@
 
 namespace trainsim {
 
-std::vector<GroupCollectives> group_collectives(const TaskGraph& graph, const Topology& topology) {
+std::vector<GroupCollectives> group_collectives(const TaskGraph& graph, const Topology& topology,
+                                                CollectiveShapes& shapes) {
   std::vector<GroupCollectives> out;
   out.reserve(graph.groups.size());
-  for (const auto& g : graph.groups) out.emplace_back(topology, g.members);
+  for (const auto& g : graph.groups) out.emplace_back(topology, g.members, shapes);
   return out;
 }
 

@@ -34,8 +34,9 @@ struct SentFlow {
   double route_latency_s = 0;  // what the network charges for it
 };
 
-/// Every group of a graph, ready to price its collectives.
-std::vector<GroupCollectives> group_collectives(const TaskGraph& graph, const Topology& topology);
+/// Every group of a graph, ready to price its collectives from `shapes` (which must outlive them).
+std::vector<GroupCollectives> group_collectives(const TaskGraph& graph, const Topology& topology,
+                                                CollectiveShapes& shapes);
 
 class CollectiveReplayPlan {
  public:

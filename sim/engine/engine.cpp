@@ -1,6 +1,7 @@
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -185,25 +186,30 @@ void check_task_graph(const TaskGraph& graph) {
   }
 }
 
-SimResult expand_to_gpus(const TaskGraph& graph, SimResult replayed) {
-  if (!graph.symmetric()) return replayed;
-  SimResult out;
-  out.engine = replayed.engine;
-  out.step_time_s = replayed.step_time_s;
-  out.activities = replayed.activities;
-  out.replayed_ranks = graph.num_ranks();
-  out.ranks.reserve(static_cast<std::size_t>(graph.num_gpus()));
-  const bool timelines = !replayed.timelines.empty();
-  if (timelines) out.timelines.resize(static_cast<std::size_t>(graph.num_gpus()));
-  for (std::int64_t gpu = 0; gpu < graph.num_gpus(); ++gpu) {
-    const auto r = static_cast<std::size_t>(graph.replayed_by[static_cast<std::size_t>(gpu)]);
-    out.ranks.push_back(replayed.ranks[r]);
-    // The replaying GPU's own timeline (the others' equal it).
-    if (timelines && graph.gpu_of(static_cast<std::int64_t>(r)) == gpu) {
-      out.timelines[static_cast<std::size_t>(gpu)] = std::move(replayed.timelines[r]);
-    }
-  }
-  return out;
+SimResult name_gpus(const TaskGraph& graph, SimResult replayed) {
+  replayed.replayed_ranks = graph.num_ranks();
+  replayed.replayed_by = graph.replayed_by;
+  return replayed;
+}
+
+std::int64_t SimResult::num_gpus() const {
+  return replayed_by.empty() ? static_cast<std::int64_t>(ranks.size())
+                             : static_cast<std::int64_t>(replayed_by.size());
+}
+
+std::int64_t SimResult::rank_of(std::int64_t gpu) const {
+  assert(gpu >= 0 && gpu < num_gpus());
+  return replayed_by.empty() ? gpu : replayed_by[static_cast<std::size_t>(gpu)];
+}
+
+const RankStats& SimResult::gpu_stats(std::int64_t gpu) const {
+  return ranks[static_cast<std::size_t>(rank_of(gpu))];
+}
+
+const std::vector<Span>& SimResult::gpu_timeline(std::int64_t gpu) const {
+  const auto r = static_cast<std::size_t>(rank_of(gpu));
+  if (r >= timelines.size()) throw std::logic_error("the replay kept no timeline (keep_timelines)");
+  return timelines[r];
 }
 
 SimResult simulate(const TaskGraph& graph, const Topology& topology, EngineKind engine,

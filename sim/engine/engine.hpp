@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/collective/group_shape.hpp"
 #include "sim/graph/task_graph.hpp"
 #include "sim/platform/topology.hpp"
 
@@ -48,11 +49,19 @@ struct RankStats {
 struct SimResult {
   EngineKind engine = EngineKind::kAnalytic;
   double step_time_s = 0;                    // the last rank's end
-  std::vector<RankStats> ranks;              // per GPU (a symmetric replay's, expanded)
-  std::vector<std::vector<Span>> timelines;  // per GPU; in a symmetric replay only the replaying
-                                             // GPUs' (the others' equal them)
-  std::int64_t replayed_ranks = 0;           // programs replayed: GPUs, or classes of GPUs
-  std::uint64_t activities = 0;  // simulated activities (compute, transfers, synchronisations)
+  std::vector<RankStats> ranks;              // per replayed rank (a full replay's: per GPU)
+  std::vector<std::vector<Span>> timelines;  // per replayed rank, when kept
+  /// Per GPU, the rank that replays it (a symmetric replay); empty: rank r is GPU r. Every GPU
+  /// of a class behaves as its rank, so nothing is copied per GPU.
+  std::vector<std::int32_t> replayed_by;
+  std::int64_t replayed_ranks = 0;  // programs replayed: GPUs, or classes of GPUs
+  std::uint64_t activities = 0;     // simulated activities (compute, transfers, synchronisations)
+
+  std::int64_t num_gpus() const;
+  std::int64_t rank_of(std::int64_t gpu) const;
+  const RankStats& gpu_stats(std::int64_t gpu) const;
+  /// The timeline of the rank that replays `gpu` (std::logic_error when none was kept).
+  const std::vector<Span>& gpu_timeline(std::int64_t gpu) const;
 };
 
 struct EngineOptions {
@@ -61,6 +70,9 @@ struct EngineOptions {
   double compute_slowdown = 0;
   /// Keep every rank's spans in SimResult::timelines (statistics are computed either way).
   bool keep_timelines = false;
+  /// Group shapes already priced on this platform (a search's plans share them); null: the
+  /// replay prices its own.
+  CollectiveShapes* shapes = nullptr;
 };
 
 /// Structural checks before a replay: dependencies point to earlier ops of the same rank,
@@ -69,9 +81,9 @@ struct EngineOptions {
 /// std::invalid_argument describing the first problem.
 void check_task_graph(const TaskGraph& graph);
 
-/// A symmetric replay's result per GPU: each GPU gets the statistics of the rank that replayed
-/// it. A full replay's is returned as it is.
-SimResult expand_to_gpus(const TaskGraph& graph, SimResult replayed);
+/// A replay's result with its GPUs named: a symmetric replay's records which rank replays each
+/// GPU; a full replay's is returned as it is.
+SimResult name_gpus(const TaskGraph& graph, SimResult replayed);
 
 /// Statistics of one rank from its spans (exposed communication by kind, compute time).
 RankStats summarize(std::vector<Span> spans, double end_s);

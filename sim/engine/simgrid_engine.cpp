@@ -49,7 +49,7 @@ class SimgridReplay {
         topo_(topo),
         options_(options),
         calls_(collective_call_numbers(g)),
-        groups_(group_collectives(g, topo)),
+        groups_(group_collectives(g, topo, options.shapes != nullptr ? *options.shapes : shapes_)),
         flows_(g, topo, groups_) {
     result_.engine = EngineKind::kSimGrid;
   }
@@ -317,6 +317,7 @@ class SimgridReplay {
   const Topology& topo_;
   EngineOptions options_;
   std::vector<std::vector<std::int32_t>> calls_;
+  CollectiveShapes shapes_;  // when the caller shares none
   std::vector<GroupCollectives> groups_;
   CollectiveReplayPlan flows_;
   ClusterZone* zone_ = nullptr;
@@ -339,8 +340,7 @@ SimResult simulate_simgrid(const TaskGraph& graph, const Topology& topology,
   g_used = true;
   check_task_graph(graph);
   SimResult replayed = SimgridReplay(graph, topology, options).run();
-  replayed.replayed_ranks = graph.num_ranks();
-  return expand_to_gpus(graph, std::move(replayed));
+  return name_gpus(graph, std::move(replayed));
 }
 
 }  // namespace trainsim

@@ -37,13 +37,12 @@ ClusterZone::ClusterZone(const Topology& topology, const std::vector<std::int64_
   for (const auto& f : folds_) topology.folded_route(f.owner, f.src, f.dst, used);
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());
-  links_.assign(topology.links().size(), nullptr);
   for (auto l : used) {
-    const auto& info = topology.links()[static_cast<std::size_t>(l)];
+    const auto info = topology.link(l);
     auto* link = create_link(link_name(info), {info.bandwidth});
     link->set_latency(info.latency);
     link->seal();
-    links_[static_cast<std::size_t>(l)] = link->get_impl();
+    links_.emplace(l, link->get_impl());
   }
   seal();
 }
@@ -60,8 +59,8 @@ void ClusterZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
     topology_.route(gpu_of_netpoint_[src->id()], gpu_of_netpoint_[dst->id()], scratch_);
   }
   for (auto l : scratch_) {
-    into->link_list_.push_back(links_[static_cast<std::size_t>(l)]);
-    if (latency != nullptr) *latency += topology_.links()[static_cast<std::size_t>(l)].latency;
+    into->link_list_.push_back(links_.at(l));
+    if (latency != nullptr) *latency += topology_.link(l).latency;
   }
 }
 

@@ -4,6 +4,7 @@
 // all of a node's inter-node traffic through one gateway link, so routes are computed here in
 // O(1) from the host numbers instead.
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
@@ -38,8 +39,9 @@ class ClusterZone : public simgrid::kernel::routing::NetZoneImpl {
   std::vector<Fold> folds_;
   std::vector<simgrid::s4u::Host*> hosts_;
   std::vector<simgrid::s4u::Host*> fold_hosts_;
-  std::vector<std::int64_t> fold_of_netpoint_;                       // -1: a GPU's host
-  std::vector<simgrid::kernel::resource::StandardLinkImpl*> links_;  // by topology link; some null
+  std::vector<std::int64_t> fold_of_netpoint_;  // -1: a GPU's host
+  // The links the routes use, by topology link number.
+  std::unordered_map<std::int32_t, simgrid::kernel::resource::StandardLinkImpl*> links_;
   std::vector<std::int64_t> gpu_of_netpoint_;
   std::vector<std::int32_t> scratch_;
 };

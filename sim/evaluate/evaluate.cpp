@@ -185,7 +185,7 @@ Partition build_partition(const Model& model, const Platform& platform, const Pl
 }
 
 Evaluation evaluate(const Model& model, const Platform& platform, const Plan& plan,
-                    Partition partition, EngineKind engine) {
+                    Partition partition, EngineKind engine, CollectiveShapes* shapes) {
   Evaluation e;
   e.partition = std::move(partition);
   e.costs = compute_costs(model, platform, plan, e.partition);
@@ -194,6 +194,7 @@ Evaluation evaluate(const Model& model, const Platform& platform, const Plan& pl
       plan, e.costs, choose_replay(plan, topology, engine == EngineKind::kSimGrid, false).replay);
   EngineOptions options;
   options.compute_slowdown = platform.overlap.compute_slowdown;
+  options.shapes = shapes;
   e.sim = simulate(graph, topology, engine, options);
   return e;
 }

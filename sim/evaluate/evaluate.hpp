@@ -38,7 +38,9 @@ struct Evaluation {
 };
 
 /// Costs, task graph and replay of `partition`; the analytic engine unless told otherwise.
+/// `shapes`: group shapes priced already on this platform, shared by the plans of a search.
 Evaluation evaluate(const Model& model, const Platform& platform, const Plan& plan,
-                    Partition partition, EngineKind engine = EngineKind::kAnalytic);
+                    Partition partition, EngineKind engine = EngineKind::kAnalytic,
+                    CollectiveShapes* shapes = nullptr);
 
 }  // namespace trainsim

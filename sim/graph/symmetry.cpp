@@ -1,11 +1,15 @@
 #include "sim/graph/symmetry.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cassert>
+#include <set>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "sim/collective/flows.hpp"
+#include "sim/collective/group_shape.hpp"
 #include "sim/plan/layout.hpp"
 
 namespace trainsim {
@@ -88,12 +92,20 @@ class Checker {
     return out;
   }
 
+  // A stage's GPUs all reach their neighbour `step` stages on by the same offset (the layout is
+  // mixed-radix), and whether GPU g and g + offset share a node or a leaf depends on g only modulo
+  // a leaf unit (gpus_per_node x nodes_per_leaf GPUs): one GPU per residue stands for the rest.
   bool pipeline_routes_uniform(std::int64_t s) const {
     const auto leader = layout_.stage_leader(s);
+    const auto unit = topo_.gpus_per_node() * topo_.nodes_per_leaf();
+    const auto ranks = layout_.offset_residues({}, unit);
     for (auto step : neighbour_steps(s)) {
-      const auto want = topo_.route_class(leader, layout_.neighbour(leader, Dim::kPP, step));
-      for (const auto gpu : layout_.stage_ranks(s)) {
-        if (topo_.route_class(gpu, layout_.neighbour(gpu, Dim::kPP, step)) != want) return false;
+      const auto offset = layout_.neighbour(leader, Dim::kPP, step) - leader;
+      const auto want = topo_.route_class(leader, leader + offset);
+      for (const auto o : ranks) {
+        const auto gpu = leader + o;
+        assert(layout_.neighbour(gpu, Dim::kPP, step) == gpu + offset);
+        if (topo_.route_class(gpu, gpu + offset) != want) return false;
       }
     }
     return true;
@@ -101,29 +113,54 @@ class Checker {
 
   // Every group along d in stage s against the stage leader's, on the flows of the ring-family
   // algorithm its collectives run (the tree, where NCCL picks it, uses the same edges): why they
-  // differ, or empty.
-  std::string groups_differ(std::int64_t s, Dim d) const {
+  // differ, or empty. A group of the leader's shape (a translate of it, group_shape.hpp) whose
+  // shape has passed already passes unwalked: that keeps the check flat in data parallelism.
+  std::string groups_differ(std::int64_t s, Dim d) {
     if (layout_.size(d) < 2) return {};
     const auto leader = static_cast<std::int32_t>(layout_.stage_leader(s));
     const auto rep = as_members(layout_.group(d, leader));
+    const auto rep_shape = canonical_shape(topo_, rep);
+    auto& passed = passed_[static_cast<std::size_t>(d)];
     const auto family = ring_algorithm(topo_, rep);
-    const auto rep_flows = collective_flows(topo_, rep, CollectiveKind::kAllReduce, family);
-    const auto want = flow_classes(topo_, rep_flows);
-    const auto load = link_load(topo_, canonical_flows_by_member(topo_, rep_flows, true)[leader]);
-    for (const auto& ranks : layout_.groups_in_stage(d, s)) {
-      const auto g = as_members(ranks);
-      const auto flows = collective_flows(topo_, g, CollectiveKind::kAllReduce, family);
-      if (ring_algorithm(topo_, g) != family || flow_classes(topo_, flows) != want) {
-        return "groups' rings cross different links";
-      }
-      if (!contention_) continue;
-      auto sent = canonical_flows_by_member(topo_, flows, true);
-      auto received = canonical_flows_by_member(topo_, flows, false);
-      for (const auto gpu : g) {
-        if (link_load(topo_, sent[gpu]) != load || link_load(topo_, received[gpu]) != load) {
-          return "ring sends from some GPUs over NVLink and from others over the network, so "
-                 "their links carry different loads";
+    std::vector<std::pair<RouteClass, double>> want;
+    LinkLoad load;
+    // The stage's groups along d are the leader's moved by these offsets; those that agree modulo
+    // a leaf unit have one shape (group_shape.hpp), so one of each stands for the rest.
+    const auto unit = topo_.gpus_per_node() * topo_.nodes_per_leaf();
+    for (const auto offset : layout_.offset_residues({d}, unit)) {
+      Members g = rep;
+      for (auto& m : g) m += static_cast<std::int32_t>(offset);
+      const bool same_shape = canonical_shape(topo_, g) == rep_shape;
+      // Without contention a group prices as its shape does; with it, a shape passes once its
+      // GPUs are found to load their links alike.
+      if (same_shape && (!contention_ || passed.count(rep_shape) > 0)) continue;
+      if (want.empty()) {
+        const auto rep_flows = collective_flows(topo_, rep, CollectiveKind::kAllReduce, family);
+        want = flow_classes(topo_, rep_flows);
+        if (contention_) {
+          load = link_load(topo_, canonical_flows_by_member(topo_, rep_flows, true)[leader]);
         }
+      }
+      if (auto why = group_differs(g, family, want, load); !why.empty()) return why;
+      if (same_shape) passed.insert(rep_shape);
+    }
+    return {};
+  }
+
+  std::string group_differs(const Members& g, Algorithm family,
+                            const std::vector<std::pair<RouteClass, double>>& want,
+                            const LinkLoad& load) const {
+    const auto flows = collective_flows(topo_, g, CollectiveKind::kAllReduce, family);
+    if (ring_algorithm(topo_, g) != family || flow_classes(topo_, flows) != want) {
+      return "groups' rings cross different links";
+    }
+    if (!contention_) return {};
+    auto sent = canonical_flows_by_member(topo_, flows, true);
+    auto received = canonical_flows_by_member(topo_, flows, false);
+    for (const auto gpu : g) {
+      if (link_load(topo_, sent[gpu]) != load || link_load(topo_, received[gpu]) != load) {
+        return "ring sends from some GPUs over NVLink and from others over the network, so "
+               "their links carry different loads";
       }
     }
     return {};
@@ -133,6 +170,8 @@ class Checker {
   Layout layout_;
   const Topology& topo_;
   bool contention_;
+  // Per dimension, the shapes whose groups have passed (a leader's group and its translates).
+  std::array<std::set<Members>, kNumDims> passed_;
 };
 
 }  // namespace

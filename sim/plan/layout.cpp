@@ -80,6 +80,34 @@ std::vector<std::vector<std::int64_t>> Layout::groups_in_stage(Dim d, std::int64
   return out;
 }
 
+std::vector<std::int64_t> Layout::offset_residues(const std::vector<Dim>& fixed,
+                                                  std::int64_t modulus) const {
+  assert(modulus > 0);
+  std::vector<Dim> free;
+  std::int64_t count = 1;
+  for (const Dim d : order_) {
+    if (d == Dim::kPP || std::find(fixed.begin(), fixed.end(), d) != fixed.end()) continue;
+    free.push_back(d);
+    count *= size(d);
+  }
+  std::vector<std::int64_t> least(static_cast<std::size_t>(modulus), -1);
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t rest = i, offset = 0;
+    for (const Dim d : free) {
+      offset += rest % size(d) * stride_[index_of(d)];
+      rest /= size(d);
+    }
+    auto& slot = least[static_cast<std::size_t>(offset % modulus)];
+    if (slot < 0 || offset < slot) slot = offset;
+  }
+  std::vector<std::int64_t> out;
+  for (const auto o : least) {
+    if (o >= 0) out.push_back(o);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::int64_t Layout::stage_leader(std::int64_t stage) const {
   return stage * stride_[index_of(Dim::kPP)];
 }

@@ -42,6 +42,13 @@ class Layout {
   std::vector<std::vector<std::int64_t>> groups_in_stage(Dim d, std::int64_t stage) const;
   /// The ranks of pipeline stage `stage`, ascending.
   std::vector<std::int64_t> stage_ranks(std::int64_t stage) const;
+  /// The offsets from a stage's leader to the ranks of its stage whose coordinate along every
+  /// dimension in `fixed` is 0 (with `fixed` = {d}: the leader's group along d moved onto each
+  /// group of the stage along d), one per residue modulo `modulus`, the least of each. Walks no
+  /// list of ranks: what a rank's position decides modulo a repeating unit of the cluster is
+  /// decided for all ranks by these few.
+  std::vector<std::int64_t> offset_residues(const std::vector<Dim>& fixed,
+                                            std::int64_t modulus) const;
   /// The stage's first rank: coordinate 0 along every dimension but the pipeline.
   std::int64_t stage_leader(std::int64_t stage) const;
 

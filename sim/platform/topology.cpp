@@ -39,23 +39,29 @@ Topology::Topology(const Platform& p, std::int64_t num_gpus)
   units_ = (num_nodes_ + nodes_per_leaf_ - 1) / nodes_per_leaf_;
   num_leaves_ = units_ * gpus_per_node_;
   oversubscription_ = p.network.leaf_oversubscription;
-  links_.reserve(static_cast<std::size_t>(4 * num_gpus + 2 * num_leaves_));
-  const double nvl_bw = p.nvlink_link_bandwidth();
-  const double nic_bw = p.nic_link_bandwidth();
-  for (std::int64_t g = 0; g < num_gpus; ++g) {
-    links_.push_back({LinkKind::kNvlinkUp, g, nvl_bw, p.node.nvlink_latency});
-    links_.push_back({LinkKind::kNvlinkDown, g, nvl_bw, p.node.nvlink_latency});
-    links_.push_back({LinkKind::kNicUp, g, nic_bw, p.network.nic_latency});
-    links_.push_back({LinkKind::kNicDown, g, nic_bw, p.network.nic_latency});
-  }
+  nvlink_bandwidth_ = p.nvlink_link_bandwidth();
+  nvlink_latency_ = p.node.nvlink_latency;
+  nic_bandwidth_ = p.nic_link_bandwidth();
+  nic_latency_ = p.network.nic_latency;
   // A leaf aggregates one rail of nodes_per_leaf nodes; its spine side carries that many NICs'
   // bandwidth divided by the oversubscription.
-  const double leaf_bw =
-      nic_bw * static_cast<double>(nodes_per_leaf_) / p.network.leaf_oversubscription;
-  for (std::int64_t l = 0; l < num_leaves_; ++l) {
-    links_.push_back({LinkKind::kLeafUp, l, leaf_bw, p.network.spine_latency});
-    links_.push_back({LinkKind::kLeafDown, l, leaf_bw, p.network.spine_latency});
+  leaf_bandwidth_ = nic_bandwidth_ * static_cast<double>(nodes_per_leaf_) / oversubscription_;
+  spine_latency_ = p.network.spine_latency;
+}
+
+LinkInfo Topology::link(std::int32_t index) const {
+  assert(index >= 0 && index < num_links());
+  const std::int64_t i = index;
+  if (i >= 4 * num_gpus_) {
+    const std::int64_t leaf = (i - 4 * num_gpus_) / 2;
+    const bool up = (i - 4 * num_gpus_) % 2 == 0;
+    return {up ? LinkKind::kLeafUp : LinkKind::kLeafDown, leaf, leaf_bandwidth_, spine_latency_};
   }
+  static constexpr LinkKind kKinds[] = {LinkKind::kNvlinkUp, LinkKind::kNvlinkDown,
+                                        LinkKind::kNicUp, LinkKind::kNicDown};
+  const bool nvlink = i % 4 < 2;
+  return {kKinds[i % 4], i / 4, nvlink ? nvlink_bandwidth_ : nic_bandwidth_,
+          nvlink ? nvlink_latency_ : nic_latency_};
 }
 
 std::int64_t Topology::leaf_of(std::int64_t gpu) const {
@@ -95,19 +101,27 @@ void Topology::folded_route(std::int64_t owner, std::int64_t src, std::int64_t d
 }
 
 double Topology::route_latency(std::int64_t src, std::int64_t dst) const {
-  std::vector<std::int32_t> r;
-  route(src, dst, r);
-  double lat = 0;
-  for (auto l : r) lat += links_[static_cast<std::size_t>(l)].latency;
-  return lat;
+  switch (route_class(src, dst)) {
+    case RouteClass::kNode:
+      return 2 * nvlink_latency_;
+    case RouteClass::kLeaf:
+      return 2 * nic_latency_;
+    case RouteClass::kSpine:
+      return 2 * nic_latency_ + 2 * spine_latency_;
+  }
+  return 0;
 }
 
 double Topology::route_bandwidth(std::int64_t src, std::int64_t dst) const {
-  std::vector<std::int32_t> r;
-  route(src, dst, r);
-  double bw = links_[static_cast<std::size_t>(r.front())].bandwidth;
-  for (auto l : r) bw = std::min(bw, links_[static_cast<std::size_t>(l)].bandwidth);
-  return bw;
+  switch (route_class(src, dst)) {
+    case RouteClass::kNode:
+      return nvlink_bandwidth_;
+    case RouteClass::kLeaf:
+      return nic_bandwidth_;
+    case RouteClass::kSpine:
+      return std::min(nic_bandwidth_, leaf_bandwidth_);
+  }
+  return 0;
 }
 
 }  // namespace trainsim

@@ -3,7 +3,9 @@
 // GPUs are numbered node-major (gpu = node * gpus_per_node + local). Inside a node every GPU has
 // an NVLink up and down link to a non-blocking NVSwitch. Across nodes GPU i uses NIC i ("rail"
 // i), which plugs into the leaf switch of its rail and scalable unit; leaves of different rails
-// or units meet through the spine, over one aggregated up and down link per leaf.
+// or units meet through the spine, over one aggregated up and down link per leaf. Links are
+// numbered, not stored: a link's kind, owner, bandwidth and latency follow from its number, so a
+// topology of any size costs the same to build and to hold.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,15 +36,20 @@ class Topology {
   std::int64_t num_gpus() const { return num_gpus_; }
   std::int64_t num_nodes() const { return num_nodes_; }
   std::int64_t num_leaves() const { return num_leaves_; }
+  std::int64_t gpus_per_node() const { return gpus_per_node_; }
+  std::int64_t nodes_per_leaf() const { return nodes_per_leaf_; }
   std::int64_t node_of(std::int64_t gpu) const { return gpu / gpus_per_node_; }
   std::int64_t rail_of(std::int64_t gpu) const { return gpu % gpus_per_node_; }
   std::int64_t leaf_of(std::int64_t gpu) const;
 
-  const std::vector<LinkInfo>& links() const { return links_; }
+  /// Links 0 .. num_links() - 1: per GPU its NVLink up, NVLink down, NIC up and NIC down links
+  /// (4 gpu + 0..3), then per leaf its spine up and down links.
+  std::int64_t num_links() const { return 4 * num_gpus_ + 2 * num_leaves_; }
+  LinkInfo link(std::int32_t index) const;
   /// Link indices from src to dst (src != dst), in order; at most 4.
   void route(std::int64_t src, std::int64_t dst, std::vector<std::int32_t>& out) const;
   double route_latency(std::int64_t src, std::int64_t dst) const;
-  /// Bandwidth of the narrowest link on the route.
+  /// Bandwidth of the narrowest link on the route. Neither allocates.
   double route_bandwidth(std::int64_t src, std::int64_t dst) const;
   RouteClass route_class(std::int64_t src, std::int64_t dst) const;
   /// The route src -> dst moved onto `owner`'s own links: owner's up link of the kind the route
@@ -76,7 +83,12 @@ class Topology {
   std::int64_t units_;  // scalable units: groups of nodes sharing one leaf per rail
   std::int64_t num_leaves_;
   double oversubscription_ = 1.0;
-  std::vector<LinkInfo> links_;
+  double nvlink_bandwidth_ = 0;
+  double nvlink_latency_ = 0;
+  double nic_bandwidth_ = 0;
+  double nic_latency_ = 0;
+  double leaf_bandwidth_ = 0;
+  double spine_latency_ = 0;
 };
 
 }  // namespace trainsim

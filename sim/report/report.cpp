@@ -58,7 +58,7 @@ Report make_report(const ReportInputs& in) {
   r.stages.resize(static_cast<std::size_t>(num_stages));
   double idle_total = 0;
   for (std::int64_t rank = 0; rank < r.gpus; ++rank) {
-    const auto& st = in.sim.ranks[static_cast<std::size_t>(rank)];
+    const auto& st = in.sim.gpu_stats(rank);
     const auto s = layout.coord(rank, Dim::kPP);
     auto& sr = r.stages[static_cast<std::size_t>(s)];
     const double idle = step - st.compute_s - st.comm_total();

@@ -1,6 +1,7 @@
 #include "sim/search/plan_space.hpp"
 
 #include <cassert>
+#include <memory>
 #include <utility>
 
 #include "sim/check/detect.hpp"
@@ -40,8 +41,11 @@ const Priced& Outcome::operator*() const {
 }
 
 Simulator analytic_simulator(const Model& model, const Platform& platform) {
-  return [&model, &platform](const Plan& plan, const Partition& partition) {
-    return evaluate(model, platform, plan, partition).sim.step_time_s;
+  // The candidates share the platform, so their groups' shapes are priced once for all.
+  auto shapes = std::make_shared<CollectiveShapes>();
+  return [&model, &platform, shapes](const Plan& plan, const Partition& partition) {
+    return evaluate(model, platform, plan, partition, EngineKind::kAnalytic, shapes.get())
+        .sim.step_time_s;
   };
 }
 

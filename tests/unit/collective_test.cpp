@@ -115,6 +115,50 @@ TEST(Collective, UnevenGroupsRunOneRing) {
 // NCCL's NVLink SHARP (in-switch reduction, 480 GB/s of bus bandwidth) outruns a ring and the
 // model is slow by up to 22 %. These bands pin the model's present fidelity; calibrating it per
 // size is the accuracy work's.
+// Translates of a group (whole leaf units along, or along the rails inside their nodes) share a
+// canonical shape; others do not. With 8 GPUs per node and 64 nodes per leaf a unit is 512 GPUs.
+TEST(GroupShape, TranslatesShareTheirCanonicalShape) {
+  const auto& t = cluster();
+  EXPECT_EQ(canonical_shape(t, {9, 17, 25}), (Members{8, 16, 24}));    // rail 1 -> rail 0
+  EXPECT_EQ(canonical_shape(t, {513, 521}), (Members{0, 8}));          // a unit along, rail 1
+  EXPECT_EQ(canonical_shape(t, {6, 7, 8, 9}), (Members{6, 7, 8, 9}));  // crosses a node: stays
+  EXPECT_EQ(canonical_shape(t, {5, 4, 3}), (Members{2, 1, 0}));        // order kept
+  EXPECT_NE(canonical_shape(t, {504, 512}), canonical_shape(t, {496, 504}));  // a leaf boundary
+}
+
+// Sharing prices never changes one: every translate of a group priced on its own equals the
+// group's price, and translates with one canonical shape are priced once.
+TEST(GroupShape, SharedPricesEqualPricesOfTheirOwn) {
+  const auto& t = cluster();
+  const std::vector<Members> groups = {range(0, 8), range(0, 16, 8), range(2, 4, 2),
+                                       range(0, 64, 8), range(3, 24, 2)};
+  for (const auto& base : groups) {
+    CollectiveShapes shared;
+    for (std::int32_t offset : {0, 1, 4, 8, 24, 256, 504, 512, 1024, 1537}) {
+      Members g = base;
+      for (auto& m : g) m += offset;
+      if (g.back() >= t.num_gpus()) continue;
+      const GroupCollectives own(t, g), from_shared(t, g, shared);
+      for (const auto kind :
+           {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kAllToAll}) {
+        for (const double bytes : {1e4, 1e6, 1e9}) {
+          const auto a = own.choose(kind, bytes, 2), b = from_shared.choose(kind, bytes, 2);
+          EXPECT_EQ(a.algorithm, b.algorithm) << offset;
+          EXPECT_DOUBLE_EQ(a.seconds, b.seconds) << offset;
+        }
+      }
+    }
+    EXPECT_LT(shared.size(), 10u);
+  }
+  // The eight rails' DP groups of 64 nodes, and the same a leaf unit on: one shape.
+  CollectiveShapes rails;
+  for (std::int32_t r = 0; r < 8; ++r) {
+    (void)rails.of(t, range(r, 64, 8));
+    (void)rails.of(t, range(512 + r, 64, 8));
+  }
+  EXPECT_EQ(rails.size(), 1u);
+}
+
 TEST(Collective, NcclTestsOnOneDgxH100) {
   const Platform p = test::catalog_platform("h100-sxm-ndr");
   const Topology topo(p, 8);

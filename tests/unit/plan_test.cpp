@@ -43,6 +43,13 @@ TEST(Layout, MegatronOrderTpInnermostThenDpThenPp) {
   EXPECT_EQ(l.groups_in_stage(Dim::kDP, 1),
             (std::vector<Ranks>{{8, 12}, {9, 13}, {10, 14}, {11, 15}}));
   EXPECT_EQ(l.groups_in_stage(Dim::kTP, 0), (std::vector<Ranks>{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  // From the leader to each DP group of the stage: the TP coordinates, 0..3 (offsets 0..3).
+  EXPECT_EQ(l.offset_residues({Dim::kDP}, 8), (Ranks{0, 1, 2, 3}));
+  EXPECT_EQ(l.offset_residues({Dim::kTP}, 8), (Ranks{0, 4}));
+  // To every rank of the stage, offsets 0..7, the least of each residue.
+  EXPECT_EQ(l.offset_residues({}, 16), (Ranks{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(l.offset_residues({}, 3), (Ranks{0, 1, 2}));
+  EXPECT_EQ(l.offset_residues({Dim::kTP, Dim::kDP}, 8), (Ranks{0}));
 }
 
 // Megatron-LM's test of its rank generator: tp 2, cp 2, dp 2, pp 2 in tp-cp-ep-dp-pp order puts
@@ -66,6 +73,10 @@ TEST(Layout, ContextParallelAndOtherOrders) {
   EXPECT_EQ(m.stage_ranks(1), (Ranks{4, 5, 6, 7, 12, 13, 14, 15}));
   EXPECT_EQ(m.stage_leader(1), 4);
   EXPECT_EQ(m.neighbour(13, Dim::kPP, 1), 9);
+  // Stage 1 is 4..7 and 12..15: offsets 0..3 and 8..11 from its leader.
+  EXPECT_EQ(m.offset_residues({}, 16), (Ranks{0, 1, 2, 3, 8, 9, 10, 11}));
+  EXPECT_EQ(m.offset_residues({}, 4), (Ranks{0, 1, 2, 3}));
+  EXPECT_EQ(m.offset_residues({Dim::kDP}, 16), (Ranks{0, 1, 2, 3}));
 }
 
 TEST(Layout, RankOrderParsing) {

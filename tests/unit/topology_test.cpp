@@ -11,7 +11,7 @@ std::vector<std::string> route_names(const Topology& t, int src, int dst) {
   std::vector<std::int32_t> r;
   t.route(src, dst, r);
   std::vector<std::string> names;
-  for (auto l : r) names.push_back(link_name(t.links()[static_cast<std::size_t>(l)]));
+  for (auto l : r) names.push_back(link_name(t.link(l)));
   return names;
 }
 
@@ -33,7 +33,7 @@ TEST(Topology, RoutesOneNicPerGpuOnRails) {
   EXPECT_DOUBLE_EQ(t.route_latency(3, 27), 4e-6);
   EXPECT_DOUBLE_EQ(t.route_bandwidth(1, 5), 400e9);
   // A leaf's spine side carries its 4 NICs at 2:1 oversubscription.
-  EXPECT_DOUBLE_EQ(t.links()[static_cast<std::size_t>(4 * 128)].bandwidth, 4 * 50e9 / 2.0);
+  EXPECT_DOUBLE_EQ(t.link(4 * 128).bandwidth, 4 * 50e9 / 2.0);
   EXPECT_DOUBLE_EQ(t.route_bandwidth(3, 35), 50e9);
 }
 
@@ -45,7 +45,7 @@ TEST(Topology, FoldedRoutesUseTheOwnersLinks) {
     std::vector<std::int32_t> r;
     t.folded_route(owner, src, dst, r);
     std::vector<std::string> names;
-    for (auto l : r) names.push_back(link_name(t.links()[static_cast<std::size_t>(l)]));
+    for (auto l : r) names.push_back(link_name(t.link(l)));
     return names;
   };
   EXPECT_EQ(folded(0, 1, 5), (std::vector<std::string>{"nvlink_up_0", "nvlink_down_0"}));
