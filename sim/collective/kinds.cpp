@@ -62,6 +62,20 @@ std::int64_t ring_steps(CollectiveKind kind, std::int64_t members) {
   }
 }
 
+double bus_factor(CollectiveKind kind, std::int64_t members) {
+  const double n = static_cast<double>(members);
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2.0 * (n - 1.0) / n;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return (n - 1.0) / n;
+    default:
+      return 1.0;
+  }
+}
+
 double whole_bytes(double bytes) {
   return std::round(bytes);
 }

@@ -33,6 +33,11 @@ const char* to_string(Algorithm algorithm);
 double ring_bytes(CollectiveKind kind, double bytes, std::int64_t members);
 std::int64_t ring_steps(CollectiveKind kind, std::int64_t members);
 
+/// nccl-tests' bus-bandwidth factor (its doc/PERFORMANCE.md): bus bandwidth = S / t x factor,
+/// 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 otherwise.
+/// Equal across collectives and group sizes when the links run at the same speed.
+double bus_factor(CollectiveKind kind, std::int64_t members);
+
 /// Whole bytes of a transfer, as the network simulates them.
 double whole_bytes(double bytes);
 

@@ -1,8 +1,10 @@
 #include "sim/engine/collective_replay.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 namespace trainsim {
 
@@ -11,6 +13,42 @@ std::vector<GroupCollectives> group_collectives(const TaskGraph& graph, const To
   std::vector<GroupCollectives> out;
   out.reserve(graph.groups.size());
   for (const auto& g : graph.groups) out.emplace_back(topology, g.members, shapes);
+  return out;
+}
+
+std::vector<std::vector<CollectiveStat>> collective_stats(
+    const TaskGraph& graph, const Topology& topology, const std::vector<GroupCollectives>& groups) {
+  std::vector<std::vector<CollectiveStat>> out(graph.ranks.size());
+  std::map<std::int32_t, std::int64_t> nodes;  // group -> nodes it spans
+  for (std::size_t r = 0; r < graph.ranks.size(); ++r) {
+    std::map<std::tuple<std::int32_t, CollectiveKind, Algorithm>, CollectiveStat> by_key;
+    for (const auto& op : graph.ranks[r].ops) {
+      if (op.type != OpType::kCollective) continue;
+      const auto& gc = groups[static_cast<std::size_t>(op.group)];
+      const auto choice = gc.choose(op.collective, op.bytes, op.count);
+      auto& st = by_key[{op.group, op.collective, choice.algorithm}];
+      st.comm = op.comm;
+      st.kind = op.collective;
+      st.algorithm = choice.algorithm;
+      st.members = static_cast<std::int64_t>(gc.members().size());
+      auto [it, added] = nodes.try_emplace(op.group, 0);
+      if (added) {
+        std::set<std::int64_t> spanned;
+        for (const auto m : gc.members()) spanned.insert(topology.node_of(m));
+        it->second = static_cast<std::int64_t>(spanned.size());
+      }
+      st.nodes = it->second;
+      st.calls += op.count;
+      st.bytes += op.bytes;
+      st.seconds += choice.seconds;
+    }
+    for (auto& [key, st] : by_key) {
+      if (st.seconds > 0) {
+        st.bus_bandwidth = st.bytes / st.seconds * bus_factor(st.kind, st.members);
+      }
+      out[r].push_back(st);
+    }
+  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/collective/group_collectives.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/graph/task_graph.hpp"
 
 namespace trainsim {
@@ -37,6 +38,10 @@ struct SentFlow {
 /// Every group of a graph, ready to price its collectives from `shapes` (which must outlive them).
 std::vector<GroupCollectives> group_collectives(const TaskGraph& graph, const Topology& topology,
                                                 CollectiveShapes& shapes);
+
+/// Every rank's collectives per step, grouped by group, kind and the algorithm NCCL picks.
+std::vector<std::vector<CollectiveStat>> collective_stats(
+    const TaskGraph& graph, const Topology& topology, const std::vector<GroupCollectives>& groups);
 
 class CollectiveReplayPlan {
  public:

@@ -46,11 +46,26 @@ struct RankStats {
   double comm_total() const;  // exposed, all kinds
 };
 
+/// The collectives of one kind a rank runs on one group in a step, with the algorithm NCCL
+/// picks for them and their closed-form time on an idle network (sim/collective/).
+struct CollectiveStat {
+  CommKind comm = CommKind::kTP;
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  Algorithm algorithm = Algorithm::kRing;
+  std::int64_t members = 0;
+  std::int64_t nodes = 0;    // nodes the group spans
+  std::int64_t calls = 0;    // per step
+  double bytes = 0;          // buffer per member, all calls
+  double seconds = 0;        // all calls, uncontended
+  double bus_bandwidth = 0;  // nccl-tests' bus bandwidth of these calls, bytes/s
+};
+
 struct SimResult {
   EngineKind engine = EngineKind::kAnalytic;
   double step_time_s = 0;                    // the last rank's end
   std::vector<RankStats> ranks;              // per replayed rank (a full replay's: per GPU)
   std::vector<std::vector<Span>> timelines;  // per replayed rank, when kept
+  std::vector<std::vector<CollectiveStat>> collectives;  // per replayed rank
   /// Per GPU, the rank that replays it (a symmetric replay); empty: rank r is GPU r. Every GPU
   /// of a class behaves as its rank, so nothing is copied per GPU.
   std::vector<std::int32_t> replayed_by;

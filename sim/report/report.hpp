@@ -33,6 +33,8 @@ struct StageReport {
   std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over the stage's GPUs
   double idle_s = 0;                                   // mean over the stage's GPUs
   double peak_memory_bytes = 0;  // device memory per GPU at the stage's peak (sim/memory)
+  /// The collectives a GPU of the stage runs in a step, NCCL's algorithm and closed-form time.
+  std::vector<CollectiveStat> collectives;
   /// What the peak is made of, per GPU: model state, what the activations add at the peak, and
   /// the runtime terms (allocator buffers, fragmentation, memory outside the allocator).
   struct Memory {

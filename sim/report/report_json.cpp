@@ -90,6 +90,19 @@ std::string report_json(const Report& r) {
                      {"activations_bytes", s.memory.activations},
                      {"microbatches_in_flight", s.memory.microbatches_in_flight},
                      {"runtime_bytes", s.memory.runtime}};
+    J collectives = J::array();
+    for (const auto& c : s.collectives) {
+      collectives.push_back({{"dim", to_string(c.comm)},
+                             {"collective", to_string(c.kind)},
+                             {"algorithm", to_string(c.algorithm)},
+                             {"members", c.members},
+                             {"nodes", c.nodes},
+                             {"calls", c.calls},
+                             {"bytes", c.bytes},
+                             {"seconds", c.seconds},
+                             {"bus_bandwidth_bytes_per_s", c.bus_bandwidth}});
+    }
+    sj["collectives"] = std::move(collectives);
     stages.push_back(std::move(sj));
   }
   j["stages"] = std::move(stages);

@@ -26,6 +26,51 @@ std::string percent(double x) {
   return format_fixed(100.0 * x, 1) + " %";
 }
 
+// "0", "1-3": the stages of a run of equal rows.
+std::string stage_range(std::int64_t first, std::int64_t last) {
+  return first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last);
+}
+
+std::string collective_row(const CollectiveStat& c) {
+  const std::string group = std::to_string(c.members) + " GPUs, " + std::to_string(c.nodes) +
+                            (c.nodes == 1 ? " node" : " nodes");
+  return pad(to_string(c.comm), 5) + pad(to_string(c.kind), 16) + pad(group, 22) +
+         pad(format_grouped(c.calls), 8) + pad(format_bytes(c.bytes), 12) +
+         pad(to_string(c.algorithm), 12) + pad(format_seconds(c.seconds), 11) +
+         format_fixed(c.bus_bandwidth / 1e9, 1) + " GB/s";
+}
+
+// Each stage's collectives; consecutive stages with the same rows share one block.
+void write_collectives(const Report& r, std::ostringstream& o) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> blocks;  // stages, rows
+  std::int64_t first = 0;
+  for (std::size_t i = 0; i < r.stages.size(); ++i) {
+    std::vector<std::string> rows;
+    for (const auto& c : r.stages[i].collectives) rows.push_back(collective_row(c));
+    const auto s = r.stages[i].index;
+    if (!blocks.empty() && blocks.back().second == rows) {
+      blocks.back().first = stage_range(first, s);
+    } else {
+      first = s;
+      blocks.emplace_back(stage_range(s, s), std::move(rows));
+    }
+  }
+  bool any = false;
+  for (const auto& [stages, rows] : blocks) any = any || !rows.empty();
+  if (!any) return;
+  o << "collectives per step and GPU (NCCL's algorithm; time and bus bandwidth on an idle "
+       "network)\n"
+    << pad("stage", 7) << pad("dim", 5) << pad("collective", 16) << pad("group", 22)
+    << pad("calls", 8) << pad("buffer", 12) << pad("algorithm", 12) << pad("time", 11)
+    << "bus bw\n";
+  for (const auto& [stages, rows] : blocks) {
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      o << pad(k == 0 ? stages : "", 7) << rows[k] << "\n";
+    }
+  }
+  o << "\n";
+}
+
 }  // namespace
 
 std::string report_text(const Report& r) {
@@ -106,6 +151,7 @@ std::string report_text(const Report& r) {
       << pad(format_bytes(m.runtime), 12) << format_bytes(s.peak_memory_bytes) << "\n";
   }
   o << "\n";
+  write_collectives(r, o);
   if (r.diagnostics.empty()) {
     o << "diagnostics: none\n";
   } else {

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sim/collective/group_collectives.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/model/flops.hpp"
@@ -31,6 +32,53 @@ Plan plan() {
   p.gbs = 16;
   p.seq_len = 4096;
   return p;
+}
+
+// Each stage's collectives per step, from the task graph: the TP all-reduces of the stage's
+// passes (two per layer and pass, forward and backward, per micro-batch, plus the embedding's
+// and the loss's), and the DP gradient all-reduce of the stage's gradients, priced as the
+// collectives module prices them; bus bandwidth as nccl-tests defines it.
+TEST(Report, CollectivesPerStepAgreeWithTheirClosedForms) {
+  const Plan p = plan();
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const auto costs = compute_costs(m, pf, p, build_partition(m, pf, p));
+  const auto j = nlohmann::json::parse(simulate_report(p));
+  const Topology topo(pf, p.world_size());
+  const double microbatches = 8;
+  for (std::size_t s = 0; s < 2; ++s) {
+    const auto& c = j["stages"][s]["collectives"];
+    ASSERT_EQ(c.size(), 2u) << c.dump();
+    const auto& stage = costs.stages[s];
+    // DP: one all-reduce of the fp32 gradients over GPUs {leader, leader + 2}, in one node
+    // (tp 2 x dp 2 = 4 GPUs per stage).
+    const auto& dp = c[1];
+    EXPECT_EQ(dp["dim"], "dp");
+    EXPECT_EQ(dp["collective"], "all_reduce");
+    EXPECT_EQ(dp["members"], 2);
+    EXPECT_EQ(dp["nodes"], 1);
+    EXPECT_EQ(dp["calls"], 1);
+    EXPECT_DOUBLE_EQ(dp["bytes"].get<double>(), stage.grad_bytes);
+    const std::int32_t leader = static_cast<std::int32_t>(4 * s);
+    const GroupCollectives dp_group(topo, {leader, leader + 2});
+    const auto choice = dp_group.choose(CollectiveKind::kAllReduce, stage.grad_bytes, 1);
+    EXPECT_EQ(dp["algorithm"], to_string(choice.algorithm));
+    EXPECT_DOUBLE_EQ(dp["seconds"].get<double>(), choice.seconds);
+    EXPECT_DOUBLE_EQ(dp["bus_bandwidth_bytes_per_s"].get<double>(),
+                     stage.grad_bytes / choice.seconds * 1.0);  // 2(n-1)/n = 1 for n = 2
+    // TP: every pass's all-reduces, once per micro-batch.
+    const auto& tp = c[0];
+    EXPECT_EQ(tp["dim"], "tp");
+    EXPECT_EQ(tp["members"], 2);
+    double calls = 0, bytes = 0;
+    for (const auto* pass : {&stage.forward, &stage.backward}) {
+      const auto load = collective_load(pass->collectives, CollectiveKind::kAllReduce, Dim::kTP);
+      calls += static_cast<double>(load.count) * microbatches;
+      bytes += load.bytes * microbatches;
+    }
+    EXPECT_EQ(tp["calls"].get<double>(), calls);
+    EXPECT_DOUBLE_EQ(tp["bytes"].get<double>(), bytes);
+  }
 }
 
 TEST(Report, DeterministicJson) {
