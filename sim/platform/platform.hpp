@@ -65,6 +65,15 @@ struct RuntimeMemory {
   double fragmentation = 0;
 };
 
+/// Checkpoint storage seen from one node: a shared parallel file system read by all the node's
+/// GPUs together. Absent from a platform file: kDefaultStorageReadBandwidth.
+struct StorageSpec {
+  double read_bandwidth = 0;  // bytes/s per node
+};
+/// 10 GB/s per node: a conservative assumption for a shared file system without GPUDirect
+/// Storage, used where the platform file has no "storage" block (see README, Platforms).
+inline constexpr double kDefaultStorageReadBandwidth = 10e9;
+
 struct Platform {
   std::string name;
   std::string description;
@@ -79,6 +88,7 @@ struct Platform {
   std::string kernel_db_name;            // as written in the platform file
   std::filesystem::path kernel_db_path;  // resolved
   RuntimeMemory memory;
+  StorageSpec storage{kDefaultStorageReadBandwidth};
 
   double nvlink_link_bandwidth() const { return node.nvlink_bandwidth * efficiency.nvlink; }
   double nic_link_bandwidth() const { return network.nic_bandwidth * efficiency.network; }

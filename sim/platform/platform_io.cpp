@@ -84,6 +84,11 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
     mem->finish();
   }
 
+  if (auto storage = o.optional_object("storage")) {
+    p.storage.read_bandwidth = storage->number("read_bandwidth_GBps") * kGiga;
+    storage->finish();
+  }
+
   o.allow({"sources", "notes"});
   o.finish();
   return p;

@@ -46,6 +46,30 @@ TEST(Platform, RuntimeMemoryTerms) {
   EXPECT_DOUBLE_EQ(bare.memory.fragmentation, 0.0);
 }
 
+// Storage read bandwidth per node prices loading a checkpoint (trainsim reshard); platform files
+// without the block keep reading, with the documented default.
+TEST(Platform, StorageReadBandwidth) {
+  EXPECT_DOUBLE_EQ(test::catalog_platform("h100-sxm-ndr").storage.read_bandwidth, 40e9);
+  EXPECT_DOUBLE_EQ(test::catalog_platform("a100-sxm-hdr").storage.read_bandwidth,
+                   kDefaultStorageReadBandwidth);
+  EXPECT_DOUBLE_EQ(kDefaultStorageReadBandwidth, 10e9);
+  std::ifstream in(test::source_dir() + "/platforms/h100-sxm-ndr.json");
+  auto j = nlohmann::json::parse(in);
+  j.erase("kernel_database");  // a path relative to the platform file
+  EXPECT_DOUBLE_EQ(parse_platform_json(j, "p.json").storage.read_bandwidth, 40e9);
+  j["storage"]["read_bandwidth_GBps"] = 0;
+  EXPECT_THROW(parse_platform_json(j, "p.json"), InputError);
+  j["storage"] = {{"read_bandwidth_GBps", 12.5}, {"write_bandwidth_GBps", 5}};
+  try {
+    parse_platform_json(j, "p.json");
+    ADD_FAILURE() << "unknown storage key accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("p.json: $.storage.write_bandwidth_GBps: unknown key", 0),
+              0u)
+        << e.what();
+  }
+}
+
 TEST(Platform, A100Sheet) {
   const Platform p = test::catalog_platform("a100-sxm-hdr");
   EXPECT_DOUBLE_EQ(p.gpu.peak_bf16_flops, 312e12);
