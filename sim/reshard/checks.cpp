@@ -1,0 +1,171 @@
+#include "sim/reshard/checks.hpp"
+
+#include <map>
+
+#include "sim/check/wording.hpp"
+#include "sim/core/format.hpp"
+#include "sim/memory/memory.hpp"
+#include "sim/reshard/conversion.hpp"
+#include "sim/reshard/layout_spec.hpp"
+
+namespace trainsim {
+
+namespace {
+
+std::string n(std::int64_t v) {
+  return std::to_string(v);
+}
+
+bool same_model_split(const Plan& a, const Plan& b) {
+  return a.tp == b.tp && a.pp == b.pp && a.vp == b.vp;
+}
+
+// "decoder 16-31" for a run of consecutive layers.
+std::string layers_text(std::int64_t first, std::int64_t last) {
+  return first == last ? "decoder " + n(first) : "decoder " + n(first) + "-" + n(last);
+}
+
+}  // namespace
+
+std::vector<Diagnostic> find_stage_moves(const ReshardContext& c) {
+  // Runs of consecutive tensors moving between the same two stages: one block, or decoder layers.
+  struct Run {
+    BlockKind block;
+    std::int64_t first, last, from, to;
+    double bytes;
+  };
+  std::vector<Run> runs;
+  double total = 0;
+  for (std::size_t i = 0; i < c.to.params.size(); ++i) {
+    const auto& a = c.from.placed[i].stages;
+    const auto& b = c.to.placed[i].stages;
+    if (a.empty() || b.empty() || a.front() == b.front()) continue;
+    const ParamSpec& spec = c.to.params[i];
+    const double bytes =
+        static_cast<double>(spec.numel()) * (kCheckpointWeightBytes + kCheckpointOptimizerBytes);
+    total += bytes;
+    Run* r = runs.empty() ? nullptr : &runs.back();
+    const bool extends = r && r->from == a.front() && r->to == b.front() &&
+                         r->block == spec.block &&
+                         (spec.layer < 0 || spec.layer == r->last || spec.layer == r->last + 1);
+    if (extends) {
+      r->last = spec.layer;
+      r->bytes += bytes;
+    } else {
+      runs.push_back({spec.block, spec.layer, spec.layer, a.front(), b.front(), bytes});
+    }
+  }
+  if (runs.empty()) return {};
+  std::vector<std::string> parts;
+  for (const auto& r : runs) {
+    const std::string label =
+        r.block == BlockKind::kDecoder ? layers_text(r.first, r.last) : to_string(r.block);
+    parts.push_back(label + " (stage " + n(r.from) + " -> " + n(r.to) + ", " +
+                    format_bytes(r.bytes) + ")");
+  }
+  Diagnostic d;
+  d.id = "stage-change";
+  d.severity = Severity::kInfo;
+  d.message = format_bytes(total) +
+              " of weights and optimizer state change pipeline stage: " + and_list(parts) +
+              "; each new stage reads them from the old stage's files (see the conversion plan)";
+  return {d};
+}
+
+std::vector<Diagnostic> find_optimizer_format(const ReshardContext& c) {
+  const Plan& a = c.from.plan;
+  const Plan& b = c.to.plan;
+  if (!a.distributed_optimizer()) return {};
+  Diagnostic d;
+  d.severity = Severity::kWarning;
+  switch (b.effective_framework()) {
+    case Framework::kMegatron:
+      if (same_model_split(a, b)) return {};
+      d.id = "optimizer-not-reshardable";
+      d.message =
+          "the old layout uses Megatron-LM's distributed optimizer, whose default checkpoint "
+          "format (dp_reshardable) addresses optimizer state by its place in each (tp, pp) "
+          "rank's flat buffer and resumes only at the same TP and PP; this change moves from " +
+          layout_text(a) + " to " + layout_text(b);
+      d.fix =
+          "save the checkpoint with --dist-ckpt-optim-fully-reshardable (Megatron-Core 0.14 and "
+          "later), or resume with --no-load-optim and lose the Adam moments";
+      return {d};
+    case Framework::kDeepSpeed:
+      if (a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.zero == b.zero) return {};
+      d.id = "optimizer-not-reshardable";
+      d.message =
+          "DeepSpeed's ZeRO checkpoints hold each DP rank's flat partition of the "
+          "optimizer state for one (tp, pp, dp) layout";
+      d.fix = "convert with ds_to_universal.py and resume with --universal-checkpoint";
+      return {d};
+    case Framework::kNanotron:
+    case Framework::kColossalAI:
+      return {};
+  }
+  return {};
+}
+
+std::vector<Diagnostic> find_unbuilt_layers(const ReshardContext& c) {
+  std::vector<Diagnostic> out;
+  for (const LayoutShards* l : {&c.from, &c.to}) {
+    const std::int64_t dropped = l->partition.dropped_layers;
+    if (dropped == 0) continue;
+    Diagnostic d;
+    d.id = "layers-dropped";
+    d.severity = Severity::kError;
+    d.message = std::string(l == &c.from ? "the old" : "the new") + " layout (" +
+                layout_text(l->plan) + ") builds " + n(c.model.num_layers - dropped) + " of the " +
+                n(c.model.num_layers) + " decoder layers (" + l->partition.method +
+                " partition): the other " + n(dropped) + " are " +
+                (l == &c.from ? "not in the checkpoint" : "not loaded");
+    d.fix = "a pp that divides the layers, or --partition with an explicit layout";
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
+  const Plan& plan = c.to.plan;
+  std::int64_t worst = 0, worst_params = 0;
+  for (std::int64_t s = 0; s < plan.pp; ++s) {
+    const std::int64_t params = c.to.stage_shard_numel(s);
+    if (params > worst_params) worst = s, worst_params = params;
+  }
+  const RuntimeMemory& rt = c.platform.memory;
+  const auto need = [&](std::int64_t zero) {
+    return device_bytes(rt, model_state(worst_params, zero, plan.dp).total() + rt.allocated);
+  };
+  const double bytes = need(plan.zero);
+  const double capacity = c.platform.gpu.memory_bytes;
+  if (bytes <= capacity) return {};
+  Diagnostic d;
+  d.id = "oom";
+  d.severity = Severity::kError;
+  d.stage = worst;
+  d.message = "at " + layout_text(plan) + " a GPU of stage " + n(worst) + " holds " +
+              format_grouped(worst_params) + " parameters: " + format_bytes(bytes) +
+              " of weights, gradients, optimizer state and runtime memory before any "
+              "activation, more than the GPU's " +
+              format_bytes(capacity) + " (" + c.platform.gpu.name + ")";
+  for (std::int64_t zero = plan.zero + 1; zero <= (plan.pp > 1 ? 1 : 3); ++zero) {
+    if (plan.dp > 1 && need(zero) <= capacity) {
+      d.fix = "zero=" + n(zero) + " in --to brings it to " + format_bytes(need(zero)) +
+              " (activations come on top)";
+      return {d};
+    }
+  }
+  d.fix = "more tensor- or pipeline-parallel GPUs in --to (tp=, pp=)";
+  return {d};
+}
+
+std::vector<Diagnostic> check_reshard(const ReshardContext& c) {
+  std::vector<Diagnostic> out;
+  for (auto* find : {find_unbuilt_layers, find_padding_change, find_padding_rows,
+                     find_optimizer_format, find_stage_moves, find_new_layout_memory}) {
+    for (auto& d : find(c)) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace trainsim

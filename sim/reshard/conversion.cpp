@@ -1,0 +1,223 @@
+#include "sim/reshard/conversion.hpp"
+
+#include <algorithm>
+
+#include "sim/plan/layout.hpp"
+
+namespace trainsim {
+
+std::string model_file(std::int64_t pp, std::int64_t tp) {
+  return "model pp" + std::to_string(pp) + " tp" + std::to_string(tp);
+}
+
+std::string optimizer_file(std::int64_t pp, std::int64_t tp, std::int64_t dp) {
+  std::string s = "optim pp" + std::to_string(pp) + " tp" + std::to_string(tp);
+  return dp < 0 ? s : s + " dp" + std::to_string(dp);
+}
+
+double checkpoint_bytes(const LayoutShards& layout) {
+  double numel = 0;
+  for (std::size_t i = 0; i < layout.placed.size(); ++i) {
+    const PlacedParam& p = layout.placed[i];
+    if (p.stages.empty()) continue;
+    const bool replicated = layout.params[i].split == TpSplit::kReplicated;
+    numel += static_cast<double>(p.shard_numel() * (replicated ? 1 : layout.plan.tp));
+  }
+  return numel * (kCheckpointWeightBytes + kCheckpointOptimizerBytes);
+}
+
+namespace {
+
+// A rectangle of a tensor seen as 2-D (a 1-D tensor is one column): rows [r0, r1) x cols [c0, c1).
+struct Rect {
+  std::int64_t r0, r1, c0, c1;
+};
+
+std::int64_t overlap(const Rect& a, const Rect& b) {
+  const std::int64_t rows = std::min(a.r1, b.r1) - std::max(a.r0, b.r0);
+  const std::int64_t cols = std::min(a.c1, b.c1) - std::max(a.c0, b.c0);
+  return rows > 0 && cols > 0 ? rows * cols : 0;
+}
+
+// The shard of TP rank t as a rectangle of the global tensor, clipped to the model's rows.
+Rect shard_rect(const ParamSpec& spec, const TpShard& shard) {
+  const std::int64_t rows = spec.shape[0];
+  const std::int64_t cols = spec.shape.size() > 1 ? spec.shape[1] : 1;
+  Rect r{0, rows, 0, cols};
+  if (spec.split == TpSplit::kRows) r = {shard.split.begin, shard.split.end, 0, cols};
+  if (spec.split == TpSplit::kColumns) r = {0, rows, shard.split.begin, shard.split.end};
+  r.r1 = std::min(r.r1, rows);  // padding rows hold nothing of the model
+  return r;
+}
+
+// Elements [a, b) of a shard flattened row-major, as rectangles of the global tensor.
+std::vector<Rect> flat_rects(const ParamSpec& spec, const TpShard& shard, Interval flat) {
+  const std::int64_t width = shard.shape.size() > 1 ? shard.shape[1] : 1;
+  const std::int64_t r0 = spec.split == TpSplit::kRows ? shard.split.begin : 0;
+  const std::int64_t c0 = spec.split == TpSplit::kColumns ? shard.split.begin : 0;
+  std::vector<Rect> out;
+  auto add = [&](std::int64_t ra, std::int64_t rb, std::int64_t ca, std::int64_t cb) {
+    if (rb > ra && cb > ca) out.push_back({r0 + ra, r0 + rb, c0 + ca, c0 + cb});
+  };
+  const std::int64_t ra = flat.begin / width, ca = flat.begin % width;
+  const std::int64_t rb = flat.end / width, cb = flat.end % width;
+  if (ra == rb) {
+    add(ra, ra + 1, ca, cb);
+  } else {
+    add(ra, ra + 1, ca, width);
+    add(ra + 1, rb, 0, width);
+    add(rb, rb + 1, 0, cb);
+  }
+  const Rect model = shard_rect(spec, shard);
+  for (auto& r : out) r.r1 = std::min(r.r1, model.r1);
+  return out;
+}
+
+std::int64_t overlap(const std::vector<Rect>& a, const std::vector<Rect>& b) {
+  std::int64_t n = 0;
+  for (const auto& x : a) {
+    for (const auto& y : b) n += overlap(x, y);
+  }
+  return n;
+}
+
+// Ranks that all hold the same copy of tensor i and share its reading: the DP group, and for a
+// replicated tensor the TP group too.
+double sharers(const LayoutShards& l, std::size_t i) {
+  const bool replicated = l.params[i].split == TpSplit::kReplicated;
+  return static_cast<double>(l.plan.dp * (replicated ? l.plan.tp : 1));
+}
+
+// What one new rank needs of one tensor, as rectangles, and the fraction of them it reads (1 over
+// the ranks sharing the copy).
+struct Need {
+  std::vector<Rect> weights;
+  std::vector<Rect> optimizer;
+  double weight_share = 1;
+  double optimizer_share = 1;
+};
+
+Need need_of(const LayoutShards& to, std::size_t i, const RankCoord& c) {
+  const ParamSpec& spec = to.params[i];
+  const TpShard& shard = to.placed[i].shards[static_cast<std::size_t>(c[Dim::kTP])];
+  Need n;
+  n.weights = {shard_rect(spec, shard)};
+  n.weight_share = 1.0 / sharers(to, i);
+  if (to.plan.distributed_optimizer()) {
+    const FlatBuffer& buf = to.buffers[static_cast<std::size_t>(c[Dim::kPP])];
+    const Interval mine = buf.owned(c[Dim::kDP], to.plan.dp).intersect(buf.params[i]);
+    if (mine.size() > 0) {
+      const Interval local{mine.begin - buf.params[i].begin, mine.end - buf.params[i].begin};
+      n.optimizer = flat_rects(spec, shard, local);
+    }
+  } else {
+    n.optimizer = n.weights;
+    n.optimizer_share = n.weight_share;
+  }
+  return n;
+}
+
+// Reads of tensor i for `need` from the old layout's files.
+void read_from(const LayoutShards& from, std::size_t i, const Need& need, RankConversion& rc) {
+  const ParamSpec& spec = from.params[i];
+  const PlacedParam& old = from.placed[i];
+  if (old.stages.empty()) return;
+  const std::int64_t s = old.stages.front();
+  for (std::int64_t t = 0; t < from.plan.tp; ++t) {
+    const TpShard& shard = old.shards[static_cast<std::size_t>(t)];
+    const Rect saved = shard_rect(spec, shard);
+    // A replicated tensor is saved once, by TP rank 0.
+    if (spec.split == TpSplit::kReplicated && t > 0) break;
+    const double w = static_cast<double>(overlap(need.weights, {saved})) * kCheckpointWeightBytes *
+                     need.weight_share;
+    if (w > 0) rc.reads[model_file(s, t)] += w;
+    if (need.optimizer.empty()) continue;
+    if (!from.plan.distributed_optimizer()) {
+      const double o = static_cast<double>(overlap(need.optimizer, {saved})) *
+                       kCheckpointOptimizerBytes * need.optimizer_share;
+      if (o > 0) rc.reads[optimizer_file(s, t, -1)] += o;
+      continue;
+    }
+    const FlatBuffer& buf = from.buffers[static_cast<std::size_t>(s)];
+    for (std::int64_t d = 0; d < from.plan.dp; ++d) {
+      const Interval part = buf.owned(d, from.plan.dp).intersect(buf.params[i]);
+      if (part.size() == 0) continue;
+      const Interval local{part.begin - buf.params[i].begin, part.end - buf.params[i].begin};
+      const double o =
+          static_cast<double>(overlap(need.optimizer, flat_rects(spec, shard, local))) *
+          kCheckpointOptimizerBytes * need.optimizer_share;
+      if (o > 0) rc.reads[optimizer_file(s, t, d)] += o;
+    }
+  }
+}
+
+// Bytes rank c writes when saving at layout `to` (fully parallel: each rank of a group sharing a
+// copy writes its share), and what it receives from that group after a fully parallel load.
+void written_and_exchanged(const LayoutShards& to, const RankCoord& c, RankConversion& rc) {
+  for (std::size_t i = 0; i < to.placed.size(); ++i) {
+    const PlacedParam& p = to.placed[i];
+    if (!p.held_by(c[Dim::kPP])) continue;
+    const double k = sharers(to, i);
+    const auto shard = static_cast<double>(p.shard_numel());
+    const double state = to.plan.distributed_optimizer()
+                             ? kCheckpointWeightBytes
+                             : kCheckpointWeightBytes + kCheckpointOptimizerBytes;
+    rc.exchanged_bytes += shard * state * (k - 1) / k;
+    rc.written_bytes += shard * state / k;
+    if (!to.plan.distributed_optimizer()) continue;
+    const FlatBuffer& buf = to.buffers[static_cast<std::size_t>(c[Dim::kPP])];
+    const Interval mine = buf.owned(c[Dim::kDP], to.plan.dp).intersect(buf.params[i]);
+    rc.written_bytes += static_cast<double>(mine.size()) * kCheckpointOptimizerBytes;
+  }
+}
+
+void price(ConversionPlan& plan, const LayoutShards& to, const Platform& platform) {
+  const Layout layout(to.plan);
+  const std::int64_t per_node = std::max<std::int64_t>(1, platform.node.gpus_per_node);
+  std::map<std::int64_t, double> node_bytes;
+  double exchange = 0;
+  for (const auto& r : plan.ranks) {
+    node_bytes[r.rank / per_node] += r.read_bytes;
+    exchange = std::max(exchange, r.exchanged_bytes);
+  }
+  double busiest = 0;
+  for (const auto& [node, bytes] : node_bytes) busiest = std::max(busiest, bytes);
+  plan.storage_bandwidth = platform.storage.read_bandwidth;
+  plan.read_s = busiest / plan.storage_bandwidth;
+  // The DP group's exchange crosses nodes where the group does; a TP group's stays in its node.
+  const GroupSpan span = group_span(layout.group(Dim::kDP, 0), per_node);
+  const double bw =
+      span.in_one_node() ? platform.nvlink_link_bandwidth() : platform.nic_link_bandwidth();
+  plan.exchange_s = exchange / bw;
+}
+
+}  // namespace
+
+ConversionPlan plan_conversion(const LayoutShards& from, const LayoutShards& to,
+                               const Platform& platform) {
+  ConversionPlan plan;
+  plan.checkpoint_bytes = checkpoint_bytes(from);
+  plan.new_checkpoint_bytes = checkpoint_bytes(to);
+  const Layout layout(to.plan);
+  for (std::int64_t rank = 0; rank < layout.world_size(); ++rank) {
+    const RankCoord c = layout.coord(rank);
+    RankConversion rc;
+    rc.rank = rank;
+    rc.tp = c[Dim::kTP];
+    rc.pp = c[Dim::kPP];
+    rc.dp = c[Dim::kDP];
+    for (std::size_t i = 0; i < to.placed.size(); ++i) {
+      if (!to.placed[i].held_by(c[Dim::kPP])) continue;
+      read_from(from, i, need_of(to, i, c), rc);
+    }
+    for (const auto& [file, bytes] : rc.reads) rc.read_bytes += bytes;
+    written_and_exchanged(to, c, rc);
+    plan.read_bytes += rc.read_bytes;
+    plan.written_bytes += rc.written_bytes;
+    plan.ranks.push_back(std::move(rc));
+  }
+  price(plan, to, platform);
+  return plan;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,37 @@
+#pragma once
+// Every trainable tensor of a model, named as a Hugging Face checkpoint names it (what
+// safetensors saves carry), with its global shape and how tensor parallelism splits it.
+// Megatron-LM and nanotron fuse q/k/v and gate/up into one tensor each; the rows each TP rank
+// holds are the same, so shapes per rank and bytes are too.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/model/model.hpp"
+#include "sim/plan/partition.hpp"
+
+namespace trainsim {
+
+/// How tensor parallelism splits a tensor: column-parallel layers and the vocabulary-parallel
+/// embedding and LM head along dim 0 (rows of the [out, in] weight), row-parallel layers along
+/// dim 1; norms and row-parallel biases are replicated.
+enum class TpSplit { kReplicated, kRows, kColumns };
+const char* to_string(TpSplit split);
+
+struct ParamSpec {
+  std::string name;
+  BlockKind block = BlockKind::kDecoder;
+  std::int64_t layer = -1;          // decoder layer, -1 outside decoders
+  std::vector<std::int64_t> shape;  // global, without vocabulary padding
+  TpSplit split = TpSplit::kReplicated;
+  bool vocabulary = false;  // dim 0 is the vocabulary: padded per the framework's rule
+  /// "model.layers.*.mlp.down_proj.weight" for every decoder layer's copy of one tensor.
+  std::string kind() const;
+  std::int64_t numel() const;
+};
+
+/// The model's tensors in the order a Llama-style model registers them: embedding, each decoder
+/// layer, final norm, LM head (absent when tied). Their element count is total_params(model).
+std::vector<ParamSpec> model_parameters(const Model& model);
+
+}  // namespace trainsim

@@ -1,0 +1,138 @@
+#include "sim/reshard/shards.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <numeric>
+
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/plan/vocab.hpp"
+
+namespace trainsim {
+
+Interval Interval::intersect(const Interval& o) const {
+  return {std::max(begin, o.begin), std::min(end, o.end)};
+}
+
+std::int64_t PlacedParam::shard_numel() const {
+  std::int64_t n = 1;
+  for (auto d : shards.front().shape) n *= d;
+  return n;
+}
+
+bool PlacedParam::held_by(std::int64_t stage) const {
+  return std::find(stages.begin(), stages.end(), stage) != stages.end();
+}
+
+Interval FlatBuffer::owned(std::int64_t dp_rank, std::int64_t dp) const {
+  const std::int64_t share = size / dp;
+  return {dp_rank * share, (dp_rank + 1) * share};
+}
+
+std::int64_t LayoutShards::stage_shard_numel(std::int64_t stage) const {
+  std::int64_t n = 0;
+  for (const auto& p : placed) {
+    if (p.held_by(stage)) n += p.shard_numel();
+  }
+  return n;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+namespace {
+
+// Physical stage of each block of the partition (a block index -> stage).
+std::int64_t stage_of(const Partition& partition, BlockKind kind, std::int64_t layer) {
+  for (std::int64_t v = 0; v < partition.num_stages(); ++v) {
+    const auto& r = partition.stages[static_cast<std::size_t>(v)];
+    for (auto i = r.begin; i < r.end; ++i) {
+      const Block& b = partition.blocks[static_cast<std::size_t>(i)];
+      if (b.kind == kind && b.layer == layer) return v % partition.physical_stages();
+    }
+  }
+  return -1;  // a layer the rule does not build
+}
+
+std::vector<std::int64_t> holders(const Partition& partition, const ParamSpec& spec, bool tied) {
+  std::vector<std::int64_t> out;
+  const std::int64_t s = stage_of(partition, spec.block, spec.layer);
+  if (s >= 0) out.push_back(s);
+  // A tied embedding is also the LM head: the stage holding the head keeps its own copy.
+  if (tied && spec.block == BlockKind::kEmbedding && spec.vocabulary) {
+    const std::int64_t head = stage_of(partition, BlockKind::kLmHead, -1);
+    if (head >= 0 && head != s) out.push_back(head);
+  }
+  return out;
+}
+
+PlacedParam place(const ParamSpec& spec, std::int64_t tp, std::int64_t padded_vocab) {
+  PlacedParam p;
+  p.padded_shape = spec.shape;
+  if (spec.vocabulary) p.padded_shape[0] = padded_vocab;
+  const std::size_t dim = spec.split == TpSplit::kColumns ? 1 : 0;
+  const std::int64_t extent = p.padded_shape[dim];
+  for (std::int64_t t = 0; t < tp; ++t) {
+    TpShard shard;
+    shard.shape = p.padded_shape;
+    if (spec.split == TpSplit::kReplicated) {
+      shard.split = {0, extent};
+    } else {
+      assert(extent % tp == 0 && "the plan's validation guarantees even TP splits");
+      shard.shape[dim] = extent / tp;
+      shard.split = {t * extent / tp, (t + 1) * extent / tp};
+    }
+    const std::int64_t model_extent = spec.shape[dim];
+    shard.real = shard.split.intersect({0, model_extent}).size();
+    p.shards.push_back(std::move(shard));
+  }
+  return p;
+}
+
+std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
+FlatBuffer flat_buffer(const LayoutShards& l, std::int64_t stage) {
+  FlatBuffer b;
+  b.params.assign(l.placed.size(), Interval{});
+  const bool megatron = l.plan.effective_framework() == Framework::kMegatron;
+  std::vector<std::size_t> order(l.placed.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (megatron) std::reverse(order.begin(), order.end());
+  std::int64_t offset = 0;
+  for (std::size_t i : order) {
+    if (!l.placed[i].held_by(stage)) continue;
+    if (megatron) offset = round_up(offset, 64);
+    b.params[i] = {offset, offset + l.placed[i].shard_numel()};
+    offset = b.params[i].end;
+  }
+  const std::int64_t dp = l.plan.dp;
+  b.size = round_up(offset, megatron ? std::lcm(dp, std::int64_t{128}) : dp);
+  return b;
+}
+
+}  // namespace
+
+LayoutShards shard_layout(const Model& model, const Platform& platform, const Plan& plan,
+                          const PlanOrigin& origin) {
+  LayoutShards l;
+  l.plan = plan;
+  l.partition = build_partition(model, platform, plan, origin);
+  l.vocab_multiple = plan.vocab_multiple();
+  l.padded_vocab = padded_vocab(model.vocab_size, l.vocab_multiple, plan.tp);
+  l.params = model_parameters(model);
+  for (const auto& spec : l.params) {
+    PlacedParam p = place(spec, plan.tp, l.padded_vocab);
+    p.stages = holders(l.partition, spec, model.tied_embeddings);
+    l.placed.push_back(std::move(p));
+  }
+  if (plan.distributed_optimizer()) {
+    for (std::int64_t s = 0; s < plan.pp; ++s) l.buffers.push_back(flat_buffer(l, s));
+  }
+  return l;
+}
+
+}  // namespace trainsim
