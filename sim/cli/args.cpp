@@ -145,6 +145,10 @@ std::string top_help() {
          "  trainsim check same inputs: diagnostics only (exit 1 on errors)\n"
          "  trainsim validate [REFERENCE.json ...]  predictions against published "
          "measurements\n"
+         "  trainsim reshard --model M --from tp=2,pp=1,dp=4 --to tp=1,pp=1,dp=8 [--checkpoint "
+         "DIR]\n"
+         "                 resume a checkpoint under a new layout: shards, checks, conversion "
+         "plan\n"
          "  trainsim list  the catalog: models (with parameter counts), platforms, scenarios\n"
          "\n"
          "A scenario names a model, a platform and a plan; flags override its values. Models,\n"
@@ -261,6 +265,93 @@ ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
   if (vm.count("platform")) opt.platform = vm["platform"].as<std::string>();
   opt.format = format_of(vm, opt.format);
   opt.out = path_of(vm, "out");
+  return opt;
+}
+
+std::string reshard_help() {
+  return "usage: trainsim reshard --model M --from LAYOUT --to LAYOUT [--framework F]\n"
+         "                        [--vocab-divisible-by N] [--checkpoint DIR] [--platform P]\n"
+         "                        [--format text|json]\n\n"
+         "Checks, before the job is launched, that a checkpoint saved under one parallel layout\n"
+         "resumes under another, and prices the conversion. For every tensor of the model it\n"
+         "gives the shard each TP rank holds under both layouts (the TP split dimension of its\n"
+         "layer kind, the vocabulary padded by the framework's rule), the pipeline stage that\n"
+         "holds it (the framework's partition rule) and, with a distributed optimizer, its\n"
+         "offsets in the flat buffer each DP rank owns a share of; the optimizer state (fp32\n"
+         "master weight, Adam's two moments) is sharded as the weight, Adam's step is not.\n\n"
+         "Then it reports, as diagnostics with the severities and exit codes of `check`:\n"
+         "  vocab-padding-mismatch  the vocabulary padded to different sizes under the two\n"
+         "                          layouts (error where the framework's loader cannot merge the\n"
+         "                          shards, as nanotron #106), with the padding both can share\n"
+         "  padding-rows            padding rows added (initialised, trained) or dropped\n"
+         "  optimizer-not-reshardable  an optimizer checkpoint format that cannot change TP/PP\n"
+         "  stage-change            layers whose pipeline stage changes, and how many bytes\n"
+         "  layers-dropped, oom     layers a layout does not build; a new layout whose model\n"
+         "                          state alone exceeds the GPU's memory\n"
+         "  saved-shard-not-tensor  (--checkpoint) a saved tensor that is one TP shard of the\n"
+         "                          padded tensor, not the tensor (ColossalAI #6108), and other\n"
+         "                          saved shapes that differ from the layout's prediction\n"
+         "and the conversion plan: for every new rank the old files it reads and the bytes,\n"
+         "what it writes when saving at the new layout, and the time to load on the platform's\n"
+         "storage (its storage.read_bandwidth_GBps per node) against resuming at the same layout.\n"
+         "Exits 1 when any diagnostic is an error, 2 on bad input, 0 otherwise.\n\n"
+         "  --model M               a name under models/ or a config.json path (required)\n"
+         "  --from LAYOUT           the checkpoint's layout, e.g. tp=2,pp=1,dp=4 (required); "
+         "keys:\n"
+         "                          tp, pp, dp, zero (0-3, 1 = distributed optimizer), vp\n"
+         "                          (interleaved model chunks), cp and ep (1 only, for now),\n"
+         "                          vocab-divisible-by (this layout's padding multiple)\n"
+         "  --to LAYOUT             the layout to resume under (required)\n"
+         "  --framework F           whose rules apply: megatron (default; uniform partition,\n"
+         "                          vocabulary padded to a multiple of 128 x tp), nanotron (its\n"
+         "                          cost-walk partition, 1 x tp), deepspeed (partition_method\n"
+         "                          parameters, 128 x tp), colossalai (uniform, 64 x tp)\n"
+         "  --vocab-divisible-by N  pad to a multiple of N x tp in both layouts (default: the\n"
+         "                          framework's)\n"
+         "  --checkpoint DIR        read the saved shapes of a checkpoint on disk and compare:\n"
+         "                          safetensors headers (with model.safetensors.index.json as\n"
+         "                          Hugging Face saves them, or nanotron's file per tensor "
+         "shard);\n"
+         "                          Megatron-LM's metadata.json. Pickled files (.pt, .bin,\n"
+         "                          torch_dist .metadata) are never opened\n"
+         "  --platform P            for memory and load time (default h100-sxm-ndr)\n"
+         "  --format text|json      what to print (default text; json lists every tensor and "
+         "rank)\n\n"
+         "examples:\n"
+         "  trainsim reshard --model llama3.1-8b --from tp=2,pp=1,dp=4 --to tp=4,pp=1,dp=2\n"
+         "  trainsim reshard --model scenarios/seeds/models/nanotron-108-tiny.json --framework "
+         "nanotron \\\n"
+         "                   --from tp=2,pp=1,dp=1 --to tp=1,pp=1,dp=2\n"
+         "  trainsim reshard --model llama3.1-70b --framework colossalai --from tp=8,pp=1,dp=1 \\\n"
+         "                   --to tp=8,pp=1,dp=1 --checkpoint path/to/checkpoint\n";
+}
+
+ReshardOptions parse_reshard_options(const std::vector<std::string>& args) {
+  po::options_description d;
+  auto s = [] { return po::value<std::string>(); };
+  d.add_options()("help,h", "")("model", s(), "")("from", s(), "")("to", s(), "")(
+      "framework", s(), "")("vocab-divisible-by", s(), "")("platform", s(), "")(
+      "checkpoint", s(), "")("format", s(), "")("extra", po::value<std::vector<std::string>>(), "");
+  const po::variables_map vm = parse_command_line("reshard", args, d, "extra");
+  ReshardOptions opt;
+  opt.help = vm.count("help") > 0;
+  if (vm.count("extra")) {
+    fail_input("trainsim reshard", "takes no positional arguments, got '" +
+                                       vm["extra"].as<std::vector<std::string>>()[0] +
+                                       "' (see trainsim reshard --help)");
+  }
+  auto get = [&](const char* flag) -> std::optional<std::string> {
+    if (!vm.count(flag)) return std::nullopt;
+    return vm[flag].as<std::string>();
+  };
+  opt.model = get("model");
+  opt.from = get("from");
+  opt.to = get("to");
+  opt.framework = get("framework");
+  opt.vocab_divisible_by = get("vocab-divisible-by");
+  opt.checkpoint = path_of(vm, "checkpoint");
+  if (auto p = get("platform")) opt.platform = *p;
+  opt.format = format_of(vm, opt.format);
   return opt;
 }
 

@@ -26,6 +26,22 @@ struct ValidateOptions {
   bool help = false;
 };
 
+struct ReshardOptions {
+  std::optional<std::string> model;
+  std::optional<std::string> from;  // "tp=2,pp=1,dp=4"
+  std::optional<std::string> to;
+  std::optional<std::string> framework;  // megatron (default), nanotron, deepspeed, colossalai
+  std::optional<std::string> vocab_divisible_by;
+  std::string platform = "h100-sxm-ndr";
+  std::optional<std::string> checkpoint;  // a directory
+  std::string format = "text";
+  bool help = false;
+};
+
+/// Parses the arguments of `reshard` (after the command word); InputError naming the flag.
+ReshardOptions parse_reshard_options(const std::vector<std::string>& args);
+std::string reshard_help();
+
 /// Parses the arguments of `validate` (after the command word).
 ValidateOptions parse_validate_options(const std::vector<std::string>& args);
 std::string validate_help();

@@ -19,6 +19,8 @@
 #include "sim/model/params.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
+#include "sim/reshard/layout_spec.hpp"
+#include "sim/reshard/reshard.hpp"
 #include "sim/search/diagnose.hpp"
 #include "sim/validate/validate.hpp"
 
@@ -148,6 +150,37 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
   return kExitOk;
 }
 
+// `trainsim reshard`: both layouts checked like a run's plan, then shards, checks and the plan.
+int reshard_command(const std::vector<std::string>& args, std::ostream& out) {
+  const ReshardOptions opt = parse_reshard_options(args);
+  if (opt.help) {
+    out << reshard_help();
+    return kExitOk;
+  }
+  for (const auto& [flag, value] :
+       {std::pair{"--model", &opt.model}, {"--from", &opt.from}, {"--to", &opt.to}}) {
+    if (!*value) fail_input(flag, "is required (see trainsim reshard --help)");
+  }
+  const Model model = load_model(resolve_catalog_entry("models", *opt.model, "--model"));
+  const Platform platform =
+      load_platform(resolve_catalog_entry("platforms", opt.platform, "--platform"));
+  Plan base;
+  std::map<std::string, std::string> flags;
+  if (opt.framework) flags["framework"] = *opt.framework;
+  if (opt.vocab_divisible_by) flags["vocab_divisible_by"] = *opt.vocab_divisible_by;
+  apply_plan_flags(base, flags);
+  base.partition = framework_partition_rule(base.effective_framework());
+  const Plan from = parse_layout(*opt.from, "--from", base);
+  validate_layout(from, model, platform, "--from");
+  const Plan to = parse_layout(*opt.to, "--to", base);
+  validate_layout(to, model, platform, "--to");
+  std::optional<std::filesystem::path> checkpoint;
+  if (opt.checkpoint) checkpoint = *opt.checkpoint;
+  const ReshardResult result = reshard(model, platform, from, to, checkpoint);
+  out << (opt.format == "json" ? reshard_json(result) : reshard_text(result));
+  return result.has_errors() ? kExitDiagnostics : kExitOk;
+}
+
 // The catalog: every model with its parameter count, every platform and scenario.
 int list_catalog(std::ostream& out) {
   out << "models:\n";
@@ -185,12 +218,14 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "run" || command == "check") return run_or_check(command, rest, out);
     if (command == "validate") return validate_command(rest, out);
+    if (command == "reshard") return reshard_command(rest, out);
     if (command == "list") {
       if (!rest.empty()) fail_input("trainsim list", "takes no arguments");
       return list_catalog(out);
     }
-    fail_input("trainsim", "unknown command '" + command +
-                               "' (commands: run, check, validate, list; see trainsim --help)");
+    fail_input("trainsim",
+               "unknown command '" + command +
+                   "' (commands: run, check, validate, reshard, list; see trainsim --help)");
   } catch (const InputError& e) {
     err << "trainsim: error: " << e.what() << "\n";
     return kExitBadInput;

@@ -246,6 +246,13 @@ EngineKind engine_of(const std::string& s) {
 
 }  // namespace
 
+void apply_plan_flags(Plan& plan, const std::map<std::string, std::string>& flags) {
+  for (const auto& field : plan_fields()) {
+    auto it = flags.find(field.name);
+    if (it != flags.end()) apply_flag(plan, field, it->second);
+  }
+}
+
 const std::vector<std::string>& plan_field_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;

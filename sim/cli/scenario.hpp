@@ -39,6 +39,10 @@ struct ResolvedInputs {
 /// InputError on any bad input.
 ResolvedInputs resolve_inputs(const InputRequest& request);
 
+/// Applies flags (plan field -> value as typed) to `plan`, checked as run's flags are; InputError
+/// naming the flag.
+void apply_plan_flags(Plan& plan, const std::map<std::string, std::string>& flags);
+
 /// Plan fields settable from a scenario's "plan" object or a flag (--seq-len for seq_len).
 const std::vector<std::string>& plan_field_names();
 
