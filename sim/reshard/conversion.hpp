@@ -46,7 +46,7 @@ struct ConversionPlan {
   double written_bytes = 0;
   double storage_bandwidth = 0;  // bytes/s per node
   double read_s = 0;             // the busiest node's reads at that bandwidth
-  double exchange_s = 0;         // the largest DP exchange
+  double exchange_s = 0;         // the largest exchange within a group sharing a copy
   double load_s() const { return read_s + exchange_s; }
 };
 

@@ -138,18 +138,19 @@ std::vector<Diagnostic> find_padding_rows(const ReshardContext& c) {
   if (new_rows > old_rows) {
     const std::int64_t added = new_rows - old_rows;
     d.message = n(added) + " padding row" + (added == 1 ? " (" : "s (") +
-                rows(old_rows, new_rows - 1) +
-                ") per embedding table exist only at the new "
-                "layout: not loaded but initialised, their Adam moments zero, and trained from "
+                rows(old_rows, new_rows - 1) + ") per embedding table " +
+                (added == 1 ? "exists" : "exist") +
+                " only at the new layout: not loaded but initialised, their Adam moments zero, and "
+                "trained from "
                 "then on as softmax classes no token targets (" +
                 format_bytes(static_cast<double>(added * h * tables) * 14.0) +
                 " of weights and optimizer state in all)";
   } else {
     const std::int64_t dropped = old_rows - new_rows;
     d.message = n(dropped) + " padding row" + (dropped == 1 ? " (" : "s (") +
-                rows(new_rows, old_rows - 1) +
-                ") of the checkpoint's embedding tables are dropped: rows no token uses, their "
-                "weights and Adam moments discarded (" +
+                rows(new_rows, old_rows - 1) + ") per embedding table of the checkpoint " +
+                (dropped == 1 ? "is" : "are") +
+                " dropped: rows no token uses, their weights and Adam moments discarded (" +
                 format_bytes(static_cast<double>(dropped * h * tables) * 14.0) + ")";
   }
   return {d};

@@ -129,8 +129,8 @@ void plan_section(const ReshardResult& r, std::ostringstream& o) {
   o << "load " << format_seconds(p.load_s()) << " on " << r.platform_name << " ("
     << format_seconds(p.read_s) << " reading at " << format_fixed(p.storage_bandwidth / 1e9, 1)
     << " GB/s per node, " << format_seconds(p.exchange_s)
-    << " exchanging over DP); resuming at the same layout: " << format_seconds(r.same_layout_load_s)
-    << "\n";
+    << " exchanging what ranks share); resuming at the same layout: "
+    << format_seconds(r.same_layout_load_s) << "\n";
 }
 
 }  // namespace
