@@ -52,6 +52,10 @@ std::filesystem::path default_reference();
 /// is not a reference set trainsim knows, or is malformed.
 ValidationSet validate_reference(const std::filesystem::path& reference, const Platform& platform);
 
+/// One reference set: Megatron-LM's CI memory (megatron_ci_memory.cpp).
+ValidationSet validate_megatron_ci_memory(const std::filesystem::path& reference,
+                                          const Platform& platform);
+
 /// The comparison as Markdown: one table of expressed rows with mean and max error, one of
 /// skipped rows by reason.
 std::string validation_markdown(const std::vector<ValidationSet>& sets);

@@ -1,0 +1,56 @@
+#pragma once
+// A row of a reference file read leniently (reference rows carry many fields trainsim does not
+// use) but type-checked: a field of the wrong type is an error naming its JSON path.
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.hpp"
+
+namespace trainsim {
+
+class Fields {
+ public:
+  Fields(const nlohmann::json& j, std::string file, std::string path)
+      : j_(j), file_(std::move(file)), path_(std::move(path)) {}
+
+  bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  std::optional<std::int64_t> integer(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    const auto& v = j_.at(key);
+    if (v.is_number_integer()) return v.get<std::int64_t>();
+    if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()) {
+      return static_cast<std::int64_t>(v.get<double>());
+    }
+    fail(key, "must be an integer, got " + v.dump());
+  }
+  std::optional<double> number(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    if (!j_.at(key).is_number()) fail(key, "must be a number, got " + j_.at(key).dump());
+    return j_.at(key).get<double>();
+  }
+  bool flag(const char* key) const {
+    if (!has(key)) return false;
+    if (!j_.at(key).is_boolean()) fail(key, "must be true or false, got " + j_.at(key).dump());
+    return j_.at(key).get<bool>();
+  }
+  std::optional<std::string> string(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    if (!j_.at(key).is_string()) fail(key, "must be a string, got " + j_.at(key).dump());
+    return j_.at(key).get<std::string>();
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    fail_input(file_ + ": " + path_ + "." + key, what);
+  }
+
+ private:
+  const nlohmann::json& j_;
+  std::string file_;
+  std::string path_;
+};
+
+}  // namespace trainsim

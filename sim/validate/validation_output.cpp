@@ -1,0 +1,129 @@
+#include <algorithm>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/format.hpp"
+#include "sim/validate/validate.hpp"
+
+namespace trainsim {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::string percent(double x) {
+  return format_fixed(100.0 * x, 1) + " %";
+}
+
+std::string signed_percent(double x) {
+  std::string s = format_fixed(100.0 * x, 1);
+  if (s[0] != '-') s = "+" + s;
+  return s + " %";
+}
+
+}  // namespace
+
+std::string validation_markdown(const std::vector<ValidationSet>& sets) {
+  std::ostringstream o;
+  for (const auto& set : sets) {
+    o << "# trainsim validate: " << set.reference << "\n\n";
+    o << set.metric << ". Platform " << set.platform << ".\n\n";
+    o << "| test case | run | stage | measured GiB | predicted GiB | error |\n";
+    o << "|---|---|---|---|---|---|\n";
+    std::vector<std::string> notes;
+    for (const auto& r : set.rows) {
+      if (r.skipped) continue;
+      std::string name = r.name;
+      if (!r.note.empty()) {
+        auto it = std::find(notes.begin(), notes.end(), r.note);
+        if (it == notes.end()) it = notes.insert(notes.end(), r.note);
+        name += std::string(" (") + static_cast<char>('a' + (it - notes.begin())) + ")";
+      }
+      o << "| " << name << " | " << r.setup << " | " << r.stage << " | "
+        << format_fixed(r.measured / kGiB, 3) << " | " << format_fixed(r.predicted / kGiB, 3)
+        << " | " << signed_percent(r.error()) << " |\n";
+    }
+    o << "\n";
+    for (std::size_t i = 0; i < notes.size(); ++i) {
+      o << "(" << static_cast<char>('a' + i) << ") " << notes[i] << ".\n";
+    }
+    if (!notes.empty()) o << "\n";
+    const auto* worst = set.worst();
+    o << set.expressed() << " of " << set.rows.size() << " rows expressed: mean |error| "
+      << percent(set.mean_abs_error()) << ", max |error| "
+      << (worst ? percent(std::fabs(worst->error())) + " (" + worst->name + ")" : "n/a") << ".\n\n";
+    o << "Calibration: measured minus predicted without the platform's allocated overhead ("
+      << format_fixed(set.allocated_overhead / kMiB, 1) << " MiB in " << set.platform
+      << "), median over the expressed rows: " << format_fixed(set.overhead_fit() / kMiB, 1)
+      << " MiB. That median is the fit of memory.allocated_overhead_MiB: one number for every "
+         "row. ";
+    const auto [loo_mean, loo_max] = set.leave_one_out_errors();
+    o << "Out of sample (each row predicted with the median fit on the other rows only): mean "
+         "|error| "
+      << percent(loo_mean) << ", max |error| " << percent(loo_max) << ". ";
+    const auto [bare_mean, bare_max] = set.errors_without_overhead();
+    o << "Without the overhead term: mean |error| " << percent(bare_mean) << ", max |error| "
+      << percent(bare_max) << ".\n\n";
+    // Skipped rows, grouped by reason in order of first appearance.
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+    for (const auto& r : set.rows) {
+      if (!r.skipped) continue;
+      auto it = std::find_if(by_reason.begin(), by_reason.end(),
+                             [&](const auto& g) { return g.first == *r.skipped; });
+      if (it == by_reason.end()) it = by_reason.insert(by_reason.end(), {*r.skipped, {}});
+      it->second.push_back(r.name);
+    }
+    if (!by_reason.empty()) {
+      o << "## Skipped rows\n\n| reason | rows |\n|---|---|\n";
+      for (const auto& [reason, names] : by_reason) {
+        o << "| " << reason << " | " << names.size() << ": ";
+        for (std::size_t i = 0; i < names.size(); ++i) o << (i ? ", " : "") << names[i];
+        o << " |\n";
+      }
+      o << "\n";
+    }
+  }
+  return o.str();
+}
+
+std::string validation_json(const std::vector<ValidationSet>& sets) {
+  using J = nlohmann::ordered_json;
+  J out = J::array();
+  for (const auto& set : sets) {
+    J rows = J::array();
+    for (const auto& r : set.rows) {
+      J row{{"name", r.name}};
+      if (r.skipped) {
+        row["skipped"] = *r.skipped;
+      } else {
+        row["setup"] = r.setup;
+        row["stage"] = r.stage;
+        row["measured_bytes"] = r.measured;
+        row["predicted_bytes"] = r.predicted;
+        row["error"] = r.error();
+        if (!r.note.empty()) row["note"] = r.note;
+      }
+      rows.push_back(std::move(row));
+    }
+    const auto* worst = set.worst();
+    out.push_back(J{{"reference", set.reference},
+                    {"metric", set.metric},
+                    {"platform", set.platform},
+                    {"expressed", set.expressed()},
+                    {"rows_total", set.rows.size()},
+                    {"mean_abs_error", set.mean_abs_error()},
+                    {"max_abs_error", worst ? std::fabs(worst->error()) : 0.0},
+                    {"allocated_overhead_bytes", set.allocated_overhead},
+                    {"overhead_fit_bytes", set.overhead_fit()},
+                    {"leave_one_out_mean_abs_error", set.leave_one_out_errors().first},
+                    {"leave_one_out_max_abs_error", set.leave_one_out_errors().second},
+                    {"mean_abs_error_without_overhead", set.errors_without_overhead().first},
+                    {"max_abs_error_without_overhead", set.errors_without_overhead().second},
+                    {"rows", std::move(rows)}});
+  }
+  return J{{"validation", std::move(out)}}.dump(2) + "\n";
+}
+
+}  // namespace trainsim

@@ -1,0 +1,83 @@
+#include <algorithm>
+#include <cmath>
+
+#include "sim/validate/validate.hpp"
+
+namespace trainsim {
+
+std::int64_t ValidationSet::expressed() const {
+  return std::count_if(rows.begin(), rows.end(), [](const auto& r) { return !r.skipped; });
+}
+
+double ValidationSet::mean_abs_error() const {
+  double sum = 0;
+  for (const auto& r : rows) {
+    if (!r.skipped) sum += std::fabs(r.error());
+  }
+  const auto n = expressed();
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
+const ValidationRow* ValidationSet::worst() const {
+  const ValidationRow* worst = nullptr;
+  for (const auto& r : rows) {
+    if (r.skipped) continue;
+    if (worst == nullptr || std::fabs(r.error()) > std::fabs(worst->error())) worst = &r;
+  }
+  return worst;
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+double ValidationSet::overhead_fit() const {
+  std::vector<double> residuals;
+  for (const auto& r : rows) {
+    if (!r.skipped) residuals.push_back(r.measured - (r.predicted - allocated_overhead));
+  }
+  return median(std::move(residuals));
+}
+
+std::pair<double, double> ValidationSet::leave_one_out_errors() const {
+  std::vector<const ValidationRow*> expressed_rows;
+  for (const auto& r : rows) {
+    if (!r.skipped) expressed_rows.push_back(&r);
+  }
+  double sum = 0;
+  double max = 0;
+  for (const auto* held_out : expressed_rows) {
+    std::vector<double> others;
+    for (const auto* r : expressed_rows) {
+      if (r != held_out) others.push_back(r->measured - (r->predicted - allocated_overhead));
+    }
+    const double predicted = held_out->predicted - allocated_overhead + median(std::move(others));
+    const double error = std::fabs(predicted - held_out->measured) / held_out->measured;
+    sum += error;
+    max = std::max(max, error);
+  }
+  const auto n = static_cast<double>(expressed_rows.size());
+  return {expressed_rows.empty() ? 0.0 : sum / n, max};
+}
+
+std::pair<double, double> ValidationSet::errors_without_overhead() const {
+  double sum = 0;
+  double max = 0;
+  for (const auto& r : rows) {
+    if (r.skipped) continue;
+    const double error = std::fabs(r.predicted - allocated_overhead - r.measured) / r.measured;
+    sum += error;
+    max = std::max(max, error);
+  }
+  const auto n = expressed();
+  return {n > 0 ? sum / static_cast<double>(n) : 0.0, max};
+}
+
+}  // namespace trainsim
