@@ -96,7 +96,11 @@ echo "wrote $here/oom/llama3.1-70b-8gpu.txt (exit $status)"
 
 # trainsim validate: predicted vs measured peak memory of the Megatron-LM CI runs (DGX H100).
 (cd "$root" && "$bin" validate --out "$here/validation/megatron_ci_memory.md") >/dev/null
+# trainsim validate: predicted vs measured step time of NVIDIA's DGX Cloud recipes (DGX H100).
+(cd "$root" && "$bin" validate tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json \
+  --out "$here/validation/dgxc_step_time.md") >/dev/null
 echo "wrote $here/validation/megatron_ci_memory.md"
+echo "wrote $here/validation/dgxc_step_time.md"
 
 # The measured H100 kernel database: what it holds and how predictions moved (results/kernels.md
 # and its plots under results/kernels/).

@@ -199,7 +199,9 @@ std::string validate_help() {
          "Compares trainsim's predictions with published measurements, row by row, and lists\n"
          "the rows it cannot express with the reason. Without REFERENCE.json: the Megatron-LM CI\n"
          "golden values in tests/validation/refdata/ (peak allocated memory per GPU on DGX\n"
-         "H100). Prints Markdown (or JSON) with each row's error and the mean and max error.\n\n"
+         "H100). tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json: step time of\n"
+         "NVIDIA's DGX Cloud recipes, each row in the fitting or checking half of a fixed split.\n"
+         "Prints Markdown (or JSON) with each row's error and the mean and max error.\n\n"
          "  --platform P   platform of the measurements (default h100-sxm-ndr)\n"
          "  --format F     text (Markdown, the default) or json\n"
          "  --out FILE     also write the output to FILE\n";

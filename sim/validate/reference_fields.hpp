@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,18 @@ class Fields {
     if (!has(key)) return std::nullopt;
     if (!j_.at(key).is_string()) fail(key, "must be a string, got " + j_.at(key).dump());
     return j_.at(key).get<std::string>();
+  }
+  /// An array of strings (empty when absent).
+  std::vector<std::string> strings(const char* key) const {
+    std::vector<std::string> out;
+    if (!has(key)) return out;
+    const auto& v = j_.at(key);
+    if (!v.is_array()) fail(key, "must be an array of strings, got " + v.dump());
+    for (const auto& e : v) {
+      if (!e.is_string()) fail(key, "must be an array of strings, got " + v.dump());
+      out.push_back(e.get<std::string>());
+    }
+    return out;
   }
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
     fail_input(file_ + ": " + path_ + "." + key, what);

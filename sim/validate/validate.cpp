@@ -15,9 +15,13 @@ ValidationSet validate_reference(const std::filesystem::path& reference, const P
   if (reference.filename().string().find("megatron_lm_ci_golden_values") != std::string::npos) {
     return validate_megatron_ci_memory(reference, platform);
   }
+  if (reference.filename().string().find("nvidia_dgxc_benchmarking") != std::string::npos) {
+    return validate_dgxc_step_time(reference, platform);
+  }
   fail_input(reference.string(),
              "not a reference set trainsim can validate against (known: Megatron-LM CI golden "
-             "values, megatron_lm_ci_golden_values_*.json)");
+             "values, megatron_lm_ci_golden_values_*.json; NVIDIA DGX Cloud benchmarks, "
+             "nvidia_dgxc_benchmarking_*.json)");
 }
 
 }  // namespace trainsim

@@ -2,7 +2,8 @@
 // `trainsim validate`: trainsim's predictions against published measurements, row by row, with
 // the rows it cannot express listed and the reason why. Implemented: the peak allocated memory
 // of Megatron-LM's CI runs on DGX H100 (tests/validation/refdata/
-// megatron_lm_ci_golden_values_h100.json, completed by megatron_lm_ci_model_args_h100.json).
+// megatron_lm_ci_golden_values_h100.json, completed by megatron_lm_ci_model_args_h100.json) and
+// the step time of NVIDIA's DGX Cloud recipes (nvidia_dgxc_benchmarking_h100.json).
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -14,18 +15,23 @@
 
 namespace trainsim {
 
+/// What a reference set measured.
+enum class Quantity { kMemory, kStepTime };
+
 struct ValidationRow {
   std::string name;
   std::string setup;                   // the run in a few words
   std::optional<std::string> skipped;  // why the row is not expressed
   std::string note;                    // an assumption the prediction makes, if any
-  std::int64_t stage = -1;             // the pipeline stage compared
+  std::int64_t stage = -1;             // the pipeline stage compared (memory)
+  std::string half;  // step time: "fit" or "check", the row's half of the fixed split
   double measured = 0;
   double predicted = 0;
   double error() const { return (predicted - measured) / measured; }  // signed, relative
 };
 
 struct ValidationSet {
+  Quantity quantity = Quantity::kMemory;
   std::string reference;  // file name of the reference set
   std::string metric;     // what was measured and what is predicted, in words
   std::string platform;
@@ -41,6 +47,14 @@ struct ValidationSet {
   double overhead_fit() const;
   /// Mean and max |error| when each row's overhead is the median fit on the other rows only.
   std::pair<double, double> leave_one_out_errors() const;
+  /// Expressed rows whose name contains `part` (all with "") in half `half` (any with ""):
+  /// their count, mean and max |error|.
+  struct Errors {
+    std::int64_t rows = 0;
+    double mean = 0;
+    double max = 0;
+  };
+  Errors errors_of(const std::string& part, const std::string& half) const;
   /// Mean and max |error| without the platform's allocated overhead.
   std::pair<double, double> errors_without_overhead() const;
 };
@@ -55,6 +69,10 @@ ValidationSet validate_reference(const std::filesystem::path& reference, const P
 /// One reference set: Megatron-LM's CI memory (megatron_ci_memory.cpp).
 ValidationSet validate_megatron_ci_memory(const std::filesystem::path& reference,
                                           const Platform& platform);
+
+/// One reference set: NVIDIA's DGX Cloud recipes' step times (dgxc_step_time.cpp).
+ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
+                                      const Platform& platform);
 
 /// The comparison as Markdown: one table of expressed rows with mean and max error, one of
 /// skipped rows by reason.

@@ -1,5 +1,9 @@
 #include <algorithm>
+#include <cmath>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +27,89 @@ std::string signed_percent(double x) {
   return s + " %";
 }
 
+// Skipped rows, grouped by reason in order of first appearance.
+void skipped_rows(const ValidationSet& set, std::ostringstream& o) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+  for (const auto& r : set.rows) {
+    if (!r.skipped) continue;
+    auto it = std::find_if(by_reason.begin(), by_reason.end(),
+                           [&](const auto& g) { return g.first == *r.skipped; });
+    if (it == by_reason.end()) it = by_reason.insert(by_reason.end(), {*r.skipped, {}});
+    it->second.push_back(r.name);
+  }
+  if (by_reason.empty()) return;
+  o << "## Skipped rows\n\n| reason | rows |\n|---|---|\n";
+  for (const auto& [reason, names] : by_reason) {
+    o << "| " << reason << " | " << names.size() << ": ";
+    for (std::size_t i = 0; i < names.size(); ++i) o << (i ? ", " : "") << names[i];
+    o << " |\n";
+  }
+  o << "\n";
+}
+
+std::string errors_text(const ValidationSet::Errors& e) {
+  return std::to_string(e.rows) + " rows: " + percent(e.mean) + ", max " + percent(e.max);
+}
+
+void time_markdown(const ValidationSet& set, std::ostringstream& o) {
+  o << "| row | run | half | measured s | predicted s | error |\n";
+  o << "|---|---|---|---|---|---|\n";
+  for (const auto& r : set.rows) {
+    if (r.skipped) continue;
+    o << "| " << r.name << " | " << r.setup << " | " << r.half << " | "
+      << format_fixed(r.measured, 3) << " | " << format_fixed(r.predicted, 3) << " | "
+      << signed_percent(r.error()) << " |\n";
+  }
+  o << "\n" << set.expressed() << " of " << set.rows.size() << " rows expressed.\n\n";
+  o << "Mean and max absolute error:\n\n";
+  o << "| rows | all | fitting half | checking half |\n|---|---|---|---|\n";
+  for (const char* part : {"", "BF16", "FP8"}) {
+    o << "| " << (*part ? part : "all") << " | " << errors_text(set.errors_of(part, "")) << " | "
+      << errors_text(set.errors_of(part, "fit")) << " | "
+      << errors_text(set.errors_of(part, "check")) << " |\n";
+  }
+  o << "\n";
+}
+
+void memory_markdown(const ValidationSet& set, std::ostringstream& o) {
+  o << "| test case | run | stage | measured GiB | predicted GiB | error |\n";
+  o << "|---|---|---|---|---|---|\n";
+  std::vector<std::string> notes;
+  for (const auto& r : set.rows) {
+    if (r.skipped) continue;
+    std::string name = r.name;
+    if (!r.note.empty()) {
+      auto it = std::find(notes.begin(), notes.end(), r.note);
+      if (it == notes.end()) it = notes.insert(notes.end(), r.note);
+      name += std::string(" (") + static_cast<char>('a' + (it - notes.begin())) + ")";
+    }
+    o << "| " << name << " | " << r.setup << " | " << r.stage << " | "
+      << format_fixed(r.measured / kGiB, 3) << " | " << format_fixed(r.predicted / kGiB, 3) << " | "
+      << signed_percent(r.error()) << " |\n";
+  }
+  o << "\n";
+  for (std::size_t i = 0; i < notes.size(); ++i) {
+    o << "(" << static_cast<char>('a' + i) << ") " << notes[i] << ".\n";
+  }
+  if (!notes.empty()) o << "\n";
+  const auto* worst = set.worst();
+  o << set.expressed() << " of " << set.rows.size() << " rows expressed: mean |error| "
+    << percent(set.mean_abs_error()) << ", max |error| "
+    << (worst ? percent(std::fabs(worst->error())) + " (" + worst->name + ")" : "n/a") << ".\n\n";
+  o << "Calibration: measured minus predicted without the platform's allocated overhead ("
+    << format_fixed(set.allocated_overhead / kMiB, 1) << " MiB in " << set.platform
+    << "), median over the expressed rows: " << format_fixed(set.overhead_fit() / kMiB, 1)
+    << " MiB. That median is the fit of memory.allocated_overhead_MiB: one number for every "
+       "row. ";
+  const auto [loo_mean, loo_max] = set.leave_one_out_errors();
+  o << "Out of sample (each row predicted with the median fit on the other rows only): mean "
+       "|error| "
+    << percent(loo_mean) << ", max |error| " << percent(loo_max) << ". ";
+  const auto [bare_mean, bare_max] = set.errors_without_overhead();
+  o << "Without the overhead term: mean |error| " << percent(bare_mean) << ", max |error| "
+    << percent(bare_max) << ".\n\n";
+}
+
 }  // namespace
 
 std::string validation_markdown(const std::vector<ValidationSet>& sets) {
@@ -30,60 +117,12 @@ std::string validation_markdown(const std::vector<ValidationSet>& sets) {
   for (const auto& set : sets) {
     o << "# trainsim validate: " << set.reference << "\n\n";
     o << set.metric << ". Platform " << set.platform << ".\n\n";
-    o << "| test case | run | stage | measured GiB | predicted GiB | error |\n";
-    o << "|---|---|---|---|---|---|\n";
-    std::vector<std::string> notes;
-    for (const auto& r : set.rows) {
-      if (r.skipped) continue;
-      std::string name = r.name;
-      if (!r.note.empty()) {
-        auto it = std::find(notes.begin(), notes.end(), r.note);
-        if (it == notes.end()) it = notes.insert(notes.end(), r.note);
-        name += std::string(" (") + static_cast<char>('a' + (it - notes.begin())) + ")";
-      }
-      o << "| " << name << " | " << r.setup << " | " << r.stage << " | "
-        << format_fixed(r.measured / kGiB, 3) << " | " << format_fixed(r.predicted / kGiB, 3)
-        << " | " << signed_percent(r.error()) << " |\n";
+    if (set.quantity == Quantity::kStepTime) {
+      time_markdown(set, o);
+    } else {
+      memory_markdown(set, o);
     }
-    o << "\n";
-    for (std::size_t i = 0; i < notes.size(); ++i) {
-      o << "(" << static_cast<char>('a' + i) << ") " << notes[i] << ".\n";
-    }
-    if (!notes.empty()) o << "\n";
-    const auto* worst = set.worst();
-    o << set.expressed() << " of " << set.rows.size() << " rows expressed: mean |error| "
-      << percent(set.mean_abs_error()) << ", max |error| "
-      << (worst ? percent(std::fabs(worst->error())) + " (" + worst->name + ")" : "n/a") << ".\n\n";
-    o << "Calibration: measured minus predicted without the platform's allocated overhead ("
-      << format_fixed(set.allocated_overhead / kMiB, 1) << " MiB in " << set.platform
-      << "), median over the expressed rows: " << format_fixed(set.overhead_fit() / kMiB, 1)
-      << " MiB. That median is the fit of memory.allocated_overhead_MiB: one number for every "
-         "row. ";
-    const auto [loo_mean, loo_max] = set.leave_one_out_errors();
-    o << "Out of sample (each row predicted with the median fit on the other rows only): mean "
-         "|error| "
-      << percent(loo_mean) << ", max |error| " << percent(loo_max) << ". ";
-    const auto [bare_mean, bare_max] = set.errors_without_overhead();
-    o << "Without the overhead term: mean |error| " << percent(bare_mean) << ", max |error| "
-      << percent(bare_max) << ".\n\n";
-    // Skipped rows, grouped by reason in order of first appearance.
-    std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
-    for (const auto& r : set.rows) {
-      if (!r.skipped) continue;
-      auto it = std::find_if(by_reason.begin(), by_reason.end(),
-                             [&](const auto& g) { return g.first == *r.skipped; });
-      if (it == by_reason.end()) it = by_reason.insert(by_reason.end(), {*r.skipped, {}});
-      it->second.push_back(r.name);
-    }
-    if (!by_reason.empty()) {
-      o << "## Skipped rows\n\n| reason | rows |\n|---|---|\n";
-      for (const auto& [reason, names] : by_reason) {
-        o << "| " << reason << " | " << names.size() << ": ";
-        for (std::size_t i = 0; i < names.size(); ++i) o << (i ? ", " : "") << names[i];
-        o << " |\n";
-      }
-      o << "\n";
-    }
+    skipped_rows(set, o);
   }
   return o.str();
 }
@@ -99,15 +138,38 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
         row["skipped"] = *r.skipped;
       } else {
         row["setup"] = r.setup;
-        row["stage"] = r.stage;
-        row["measured_bytes"] = r.measured;
-        row["predicted_bytes"] = r.predicted;
+        if (set.quantity == Quantity::kStepTime) {
+          row["half"] = r.half;
+          row["measured_s"] = r.measured;
+          row["predicted_s"] = r.predicted;
+        } else {
+          row["stage"] = r.stage;
+          row["measured_bytes"] = r.measured;
+          row["predicted_bytes"] = r.predicted;
+        }
         row["error"] = r.error();
         if (!r.note.empty()) row["note"] = r.note;
       }
       rows.push_back(std::move(row));
     }
     const auto* worst = set.worst();
+    if (set.quantity == Quantity::kStepTime) {
+      J halves;
+      for (const char* half : {"fit", "check"}) {
+        const auto e = set.errors_of("", half);
+        halves[half] = {{"rows", e.rows}, {"mean_abs_error", e.mean}, {"max_abs_error", e.max}};
+      }
+      out.push_back(J{{"reference", set.reference},
+                      {"metric", set.metric},
+                      {"platform", set.platform},
+                      {"expressed", set.expressed()},
+                      {"rows_total", set.rows.size()},
+                      {"mean_abs_error", set.mean_abs_error()},
+                      {"max_abs_error", worst ? std::fabs(worst->error()) : 0.0},
+                      {"halves", std::move(halves)},
+                      {"rows", std::move(rows)}});
+      continue;
+    }
     out.push_back(J{{"reference", set.reference},
                     {"metric", set.metric},
                     {"platform", set.platform},

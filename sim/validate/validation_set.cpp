@@ -67,6 +67,20 @@ std::pair<double, double> ValidationSet::leave_one_out_errors() const {
   return {expressed_rows.empty() ? 0.0 : sum / n, max};
 }
 
+ValidationSet::Errors ValidationSet::errors_of(const std::string& part,
+                                               const std::string& half) const {
+  Errors e;
+  for (const auto& r : rows) {
+    if (r.skipped || r.name.find(part) == std::string::npos) continue;
+    if (!half.empty() && r.half != half) continue;
+    ++e.rows;
+    e.mean += std::fabs(r.error());
+    e.max = std::max(e.max, std::fabs(r.error()));
+  }
+  if (e.rows > 0) e.mean /= static_cast<double>(e.rows);
+  return e;
+}
+
 std::pair<double, double> ValidationSet::errors_without_overhead() const {
   double sum = 0;
   double max = 0;

@@ -209,6 +209,37 @@ TEST(Cli, Llama70bOnEightGpusIsOutOfMemory) {
   EXPECT_EQ(test::run_trainsim(text).exit_code, 1);
 }
 
+// trainsim validate against NVIDIA's DGX Cloud step times: every row either predicted, in one
+// half of the split, or skipped with its reason; the halves' errors add up to the whole.
+TEST(Cli, ValidateDgxCloudStepTimes) {
+  const auto r =
+      test::run_trainsim({"validate", "tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json",
+                          "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto set = nlohmann::json::parse(r.out)["validation"][0];
+  EXPECT_EQ(set["rows_total"], 173);
+  EXPECT_EQ(set["expressed"], 46);
+  std::int64_t predicted = 0;
+  double sum = 0;
+  for (const auto& x : set["rows"]) {
+    if (x.contains("skipped")) {
+      EXPECT_FALSE(x["skipped"].get<std::string>().empty());
+      continue;
+    }
+    ++predicted;
+    EXPECT_TRUE(x["half"] == "fit" || x["half"] == "check") << x;
+    EXPECT_GT(x["predicted_s"].get<double>(), 0.0) << x;
+    sum += std::abs(x["error"].get<double>());
+  }
+  EXPECT_EQ(predicted, 46);
+  const auto& h = set["halves"];
+  EXPECT_EQ(h["fit"]["rows"].get<std::int64_t>() + h["check"]["rows"].get<std::int64_t>(), 46);
+  EXPECT_NEAR(h["fit"]["mean_abs_error"].get<double>() * h["fit"]["rows"].get<double>() +
+                  h["check"]["mean_abs_error"].get<double>() * h["check"]["rows"].get<double>(),
+              sum, 1e-9);
+  EXPECT_NEAR(set["mean_abs_error"].get<double>(), sum / 46, 1e-12);
+}
+
 // trainsim validate against the Megatron-LM CI memory measurements in the repository.
 TEST(Cli, ValidateMegatronCiMemory) {
   const std::string out = test::make_temp_dir() + "/validation.json";

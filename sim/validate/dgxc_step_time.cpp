@@ -1,0 +1,161 @@
+// NVIDIA's DGX Cloud benchmark recipes on DGX H100 (nvidia_dgxc_benchmarking_h100.json) against
+// trainsim's step time: every pre-training row of a Megatron (NeMo) recipe whose model is in the
+// catalog and whose parallelism trainsim expresses. The tables give the layout, batch, sequence
+// and precision; the rest is the NeMo recipes' defaults (stated in the set's metric).
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/catalog.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/hash.hpp"
+#include "sim/core/json_reader.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/validate/reference_fields.hpp"
+#include "sim/validate/validate.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// The catalog entry of a row's model, or empty.
+std::string catalog_model(const std::string& row_model) {
+  if (row_model == "Nemotron4 15B") return "nemotron4-15b";
+  if (row_model == "Nemotron4 340B") return "nemotron4-340b";
+  if (row_model == "Llama3 8B") return "llama3-8b";
+  if (row_model == "Llama3.1 8B") return "llama3.1-8b";
+  // Llama 3 70B has Llama 3.1 70B's layers and vocabulary; only the RoPE scaling differs.
+  if (row_model == "Llama3 70B") return "llama3.1-70b";
+  return "";
+}
+
+std::string unexpressed(const Fields& f, const std::string& model) {
+  if (f.string("task").value_or("pretrain") != "pretrain") return "fine-tuning (SFT, LoRA)";
+  if (model.find("JAX") != std::string::npos) {
+    return "JAX framework (MaxText, PaxML): not a Megatron recipe";
+  }
+  if (model.find("MoE") != std::string::npos || f.integer("ep").value_or(1) > 1) {
+    return "mixture of experts (expert parallelism not modelled yet)";
+  }
+  if (model.find("Mamba") != std::string::npos) return "hybrid Mamba model";
+  if (f.integer("cp").value_or(1) > 1) return "context parallelism not modelled yet";
+  if (catalog_model(model).empty()) return "model not in the catalog";
+  for (const auto& flag : f.strings("flags")) {
+    if (flag.rfind("PROXY", 0) == 0) return "proxy configuration with fewer layers";
+  }
+  if (f.integer("pp").value_or(1) > 1 && !f.integer("vp")) {
+    return "pipeline-parallel row without its virtual pipeline size (the table says NA)";
+  }
+  return "";
+}
+
+// The fixed split: a row fits the platform's calibration or checks it by the parity of the first
+// byte of the SHA-256 of its id, so no choice of rows can favour a model.
+std::string half_of(const std::string& id) {
+  const std::string h = sha256_hex(id);
+  return std::stoi(h.substr(0, 2), nullptr, 16) % 2 == 0 ? "fit" : "check";
+}
+
+Plan dgxc_plan(const Fields& f) {
+  auto required = [&f](const char* key) {
+    const auto v = f.integer(key);
+    if (!v) f.fail(key, "is required for a recipe row (an integer)");
+    return *v;
+  };
+  Plan p;
+  p.tp = required("tp");
+  p.pp = required("pp");
+  p.vp = f.integer("vp").value_or(1);
+  p.dp = required("n_gpus") / (p.tp * p.pp);
+  p.mbs = required("mbs");
+  p.gbs = required("gbs");
+  p.seq_len = required("seq_len");
+  const auto precision = f.string("precision").value_or("BF16");
+  if (precision != "BF16" && precision != "FP8") f.fail("precision", "must be BF16 or FP8");
+  p.precision = precision == "FP8" ? Precision::kFP8 : Precision::kBF16;
+  if (p.vp > 1) p.schedule = ScheduleKind::kInterleaved;
+  // NeMo's pre-training defaults: sequence parallelism with TP, the distributed optimizer with
+  // its gradient reduce-scatter and parameter all-gather overlapped, TP communication overlapped
+  // with the GEMMs, no recomputation.
+  p.sp = p.tp > 1;
+  p.zero = 1;
+  p.overlap_grad_reduce = true;
+  p.overlap_param_gather = true;
+  p.tp_comm_overlap = p.tp > 1;
+  return p;
+}
+
+ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const std::string& path,
+                       const Platform& platform) {
+  const Fields f(j, file, path);
+  ValidationRow row;
+  const std::string model = f.string("model").value_or("");
+  const auto gpus = f.integer("n_gpus").value_or(0);
+  const std::string precision = f.string("precision").value_or("");
+  const std::string tag = j.contains("source") && j.at("source").contains("tag")
+                              ? j.at("source").at("tag").get<std::string>()
+                              : "";
+  const std::string task = f.string("task").value_or("pretrain");
+  row.name = model + " " + precision + " " + std::to_string(gpus) + " GPUs (" + tag +
+             (task == "pretrain" ? "" : ", " + task) + ")";
+  row.half = half_of(row.name);
+  const auto measured = f.number("step_time_s");
+  if (!measured) {
+    row.skipped = "no step time";
+    return row;
+  }
+  row.measured = *measured;
+  if (auto why = unexpressed(f, model); !why.empty()) {
+    row.skipped = why;
+    return row;
+  }
+  const Plan plan = dgxc_plan(f);
+  std::ostringstream setup;
+  setup << catalog_model(model) << ", tp " << plan.tp << " pp " << plan.pp;
+  if (plan.vp > 1) setup << " x vp " << plan.vp;
+  setup << " dp " << plan.dp << ", mbs " << plan.mbs << ", gbs " << plan.gbs << ", seq "
+        << plan.seq_len << ", " << to_string(plan.precision);
+  row.setup = setup.str();
+  try {
+    const Model m =
+        load_model(resolve_catalog_entry("models", catalog_model(model), path + ".model"));
+    validate_plan(plan, m, platform, {});
+    row.predicted = evaluate(m, platform, plan, build_partition(m, platform, plan)).sim.step_time_s;
+  } catch (const InputError& e) {
+    row.skipped = std::string("not expressible: ") + e.what();
+  }
+  return row;
+}
+
+}  // namespace
+
+ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
+                                      const Platform& platform) {
+  const std::string file = reference.string();
+  const nlohmann::json j = load_json_file(reference);
+  if (!j.is_object() || !j.contains("rows") || !j.at("rows").is_array()) {
+    fail_input(file, "not a DGX Cloud benchmark table (an object with a \"rows\" array)");
+  }
+  ValidationSet set;
+  set.quantity = Quantity::kStepTime;
+  set.reference = reference.filename().string();
+  set.metric =
+      "measured: seconds per optimizer step in NVIDIA's DGX Cloud benchmark READMEs; predicted: "
+      "trainsim's step time (analytic engine, symmetric replay) for the row's model, layout, "
+      "batch, sequence and precision with NeMo's pre-training defaults: sequence parallelism "
+      "with TP, the distributed optimizer with overlapped gradient reduce-scatter and parameter "
+      "all-gather, TP communication overlapped with its GEMMs, no recomputation";
+  set.platform = platform.name;
+  const auto& rows = j.at("rows");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string path = "$.rows[" + std::to_string(i) + "]";
+    if (!rows[i].is_object()) fail_input(file + ": " + path, "must be an object");
+    set.rows.push_back(dgxc_row(rows[i], file, path, platform));
+  }
+  return set;
+}
+
+}  // namespace trainsim

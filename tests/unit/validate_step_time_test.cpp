@@ -1,0 +1,126 @@
+// trainsim validate on step times (DGX Cloud recipes): a row's prediction is the simulated step
+// of the plan the row describes with NeMo's defaults, each row falls in the half of the fixed
+// split its id's SHA-256 gives, and rows trainsim cannot express say why.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.hpp"
+#include "sim/core/hash.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/validate/validate.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+nlohmann::json recipe_row(const std::string& model, const std::string& precision,
+                          std::int64_t gpus) {
+  return {{"model", model},
+          {"task", "pretrain"},
+          {"precision", precision},
+          {"n_gpus", gpus},
+          {"seq_len", 4096},
+          {"tp", 4},
+          {"pp", 1},
+          {"cp", nullptr},
+          {"vp", nullptr},
+          {"ep", nullptr},
+          {"mbs", 4},
+          {"gbs", 4 * gpus},
+          {"step_time_s", 2.83},
+          {"flags", nlohmann::json::array()},
+          {"source", {{"tag", "v24.11.1"}}}};
+}
+
+ValidationSet validate_rows(const nlohmann::json& rows) {
+  const auto dir = test::make_temp_dir();
+  const auto path = dir + "/nvidia_dgxc_benchmarking_test.json";
+  test::write_file(path, nlohmann::json{{"rows", rows}}.dump());
+  return validate_reference(path, test::catalog_platform("h100-sxm-ndr"));
+}
+
+TEST(ValidateStepTime, PredictionIsTheSimulatedStepOfTheRowsPlan) {
+  const auto set = validate_rows(nlohmann::json::array({recipe_row("Nemotron4 15B", "BF16", 16)}));
+  ASSERT_EQ(set.rows.size(), 1u);
+  const auto& row = set.rows[0];
+  ASSERT_FALSE(row.skipped) << *row.skipped;
+  EXPECT_EQ(row.name, "Nemotron4 15B BF16 16 GPUs (v24.11.1)");
+  Plan p;
+  p.tp = 4;
+  p.dp = 4;
+  p.mbs = 4;
+  p.gbs = 64;
+  p.seq_len = 4096;
+  p.sp = true;
+  p.zero = 1;
+  p.overlap_grad_reduce = p.overlap_param_gather = p.tp_comm_overlap = true;
+  const Model m = test::catalog_model("nemotron4-15b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const double step = evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s;
+  EXPECT_DOUBLE_EQ(row.predicted, step);
+  EXPECT_DOUBLE_EQ(row.measured, 2.83);
+  EXPECT_DOUBLE_EQ(row.error(), (step - 2.83) / 2.83);
+}
+
+TEST(ValidateStepTime, TheSplitIsTheParityOfTheIdsHash) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::int64_t gpus : {16, 32, 64, 128, 256, 512}) {
+    rows.push_back(recipe_row("Nemotron4 15B", "FP8", gpus));
+  }
+  const auto set = validate_rows(rows);
+  std::int64_t fit = 0;
+  for (const auto& r : set.rows) {
+    const int first = std::stoi(sha256_hex(r.name).substr(0, 2), nullptr, 16);
+    EXPECT_EQ(r.half, first % 2 == 0 ? "fit" : "check") << r.name;
+    fit += r.half == "fit" ? 1 : 0;
+  }
+  const auto all = set.errors_of("", ""), f = set.errors_of("", "fit"),
+             c = set.errors_of("", "check");
+  EXPECT_EQ(all.rows, 6);
+  EXPECT_EQ(f.rows, fit);
+  EXPECT_EQ(c.rows, 6 - fit);
+  EXPECT_GE(all.max, std::max(f.max, c.max));
+}
+
+TEST(ValidateStepTime, RowsItCannotExpressSayWhy) {
+  auto moe = recipe_row("Grok-1 314B (MoE)", "BF16", 8);
+  moe["ep"] = 2;
+  auto cp = recipe_row("Llama3.1 8B", "BF16", 8);
+  cp["cp"] = 2;
+  auto jax = recipe_row("Llama2 70B (MaxText/JAX)", "BF16", 64);
+  auto sft = recipe_row("Llama3 8B", "BF16", 8);
+  sft["task"] = "finetune_SFT";
+  auto no_vp = recipe_row("Nemotron4 340B", "BF16", 256);
+  no_vp["pp"] = 8;
+  auto unknown = recipe_row("Falcon 180B", "BF16", 64);
+  const auto set = validate_rows(nlohmann::json::array({moe, cp, jax, sft, no_vp, unknown}));
+  const std::vector<std::string> want = {
+      "mixture of experts (expert parallelism not modelled yet)",
+      "context parallelism not modelled yet",
+      "JAX framework (MaxText, PaxML): not a Megatron recipe",
+      "fine-tuning (SFT, LoRA)",
+      "pipeline-parallel row without its virtual pipeline size (the table says NA)",
+      "model not in the catalog"};
+  ASSERT_EQ(set.rows.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ASSERT_TRUE(set.rows[i].skipped) << i;
+    EXPECT_EQ(*set.rows[i].skipped, want[i]);
+  }
+  EXPECT_EQ(set.expressed(), 0);
+  EXPECT_EQ(set.rows[3].name, "Llama3 8B BF16 8 GPUs (v24.11.1, finetune_SFT)");
+}
+
+TEST(ValidateStepTime, AFieldOfTheWrongTypeNamesItsPath) {
+  auto bad = recipe_row("Nemotron4 15B", "BF16", 16);
+  bad["tp"] = "four";
+  try {
+    validate_rows(nlohmann::json::array({bad}));
+    FAIL() << "accepted a string tp";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("$.rows[0].tp"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
