@@ -153,37 +153,29 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
       rows.push_back(std::move(row));
     }
     const auto* worst = set.worst();
+    J j{{"reference", set.reference},
+        {"metric", set.metric},
+        {"platform", set.platform},
+        {"expressed", set.expressed()},
+        {"rows_total", set.rows.size()},
+        {"mean_abs_error", set.mean_abs_error()},
+        {"max_abs_error", worst ? std::fabs(worst->error()) : 0.0}};
     if (set.quantity == Quantity::kStepTime) {
-      J halves;
       for (const char* half : {"fit", "check"}) {
         const auto e = set.errors_of("", half);
-        halves[half] = {{"rows", e.rows}, {"mean_abs_error", e.mean}, {"max_abs_error", e.max}};
+        j["halves"][half] = {
+            {"rows", e.rows}, {"mean_abs_error", e.mean}, {"max_abs_error", e.max}};
       }
-      out.push_back(J{{"reference", set.reference},
-                      {"metric", set.metric},
-                      {"platform", set.platform},
-                      {"expressed", set.expressed()},
-                      {"rows_total", set.rows.size()},
-                      {"mean_abs_error", set.mean_abs_error()},
-                      {"max_abs_error", worst ? std::fabs(worst->error()) : 0.0},
-                      {"halves", std::move(halves)},
-                      {"rows", std::move(rows)}});
-      continue;
+    } else {
+      j["allocated_overhead_bytes"] = set.allocated_overhead;
+      j["overhead_fit_bytes"] = set.overhead_fit();
+      j["leave_one_out_mean_abs_error"] = set.leave_one_out_errors().first;
+      j["leave_one_out_max_abs_error"] = set.leave_one_out_errors().second;
+      j["mean_abs_error_without_overhead"] = set.errors_without_overhead().first;
+      j["max_abs_error_without_overhead"] = set.errors_without_overhead().second;
     }
-    out.push_back(J{{"reference", set.reference},
-                    {"metric", set.metric},
-                    {"platform", set.platform},
-                    {"expressed", set.expressed()},
-                    {"rows_total", set.rows.size()},
-                    {"mean_abs_error", set.mean_abs_error()},
-                    {"max_abs_error", worst ? std::fabs(worst->error()) : 0.0},
-                    {"allocated_overhead_bytes", set.allocated_overhead},
-                    {"overhead_fit_bytes", set.overhead_fit()},
-                    {"leave_one_out_mean_abs_error", set.leave_one_out_errors().first},
-                    {"leave_one_out_max_abs_error", set.leave_one_out_errors().second},
-                    {"mean_abs_error_without_overhead", set.errors_without_overhead().first},
-                    {"max_abs_error_without_overhead", set.errors_without_overhead().second},
-                    {"rows", std::move(rows)}});
+    j["rows"] = std::move(rows);
+    out.push_back(std::move(j));
   }
   return J{{"validation", std::move(out)}}.dump(2) + "\n";
 }
