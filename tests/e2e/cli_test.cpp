@@ -212,9 +212,9 @@ TEST(Cli, Llama70bOnEightGpusIsOutOfMemory) {
 // trainsim validate against NVIDIA's DGX Cloud step times: every row either predicted, in one
 // half of the split, or skipped with its reason; the halves' errors add up to the whole.
 TEST(Cli, ValidateDgxCloudStepTimes) {
-  const auto r =
-      test::run_trainsim({"validate", "tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json",
-                          "--format", "json"});
+  const std::string reference =
+      test::source_dir() + "/tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json";
+  const auto r = test::run_trainsim({"validate", reference, "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto set = nlohmann::json::parse(r.out)["validation"][0];
   EXPECT_EQ(set["rows_total"], 173);
