@@ -2,8 +2,8 @@
 // under results/ (which results/regenerate.sh rewrites) must appear in that file as it is now.
 #include <gtest/gtest.h>
 
-#include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/support/support.hpp"
 
@@ -15,10 +15,19 @@ struct Quote {
   std::string block;  // the code block's text
 };
 
+// The results/*.txt file a line names in backquotes, or empty.
+std::string named_results_file(const std::string& line) {
+  const auto start = line.find("`results/");
+  if (start == std::string::npos) return {};
+  const auto end = line.find('`', start + 1);
+  if (end == std::string::npos) return {};
+  const std::string name = line.substr(start + 1, end - start - 1);
+  return name.size() > 4 && name.compare(name.size() - 4, 4, ".txt") == 0 ? name : "";
+}
+
 // Code blocks whose opening fence follows, within three lines, a line naming `results/...txt`.
 std::vector<Quote> quotes(const std::string& readme) {
   std::vector<Quote> out;
-  const std::regex mention("`(results/[A-Za-z0-9_./-]+\\.txt)`");
   std::string last_file;
   int lines_since = 100;
   std::size_t pos = 0;
@@ -26,9 +35,8 @@ std::vector<Quote> quotes(const std::string& readme) {
     const auto end = readme.find('\n', pos);
     const std::string line = readme.substr(pos, end == std::string::npos ? end : end - pos);
     pos = end == std::string::npos ? readme.size() : end + 1;
-    std::smatch m;
-    if (std::regex_search(line, m, mention)) {
-      last_file = m[1];
+    if (const auto named = named_results_file(line); !named.empty()) {
+      last_file = named;
       lines_since = 0;
       continue;
     }
