@@ -152,7 +152,6 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
   BlockPass p;
   const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
   const bool tp = s.tp > 1;
-  const DType g = s.gemm_dtype;
   switch (block) {
     case BlockKind::kDecoder:
       if (backward) {
@@ -176,11 +175,13 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
                                       norm_op(s) + (backward ? ".grad" : ""), S, h));
       break;
     case BlockKind::kLmHead:
+      // Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine
+      // module, and runs outside the FP8 autocast of the decoder: BF16 in FP8 runs too.
       if (backward) {
-        gemm_backward(p.kernels, "lm_head", T, h, s.vocab, g);
+        gemm_backward(p.kernels, "lm_head", T, h, s.vocab, DType::kBF16);
         if (tp) tp_allreduce(p, T * h * e);  // the LM head input gradient
       } else {
-        p.kernels.push_back(gemm("lm_head", T, h, s.vocab, g));
+        p.kernels.push_back(gemm("lm_head", T, h, s.vocab, DType::kBF16));
       }
       break;
     case BlockKind::kCast:

@@ -84,6 +84,34 @@ TEST(CostModel, TensorParallelAllReducesPerPass) {
   EXPECT_DOUBLE_EQ(cm.stages[2].p2p_bytes, act);
 }
 
+// FP8 runs the decoder's GEMMs in FP8 and the LM head in BF16: Megatron-Core's output layer is
+// not a Transformer Engine module and runs outside the decoder's FP8 autocast.
+TEST(CostModel, Fp8DecoderGemmsAndABf16LmHead) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  Plan p = plan_of(2, 2, 4096);
+  p.precision = Precision::kFP8;
+  const auto cm =
+      compute_costs(m, test::catalog_platform("h100-sxm-ndr"), p, test::uniform_partition(m, 2));
+  std::int64_t lm_head = 0, fp8 = 0;
+  for (const auto& s : cm.stages) {
+    for (const auto* pass : {&s.forward, &s.backward}) {
+      for (const auto& k : pass->kernels) {
+        const auto* g = std::get_if<GemmShape>(&k.shape);
+        if (g == nullptr) continue;
+        if (k.name.rfind("lm_head", 0) == 0) {
+          ++lm_head;
+          EXPECT_EQ(g->dtype, DType::kBF16) << k.name;
+        } else {
+          ++fp8;
+          EXPECT_EQ(g->dtype, DType::kFP8) << k.name;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(lm_head, 3);  // forward, dgrad, wgrad on the last stage
+  EXPECT_GT(fp8, 0);
+}
+
 TEST(CostModel, TpOneHasNoAllReduces) {
   const Model m = test::catalog_model("llama3.1-8b");
   const auto cm = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(1, 2, 4096),
