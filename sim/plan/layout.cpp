@@ -49,23 +49,31 @@ std::vector<std::int64_t> Layout::group(Dim d, std::int64_t rank) const {
   return g;
 }
 
-std::vector<std::int64_t> Layout::stage_ranks(std::int64_t stage) const {
-  std::vector<std::int64_t> ranks;
-  const std::int64_t per_stage = world_ / size(Dim::kPP);
-  ranks.reserve(static_cast<std::size_t>(per_stage));
-  // Enumerate the stage's coordinates (pp fixed) and sort: the pipeline need not be outermost.
-  RankCoord c;
-  c[Dim::kPP] = stage;
-  for (std::int64_t i = 0; i < per_stage; ++i) {
-    std::int64_t rest = i;
-    for (const Dim d : order_) {
-      if (d == Dim::kPP) continue;
-      c[d] = rest % size(d);
+template <class Visit>
+void Layout::for_each_offset(const std::vector<Dim>& fixed, Visit&& visit) const {
+  std::vector<Dim> free;
+  std::int64_t count = 1;
+  for (const Dim d : order_) {
+    if (d == Dim::kPP || std::find(fixed.begin(), fixed.end(), d) != fixed.end()) continue;
+    free.push_back(d);
+    count *= size(d);
+  }
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t rest = i, offset = 0;
+    for (const Dim d : free) {
+      offset += rest % size(d) * stride_[index_of(d)];
       rest /= size(d);
     }
-    ranks.push_back(rank(c));
+    visit(offset);
   }
-  std::sort(ranks.begin(), ranks.end());
+}
+
+std::vector<std::int64_t> Layout::stage_ranks(std::int64_t stage) const {
+  std::vector<std::int64_t> ranks;
+  ranks.reserve(static_cast<std::size_t>(world_ / size(Dim::kPP)));
+  const auto leader = stage_leader(stage);
+  for_each_offset({}, [&](std::int64_t offset) { ranks.push_back(leader + offset); });
+  std::sort(ranks.begin(), ranks.end());  // the pipeline need not be outermost
   return ranks;
 }
 
@@ -83,23 +91,11 @@ std::vector<std::vector<std::int64_t>> Layout::groups_in_stage(Dim d, std::int64
 std::vector<std::int64_t> Layout::offset_residues(const std::vector<Dim>& fixed,
                                                   std::int64_t modulus) const {
   assert(modulus > 0);
-  std::vector<Dim> free;
-  std::int64_t count = 1;
-  for (const Dim d : order_) {
-    if (d == Dim::kPP || std::find(fixed.begin(), fixed.end(), d) != fixed.end()) continue;
-    free.push_back(d);
-    count *= size(d);
-  }
   std::vector<std::int64_t> least(static_cast<std::size_t>(modulus), -1);
-  for (std::int64_t i = 0; i < count; ++i) {
-    std::int64_t rest = i, offset = 0;
-    for (const Dim d : free) {
-      offset += rest % size(d) * stride_[index_of(d)];
-      rest /= size(d);
-    }
+  for_each_offset(fixed, [&](std::int64_t offset) {
     auto& slot = least[static_cast<std::size_t>(offset % modulus)];
     if (slot < 0 || offset < slot) slot = offset;
-  }
+  });
   std::vector<std::int64_t> out;
   for (const auto o : least) {
     if (o >= 0) out.push_back(o);

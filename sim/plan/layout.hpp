@@ -53,6 +53,11 @@ class Layout {
   std::int64_t stage_leader(std::int64_t stage) const;
 
  private:
+  // Calls visit(offset) with the offset from a stage's leader of every rank of that stage whose
+  // coordinate along each dimension in `fixed` is 0 (the same offsets in every stage).
+  template <class Visit>
+  void for_each_offset(const std::vector<Dim>& fixed, Visit&& visit) const;
+
   RankOrder order_;
   std::array<std::int64_t, kNumDims> size_{};
   std::array<std::int64_t, kNumDims> stride_{};
