@@ -10,7 +10,7 @@ namespace trainsim {
 Members canonical_shape(const Topology& topology, const Members& members) {
   if (members.empty()) return {};
   const auto per_node = topology.gpus_per_node();
-  const auto unit = per_node * topology.nodes_per_leaf();
+  const auto unit = topology.leaf_unit_gpus();
   std::int64_t lowest_rail = per_node;
   std::int64_t lowest = std::numeric_limits<std::int64_t>::max();
   for (const auto m : members) {

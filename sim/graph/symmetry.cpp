@@ -45,7 +45,11 @@ LinkLoad link_load(const Topology& topo, const std::vector<CollectiveFlow>& mine
 class Checker {
  public:
   Checker(const Plan& plan, const Topology& topology, bool contention)
-      : plan_(plan), layout_(plan), topo_(topology), contention_(contention) {}
+      : plan_(plan),
+        layout_(plan),
+        topo_(topology),
+        contention_(contention),
+        stage_offsets_(layout_.offset_residues({}, topo_.leaf_unit_gpus())) {}
 
   Symmetry run() {
     if (contention_ && topo_.leaves_can_bind()) {
@@ -97,12 +101,10 @@ class Checker {
   // a leaf unit (gpus_per_node x nodes_per_leaf GPUs): one GPU per residue stands for the rest.
   bool pipeline_routes_uniform(std::int64_t s) const {
     const auto leader = layout_.stage_leader(s);
-    const auto unit = topo_.gpus_per_node() * topo_.nodes_per_leaf();
-    const auto ranks = layout_.offset_residues({}, unit);
     for (auto step : neighbour_steps(s)) {
       const auto offset = layout_.neighbour(leader, Dim::kPP, step) - leader;
       const auto want = topo_.route_class(leader, leader + offset);
-      for (const auto o : ranks) {
+      for (const auto o : stage_offsets_) {
         const auto gpu = leader + o;
         assert(layout_.neighbour(gpu, Dim::kPP, step) == gpu + offset);
         if (topo_.route_class(gpu, gpu + offset) != want) return false;
@@ -121,13 +123,15 @@ class Checker {
     const auto rep = as_members(layout_.group(d, leader));
     const auto rep_shape = canonical_shape(topo_, rep);
     auto& passed = passed_[static_cast<std::size_t>(d)];
-    const auto family = ring_algorithm(topo_, rep);
+    auto& offsets = group_offsets_[static_cast<std::size_t>(d)];
+    // The stage's groups along d are the leader's moved by these offsets (the same in every
+    // stage); those that agree modulo a leaf unit have one shape (group_shape.hpp), so one of each
+    // stands for the rest.
+    if (offsets.empty()) offsets = layout_.offset_residues({d}, topo_.leaf_unit_gpus());
+    Algorithm family = Algorithm::kRing;
     std::vector<std::pair<RouteClass, double>> want;
     LinkLoad load;
-    // The stage's groups along d are the leader's moved by these offsets; those that agree modulo
-    // a leaf unit have one shape (group_shape.hpp), so one of each stands for the rest.
-    const auto unit = topo_.gpus_per_node() * topo_.nodes_per_leaf();
-    for (const auto offset : layout_.offset_residues({d}, unit)) {
+    for (const auto offset : offsets) {
       Members g = rep;
       for (auto& m : g) m += static_cast<std::int32_t>(offset);
       const bool same_shape = canonical_shape(topo_, g) == rep_shape;
@@ -135,6 +139,7 @@ class Checker {
       // GPUs are found to load their links alike.
       if (same_shape && (!contention_ || passed.count(rep_shape) > 0)) continue;
       if (want.empty()) {
+        family = ring_algorithm(topo_, rep);
         const auto rep_flows = collective_flows(topo_, rep, CollectiveKind::kAllReduce, family);
         want = flow_classes(topo_, rep_flows);
         if (contention_) {
@@ -170,6 +175,10 @@ class Checker {
   Layout layout_;
   const Topology& topo_;
   bool contention_;
+  // Offsets from a stage's leader to its GPUs, one per residue modulo a leaf unit; per
+  // dimension, to its groups along it (built on first use). Every stage has the same.
+  std::vector<std::int64_t> stage_offsets_;
+  std::array<std::vector<std::int64_t>, kNumDims> group_offsets_;
   // Per dimension, the shapes whose groups have passed (a leader's group and its translates).
   std::array<std::set<Members>, kNumDims> passed_;
 };

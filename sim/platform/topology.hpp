@@ -38,6 +38,9 @@ class Topology {
   std::int64_t num_leaves() const { return num_leaves_; }
   std::int64_t gpus_per_node() const { return gpus_per_node_; }
   std::int64_t nodes_per_leaf() const { return nodes_per_leaf_; }
+  /// GPUs of a scalable unit (the nodes under one leaf): moving GPUs by a multiple of it keeps
+  /// which of them share a node or a leaf.
+  std::int64_t leaf_unit_gpus() const { return gpus_per_node_ * nodes_per_leaf_; }
   std::int64_t node_of(std::int64_t gpu) const { return gpu / gpus_per_node_; }
   std::int64_t rail_of(std::int64_t gpu) const { return gpu % gpus_per_node_; }
   std::int64_t leaf_of(std::int64_t gpu) const;
