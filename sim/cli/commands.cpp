@@ -108,6 +108,7 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   EngineOptions engine_options;
   engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
   engine_options.keep_timelines = opt.trace.has_value();
+  engine_options.list_collectives = true;
   const SimResult sim = simulate(graph, topology, in.engine, engine_options);
   if (opt.trace) {
     const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, partition, costs);

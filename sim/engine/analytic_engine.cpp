@@ -103,7 +103,7 @@ class AnalyticReplay {
       current_ = kNone;
     }
     result_.ranks.resize(g_.ranks.size());
-    result_.collectives = collective_stats(g_, topo_, groups_);
+    if (options_.list_collectives) result_.collectives = collective_stats(g_, topo_, groups_);
     for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
       double end = 0;
       for (std::size_t i = 0; i < done_[r].size(); ++i) {

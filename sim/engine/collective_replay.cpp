@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "sim/plan/layout.hpp"
+
 namespace trainsim {
 
 std::vector<GroupCollectives> group_collectives(const TaskGraph& graph, const Topology& topology,
@@ -33,9 +35,8 @@ std::vector<std::vector<CollectiveStat>> collective_stats(
       st.members = static_cast<std::int64_t>(gc.members().size());
       auto [it, added] = nodes.try_emplace(op.group, 0);
       if (added) {
-        std::set<std::int64_t> spanned;
-        for (const auto m : gc.members()) spanned.insert(topology.node_of(m));
-        it->second = static_cast<std::int64_t>(spanned.size());
+        const auto& m = gc.members();
+        it->second = group_span({m.begin(), m.end()}, topology.gpus_per_node()).nodes;
       }
       st.nodes = it->second;
       st.calls += op.count;

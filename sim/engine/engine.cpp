@@ -187,7 +187,6 @@ void check_task_graph(const TaskGraph& graph) {
 }
 
 SimResult name_gpus(const TaskGraph& graph, SimResult replayed) {
-  replayed.replayed_ranks = graph.num_ranks();
   replayed.replayed_by = graph.replayed_by;
   return replayed;
 }

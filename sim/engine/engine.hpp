@@ -65,12 +65,11 @@ struct SimResult {
   double step_time_s = 0;                    // the last rank's end
   std::vector<RankStats> ranks;              // per replayed rank (a full replay's: per GPU)
   std::vector<std::vector<Span>> timelines;  // per replayed rank, when kept
-  std::vector<std::vector<CollectiveStat>> collectives;  // per replayed rank
+  std::vector<std::vector<CollectiveStat>> collectives;  // per replayed rank, when listed
   /// Per GPU, the rank that replays it (a symmetric replay); empty: rank r is GPU r. Every GPU
   /// of a class behaves as its rank, so nothing is copied per GPU.
   std::vector<std::int32_t> replayed_by;
-  std::int64_t replayed_ranks = 0;  // programs replayed: GPUs, or classes of GPUs
-  std::uint64_t activities = 0;     // simulated activities (compute, transfers, synchronisations)
+  std::uint64_t activities = 0;  // simulated activities (compute, transfers, synchronisations)
 
   std::int64_t num_gpus() const;
   std::int64_t rank_of(std::int64_t gpu) const;
@@ -85,6 +84,9 @@ struct EngineOptions {
   double compute_slowdown = 0;
   /// Keep every rank's spans in SimResult::timelines (statistics are computed either way).
   bool keep_timelines = false;
+  /// List every rank's collectives in SimResult::collectives (what a report shows; a search
+  /// pricing plans by their step time does without).
+  bool list_collectives = false;
   /// Group shapes already priced on this platform (a search's plans share them); null: the
   /// replay prices its own.
   CollectiveShapes* shapes = nullptr;

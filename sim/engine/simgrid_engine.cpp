@@ -92,7 +92,7 @@ class SimgridReplay {
                              " streams never finished");
     }
     result_.ranks.resize(g_.ranks.size());
-    result_.collectives = collective_stats(g_, topo_, groups_);
+    if (options_.list_collectives) result_.collectives = collective_stats(g_, topo_, groups_);
     for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
       auto& st = ranks_[r];
       result_.step_time_s = std::max(result_.step_time_s, st.end);

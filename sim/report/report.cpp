@@ -118,7 +118,9 @@ Report make_report(const ReportInputs& in) {
   }
   r.provenance.trainsim_version = std::string(version());
   r.provenance.engine = to_string(in.sim.engine);
-  r.provenance.replayed_gpus = in.sim.replayed_ranks > 0 ? in.sim.replayed_ranks : r.gpus;
+  // Programs replayed: one per GPU, or one per class of GPUs.
+  r.provenance.replayed_gpus =
+      in.sim.ranks.empty() ? r.gpus : static_cast<std::int64_t>(in.sim.ranks.size());
   if (r.provenance.replayed_gpus == r.gpus) r.provenance.why_full_replay = in.why_full_replay;
   r.provenance.inputs = in.inputs;
   r.diagnostics = in.diagnostics;

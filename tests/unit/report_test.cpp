@@ -20,7 +20,9 @@ std::string simulate_report(const Plan& p) {
   const auto part = build_partition(m, pf, p);
   const auto costs = compute_costs(m, pf, p, part);
   const auto graph = build_task_graph(p, costs);
-  const auto sim = simulate_analytic(graph, Topology(pf, p.world_size()));
+  EngineOptions options;
+  options.list_collectives = true;
+  const auto sim = simulate_analytic(graph, Topology(pf, p.world_size()), options);
   return report_json(make_report({m, pf, p, part, costs, sim, "t", {}, {}, {}}));
 }
 
