@@ -60,11 +60,7 @@ std::string half_of(const std::string& id) {
 }
 
 Plan dgxc_plan(const Fields& f) {
-  auto required = [&f](const char* key) {
-    const auto v = f.integer(key);
-    if (!v) f.fail(key, "is required for a recipe row (an integer)");
-    return *v;
-  };
+  auto required = [&f](const char* key) { return f.required_integer(key, "a recipe row"); };
   Plan p;
   p.tp = required("tp");
   p.pp = required("pp");

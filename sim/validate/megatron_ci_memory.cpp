@@ -153,9 +153,7 @@ bool unmodelled_recompute(const Fields& f) {
 }
 
 std::int64_t required(const Fields& f, const char* key) {
-  const auto v = f.integer(key);
-  if (!v) f.fail(key, "is required for a GPT row (an integer)");
-  return *v;
+  return f.required_integer(key, "a GPT row");
 }
 
 // The row's GPT as Megatron-LM builds it from its arguments.

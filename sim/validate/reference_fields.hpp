@@ -29,6 +29,12 @@ class Fields {
     }
     fail(key, "must be an integer, got " + v.dump());
   }
+  /// An integer the row must have, for `what` ("a GPT row"): an error naming it when absent.
+  std::int64_t required_integer(const char* key, const std::string& what) const {
+    const auto v = integer(key);
+    if (!v) fail(key, "is required for " + what + " (an integer)");
+    return *v;
+  }
   std::optional<double> number(const char* key) const {
     if (!has(key)) return std::nullopt;
     if (!j_.at(key).is_number()) fail(key, "must be a number, got " + j_.at(key).dump());
