@@ -60,4 +60,9 @@ std::string format_grouped(std::int64_t n) {
   return out;
 }
 
+std::string pad_right(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
 }  // namespace trainsim

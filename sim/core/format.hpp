@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -15,4 +16,6 @@ std::string format_bytes(double bytes);
 std::string format_flops(double flops);
 /// "8,030,261,248".
 std::string format_grouped(std::int64_t n);
+/// A text table's column: `s` padded with spaces to `width` (left as it is when longer).
+std::string pad_right(std::string s, std::size_t width);
 }  // namespace trainsim

@@ -8,11 +8,6 @@ namespace trainsim {
 
 namespace {
 
-std::string pad(std::string s, std::size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& i : items) {
@@ -34,9 +29,9 @@ std::string stage_range(std::int64_t first, std::int64_t last) {
 std::string collective_row(const CollectiveStat& c) {
   const std::string group = std::to_string(c.members) + " GPUs, " + std::to_string(c.nodes) +
                             (c.nodes == 1 ? " node" : " nodes");
-  return pad(to_string(c.comm), 5) + pad(to_string(c.kind), 16) + pad(group, 22) +
-         pad(format_grouped(c.calls), 8) + pad(format_bytes(c.bytes), 12) +
-         pad(to_string(c.algorithm), 12) + pad(format_seconds(c.seconds), 11) +
+  return pad_right(to_string(c.comm), 5) + pad_right(to_string(c.kind), 16) + pad_right(group, 22) +
+         pad_right(format_grouped(c.calls), 8) + pad_right(format_bytes(c.bytes), 12) +
+         pad_right(to_string(c.algorithm), 12) + pad_right(format_seconds(c.seconds), 11) +
          format_fixed(c.bus_bandwidth / 1e9, 1) + " GB/s";
 }
 
@@ -60,12 +55,12 @@ void write_collectives(const Report& r, std::ostringstream& o) {
   if (!any) return;
   o << "collectives per step and GPU (NCCL's algorithm; time and bus bandwidth on an idle "
        "network)\n"
-    << pad("stage", 7) << pad("dim", 5) << pad("collective", 16) << pad("group", 22)
-    << pad("calls", 8) << pad("buffer", 12) << pad("algorithm", 12) << pad("time", 11)
-    << "bus bw\n";
+    << pad_right("stage", 7) << pad_right("dim", 5) << pad_right("collective", 16)
+    << pad_right("group", 22) << pad_right("calls", 8) << pad_right("buffer", 12)
+    << pad_right("algorithm", 12) << pad_right("time", 11) << "bus bw\n";
   for (const auto& [stages, rows] : blocks) {
     for (std::size_t k = 0; k < rows.size(); ++k) {
-      o << pad(k == 0 ? stages : "", 7) << rows[k] << "\n";
+      o << pad_right(k == 0 ? stages : "", 7) << rows[k] << "\n";
     }
   }
   o << "\n";
@@ -124,31 +119,37 @@ std::string report_text(const Report& r) {
   if (any) o << " (hidden behind compute, mean per GPU)\n";
   o << "\n";
 
-  o << pad("stage", 7) << pad("layers", 8) << pad("params/GPU", 16) << pad("fwd/mb", 11)
-    << pad("bwd/mb", 11) << pad("compute", 11) << pad("peak mem", 12) << "blocks\n";
+  o << pad_right("stage", 7) << pad_right("layers", 8) << pad_right("params/GPU", 16)
+    << pad_right("fwd/mb", 11) << pad_right("bwd/mb", 11) << pad_right("compute", 11)
+    << pad_right("peak mem", 12) << "blocks\n";
   for (const auto& s : r.stages) {
     std::string blocks;
     for (const auto& c : s.chunks) {
       if (!blocks.empty()) blocks += " | ";
       blocks += c.empty() ? "(empty)" : join(c);
     }
-    o << pad(std::to_string(s.index), 7) << pad(std::to_string(s.layers), 8)
-      << pad(format_grouped(s.params_per_gpu), 16) << pad(format_seconds(s.forward_s), 11)
-      << pad(format_seconds(s.backward_s + s.recompute_s), 11)
-      << pad(format_seconds(s.compute_s), 11) << pad(format_bytes(s.peak_memory_bytes), 12)
+    o << pad_right(std::to_string(s.index), 7) << pad_right(std::to_string(s.layers), 8)
+      << pad_right(format_grouped(s.params_per_gpu), 16)
+      << pad_right(format_seconds(s.forward_s), 11)
+      << pad_right(format_seconds(s.backward_s + s.recompute_s), 11)
+      << pad_right(format_seconds(s.compute_s), 11)
+      << pad_right(format_bytes(s.peak_memory_bytes), 12)
       << (s.chunks.size() == 1 && s.chunks[0].empty() ? "(empty stage)" : blocks) << "\n";
   }
   o << "\n";
 
   // Where each stage's peak goes, per GPU.
-  o << pad("memory", 7) << pad("weights", 12) << pad("grads", 12) << pad("optimizer", 12)
-    << pad("activations", 12) << pad("in flight", 11) << pad("runtime", 12) << "peak\n";
+  o << pad_right("memory", 7) << pad_right("weights", 12) << pad_right("grads", 12)
+    << pad_right("optimizer", 12) << pad_right("activations", 12) << pad_right("in flight", 11)
+    << pad_right("runtime", 12) << "peak\n";
   for (const auto& s : r.stages) {
     const auto& m = s.memory;
-    o << pad(std::to_string(s.index), 7) << pad(format_bytes(m.weights), 12)
-      << pad(format_bytes(m.gradients), 12) << pad(format_bytes(m.master_weights + m.optimizer), 12)
-      << pad(format_bytes(m.activations), 12) << pad(std::to_string(m.microbatches_in_flight), 11)
-      << pad(format_bytes(m.runtime), 12) << format_bytes(s.peak_memory_bytes) << "\n";
+    o << pad_right(std::to_string(s.index), 7) << pad_right(format_bytes(m.weights), 12)
+      << pad_right(format_bytes(m.gradients), 12)
+      << pad_right(format_bytes(m.master_weights + m.optimizer), 12)
+      << pad_right(format_bytes(m.activations), 12)
+      << pad_right(std::to_string(m.microbatches_in_flight), 11)
+      << pad_right(format_bytes(m.runtime), 12) << format_bytes(s.peak_memory_bytes) << "\n";
   }
   o << "\n";
   write_collectives(r, o);

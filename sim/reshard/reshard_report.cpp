@@ -19,9 +19,9 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::size_t kRanksShown = 16;
 
+// A column and the space that separates it from the next.
 std::string pad(std::string s, std::size_t width) {
-  if (s.size() < width) s += std::string(width - s.size(), ' ');
-  return s + " ";
+  return pad_right(std::move(s), width) + " ";
 }
 
 std::string framework_name(const Plan& plan) {
