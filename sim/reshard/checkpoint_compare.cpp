@@ -9,10 +9,6 @@ namespace trainsim {
 
 namespace {
 
-std::string n(std::int64_t v) {
-  return std::to_string(v);
-}
-
 // nanotron's names for the Llama tensors trainsim knows (models/llama.py), with the q/k/v and
 // gate/up tensors fused; "" when the name is not one of them.
 std::string hf_name(const std::string& nanotron, std::vector<std::string>& fused) {
@@ -60,23 +56,26 @@ std::optional<Diagnostic> check_whole(const SavedTensor& t, const ParamSpec& spe
   const std::int64_t padded = placed.padded_shape[k];
   if (others_match && spec.split != TpSplit::kReplicated && t.shape[k] * tp == padded) {
     return error("saved-shard-not-tensor",
-                 saved + ": one tensor-parallel shard, not the tensor: " + n(t.shape[k]) +
-                     " x tp " + n(tp) + " = " + n(padded) +
-                     (padded != spec.shape[k] ? " padded" : "") + " rows, the model's is " + model +
-                     ": the other " + n(tp - 1) +
+                 saved + ": one tensor-parallel shard, not the tensor: " +
+                     std::to_string(t.shape[k]) + " x tp " + std::to_string(tp) + " = " +
+                     std::to_string(padded) + (padded != spec.shape[k] ? " padded" : "") +
+                     " rows, the model's is " + model + ": the other " + std::to_string(tp - 1) +
                      " shards' rows are not in the checkpoint and a loader fails on the shape, or "
                      "worse, reads a model of " +
-                     n(t.shape[k]) + " rows (ColossalAI issue #6108)",
-                 "save the gathered tensor with the padding stripped: " + model + ", the " + n(tp) +
-                     " shards concatenated along dim " + n(static_cast<std::int64_t>(k)) +
-                     " and cut to " + n(spec.shape[k]));
+                     std::to_string(t.shape[k]) + " rows (ColossalAI issue #6108)",
+                 "save the gathered tensor with the padding stripped: " + model + ", the " +
+                     std::to_string(tp) + " shards concatenated along dim " +
+                     std::to_string(static_cast<std::int64_t>(k)) + " and cut to " +
+                     std::to_string(spec.shape[k]));
   }
   if (others_match && spec.vocabulary && t.shape[k] == padded) {
     return Diagnostic{"saved-with-padding", Severity::kWarning, std::nullopt,
-                      saved + ": the vocabulary with its " + n(padded - spec.shape[k]) +
+                      saved + ": the vocabulary with its " +
+                          std::to_string(padded - spec.shape[k]) +
                           " padding rows; a loader expecting the model's " + model +
                           " (Hugging Face, another TP) fails on the shape",
-                      "strip rows " + n(spec.shape[k]) + "-" + n(padded - 1) + " when saving"};
+                      "strip rows " + std::to_string(spec.shape[k]) + "-" +
+                          std::to_string(padded - 1) + " when saving"};
   }
   return error("saved-shape-mismatch", saved + ", the model's is " + model,
                "check --model: the checkpoint is of another model");
@@ -87,14 +86,14 @@ std::optional<Diagnostic> check_shard(const SavedTensor& t, std::vector<std::int
                                       std::int64_t tp) {
   if (t.tp_size != tp) {
     return error("checkpoint-layout-mismatch",
-                 t.file + " is tp rank " + n(t.tp_rank) + " of " + n(t.tp_size) +
-                     ", but --from says tp " + n(tp),
-                 "--from with tp=" + n(t.tp_size));
+                 t.file + " is tp rank " + std::to_string(t.tp_rank) + " of " +
+                     std::to_string(t.tp_size) + ", but --from says tp " + std::to_string(tp),
+                 "--from with tp=" + std::to_string(t.tp_size));
   }
   if (t.shape == expected) return std::nullopt;
   return error("saved-shape-mismatch",
-               t.name + " in " + t.file + " is " + shape_text(t.shape) + "; at " + "tp " + n(tp) +
-                   " the layout predicts " + shape_text(expected),
+               t.name + " in " + t.file + " is " + shape_text(t.shape) + "; at " + "tp " +
+                   std::to_string(tp) + " the layout predicts " + shape_text(expected),
                "check --model and --from against the run that saved it");
 }
 
@@ -157,8 +156,9 @@ std::vector<Diagnostic> compare_checkpoint(const CheckpointListing& ckpt,
       const std::size_t shown = std::min<std::size_t>(missing.size(), 3);
       std::vector<std::string> first(missing.begin(), missing.begin() + static_cast<long>(shown));
       out.push_back({"checkpoint-missing-tensors", Severity::kWarning, std::nullopt,
-                     n(static_cast<std::int64_t>(missing.size())) + " of the model's " +
-                         n(static_cast<std::int64_t>(from.params.size())) +
+                     std::to_string(static_cast<std::int64_t>(missing.size())) +
+                         " of the model's " +
+                         std::to_string(static_cast<std::int64_t>(from.params.size())) +
                          " tensors are not in the checkpoint (" + and_list(first) +
                          (missing.size() > shown ? ", ..." : "") + ")",
                      "check --model and that every file of the checkpoint is in the directory"});
@@ -166,8 +166,9 @@ std::vector<Diagnostic> compare_checkpoint(const CheckpointListing& ckpt,
   }
   if (unknown > 0) {
     out.push_back({"checkpoint-unrecognised-tensors", Severity::kInfo, std::nullopt,
-                   n(unknown) + " saved tensors have names trainsim does not map to the model's "
-                                "(not compared)",
+                   std::to_string(unknown) +
+                       " saved tensors have names trainsim does not map to the model's "
+                       "(not compared)",
                    ""});
   }
   return out;

@@ -12,17 +12,14 @@ namespace trainsim {
 
 namespace {
 
-std::string n(std::int64_t v) {
-  return std::to_string(v);
-}
-
 bool same_model_split(const Plan& a, const Plan& b) {
   return a.tp == b.tp && a.pp == b.pp && a.vp == b.vp;
 }
 
 // "decoder 16-31" for a run of consecutive layers.
 std::string layers_text(std::int64_t first, std::int64_t last) {
-  return first == last ? "decoder " + n(first) : "decoder " + n(first) + "-" + n(last);
+  return first == last ? "decoder " + std::to_string(first)
+                       : "decoder " + std::to_string(first) + "-" + std::to_string(last);
 }
 
 }  // namespace
@@ -60,8 +57,8 @@ std::vector<Diagnostic> find_stage_moves(const ReshardContext& c) {
   for (const auto& r : runs) {
     const std::string label =
         r.block == BlockKind::kDecoder ? layers_text(r.first, r.last) : to_string(r.block);
-    parts.push_back(label + " (stage " + n(r.from) + " -> " + n(r.to) + ", " +
-                    format_bytes(r.bytes) + ")");
+    parts.push_back(label + " (stage " + std::to_string(r.from) + " -> " + std::to_string(r.to) +
+                    ", " + format_bytes(r.bytes) + ")");
   }
   Diagnostic d;
   d.id = "stage-change";
@@ -115,10 +112,10 @@ std::vector<Diagnostic> find_unbuilt_layers(const ReshardContext& c) {
     d.id = "layers-dropped";
     d.severity = Severity::kError;
     d.message = std::string(l == &c.from ? "the old" : "the new") + " layout (" +
-                layout_text(l->plan) + ") builds " + n(c.model.num_layers - dropped) + " of the " +
-                n(c.model.num_layers) + " decoder layers (" + l->partition.method +
-                " partition): the other " + n(dropped) + " are " +
-                (l == &c.from ? "not in the checkpoint" : "not loaded");
+                layout_text(l->plan) + ") builds " + std::to_string(c.model.num_layers - dropped) +
+                " of the " + std::to_string(c.model.num_layers) + " decoder layers (" +
+                l->partition.method + " partition): the other " + std::to_string(dropped) +
+                " are " + (l == &c.from ? "not in the checkpoint" : "not loaded");
     d.fix = "a pp that divides the layers, or --partition with an explicit layout";
     out.push_back(d);
   }
@@ -143,14 +140,14 @@ std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
   d.id = "oom";
   d.severity = Severity::kError;
   d.stage = worst;
-  d.message = "at " + layout_text(plan) + " a GPU of stage " + n(worst) + " holds " +
+  d.message = "at " + layout_text(plan) + " a GPU of stage " + std::to_string(worst) + " holds " +
               format_grouped(worst_params) + " parameters: " + format_bytes(bytes) +
               " of weights, gradients, optimizer state and runtime memory before any "
               "activation, more than the GPU's " +
               format_bytes(capacity) + " (" + c.platform.gpu.name + ")";
   for (std::int64_t zero = plan.zero + 1; zero <= (plan.pp > 1 ? 1 : 3); ++zero) {
     if (plan.dp > 1 && need(zero) <= capacity) {
-      d.fix = "zero=" + n(zero) + " in --to brings it to " + format_bytes(need(zero)) +
+      d.fix = "zero=" + std::to_string(zero) + " in --to brings it to " + format_bytes(need(zero)) +
               " (activations come on top)";
       return {d};
     }

@@ -10,17 +10,14 @@ namespace trainsim {
 
 namespace {
 
-std::string n(std::int64_t v) {
-  return std::to_string(v);
-}
-
 // "row 7" or "rows 7-9".
 std::string rows(std::int64_t first, std::int64_t last) {
-  return first == last ? "row " + n(first) : "rows " + n(first) + "-" + n(last);
+  return first == last ? "row " + std::to_string(first)
+                       : "rows " + std::to_string(first) + "-" + std::to_string(last);
 }
 
 std::string rule(const LayoutShards& l) {
-  return "a multiple of " + n(l.vocab_multiple) + " x " + n(l.plan.tp);
+  return "a multiple of " + std::to_string(l.vocab_multiple) + " x " + std::to_string(l.plan.tp);
 }
 
 // The smallest --vocab-divisible-by that makes the new layout pad to the old layout's rows, if
@@ -39,22 +36,24 @@ std::string fix_text(const ReshardContext& c) {
   const LayoutShards& b = c.to;
   std::string fix;
   if (const std::int64_t d = divisor_matching(v, a.padded_vocab, b.plan.tp)) {
-    fix = "pad the new run's vocabulary as the checkpoint's: --vocab-divisible-by " + n(d) +
-          " at tp " + n(b.plan.tp) + " (vocab-divisible-by=" + n(d) +
+    fix = "pad the new run's vocabulary as the checkpoint's: --vocab-divisible-by " +
+          std::to_string(d) + " at tp " + std::to_string(b.plan.tp) +
+          " (vocab-divisible-by=" + std::to_string(d) +
           " in --to; nanotron's "
           "make_vocab_size_divisible_by, Megatron-LM's --make-vocab-size-divisible-by) gives " +
-          format_grouped(a.padded_vocab) + " rows, " + n(a.padded_vocab - v) +
+          format_grouped(a.padded_vocab) + " rows, " + std::to_string(a.padded_vocab - v) +
           " of padding, and the old shards merge row for row; ";
   }
   const std::int64_t m = std::lcm(a.vocab_multiple * a.plan.tp, b.vocab_multiple * b.plan.tp);
   const std::int64_t common = padded_vocab(v, m, 1);
   fix += "for runs that change TP, pad to a multiple both TP sizes share: lcm(" +
-         n(a.vocab_multiple * a.plan.tp) + ", " + n(b.vocab_multiple * b.plan.tp) + ") = " + n(m) +
-         ", i.e. " + format_grouped(common) + " rows (" + n(common - v) +
-         " of padding) at both layouts (--vocab-divisible-by " + n(m / a.plan.tp) + " at tp " +
-         n(a.plan.tp) + ", " + n(m / b.plan.tp) + " at tp " + n(b.plan.tp) +
-         "); or convert offline: merge the old shards, keep rows 0-" + n(v - 1) +
-         ", and re-pad to " + format_grouped(b.padded_vocab);
+         std::to_string(a.vocab_multiple * a.plan.tp) + ", " +
+         std::to_string(b.vocab_multiple * b.plan.tp) + ") = " + std::to_string(m) + ", i.e. " +
+         format_grouped(common) + " rows (" + std::to_string(common - v) +
+         " of padding) at both layouts (--vocab-divisible-by " + std::to_string(m / a.plan.tp) +
+         " at tp " + std::to_string(a.plan.tp) + ", " + std::to_string(m / b.plan.tp) + " at tp " +
+         std::to_string(b.plan.tp) + "); or convert offline: merge the old shards, keep rows 0-" +
+         std::to_string(v - 1) + ", and re-pad to " + format_grouped(b.padded_vocab);
   return fix;
 }
 
@@ -70,16 +69,18 @@ std::string nanotron_failure(const ReshardContext& c) {
   const std::int64_t small_rows = shrinks ? b.padded_vocab : a.padded_vocab;
   const TpShard& last = big.placed.front().shards.back();
   const std::int64_t begin = last.split.begin;
-  const std::string h = n(c.model.hidden_size);
+  const std::string h = std::to_string(c.model.hidden_size);
   return std::string(shrinks ? "the old" : "the new") + " layout's last shard, tp rank " +
-         n(big.plan.tp - 1) + ", is rows " + n(begin) + "-" + n(last.split.end - 1) + " (" +
-         n(last.split.size()) + " rows: " + n(last.real) + " of the vocabulary and " +
-         n(last.split.size() - last.real) + " of padding); nanotron's loader (" +
+         std::to_string(big.plan.tp - 1) + ", is rows " + std::to_string(begin) + "-" +
+         std::to_string(last.split.end - 1) + " (" + std::to_string(last.split.size()) +
+         " rows: " + std::to_string(last.real) + " of the vocabulary and " +
+         std::to_string(last.split.size() - last.real) + " of padding); nanotron's loader (" +
          (shrinks ? "serialize/optimizer.py: Adam's exp_avg and exp_avg_sq"
                   : "serialize/weights.py") +
-         ") writes shards by their global slices into a buffer of shape [" + n(small_rows) + ", " +
-         h + "], whose rows " + n(begin) + "- hold only " + n(small_rows - begin) + ": " +
-         n(last.split.size()) + " vs " + n(small_rows - begin) +
+         ") writes shards by their global slices into a buffer of shape [" +
+         std::to_string(small_rows) + ", " + h + "], whose rows " + std::to_string(begin) +
+         "- hold only " + std::to_string(small_rows - begin) + ": " +
+         std::to_string(last.split.size()) + " vs " + std::to_string(small_rows - begin) +
          " rows, a shape mismatch at resume (nanotron issue #106)";
 }
 
@@ -91,12 +92,13 @@ std::vector<Diagnostic> find_padding_change(const ReshardContext& c) {
   if (a.padded_vocab == b.padded_vocab) return {};
   Diagnostic d;
   d.id = "vocab-padding-mismatch";
-  const std::string sizes =
-      "the vocabulary (" + format_grouped(c.model.vocab_size) + ") is padded to " +
-      format_grouped(a.padded_vocab) + " rows at tp " + n(a.plan.tp) + " (" + rule(a) +
-      ") and to " + format_grouped(b.padded_vocab) + " at tp " + n(b.plan.tp) + " (" + rule(b) +
-      "): the embedding" + (c.model.tied_embeddings ? " (tied to the LM head)" : " and LM head") +
-      " shards of the two layouts do not merge row for row; ";
+  const std::string sizes = "the vocabulary (" + format_grouped(c.model.vocab_size) +
+                            ") is padded to " + format_grouped(a.padded_vocab) + " rows at tp " +
+                            std::to_string(a.plan.tp) + " (" + rule(a) + ") and to " +
+                            format_grouped(b.padded_vocab) + " at tp " + std::to_string(b.plan.tp) +
+                            " (" + rule(b) + "): the embedding" +
+                            (c.model.tied_embeddings ? " (tied to the LM head)" : " and LM head") +
+                            " shards of the two layouts do not merge row for row; ";
   switch (b.plan.effective_framework()) {
     case Framework::kNanotron:
       d.severity = Severity::kError;
@@ -137,7 +139,7 @@ std::vector<Diagnostic> find_padding_rows(const ReshardContext& c) {
   d.severity = Severity::kInfo;
   if (new_rows > old_rows) {
     const std::int64_t added = new_rows - old_rows;
-    d.message = n(added) + " padding row" + (added == 1 ? " (" : "s (") +
+    d.message = std::to_string(added) + " padding row" + (added == 1 ? " (" : "s (") +
                 rows(old_rows, new_rows - 1) + ") per embedding table " +
                 (added == 1 ? "exists" : "exist") +
                 " only at the new layout: not loaded but initialised, their Adam moments zero, and "
@@ -147,7 +149,7 @@ std::vector<Diagnostic> find_padding_rows(const ReshardContext& c) {
                 " of weights and optimizer state in all)";
   } else {
     const std::int64_t dropped = old_rows - new_rows;
-    d.message = n(dropped) + " padding row" + (dropped == 1 ? " (" : "s (") +
+    d.message = std::to_string(dropped) + " padding row" + (dropped == 1 ? " (" : "s (") +
                 rows(new_rows, old_rows - 1) + ") per embedding table of the checkpoint " +
                 (dropped == 1 ? "is" : "are") +
                 " dropped: rows no token uses, their weights and Adam moments discarded (" +
