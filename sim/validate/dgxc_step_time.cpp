@@ -91,9 +91,11 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   const std::string model = f.string("model").value_or("");
   const auto gpus = f.integer("n_gpus").value_or(0);
   const std::string precision = f.string("precision").value_or("");
-  const std::string tag = j.contains("source") && j.at("source").contains("tag")
-                              ? j.at("source").at("tag").get<std::string>()
-                              : "";
+  std::string tag;
+  if (f.has("source")) {
+    if (!j.at("source").is_object()) f.fail("source", "must be an object");
+    tag = Fields(j.at("source"), file, path + ".source").string("tag").value_or("");
+  }
   const std::string task = f.string("task").value_or("pretrain");
   row.name = model + " " + precision + " " + std::to_string(gpus) + " GPUs (" + tag +
              (task == "pretrain" ? "" : ", " + task) + ")";

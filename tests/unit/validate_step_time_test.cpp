@@ -120,6 +120,14 @@ TEST(ValidateStepTime, AFieldOfTheWrongTypeNamesItsPath) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("$.rows[0].tp"), std::string::npos) << e.what();
   }
+  auto bad_tag = recipe_row("Nemotron4 15B", "BF16", 16);
+  bad_tag["source"]["tag"] = 24;
+  try {
+    validate_rows(nlohmann::json::array({bad_tag}));
+    FAIL() << "accepted a numeric release tag";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("$.rows[0].source.tag"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
