@@ -307,9 +307,7 @@ class RankProgramWriter {
     }
     Index out = 0;
     for (std::int64_t k = 0; k < n; ++k) {
-      PassCost piece;
-      piece.seconds = pass.seconds / static_cast<double>(n);
-      if (k == n - 1) piece.collectives = pass.collectives;
+      const PassCost piece = pass_piece(pass, k, n);
       Deps d = k == 0 ? deps : Deps{};
       d.push_back(gathers[static_cast<std::size_t>(k)]);
       out = run(ComputeKind::kForward, mb, chunk, piece, d);
@@ -319,6 +317,23 @@ class RankProgramWriter {
       }
     }
     return out;
+  }
+
+  // Piece k of n of a pass split by parameter buckets: its share of the compute and of the
+  // collectives' calls (each call keeps its size), so that TP communication overlaps the piece
+  // that issues it.
+  static PassCost pass_piece(const PassCost& pass, std::int64_t k, std::int64_t n) {
+    PassCost piece;
+    piece.seconds = pass.seconds / static_cast<double>(n);
+    for (const CollectiveLoad& load : pass.collectives) {
+      const std::int64_t calls = load.count * (k + 1) / n - load.count * k / n;
+      if (calls == 0) continue;
+      CollectiveLoad share = load;
+      share.count = calls;
+      share.bytes = load.bytes * static_cast<double>(calls) / static_cast<double>(load.count);
+      piece.collectives.push_back(share);
+    }
+    return piece;
   }
 
   double param_bytes(std::int64_t chunk) const {
@@ -396,9 +411,7 @@ class RankProgramWriter {
     const double bytes = cost(chunk).grad_bytes / static_cast<double>(n);
     Deps first = deps;
     for (std::int64_t k = 0; k < n; ++k) {
-      PassCost piece;
-      piece.seconds = pass.seconds / static_cast<double>(n);
-      if (k == n - 1) piece.collectives = pass.collectives;
+      const PassCost piece = pass_piece(pass, k, n);
       const Index out = run(kind, mb, chunk, piece, k == 0 ? first : Deps{});
       dp_ops_.push_back(
           b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group(), bytes, 1, mb, {out}));

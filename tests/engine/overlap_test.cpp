@@ -153,6 +153,33 @@ TEST(DpOverlap, ParameterGatherHiddenBehindTheFirstForward) {
   EXPECT_NEAR(after.step_time_s, compute + rs + 4 * ag, 1e-12);
 }
 
+TEST(DpOverlap, TpCollectivesSpreadOverTheGatheredForwardsPieces) {
+  // The first forward runs in one piece per parameter bucket (4 here), each waiting for its
+  // bucket's gather; with --tp-comm-overlap each piece carries its share of the pass's TP calls
+  // (8 all-reduces: 2 per piece), not the last piece all of them.
+  DpCase c;
+  Plan plan = dp_plan(c);
+  plan.tp = 2;
+  plan.zero = 1;
+  plan.overlap_param_gather = true;
+  plan.tp_comm_overlap = true;
+  CostModel costs = test::uniform_costs(1, c.tf, c.tb);
+  costs.stages[0].params_per_gpu = kParams;
+  costs.stages[0].grad_bytes = static_cast<double>(kParams) * kGradReduceBytes;
+  costs.stages[0].forward.collectives.push_back({CollectiveKind::kAllReduce, Dim::kTP, 8 * 1e6, 8});
+  const TaskGraph g = build_task_graph(plan, costs);
+  std::vector<std::int32_t> first_forward_calls;
+  double bytes = 0;
+  for (const Op& op : g.ranks[0].ops) {
+    if (op.type == OpType::kCollective && op.comm == CommKind::kTP && op.microbatch == 0) {
+      first_forward_calls.push_back(op.count);
+      bytes += op.bytes;
+    }
+  }
+  EXPECT_EQ(first_forward_calls, (std::vector<std::int32_t>{2, 2, 2, 2}));
+  EXPECT_DOUBLE_EQ(bytes, 8e6);
+}
+
 // Recomputation: llama3.1-8b on 2 stages, 4 micro-batches.
 struct Recomputed {
   CostModel costs;
