@@ -242,6 +242,7 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
   // flat buffers as one row).
   constexpr std::int64_t kCols = 4096;
   for (const auto& op : memory_ops()) {
+    if (!op.in_suite) continue;
     const bool flat = op.name == "adam" || op.name == "grad_norm" || op.name == "copy";
     for (auto elements : pow2_grid(opt.memory_grid_lo, opt.memory_grid_hi)) {
       const MemoryShape s = flat ? MemoryShape{std::string(op.name), 1, elements}
@@ -309,6 +310,7 @@ std::vector<KernelShape> offgrid_shapes(const SuiteOptions& opt, std::size_t per
   const double mlo = static_cast<double>(opt.memory_grid_lo),
                mhi = static_cast<double>(opt.memory_grid_hi);
   for (const auto& op : memory_ops()) {
+    if (!op.in_suite) continue;
     const bool flat = op.name == "adam" || op.name == "grad_norm" || op.name == "copy";
     for (std::size_t i = 0; i < per_family; ++i) {
       const auto elements = rng.log_uniform(mlo, mhi, 512);

@@ -87,6 +87,15 @@ KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass) 
   return {std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape};
 }
 
+// A linear layer's forward GEMM [m x k] @ [k x n]. In FP8, Transformer Engine first quantises
+// the BF16 activation operand (and keeps its transpose for the weight gradient).
+void linear(std::vector<KernelSpec>& k, const std::string& name, double m, double kk, double n,
+            DType dtype) {
+  if (dtype == DType::kFP8)
+    k.push_back(elementwise(name + ".fp8_cast", "fp8_cast_transpose", m, kk));
+  k.push_back(gemm(name, m, kk, n, dtype));
+}
+
 std::string norm_op(const LayerShape& s) {
   return to_string(s.norm);
 }
@@ -101,22 +110,26 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
   const DType g = s.gemm_dtype;
   auto& k = p.kernels;
   k.push_back(elementwise("input_norm", norm_op(s), S, h));
-  k.push_back(gemm("qkv_proj", T, h, qkv, g));
+  linear(k, "qkv_proj", T, h, qkv, g);
   if (s.rope) k.push_back(elementwise("rope", "rope", T, s.q + s.kv));
   k.push_back(attention("attention", s, AttentionPass::kForward));
-  k.push_back(gemm("out_proj", T, s.q, h, g));
+  linear(k, "out_proj", T, s.q, h, g);
   k.push_back(elementwise("residual_add", "add", S, h));
   k.push_back(elementwise("post_attention_norm", norm_op(s), S, h));
-  k.push_back(gemm("mlp_up", T, h, s.up_factor * s.ffn, g));
+  linear(k, "mlp_up", T, h, s.up_factor * s.ffn, g);
   k.push_back(elementwise("activation", act_op(s), T, s.ffn));
-  k.push_back(gemm("mlp_down", T, s.ffn, h, g));
+  linear(k, "mlp_down", T, s.ffn, h, g);
   k.push_back(elementwise("residual_add", "add", S, h));
   if (s.tp > 1) tp_allreduce(p, T * h * e, 2);  // after out_proj and after mlp_down
 }
 
 // Backward of a GEMM: the data gradient and the weight gradient, each as many FLOPs as forward.
+// In FP8 the output gradient [m x n] is quantised (and transposed) first.
 void gemm_backward(std::vector<KernelSpec>& k, const std::string& name, double m, double kk,
                    double n, DType dtype) {
+  if (dtype == DType::kFP8) {
+    k.push_back(elementwise(name + ".grad_fp8_cast", "fp8_cast_transpose", m, n));
+  }
   k.push_back(gemm(name + ".dgrad", m, n, kk, dtype));
   k.push_back(gemm(name + ".wgrad", kk, m, n, dtype));
 }

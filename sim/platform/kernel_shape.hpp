@@ -75,6 +75,9 @@ struct MemoryOp {
   std::string_view name;
   double bytes_per_element;
   std::string_view what;
+  /// The CUDA suite (kernels/) has a kernel for it and measures it; false: roofline-timed until
+  /// one is written.
+  bool in_suite = true;
 };
 /// Every memory-bound op the cost model uses (and "copy", the bandwidth ceiling).
 const std::vector<MemoryOp>& memory_ops();

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/cost/stage_cost.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/partition.hpp"
@@ -110,6 +112,57 @@ TEST(CostModel, Fp8DecoderGemmsAndABf16LmHead) {
   }
   EXPECT_EQ(lm_head, 3);  // forward, dgrad, wgrad on the last stage
   EXPECT_GT(fp8, 0);
+}
+
+// Transformer Engine quantises each FP8 GEMM's activation operand before the forward GEMM and
+// its output gradient before the backward GEMMs: 4 bytes per element (read BF16, write FP8 and
+// its transpose), timed by the roofline at the platform's memory bandwidth.
+TEST(CostModel, Fp8GemmOperandsAreCastFirst) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  Plan p = plan_of(2, 1, 4096);
+  p.precision = Precision::kFP8;
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  const auto fp8 = compute_costs(m, platform, p, test::uniform_partition(m, 1));
+  p.precision = Precision::kBF16;
+  const auto bf16 = compute_costs(m, platform, p, test::uniform_partition(m, 1));
+  auto find = [](const PassCost& pass, const std::string& name) -> const KernelCost* {
+    for (const auto& k : pass.kernels) {
+      if (k.name == name) return &k;
+    }
+    return nullptr;
+  };
+  const auto& s = fp8.stages[0];
+  const double tokens = 4096, h = 4096, ffn = 14336.0 / 2;
+  const auto* up = find(s.forward, "decoder.mlp_up.fp8_cast");
+  ASSERT_NE(up, nullptr);
+  EXPECT_DOUBLE_EQ(up->bytes, tokens * h * 4);
+  EXPECT_EQ(up->count, 32);
+  EXPECT_EQ(up->time.source, TimeSource::kRoofline);
+  EXPECT_DOUBLE_EQ(up->time.seconds,
+                   tokens * h * 4 / (platform.gpu.hbm_bandwidth * platform.efficiency.memory));
+  const auto* down = find(s.forward, "decoder.mlp_down.fp8_cast");
+  ASSERT_NE(down, nullptr);
+  EXPECT_DOUBLE_EQ(down->bytes, tokens * ffn * 4);
+  // The backward quantises mlp_up's output gradient: both halves of the gated projection.
+  const auto* up_grad = find(s.backward, "decoder.mlp_up.grad_fp8_cast");
+  ASSERT_NE(up_grad, nullptr);
+  EXPECT_DOUBLE_EQ(up_grad->bytes, tokens * 2 * ffn * 4);
+  // One cast per decoder GEMM and pass (4 forward, 4 backward); none in BF16 or for the LM head.
+  auto casts = [](const PassCost& pass) {
+    return std::count_if(pass.kernels.begin(), pass.kernels.end(), [](const KernelCost& k) {
+      return std::get<MemoryShape>(k.shape).op == "fp8_cast_transpose";
+    });
+  };
+  auto memory_only = [](PassCost pass) {
+    std::erase_if(pass.kernels, [](const KernelCost& k) {
+      return !std::holds_alternative<MemoryShape>(k.shape);
+    });
+    return pass;
+  };
+  EXPECT_EQ(casts(memory_only(s.forward)), 4);
+  EXPECT_EQ(casts(memory_only(s.backward)), 4);
+  EXPECT_EQ(casts(memory_only(bf16.stages[0].forward)), 0);
+  EXPECT_EQ(find(s.backward, "lm_head.grad_fp8_cast"), nullptr);
 }
 
 TEST(CostModel, TpOneHasNoAllReduces) {
