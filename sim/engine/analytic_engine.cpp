@@ -3,7 +3,10 @@
 // op alone, and is woken when it completes). A point-to-point transfer starts when
 // both ends have posted it and takes its route's latency plus size over the route's narrowest
 // link; a collective starts when its last member arrives and takes the closed-form time of the
-// algorithm NCCL would pick (sim/collective/).
+// algorithm NCCL would pick (sim/collective/). With a compute slowdown (communication kernels
+// taking SMs), a first replay measures each compute op's overlap with its GPU's communication and
+// a second replays with each compute op longer by the slowdown times that overlap: the first-order
+// effect of what the SimGrid engine shares exactly.
 #include <algorithm>
 #include <deque>
 #include <limits>
@@ -61,8 +64,11 @@ struct Instance {
 
 class AnalyticReplay {
  public:
-  AnalyticReplay(const TaskGraph& g, const Topology& topo, const EngineOptions& options)
+  /// `stretch`: per rank and op, seconds a compute op takes beyond its own (empty: none).
+  AnalyticReplay(const TaskGraph& g, const Topology& topo, const EngineOptions& options,
+                 std::vector<std::vector<double>> stretch = {})
       : g_(g),
+        stretch_(std::move(stretch)),
         topo_(topo),
         options_(options),
         calls_(collective_call_numbers(g)),
@@ -92,7 +98,7 @@ class AnalyticReplay {
     }
   }
 
-  SimResult run() {
+  void replay() {
     for (std::size_t a = 0; a < actors_.size(); ++a) schedule(a);
     while (!runnable_.empty()) {
       const auto a = runnable_.front();
@@ -102,6 +108,45 @@ class AnalyticReplay {
       advance(a);
       current_ = kNone;
     }
+  }
+
+  /// After replay(): per rank and op, `slowdown` x the time communication of the same GPU was in
+  /// progress during the compute op (what a replay with that stretch gives to first order).
+  std::vector<std::vector<double>> overlap_stretch(double slowdown) const {
+    std::vector<std::vector<double>> stretch(g_.ranks.size());
+    for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
+      std::vector<std::pair<double, double>> comm;
+      for (const Span& s : spans_[r]) {
+        if (!s.compute && s.end > s.start) comm.emplace_back(s.start, s.end);
+      }
+      std::sort(comm.begin(), comm.end());
+      std::vector<std::pair<double, double>> merged;
+      for (const auto& c : comm) {
+        if (!merged.empty() && c.first <= merged.back().second) {
+          merged.back().second = std::max(merged.back().second, c.second);
+        } else {
+          merged.push_back(c);
+        }
+      }
+      const auto& ops = g_.ranks[r].ops;
+      stretch[r].assign(ops.size(), 0.0);
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (ops[i].type != OpType::kCompute) continue;
+        const double end = done_[r][i], start = end - ops[i].seconds;
+        auto it = std::lower_bound(merged.begin(), merged.end(), std::pair{start, start});
+        if (it != merged.begin()) --it;
+        double overlap = 0;
+        for (; it != merged.end() && it->first < end; ++it) {
+          overlap += std::max(0.0, std::min(end, it->second) - std::max(start, it->first));
+        }
+        stretch[r][i] = slowdown * overlap;
+      }
+    }
+    return stretch;
+  }
+
+  SimResult run() {
+    replay();
     result_.ranks.resize(g_.ranks.size());
     if (options_.list_collectives) result_.collectives = collective_stats(g_, topo_, groups_);
     for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
@@ -264,7 +309,8 @@ class AnalyticReplay {
       }
       const double start = std::max(actor.time, actor.deps_end);
       if (op.type == OpType::kCompute) {
-        const double end = start + op.seconds;
+        const double end = start + op.seconds +
+                           (stretch_.empty() ? 0.0 : stretch_[static_cast<std::size_t>(r)][i]);
         spans_[static_cast<std::size_t>(r)].push_back(
             {start, end, true, op.compute, CommKind::kTP, op.microbatch, op.chunk});
         ++result_.activities;
@@ -284,6 +330,7 @@ class AnalyticReplay {
   }
 
   const TaskGraph& g_;
+  std::vector<std::vector<double>> stretch_;
   const Topology& topo_;
   EngineOptions options_;
   std::vector<std::vector<std::int32_t>> calls_;
@@ -309,8 +356,16 @@ class AnalyticReplay {
 SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology,
                             const EngineOptions& options) {
   check_task_graph(graph);
-  SimResult replayed = AnalyticReplay(graph, topology, options).run();
-  return name_gpus(graph, std::move(replayed));
+  if (options.compute_slowdown <= 0) {
+    return name_gpus(graph, AnalyticReplay(graph, topology, options).run());
+  }
+  // Compute slowed while communication runs: a first replay finds how long each compute op
+  // overlaps communication, the second stretches it by the slowdown times that time.
+  AnalyticReplay first(graph, topology, options);
+  first.replay();
+  return name_gpus(graph, AnalyticReplay(graph, topology, options,
+                                         first.overlap_stretch(options.compute_slowdown))
+                              .run());
 }
 
 }  // namespace trainsim

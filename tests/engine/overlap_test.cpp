@@ -118,6 +118,21 @@ TEST(DpOverlap, SimGridAgreesAndAppliesTheComputeSlowdown) {
   EXPECT_NEAR(r.step_time_s, compute + 3 * f * bucket + bucket, 1e-9);
 }
 
+TEST(DpOverlap, AnalyticAppliesTheComputeSlowdownToFirstOrder) {
+  // The analytic engine stretches each compute op by f x its overlap with communication (found
+  // by a first replay): the same closed form as SimGrid's exact sharing when, as here, the
+  // overlap does not change with the stretch.
+  DpCase c;
+  const double bucket = bucket_seconds();
+  const double f = 0.5;
+  EngineOptions options;
+  options.compute_slowdown = f;
+  const SimResult r = simulate_analytic(dp_graph(c), nvswitch(), options);
+  const double compute = static_cast<double>(c.m) * (c.tf + c.tb);
+  EXPECT_NEAR(r.step_time_s, compute + 3 * f * bucket + bucket, 1e-12);
+  EXPECT_NEAR(r.ranks[0].comm_hidden_s[kDP], 3 * bucket, 1e-12);
+}
+
 TEST(DpOverlap, SimGridWithoutSlowdownMatchesTheClosedForm) {
   DpCase c;
   c.tb = 0.4e-3;
