@@ -21,8 +21,22 @@ std::int64_t layer_params_per_rank(const Model& m, std::int64_t tp) {
 
 namespace {
 
+// What every kernel of a plan's step is costed with: the platform, the precision, and the
+// calibrated factor on compute-bound kernels for the plan's GPU count.
+struct Costing {
+  const Platform& platform;
+  Precision precision;
+  double compute_factor;
+  Costing(const Platform& p, const Plan& plan)
+      : platform(p),
+        precision(plan.precision),
+        compute_factor(compute_time_factor(p.calibration, plan.world_size())) {}
+};
+
 void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block, std::int64_t count,
-              const Platform& platform, Precision precision) {
+              const Costing& costing) {
+  const Platform& platform = costing.platform;
+  const Precision precision = costing.precision;
   for (const auto& k : block.kernels) {
     KernelCost kc;
     kc.name = prefix + "." + k.name;
@@ -32,6 +46,9 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     kc.bytes = k.bytes;
     kc.shape = k.shape;
     kc.time = kernel_time(platform, precision, k);
+    if (k.kind == KernelKind::kGemm || k.kind == KernelKind::kAttention) {
+      kc.time.seconds *= costing.compute_factor;
+    }
     pass.seconds += kc.time.seconds * static_cast<double>(count);
     pass.kernels.push_back(std::move(kc));
   }
@@ -77,8 +94,9 @@ BlockCost block_cost(const Model& model, const Platform& platform, const Plan& p
   const LayerShape shape =
       layer_shape(model, plan, padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp));
   BlockCost c;
-  add_pass(c.forward, to_string(kind), block_pass(kind, false, shape), 1, platform, plan.precision);
-  add_pass(c.backward, to_string(kind), block_pass(kind, true, shape), 1, platform, plan.precision);
+  const Costing costing(platform, plan);
+  add_pass(c.forward, to_string(kind), block_pass(kind, false, shape), 1, costing);
+  add_pass(c.backward, to_string(kind), block_pass(kind, true, shape), 1, costing);
   return c;
 }
 
@@ -101,6 +119,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   const ParamCount pc = count_params(model);
   const std::int64_t layer_rank = layer_params_per_rank(model, plan.tp);
   const std::int64_t vocab_rows = cm.padded_vocab / plan.tp;
+  const Costing costing(platform, plan);
 
   // What an empty stage passes on: the hidden states it received.
   double message = block_output_bytes(BlockKind::kDecoder, shape);
@@ -120,20 +139,19 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
       const char* prefix = to_string(kind);
       const BlockPass fwd = block_pass(kind, false, shape);
       const BlockPass bwd = block_pass(kind, true, shape);
-      add_pass(sc.forward, prefix, fwd, count, platform, plan.precision);
-      add_pass(sc.backward, prefix, bwd, count, platform, plan.precision);
+      add_pass(sc.forward, prefix, fwd, count, costing);
+      add_pass(sc.backward, prefix, bwd, count, costing);
       add_pass(sc.backward_input, prefix,
                filtered(
                    bwd, [](const KernelSpec& k) { return !is_weight_gradient(k); }, true),
-               count, platform, plan.precision);
+               count, costing);
       add_pass(sc.backward_weight, prefix, filtered(bwd, is_weight_gradient, false), count,
-               platform, plan.precision);
+               costing);
       if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kFull) {
-        add_pass(sc.recompute, prefix, fwd, count, platform, plan.precision);
+        add_pass(sc.recompute, prefix, fwd, count, costing);
       } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kSelective) {
         const auto attention = [](const KernelSpec& k) { return k.kind == KernelKind::kAttention; };
-        add_pass(sc.recompute, prefix, filtered(fwd, attention, false), count, platform,
-                 plan.precision);
+        add_pass(sc.recompute, prefix, filtered(fwd, attention, false), count, costing);
       }
       switch (kind) {
         case BlockKind::kEmbedding:
@@ -171,7 +189,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     const auto shard = static_cast<std::int64_t>(std::llround(p));
     opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", shard));
     opt.kernels.push_back(optimizer_kernel("adam", "adam", shard));
-    add_pass(sc.optimizer, "optimizer", opt, 1, platform, plan.precision);
+    add_pass(sc.optimizer, "optimizer", opt, 1, costing);
     cm.stages.push_back(std::move(sc));
   }
   return cm;

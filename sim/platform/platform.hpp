@@ -9,6 +9,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "sim/platform/calibration.hpp"
+
 namespace trainsim {
 
 struct GpuSheet {
@@ -82,6 +84,7 @@ struct Platform {
   NetworkSpec network;
   Efficiency efficiency;
   OverlapSpec overlap;
+  Calibration calibration;
   /// Kernel timings looked up before the roofline (optional "kernel_database" key, a path
   /// relative to the platform file); null when the platform has none.
   std::shared_ptr<const KernelDatabase> kernel_db;

@@ -66,6 +66,19 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
     overlap->finish();
   }
 
+  if (auto cal = o.optional_object("calibration")) {
+    Calibration& c = p.calibration;
+    // Each key optional (neutral when absent); bounds are what a physical value can be.
+    auto value = [&](std::string_view key, RealRange range, double neutral) {
+      return cal->optional_number(key, range).value_or(neutral);
+    };
+    c.sustained_compute = value("sustained_compute", {0.25, true, 1.0, true}, 1.0);
+    c.gpu_speed_spread = value("gpu_speed_spread", {0.0, true, 0.2, true}, 0.0);
+    c.residual_p10 = value("residual_p10", {-0.5, true, 0.0, true}, 0.0);
+    c.residual_p90 = value("residual_p90", {0.0, true, 0.5, true}, 0.0);
+    cal->finish();
+  }
+
   if (auto db = o.optional_string("kernel_database")) {
     const auto path = std::filesystem::path(file).parent_path() / *db;
     std::error_code ec;

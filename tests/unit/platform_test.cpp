@@ -70,6 +70,41 @@ TEST(Platform, StorageReadBandwidth) {
   }
 }
 
+TEST(Platform, CalibrationBlock) {
+  // Absent: neutral (the A100 has none); each key bounded to what a physical value can be.
+  const Calibration none = test::catalog_platform("a100-sxm-hdr").calibration;
+  EXPECT_DOUBLE_EQ(compute_time_factor(none, 4096), 1.0);
+  std::ifstream in(test::source_dir() + "/platforms/h100-sxm-ndr.json");
+  auto j = nlohmann::json::parse(in);
+  j.erase("kernel_database");
+  j["calibration"] = {{"sustained_compute", 0.8}, {"gpu_speed_spread", 0.02}};
+  const Calibration c = parse_platform_json(j, "p.json").calibration;
+  EXPECT_DOUBLE_EQ(c.residual_p10, 0.0);
+  // 1 GPU waits for no other; 1024 for the slowest of 1024 (Blom: 3.234 standard deviations).
+  EXPECT_DOUBLE_EQ(compute_time_factor(c, 1), 1 / 0.8);
+  EXPECT_NEAR(compute_time_factor(c, 1024), (1 + 0.02 * 3.2341) / 0.8, 1e-4);
+  j["calibration"]["sustained_compute"] = 1.5;
+  try {
+    parse_platform_json(j, "p.json");
+    ADD_FAILURE() << "a sustained rate above the measured one accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        "p.json: $.calibration.sustained_compute: must be a number >= 0.25 and <= 1, got 1.5");
+  }
+}
+
+TEST(Platform, ExpectedMaximumOfNormals) {
+  EXPECT_NEAR(standard_normal_quantile(0.975), 1.959964, 1e-6);
+  EXPECT_NEAR(standard_normal_quantile(0.001), -3.090232, 1e-6);  // the lower tail's formula
+  EXPECT_NEAR(standard_normal_quantile(0.5), 0.0, 1e-15);
+  EXPECT_DOUBLE_EQ(expected_max_standard_normal(1), 0.0);
+  // Blom's approximation against E[max] by quadrature: 1.029 (4), 1.766 (16), 3.248 (1024).
+  EXPECT_NEAR(expected_max_standard_normal(4), 1.029, 0.025);
+  EXPECT_NEAR(expected_max_standard_normal(16), 1.766, 0.005);
+  EXPECT_NEAR(expected_max_standard_normal(1024), 3.248, 0.015);
+}
+
 TEST(Platform, A100Sheet) {
   const Platform p = test::catalog_platform("a100-sxm-hdr");
   EXPECT_DOUBLE_EQ(p.gpu.peak_bf16_flops, 312e12);
