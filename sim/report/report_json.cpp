@@ -54,6 +54,8 @@ std::string report_json(const Report& r) {
   j["padded_vocab"] = r.padded_vocab;
   j["model_params"] = r.model_params;
   j["step_time_s"] = r.step_time_s;
+  j["step_time_p10_s"] = r.step_time_p10_s;
+  j["step_time_p90_s"] = r.step_time_p90_s;
   j["tokens_per_s"] = r.tokens_per_s;
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["mfu"] = r.mfu;

@@ -92,7 +92,12 @@ std::string report_text(const Report& r) {
   if (!extras.empty()) o << "      " << join(extras) << "\n";
   o << "\n";
 
-  o << "step time            " << format_fixed(r.step_time_s, 3) << " s\n";
+  o << "step time            " << format_fixed(r.step_time_s, 3) << " s";
+  if (r.step_time_p90_s > r.step_time_p10_s) {
+    o << " (P10 " << format_fixed(r.step_time_p10_s, 3) << " s, P90 "
+      << format_fixed(r.step_time_p90_s, 3) << " s: the platform calibration's residuals)";
+  }
+  o << "\n";
   o << "tokens/s             " << format_grouped(static_cast<std::int64_t>(r.tokens_per_s + 0.5))
     << " ("
     << format_grouped(static_cast<std::int64_t>(r.tokens_per_s / static_cast<double>(r.gpus) + 0.5))

@@ -68,6 +68,14 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
       << errors_text(set.errors_of(part, "fit")) << " | "
       << errors_text(set.errors_of(part, "check")) << " |\n";
   }
+  if (set.band_p90 > set.band_p10) {
+    const auto [fit_in, fit_rows] = set.in_band("fit");
+    const auto [check_in, check_rows] = set.in_band("check");
+    o << "\nThe band of the platform's calibration (the prediction " << signed_percent(set.band_p10)
+      << " to " << signed_percent(set.band_p90) << ") holds the measured step on " << fit_in
+      << " of " << fit_rows << " fitting rows and " << check_in << " of " << check_rows
+      << " checking rows.\n";
+  }
   o << "\n";
 }
 
@@ -163,8 +171,11 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
     if (set.quantity == Quantity::kStepTime) {
       for (const char* half : {"fit", "check"}) {
         const auto e = set.errors_of("", half);
-        j["halves"][half] = {
-            {"rows", e.rows}, {"mean_abs_error", e.mean}, {"max_abs_error", e.max}};
+        const auto [inside, total] = set.in_band(half);
+        j["halves"][half] = {{"rows", e.rows},
+                             {"mean_abs_error", e.mean},
+                             {"max_abs_error", e.max},
+                             {"in_band", inside}};
       }
     } else {
       j["allocated_overhead_bytes"] = set.allocated_overhead;

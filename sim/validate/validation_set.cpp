@@ -67,6 +67,18 @@ std::pair<double, double> ValidationSet::leave_one_out_errors() const {
   return {expressed_rows.empty() ? 0.0 : sum / n, max};
 }
 
+std::pair<std::int64_t, std::int64_t> ValidationSet::in_band(const std::string& half) const {
+  std::int64_t inside = 0, total = 0;
+  for (const auto& r : rows) {
+    if (r.skipped || (!half.empty() && r.half != half)) continue;
+    ++total;
+    if (r.measured >= r.predicted * (1 + band_p10) && r.measured <= r.predicted * (1 + band_p90)) {
+      ++inside;
+    }
+  }
+  return {inside, total};
+}
+
 ValidationSet::Errors ValidationSet::errors_of(const std::string& part,
                                                const std::string& half) const {
   Errors e;
