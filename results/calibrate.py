@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Fits a platform's calibration (the parameters no datasheet gives) on the fitting half of the
+step-time validation rows, and prints the fit; with --write, stores it in the platform file.
+
+    results/calibrate.py [--platform h100-sxm-ndr] [--build build] [--write]
+
+Parameters (the platform file's "calibration" block; see README, Accuracy):
+  sustained_compute  share of the kernel database's rate that GEMMs and attention sustain in a step
+  gpu_speed_spread   relative spread of one GPU's speed; a synchronous step waits for the slowest
+  compute_slowdown   (the "overlap" block) how much slower compute runs beside communication
+The fit minimises the mean absolute log error of predicted against measured step time over the
+rows of the fitting half only (the split is fixed: README, Accuracy), by Nelder-Mead from the
+neutral values. The band (residual_p10, residual_p90) is the 10th and 90th percentile of
+measured / predicted - 1 on the same rows after the fit. Only the fitting half is read: the
+checking half stays unseen, and `trainsim validate` reports both.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFERENCES = [os.path.join("tests", "validation", "refdata", "nvidia_dgxc_benchmarking_h100.json")]
+# (block, key, neutral value, lower bound, upper bound, scale of the first simplex step)
+PARAMETERS = [
+    ("calibration", "sustained_compute", 1.0, 0.5, 1.0, 0.1),
+    ("calibration", "gpu_speed_spread", 0.0, 0.0, 0.1, 0.01),
+    ("overlap", "compute_slowdown", 0.0, 0.0, 0.5, 0.1),
+]
+
+
+def quantile(values, q):
+    """Linear interpolation between order statistics (numpy's default)."""
+    v = sorted(values)
+    x = q * (len(v) - 1)
+    lo = math.floor(x)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (x - lo)
+
+
+def apply(platform, values, band=None):
+    """A copy of the platform file's JSON with the parameters set (and the band, if given); a
+    block is added before "sources" when the file has none."""
+    out = {}
+    for key, value in platform.items():
+        if key == "sources":
+            for block, _, _, _, _, _ in PARAMETERS:
+                out.setdefault(block, dict(platform.get(block, {})))
+        out[key] = dict(value) if isinstance(value, dict) else value
+    for block, _, _, _, _, _ in PARAMETERS:
+        out.setdefault(block, {})
+    for (block, key, _, _, _, _), v in zip(PARAMETERS, values):
+        out[block][key] = v
+    if band:
+        out["calibration"].update(band)
+    return out
+
+
+class Fit:
+    def __init__(self, trainsim, platform_path):
+        self.trainsim = trainsim
+        with open(platform_path) as f:
+            self.base = json.load(f)
+        db = self.base.get("kernel_database")
+        if db:  # the temporary copy lives elsewhere: name the database by its absolute path
+            self.base["kernel_database"] = os.path.join(os.path.dirname(platform_path), db)
+        self.evaluations = 0
+
+    def rows(self, values, half="fit"):
+        """(measured, predicted) of the expressed rows of `half` under these parameter values."""
+        platform = apply(self.base, values)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(platform, f)
+            path = f.name
+        try:
+            out = subprocess.run([self.trainsim, "validate", *REFERENCES, "--platform", path,
+                                  "--format", "json"], cwd=ROOT, check=True, capture_output=True,
+                                 text=True).stdout
+        finally:
+            os.unlink(path)
+        self.evaluations += 1
+        rows = []
+        for s in json.loads(out)["validation"]:
+            for r in s["rows"]:
+                if "skipped" not in r and (half is None or r.get("half") == half):
+                    rows.append((r["measured_s"], r["predicted_s"]))
+        return rows
+
+    def loss(self, values):
+        for (_, _, _, lo, hi, _), v in zip(PARAMETERS, values):
+            if v < lo or v > hi:
+                return float("inf")
+        rows = self.rows(values)
+        return sum(abs(math.log(p / m)) for m, p in rows) / len(rows)
+
+
+def nelder_mead(f, x0, steps, tolerance=1e-5, max_evaluations=200):
+    simplex = [list(x0)]
+    for i, step in enumerate(steps):
+        x = list(x0)
+        x[i] = x[i] - step if x[i] + step > PARAMETERS[i][4] else x[i] + step
+        simplex.append(x)
+    values = [f(x) for x in simplex]
+    evaluations = len(simplex)
+    while evaluations < max_evaluations:
+        order = sorted(range(len(simplex)), key=lambda i: values[i])
+        simplex = [simplex[i] for i in order]
+        values = [values[i] for i in order]
+        if values[-1] - values[0] < tolerance:
+            break
+        n = len(x0)
+        centroid = [sum(x[j] for x in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+
+        def point(t):
+            return [c + t * (w - c) for c, w in zip(centroid, worst)]
+
+        reflected = point(-1.0)
+        fr = f(reflected)
+        evaluations += 1
+        if fr < values[0]:
+            expanded = point(-2.0)
+            fe = f(expanded)
+            evaluations += 1
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = point(0.5)
+            fc = f(contracted)
+            evaluations += 1
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                for i in range(1, len(simplex)):
+                    simplex[i] = [(a + b) / 2 for a, b in zip(simplex[0], simplex[i])]
+                    values[i] = f(simplex[i])
+                    evaluations += 1
+    best = min(range(len(simplex)), key=lambda i: values[i])
+    return simplex[best], values[best]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--platform", default="h100-sxm-ndr")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--write", action="store_true", help="store the fit in the platform file")
+    args = ap.parse_args()
+    platform_path = os.path.join(ROOT, "platforms", args.platform + ".json")
+    fit = Fit(os.path.join(os.path.abspath(args.build), "trainsim"), platform_path)
+
+    x0 = [p[2] for p in PARAMETERS]
+    print("fitting %s on the fitting half of %s" % (args.platform, ", ".join(REFERENCES)))
+    print("neutral: mean |log error| %.4f" % fit.loss(x0))
+    best, loss = nelder_mead(fit.loss, x0, [p[5] for p in PARAMETERS])
+    best = [round(v, 4) for v in best]
+    residuals = [m / p - 1 for m, p in fit.rows(best)]
+    band = {
+        "residual_p10": round(min(0.0, quantile(residuals, 0.1)), 4),
+        "residual_p90": round(max(0.0, quantile(residuals, 0.9)), 4),
+    }
+    print("fit after %d evaluations: mean |log error| %.4f on %d rows" %
+          (fit.evaluations, loss, len(residuals)))
+    for (block, key, _, _, _, _), v in zip(PARAMETERS, best):
+        print("  %-30s %s" % (block + "." + key, v))
+    for k, v in band.items():
+        print("  %-30s %s" % ("calibration." + k, v))
+    if not args.write:
+        return
+    with open(platform_path) as f:
+        platform = apply(json.load(f), best, band)
+    sources = platform.setdefault("sources", {})
+    sources["calibration"] = sources["overlap.compute_slowdown"] = (
+        "fit: results/calibrate.py --write on the fitting half of the step-time validation rows "
+        "(%s; the fixed split of README, Accuracy): %d rows, mean |log error| %.4f; the band is the "
+        "10th and 90th percentile of measured / predicted - 1 on those rows" %
+        (", ".join(REFERENCES), len(residuals), loss))
+    tmp = platform_path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(platform, indent=2, ensure_ascii=False) + "\n")
+    os.replace(tmp, platform_path)
+    print("wrote %s" % os.path.relpath(platform_path, ROOT))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
