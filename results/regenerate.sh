@@ -102,7 +102,7 @@ echo "wrote $here/oom/llama3.1-70b-8gpu.txt (exit $status)"
 echo "wrote $here/validation/megatron_ci_memory.md"
 echo "wrote $here/validation/dgxc_step_time.md"
 python3 "$here/validation_plot.py" "$(dirname "$bin")" >/dev/null
-echo "wrote $here/validation/dgxc_step_time.csv and .svg"
+echo "wrote $here/validation.md, $here/validation.csv and $here/validation/dgxc_step_time.svg"
 
 # The measured H100 kernel database: what it holds and how predictions moved (results/kernels.md
 # and its plots under results/kernels/).
