@@ -7,6 +7,19 @@
 
 namespace trainsim {
 
+/// A prediction's band: the relative residuals (measured / predicted - 1) at the 10th and 90th
+/// percentile on the rows a calibration was fitted on.
+struct ResidualBand {
+  double p10 = 0;
+  double p90 = 0;
+  bool empty() const { return p90 <= p10; }
+  double low(double predicted) const { return predicted * (1 + p10); }
+  double high(double predicted) const { return predicted * (1 + p90); }
+  bool holds(double predicted, double measured) const {
+    return measured >= low(predicted) && measured <= high(predicted);
+  }
+};
+
 struct Calibration {
   /// Share of the kernel database's rate that compute-bound kernels (GEMMs, attention) sustain
   /// inside a training step: power-limited clocks under continuous load, caches and memory shared
@@ -16,10 +29,8 @@ struct Calibration {
   /// synchronous step runs at the pace of its slowest GPU: compute-bound kernels take
   /// 1 + spread x E[max of N standard normals] times longer on N GPUs.
   double gpu_speed_spread = 0;
-  /// Relative residuals (measured / predicted - 1) at the 10th and 90th percentile on the rows
-  /// the parameters were fitted on: the band a prediction's step time carries.
-  double residual_p10 = 0;
-  double residual_p90 = 0;
+  /// The band a prediction's step time carries (the file's residual_p10 and residual_p90).
+  ResidualBand band;
 };
 
 /// E[max of n independent standard normals], Blom's approximation Phi^-1((n - 0.375) /

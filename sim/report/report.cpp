@@ -47,8 +47,8 @@ Report make_report(const ReportInputs& in) {
   const double gbs = static_cast<double>(in.plan.sequences_per_step());
   const double gpus = static_cast<double>(r.gpus);
   r.step_time_s = step;
-  r.step_time_p10_s = step * (1 + in.platform.calibration.residual_p10);
-  r.step_time_p90_s = step * (1 + in.platform.calibration.residual_p90);
+  r.step_time_p10_s = in.platform.calibration.band.low(step);
+  r.step_time_p90_s = in.platform.calibration.band.high(step);
   r.tokens_per_s = gbs * static_cast<double>(in.plan.seq_len) / step;
   const double flops = model_flops_per_sample(in.model, in.plan.seq_len) * gbs / step / gpus;
   r.model_tflops_per_gpu = flops / 1e12;

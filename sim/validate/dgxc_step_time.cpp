@@ -147,8 +147,7 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "with TP, the distributed optimizer with overlapped gradient reduce-scatter and parameter "
       "all-gather, TP communication overlapped with its GEMMs, no recomputation";
   set.platform = platform.name;
-  set.band_p10 = platform.calibration.residual_p10;
-  set.band_p90 = platform.calibration.residual_p90;
+  set.band = platform.calibration.band;
   const auto& rows = j.at("rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::string path = "$.rows[" + std::to_string(i) + "]";

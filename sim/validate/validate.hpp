@@ -36,9 +36,8 @@ struct ValidationSet {
   std::string metric;     // what was measured and what is predicted, in words
   std::string platform;
   double allocated_overhead = 0;  // the platform's allocated runtime overhead in each prediction
-  /// Step time: the platform calibration's band, relative residuals at P10 and P90.
-  double band_p10 = 0;
-  double band_p90 = 0;
+  /// Step time: the platform calibration's band.
+  ResidualBand band;
   std::vector<ValidationRow> rows;
 
   std::int64_t expressed() const;
@@ -59,7 +58,7 @@ struct ValidationSet {
   };
   Errors errors_of(const std::string& part, const std::string& half) const;
   /// Expressed rows of `half` (any with "") whose measured value lies in the prediction's band,
-  /// predicted x (1 + band_p10) to predicted x (1 + band_p90), and how many rows there are.
+  /// and how many rows there are.
   std::pair<std::int64_t, std::int64_t> in_band(const std::string& half) const;
   /// Mean and max |error| without the platform's allocated overhead.
   std::pair<double, double> errors_without_overhead() const;

@@ -68,11 +68,11 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
       << errors_text(set.errors_of(part, "fit")) << " | "
       << errors_text(set.errors_of(part, "check")) << " |\n";
   }
-  if (set.band_p90 > set.band_p10) {
+  if (!set.band.empty()) {
     const auto [fit_in, fit_rows] = set.in_band("fit");
     const auto [check_in, check_rows] = set.in_band("check");
-    o << "\nThe band of the platform's calibration (the prediction " << signed_percent(set.band_p10)
-      << " to " << signed_percent(set.band_p90) << ") holds the measured step on " << fit_in
+    o << "\nThe band of the platform's calibration (the prediction " << signed_percent(set.band.p10)
+      << " to " << signed_percent(set.band.p90) << ") holds the measured step on " << fit_in
       << " of " << fit_rows << " fitting rows and " << check_in << " of " << check_rows
       << " checking rows.\n";
   }
@@ -150,6 +150,10 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
           row["half"] = r.half;
           row["measured_s"] = r.measured;
           row["predicted_s"] = r.predicted;
+          if (!set.band.empty()) {
+            row["p10_s"] = set.band.low(r.predicted);
+            row["p90_s"] = set.band.high(r.predicted);
+          }
         } else {
           row["stage"] = r.stage;
           row["measured_bytes"] = r.measured;
@@ -169,6 +173,7 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
         {"mean_abs_error", set.mean_abs_error()},
         {"max_abs_error", worst ? std::fabs(worst->error()) : 0.0}};
     if (set.quantity == Quantity::kStepTime) {
+      j["band"] = {{"residual_p10", set.band.p10}, {"residual_p90", set.band.p90}};
       for (const char* half : {"fit", "check"}) {
         const auto e = set.errors_of("", half);
         const auto [inside, total] = set.in_band(half);

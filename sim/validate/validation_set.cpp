@@ -72,9 +72,7 @@ std::pair<std::int64_t, std::int64_t> ValidationSet::in_band(const std::string& 
   for (const auto& r : rows) {
     if (r.skipped || (!half.empty() && r.half != half)) continue;
     ++total;
-    if (r.measured >= r.predicted * (1 + band_p10) && r.measured <= r.predicted * (1 + band_p90)) {
-      ++inside;
-    }
+    if (band.holds(r.predicted, r.measured)) ++inside;
   }
   return {inside, total};
 }

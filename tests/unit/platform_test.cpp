@@ -79,7 +79,8 @@ TEST(Platform, CalibrationBlock) {
   j.erase("kernel_database");
   j["calibration"] = {{"sustained_compute", 0.8}, {"gpu_speed_spread", 0.02}};
   const Calibration c = parse_platform_json(j, "p.json").calibration;
-  EXPECT_DOUBLE_EQ(c.residual_p10, 0.0);
+  EXPECT_DOUBLE_EQ(c.band.p10, 0.0);
+  EXPECT_TRUE(c.band.empty());
   // 1 GPU waits for no other; 1024 for the slowest of 1024 (Blom: 3.234 standard deviations).
   EXPECT_DOUBLE_EQ(compute_time_factor(c, 1), 1 / 0.8);
   EXPECT_NEAR(compute_time_factor(c, 1024), (1 + 0.02 * 3.2341) / 0.8, 1e-4);
