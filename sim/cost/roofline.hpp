@@ -1,6 +1,7 @@
 #pragma once
 // Kernel time: the slower of compute and memory traffic, each at the platform's achieved
 // fraction of the sheet value for that kind of kernel. Every time records where it came from.
+#include <array>
 #include <string>
 
 #include "sim/plan/plan.hpp"
@@ -14,6 +15,9 @@ const char* to_string(KernelKind kind);
 /// Where a kernel time came from, best first.
 enum class TimeSource { kMeasured, kInterpolated, kPublished, kRoofline };
 const char* to_string(TimeSource source);
+/// Every source, in the order reports list them.
+inline constexpr std::array kTimeSources = {TimeSource::kMeasured, TimeSource::kInterpolated,
+                                            TimeSource::kPublished, TimeSource::kRoofline};
 
 struct KernelTime {
   double seconds = 0;

@@ -115,7 +115,8 @@ Report make_report(const ReportInputs& in) {
   }
   double total = 0;
   for (const auto& [_, t] : time_by_source) total += t;
-  for (const char* src : {"measured", "interpolated", "published", "roofline"}) {
+  for (TimeSource source : kTimeSources) {
+    const char* src = to_string(source);
     r.provenance.kernel_time_share[src] = total > 0 ? time_by_source[src] / total : 0.0;
   }
   r.provenance.trainsim_version = std::string(version());

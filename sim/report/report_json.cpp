@@ -130,7 +130,8 @@ std::string report_json(const Report& r) {
   }
   prov["inputs"] = std::move(inputs);
   J share;
-  for (const char* src : {"measured", "interpolated", "published", "roofline"}) {
+  for (TimeSource source : kTimeSources) {
+    const char* src = to_string(source);
     share[src] = r.provenance.kernel_time_share.at(src);
   }
   prov["kernel_time_share"] = std::move(share);

@@ -171,7 +171,8 @@ std::string report_text(const Report& r) {
   }
   o << "kernel times: ";
   bool first = true;
-  for (const char* src : {"measured", "interpolated", "published", "roofline"}) {
+  for (TimeSource source : kTimeSources) {
+    const char* src = to_string(source);
     double share = r.provenance.kernel_time_share.at(src);
     if (share <= 0) continue;
     if (!first) o << ", ";
