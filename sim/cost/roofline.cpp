@@ -24,6 +24,8 @@ const char* to_string(TimeSource source) {
       return "measured";
     case TimeSource::kInterpolated:
       return "interpolated";
+    case TimeSource::kNearest:
+      return "nearest";
     case TimeSource::kPublished:
       return "published";
     case TimeSource::kRoofline:

@@ -13,11 +13,12 @@ enum class KernelKind { kGemm, kAttention, kElementwise, kOptimizer };
 const char* to_string(KernelKind kind);
 
 /// Where a kernel time came from, best first.
-enum class TimeSource { kMeasured, kInterpolated, kPublished, kRoofline };
+enum class TimeSource { kMeasured, kInterpolated, kNearest, kPublished, kRoofline };
 const char* to_string(TimeSource source);
 /// Every source, in the order reports list them.
 inline constexpr std::array kTimeSources = {TimeSource::kMeasured, TimeSource::kInterpolated,
-                                            TimeSource::kPublished, TimeSource::kRoofline};
+                                            TimeSource::kNearest, TimeSource::kPublished,
+                                            TimeSource::kRoofline};
 
 struct KernelTime {
   double seconds = 0;

@@ -25,18 +25,14 @@ namespace {
 // calibrated factor on compute-bound kernels for the plan's GPU count.
 struct Costing {
   const Platform& platform;
-  Precision precision;
   double compute_factor;
   Costing(const Platform& p, const Plan& plan)
-      : platform(p),
-        precision(plan.precision),
-        compute_factor(compute_time_factor(p.calibration, plan.world_size())) {}
+      : platform(p), compute_factor(compute_time_factor(p.calibration, plan.world_size())) {}
 };
 
 void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block, std::int64_t count,
               const Costing& costing) {
   const Platform& platform = costing.platform;
-  const Precision precision = costing.precision;
   for (const auto& k : block.kernels) {
     KernelCost kc;
     kc.name = prefix + "." + k.name;
@@ -45,7 +41,7 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     kc.flops = k.flops;
     kc.bytes = k.bytes;
     kc.shape = k.shape;
-    kc.time = kernel_time(platform, precision, k);
+    kc.time = kernel_time(platform, k);
     if (k.kind == KernelKind::kGemm || k.kind == KernelKind::kAttention) {
       kc.time.seconds *= costing.compute_factor;
     }
@@ -100,14 +96,21 @@ BlockCost block_cost(const Model& model, const Platform& platform, const Plan& p
   return c;
 }
 
-KernelTime kernel_time(const Platform& platform, Precision precision, const KernelSpec& kernel) {
+KernelTime kernel_time(const Platform& platform, const KernelSpec& kernel) {
   if (platform.kernel_db) {
     if (auto hit = platform.kernel_db->lookup(kernel.shape)) {
-      TimeSource source = hit->exact ? TimeSource::kMeasured : TimeSource::kInterpolated;
+      TimeSource source = TimeSource::kInterpolated;
+      if (hit->match == KernelDbMatch::kExact) source = TimeSource::kMeasured;
+      if (hit->match == KernelDbMatch::kNearest) source = TimeSource::kNearest;
       if (platform.kernel_db->kind() == KernelDbKind::kPublished) source = TimeSource::kPublished;
       return {hit->seconds, source};
     }
   }
+  // A GEMM runs at the rate of its own operands (an FP8 plan keeps the LM head in BF16); every
+  // other kernel is BF16.
+  const auto* gemm = std::get_if<GemmShape>(&kernel.shape);
+  const Precision precision =
+      gemm && gemm->dtype == DType::kFP8 ? Precision::kFP8 : Precision::kBF16;
   return roofline_time(platform, precision, kernel.kind, kernel.flops, kernel.bytes);
 }
 

@@ -63,9 +63,10 @@ inline constexpr double kAdamBytesPerParam = 4 * 4 + 3 * 4 + 2;
 inline constexpr double kGradReduceBytes = 4;
 
 /// A kernel's time: from the platform's kernel-timing database when it holds or brackets the
-/// shape (measured, interpolated or published), else the roofline. As measured in isolation:
+/// shape (measured, interpolated or published), else the roofline at the precision of the
+/// kernel's own operands (a BF16 GEMM in an FP8 plan at the BF16 peak). As measured in isolation:
 /// compute_costs() applies the platform's calibration (compute_time_factor) on top.
-KernelTime kernel_time(const Platform& platform, Precision precision, const KernelSpec& kernel);
+KernelTime kernel_time(const Platform& platform, const KernelSpec& kernel);
 
 CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
                         const Partition& partition);

@@ -146,7 +146,7 @@ std::vector<Bracket> brackets(std::vector<double> values, double q) {
 std::optional<KernelDbHit> KernelDatabase::lookup(const KernelShape& shape) const {
   std::string key = exact_key(shape);
   if (auto it = exact_.find(key); it != exact_.end()) {
-    return KernelDbHit{entries_[it->second].median_s, true};
+    return KernelDbHit{entries_[it->second].median_s, KernelDbMatch::kExact};
   }
   // Interpolations are remembered: plan searches price the same shapes again and again.
   const std::lock_guard<std::mutex> lock(memo_->mutex);
@@ -221,8 +221,10 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
     std::vector<double> values;
     values.reserve(points.size());
     for (const auto& [x, _] : points) values.push_back(x[d]);
+    const bool below = *std::min_element(values.begin(), values.end()) > q[d];
     per_axis[d] = brackets(std::move(values), q[d]);
-    if (per_axis[d].empty()) return std::nullopt;  // outside the measured range: no extrapolation
+    if (below) return std::nullopt;                  // smaller than any measured: no extrapolation
+    if (per_axis[d].empty()) return nearest(shape);  // above the measured range
   }
 
   const std::size_t corners = std::size_t{1} << dims;
@@ -257,9 +259,46 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
       }
     }
     if (!complete) continue;
-    return KernelDbHit{published ? shape_flops(shape) / std::exp(value) : value, false};
+    return KernelDbHit{published ? shape_flops(shape) / std::exp(value) : value,
+                       KernelDbMatch::kInterpolated};
   }
-  return std::nullopt;
+  return nearest(shape);
+}
+
+namespace {
+
+// What a kernel's rate is counted in: FLOPs, or bytes for a memory-bound op.
+double work(const KernelShape& shape) {
+  return std::holds_alternative<MemoryShape>(shape) ? shape_bytes(shape) : shape_flops(shape);
+}
+
+}  // namespace
+
+std::optional<KernelDbHit> KernelDatabase::nearest(const KernelShape& shape) const {
+  if (kind_ == KernelDbKind::kPublished) return std::nullopt;
+  const auto fam = family_.find(family_key(shape));
+  if (fam == family_.end() || work(shape) <= 0) return std::nullopt;
+  Coords q{};
+  const std::size_t dims = axes(shape, kind_, q);
+  const KernelDbEntry* best = nullptr;
+  double best_distance = 0;
+  double best_tie = 0;
+  for (std::size_t i : fam->second) {
+    const auto& e = entries_[i];
+    if (work(e.shape) <= 0 || e.median_s <= 0) continue;
+    Coords x{};
+    axes(e.shape, kind_, x);
+    double distance = 0;
+    for (std::size_t d = 0; d < dims; ++d) distance += log_distance(x[d], q[d]);
+    const double tie = tie_distance(e.shape, shape);
+    if (!best || distance < best_distance || (distance == best_distance && tie < best_tie)) {
+      best = &e;
+      best_distance = distance;
+      best_tie = tie;
+    }
+  }
+  if (!best) return std::nullopt;
+  return KernelDbHit{best->median_s * work(shape) / work(best->shape), KernelDbMatch::kNearest};
 }
 
 }  // namespace trainsim

@@ -14,8 +14,14 @@
 //     in FLOPs (bytes), which is exact for a kernel that runs at a constant rate after a fixed
 //     launch cost. (Log time linear in log FLOPs misses such a kernel by up to 1.5 % between
 //     points a factor 2 apart, 6 % between points a factor 4 apart.)
-//  3. nothing: a query outside the measured range on any axis is not extrapolated; the caller
-//     uses the roofline.
+//  3. nearest (measured databases): where no cell has all its corners measured (the grid is not
+//     a full product of its axes' values), or the query lies above the measured range on some
+//     axis, the rate (FLOP/s; bytes/s for memory-bound ops) of the nearest measured shape in log
+//     distance summed over the axes, applied to the query's FLOPs (bytes): a measured rate of a
+//     neighbouring shape knows the op's efficiency, the roofline only the best one.
+//  4. nothing: a query below the measured range on any axis (a kernel smaller than any measured
+//     runs at an unknown fraction of its neighbour's rate), or any miss in a published
+//     database; the caller uses the roofline.
 // A published database holds rows of published benchmarks. Its attention rows (FlashAttention's
 // fwd+bwd figure) are used as a rate per (head size, mask, sequence) for the forward and the
 // backward kernel alike, whatever the batch, heads and GQA: the figure does not split the
@@ -70,9 +76,12 @@ struct KernelDbMeta {
   std::vector<std::string> notes;
 };
 
+/// How a lookup found its time (published databases: exact or interpolated).
+enum class KernelDbMatch { kExact, kInterpolated, kNearest };
+
 struct KernelDbHit {
   double seconds = 0;
-  bool exact = false;  // false: interpolated (or a published rate applied to this shape)
+  KernelDbMatch match = KernelDbMatch::kInterpolated;
 };
 
 class KernelDatabase {
@@ -94,6 +103,7 @@ class KernelDatabase {
 
  private:
   std::optional<KernelDbHit> interpolate(const KernelShape& shape) const;
+  std::optional<KernelDbHit> nearest(const KernelShape& shape) const;
 
   KernelDbKind kind_ = KernelDbKind::kMeasured;
   KernelDbMeta meta_;

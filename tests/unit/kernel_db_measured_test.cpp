@@ -66,6 +66,10 @@ TEST(MeasuredH100, OffGridMeasurementsInterpolate) {
   EXPECT_LT(mean(errors["gemm"]), 0.07);
   EXPECT_LT(mean(errors["attention"]), 0.05);
   EXPECT_LT(mean(errors["memory"]), 0.05);
+  // Shapes no complete cell brackets take the nearest measured shape's rate: a GEMM within 10 %
+  // on average (the roofline misses the same 65 GEMMs by 22 %).
+  EXPECT_GE(errors["gemm (nearest)"].size(), 40u);
+  EXPECT_LT(mean(errors["gemm (nearest)"]), 0.10);
 }
 
 // No rate above the H100's sheet peaks: dense BF16 989 and FP8 1979 TFLOP/s, HBM3 3.35 TB/s

@@ -96,7 +96,7 @@ TEST(KernelDb, ExactHit) {
       {entry(g, 123e-6), entry(GemmShape{8192, 3072, 4096, DType::kFP8}, 7e-5)});
   const auto hit = db.lookup(g);
   ASSERT_TRUE(hit);
-  EXPECT_TRUE(hit->exact);
+  EXPECT_EQ(hit->match, KernelDbMatch::kExact);
   EXPECT_DOUBLE_EQ(hit->seconds, 123e-6);
   // The element type is part of the shape.
   EXPECT_DOUBLE_EQ(db.lookup(GemmShape{8192, 3072, 4096, DType::kFP8})->seconds, 7e-5);
@@ -109,7 +109,7 @@ TEST(KernelDb, InterpolatesTimeLinearlyInSizeBetweenBrackets) {
   const KernelDatabase db(KernelDbKind::kMeasured, test_meta(), {entry(a, 10e-6), entry(b, 20e-6)});
   const auto hit = db.lookup(q);
   ASSERT_TRUE(hit);
-  EXPECT_FALSE(hit->exact);
+  EXPECT_EQ(hit->match, KernelDbMatch::kInterpolated);
   EXPECT_NEAR(hit->seconds, 10e-6 + 10e-6 / 3.0, 1e-15);
   // Along one GEMM axis: m = 8192 between 4096 and 65536 is 1/15 of the way in FLOPs.
   const KernelDatabase gdb(
@@ -133,15 +133,35 @@ TEST(KernelDb, InterpolatesTimeLinearlyInSizeBetweenBrackets) {
   EXPECT_NEAR(two.lookup(GemmShape{1536, 1280, 512})->seconds, want, 1e-15);
 }
 
-TEST(KernelDb, NoExtrapolationOutsideTheMeasuredRange) {
+// Above the measured range, or inside it where no cell has all its corners measured, the rate of
+// the nearest measured shape (log distance summed over the axes); never below the range.
+TEST(KernelDb, NearestMeasuredRateAboveTheRangeOrWithoutACompleteCell) {
   const KernelDatabase db(
       KernelDbKind::kMeasured, test_meta(),
       {entry(GemmShape{1024, 1024, 1024}, 5e-6), entry(GemmShape{2048, 1024, 1024}, 9e-6)});
-  EXPECT_FALSE(db.lookup(GemmShape{4096, 1024, 1024}));  // beyond the largest m
-  EXPECT_FALSE(db.lookup(GemmShape{512, 1024, 1024}));   // below the smallest m
-  EXPECT_FALSE(db.lookup(GemmShape{1536, 1024, 1536}));  // k never measured off 1024
-  EXPECT_TRUE(db.lookup(GemmShape{1536, 1024, 1024}));
+  const auto above = db.lookup(GemmShape{4096, 1024, 1024});  // beyond the largest m
+  ASSERT_TRUE(above);
+  EXPECT_EQ(above->match, KernelDbMatch::kNearest);
+  EXPECT_NEAR(above->seconds, 2 * 9e-6, 1e-15);         // 2048's rate, twice the FLOPs
+  EXPECT_FALSE(db.lookup(GemmShape{512, 1024, 1024}));  // below the smallest m
+  EXPECT_FALSE(db.lookup(GemmShape{1536, 512, 1024}));  // below on one axis of three
+  // k = 1536 was never measured: 2048 x 1024 x 1024 is nearer (log 4/3 + log 3/2) than
+  // 1024 x 1024 x 1024 (2 log 3/2); its rate for 1536 x 1024 x 1536 (9/8 of its FLOPs).
+  EXPECT_NEAR(db.lookup(GemmShape{1536, 1024, 1536})->seconds, 9e-6 * 9.0 / 8.0, 1e-15);
+  EXPECT_EQ(db.lookup(GemmShape{1536, 1024, 1024})->match, KernelDbMatch::kInterpolated);
   EXPECT_FALSE(db.lookup(MemoryShape{"add", 16, 4096}));  // no such op in the database
+  // Bracketed on m and n, but the cell lacks two corners: the nearer diagonal point's rate.
+  const KernelDatabase diagonal(
+      KernelDbKind::kMeasured, test_meta(),
+      {entry(GemmShape{1024, 1024, 1024}, 5e-6), entry(GemmShape{2048, 2048, 1024}, 16e-6)});
+  const auto mid = diagonal.lookup(GemmShape{1536, 1536, 1024});
+  ASSERT_TRUE(mid);
+  EXPECT_EQ(mid->match, KernelDbMatch::kNearest);
+  EXPECT_NEAR(mid->seconds, 16e-6 * 9.0 / 16.0, 1e-15);
+  // Memory-bound ops scale by bytes.
+  const KernelDatabase mem(KernelDbKind::kMeasured, test_meta(),
+                           {entry(MemoryShape{"rmsnorm", 256, 4096}, 10e-6)});
+  EXPECT_NEAR(mem.lookup(MemoryShape{"rmsnorm", 1024, 4096})->seconds, 40e-6, 1e-15);
 }
 
 TEST(KernelDb, HeldBackGridPointsInterpolateWithinFivePercent) {
@@ -156,15 +176,16 @@ TEST(KernelDb, HeldBackGridPointsInterpolateWithinFivePercent) {
     rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
     const KernelDatabase db = synthetic_db(rest);
     const auto hit = db.lookup(shapes[i]);
-    if (!hit) continue;  // an edge of the grid: not bracketed
-    EXPECT_FALSE(hit->exact);
+    // An edge of the grid: below the range, or above it (the nearest point's rate).
+    if (!hit || hit->match == KernelDbMatch::kNearest) continue;
+    EXPECT_EQ(hit->match, KernelDbMatch::kInterpolated);
     const double err = std::abs(hit->seconds / synthetic(shapes[i]) - 1);
     worst = std::max(worst, err);
     ++checked;
   }
   EXPECT_GT(checked, 100);
   EXPECT_LT(worst, 0.05);
-  EXPECT_TRUE(full.lookup(shapes.front())->exact);
+  EXPECT_EQ(full.lookup(shapes.front())->match, KernelDbMatch::kExact);
 }
 
 TEST(KernelDb, CatalogShapesInterpolateFromTheGridWithinFivePercent) {
@@ -397,22 +418,43 @@ TEST(KernelTime, SourcePerKernel) {
   Platform pf = test::catalog_platform("a100-sxm-hdr");
   const GemmShape g{4096, 3072, 4096};
   const KernelSpec spec{"qkv", KernelKind::kGemm, shape_flops(g), shape_bytes(g), g};
-  EXPECT_EQ(kernel_time(pf, Precision::kBF16, spec).source, TimeSource::kRoofline);
+  EXPECT_EQ(kernel_time(pf, spec).source, TimeSource::kRoofline);
   pf.kernel_db = std::make_shared<const KernelDatabase>(
       KernelDbKind::kMeasured, test_meta(),
       std::vector<KernelDbEntry>{entry(g, 1e-4), entry(GemmShape{8192, 3072, 4096}, 2e-4)});
-  EXPECT_EQ(kernel_time(pf, Precision::kBF16, spec).source, TimeSource::kMeasured);
-  EXPECT_DOUBLE_EQ(kernel_time(pf, Precision::kBF16, spec).seconds, 1e-4);
+  EXPECT_EQ(kernel_time(pf, spec).source, TimeSource::kMeasured);
+  EXPECT_DOUBLE_EQ(kernel_time(pf, spec).seconds, 1e-4);
   const GemmShape mid{6144, 3072, 4096};
-  const auto t = kernel_time(pf, Precision::kBF16, {"x", KernelKind::kGemm, 0, 0, mid});
+  const auto t = kernel_time(pf, {"x", KernelKind::kGemm, 0, 0, mid});
   EXPECT_EQ(t.source, TimeSource::kInterpolated);
   EXPECT_NEAR(t.seconds, 1.5e-4, 1e-12);  // same rate at both ends: linear in m
   const GemmShape out{16384, 3072, 4096};
   const KernelSpec far{"x", KernelKind::kGemm, shape_flops(out), shape_bytes(out), out};
-  EXPECT_EQ(kernel_time(pf, Precision::kBF16, far).source, TimeSource::kRoofline);
+  EXPECT_EQ(kernel_time(pf, far).source, TimeSource::kNearest);
+  EXPECT_NEAR(kernel_time(pf, far).seconds, 4e-4, 1e-12);  // 8192's rate, twice the FLOPs
+  const GemmShape small{2048, 3072, 4096};
+  const KernelSpec below{"x", KernelKind::kGemm, shape_flops(small), shape_bytes(small), small};
+  EXPECT_EQ(kernel_time(pf, below).source, TimeSource::kRoofline);
   EXPECT_DOUBLE_EQ(
-      kernel_time(pf, Precision::kBF16, far).seconds,
-      roofline_time(pf, Precision::kBF16, KernelKind::kGemm, far.flops, far.bytes).seconds);
+      kernel_time(pf, below).seconds,
+      roofline_time(pf, Precision::kBF16, KernelKind::kGemm, below.flops, below.bytes).seconds);
+}
+
+// Off the database, a GEMM runs at the roofline of its own operands: the LM head of an FP8 plan
+// stays in BF16 and must not be priced at the FP8 peak.
+TEST(KernelTime, RooflineAtTheKernelsOwnPrecision) {
+  Platform pf = test::catalog_platform("h100-sxm-ndr");
+  pf.kernel_db = nullptr;
+  GemmShape g{16384, 64000, 6144};
+  const KernelSpec bf16{"lm_head", KernelKind::kGemm, shape_flops(g), shape_bytes(g), g};
+  g.dtype = DType::kFP8;
+  const KernelSpec fp8{"mlp_up", KernelKind::kGemm, shape_flops(g), shape_bytes(g), g};
+  const double flops = 2.0 * 16384 * 64000 * 6144;
+  EXPECT_NEAR(kernel_time(pf, bf16).seconds, flops / (pf.gpu.peak_bf16_flops * pf.efficiency.gemm),
+              1e-12);
+  EXPECT_NEAR(kernel_time(pf, fp8).seconds,
+              flops / (pf.gpu.peak_fp8_flops * pf.efficiency.gemm_fp8), 1e-12);
+  EXPECT_GT(kernel_time(pf, bf16).seconds, 1.5 * kernel_time(pf, fp8).seconds);
 }
 
 // Every kernel's FLOPs and bytes are those of its shape, for every catalog model.

@@ -304,7 +304,8 @@ TEST(KernelSuiteDatabase, RunDatabase) {
   EXPECT_DOUBLE_EQ(db.entries()[0].median_s, 2e-6);
   EXPECT_EQ(db.entries()[1].shape, KernelShape(copy));
   EXPECT_EQ(db.entries()[2].shape, KernelShape(resumed));  // kept, though not selected
-  EXPECT_FALSE(db.lookup(failed)->exact);  // interpolated between 1024 and 4096, not measured
+  // Interpolated between 1024 and 4096, not measured.
+  EXPECT_EQ(db.lookup(failed)->match, KernelDbMatch::kInterpolated);
   EXPECT_EQ(db.meta().notes, (std::vector<std::string>{
                                  "not timed, failed its check: gemm bf16 m=2048 n=1024 k=1024: "
                                  "relative error 0.5 against the reference"}));

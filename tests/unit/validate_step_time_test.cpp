@@ -65,8 +65,9 @@ TEST(ValidateStepTime, PredictionIsTheSimulatedStepOfTheRowsPlan) {
 
 // The accuracy guard: the checking half of the DGX Cloud rows, which the platform's calibration
 // never saw (results/calibrate.py fits on the fitting half). The targets are BF16 mean
-// 3 % and max 8 %, FP8 mean 5 %; the bounds below are what the model reaches today (BF16 3.7 %,
-// max 6.7 %; FP8 5.1 %, max 11.3 %; README, Accuracy), so that any change making it worse fails.
+// 3 % and max 8 %, FP8 mean 5 % (max 8 % here too); FP8 meets them, BF16's mean is held at what
+// the model reaches today (3.3 %, max 5.9 %; README, Accuracy), so that any change making it worse
+// fails.
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto set = validate_reference(
       test::source_dir() + "/tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json",
@@ -75,10 +76,10 @@ TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto fp8 = set.errors_of(" FP8 ", "check");
   EXPECT_EQ(bf16.rows, 9);
   EXPECT_EQ(fp8.rows, 13);
-  EXPECT_LE(bf16.mean, 0.040);
+  EXPECT_LE(bf16.mean, 0.035);
   EXPECT_LE(bf16.max, 0.080);
-  EXPECT_LE(fp8.mean, 0.055);
-  EXPECT_LE(fp8.max, 0.120);
+  EXPECT_LE(fp8.mean, 0.050);
+  EXPECT_LE(fp8.max, 0.080);
 }
 
 TEST(ValidateStepTime, TheSplitIsTheParityOfTheIdsHash) {
