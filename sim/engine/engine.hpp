@@ -80,7 +80,8 @@ struct SimResult {
 
 struct EngineOptions {
   /// While a transfer of its GPU is in progress, a compute op runs this fraction slower
-  /// (communication kernels take SMs and memory bandwidth); 0 = no interference. SimGrid shares
+  /// (communication kernels take SMs and memory bandwidth); 0 = no interference. A receive
+  /// waiting for its sender moves no data and does not count. SimGrid shares
   /// the GPU exactly; the analytic engine applies it to first order (a second replay).
   double compute_slowdown = 0;
   /// Keep every rank's spans in SimResult::timelines (statistics are computed either way).

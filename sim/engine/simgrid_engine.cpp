@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -214,7 +215,10 @@ class SimgridReplay {
     comms.reserve(op.num_sends + op.num_recvs);
     void* sink = nullptr;
     {
-      CommKernel kernel(*this, r);
+      // The sender's GPU carries the transfer's interference: a receive posted early (Megatron
+      // posts the next one as soon as it can) waits for its sender without taking SMs.
+      std::optional<CommKernel> kernel;
+      if (op.num_sends > 0) kernel.emplace(*this, r);
       for (std::uint32_t i = 0; i < op.num_sends + op.num_recvs; ++i) {
         const auto& t = prog.transfers[op.first_transfer + i];
         if (i < op.num_sends) {
