@@ -74,7 +74,7 @@ def write_markdown(rows, band, halves, path):
                      (halves[half]["in_band"], halves[half]["rows"],
                       "fitting" if half == "fit" else "checking"))
     over = [r for r in done if abs(r["error"]) > 0.08]
-    lines += ["", "Rows over 8 %% (%d):" % len(over), ""]
+    lines += ["", "Rows over 8 %% (%d)%s" % (len(over), ":" if over else ": none."), ""]
     for r in over:
         lines.append("- %s: %+.1f %% (%s half). Likely cause: %s." %
                      (r["name"], 100 * r["error"], r["half"], cause(r)))
