@@ -134,9 +134,8 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
                                       const Platform& platform) {
   const std::string file = reference.string();
   const nlohmann::json j = load_json_file(reference);
-  if (!j.is_object() || !j.contains("rows") || !j.at("rows").is_array()) {
-    fail_input(file, "not a DGX Cloud benchmark table (an object with a \"rows\" array)");
-  }
+  const auto& rows =
+      reference_rows(j, file, "not a DGX Cloud benchmark table (an object with a \"rows\" array)");
   ValidationSet set;
   set.quantity = Quantity::kStepTime;
   set.reference = reference.filename().string();
@@ -148,12 +147,9 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "all-gather, TP communication overlapped with its GEMMs, no recomputation";
   set.platform = platform.name;
   set.band = platform.calibration.band;
-  const auto& rows = j.at("rows");
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::string path = "$.rows[" + std::to_string(i) + "]";
-    if (!rows[i].is_object()) fail_input(file + ": " + path, "must be an object");
-    set.rows.push_back(dgxc_row(rows[i], file, path, platform));
-  }
+  for_each_row(rows, file, [&](const nlohmann::json& row, const std::string& path) {
+    set.rows.push_back(dgxc_row(row, file, path, platform));
+  });
   return set;
 }
 

@@ -325,11 +325,10 @@ ValidationSet validate_megatron_ci_memory(const std::filesystem::path& reference
                                           const Platform& platform) {
   const std::string file = reference.string();
   const nlohmann::json j = load_json_file(reference);
-  if (!j.is_object() || !j.contains("rows") || !j.at("rows").is_array()) {
-    fail_input(file,
-               "not a reference set trainsim can validate against (known: Megatron-LM CI golden "
-               "values, megatron_lm_ci_golden_values_*.json)");
-  }
+  const auto& rows =
+      reference_rows(j, file,
+                     "not a reference set trainsim can validate against (known: Megatron-LM CI "
+                     "golden values, megatron_lm_ci_golden_values_*.json)");
   // The launch arguments the golden file leaves out live beside it.
   std::filesystem::path supplement_path = reference;
   std::string stem = reference.filename().string();
@@ -351,13 +350,10 @@ ValidationSet validate_megatron_ci_memory(const std::filesystem::path& reference
       "allocated runtime overhead)";
   set.platform = platform.name;
   set.allocated_overhead = platform.memory.allocated;
-  const auto& rows = j.at("rows");
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::string path = "$.rows[" + std::to_string(i) + "]";
-    if (!rows[i].is_object()) fail_input(file + ": " + path, "must be an object");
-    set.rows.push_back(megatron_memory_row(rows[i], file, path, supplement ? &*supplement : nullptr,
+  for_each_row(rows, file, [&](const nlohmann::json& row, const std::string& path) {
+    set.rows.push_back(megatron_memory_row(row, file, path, supplement ? &*supplement : nullptr,
                                            supplement_path.string(), platform));
-  }
+  });
   return set;
 }
 
