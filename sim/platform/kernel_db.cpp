@@ -217,15 +217,17 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
   }
 
   std::vector<std::vector<Bracket>> per_axis(dims);
+  bool above = false;
   for (std::size_t d = 0; d < dims; ++d) {
     std::vector<double> values;
     values.reserve(points.size());
     for (const auto& [x, _] : points) values.push_back(x[d]);
-    const bool below = *std::min_element(values.begin(), values.end()) > q[d];
+    // Smaller than any measured on one axis: no extrapolation, whatever the other axes.
+    if (*std::min_element(values.begin(), values.end()) > q[d]) return std::nullopt;
     per_axis[d] = brackets(std::move(values), q[d]);
-    if (below) return std::nullopt;                  // smaller than any measured: no extrapolation
-    if (per_axis[d].empty()) return nearest(shape);  // above the measured range
+    above = above || per_axis[d].empty();
   }
+  if (above) return nearest(shape);  // above the measured range on some axis
 
   const std::size_t corners = std::size_t{1} << dims;
   auto heap = cell_heap(per_axis);

@@ -145,6 +145,7 @@ TEST(KernelDb, NearestMeasuredRateAboveTheRangeOrWithoutACompleteCell) {
   EXPECT_NEAR(above->seconds, 2 * 9e-6, 1e-15);         // 2048's rate, twice the FLOPs
   EXPECT_FALSE(db.lookup(GemmShape{512, 1024, 1024}));  // below the smallest m
   EXPECT_FALSE(db.lookup(GemmShape{1536, 512, 1024}));  // below on one axis of three
+  EXPECT_FALSE(db.lookup(GemmShape{4096, 512, 1024}));  // above on m but below on n
   // k = 1536 was never measured: 2048 x 1024 x 1024 is nearer (log 4/3 + log 3/2) than
   // 1024 x 1024 x 1024 (2 log 3/2); its rate for 1536 x 1024 x 1536 (9/8 of its FLOPs).
   EXPECT_NEAR(db.lookup(GemmShape{1536, 1024, 1536})->seconds, 9e-6 * 9.0 / 8.0, 1e-15);
