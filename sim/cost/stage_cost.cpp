@@ -21,8 +21,8 @@ std::int64_t layer_params_per_rank(const Model& m, std::int64_t tp) {
 
 namespace {
 
-// What every kernel of a plan's step is costed with: the platform, the precision, and the
-// calibrated factor on compute-bound kernels for the plan's GPU count.
+// What every kernel of a plan's step is costed with: the platform and the calibrated factor on
+// compute-bound kernels for the plan's GPU count (each kernel's precision is its shape's).
 struct Costing {
   const Platform& platform;
   double compute_factor;
