@@ -33,13 +33,9 @@ def scale(r):
 
 
 # Likely causes of the rows over 8 %, by what the rows share (written by reading the rows, not
-# fitted): (model and precision, release tag) -> cause.
-CAUSES = {
-    ("Nemotron4 15B FP8", "v24.11.1"):
-        "FP8 at TP 4 in the NeMo 24.09 containers; the same model in FP8 at TP 2 (v25.04.02) is "
-        "within 4 %, so likely a TP-dependent FP8 cost not modelled: Transformer Engine's FP8 "
-        "userbuffer overlap path and amax reductions over the TP group",
-}
+# fitted): (model and precision, release tag) -> cause. None today; the Nemotron-4 15B FP8 TP 4
+# rows it once named were the LM head priced at the FP8 peak.
+CAUSES = {}
 
 
 def cause(r):
