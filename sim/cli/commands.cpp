@@ -122,8 +122,9 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   const std::vector<Diagnostic> diagnostics =
       diagnose(in.model, in.platform, in.plan, partition, costs, {},
                same_simulator ? std::optional<double>(sim.step_time_s) : std::nullopt);
-  ReportInputs ri{in.model, in.platform,      in.plan,           partition,   costs,
-                  sim,      in.scenario_name, input_records(in), diagnostics, replay.why_full};
+  ReportInputs ri{in.model,    in.platform,      in.plan,           partition,   costs,
+                  sim,         in.scenario_name, input_records(in), diagnostics, replay.why_full,
+                  in.published};
   emit(make_report(ri), opt, out);
   return opt.strict && has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
 }

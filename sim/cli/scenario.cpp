@@ -279,6 +279,46 @@ void use_kernel_database(Platform& platform, const std::string& db) {
   platform.kernel_db_path = db;
 }
 
+// A scenario's "published" array: step times measured on its recipe, each with its source.
+std::vector<PublishedStepTime> read_published(JsonObject& scenario) {
+  std::vector<PublishedStepTime> out;
+  if (!scenario.has("published")) return out;
+  const auto& array = scenario.raw("published");
+  if (!array.is_array() || array.empty()) {
+    scenario.fail("published",
+                  "must be a non-empty array of {\"step_time_s\": seconds, \"source\": \"who "
+                  "measured it, where\"}, got " +
+                      json_type_name(array));
+  }
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    JsonObject figure(array[i], scenario.file(),
+                      scenario.path() + ".published[" + std::to_string(i) + "]");
+    PublishedStepTime f;
+    f.step_time_s = figure.number("step_time_s");
+    f.source = figure.string("source");
+    if (f.source.empty()) figure.fail("source", "must name who measured it and where");
+    figure.finish();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// Why a scenario's published figures do not apply to this run, or "": the flags that change
+// the model, the platform or the plan it was measured with.
+std::string changed_recipe(const InputRequest& req) {
+  std::vector<std::string> flags;
+  if (req.model) flags.push_back("--model");
+  if (req.platform) flags.push_back("--platform");
+  for (const auto& [field, value] : req.plan_flags) flags.push_back(flag_of(field));
+  if (flags.empty()) return "";
+  std::string out;
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == flags.size() ? " and " : ", ") + flags[i];
+  }
+  return out + (flags.size() == 1 ? " changes" : " change") +
+         " the recipe the published step time was measured on";
+}
+
 }  // namespace
 
 ResolvedInputs resolve_inputs(const InputRequest& req) {
@@ -292,6 +332,8 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
     JsonObject o(j, file);
     in.scenario_name = o.optional_string("name").value_or(in.scenario_path.stem().string());
     o.allow({"description", "notes"});
+    in.published.figures = read_published(o);
+    if (!in.published.figures.empty()) in.published.not_compared = changed_recipe(req);
     if (!req.model) {
       model_path =
           resolve_from_scenario("models", o.string("model"), in.scenario_path, o.where("model"));

@@ -11,6 +11,7 @@
 #include "sim/model/model.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/platform/platform.hpp"
+#include "sim/report/report.hpp"
 
 namespace trainsim {
 
@@ -33,6 +34,9 @@ struct ResolvedInputs {
   Plan plan;
   PlanOrigin origin;
   EngineKind engine = EngineKind::kSimGrid;
+  /// The scenario's "published" step times, with why they are not compared when flags changed
+  /// the recipe they were measured on.
+  PublishedComparison published;
 };
 
 /// Loads the scenario, model and platform, applies flags and checks the plan's feasibility.

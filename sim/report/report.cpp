@@ -49,6 +49,7 @@ Report make_report(const ReportInputs& in) {
   r.step_time_s = step;
   r.step_time_p10_s = in.platform.calibration.band.low(step);
   r.step_time_p90_s = in.platform.calibration.band.high(step);
+  r.published = in.published;
   r.tokens_per_s = gbs * static_cast<double>(in.plan.seq_len) / step;
   const double flops = model_flops_per_sample(in.model, in.plan.seq_len) * gbs / step / gpus;
   r.model_tflops_per_gpu = flops / 1e12;

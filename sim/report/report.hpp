@@ -77,6 +77,19 @@ struct Provenance {
   std::vector<KernelRecord> kernels;
 };
 
+/// A step time measured on a scenario's recipe and published, shown beside the prediction.
+struct PublishedStepTime {
+  double step_time_s = 0;
+  std::string source;  // who measured it and where it was published
+};
+
+/// A scenario's published step times as a report shows them: compared with the prediction when
+/// the run is the scenario's recipe, or the reason they are not (flags changed the recipe).
+struct PublishedComparison {
+  std::vector<PublishedStepTime> figures;
+  std::string not_compared;  // e.g. "--tp changes the recipe"; empty when compared
+};
+
 struct Report {
   int schema_version = 0;
   std::string scenario;
@@ -95,6 +108,7 @@ struct Report {
   /// percentile of its residuals on the rows it was fitted on (equal to step_time_s without one).
   double step_time_p10_s = 0;
   double step_time_p90_s = 0;
+  PublishedComparison published;
   double tokens_per_s = 0;
   double model_tflops_per_gpu = 0;
   double mfu = 0;
@@ -120,6 +134,7 @@ struct ReportInputs {
   std::vector<InputRecord> inputs;
   std::vector<Diagnostic> diagnostics;
   std::string why_full_replay;  // why every GPU was replayed, or empty
+  PublishedComparison published;
 };
 
 Report make_report(const ReportInputs& in);

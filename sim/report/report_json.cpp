@@ -56,6 +56,17 @@ std::string report_json(const Report& r) {
   j["step_time_s"] = r.step_time_s;
   j["step_time_p10_s"] = r.step_time_p10_s;
   j["step_time_p90_s"] = r.step_time_p90_s;
+  if (!r.published.figures.empty()) {
+    J figures = J::array();
+    for (const auto& f : r.published.figures) {
+      J fj{{"step_time_s", f.step_time_s}, {"source", f.source}};
+      if (r.published.not_compared.empty()) fj["error"] = r.step_time_s / f.step_time_s - 1.0;
+      figures.push_back(std::move(fj));
+    }
+    j["published"] = J{{"step_times", std::move(figures)}};
+    if (!r.published.not_compared.empty())
+      j["published"]["not_compared"] = r.published.not_compared;
+  }
   j["tokens_per_s"] = r.tokens_per_s;
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["mfu"] = r.mfu;

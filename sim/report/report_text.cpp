@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "sim/core/format.hpp"
@@ -66,6 +67,28 @@ void write_collectives(const Report& r, std::ostringstream& o) {
   o << "\n";
 }
 
+// The scenario's published step times, each with trainsim's error against it.
+void write_published(const Report& r, std::ostringstream& o) {
+  const auto& pub = r.published;
+  if (pub.figures.empty()) return;
+  if (!pub.not_compared.empty()) {
+    o << "published            not compared: " << pub.not_compared << "\n";
+    return;
+  }
+  for (std::size_t i = 0; i < pub.figures.size(); ++i) {
+    const auto& f = pub.figures[i];
+    const double error = r.step_time_s / f.step_time_s - 1.0;
+    const bool inside = f.step_time_s >= r.step_time_p10_s && f.step_time_s <= r.step_time_p90_s;
+    o << (i == 0 ? "published            " : "                     ")
+      << format_fixed(f.step_time_s, 3) << " s, " << f.source << " (trainsim "
+      << (error >= 0 ? "+" : "-") << percent(std::fabs(error))
+      << (r.step_time_p90_s > r.step_time_p10_s
+              ? (inside ? ", inside" : ", outside") + std::string(" the P10-P90 band")
+              : "")
+      << ")\n";
+  }
+}
+
 }  // namespace
 
 std::string report_text(const Report& r) {
@@ -98,6 +121,7 @@ std::string report_text(const Report& r) {
       << format_fixed(r.step_time_p90_s, 3) << " s: the platform calibration's residuals)";
   }
   o << "\n";
+  write_published(r, o);
   o << "tokens/s             " << format_grouped(static_cast<std::int64_t>(r.tokens_per_s + 0.5))
     << " ("
     << format_grouped(static_cast<std::int64_t>(r.tokens_per_s / static_cast<double>(r.gpus) + 0.5))

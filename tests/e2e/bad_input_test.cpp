@@ -71,6 +71,25 @@ TEST_F(BadInput, NegativeOrZeroSizes) {
             model + ": $.hidden_size: must be an integer >= 1, got -64");
 }
 
+TEST_F(BadInput, PublishedStepTimesAreAnArrayOfFiguresWithTheirSource) {
+  auto with = [&](const std::string& published) {
+    return file("p.json", R"({"name": "s", "model": "llama3.1-70b", "platform": "h100-sxm-ndr",
+        "plan": {"tp": 8, "pp": 8, "seq_len": 4096}, "published": )" +
+                              published + "}");
+  };
+  auto path = with(R"({"step_time_s": 4.67, "source": "x"})");
+  EXPECT_EQ(fails({"run", path}),
+            path +
+                ": $.published: must be a non-empty array of {\"step_time_s\": seconds, "
+                "\"source\": \"who measured it, where\"}, got an object");
+  path = with(R"([{"step_time_s": 0, "source": "x"}])");
+  EXPECT_EQ(fails({"run", path}).rfind(path + ": $.published[0].step_time_s: must be ", 0), 0u);
+  path = with(R"([{"step_time_s": 4.67}])");
+  EXPECT_EQ(fails({"run", path}), path + ": $.published[0].source: required key is missing");
+  path = with(R"([{"step_time_s": 4.67, "source": "x", "tokens_per_s": 1}])");
+  EXPECT_EQ(fails({"run", path}).rfind(path + ": $.published[0].tokens_per_s: unknown key", 0), 0u);
+}
+
 TEST_F(BadInput, RankOrderNamesEveryDimensionOnce) {
   auto path = file("s.json", scenario(R"({"tp": 4, "seq_len": 8192, "rank_order": "tp-dp-pp"})"));
   EXPECT_EQ(fails({"run", path}),

@@ -14,7 +14,7 @@ namespace {
 
 const std::string kScenario = test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json";
 
-TEST(Cli, RunsTheDefaultScenario) {
+TEST(Cli, RunsAScenario) {
   const auto r = test::run_trainsim({"run", kScenario});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");

@@ -14,7 +14,7 @@
 namespace trainsim {
 namespace {
 
-std::string simulate_report(const Plan& p) {
+Report simulated(const Plan& p, PublishedComparison published = {}) {
   const Model m = test::catalog_model("llama3.1-8b");
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
   const auto part = build_partition(m, pf, p);
@@ -23,7 +23,11 @@ std::string simulate_report(const Plan& p) {
   EngineOptions options;
   options.list_collectives = true;
   const auto sim = simulate_analytic(graph, Topology(pf, p.world_size()), options);
-  return report_json(make_report({m, pf, p, part, costs, sim, "t", {}, {}, {}}));
+  return make_report({m, pf, p, part, costs, sim, "t", {}, {}, {}, std::move(published)});
+}
+
+std::string simulate_report(const Plan& p) {
+  return report_json(simulated(p));
 }
 
 Plan plan() {
@@ -81,6 +85,41 @@ TEST(Report, CollectivesPerStepAgreeWithTheirClosedForms) {
     EXPECT_EQ(tp["calls"].get<double>(), calls);
     EXPECT_DOUBLE_EQ(tp["bytes"].get<double>(), bytes);
   }
+}
+
+// A published step time is printed with trainsim's signed error against it and whether the
+// calibration's band holds it; with flags that change the recipe, the reason instead.
+TEST(Report, PublishedStepTimesCarryTheirError) {
+  const Report base = simulated(plan());
+  const double step = base.step_time_s;
+  ASSERT_GT(base.step_time_p90_s, base.step_time_p10_s);
+  PublishedComparison pub;
+  pub.figures = {{step / 1.05, "bench A"}, {step / 0.98, "bench B"}, {base.step_time_p90_s, "C"}};
+  const Report r = simulated(plan(), pub);
+  const auto j = nlohmann::json::parse(report_json(r));
+  const auto& figures = j.at("published").at("step_times");
+  ASSERT_EQ(figures.size(), 3u);
+  EXPECT_NEAR(figures[0].at("error").get<double>(), 0.05, 1e-12);
+  EXPECT_NEAR(figures[1].at("error").get<double>(), -0.02, 1e-12);
+  EXPECT_EQ(figures[1].at("source"), "bench B");
+  EXPECT_FALSE(j.at("published").contains("not_compared"));
+  const std::string text = report_text(r);
+  // Inside or outside is the report's P10-P90 against the published figure.
+  const bool a_inside = step / 1.05 >= r.step_time_p10_s;
+  EXPECT_NE(text.find("bench A (trainsim +5.0 %, " + std::string(a_inside ? "inside" : "outside")),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("bench B (trainsim -2.0 %, inside the P10-P90 band)"), std::string::npos);
+  EXPECT_NE(text.find(", C (trainsim -"), std::string::npos);
+
+  pub.not_compared = "--tp changes the recipe the published step time was measured on";
+  const Report changed = simulated(plan(), pub);
+  const auto jc = nlohmann::json::parse(report_json(changed));
+  EXPECT_FALSE(jc.at("published").at("step_times")[0].contains("error"));
+  EXPECT_EQ(jc.at("published").at("not_compared"), pub.not_compared);
+  EXPECT_NE(report_text(changed).find("published            not compared: --tp changes"),
+            std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(simulate_report(plan())).contains("published"));
 }
 
 TEST(Report, DeterministicJson) {

@@ -1,0 +1,82 @@
+// The default scenario is a published recipe: its report prints the published step times with
+// trainsim's error, only for the recipe as written, and the figures are the reference set's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+const std::string kDefault = test::source_dir() + "/scenarios/nemotron4-340b.json";
+
+TEST(Published, DefaultScenarioFitsAndPrintsItsPublishedStepTimes) {
+  const auto r = test::run_trainsim({"run", kDefault, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& d : j.at("diagnostics")) EXPECT_NE(d.at("severity"), "error") << d.dump();
+  const auto& figures = j.at("published").at("step_times");
+  ASSERT_EQ(figures.size(), 2u);
+  const double step = j.at("step_time_s");
+  for (const auto& f : figures) {
+    const double published = f.at("step_time_s");
+    EXPECT_NEAR(f.at("error").get<double>(), step / published - 1, 1e-12);
+    // The prediction's accuracy on its own recipe: the checking-half bound of the validation.
+    EXPECT_LT(std::fabs(f.at("error").get<double>()), 0.05) << f.dump();
+  }
+  const auto text = test::run_trainsim({"run", kDefault});
+  EXPECT_NE(text.out.find("\npublished            4.670 s, NVIDIA dgxc-benchmarking v24.11.1 "
+                          "(trainsim +"),
+            std::string::npos)
+      << text.out;
+}
+
+TEST(Published, FlagsThatChangeTheRecipeWithholdTheComparison) {
+  const auto same =
+      test::run_trainsim({"run", kDefault, "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_FALSE(nlohmann::json::parse(same.out).at("published").contains("not_compared"));
+
+  const auto r = test::run_trainsim({"run", kDefault, "--mbs", "2", "--gbs", "128"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("published            not compared: --gbs and --mbs change the recipe "
+                       "the published step time was measured on\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("(trainsim +"), std::string::npos);
+}
+
+// Each published figure of the scenario is a row of NVIDIA's DGX Cloud table with the
+// scenario's model, GPU count, layout, batch and sequence, under the release the source names.
+TEST(Published, FiguresAreTheReferenceSetsRows) {
+  const auto scenario = nlohmann::json::parse(test::read_file(kDefault));
+  const auto table = nlohmann::json::parse(test::read_file(
+      test::source_dir() + "/tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json"));
+  const auto& plan = scenario.at("plan");
+  const std::int64_t gpus = plan.at("tp").get<std::int64_t>() * plan.at("pp").get<std::int64_t>() *
+                            plan.at("dp").get<std::int64_t>();
+  for (const auto& f : scenario.at("published")) {
+    const std::string source = f.at("source");
+    int matches = 0;
+    for (const auto& row : table.at("rows")) {
+      if (row.at("model") != "Nemotron4 340B" || row.at("precision") != "BF16" ||
+          row.at("n_gpus") != gpus || row.value("task", "") != "pretrain") {
+        continue;
+      }
+      const std::string tag = row.at("source").at("tag");
+      if (source.find(" " + tag) == std::string::npos) continue;
+      ++matches;
+      EXPECT_EQ(row.at("step_time_s"), f.at("step_time_s")) << tag;
+      for (const char* key : {"tp", "pp", "vp", "mbs", "gbs", "seq_len"}) {
+        EXPECT_EQ(row.at(key), plan.at(key)) << tag << " " << key;
+      }
+    }
+    EXPECT_EQ(matches, 1) << source;
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
