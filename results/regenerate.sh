@@ -15,23 +15,6 @@ done
 # A value from a text report: the first field after the label.
 headline() { awk -v label="$1" 'index($0, label) == 1 { sub(label " *", ""); print; exit }' "$2"; }
 
-# Nemotron-4 340B against NVIDIA's published step times for the same layout (BF16, 256 GPUs).
-{
-  step=$(awk '/^step time/ { print $3; exit }' "$here/nemotron4-340b/report.txt")
-  echo "nemotron4-340b on 256 H100s (tp 8, pp 8, vp 12, dp 4, mbs 1, gbs 64, seq 4096, bf16)"
-  echo "published: tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json"
-  echo
-  printf '%-36s %10s %12s\n' "source" "step (s)" "trainsim vs"
-  printf '%-36s %10s %12s\n' "trainsim (scenarios/nemotron4-340b)" "$step" ""
-  for row in "dgxc-benchmarking v24.11.1:4.67" "dgxc-benchmarking v25.05.05:4.606"; do
-    name=${row%%:*}
-    published=${row##*:}
-    printf '%-36s %10s %11s%%\n' "$name" "$published" \
-      "$(awk -v a="$step" -v b="$published" 'BEGIN { printf "%+.1f", 100 * (a / b - 1) }')"
-  done
-} > "$here/nemotron4-340b/vs-published.txt"
-echo "wrote $here/nemotron4-340b/vs-published.txt"
-
 # Schedules, recomputation and overlap on the default scenario: one line per variant.
 mkdir -p "$here/schedules"
 out="$here/schedules/llama3.1-70b-64gpu.txt"
