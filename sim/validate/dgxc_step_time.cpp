@@ -11,10 +11,10 @@
 
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/hash.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/validate/reference_fields.hpp"
+#include "sim/validate/split.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace trainsim {
@@ -50,13 +50,6 @@ std::string unexpressed(const Fields& f, const std::string& model) {
     return "pipeline-parallel row without its virtual pipeline size (the table says NA)";
   }
   return "";
-}
-
-// The fixed split: a row fits the platform's calibration or checks it by the parity of the first
-// byte of the SHA-256 of its id, so no choice of rows can favour a model.
-std::string half_of(const std::string& id) {
-  const std::string h = sha256_hex(id);
-  return std::stoi(h.substr(0, 2), nullptr, 16) % 2 == 0 ? "fit" : "check";
 }
 
 Plan dgxc_plan(const Fields& f) {
@@ -99,7 +92,7 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   const std::string task = f.string("task").value_or("pretrain");
   row.name = model + " " + precision + " " + std::to_string(gpus) + " GPUs (" + tag +
              (task == "pretrain" ? "" : ", " + task) + ")";
-  row.half = half_of(row.name);
+  row.half = split_half(row.name);
   const auto measured = f.number("step_time_s");
   if (!measured) {
     row.skipped = "no step time";

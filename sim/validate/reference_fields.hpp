@@ -72,20 +72,22 @@ class Fields {
   std::string path_;
 };
 
-/// The "rows" array of a reference file; `not_this` (what the file should be) when it has none.
+/// The array `key` ("rows") of a reference file; `not_this` (what the file should be) when it
+/// has none.
 inline const nlohmann::json& reference_rows(const nlohmann::json& j, const std::string& file,
-                                            const std::string& not_this) {
-  if (!j.is_object() || !j.contains("rows") || !j.at("rows").is_array()) {
-    fail_input(file, not_this);
-  }
-  return j.at("rows");
+                                            const std::string& not_this,
+                                            const std::string& key = "rows") {
+  if (!j.is_object() || !j.contains(key) || !j.at(key).is_array()) fail_input(file, not_this);
+  return j.at(key);
 }
 
-/// Calls visit(row, "$.rows[i]") for each row, every one of which must be an object.
+/// Calls visit(row, "$.<key>[i]") for each row of the array `key`, every one of which must be an
+/// object.
 template <class Visit>
-void for_each_row(const nlohmann::json& rows, const std::string& file, Visit&& visit) {
+void for_each_row(const nlohmann::json& rows, const std::string& file, Visit&& visit,
+                  const std::string& key = "rows") {
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::string path = "$.rows[" + std::to_string(i) + "]";
+    const std::string path = "$." + key + "[" + std::to_string(i) + "]";
     if (!rows[i].is_object()) fail_input(file + ": " + path, "must be an object");
     visit(rows[i], path);
   }
