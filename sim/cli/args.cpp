@@ -203,8 +203,11 @@ std::string validate_help() {
          "golden values in tests/validation/refdata/ (peak allocated memory per GPU on DGX\n"
          "H100). tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json: step time of\n"
          "NVIDIA's DGX Cloud recipes, each row in the fitting or checking half of a fixed split.\n"
+         "tests/validation/refdata/narayanan2021_megatron_a100_table1_table2.json: step time of\n"
+         "Megatron-LM's SC21 weak-scaling runs on DGX A100 (1.7B to 1T parameters).\n"
          "Prints Markdown (or JSON) with each row's error and the mean and max error.\n\n"
-         "  --platform P   platform of the measurements (default h100-sxm-ndr)\n"
+         "  --platform P   platform to predict on (default: the one each reference set was\n"
+         "                 measured on: a100-sxm-hdr for the A100 tables, h100-sxm-ndr otherwise)\n"
          "  --format F     text (Markdown, the default) or json\n"
          "  --out FILE     also write the output to FILE\n";
 }

@@ -20,7 +20,7 @@ struct RunOptions {
 
 struct ValidateOptions {
   std::vector<std::string> references;  // empty: the default reference set
-  std::string platform = "h100-sxm-ndr";
+  std::optional<std::string> platform;  // default: each reference set's own
   std::string format = "text";
   std::optional<std::string> out;
   bool help = false;

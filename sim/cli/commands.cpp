@@ -135,16 +135,19 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
     out << validate_help();
     return kExitOk;
   }
-  const Platform platform =
-      load_platform(resolve_catalog_entry("platforms", opt.platform, "--platform"));
+  // Each reference set on the platform it was measured on, unless --platform names one.
+  auto platform_for = [&opt](const std::filesystem::path& reference) {
+    const std::string name = opt.platform.value_or(reference_platform(reference));
+    return load_platform(resolve_catalog_entry("platforms", name, "--platform"));
+  };
   std::vector<ValidationSet> sets;
   if (opt.references.empty()) {
-    sets.push_back(validate_reference(default_reference(), platform));
+    sets.push_back(validate_reference(default_reference(), platform_for(default_reference())));
   }
   for (const auto& ref : opt.references) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(ref, ec)) fail_input(ref, "no such file");
-    sets.push_back(validate_reference(ref, platform));
+    sets.push_back(validate_reference(ref, platform_for(ref)));
   }
   const std::string text = opt.format == "json" ? validation_json(sets) : validation_markdown(sets);
   if (opt.out) write_file_atomically(*opt.out, text);

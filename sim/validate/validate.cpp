@@ -18,10 +18,19 @@ ValidationSet validate_reference(const std::filesystem::path& reference, const P
   if (reference.filename().string().find("nvidia_dgxc_benchmarking") != std::string::npos) {
     return validate_dgxc_step_time(reference, platform);
   }
+  if (reference.filename().string().find("narayanan2021_megatron_a100") != std::string::npos) {
+    return validate_sc21_step_time(reference, platform);
+  }
   fail_input(reference.string(),
              "not a reference set trainsim can validate against (known: Megatron-LM CI golden "
              "values, megatron_lm_ci_golden_values_*.json; NVIDIA DGX Cloud benchmarks, "
-             "nvidia_dgxc_benchmarking_*.json)");
+             "nvidia_dgxc_benchmarking_*.json; Megatron-LM's SC21 tables, "
+             "narayanan2021_megatron_a100_*.json)");
+}
+
+std::string reference_platform(const std::filesystem::path& reference) {
+  return reference.filename().string().find("a100") != std::string::npos ? "a100-sxm-hdr"
+                                                                         : "h100-sxm-ndr";
 }
 
 }  // namespace trainsim

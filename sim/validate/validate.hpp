@@ -3,7 +3,9 @@
 // the rows it cannot express listed and the reason why. Implemented: the peak allocated memory
 // of Megatron-LM's CI runs on DGX H100 (tests/validation/refdata/
 // megatron_lm_ci_golden_values_h100.json, completed by megatron_lm_ci_model_args_h100.json) and
-// the step time of NVIDIA's DGX Cloud recipes (nvidia_dgxc_benchmarking_h100.json).
+// the step time of NVIDIA's DGX Cloud recipes (nvidia_dgxc_benchmarking_h100.json) and of
+// Megatron-LM's SC21 weak-scaling table on DGX A100
+// (narayanan2021_megatron_a100_table1_table2.json).
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -78,6 +80,14 @@ ValidationSet validate_megatron_ci_memory(const std::filesystem::path& reference
 /// One reference set: NVIDIA's DGX Cloud recipes' step times (dgxc_step_time.cpp).
 ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
                                       const Platform& platform);
+
+/// One reference set: Megatron-LM's SC21 weak-scaling table on DGX A100 (sc21_step_time.cpp).
+ValidationSet validate_sc21_step_time(const std::filesystem::path& reference,
+                                      const Platform& platform);
+
+/// The platform a reference set was measured on (a catalog name): what `trainsim validate` uses
+/// for it when no --platform is given.
+std::string reference_platform(const std::filesystem::path& reference);
 
 /// The comparison as Markdown: one table of expressed rows with mean and max error, one of
 /// skipped rows by reason.

@@ -64,6 +64,7 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
   o << "Mean and max absolute error:\n\n";
   o << "| rows | all | fitting half | checking half |\n|---|---|---|---|\n";
   for (const char* part : {"", "BF16", "FP8"}) {
+    if (*part && set.errors_of(part, "").rows == 0) continue;
     o << "| " << (*part ? part : "all") << " | " << errors_text(set.errors_of(part, "")) << " | "
       << errors_text(set.errors_of(part, "fit")) << " | "
       << errors_text(set.errors_of(part, "check")) << " |\n";
