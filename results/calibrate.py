@@ -10,8 +10,11 @@ Parameters (the platform file's "calibration" block; see README, Accuracy):
   compute_slowdown   (the "overlap" block) how much slower compute runs beside communication
 The fit minimises the mean absolute log error of predicted against measured step time over the
 rows of the fitting half only (the split is fixed: README, Accuracy), by Nelder-Mead from the
-neutral values. The band (residual_p10, residual_p90) is the 10th and 90th percentile of
-measured / predicted - 1 on the same rows after the fit. Only the fitting half is read: the
+neutral values. The band (residual_p10, residual_p90) holds 80 % of predictions: of the residuals
+measured / predicted - 1 on the same rows after the fit, the order statistics a conformal
+prediction interval takes (the floor(0.1 (n + 1))-th smallest and the ceil(0.9 (n + 1))-th
+smallest), not the sample's 10th and 90th percentiles, which hold fewer than 80 % of new rows
+when n is small. Only the fitting half is read: the
 checking half stays unseen, and `trainsim validate` reports both.
 """
 import argparse
@@ -32,13 +35,17 @@ PARAMETERS = [
 ]
 
 
-def quantile(values, q):
-    """Linear interpolation between order statistics (numpy's default)."""
-    v = sorted(values)
-    x = q * (len(v) - 1)
-    lo = math.floor(x)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (x - lo)
+def conformal_band(residuals, coverage=0.8):
+    """The residuals' order statistics that bound a conformal prediction interval of the given
+    coverage (Vovk et al.; Lei et al. 2018, split conformal): with n residuals, the
+    floor(a (n + 1))-th and ceil((1 - a) (n + 1))-th smallest, a = (1 - coverage) / 2, clamped to
+    the smallest and largest."""
+    v = sorted(residuals)
+    n = len(v)
+    a = (1 - coverage) / 2
+    lo = max(1, math.floor(a * (n + 1)))
+    hi = min(n, math.ceil((1 - a) * (n + 1)))
+    return v[lo - 1], v[hi - 1]
 
 
 def apply(platform, values, band=None):
@@ -158,9 +165,10 @@ def main():
     best, loss = nelder_mead(fit.loss, x0, [p[5] for p in PARAMETERS])
     best = [round(v, 4) for v in best]
     residuals = [m / p - 1 for m, p in fit.rows(best)]
+    low, high = conformal_band(residuals)
     band = {
-        "residual_p10": round(min(0.0, quantile(residuals, 0.1)), 4),
-        "residual_p90": round(max(0.0, quantile(residuals, 0.9)), 4),
+        "residual_p10": round(min(0.0, low), 4),
+        "residual_p90": round(max(0.0, high), 4),
     }
     print("fit after %d evaluations: mean |log error| %.4f on %d rows" %
           (fit.evaluations, loss, len(residuals)))
@@ -177,8 +185,9 @@ def main():
               "rows (%s; the fixed split of README, Accuracy): %d rows, mean |log error| %.4f" %
               (", ".join(REFERENCES), len(residuals), loss))
     sources["overlap.compute_slowdown"] = fitted + ", together with the calibration block"
-    sources["calibration"] = fitted + ("; the band is the 10th and 90th percentile of measured / "
-                                       "predicted - 1 on those rows")
+    sources["calibration"] = fitted + ("; the band bounds measured / predicted - 1 on those rows "
+                                       "by the order statistics of an 80 % conformal prediction "
+                                       "interval")
     tmp = platform_path + ".tmp"
     with open(tmp, "w") as f:
         f.write(json.dumps(platform, indent=2, ensure_ascii=False) + "\n")

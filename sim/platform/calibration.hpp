@@ -7,8 +7,9 @@
 
 namespace trainsim {
 
-/// A prediction's band: the relative residuals (measured / predicted - 1) at the 10th and 90th
-/// percentile on the rows a calibration was fitted on.
+/// A prediction's band: bounds on the relative residual (measured / predicted - 1) that hold 80 %
+/// of predictions, from the rows a calibration was fitted on (results/calibrate.py: the order
+/// statistics of an 80 % conformal prediction interval).
 struct ResidualBand {
   double p10 = 0;
   double p90 = 0;

@@ -104,8 +104,8 @@ struct Report {
   std::int64_t model_params = 0;
 
   double step_time_s = 0;
-  /// The band the platform's calibration gives a prediction: step time at the 10th and 90th
-  /// percentile of its residuals on the rows it was fitted on (equal to step_time_s without one).
+  /// The band the platform's calibration gives a prediction (ResidualBand: 80 % of measured
+  /// steps expected inside; equal to step_time_s without a calibration).
   double step_time_p10_s = 0;
   double step_time_p90_s = 0;
   PublishedComparison published;
