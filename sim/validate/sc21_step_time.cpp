@@ -5,6 +5,7 @@
 // size and gradient all-reduce of each model size are those of the launch script NVIDIA published
 // with the paper (narayanan2021_sc21_run_args.json, beside the table).
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -53,15 +54,21 @@ Model sc21_model(const Fields& f, const std::string& name, const std::string& fi
   return m;
 }
 
-// The launch-script row with the table row's width and depth, or nullptr.
-const nlohmann::json* launch_args(const nlohmann::json* args, const Fields& f) {
-  if (args == nullptr || !args->contains("rows_table1")) return nullptr;
+// The index of the launch-script row with the table row's width and depth, or nothing.
+std::optional<std::size_t> launch_args(const nlohmann::json* args, const Fields& f) {
+  if (args == nullptr || !args->contains("rows_table1") || !args->at("rows_table1").is_array()) {
+    return std::nullopt;
+  }
   const auto hidden = f.integer("hidden_size");
   const auto layers = f.integer("num_layers");
-  for (const auto& r : args->at("rows_table1")) {
-    if (r.value("hidden_size", -1) == hidden && r.value("num_layers", -1) == layers) return &r;
+  const auto& rows = args->at("rows_table1");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].is_object() && rows[i].value("hidden_size", -1) == hidden &&
+        rows[i].value("num_layers", -1) == layers) {
+      return i;
+    }
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 Plan sc21_plan(const Fields& row, const Fields& script, const Model& m) {
@@ -109,16 +116,21 @@ ValidationRow table1_row(const nlohmann::json& j, const std::string& file, const
     return row;
   }
   const Model m = sc21_model(f, row.name, file);
-  row.measured = eq3_flops(static_cast<double>(f.required_integer("global_batch_size", "a row")),
-                           kSeqLen, static_cast<double>(m.num_layers),
-                           static_cast<double>(m.hidden_size), static_cast<double>(m.vocab_size)) /
-                 (*tflops * 1e12 * static_cast<double>(*gpus));
-  const nlohmann::json* script = launch_args(args, f);
-  if (script == nullptr) {
-    row.skipped = "micro-batch size not known (no launch-script row in " + args_file + ")";
+  row.measured =
+      eq3_flops(static_cast<double>(f.required_integer("global_batch_size", "a Table 1 row")),
+                kSeqLen, static_cast<double>(m.num_layers), static_cast<double>(m.hidden_size),
+                static_cast<double>(m.vocab_size)) /
+      (*tflops * 1e12 * static_cast<double>(*gpus));
+  const auto script = launch_args(args, f);
+  if (!script) {
+    row.skipped = "micro-batch size not known (no launch-script row in " +
+                  std::filesystem::path(args_file).filename().string() + ")";
     return row;
   }
-  const Plan plan = sc21_plan(f, Fields(*script, args_file, "$.rows_table1[]"), m);
+  const Plan plan = sc21_plan(f,
+                              Fields(args->at("rows_table1")[*script], args_file,
+                                     "$.rows_table1[" + std::to_string(*script) + "]"),
+                              m);
   row.setup = sc21_setup(m, plan);
   try {
     validate_model(m, file);
