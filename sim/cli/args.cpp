@@ -76,6 +76,10 @@ po::options_description plan_options() {
       "activation recomputation, replayed as work before each backward: none (default); "
       "selective (the attention core, Megatron-LM's --recompute-granularity selective); full "
       "(every decoder layer's forward, --recompute-granularity full --recompute-method uniform)");
+  add("attention-backend", s("NAME"),
+      "flash (default): one fused attention kernel; unfused: Megatron-LM's "
+      "--attention-backend unfused (and its 2021 implementation), QK^T and PV as batched GEMMs "
+      "around a softmax over the s x s scores, which are also kept for the backward");
   add("zero", s("N"),
       "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
       "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "

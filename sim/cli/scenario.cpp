@@ -92,6 +92,14 @@ const std::vector<PlanField>& plan_fields() {
          {},
          {"none", "selective", "full"},
          [](Plan& p, std::int64_t, const std::string& s) { p.recompute = recompute_of(s); }});
+    f.push_back({"attention_backend",
+                 FieldType::kChoice,
+                 {},
+                 {"flash", "unfused"},
+                 [](Plan& p, std::int64_t, const std::string& s) {
+                   p.attention_backend =
+                       s == "unfused" ? AttentionBackend::kUnfused : AttentionBackend::kFlash;
+                 }});
     integer("zero", {0, 3}, &Plan::zero);
     integer("vocab_divisible_by", {}, &Plan::vocab_divisible_by);
     integer("gpus", {}, &Plan::gpus);

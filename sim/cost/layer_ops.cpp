@@ -28,6 +28,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.heads = model.num_attention_heads / plan.tp;
   s.kv_heads = model.num_kv_heads / plan.tp;
   s.gemm_dtype = plan.precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
+  s.unfused_attention = plan.attention_backend == AttentionBackend::kUnfused;
   s.norm = model.norm;
   s.ffn_kind = model.ffn_kind;
   return s;
@@ -87,6 +88,38 @@ KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass) 
   return {std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape};
 }
 
+// A batched GEMM: b x heads products [m x k] @ [k x n], as one grouped shape.
+KernelSpec batched_gemm(std::string name, const LayerShape& s, double m, double k, double n) {
+  KernelShape shape =
+      GemmShape{whole(m), whole(n), whole(k), DType::kBF16, s.batch * s.heads, GemmLayout::kTN};
+  return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape};
+}
+
+// The attention core of one pass. Flash: one fused kernel. Unfused (Megatron-LM's CoreAttention):
+// the full s x s scores of every head (the causal mask does not skip work), softmax in place.
+void attention_core(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
+  if (!s.unfused_attention) {
+    k.push_back(backward ? attention("attention.grad", s, AttentionPass::kBackward)
+                         : attention("attention", s, AttentionPass::kForward));
+    return;
+  }
+  const double n = s.seq, d = static_cast<double>(s.head_dim);
+  const double rows = static_cast<double>(s.batch * s.heads) * n;
+  if (!backward) {
+    k.push_back(batched_gemm("attention.scores", s, n, d, n));  // Q K^T
+    k.push_back(
+        memory("attention.softmax", KernelKind::kElementwise, "scale_mask_softmax", rows, n));
+    k.push_back(batched_gemm("attention.context", s, n, n, d));  // P V
+    return;
+  }
+  k.push_back(batched_gemm("attention.context.dgrad", s, n, d, n));  // dP = dO V^T
+  k.push_back(batched_gemm("attention.context.vgrad", s, n, n, d));  // dV = P^T dO
+  k.push_back(memory("attention.softmax.grad", KernelKind::kElementwise, "scale_mask_softmax.grad",
+                     rows, n));
+  k.push_back(batched_gemm("attention.scores.qgrad", s, n, n, d));  // dQ = dS K
+  k.push_back(batched_gemm("attention.scores.kgrad", s, n, n, d));  // dK = dS^T Q
+}
+
 // A linear layer's forward GEMM [m x k] @ [k x n]. In FP8, Transformer Engine first quantises
 // the BF16 activation operand (and keeps its transpose for the weight gradient).
 void linear(std::vector<KernelSpec>& k, const std::string& name, double m, double kk, double n,
@@ -112,7 +145,7 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
   k.push_back(elementwise("input_norm", norm_op(s), S, h));
   linear(k, "qkv_proj", T, h, qkv, g);
   if (s.rope) k.push_back(elementwise("rope", "rope", T, s.q + s.kv));
-  k.push_back(attention("attention", s, AttentionPass::kForward));
+  attention_core(k, s, false);
   linear(k, "out_proj", T, s.q, h, g);
   k.push_back(elementwise("residual_add", "add", S, h));
   k.push_back(elementwise("post_attention_norm", norm_op(s), S, h));
@@ -147,7 +180,7 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
   k.push_back(elementwise("residual_add.grad", "add", S, h));
   gemm_backward(k, "out_proj", T, s.q, h, g);
   // FlashAttention's backward does 2.5x the forward FLOPs (its benchmark convention).
-  k.push_back(attention("attention.grad", s, AttentionPass::kBackward));
+  attention_core(k, s, true);
   if (s.rope) k.push_back(elementwise("rope.grad", "rope.grad", T, s.q + s.kv));
   gemm_backward(k, "qkv_proj", T, h, qkv, g);
   k.push_back(elementwise("input_norm.grad", norm_op(s) + ".grad", S, h));

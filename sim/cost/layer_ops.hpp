@@ -67,6 +67,7 @@ struct LayerShape {
   std::int64_t heads = 0;     // query heads per TP rank
   std::int64_t kv_heads = 0;  // key/value heads per TP rank
   DType gemm_dtype = DType::kBF16;
+  bool unfused_attention = false;  // Plan::attention_backend
   NormKind norm = NormKind::kRMSNorm;
   FfnKind ffn_kind = FfnKind::kSwiGLU;
 };

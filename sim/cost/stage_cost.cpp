@@ -153,7 +153,8 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
       if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kFull) {
         add_pass(sc.recompute, prefix, fwd, count, costing);
       } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kSelective) {
-        const auto attention = [](const KernelSpec& k) { return k.kind == KernelKind::kAttention; };
+        // The attention core: the fused kernel, or the unfused path's GEMMs and softmax.
+        const auto attention = [](const KernelSpec& k) { return k.name.starts_with("attention"); };
         add_pass(sc.recompute, prefix, filtered(fwd, attention, false), count, costing);
       }
       switch (kind) {

@@ -181,7 +181,10 @@ bool MemoryModel::fits() const {
 
 MemoryModel compute_memory(const Model& model, const Platform& platform, const Plan& plan,
                            const Partition& partition, const CostModel& costs,
-                           const ActivationOptions& options) {
+                           const ActivationOptions& requested) {
+  // The unfused attention backend keeps the s x s scores whatever the caller assumed.
+  ActivationOptions options = requested;
+  if (plan.attention_backend == AttentionBackend::kUnfused) options.flash_attention = false;
   MemoryModel mm;
   mm.capacity = platform.gpu.memory_bytes;
   // The programs the task graph replays: each compute step names its model chunk, and each

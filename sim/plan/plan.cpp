@@ -38,6 +38,10 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
+const char* to_string(AttentionBackend a) {
+  return a == AttentionBackend::kUnfused ? "unfused" : "flash";
+}
+
 const char* to_string(Framework f) {
   switch (f) {
     case Framework::kMegatron:

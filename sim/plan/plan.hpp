@@ -21,7 +21,14 @@ enum class Recompute { kNone, kSelective, kFull };
 /// defect raises). Megatron-DeepSpeed follows Megatron's padding.
 enum class Framework { kMegatron, kNanotron, kDeepSpeed, kColossalAI };
 
+/// How the attention core runs: one fused flash-attention kernel (Transformer Engine, the
+/// default), or Megatron-LM's unfused path (--attention-backend unfused, and the 2021 local
+/// implementation): batched QK^T and PV GEMMs around a fused scale-mask-softmax over the
+/// materialised s x s scores.
+enum class AttentionBackend { kFlash, kUnfused };
+
 const char* to_string(Precision p);
+const char* to_string(AttentionBackend a);
 const char* to_string(ScheduleKind s);
 const char* to_string(Recompute r);
 const char* to_string(Framework f);
@@ -41,6 +48,7 @@ struct Plan {
   ScheduleKind schedule = ScheduleKind::k1F1B;
   std::string partition = "uniform";  // a rule name or a Megatron layout string
   Recompute recompute = Recompute::kNone;
+  AttentionBackend attention_backend = AttentionBackend::kFlash;
   std::int64_t zero = 0;
   /// Pad the vocabulary to a multiple of this x tp; 0: the framework's default.
   std::int64_t vocab_divisible_by = 0;

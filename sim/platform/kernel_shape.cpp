@@ -82,6 +82,12 @@ const std::vector<MemoryOp>& memory_ops() {
       {"cross_entropy.grad", 6, "read the fp32 softmax, write the logits gradient"},
       {"grad_norm", 4, "read the fp32 gradients (rows = 1, cols = parameters)"},
       {"adam", 30, "read fp32 grad, master, m, v; write master, m, v and the BF16 weight"},
+      {"scale_mask_softmax", 4,
+       "Megatron-LM's fused scale, causal mask and softmax: read the BF16 scores, write the "
+       "probabilities (rows = batch x heads x seq, cols = seq)",
+       false},
+      {"scale_mask_softmax.grad", 6, "read the probabilities and their gradient, write the scores'",
+       false},
       {"fp8_cast_transpose", 4,
        "Transformer Engine's quantisation of a GEMM operand: read BF16, write FP8 and its FP8 "
        "transpose (the weight-gradient GEMM's layout)",

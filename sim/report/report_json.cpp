@@ -36,6 +36,7 @@ std::string report_json(const Report& r) {
                 {"schedule", to_string(p.schedule)},
                 {"partition", r.partition},
                 {"recompute", to_string(p.recompute)},
+                {"attention_backend", to_string(p.attention_backend)},
                 {"zero", p.zero},
                 {"vocab_divisible_by", p.vocab_multiple()},
                 {"framework", to_string(p.effective_framework())},

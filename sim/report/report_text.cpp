@@ -105,6 +105,7 @@ std::string report_text(const Report& r) {
   std::vector<std::string> extras;
   if (p.recompute != Recompute::kNone)
     extras.push_back(std::string(to_string(p.recompute)) + " recompute");
+  if (p.attention_backend == AttentionBackend::kUnfused) extras.push_back("unfused attention");
   if (p.zero == 1 || p.zero == 2)
     extras.push_back("distributed optimizer (zero " + std::to_string(p.zero) + ")");
   if (p.zero == 3) extras.push_back("zero 3");

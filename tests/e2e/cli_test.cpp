@@ -87,6 +87,18 @@ TEST(Cli, FlagsOverrideTheScenario) {
   EXPECT_EQ(j["plan"]["dp"], 8);
   EXPECT_EQ(j["plan"]["tp"], 4);
   EXPECT_EQ(j["stages"].size(), 2u);
+  // The attention backend is a plan field like the others: echoed, and the unfused core is
+  // slower than the fused kernel on the same plan.
+  const auto flash =
+      test::run_trainsim({"run", kScenario, "--engine", "analytic", "--format", "json"});
+  const auto unfused = test::run_trainsim({"run", kScenario, "--engine", "analytic", "--format",
+                                           "json", "--attention-backend", "unfused"});
+  ASSERT_EQ(unfused.exit_code, 0) << unfused.err;
+  const auto jf = nlohmann::json::parse(flash.out), ju = nlohmann::json::parse(unfused.out);
+  EXPECT_EQ(jf["plan"]["attention_backend"], "flash");
+  EXPECT_EQ(ju["plan"]["attention_backend"], "unfused");
+  EXPECT_GT(ju["step_time_s"].get<double>(), jf["step_time_s"].get<double>());
+  EXPECT_EQ(test::run_trainsim({"run", kScenario, "--attention-backend", "fused"}).exit_code, 2);
 }
 
 // The rank order decides which links a group uses: with dp innermost the four DP ranks share a

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/stage_cost.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/partition.hpp"
 #include "tests/support/support.hpp"
@@ -270,6 +271,73 @@ TEST(CostModel, RecomputeIsTheDecodersForwardOrTheAttentionCore) {
               1e-12 * none.stages[1].forward.seconds);
   EXPECT_EQ(tp_allreduce(full.stages[1].recompute).bytes,
             tp_allreduce(none.stages[1].forward).bytes);
+}
+
+// The unfused attention backend: per layer and micro-batch, the QK^T and PV batched GEMMs over
+// the full s x s scores of every head (2 b a s^2 d FLOPs each; 4 of them in the backward), a
+// softmax reading and writing b a s^2 BF16 elements (its gradient reads two and writes one), the
+// rest of the layer unchanged; selective recomputation re-runs that core, and the memory model
+// keeps the scores, as it does for options without flash attention.
+TEST(CostModel, UnfusedAttentionIsBatchedGemmsAroundASoftmax) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  Plan p = plan_of(2, 1, 2048);
+  p.mbs = 2;
+  p.recompute = Recompute::kSelective;
+  const auto part = test::uniform_partition(m, 1);
+  const CostModel flash = compute_costs(m, pf, p, part);
+  p.attention_backend = AttentionBackend::kUnfused;
+  const CostModel unfused = compute_costs(m, pf, p, part);
+  const double b = 2, a = 32.0 / 2, s = 2048, d = 128, layers = 32;
+  const double core = 2 * b * a * s * s * d;
+  auto find = [](const PassCost& pass, const std::string& name) -> const KernelCost* {
+    for (const auto& k : pass.kernels) {
+      if (k.name == name) return &k;
+    }
+    return nullptr;
+  };
+  const auto& st = unfused.stages[0];
+  for (const char* name : {"decoder.attention.scores", "decoder.attention.context"}) {
+    const auto* k = find(st.forward, name);
+    ASSERT_NE(k, nullptr) << name;
+    EXPECT_EQ(k->kind, KernelKind::kGemm);
+    EXPECT_DOUBLE_EQ(k->flops, core) << name;
+    EXPECT_EQ(k->count, layers);
+  }
+  const auto* softmax = find(st.forward, "decoder.attention.softmax");
+  ASSERT_NE(softmax, nullptr);
+  EXPECT_DOUBLE_EQ(softmax->bytes, 4 * b * a * s * s);
+  EXPECT_EQ(find(st.forward, "decoder.attention"), nullptr);
+  double backward_core = 0;
+  for (const auto& k : st.backward.kernels) {
+    if (k.name.starts_with("decoder.attention.") && k.kind == KernelKind::kGemm)
+      backward_core += k.flops;
+  }
+  EXPECT_DOUBLE_EQ(backward_core, 4 * core);
+  EXPECT_DOUBLE_EQ(find(st.backward, "decoder.attention.softmax.grad")->bytes, 6 * b * a * s * s);
+  EXPECT_EQ(find(st.backward, "decoder.attention.grad"), nullptr);
+  // The rest of the layer: the same GEMM FLOPs as with flash attention.
+  EXPECT_DOUBLE_EQ(sum_flops(st.forward, KernelKind::kGemm) - 2 * core * layers,
+                   sum_flops(flash.stages[0].forward, KernelKind::kGemm));
+  // Selective recomputation: the three kernels of the core, once per layer.
+  double core_seconds = 0;
+  for (const auto& k : st.forward.kernels) {
+    if (k.name.starts_with("decoder.attention."))
+      core_seconds += k.time.seconds * static_cast<double>(k.count);
+  }
+  EXPECT_NEAR(st.recompute.seconds, core_seconds, 1e-12 * core_seconds);
+  // Memory, without recomputation (selective would drop the scores): the backend decides
+  // whether they are kept.
+  p.recompute = Recompute::kNone;
+  Plan flash_plan = p;
+  flash_plan.attention_backend = AttentionBackend::kFlash;
+  ActivationOptions no_flash;
+  no_flash.flash_attention = false;
+  const auto kept = compute_memory(m, pf, flash_plan, part, flash, no_flash);
+  const auto from_plan = compute_memory(m, pf, p, part, unfused, {});
+  EXPECT_DOUBLE_EQ(from_plan.stages[0].peak_allocated, kept.stages[0].peak_allocated);
+  EXPECT_GT(from_plan.stages[0].peak_allocated,
+            compute_memory(m, pf, flash_plan, part, flash, {}).stages[0].peak_allocated);
 }
 
 // Zero-bubble split: input gradient + weight gradient = the whole backward.

@@ -88,16 +88,19 @@ TEST(ValidateSc21, MeasuredIsEq3OverTheRateAndPredictedTheScriptsPlan) {
   p.gbs = 512;
   p.seq_len = 2048;
   p.recompute = Recompute::kFull;
+  p.attention_backend = AttentionBackend::kUnfused;
   p.overlap_grad_reduce = true;  // torch DDP
   const Model m = gpt(24, 2304, 24);
   const Platform pf = test::catalog_platform("a100-sxm-hdr");
   EXPECT_DOUBLE_EQ(row.predicted, evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s);
   EXPECT_EQ(row.setup,
-            "24 x 2304, tp 1 pp 1 dp 32, mbs 16, gbs 512, seq 2048, full recompute, torch DDP");
+            "24 x 2304, tp 1 pp 1 dp 32, mbs 16, gbs 512, seq 2048, full recompute, unfused "
+            "attention, torch DDP");
   // The second row has the same width and depth, so the same script row: its own layout.
   ASSERT_FALSE(set.rows[1].skipped) << *set.rows[1].skipped;
   EXPECT_EQ(set.rows[1].setup,
-            "24 x 2304, tp 1 pp 2 dp 2, mbs 16, gbs 64, seq 2048, full recompute, torch DDP");
+            "24 x 2304, tp 1 pp 2 dp 2, mbs 16, gbs 64, seq 2048, full recompute, unfused "
+            "attention, torch DDP");
 }
 
 TEST(ValidateSc21, LayersPerVirtualStageGiveTheInterleavedSchedule) {
@@ -107,7 +110,8 @@ TEST(ValidateSc21, LayersPerVirtualStageGiveTheInterleavedSchedule) {
   ASSERT_FALSE(set.rows[0].skipped) << *set.rows[0].skipped;
   // 24 layers over pp 2 in chunks of 3: vp 4; local DDP reduces after the backward pass.
   EXPECT_EQ(set.rows[0].setup,
-            "24 x 2304, tp 1 pp 2 x vp 4 dp 2, mbs 2, gbs 16, seq 2048, full recompute, local DDP");
+            "24 x 2304, tp 1 pp 2 x vp 4 dp 2, mbs 2, gbs 16, seq 2048, full recompute, unfused "
+            "attention, local DDP");
   Plan p;
   p.pp = 2;
   p.vp = 4;
@@ -116,6 +120,7 @@ TEST(ValidateSc21, LayersPerVirtualStageGiveTheInterleavedSchedule) {
   p.gbs = 16;
   p.seq_len = 2048;
   p.recompute = Recompute::kFull;
+  p.attention_backend = AttentionBackend::kUnfused;
   p.schedule = ScheduleKind::kInterleaved;
   const Model m = gpt(24, 2304, 24);
   const Platform pf = test::catalog_platform("a100-sxm-hdr");
