@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/check/wording.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
@@ -319,11 +320,7 @@ std::string changed_recipe(const InputRequest& req) {
   if (req.platform) flags.push_back("--platform");
   for (const auto& [field, value] : req.plan_flags) flags.push_back(flag_of(field));
   if (flags.empty()) return "";
-  std::string out;
-  for (std::size_t i = 0; i < flags.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == flags.size() ? " and " : ", ") + flags[i];
-  }
-  return out + (flags.size() == 1 ? " changes" : " change") +
+  return and_list(flags) + (flags.size() == 1 ? " changes" : " change") +
          " the recipe the published step time was measured on";
 }
 

@@ -81,6 +81,8 @@ struct Provenance {
 struct PublishedStepTime {
   double step_time_s = 0;
   std::string source;  // who measured it and where it was published
+  /// A prediction's signed error against this figure: predicted / published - 1.
+  double error_of(double predicted) const { return predicted / step_time_s - 1.0; }
 };
 
 /// A scenario's published step times as a report shows them: compared with the prediction when

@@ -61,7 +61,7 @@ std::string report_json(const Report& r) {
     J figures = J::array();
     for (const auto& f : r.published.figures) {
       J fj{{"step_time_s", f.step_time_s}, {"source", f.source}};
-      if (r.published.not_compared.empty()) fj["error"] = r.step_time_s / f.step_time_s - 1.0;
+      if (r.published.not_compared.empty()) fj["error"] = f.error_of(r.step_time_s);
       figures.push_back(std::move(fj));
     }
     j["published"] = J{{"step_times", std::move(figures)}};

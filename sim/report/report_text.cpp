@@ -77,7 +77,7 @@ void write_published(const Report& r, std::ostringstream& o) {
   }
   for (std::size_t i = 0; i < pub.figures.size(); ++i) {
     const auto& f = pub.figures[i];
-    const double error = r.step_time_s / f.step_time_s - 1.0;
+    const double error = f.error_of(r.step_time_s);
     const bool inside = f.step_time_s >= r.step_time_p10_s && f.step_time_s <= r.step_time_p90_s;
     o << (i == 0 ? "published            " : "                     ")
       << format_fixed(f.step_time_s, 3) << " s, " << f.source << " (trainsim "

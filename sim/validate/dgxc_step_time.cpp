@@ -14,7 +14,7 @@
 #include "sim/core/json_reader.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/validate/reference_fields.hpp"
-#include "sim/validate/split.hpp"
+#include "sim/validate/step_time.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace trainsim {
@@ -110,14 +110,12 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   setup << " dp " << plan.dp << ", mbs " << plan.mbs << ", gbs " << plan.gbs << ", seq "
         << plan.seq_len << ", " << to_string(plan.precision);
   row.setup = setup.str();
-  try {
-    const Model m =
-        load_model(resolve_catalog_entry("models", catalog_model(model), path + ".model"));
-    validate_plan(plan, m, platform, {});
-    row.predicted = evaluate(m, platform, plan, build_partition(m, platform, plan)).sim.step_time_s;
-  } catch (const InputError& e) {
-    row.skipped = std::string("not expressible: ") + e.what();
-  }
+  predict_step_time(
+      row,
+      [&] {
+        return load_model(resolve_catalog_entry("models", catalog_model(model), path + ".model"));
+      },
+      plan, platform);
   return row;
 }
 
@@ -129,17 +127,13 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
   const nlohmann::json j = load_json_file(reference);
   const auto& rows =
       reference_rows(j, file, "not a DGX Cloud benchmark table (an object with a \"rows\" array)");
-  ValidationSet set;
-  set.quantity = Quantity::kStepTime;
-  set.reference = reference.filename().string();
-  set.metric =
+  ValidationSet set = step_time_set(
+      reference, platform,
       "measured: seconds per optimizer step in NVIDIA's DGX Cloud benchmark READMEs; predicted: "
       "trainsim's step time (analytic engine, symmetric replay) for the row's model, layout, "
       "batch, sequence and precision with NeMo's pre-training defaults: sequence parallelism "
       "with TP, the distributed optimizer with overlapped gradient reduce-scatter and parameter "
-      "all-gather, TP communication overlapped with its GEMMs, no recomputation";
-  set.platform = platform.name;
-  set.band = platform.calibration.band;
+      "all-gather, TP communication overlapped with its GEMMs, no recomputation");
   for_each_row(rows, file, [&](const nlohmann::json& row, const std::string& path) {
     set.rows.push_back(dgxc_row(row, file, path, platform));
   });

@@ -16,7 +16,7 @@
 #include "sim/core/json_reader.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/validate/reference_fields.hpp"
-#include "sim/validate/split.hpp"
+#include "sim/validate/step_time.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace trainsim {
@@ -135,13 +135,13 @@ ValidationRow table1_row(const nlohmann::json& j, const std::string& file, const
                                      "$.rows_table1[" + std::to_string(*script) + "]"),
                               m);
   row.setup = sc21_setup(m, plan);
-  try {
-    validate_model(m, file);
-    validate_plan(plan, m, platform, {});
-    row.predicted = evaluate(m, platform, plan, build_partition(m, platform, plan)).sim.step_time_s;
-  } catch (const InputError& e) {
-    row.skipped = std::string("not expressible: ") + e.what();
-  }
+  predict_step_time(
+      row,
+      [&] {
+        validate_model(m, file);
+        return m;
+      },
+      plan, platform);
   return row;
 }
 
@@ -169,28 +169,24 @@ ValidationSet validate_sc21_step_time(const std::filesystem::path& reference,
                                       const Platform& platform) {
   const std::string file = reference.string();
   const nlohmann::json j = load_json_file(reference);
-  reference_rows(j, file, "not the SC21 tables (an object with a \"rows_table1\" array)",
-                 "rows_table1");
+  const auto& table1 = reference_rows(
+      j, file, "not the SC21 tables (an object with a \"rows_table1\" array)", "rows_table1");
   std::filesystem::path args_path = reference;
   args_path.replace_filename("narayanan2021_sc21_run_args.json");
   std::optional<nlohmann::json> args;
   std::error_code ec;
   if (std::filesystem::is_regular_file(args_path, ec)) args = load_json_file(args_path);
 
-  ValidationSet set;
-  set.quantity = Quantity::kStepTime;
-  set.reference = reference.filename().string();
-  set.metric =
+  ValidationSet set = step_time_set(
+      reference, platform,
       "measured: the step time implied by Megatron-LM's SC21 Table 1 on DGX A100 (the paper's "
       "Eq. 3 FLOPs of a step over its TFLOP/s per GPU and GPU count); predicted: trainsim's step "
       "time (analytic engine, symmetric replay) for the model, layout and batch of the row with "
       "the micro-batch size, virtual pipeline size and DDP of NVIDIA's launch script, full "
       "recomputation, unfused attention, no sequence parallelism or distributed optimizer "
-      "(2021)";
-  set.platform = platform.name;
-  set.band = platform.calibration.band;
+      "(2021)");
   for_each_row(
-      j.at("rows_table1"), file,
+      table1, file,
       [&](const nlohmann::json& row, const std::string& path) {
         set.rows.push_back(
             table1_row(row, file, path, args ? &*args : nullptr, args_path.string(), platform));

@@ -69,6 +69,25 @@ Model gpt(std::int64_t layers, std::int64_t hidden, std::int64_t heads) {
   return m;
 }
 
+// The plan a launch-script row gives the 24-layer, 2304-wide GPT of these tests, and its step.
+Plan sc21_recipe(std::int64_t pp, std::int64_t dp, std::int64_t mbs, std::int64_t gbs) {
+  Plan p;
+  p.pp = pp;
+  p.dp = dp;
+  p.mbs = mbs;
+  p.gbs = gbs;
+  p.seq_len = 2048;
+  p.recompute = Recompute::kFull;
+  p.attention_backend = AttentionBackend::kUnfused;
+  return p;
+}
+
+double simulated_step(const Plan& p) {
+  const Model m = gpt(24, 2304, 24);
+  const Platform pf = test::catalog_platform("a100-sxm-hdr");
+  return evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s;
+}
+
 TEST(ValidateSc21, MeasuredIsEq3OverTheRateAndPredictedTheScriptsPlan) {
   const auto set = validate_tables(
       nlohmann::json::array(
@@ -82,17 +101,9 @@ TEST(ValidateSc21, MeasuredIsEq3OverTheRateAndPredictedTheScriptsPlan) {
   const double h = 2304, l = 24, s = 2048, v = 51200;
   const double flops = 96 * 512 * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
   EXPECT_DOUBLE_EQ(row.measured, flops / (137e12 * 32));
-  Plan p;
-  p.dp = 32;
-  p.mbs = 16;
-  p.gbs = 512;
-  p.seq_len = 2048;
-  p.recompute = Recompute::kFull;
-  p.attention_backend = AttentionBackend::kUnfused;
+  Plan p = sc21_recipe(1, 32, 16, 512);
   p.overlap_grad_reduce = true;  // torch DDP
-  const Model m = gpt(24, 2304, 24);
-  const Platform pf = test::catalog_platform("a100-sxm-hdr");
-  EXPECT_DOUBLE_EQ(row.predicted, evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s);
+  EXPECT_DOUBLE_EQ(row.predicted, simulated_step(p));
   EXPECT_EQ(row.setup,
             "24 x 2304, tp 1 pp 1 dp 32, mbs 16, gbs 512, seq 2048, full recompute, unfused "
             "attention, torch DDP");
@@ -112,20 +123,10 @@ TEST(ValidateSc21, LayersPerVirtualStageGiveTheInterleavedSchedule) {
   EXPECT_EQ(set.rows[0].setup,
             "24 x 2304, tp 1 pp 2 x vp 4 dp 2, mbs 2, gbs 16, seq 2048, full recompute, unfused "
             "attention, local DDP");
-  Plan p;
-  p.pp = 2;
+  Plan p = sc21_recipe(2, 2, 2, 16);
   p.vp = 4;
-  p.dp = 2;
-  p.mbs = 2;
-  p.gbs = 16;
-  p.seq_len = 2048;
-  p.recompute = Recompute::kFull;
-  p.attention_backend = AttentionBackend::kUnfused;
   p.schedule = ScheduleKind::kInterleaved;
-  const Model m = gpt(24, 2304, 24);
-  const Platform pf = test::catalog_platform("a100-sxm-hdr");
-  EXPECT_DOUBLE_EQ(set.rows[0].predicted,
-                   evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s);
+  EXPECT_DOUBLE_EQ(set.rows[0].predicted, simulated_step(p));
 }
 
 TEST(ValidateSc21, RowsWithoutAFullRecipeSayWhy) {
