@@ -188,6 +188,11 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   if (plan.tp_comm_overlap && plan.tp == 1) {
     fail_input(origin.of("tp_comm_overlap"), "needs --tp 2 or more");
   }
+  if (plan.tp_comm_overlap && !plan.sp) {
+    // Megatron-LM: "Tensor parallel communication/GEMM overlap can happen only when sequence
+    // parallelism is enabled".
+    fail_input(origin.of("tp_comm_overlap"), "needs --sp (sequence parallelism)");
+  }
   if (plan.overlap_param_gather && !plan.distributed_optimizer()) {
     fail_input(origin.of("overlap_param_gather"),
                "needs the distributed optimizer (--zero 1 or more), as in Megatron-LM");

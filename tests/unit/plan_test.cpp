@@ -260,6 +260,12 @@ TEST_F(PlanRules, SchedulesAndOverlap) {
   p.tp_comm_overlap = false;
   p.sp = true;
   EXPECT_EQ(error_of(p), "--sp: sequence parallelism needs --tp 2 or more");
+  // Megatron-LM overlaps TP communication only with sequence parallelism.
+  p = base();
+  p.tp_comm_overlap = true;
+  p.sp = false;
+  ASSERT_GT(p.tp, 1);
+  EXPECT_EQ(error_of(p), "--tp-comm-overlap: needs --sp (sequence parallelism)");
   p = base();
   p.overlap_p2p_comm = false;
   EXPECT_EQ(error_of(p).rfind("--overlap-p2p-comm: applies to the interleaved schedule only", 0),
