@@ -1,6 +1,7 @@
 #include "sim/cost/layer_ops.hpp"
 
 #include <cmath>
+#include <utility>
 
 namespace trainsim {
 
@@ -23,6 +24,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.vocab = static_cast<double>(padded_vocab) / t;
   s.rope = model.position_embedding == PositionEmbedding::kRope;
   s.sp = plan.sp;
+  s.tp_comm_overlap = plan.tp_comm_overlap;
   s.batch = plan.mbs;
   s.head_dim = model.head_dim;
   s.heads = model.num_attention_heads / plan.tp;
@@ -36,7 +38,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
 
 void add_collective(std::vector<CollectiveLoad>& list, const CollectiveLoad& load) {
   for (auto& c : list) {
-    if (c.kind == load.kind && c.dim == load.dim) {
+    if (c.kind == load.kind && c.dim == load.dim && c.alongside == load.alongside) {
       c.bytes += load.bytes;
       c.count += load.count;
       return;
@@ -47,10 +49,13 @@ void add_collective(std::vector<CollectiveLoad>& list, const CollectiveLoad& loa
 
 CollectiveLoad collective_load(const std::vector<CollectiveLoad>& list, CollectiveKind kind,
                                Dim dim) {
+  CollectiveLoad out{kind, dim, 0, 0};
   for (const auto& c : list) {
-    if (c.kind == kind && c.dim == dim) return c;
+    if (c.kind != kind || c.dim != dim) continue;
+    out.bytes += c.bytes;
+    out.count += c.count;
   }
-  return {kind, dim, 0, 0};
+  return out;
 }
 
 namespace {
@@ -59,6 +64,67 @@ namespace {
 void tp_allreduce(BlockPass& p, double bytes, std::int64_t n = 1) {
   add_collective(p.collectives,
                  {CollectiveKind::kAllReduce, Dim::kTP, bytes * static_cast<double>(n), n});
+}
+
+// One TP call of `kind` on a `bytes` buffer: after the pass's kernels or, when `alongside`,
+// beside them, overlapping the GEMM named `gemm` by `method`.
+void tp_call(BlockPass& p, CollectiveKind kind, double bytes, bool alongside, std::string gemm,
+             OverlapMethod method) {
+  add_collective(p.collectives, {kind, Dim::kTP, bytes, 1, alongside});
+  if (alongside) p.overlaps.push_back({kind, bytes, std::move(gemm), method});
+}
+
+// Bytes per element of an all-gathered GEMM input: in FP8 Transformer Engine gathers the
+// quantised operand the GEMM reads (its norm writes FP8 directly), else the BF16 activation.
+double gathered_bytes(const LayerShape& s) {
+  return s.gemm_dtype == DType::kFP8 ? 1.0 : s.act_bytes;
+}
+
+// The forward's TP collectives. Without sequence parallelism the row-parallel outputs are
+// all-reduced after their GEMMs. With it each column-parallel GEMM's input is all-gathered
+// and each row-parallel GEMM's output reduce-scattered; --tp-comm-overlap runs each beside its
+// GEMM (Transformer Engine's defaults: ring exchange for the gathers, 4-way pipelined
+// reduce-scatters).
+void decoder_forward_tp(const LayerShape& s, BlockPass& p) {
+  const double T = s.tokens, h = s.hidden, e = s.act_bytes;
+  if (!s.sp) {
+    tp_allreduce(p, T * h * e, 2);  // after out_proj and after mlp_down
+    return;
+  }
+  const bool ub = s.tp_comm_overlap;
+  const double a = gathered_bytes(s);
+  tp_call(p, CollectiveKind::kAllGather, T * h * a, ub, "qkv_proj", OverlapMethod::kRingExchange);
+  tp_call(p, CollectiveKind::kReduceScatter, T * h * e, ub, "out_proj", OverlapMethod::kPipelined);
+  tp_call(p, CollectiveKind::kAllGather, T * h * a, ub, "mlp_up", OverlapMethod::kRingExchange);
+  tp_call(p, CollectiveKind::kReduceScatter, T * h * e, ub, "mlp_down", OverlapMethod::kPipelined);
+}
+
+// The backward's. A column-parallel GEMM's input gradient is all-reduced (reduce-scattered
+// with sequence parallelism) while its weight gradient runs: Megatron-LM and Transformer Engine
+// post it asynchronously, with or without --tp-comm-overlap. With sequence parallelism the
+// GEMM's input is gathered again for the weight gradient, beside the data gradient, and each
+// row-parallel GEMM's output gradient is all-gathered first (beside its data gradient, in FP8,
+// with --tp-comm-overlap).
+void decoder_backward_tp(const LayerShape& s, BlockPass& p) {
+  const double T = s.tokens, h = s.hidden, e = s.act_bytes;
+  if (!s.sp) {
+    tp_call(p, CollectiveKind::kAllReduce, T * h * e, true, "mlp_up.wgrad", OverlapMethod::kBulk);
+    tp_call(p, CollectiveKind::kAllReduce, T * h * e, true, "qkv_proj.wgrad", OverlapMethod::kBulk);
+    return;
+  }
+  const bool ub = s.tp_comm_overlap;
+  const double a = gathered_bytes(s), grad = ub ? a : e;
+  // Each row-parallel GEMM with the column-parallel one before it, in backward order.
+  const std::pair<std::string, std::string> layers[] = {{"mlp_down", "mlp_up"},
+                                                        {"out_proj", "qkv_proj"}};
+  for (const auto& [row, column] : layers) {
+    tp_call(p, CollectiveKind::kAllGather, T * h * grad, ub, row + ".dgrad",
+            OverlapMethod::kRingExchange);
+    tp_call(p, CollectiveKind::kAllGather, T * h * a, true, column + ".dgrad",
+            OverlapMethod::kBulk);
+    tp_call(p, CollectiveKind::kReduceScatter, T * h * e, true, column + ".wgrad",
+            OverlapMethod::kBulk);
+  }
 }
 
 std::int64_t whole(double x) {
@@ -138,7 +204,7 @@ std::string act_op(const LayerShape& s) {
 }
 
 void decoder_forward(const LayerShape& s, BlockPass& p) {
-  const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
+  const double T = s.tokens, h = s.hidden, S = s.sharded_tokens();
   const double qkv = s.q + 2.0 * s.kv;
   const DType g = s.gemm_dtype;
   auto& k = p.kernels;
@@ -153,7 +219,7 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
   k.push_back(elementwise("activation", act_op(s), T, s.ffn));
   linear(k, "mlp_down", T, s.ffn, h, g);
   k.push_back(elementwise("residual_add", "add", S, h));
-  if (s.tp > 1) tp_allreduce(p, T * h * e, 2);  // after out_proj and after mlp_down
+  if (s.tp > 1) decoder_forward_tp(s, p);
 }
 
 // Backward of a GEMM: the data gradient and the weight gradient, each as many FLOPs as forward.
@@ -168,7 +234,7 @@ void gemm_backward(std::vector<KernelSpec>& k, const std::string& name, double m
 }
 
 void decoder_backward(const LayerShape& s, BlockPass& p) {
-  const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
+  const double T = s.tokens, h = s.hidden, S = s.sharded_tokens();
   const double qkv = s.q + 2.0 * s.kv;
   const DType g = s.gemm_dtype;
   auto& k = p.kernels;
@@ -184,7 +250,7 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
   if (s.rope) k.push_back(elementwise("rope.grad", "rope.grad", T, s.q + s.kv));
   gemm_backward(k, "qkv_proj", T, h, qkv, g);
   k.push_back(elementwise("input_norm.grad", norm_op(s) + ".grad", S, h));
-  if (s.tp > 1) tp_allreduce(p, T * h * e, 2);  // input grads of qkv_proj and mlp_up
+  if (s.tp > 1) decoder_backward_tp(s, p);
 }
 
 }  // namespace

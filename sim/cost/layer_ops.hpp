@@ -3,8 +3,8 @@
 // micro-batch, for each kind of block. Megatron-LM layout: column-parallel QKV and MLP-up,
 // row-parallel output and MLP-down projections, vocabulary-parallel embedding, LM head and
 // cross-entropy. With sequence parallelism the norms and residual adds run on the rank's
-// 1/tp of the tokens, and each TP all-reduce becomes a reduce-scatter plus an all-gather: the
-// same ring traffic and steps, so the collectives are costed as the all-reduces they replace.
+// 1/tp of the tokens, and each TP all-reduce of a decoder layer becomes the all-gather and the
+// reduce-scatter around its GEMMs, each paired with the GEMM it overlaps where one does.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,23 +27,46 @@ struct KernelSpec {
 };
 
 /// Collectives a pass issues on the group of one parallel dimension: `count` calls of `kind`
-/// moving `bytes` in total (per member), each call paying the collective's latency.
+/// moving `bytes` in total (per member), each call paying the collective's latency. A TP
+/// collective `alongside` runs on its own stream beside the pass's kernels (the next pass waits
+/// for both); otherwise it runs after them, on the compute stream.
 struct CollectiveLoad {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   Dim dim = Dim::kTP;
   double bytes = 0;
   std::int64_t count = 0;
+  bool alongside = false;
 };
 
-/// Adds `load` to a pass's list, merged with the calls of the same kind on the same dimension.
+/// Adds `load` to a pass's list, merged with the calls of the same kind on the same dimension
+/// that run the same way (alongside or after).
 void add_collective(std::vector<CollectiveLoad>& list, const CollectiveLoad& load);
-/// The calls of `kind` on `dim` in a list (zero calls when there are none).
+/// The calls of `kind` on `dim` in a list, alongside or not (zero calls when there are none).
 CollectiveLoad collective_load(const std::vector<CollectiveLoad>& list, CollectiveKind kind,
                                Dim dim);
+
+/// How a TP collective overlaps the GEMM it feeds or follows (Transformer Engine's userbuffers
+/// methods, sim/cost/tp_overlap.hpp prices each).
+enum class OverlapMethod {
+  kBulk,          // independent of the GEMM, beside it: the input re-gather, the dgrad's reduction
+  kRingExchange,  // all-gather in tp chunks, the GEMM on each chunk as it arrives
+  kPipelined,     // the GEMM in chunks, each chunk's reduce-scatter after it
+};
+
+/// One TP collective call beside one GEMM of the same pass (by the GEMM's kernel name).
+struct OverlapPair {
+  CollectiveKind kind = CollectiveKind::kAllGather;
+  double bytes = 0;  // per call
+  std::string gemm;
+  OverlapMethod method = OverlapMethod::kBulk;
+};
 
 struct BlockPass {
   std::vector<KernelSpec> kernels;
   std::vector<CollectiveLoad> collectives;
+  /// The alongside TP calls of `collectives`, each with the GEMM it overlaps: the pass stalls
+  /// where a call outlasts its GEMM's share (compute_costs prices them on the TP group).
+  std::vector<OverlapPair> overlaps;
 };
 
 struct LayerShape {
@@ -59,6 +82,9 @@ struct LayerShape {
   bool rope = true;
   std::int64_t tp = 1;
   bool sp = false;  // sequence parallelism
+  /// Plan::tp_comm_overlap: Transformer Engine's userbuffers overlap of the forward's TP
+  /// all-gathers and reduce-scatters and the backward's gradient all-gathers with their GEMMs.
+  bool tp_comm_overlap = false;
   /// Tokens of the norms and residual adds on this rank.
   double sharded_tokens() const { return sp ? tokens / static_cast<double>(tp) : tokens; }
   // Integer shapes for the kernel-timing database.

@@ -1,12 +1,17 @@
 #include "sim/cost/stage_cost.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
-#include "sim/platform/kernel_db.hpp"
-
+#include "sim/collective/group_collectives.hpp"
+#include "sim/cost/tp_overlap.hpp"
 #include "sim/model/params.hpp"
+#include "sim/plan/layout.hpp"
 #include "sim/plan/partition.hpp"
 #include "sim/plan/vocab.hpp"
+#include "sim/platform/kernel_db.hpp"
+#include "sim/platform/topology.hpp"
 
 namespace trainsim {
 
@@ -21,18 +26,68 @@ std::int64_t layer_params_per_rank(const Model& m, std::int64_t tp) {
 
 namespace {
 
-// What every kernel of a plan's step is costed with: the platform and the calibrated factor on
-// compute-bound kernels for the plan's GPU count (each kernel's precision is its shape's).
+// The first TP group as placed, on a topology holding GPUs up to its last: what the TP calls
+// that overlap a GEMM are priced on (every TP group of a plan is a translate of it).
+class TpGroup {
+ public:
+  explicit TpGroup(const Platform& platform, const Plan& plan)
+      : TpGroup(platform, first_group(plan)) {}
+  double seconds(CollectiveKind kind, double bytes) const {
+    return group_.choose(kind, bytes, 1).seconds;
+  }
+
+ private:
+  TpGroup(const Platform& platform, Members members)
+      : topology_(platform, *std::max_element(members.begin(), members.end()) + 1),
+        group_(topology_, std::move(members)) {}
+  static Members first_group(const Plan& plan) {
+    Members out;
+    for (auto r : Layout(plan).group(Dim::kTP, 0)) out.push_back(static_cast<std::int32_t>(r));
+    return out;
+  }
+  Topology topology_;
+  GroupCollectives group_;
+};
+
+// What every kernel of a plan's step is costed with: the platform, the calibrated factor on
+// compute-bound kernels for the plan's GPU count (each kernel's precision is its shape's) and,
+// with TP, the group the overlapped TP calls are priced on.
 struct Costing {
   const Platform& platform;
   double compute_factor;
+  std::int64_t tp_size;
+  std::unique_ptr<TpGroup> tp;
   Costing(const Platform& p, const Plan& plan)
-      : platform(p), compute_factor(compute_time_factor(p.calibration, plan.world_size())) {}
+      : platform(p),
+        compute_factor(compute_time_factor(p.calibration, plan.world_size())),
+        tp_size(plan.tp) {
+    if (plan.tp > 1) tp = std::make_unique<TpGroup>(p, plan);
+  }
 };
+
+// Each overlapped TP call's stall (tp_overlap.hpp) beside its GEMM among the pass's kernels
+// from `first` on (the block's), `count` times; a call whose GEMM the pass lacks (a zero-bubble
+// input-gradient pass without its weight gradients) stalls nothing.
+void add_overlap_stalls(PassCost& pass, std::size_t first, const std::string& prefix,
+                        const BlockPass& block, std::int64_t count, const Costing& costing) {
+  if (!costing.tp) return;
+  for (const auto& o : block.overlaps) {
+    const std::string name = prefix + "." + o.gemm;
+    const auto it =
+        std::find_if(pass.kernels.begin() + static_cast<std::ptrdiff_t>(first), pass.kernels.end(),
+                     [&](const KernelCost& k) { return k.name == name; });
+    if (it == pass.kernels.end()) continue;
+    const double stall = overlap_stall(o.method, it->time.seconds,
+                                       costing.tp->seconds(o.kind, o.bytes), costing.tp_size);
+    pass.tp_stall_s += stall * static_cast<double>(count);
+    pass.seconds += stall * static_cast<double>(count);
+  }
+}
 
 void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block, std::int64_t count,
               const Costing& costing) {
   const Platform& platform = costing.platform;
+  const std::size_t first = pass.kernels.size();
   for (const auto& k : block.kernels) {
     KernelCost kc;
     kc.name = prefix + "." + k.name;
@@ -49,9 +104,10 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     pass.kernels.push_back(std::move(kc));
   }
   for (const auto& c : block.collectives) {
-    add_collective(pass.collectives,
-                   {c.kind, c.dim, c.bytes * static_cast<double>(count), c.count * count});
+    add_collective(pass.collectives, {c.kind, c.dim, c.bytes * static_cast<double>(count),
+                                      c.count * count, c.alongside});
   }
+  add_overlap_stalls(pass, first, prefix, block, count, costing);
 }
 
 // The kernels of a pass that satisfy `keep`, with or without the pass's collectives.
@@ -61,7 +117,10 @@ BlockPass filtered(const BlockPass& pass, Keep keep, bool with_collectives) {
   for (const auto& k : pass.kernels) {
     if (keep(k)) out.kernels.push_back(k);
   }
-  if (with_collectives) out.collectives = pass.collectives;
+  if (with_collectives) {
+    out.collectives = pass.collectives;
+    out.overlaps = pass.overlaps;
+  }
   return out;
 }
 

@@ -26,7 +26,9 @@ struct KernelCost {
 };
 
 struct PassCost {
-  double seconds = 0;  // all kernels of the pass, summed
+  double seconds = 0;  // all kernels of the pass, summed, and tp_stall_s
+  /// Where TP calls beside the pass's GEMMs outlast them: the GEMMs' wait (sim/cost/tp_overlap).
+  double tp_stall_s = 0;
   std::vector<KernelCost> kernels;
   std::vector<CollectiveLoad> collectives;  // issued after the pass's compute (or beside it)
 };

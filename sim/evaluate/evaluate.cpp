@@ -49,7 +49,7 @@ std::vector<std::int64_t> deepspeed_layer_params(const Model& model, const Plan&
 namespace {
 
 // Compute plus TP collectives of a forward and a backward pass, the collectives priced on the
-// first TP group as placed.
+// first TP group as placed (those beside the compute count only by the stalls in its time).
 class PassTimer {
  public:
   PassTimer(const Platform& platform, const Plan& plan)
@@ -58,7 +58,9 @@ class PassTimer {
     double t = forward.seconds + backward.seconds;
     for (const PassCost* pass : {&forward, &backward}) {
       for (const auto& c : pass->collectives) {
-        if (c.dim == Dim::kTP && c.count > 0) t += tp_.choose(c.kind, c.bytes, c.count).seconds;
+        if (c.dim == Dim::kTP && c.count > 0 && !c.alongside) {
+          t += tp_.choose(c.kind, c.bytes, c.count).seconds;
+        }
       }
     }
     return t;

@@ -228,9 +228,9 @@ class RankProgramWriter {
 
   std::int32_t dp_group() const { return groups_[index_of(Dim::kDP)]; }
 
-  // A pass: its compute op, then its collectives after it on the compute stream or, with
-  // --tp-comm-overlap, the TP ones alongside it on the TP stream (same start; the next compute op
-  // waits for both). Returns the op after which the pass's output exists.
+  // A pass: its compute op, then its collectives after it on the compute stream or, for TP calls
+  // marked alongside (sim/cost/layer_ops.hpp), beside it on the TP stream (same start; the next
+  // compute op waits for both). Returns the op after which the pass's output exists.
   Index run(ComputeKind kind, std::int64_t mb, std::int64_t chunk, const PassCost& pass,
             Deps deps = {}) {
     Deps all = take_pending();
@@ -243,7 +243,7 @@ class RankProgramWriter {
     for (const CollectiveLoad& load : pass.collectives) {
       const auto group = groups_[index_of(load.dim)];
       if (group < 0 || load.count == 0) continue;
-      if (load.dim == Dim::kTP && plan_.tp_comm_overlap) {
+      if (load.dim == Dim::kTP && load.alongside) {
         out = b_.collective(Stream::kTP, comm_kind(load.dim), load.kind, group, load.bytes,
                             load.count, mb, alongside);
         pending_.push_back(out);

@@ -374,7 +374,20 @@ TEST(CostModel, SequenceParallelShardsNormsAndMessages) {
     const bool sharded = a.name.ends_with("norm") || a.name.ends_with("residual_add");
     EXPECT_DOUBLE_EQ(b.bytes, sharded ? a.bytes / 4 : a.bytes) << a.name;
   }
-  EXPECT_EQ(tp_allreduce(on.stages[1].forward).bytes, tp_allreduce(off.stages[1].forward).bytes);
+  // Each decoder layer's two all-reduces become an all-gather and a reduce-scatter each, of the
+  // same buffer; the loss's all-reduces stay.
+  const auto gathers = [](const PassCost& pass) {
+    return collective_load(pass.collectives, CollectiveKind::kAllGather, Dim::kTP);
+  };
+  const auto scatters = [](const PassCost& pass) {
+    return collective_load(pass.collectives, CollectiveKind::kReduceScatter, Dim::kTP);
+  };
+  const double loss = 3 * 4096.0 * 4.0;
+  EXPECT_DOUBLE_EQ(tp_allreduce(on.stages[1].forward).bytes, loss);
+  EXPECT_EQ(gathers(on.stages[1].forward).count, 2 * 16);
+  EXPECT_DOUBLE_EQ(gathers(on.stages[1].forward).bytes,
+                   tp_allreduce(off.stages[1].forward).bytes - loss);
+  EXPECT_DOUBLE_EQ(scatters(on.stages[1].forward).bytes, gathers(on.stages[1].forward).bytes);
 }
 
 }  // namespace

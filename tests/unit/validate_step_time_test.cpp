@@ -64,10 +64,9 @@ TEST(ValidateStepTime, PredictionIsTheSimulatedStepOfTheRowsPlan) {
 }
 
 // The accuracy guard: the checking half of the DGX Cloud rows, which the platform's calibration
-// never saw (results/calibrate.py fits on the fitting half). The targets are BF16 mean
-// 3 % and max 8 %, FP8 mean 5 % (max 8 % here too); FP8 meets them, BF16's mean is held at what
-// the model reaches today (3.3 %, max 5.9 %; README, Accuracy), so that any change making it worse
-// fails.
+// never saw (results/calibrate.py fits on the fitting half), held to the targets: BF16
+// mean 3 % and max 8 %, FP8 mean 5 % (max 8 % here too), and the P10-P90 band holding the
+// measured step on at least 80 % of the rows.
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto set = validate_reference(
       test::source_dir() + "/tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json",
@@ -76,10 +75,13 @@ TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto fp8 = set.errors_of(" FP8 ", "check");
   EXPECT_EQ(bf16.rows, 9);
   EXPECT_EQ(fp8.rows, 13);
-  EXPECT_LE(bf16.mean, 0.035);
+  EXPECT_LE(bf16.mean, 0.030);
   EXPECT_LE(bf16.max, 0.080);
   EXPECT_LE(fp8.mean, 0.050);
   EXPECT_LE(fp8.max, 0.080);
+  const auto [inside, checking] = set.in_band("check");
+  EXPECT_EQ(checking, 22);
+  EXPECT_GE(static_cast<double>(inside), 0.8 * static_cast<double>(checking));
 }
 
 TEST(ValidateStepTime, TheSplitIsTheParityOfTheIdsHash) {
