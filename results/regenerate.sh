@@ -42,7 +42,7 @@ trap 'rm -f "$tmp"' EXIT
 --recompute selective
 --recompute full
 --sp
---tp-comm-overlap
+--sp --tp-comm-overlap
 --zero 1
 --zero 1 --overlap-grad-reduce
 --zero 1 --overlap-grad-reduce --overlap-param-gather

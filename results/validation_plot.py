@@ -54,7 +54,9 @@ A100_CAUSE = (
     "batched ones included, at the best A100 GEMM rate whatever its shape; memory-bound kernels "
     "at the sheet's HBM bandwidth) and no calibration block (before its calibration the H100 "
     "platform was 16.6 %% (BF16) and 23.5 %% (FP8) optimistic on average, README); the 2021 runs' dropout on the attention "
-    "probabilities (two more passes over the s x s scores) is not modelled. The unfused attention "
+    "probabilities (two more passes over the s x s scores) is not modelled, and the backward's TP "
+    "all-reduces are priced beside the weight-gradient GEMMs, as today's Megatron-LM posts them "
+    "(the 2021 code may have run them after). The unfused attention "
     "itself is (plan field attention_backend): %.2f s of the 1.7B row's step")
 
 

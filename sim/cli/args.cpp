@@ -35,7 +35,8 @@ po::options_description plan_options() {
       "pp x vp virtual stages, chunk c of stage s being virtual stage c x pp + s (default 1)");
   add("sp", po::bool_switch(),
       "sequence parallelism: elementwise work split over the TP group; each TP all-reduce "
-      "becomes a reduce-scatter plus an all-gather of the same total traffic (needs --tp >= 2)");
+      "becomes an all-gather before a GEMM and a reduce-scatter after one, the same total "
+      "traffic (needs --tp >= 2)");
   add("mbs", s("N"), "micro-batch size in sequences (default 1)");
   add("gbs", s("N"),
       "global batch size in sequences; micro-batches per step = gbs / (mbs x dp), which must "
@@ -91,8 +92,9 @@ po::options_description plan_options() {
       "distributed optimizer: all-gather the updated parameters during the next forward "
       "(needs --zero >= 1 and --overlap-grad-reduce; Megatron-LM default: off)");
   add("tp-comm-overlap", po::bool_switch(),
-      "run TP collectives alongside their GEMMs instead of after them (Transformer Engine "
-      "userbuffers; default off: TP communication exposed)");
+      "run each TP all-gather and reduce-scatter beside the GEMM it feeds or follows "
+      "(Transformer Engine's userbuffers), the pass waiting where one outlasts its GEMM; needs "
+      "--sp (default off: the forward's TP communication exposed)");
   add("no-overlap-p2p-comm", po::bool_switch(),
       "interleaved: wait for pipeline sends and receives on the compute stream (Megatron-LM's "
       "--no-overlap-p2p-communication; by default they run on their own streams)");
