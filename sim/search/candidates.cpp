@@ -34,6 +34,9 @@ Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp) {
   Plan p = plan;
   p.tp = tp;
   p.dp = dp;
+  // Switches that only exist with TP go where TP does (else every tp 1 candidate is invalid).
+  p.sp = plan.sp && tp > 1;
+  p.tp_comm_overlap = plan.tp_comm_overlap && tp > 1;
   return p;
 }
 

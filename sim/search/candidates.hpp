@@ -36,7 +36,7 @@ std::vector<Plan> unpadded_smaller_tp(const Plan& plan, std::int64_t vocab_size)
 
 /// The plan with another global batch.
 Plan with_gbs(const Plan& plan, std::int64_t gbs);
-/// The plan with another TP and DP.
+/// The plan with another TP and DP (at tp 1 without sequence parallelism or TP overlap).
 Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp);
 
 }  // namespace trainsim
