@@ -4,14 +4,12 @@
 #include <cmath>
 #include <memory>
 
-#include "sim/collective/group_collectives.hpp"
+#include "sim/cost/tp_group.hpp"
 #include "sim/cost/tp_overlap.hpp"
 #include "sim/model/params.hpp"
-#include "sim/plan/layout.hpp"
 #include "sim/plan/partition.hpp"
 #include "sim/plan/vocab.hpp"
 #include "sim/platform/kernel_db.hpp"
-#include "sim/platform/topology.hpp"
 
 namespace trainsim {
 
@@ -26,41 +24,15 @@ std::int64_t layer_params_per_rank(const Model& m, std::int64_t tp) {
 
 namespace {
 
-// The first TP group as placed, on a topology holding GPUs up to its last: what the TP calls
-// that overlap a GEMM are priced on (every TP group of a plan is a translate of it).
-class TpGroup {
- public:
-  explicit TpGroup(const Platform& platform, const Plan& plan)
-      : TpGroup(platform, first_group(plan)) {}
-  double seconds(CollectiveKind kind, double bytes) const {
-    return group_.choose(kind, bytes, 1).seconds;
-  }
-
- private:
-  TpGroup(const Platform& platform, Members members)
-      : topology_(platform, *std::max_element(members.begin(), members.end()) + 1),
-        group_(topology_, std::move(members)) {}
-  static Members first_group(const Plan& plan) {
-    Members out;
-    for (auto r : Layout(plan).group(Dim::kTP, 0)) out.push_back(static_cast<std::int32_t>(r));
-    return out;
-  }
-  Topology topology_;
-  GroupCollectives group_;
-};
-
 // What every kernel of a plan's step is costed with: the platform, the calibrated factor on
 // compute-bound kernels for the plan's GPU count (each kernel's precision is its shape's) and,
 // with TP, the group the overlapped TP calls are priced on.
 struct Costing {
   const Platform& platform;
   double compute_factor;
-  std::int64_t tp_size;
   std::unique_ptr<TpGroup> tp;
   Costing(const Platform& p, const Plan& plan)
-      : platform(p),
-        compute_factor(compute_time_factor(p.calibration, plan.world_size())),
-        tp_size(plan.tp) {
+      : platform(p), compute_factor(compute_time_factor(p.calibration, plan.world_size())) {
     if (plan.tp > 1) tp = std::make_unique<TpGroup>(p, plan);
   }
 };
@@ -77,8 +49,9 @@ void add_overlap_stalls(PassCost& pass, std::size_t first, const std::string& pr
         std::find_if(pass.kernels.begin() + static_cast<std::ptrdiff_t>(first), pass.kernels.end(),
                      [&](const KernelCost& k) { return k.name == name; });
     if (it == pass.kernels.end()) continue;
-    const double stall = overlap_stall(o.method, it->time.seconds,
-                                       costing.tp->seconds(o.kind, o.bytes), costing.tp_size);
+    const double stall =
+        overlap_stall(o.method, it->time.seconds, costing.tp->choose(o.kind, o.bytes, 1).seconds,
+                      costing.tp->size());
     pass.tp_stall_s += stall * static_cast<double>(count);
     pass.seconds += stall * static_cast<double>(count);
   }

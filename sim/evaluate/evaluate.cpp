@@ -5,10 +5,10 @@
 
 #include "sim/collective/group_collectives.hpp"
 #include "sim/core/error.hpp"
+#include "sim/cost/tp_group.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/graph/symmetry.hpp"
 #include "sim/model/params.hpp"
-#include "sim/plan/layout.hpp"
 #include "sim/plan/vocab.hpp"
 
 namespace trainsim {
@@ -52,8 +52,7 @@ namespace {
 // first TP group as placed (those beside the compute count only by the stalls in its time).
 class PassTimer {
  public:
-  PassTimer(const Platform& platform, const Plan& plan)
-      : PassTimer(platform, first_tp_group(plan)) {}
+  PassTimer(const Platform& platform, const Plan& plan) : tp_(platform, plan) {}
   double seconds(const PassCost& forward, const PassCost& backward) const {
     double t = forward.seconds + backward.seconds;
     for (const PassCost* pass : {&forward, &backward}) {
@@ -67,19 +66,7 @@ class PassTimer {
   }
 
  private:
-  // The topology holds the GPUs up to the group's last.
-  PassTimer(const Platform& platform, Members group)
-      : topology_(platform, *std::max_element(group.begin(), group.end()) + 1),
-        tp_(topology_, std::move(group)) {}
-
-  static Members first_tp_group(const Plan& plan) {
-    Members out;
-    for (auto r : Layout(plan).group(Dim::kTP, 0)) out.push_back(static_cast<std::int32_t>(r));
-    return out;
-  }
-
-  Topology topology_;
-  GroupCollectives tp_;
+  TpGroup tp_;
 };
 
 }  // namespace
