@@ -77,12 +77,13 @@ fi
 mv "$here/oom/llama3.1-70b-8gpu.txt.tmp" "$here/oom/llama3.1-70b-8gpu.txt"
 echo "wrote $here/oom/llama3.1-70b-8gpu.txt (exit $status)"
 
-# trainsim validate: predicted vs measured peak memory of the Megatron-LM CI runs (DGX H100).
-(cd "$root" && "$bin" validate --out "$here/validation/megatron_ci_memory.md") >/dev/null
+# trainsim validate: predicted vs measured peak memory and iteration time of the Megatron-LM CI
+# runs (DGX H100).
+(cd "$root" && "$bin" validate --out "$here/validation/megatron_ci.md") >/dev/null
 # trainsim validate: predicted vs measured step time of NVIDIA's DGX Cloud recipes (DGX H100).
 (cd "$root" && "$bin" validate tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json \
   --out "$here/validation/dgxc_step_time.md") >/dev/null
-echo "wrote $here/validation/megatron_ci_memory.md"
+echo "wrote $here/validation/megatron_ci.md"
 echo "wrote $here/validation/dgxc_step_time.md"
 python3 "$here/validation_plot.py" "$(dirname "$bin")" >/dev/null
 echo "wrote $here/validation.md, $here/validation.csv and $here/validation/dgxc_step_time.svg"

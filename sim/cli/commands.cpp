@@ -141,13 +141,14 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
     return load_platform(resolve_catalog_entry("platforms", name, "--platform"));
   };
   std::vector<ValidationSet> sets;
-  if (opt.references.empty()) {
-    sets.push_back(validate_reference(default_reference(), platform_for(default_reference())));
-  }
+  auto add = [&](const std::filesystem::path& ref) {
+    for (auto& set : validate_reference(ref, platform_for(ref))) sets.push_back(std::move(set));
+  };
+  if (opt.references.empty()) add(default_reference());
   for (const auto& ref : opt.references) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(ref, ec)) fail_input(ref, "no such file");
-    sets.push_back(validate_reference(ref, platform_for(ref)));
+    add(ref);
   }
   const std::string text = opt.format == "json" ? validation_json(sets) : validation_markdown(sets);
   if (opt.out) write_file_atomically(*opt.out, text);

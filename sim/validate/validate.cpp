@@ -1,6 +1,7 @@
 #include "sim/validate/validate.hpp"
 
 #include <string>
+#include <vector>
 
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
@@ -11,15 +12,18 @@ std::filesystem::path default_reference() {
   return data_dir() / "tests" / "validation" / "refdata" / "megatron_lm_ci_golden_values_h100.json";
 }
 
-ValidationSet validate_reference(const std::filesystem::path& reference, const Platform& platform) {
-  if (reference.filename().string().find("megatron_lm_ci_golden_values") != std::string::npos) {
-    return validate_megatron_ci_memory(reference, platform);
+std::vector<ValidationSet> validate_reference(const std::filesystem::path& reference,
+                                              const Platform& platform) {
+  const std::string name = reference.filename().string();
+  if (name.find("megatron_lm_ci_golden_values") != std::string::npos) {
+    return {validate_megatron_ci_memory(reference, platform),
+            validate_megatron_ci_step_time(reference, platform)};
   }
-  if (reference.filename().string().find("nvidia_dgxc_benchmarking") != std::string::npos) {
-    return validate_dgxc_step_time(reference, platform);
+  if (name.find("nvidia_dgxc_benchmarking") != std::string::npos) {
+    return {validate_dgxc_step_time(reference, platform)};
   }
-  if (reference.filename().string().find("narayanan2021_megatron_a100") != std::string::npos) {
-    return validate_sc21_step_time(reference, platform);
+  if (name.find("narayanan2021_megatron_a100") != std::string::npos) {
+    return {validate_sc21_step_time(reference, platform)};
   }
   fail_input(reference.string(),
              "not a reference set trainsim can validate against (known: Megatron-LM CI golden "

@@ -1,7 +1,7 @@
 #pragma once
 // `trainsim validate`: trainsim's predictions against published measurements, row by row, with
 // the rows it cannot express listed and the reason why. Implemented: the peak allocated memory
-// of Megatron-LM's CI runs on DGX H100 (tests/validation/refdata/
+// and the iteration time of Megatron-LM's CI runs on DGX H100 (tests/validation/refdata/
 // megatron_lm_ci_golden_values_h100.json, completed by megatron_lm_ci_model_args_h100.json) and
 // the step time of NVIDIA's DGX Cloud recipes (nvidia_dgxc_benchmarking_h100.json) and of
 // Megatron-LM's SC21 weak-scaling table on DGX A100
@@ -69,13 +69,19 @@ struct ValidationSet {
 /// The reference set used when `trainsim validate` is given none (under the data directory).
 std::filesystem::path default_reference();
 
-/// Compares trainsim with the reference file. InputError naming the file (and JSON path) when it
-/// is not a reference set trainsim knows, or is malformed.
-ValidationSet validate_reference(const std::filesystem::path& reference, const Platform& platform);
+/// Compares trainsim with the reference file: one set per quantity it measured (Megatron-LM's CI:
+/// memory, then step time; the others: step time). InputError naming the file (and JSON path)
+/// when it is not a reference set trainsim knows, or is malformed.
+std::vector<ValidationSet> validate_reference(const std::filesystem::path& reference,
+                                              const Platform& platform);
 
 /// One reference set: Megatron-LM's CI memory (megatron_ci_memory.cpp).
 ValidationSet validate_megatron_ci_memory(const std::filesystem::path& reference,
                                           const Platform& platform);
+
+/// One reference set: Megatron-LM's CI step times (megatron_ci_step_time.cpp).
+ValidationSet validate_megatron_ci_step_time(const std::filesystem::path& reference,
+                                             const Platform& platform);
 
 /// One reference set: NVIDIA's DGX Cloud recipes' step times (dgxc_step_time.cpp).
 ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,

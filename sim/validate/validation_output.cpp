@@ -51,31 +51,64 @@ std::string errors_text(const ValidationSet::Errors& e) {
   return std::to_string(e.rows) + " rows: " + percent(e.mean) + ", max " + percent(e.max);
 }
 
+// The row's name with the letter of its note, the note added to `notes` on first use.
+std::string noted_name(const ValidationRow& r, std::vector<std::string>& notes) {
+  if (r.note.empty()) return r.name;
+  auto it = std::find(notes.begin(), notes.end(), r.note);
+  if (it == notes.end()) it = notes.insert(notes.end(), r.note);
+  return r.name + " (" + static_cast<char>('a' + (it - notes.begin())) + ")";
+}
+
+void footnotes(const std::vector<std::string>& notes, std::ostringstream& o) {
+  for (std::size_t i = 0; i < notes.size(); ++i) {
+    o << "(" << static_cast<char>('a' + i) << ") " << notes[i] << ".\n";
+  }
+  if (!notes.empty()) o << "\n";
+}
+
+// Rows in no half of a split (a set reported apart from the accuracy targets): "-".
 void time_markdown(const ValidationSet& set, std::ostringstream& o) {
   o << "| row | run | half | measured s | predicted s | error |\n";
   o << "|---|---|---|---|---|---|\n";
+  bool split = false;
+  std::vector<std::string> notes;
   for (const auto& r : set.rows) {
     if (r.skipped) continue;
-    o << "| " << r.name << " | " << r.setup << " | " << r.half << " | "
-      << format_fixed(r.measured, 3) << " | " << format_fixed(r.predicted, 3) << " | "
-      << signed_percent(r.error()) << " |\n";
+    split = split || !r.half.empty();
+    o << "| " << noted_name(r, notes) << " | " << r.setup << " | "
+      << (r.half.empty() ? "-" : r.half) << " | " << format_fixed(r.measured, 3) << " | "
+      << format_fixed(r.predicted, 3) << " | " << signed_percent(r.error()) << " |\n";
   }
-  o << "\n" << set.expressed() << " of " << set.rows.size() << " rows expressed.\n\n";
+  o << "\n";
+  footnotes(notes, o);
+  o << set.expressed() << " of " << set.rows.size() << " rows expressed.\n\n";
   o << "Mean and max absolute error:\n\n";
-  o << "| rows | all | fitting half | checking half |\n|---|---|---|---|\n";
+  if (split) {
+    o << "| rows | all | fitting half | checking half |\n|---|---|---|---|\n";
+  } else {
+    o << "| rows | all |\n|---|---|\n";
+  }
   for (const char* part : {"", "BF16", "FP8"}) {
     if (*part && set.errors_of(part, "").rows == 0) continue;
-    o << "| " << (*part ? part : "all") << " | " << errors_text(set.errors_of(part, "")) << " | "
-      << errors_text(set.errors_of(part, "fit")) << " | "
-      << errors_text(set.errors_of(part, "check")) << " |\n";
+    o << "| " << (*part ? part : "all") << " | " << errors_text(set.errors_of(part, ""));
+    if (split) {
+      o << " | " << errors_text(set.errors_of(part, "fit")) << " | "
+        << errors_text(set.errors_of(part, "check"));
+    }
+    o << " |\n";
   }
   if (!set.band.empty()) {
-    const auto [fit_in, fit_rows] = set.in_band("fit");
-    const auto [check_in, check_rows] = set.in_band("check");
     o << "\nThe band of the platform's calibration (the prediction " << signed_percent(set.band.p10)
-      << " to " << signed_percent(set.band.p90) << ") holds the measured step on " << fit_in
-      << " of " << fit_rows << " fitting rows and " << check_in << " of " << check_rows
-      << " checking rows.\n";
+      << " to " << signed_percent(set.band.p90) << ") holds the measured step on ";
+    if (split) {
+      const auto [fit_in, fit_rows] = set.in_band("fit");
+      const auto [check_in, check_rows] = set.in_band("check");
+      o << fit_in << " of " << fit_rows << " fitting rows and " << check_in << " of " << check_rows
+        << " checking rows.\n";
+    } else {
+      const auto [in, rows] = set.in_band("");
+      o << in << " of " << rows << " rows.\n";
+    }
   }
   o << "\n";
 }
@@ -86,21 +119,12 @@ void memory_markdown(const ValidationSet& set, std::ostringstream& o) {
   std::vector<std::string> notes;
   for (const auto& r : set.rows) {
     if (r.skipped) continue;
-    std::string name = r.name;
-    if (!r.note.empty()) {
-      auto it = std::find(notes.begin(), notes.end(), r.note);
-      if (it == notes.end()) it = notes.insert(notes.end(), r.note);
-      name += std::string(" (") + static_cast<char>('a' + (it - notes.begin())) + ")";
-    }
-    o << "| " << name << " | " << r.setup << " | " << r.stage << " | "
+    o << "| " << noted_name(r, notes) << " | " << r.setup << " | " << r.stage << " | "
       << format_fixed(r.measured / kGiB, 3) << " | " << format_fixed(r.predicted / kGiB, 3) << " | "
       << signed_percent(r.error()) << " |\n";
   }
   o << "\n";
-  for (std::size_t i = 0; i < notes.size(); ++i) {
-    o << "(" << static_cast<char>('a' + i) << ") " << notes[i] << ".\n";
-  }
-  if (!notes.empty()) o << "\n";
+  footnotes(notes, o);
   const auto* worst = set.worst();
   o << set.expressed() << " of " << set.rows.size() << " rows expressed: mean |error| "
     << percent(set.mean_abs_error()) << ", max |error| "
@@ -124,7 +148,8 @@ void memory_markdown(const ValidationSet& set, std::ostringstream& o) {
 std::string validation_markdown(const std::vector<ValidationSet>& sets) {
   std::ostringstream o;
   for (const auto& set : sets) {
-    o << "# trainsim validate: " << set.reference << "\n\n";
+    o << "# trainsim validate: " << set.reference << ", "
+      << (set.quantity == Quantity::kStepTime ? "step time" : "peak memory") << "\n\n";
     o << set.metric << ". Platform " << set.platform << ".\n\n";
     if (set.quantity == Quantity::kStepTime) {
       time_markdown(set, o);

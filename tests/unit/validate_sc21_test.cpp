@@ -48,7 +48,7 @@ ValidationSet validate_tables(const nlohmann::json& table1, const nlohmann::json
     test::write_file(dir + "/narayanan2021_sc21_run_args.json",
                      nlohmann::json{{"rows_table1", script}}.dump());
   }
-  return validate_reference(path, test::catalog_platform("a100-sxm-hdr"));
+  return validate_reference(path, test::catalog_platform("a100-sxm-hdr")).at(0);
 }
 
 Model gpt(std::int64_t layers, std::int64_t hidden, std::int64_t heads) {

@@ -37,7 +37,7 @@ ValidationSet validate_rows(const nlohmann::json& rows) {
   const auto dir = test::make_temp_dir();
   const auto path = dir + "/nvidia_dgxc_benchmarking_test.json";
   test::write_file(path, nlohmann::json{{"rows", rows}}.dump());
-  return validate_reference(path, test::catalog_platform("h100-sxm-ndr"));
+  return validate_reference(path, test::catalog_platform("h100-sxm-ndr")).at(0);
 }
 
 TEST(ValidateStepTime, PredictionIsTheSimulatedStepOfTheRowsPlan) {
@@ -68,9 +68,11 @@ TEST(ValidateStepTime, PredictionIsTheSimulatedStepOfTheRowsPlan) {
 // mean 3 % and max 8 %, FP8 mean 5 % (max 8 % here too), and the P10-P90 band holding the
 // measured step on at least 80 % of the rows.
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
-  const auto set = validate_reference(
-      test::source_dir() + "/tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json",
-      test::catalog_platform("h100-sxm-ndr"));
+  const auto set =
+      validate_reference(
+          test::source_dir() + "/tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json",
+          test::catalog_platform("h100-sxm-ndr"))
+          .at(0);
   const auto bf16 = set.errors_of(" BF16 ", "check");
   const auto fp8 = set.errors_of(" FP8 ", "check");
   EXPECT_EQ(bf16.rows, 9);
