@@ -19,6 +19,9 @@ std::vector<ValidationSet> validate_reference(const std::filesystem::path& refer
     return {validate_megatron_ci_memory(reference, platform),
             validate_megatron_ci_step_time(reference, platform)};
   }
+  if (name.find("megatron_lm_readme") != std::string::npos) {
+    return {validate_megatron_readme_step_time(reference, platform)};
+  }
   if (name.find("nvidia_dgxc_benchmarking") != std::string::npos) {
     return {validate_dgxc_step_time(reference, platform)};
   }
@@ -27,7 +30,8 @@ std::vector<ValidationSet> validate_reference(const std::filesystem::path& refer
   }
   fail_input(reference.string(),
              "not a reference set trainsim can validate against (known: Megatron-LM CI golden "
-             "values, megatron_lm_ci_golden_values_*.json; NVIDIA DGX Cloud benchmarks, "
+             "values, megatron_lm_ci_golden_values_*.json; Megatron-LM's README weak scaling, "
+             "megatron_lm_readme_*.json; NVIDIA DGX Cloud benchmarks, "
              "nvidia_dgxc_benchmarking_*.json; Megatron-LM's SC21 tables, "
              "narayanan2021_megatron_a100_*.json)");
 }

@@ -3,8 +3,9 @@
 // the rows it cannot express listed and the reason why. Implemented: the peak allocated memory
 // and the iteration time of Megatron-LM's CI runs on DGX H100 (tests/validation/refdata/
 // megatron_lm_ci_golden_values_h100.json, completed by megatron_lm_ci_model_args_h100.json) and
-// the step time of NVIDIA's DGX Cloud recipes (nvidia_dgxc_benchmarking_h100.json) and of
-// Megatron-LM's SC21 weak-scaling table on DGX A100
+// the step time of Megatron-LM README's weak-scaling runs
+// (megatron_lm_readme_h100_weak_scaling.json), of NVIDIA's DGX Cloud recipes
+// (nvidia_dgxc_benchmarking_h100.json) and of Megatron-LM's SC21 weak-scaling table on DGX A100
 // (narayanan2021_megatron_a100_table1_table2.json).
 #include <cstdint>
 #include <filesystem>
@@ -82,6 +83,11 @@ ValidationSet validate_megatron_ci_memory(const std::filesystem::path& reference
 /// One reference set: Megatron-LM's CI step times (megatron_ci_step_time.cpp).
 ValidationSet validate_megatron_ci_step_time(const std::filesystem::path& reference,
                                              const Platform& platform);
+
+/// One reference set: Megatron-LM README's weak-scaling table on DGX H100
+/// (megatron_readme_step_time.cpp).
+ValidationSet validate_megatron_readme_step_time(const std::filesystem::path& reference,
+                                                 const Platform& platform);
 
 /// One reference set: NVIDIA's DGX Cloud recipes' step times (dgxc_step_time.cpp).
 ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
