@@ -14,7 +14,11 @@ neutral values. The band (residual_p10, residual_p90) holds 80 % of predictions:
 measured / predicted - 1 on the same rows after the fit, the order statistics a conformal
 prediction interval takes (the floor(0.1 (n + 1))-th smallest and the ceil(0.9 (n + 1))-th
 smallest), not the sample's 10th and 90th percentiles, which hold fewer than 80 % of new rows
-when n is small. Only the fitting half is read: the
+when n is small. The locally weighted band (residual_per_spread_p10/p90) takes the same order
+statistics of each residual divided by its row's kernel spread (the P10-P90 width of the step's
+kernels in the kernel database, time-weighted), and a prediction's band is then 1 + q x its own
+kernel spread: the kernel database's p10/p90 set the band's width plan by plan, the residuals its
+scale. Only the fitting half is read: the
 checking half stays unseen, and `trainsim validate` reports both.
 """
 import argparse
@@ -93,7 +97,7 @@ class Fit:
         for s in json.loads(out)["validation"]:
             for r in s["rows"]:
                 if "skipped" not in r and (half is None or r.get("half") == half):
-                    rows.append((r["measured_s"], r["predicted_s"]))
+                    rows.append((r["measured_s"], r["predicted_s"], r.get("kernel_spread", 0.0)))
         return rows
 
     def loss(self, values):
@@ -101,7 +105,7 @@ class Fit:
             if v < lo or v > hi:
                 return float("inf")
         rows = self.rows(values)
-        return sum(abs(math.log(p / m)) for m, p in rows) / len(rows)
+        return sum(abs(math.log(p / m)) for m, p, _ in rows) / len(rows)
 
 
 def nelder_mead(f, x0, steps, tolerance=1e-5, max_evaluations=200):
@@ -164,12 +168,20 @@ def main():
     print("neutral: mean |log error| %.4f" % fit.loss(x0))
     best, loss = nelder_mead(fit.loss, x0, [p[5] for p in PARAMETERS])
     best = [round(v, 4) for v in best]
-    residuals = [m / p - 1 for m, p in fit.rows(best)]
+    rows = fit.rows(best)
+    residuals = [m / p - 1 for m, p, _ in rows]
     low, high = conformal_band(residuals)
     band = {
         "residual_p10": round(min(0.0, low), 4),
         "residual_p90": round(max(0.0, high), 4),
     }
+    # Locally weighted: each residual over its row's kernel spread (the P10-P90 width of the
+    # kernels the database timed), so that the band widens with the kernels' own variation.
+    weighted = [(m / p - 1) / w for m, p, w in rows if w > 0]
+    if len(weighted) == len(rows):
+        low, high = conformal_band(weighted)
+        band["residual_per_spread_p10"] = round(min(0.0, low), 3)
+        band["residual_per_spread_p90"] = round(max(0.0, high), 3)
     print("fit after %d evaluations: mean |log error| %.4f on %d rows" %
           (fit.evaluations, loss, len(residuals)))
     for (block, key, _, _, _, _), v in zip(PARAMETERS, best):
@@ -187,7 +199,9 @@ def main():
     sources["overlap.compute_slowdown"] = fitted + ", together with the calibration block"
     sources["calibration"] = fitted + ("; the band bounds measured / predicted - 1 on those rows "
                                        "by the order statistics of an 80 % conformal prediction "
-                                       "interval")
+                                       "interval, plain (residual_p10/p90) and divided by each "
+                                       "row's kernel spread (residual_per_spread_p10/p90, locally "
+                                       "weighted)")
     tmp = platform_path + ".tmp"
     with open(tmp, "w") as f:
         f.write(json.dumps(platform, indent=2, ensure_ascii=False) + "\n")

@@ -59,7 +59,7 @@ KernelTime roofline_time(const Platform& platform, Precision precision, KernelKi
                              ? 0.0
                              : flops / (peak_flops(platform, precision, kind) * efficiency);
   const double memory = bytes / (platform.gpu.hbm_bandwidth * platform.efficiency.memory);
-  return {std::max(compute, memory), TimeSource::kRoofline};
+  return {std::max(compute, memory), TimeSource::kRoofline, {}};
 }
 
 }  // namespace trainsim

@@ -6,6 +6,7 @@
 
 #include "sim/plan/plan.hpp"
 #include "sim/platform/platform.hpp"
+#include "sim/platform/time_spread.hpp"
 
 namespace trainsim {
 
@@ -23,6 +24,7 @@ inline constexpr std::array kTimeSources = {TimeSource::kMeasured, TimeSource::k
 struct KernelTime {
   double seconds = 0;
   TimeSource source = TimeSource::kRoofline;
+  TimeSpread spread;  // measured run-to-run spread (none for the roofline)
 };
 
 /// Peak FLOP/s of the tensor cores for GEMMs in `precision` (other kernels run in BF16).

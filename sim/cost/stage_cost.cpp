@@ -135,7 +135,7 @@ KernelTime kernel_time(const Platform& platform, const KernelSpec& kernel) {
       if (hit->match == KernelDbMatch::kExact) source = TimeSource::kMeasured;
       if (hit->match == KernelDbMatch::kNearest) source = TimeSource::kNearest;
       if (platform.kernel_db->kind() == KernelDbKind::kPublished) source = TimeSource::kPublished;
-      return {hit->seconds, source};
+      return {hit->seconds, source, hit->spread};
     }
   }
   // A GEMM runs at the rate of its own operands (an FP8 plan keeps the LM head in BF16); every
@@ -229,6 +229,27 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     cm.stages.push_back(std::move(sc));
   }
   return cm;
+}
+
+TimeSpread kernel_spread(const CostModel& costs) {
+  double weight = 0, p10 = 0, p90 = 0;
+  for (const auto& stage : costs.stages) {
+    for (const PassCost* pass : {&stage.forward, &stage.backward, &stage.recompute}) {
+      for (const auto& k : pass->kernels) {
+        const TimeSource src = k.time.source;
+        if (src != TimeSource::kMeasured && src != TimeSource::kInterpolated &&
+            src != TimeSource::kNearest) {
+          continue;
+        }
+        const double w = static_cast<double>(k.count) * k.time.seconds;
+        weight += w;
+        p10 += w * k.time.spread.p10;
+        p90 += w * k.time.spread.p90;
+      }
+    }
+  }
+  if (weight <= 0) return {};
+  return {p10 / weight, p90 / weight};
 }
 
 }  // namespace trainsim

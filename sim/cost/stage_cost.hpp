@@ -73,6 +73,12 @@ KernelTime kernel_time(const Platform& platform, const KernelSpec& kernel);
 CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
                         const Partition& partition);
 
+/// The run-to-run spread of the plan's kernels: the P10 and P90 ratios of every kernel the
+/// database timed (measured, interpolated or nearest), averaged with weights its time in a
+/// micro-batch's forward, backward and recomputation (launches x time); a kernel the roofline
+/// priced has no known spread and is left out. {1, 1} when the database timed none.
+TimeSpread kernel_spread(const CostModel& costs);
+
 /// Forward and backward cost of one block for one micro-batch (what the balanced partition
 /// weighs stages by).
 struct BlockCost {

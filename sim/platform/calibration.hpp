@@ -4,20 +4,39 @@
 // validation rows (results/calibrate.py), beside the platform's overlap.compute_slowdown. Absent
 // from a platform file: all neutral (the kernels' times as measured, no spread, no band).
 #include <cstdint>
+#include <utility>
 
 namespace trainsim {
 
 /// A prediction's band: bounds on the relative residual (measured / predicted - 1) that hold 80 %
 /// of predictions, from the rows a calibration was fitted on (results/calibrate.py: the order
-/// statistics of an 80 % conformal prediction interval).
+/// statistics of an 80 % conformal prediction interval). The plain form (residual_p10,
+/// residual_p90) is the same for every plan; the locally weighted form (per_spread_p10,
+/// per_spread_p90) scales with the P10-P90 width of the plan's kernels in the kernel database
+/// (kernel_spread()): wider where the kernels the step runs vary more. The weighted form is used
+/// where fitted and the plan has a measured spread, the plain one otherwise.
 struct ResidualBand {
   double p10 = 0;
   double p90 = 0;
+  double per_spread_p10 = 0;  // residual / kernel spread width
+  double per_spread_p90 = 0;
   bool empty() const { return p90 <= p10; }
-  double low(double predicted) const { return predicted * (1 + p10); }
-  double high(double predicted) const { return predicted * (1 + p90); }
-  bool holds(double predicted, double measured) const {
-    return measured >= low(predicted) && measured <= high(predicted);
+  bool weighted() const { return per_spread_p90 > per_spread_p10; }
+  /// The relative bounds for a plan whose kernels' P10-P90 width is `spread_width` (0: none).
+  std::pair<double, double> bounds(double spread_width) const {
+    if (weighted() && spread_width > 0) {
+      return {per_spread_p10 * spread_width, per_spread_p90 * spread_width};
+    }
+    return {p10, p90};
+  }
+  double low(double predicted, double spread_width = 0) const {
+    return predicted * (1 + bounds(spread_width).first);
+  }
+  double high(double predicted, double spread_width = 0) const {
+    return predicted * (1 + bounds(spread_width).second);
+  }
+  bool holds(double predicted, double measured, double spread_width = 0) const {
+    return measured >= low(predicted, spread_width) && measured <= high(predicted, spread_width);
   }
 };
 

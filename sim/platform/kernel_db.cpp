@@ -28,6 +28,7 @@ struct Point {
   Coords x{};        // coordinates (integer-valued, compared exactly)
   double value = 0;  // measured: seconds; published: log(FLOP/s)
   double tie = 0;    // distance to the query in the attributes the coordinates omit
+  TimeSpread spread;
 };
 
 double log_distance(double a, double b) {
@@ -143,10 +144,19 @@ std::vector<Bracket> brackets(std::vector<double> values, double q) {
 
 }  // namespace
 
+TimeSpread KernelDbEntry::spread() const {
+  TimeSpread s;
+  if (median_s <= 0) return s;
+  if (p10_s) s.p10 = *p10_s / median_s;
+  if (p90_s) s.p90 = *p90_s / median_s;
+  return s;
+}
+
 std::optional<KernelDbHit> KernelDatabase::lookup(const KernelShape& shape) const {
   std::string key = exact_key(shape);
   if (auto it = exact_.find(key); it != exact_.end()) {
-    return KernelDbHit{entries_[it->second].median_s, KernelDbMatch::kExact};
+    const auto& e = entries_[it->second];
+    return KernelDbHit{e.median_s, KernelDbMatch::kExact, e.spread()};
   }
   // Interpolations are remembered: plan searches price the same shapes again and again.
   const std::lock_guard<std::mutex> lock(memo_->mutex);
@@ -212,6 +222,7 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
     axes(e.shape, kind_, p.x);
     p.value = published ? std::log(shape_flops(e.shape) / e.median_s) : e.median_s;
     p.tie = tie_distance(e.shape, shape);
+    p.spread = e.spread();
     auto [it, inserted] = points.emplace(p.x, p);
     if (!inserted && p.tie < it->second.tie) it->second = p;
   }
@@ -236,6 +247,7 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
     const Cell cell = heap.back();
     heap.pop_back();
     double value = 0;
+    TimeSpread spread{0, 0};
     bool complete = true;
     for (std::size_t corner = 0; corner < corners && complete; ++corner) {
       Coords x{};
@@ -258,11 +270,13 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
         complete = false;
       } else {
         value += weight * it->second.value;
+        spread.p10 += weight * it->second.spread.p10;
+        spread.p90 += weight * it->second.spread.p90;
       }
     }
     if (!complete) continue;
     return KernelDbHit{published ? shape_flops(shape) / std::exp(value) : value,
-                       KernelDbMatch::kInterpolated};
+                       KernelDbMatch::kInterpolated, spread};
   }
   return nearest(shape);
 }
@@ -300,7 +314,8 @@ std::optional<KernelDbHit> KernelDatabase::nearest(const KernelShape& shape) con
     }
   }
   if (!best) return std::nullopt;
-  return KernelDbHit{best->median_s * work(shape) / work(best->shape), KernelDbMatch::kNearest};
+  return KernelDbHit{best->median_s * work(shape) / work(best->shape), KernelDbMatch::kNearest,
+                     best->spread()};
 }
 
 }  // namespace trainsim

@@ -40,6 +40,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "sim/platform/kernel_shape.hpp"
+#include "sim/platform/time_spread.hpp"
 
 namespace trainsim {
 
@@ -53,6 +54,8 @@ struct KernelDbEntry {
   std::optional<double> p90_s;
   std::optional<std::int64_t> repetitions;
   std::string source;  // published: the reference file and row it was built from
+  /// p10_s and p90_s over the median; 1 where the entry gives none.
+  TimeSpread spread() const;
 };
 
 /// Where and how the times were taken. Measured databases carry all of it; a published one only
@@ -82,6 +85,9 @@ enum class KernelDbMatch { kExact, kInterpolated, kNearest };
 struct KernelDbHit {
   double seconds = 0;
   KernelDbMatch match = KernelDbMatch::kInterpolated;
+  /// The measured spread: the entry's (exact), its corners' with the interpolation's weights
+  /// (interpolated), the nearest entry's (nearest).
+  TimeSpread spread;
 };
 
 class KernelDatabase {

@@ -76,6 +76,8 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
     c.gpu_speed_spread = value("gpu_speed_spread", {0.0, true, 0.2, true}, 0.0);
     c.band.p10 = value("residual_p10", {-0.5, true, 0.0, true}, 0.0);
     c.band.p90 = value("residual_p90", {0.0, true, 0.5, true}, 0.0);
+    c.band.per_spread_p10 = value("residual_per_spread_p10", {-20.0, true, 0.0, true}, 0.0);
+    c.band.per_spread_p90 = value("residual_per_spread_p90", {0.0, true, 20.0, true}, 0.0);
     cal->finish();
   }
 

@@ -47,8 +47,12 @@ Report make_report(const ReportInputs& in) {
   const double gbs = static_cast<double>(in.plan.sequences_per_step());
   const double gpus = static_cast<double>(r.gpus);
   r.step_time_s = step;
-  r.step_time_p10_s = in.platform.calibration.band.low(step);
-  r.step_time_p90_s = in.platform.calibration.band.high(step);
+  const ResidualBand& band = in.platform.calibration.band;
+  const TimeSpread spread = kernel_spread(in.costs);
+  r.kernel_spread = spread.width();
+  r.band_weighted = band.weighted() && r.kernel_spread > 0;
+  r.step_time_p10_s = band.low(step, r.kernel_spread);
+  r.step_time_p90_s = band.high(step, r.kernel_spread);
   r.published = in.published;
   r.tokens_per_s = gbs * static_cast<double>(in.plan.seq_len) / step;
   const double flops = model_flops_per_sample(in.model, in.plan.seq_len) * gbs / step / gpus;

@@ -110,6 +110,10 @@ struct Report {
   /// steps expected inside; equal to step_time_s without a calibration).
   double step_time_p10_s = 0;
   double step_time_p90_s = 0;
+  /// The P10-P90 width of the plan's kernels in the kernel database (kernel_spread()), which
+  /// scales the band where the calibration fitted its locally weighted form; 0 without one.
+  double kernel_spread = 0;
+  bool band_weighted = false;  // the band is the locally weighted one
   PublishedComparison published;
   double tokens_per_s = 0;
   double model_tflops_per_gpu = 0;

@@ -57,6 +57,8 @@ std::string report_json(const Report& r) {
   j["step_time_s"] = r.step_time_s;
   j["step_time_p10_s"] = r.step_time_p10_s;
   j["step_time_p90_s"] = r.step_time_p90_s;
+  j["step_time_band"] = r.band_weighted ? "residuals x kernel spread" : "residuals";
+  j["kernel_spread"] = r.kernel_spread;
   if (!r.published.figures.empty()) {
     J figures = J::array();
     for (const auto& f : r.published.figures) {

@@ -119,7 +119,11 @@ std::string report_text(const Report& r) {
   o << "step time            " << format_fixed(r.step_time_s, 3) << " s";
   if (r.step_time_p90_s > r.step_time_p10_s) {
     o << " (P10 " << format_fixed(r.step_time_p10_s, 3) << " s, P90 "
-      << format_fixed(r.step_time_p90_s, 3) << " s: the platform calibration's residuals)";
+      << format_fixed(r.step_time_p90_s, 3) << " s: "
+      << (r.band_weighted ? "the calibration's residuals scaled by the kernels' measured spread, " +
+                                format_fixed(100 * r.kernel_spread, 1) + " % P10-P90"
+                          : std::string("the platform calibration's residuals"))
+      << ")";
   }
   o << "\n";
   write_published(r, o);

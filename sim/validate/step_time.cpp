@@ -23,7 +23,9 @@ void predict_step_time(ValidationRow& row, const std::function<Model()>& model, 
   try {
     const Model m = model();
     validate_plan(plan, m, platform, {});
-    row.predicted = evaluate(m, platform, plan, build_partition(m, platform, plan)).sim.step_time_s;
+    const Evaluation e = evaluate(m, platform, plan, build_partition(m, platform, plan));
+    row.predicted = e.sim.step_time_s;
+    row.kernel_spread = kernel_spread(e.costs).width();
   } catch (const InputError& e) {
     row.skipped = std::string("not expressible: ") + e.what();
   }

@@ -30,6 +30,7 @@ struct ValidationRow {
   std::string half;  // step time: "fit" or "check", the row's half of the fixed split
   double measured = 0;
   double predicted = 0;
+  double kernel_spread = 0;  // step time: the P10-P90 width of the plan's kernels (band scale)
   double error() const { return (predicted - measured) / measured; }  // signed, relative
 };
 

@@ -98,8 +98,16 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
     o << " |\n";
   }
   if (!set.band.empty()) {
-    o << "\nThe band of the platform's calibration (the prediction " << signed_percent(set.band.p10)
-      << " to " << signed_percent(set.band.p90) << ") holds the measured step on ";
+    o << "\nThe band of the platform's calibration (the prediction ";
+    if (set.band.weighted()) {
+      o << "times 1 + q x the P10-P90 width of its kernels' measured spread, q from "
+        << format_fixed(set.band.per_spread_p10, 2) << " to "
+        << format_fixed(set.band.per_spread_p90, 2) << "; " << signed_percent(set.band.p10)
+        << " to " << signed_percent(set.band.p90) << " where no kernel has a measured spread";
+    } else {
+      o << signed_percent(set.band.p10) << " to " << signed_percent(set.band.p90);
+    }
+    o << ") holds the measured step on ";
     if (split) {
       const auto [fit_in, fit_rows] = set.in_band("fit");
       const auto [check_in, check_rows] = set.in_band("check");
@@ -176,9 +184,10 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
           row["half"] = r.half;
           row["measured_s"] = r.measured;
           row["predicted_s"] = r.predicted;
+          row["kernel_spread"] = r.kernel_spread;
           if (!set.band.empty()) {
-            row["p10_s"] = set.band.low(r.predicted);
-            row["p90_s"] = set.band.high(r.predicted);
+            row["p10_s"] = set.band.low(r.predicted, r.kernel_spread);
+            row["p90_s"] = set.band.high(r.predicted, r.kernel_spread);
           }
         } else {
           row["stage"] = r.stage;
@@ -199,7 +208,10 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
         {"mean_abs_error", set.mean_abs_error()},
         {"max_abs_error", worst ? std::fabs(worst->error()) : 0.0}};
     if (set.quantity == Quantity::kStepTime) {
-      j["band"] = {{"residual_p10", set.band.p10}, {"residual_p90", set.band.p90}};
+      j["band"] = {{"residual_p10", set.band.p10},
+                   {"residual_p90", set.band.p90},
+                   {"residual_per_spread_p10", set.band.per_spread_p10},
+                   {"residual_per_spread_p90", set.band.per_spread_p90}};
       for (const char* half : {"fit", "check"}) {
         const auto e = set.errors_of("", half);
         const auto [inside, total] = set.in_band(half);

@@ -72,7 +72,7 @@ std::pair<std::int64_t, std::int64_t> ValidationSet::in_band(const std::string& 
   for (const auto& r : rows) {
     if (r.skipped || (!half.empty() && r.half != half)) continue;
     ++total;
-    if (band.holds(r.predicted, r.measured)) ++inside;
+    if (band.holds(r.predicted, r.measured, r.kernel_spread)) ++inside;
   }
   return {inside, total};
 }
