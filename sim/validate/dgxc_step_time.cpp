@@ -13,6 +13,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/validate/parallel_rows.hpp"
 #include "sim/validate/reference_fields.hpp"
 #include "sim/validate/step_time.hpp"
 #include "sim/validate/validate.hpp"
@@ -134,8 +135,8 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "batch, sequence and precision with NeMo's pre-training defaults: sequence parallelism "
       "with TP, the distributed optimizer with overlapped gradient reduce-scatter and parameter "
       "all-gather, TP communication overlapped with its GEMMs, no recomputation");
-  for_each_row(rows, file, [&](const nlohmann::json& row, const std::string& path) {
-    set.rows.push_back(dgxc_row(row, file, path, platform));
+  set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
+    return dgxc_row(row, file, path, platform);
   });
   return set;
 }

@@ -8,6 +8,7 @@
 #include "sim/core/error.hpp"
 #include "sim/model/model.hpp"
 #include "sim/validate/megatron_ci_run.hpp"
+#include "sim/validate/parallel_rows.hpp"
 #include "sim/validate/reference_fields.hpp"
 #include "sim/validate/step_time.hpp"
 #include "sim/validate/validate.hpp"
@@ -71,9 +72,10 @@ ValidationSet validate_megatron_ci_step_time(const std::filesystem::path& refere
       "(warm-up), seconds per global batch; predicted: trainsim's step time (analytic engine, "
       "symmetric replay) for the run's model, layout, batch and flags. Reported apart from the "
       "accuracy targets and never fitted: CI runs small models in deterministic mode");
-  for_each_row(ref.rows(), ref.file, [&](const nlohmann::json& row, const std::string& path) {
-    set.rows.push_back(megatron_step_row(ref, row, path, platform));
-  });
+  set.rows =
+      parallel_rows(ref.rows(), ref.file, [&](const nlohmann::json& row, const std::string& path) {
+        return megatron_step_row(ref, row, path, platform);
+      });
   return set;
 }
 

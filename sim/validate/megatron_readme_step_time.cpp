@@ -20,6 +20,7 @@
 #include "sim/core/json_reader.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/search/plan_space.hpp"
+#include "sim/validate/parallel_rows.hpp"
 #include "sim/validate/reference_fields.hpp"
 #include "sim/validate/step_time.hpp"
 #include "sim/validate/validate.hpp"
@@ -175,8 +176,8 @@ ValidationSet validate_megatron_readme_step_time(const std::filesystem::path& re
       "the micro-batch size (1, 2, 4), virtual pipeline size and recomputation (none, selective) "
       "the README leaves out, the fastest choice that fits. Reported apart from the accuracy "
       "targets and never fitted");
-  for_each_row(rows, file, [&](const nlohmann::json& row, const std::string& path) {
-    set.rows.push_back(readme_row(row, file, path, platform));
+  set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
+    return readme_row(row, file, path, platform);
   });
   return set;
 }

@@ -15,6 +15,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/validate/parallel_rows.hpp"
 #include "sim/validate/reference_fields.hpp"
 #include "sim/validate/step_time.hpp"
 #include "sim/validate/validate.hpp"
@@ -185,11 +186,10 @@ ValidationSet validate_sc21_step_time(const std::filesystem::path& reference,
       "the micro-batch size, virtual pipeline size and DDP of NVIDIA's launch script, full "
       "recomputation, unfused attention, no sequence parallelism or distributed optimizer "
       "(2021)");
-  for_each_row(
+  set.rows = parallel_rows(
       table1, file,
       [&](const nlohmann::json& row, const std::string& path) {
-        set.rows.push_back(
-            table1_row(row, file, path, args ? &*args : nullptr, args_path.string(), platform));
+        return table1_row(row, file, path, args ? &*args : nullptr, args_path.string(), platform);
       },
       "rows_table1");
   const std::string table2 = "rows_table2_ptdp_vs_zero3";

@@ -8,6 +8,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/hash.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/validate/parallel_rows.hpp"
 #include "sim/validate/validate.hpp"
 #include "tests/support/support.hpp"
 
@@ -150,6 +151,34 @@ TEST(ValidateStepTime, AFieldOfTheWrongTypeNamesItsPath) {
     FAIL() << "accepted a numeric release tag";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("$.rows[0].source.tag"), std::string::npos) << e.what();
+  }
+}
+
+// Rows priced on several threads come back in file order, and of several malformed rows the
+// first one's error is the one reported, however the threads ran.
+TEST(ValidateStepTime, ParallelRowsKeepFileOrderAndTheFirstError) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int i = 0; i < 64; ++i) rows.push_back({{"i", i}});
+  auto name = [](const nlohmann::json& j, const std::string& path) {
+    ValidationRow r;
+    r.name = path + "=" + std::to_string(j.at("i").get<int>());
+    return r;
+  };
+  const auto out = parallel_rows(rows, "f.json", name);
+  ASSERT_EQ(out.size(), 64u);
+  for (int i = 0; i < 64; ++i) {
+    const std::string want = "$.rows[" + std::to_string(i) + "]=" + std::to_string(i);
+    EXPECT_EQ(out[static_cast<std::size_t>(i)].name, want);
+  }
+  auto failing = [](const nlohmann::json& j, const std::string& path) {
+    if (j.at("i").get<int>() % 10 == 7) fail_input("f.json: " + path, "bad");
+    return ValidationRow{};
+  };
+  try {
+    parallel_rows(rows, "f.json", failing);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("$.rows[7]"), std::string::npos) << e.what();
   }
 }
 
