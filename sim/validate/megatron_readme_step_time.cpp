@@ -109,6 +109,21 @@ std::string readme_setup(const Model& m, const Plan& p) {
   return s.str();
 }
 
+// The likely cause of a row's error, by where the measured step lies against the fitting choices.
+std::string readme_cause(double measured, double fastest, double slowest) {
+  if (measured > slowest) {
+    return "slower than every choice of the unstated settings: a narrow model, whose small "
+           "GEMMs leave launch gaps and host work (not modelled) the most weight";
+  }
+  if (measured < fastest) {
+    return "faster than every choice of the unstated settings: trainsim prices this run too "
+           "slow whatever they were";
+  }
+  return "between the fastest and the slowest choice of the settings the README leaves out "
+         "(micro-batch, virtual pipeline size, recomputation): the prediction takes the "
+         "fastest, the run's own are not published";
+}
+
 ValidationRow readme_row(const nlohmann::json& j, const std::string& file, const std::string& path,
                          const Platform& platform) {
   const Fields f(j, file, path);
@@ -129,9 +144,6 @@ ValidationRow readme_row(const nlohmann::json& j, const std::string& file, const
                      static_cast<double>(m.num_layers), static_cast<double>(m.hidden_size),
                      static_cast<double>(m.vocab_size)) /
       (*tflops * 1e12 * static_cast<double>(*gpus));
-  row.note =
-      "micro-batch size, virtual pipeline size and recomputation not given: the fastest "
-      "choice that fits";
   try {
     validate_model(m, file);
     const Partition partition = build_partition(m, platform, stated);
@@ -153,6 +165,7 @@ ValidationRow readme_row(const nlohmann::json& j, const std::string& file, const
     row.predicted = best->step_time_s;
     row.setup = readme_setup(m, best->plan) + " (fastest of " + std::to_string(fitting) +
                 " that fit; the slowest " + format_fixed(slowest, 3) + " s)";
+    row.note = readme_cause(row.measured, row.predicted, slowest);
   } catch (const InputError& e) {
     row.skipped = std::string("not expressible: ") + e.what();
   }
