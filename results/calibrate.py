@@ -2,7 +2,7 @@
 """Fits a platform's calibration (the parameters no datasheet gives) on the fitting half of the
 step-time validation rows, and prints the fit; with --write, stores it in the platform file.
 
-    results/calibrate.py [--platform h100-sxm-ndr] [--build build] [--write]
+    results/calibrate.py [--platform h100-sxm-ndr|a100-sxm-hdr] [--build build] [--write]
 
 Parameters (the platform file's "calibration" block; see README, Accuracy):
   sustained_compute  share of the kernel database's rate that GEMMs and attention sustain in a step
@@ -30,7 +30,16 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REFERENCES = [os.path.join("tests", "validation", "refdata", "nvidia_dgxc_benchmarking_h100.json")]
+# The step-time rows each platform is fitted on (their fitting half only).
+REFERENCES = {
+    "h100-sxm-ndr": [os.path.join("tests", "validation", "refdata",
+                                  "nvidia_dgxc_benchmarking_h100.json")],
+    "a100-sxm-hdr": [os.path.join("tests", "validation", "refdata",
+                                  "narayanan2021_megatron_a100_table1_table2.json")],
+}
+# At least this many fitting rows per fitted parameter: with fewer rows only the first
+# parameters of PARAMETERS are fitted, the others stay neutral.
+ROWS_PER_PARAMETER = 5
 # (block, key, neutral value, lower bound, upper bound, scale of the first simplex step)
 PARAMETERS = [
     ("calibration", "sustained_compute", 1.0, 0.5, 1.0, 0.1),
@@ -71,8 +80,9 @@ def apply(platform, values, band=None):
 
 
 class Fit:
-    def __init__(self, trainsim, platform_path):
+    def __init__(self, trainsim, platform_path, references):
         self.trainsim = trainsim
+        self.references = references
         with open(platform_path) as f:
             self.base = json.load(f)
         db = self.base.get("kernel_database")
@@ -87,7 +97,7 @@ class Fit:
             json.dump(platform, f)
             path = f.name
         try:
-            out = subprocess.run([self.trainsim, "validate", *REFERENCES, "--platform", path,
+            out = subprocess.run([self.trainsim, "validate", *self.references, "--platform", path,
                                   "--format", "json"], cwd=ROOT, check=True, capture_output=True,
                                  text=True).stdout
         finally:
@@ -101,11 +111,17 @@ class Fit:
         return rows
 
     def loss(self, values):
+        """Mean |log error| on the fitting half with the first len(values) parameters set."""
         for (_, _, _, lo, hi, _), v in zip(PARAMETERS, values):
             if v < lo or v > hi:
                 return float("inf")
-        rows = self.rows(values)
+        rows = self.rows(padded(values))
         return sum(abs(math.log(p / m)) for m, p, _ in rows) / len(rows)
+
+
+def padded(values):
+    """The first parameters as given, the rest at their neutral values."""
+    return list(values) + [p[2] for p in PARAMETERS[len(values):]]
 
 
 def nelder_mead(f, x0, steps, tolerance=1e-5, max_evaluations=200):
@@ -161,13 +177,20 @@ def main():
     ap.add_argument("--write", action="store_true", help="store the fit in the platform file")
     args = ap.parse_args()
     platform_path = os.path.join(ROOT, "platforms", args.platform + ".json")
-    fit = Fit(os.path.join(os.path.abspath(args.build), "trainsim"), platform_path)
+    if args.platform not in REFERENCES:
+        sys.exit("calibrate.py: no step-time rows to fit %s on (known: %s)" %
+                 (args.platform, ", ".join(REFERENCES)))
+    references = REFERENCES[args.platform]
+    fit = Fit(os.path.join(os.path.abspath(args.build), "trainsim"), platform_path, references)
 
     x0 = [p[2] for p in PARAMETERS]
-    print("fitting %s on the fitting half of %s" % (args.platform, ", ".join(REFERENCES)))
-    print("neutral: mean |log error| %.4f" % fit.loss(x0))
-    best, loss = nelder_mead(fit.loss, x0, [p[5] for p in PARAMETERS])
-    best = [round(v, 4) for v in best]
+    print("fitting %s on the fitting half of %s" % (args.platform, ", ".join(references)))
+    n = len(fit.rows(x0))
+    fitted = min(len(PARAMETERS), max(1, n // ROWS_PER_PARAMETER))
+    print("neutral: mean |log error| %.4f on %d rows; fitting %d of %d parameters" %
+          (fit.loss(x0), n, fitted, len(PARAMETERS)))
+    best, loss = nelder_mead(fit.loss, x0[:fitted], [p[5] for p in PARAMETERS[:fitted]])
+    best = padded([round(v, 4) for v in best])
     rows = fit.rows(best)
     residuals = [m / p - 1 for m, p, _ in rows]
     low, high = conformal_band(residuals)
@@ -193,11 +216,15 @@ def main():
     with open(platform_path) as f:
         platform = apply(json.load(f), best, band)
     sources = platform.setdefault("sources", {})
-    fitted = ("fit: results/calibrate.py --write on the fitting half of the step-time validation "
-              "rows (%s; the fixed split of README, Accuracy): %d rows, mean |log error| %.4f" %
-              (", ".join(REFERENCES), len(residuals), loss))
-    sources["overlap.compute_slowdown"] = fitted + ", together with the calibration block"
-    sources["calibration"] = fitted + ("; the band bounds measured / predicted - 1 on those rows "
+    how = ("fit: results/calibrate.py --write on the fitting half of the step-time validation "
+           "rows (%s; the fixed split of README, Accuracy): %d rows, mean |log error| %.4f" %
+           (", ".join(references), len(residuals), loss))
+    if fitted < len(PARAMETERS):
+        how += ("; only %s fitted (at least %d rows per parameter), %s neutral" %
+                (", ".join(p[1] for p in PARAMETERS[:fitted]), ROWS_PER_PARAMETER,
+                 ", ".join(p[1] for p in PARAMETERS[fitted:])))
+    sources["overlap.compute_slowdown"] = how + ", together with the calibration block"
+    sources["calibration"] = how + ("; the band bounds measured / predicted - 1 on those rows "
                                        "by the order statistics of an 80 % conformal prediction "
                                        "interval, plain (residual_p10/p90) and divided by each "
                                        "row's kernel spread (residual_per_spread_p10/p90, locally "

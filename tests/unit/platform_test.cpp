@@ -71,9 +71,12 @@ TEST(Platform, StorageReadBandwidth) {
 }
 
 TEST(Platform, CalibrationBlock) {
-  // Absent: neutral (the A100 has none); each key bounded to what a physical value can be.
-  const Calibration none = test::catalog_platform("a100-sxm-hdr").calibration;
+  // Absent: neutral; each key bounded to what a physical value can be.
+  const Calibration none;
   EXPECT_DOUBLE_EQ(compute_time_factor(none, 4096), 1.0);
+  // The A100's fit (5 fitting rows) set only the sustained share; the spread stays neutral.
+  const Calibration a100 = test::catalog_platform("a100-sxm-hdr").calibration;
+  EXPECT_DOUBLE_EQ(compute_time_factor(a100, 4096), 1.0 / 0.684);
   std::ifstream in(test::source_dir() + "/platforms/h100-sxm-ndr.json");
   auto j = nlohmann::json::parse(in);
   j.erase("kernel_database");
