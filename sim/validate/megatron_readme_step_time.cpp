@@ -19,6 +19,7 @@
 #include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/model/flops.hpp"
 #include "sim/search/plan_space.hpp"
 #include "sim/validate/parallel_rows.hpp"
 #include "sim/validate/reference_fields.hpp"
@@ -32,35 +33,17 @@ namespace {
 constexpr std::int64_t kSeqLen = 4096;
 constexpr std::int64_t kVocab = 131072;
 
-// Megatron-LM's num_floating_point_operations (megatron/training/training.py, core r0.8) for a
-// GPT with multi-head attention and a GeLU MLP of 4h: 12 B s l h^2 (1 + 4 + 1 + s/h + V/2lh),
-// i.e. 72 B s l h^2 (1 + s/6h + V/12lh), forward and backward, the s x s products counted whole.
-double megatron_flops(double batch, double seq, double layers, double hidden, double vocab) {
-  return 72.0 * batch * seq * layers * hidden * hidden *
-         (1.0 + seq / (6.0 * hidden) + vocab / (12.0 * layers * hidden));
-}
-
-// The README's GPT: learned positions (Megatron-LM's default), LayerNorm, biases, GeLU MLP of 4h,
-// untied embeddings (the only choice that gives the table's parameter counts).
+// The README's GPT: Megatron-LM's defaults (learned positions, LayerNorm, biases, GeLU MLP of 4h)
+// with untied embeddings (the only choice that gives the table's parameter counts).
 Model readme_model(const Fields& f, const std::string& name, const std::string& file) {
   auto required = [&f](const char* key) { return f.required_integer(key, "a weak-scaling row"); };
-  Model m;
-  m.name = name;
-  m.source = file;
-  m.num_layers = required("num_layers");
-  m.hidden_size = required("hidden_size");
-  m.num_attention_heads = required("attention_heads");
-  m.num_kv_heads = m.num_attention_heads;
-  m.head_dim = m.hidden_size / m.num_attention_heads;
-  m.ffn_kind = FfnKind::kGelu;
-  m.ffn_hidden_size = 4 * m.hidden_size;
-  m.vocab_size = f.integer("vocab_size").value_or(kVocab);
-  m.tied_embeddings = false;
-  m.position_embedding = PositionEmbedding::kLearned;
-  m.max_position_embeddings = f.integer("seq_len").value_or(kSeqLen);
-  m.norm = NormKind::kLayerNorm;
-  m.qkv_bias = m.attention_output_bias = m.mlp_bias = true;
-  return m;
+  return megatron_default_gpt({.layers = required("num_layers"),
+                               .hidden = required("hidden_size"),
+                               .heads = required("attention_heads"),
+                               .vocab = f.integer("vocab_size").value_or(kVocab),
+                               .tied = false,
+                               .max_positions = f.integer("seq_len").value_or(kSeqLen)},
+                              name, file);
 }
 
 // What the README states of every run.
@@ -139,11 +122,11 @@ ValidationRow readme_row(const nlohmann::json& j, const std::string& file, const
   const Model m = readme_model(f, row.name, file);
   const Plan stated = readme_plan(f);
   if (stated.world_size() != *gpus) f.fail("n_gpus", "is not tp x pp x dp");
-  row.measured =
-      megatron_flops(static_cast<double>(stated.gbs), static_cast<double>(stated.seq_len),
-                     static_cast<double>(m.num_layers), static_cast<double>(m.hidden_size),
-                     static_cast<double>(m.vocab_size)) /
-      (*tflops * 1e12 * static_cast<double>(*gpus));
+  // Megatron-LM's num_floating_point_operations (megatron/training/training.py, core r0.8),
+  // 12 B s l h^2 (1 + 4 + 1 + s/h + V/2lh) for these multi-head, 4h GeLU models with the s x s
+  // products counted whole, is model_flops_per_sample's count: 72 l h^2 (1 + s/6h) + 6hV a token.
+  row.measured = model_flops_per_sample(m, stated.seq_len) * static_cast<double>(stated.gbs) /
+                 (*tflops * 1e12 * static_cast<double>(*gpus));
   try {
     validate_model(m, file);
     const Partition partition = build_partition(m, platform, stated);

@@ -36,23 +36,14 @@ double eq3_flops(double batch, double seq, double layers, double hidden, double 
 // The GPT of a row as Megatron-LM built it in 2021: GeLU MLP of 4h, learned positions, LayerNorm,
 // biases, tied embeddings, the padded GPT-2 vocabulary.
 Model sc21_model(const Fields& f, const std::string& name, const std::string& file) {
-  Model m;
-  m.name = name;
-  m.source = file;
-  m.num_layers = f.required_integer("num_layers", "a Table 1 row");
-  m.hidden_size = f.required_integer("hidden_size", "a Table 1 row");
-  m.num_attention_heads = f.required_integer("attention_heads", "a Table 1 row");
-  m.num_kv_heads = m.num_attention_heads;
-  m.head_dim = m.hidden_size / m.num_attention_heads;
-  m.ffn_kind = FfnKind::kGelu;
-  m.ffn_hidden_size = 4 * m.hidden_size;
-  m.vocab_size = f.required_integer("vocab_size", "a Table 1 row");
-  m.tied_embeddings = true;
-  m.position_embedding = PositionEmbedding::kLearned;
-  m.max_position_embeddings = kSeqLen;
-  m.norm = NormKind::kLayerNorm;
-  m.qkv_bias = m.attention_output_bias = m.mlp_bias = true;
-  return m;
+  auto required = [&f](const char* key) { return f.required_integer(key, "a Table 1 row"); };
+  return megatron_default_gpt({.layers = required("num_layers"),
+                               .hidden = required("hidden_size"),
+                               .heads = required("attention_heads"),
+                               .vocab = required("vocab_size"),
+                               .tied = true,
+                               .max_positions = kSeqLen},
+                              name, file);
 }
 
 // The index of the launch-script row with the table row's width and depth, or nothing.

@@ -7,6 +7,27 @@
 
 namespace trainsim {
 
+Model megatron_default_gpt(const DefaultGpt& g, const std::string& name,
+                           const std::string& source) {
+  Model m;
+  m.name = name;
+  m.source = source;
+  m.num_layers = g.layers;
+  m.hidden_size = g.hidden;
+  m.num_attention_heads = g.heads;
+  m.num_kv_heads = g.heads;
+  m.head_dim = g.hidden / g.heads;
+  m.ffn_kind = FfnKind::kGelu;
+  m.ffn_hidden_size = 4 * g.hidden;
+  m.vocab_size = g.vocab;
+  m.tied_embeddings = g.tied;
+  m.position_embedding = PositionEmbedding::kLearned;
+  m.max_position_embeddings = g.max_positions;
+  m.norm = NormKind::kLayerNorm;
+  m.qkv_bias = m.attention_output_bias = m.mlp_bias = true;
+  return m;
+}
+
 ValidationSet step_time_set(const std::filesystem::path& reference, const Platform& platform,
                             std::string metric) {
   ValidationSet set;

@@ -1,6 +1,7 @@
 #pragma once
 // What the step-time reference sets share: the fixed split of their rows into the half that fits
 // a platform's calibration and the half that checks it, the set's header, and a row's prediction.
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -19,6 +20,20 @@ inline std::string split_half(const std::string& row_name) {
   const std::string h = sha256_hex(row_name);
   return std::stoi(h.substr(0, 2), nullptr, 16) % 2 == 0 ? "fit" : "check";
 }
+
+/// The shape of a GPT Megatron-LM builds without model options.
+struct DefaultGpt {
+  std::int64_t layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t vocab = 0;
+  bool tied = true;
+  std::int64_t max_positions = 0;
+};
+
+/// That GPT: multi-head attention, GeLU MLP of 4h, learned positions, LayerNorm, biases on every
+/// linear layer (Megatron-LM's defaults).
+Model megatron_default_gpt(const DefaultGpt& g, const std::string& name, const std::string& source);
 
 /// An empty step-time set for `reference` predicted on `platform`, with the platform's band.
 ValidationSet step_time_set(const std::filesystem::path& reference, const Platform& platform,
