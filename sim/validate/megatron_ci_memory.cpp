@@ -1,6 +1,7 @@
 // Megatron-LM's CI runs on DGX H100 against trainsim: the peak allocated memory of the last
 // pipeline stage (megatron_lm_ci_golden_values_h100.json, completed by
 // megatron_lm_ci_model_args_h100.json beside it).
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -60,11 +61,9 @@ ValidationRow megatron_memory_row(const CiReference& ref, const nlohmann::json& 
 
 }  // namespace
 
-ValidationSet validate_megatron_ci_memory(const std::filesystem::path& reference,
-                                          const Platform& platform) {
-  const CiReference ref = load_ci_reference(reference);
+ValidationSet validate_megatron_ci_memory(const CiReference& ref, const Platform& platform) {
   ValidationSet set;
-  set.reference = reference.filename().string();
+  set.reference = std::filesystem::path(ref.file).filename().string();
   set.metric =
       "measured: mem-max-allocated-bytes, the largest torch.cuda.max_memory_allocated logged by "
       "rank world_size - 1 (the last pipeline stage); predicted: trainsim's peak allocated bytes "

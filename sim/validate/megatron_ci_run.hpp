@@ -12,6 +12,8 @@
 #include "sim/memory/memory.hpp"
 #include "sim/model/model.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/platform/platform.hpp"
+#include "sim/validate/validate.hpp"
 
 namespace trainsim {
 
@@ -40,5 +42,10 @@ struct CiRun {
 /// The row at `path` (`$.rows[i]`) as a run, or skipped with the reason. InputError naming the
 /// JSON path when a field the run needs is malformed.
 CiRun read_ci_run(const CiReference& ref, const nlohmann::json& row, const std::string& path);
+
+/// The CI's two reference sets, from one reading of the files: peak memory
+/// (megatron_ci_memory.cpp) and iteration time (megatron_ci_step_time.cpp).
+ValidationSet validate_megatron_ci_memory(const CiReference& ref, const Platform& platform);
+ValidationSet validate_megatron_ci_step_time(const CiReference& ref, const Platform& platform);
 
 }  // namespace trainsim

@@ -63,11 +63,9 @@ ValidationRow megatron_step_row(const CiReference& ref, const nlohmann::json& j,
 
 }  // namespace
 
-ValidationSet validate_megatron_ci_step_time(const std::filesystem::path& reference,
-                                             const Platform& platform) {
-  const CiReference ref = load_ci_reference(reference);
+ValidationSet validate_megatron_ci_step_time(const CiReference& ref, const Platform& platform) {
   ValidationSet set = step_time_set(
-      reference, platform,
+      ref.file, platform,
       "measured: iteration-time, the median over a CI run's logged steps after the first two "
       "(warm-up), seconds per global batch; predicted: trainsim's step time (analytic engine, "
       "symmetric replay) for the run's model, layout, batch and flags. Reported apart from the "

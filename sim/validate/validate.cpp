@@ -5,6 +5,7 @@
 
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
+#include "sim/validate/megatron_ci_run.hpp"
 
 namespace trainsim {
 
@@ -16,8 +17,9 @@ std::vector<ValidationSet> validate_reference(const std::filesystem::path& refer
                                               const Platform& platform) {
   const std::string name = reference.filename().string();
   if (name.find("megatron_lm_ci_golden_values") != std::string::npos) {
-    return {validate_megatron_ci_memory(reference, platform),
-            validate_megatron_ci_step_time(reference, platform)};
+    const CiReference ref = load_ci_reference(reference);
+    return {validate_megatron_ci_memory(ref, platform),
+            validate_megatron_ci_step_time(ref, platform)};
   }
   if (name.find("megatron_lm_readme") != std::string::npos) {
     return {validate_megatron_readme_step_time(reference, platform)};

@@ -77,14 +77,6 @@ std::filesystem::path default_reference();
 std::vector<ValidationSet> validate_reference(const std::filesystem::path& reference,
                                               const Platform& platform);
 
-/// One reference set: Megatron-LM's CI memory (megatron_ci_memory.cpp).
-ValidationSet validate_megatron_ci_memory(const std::filesystem::path& reference,
-                                          const Platform& platform);
-
-/// One reference set: Megatron-LM's CI step times (megatron_ci_step_time.cpp).
-ValidationSet validate_megatron_ci_step_time(const std::filesystem::path& reference,
-                                             const Platform& platform);
-
 /// One reference set: Megatron-LM README's weak-scaling table on DGX H100
 /// (megatron_readme_step_time.cpp).
 ValidationSet validate_megatron_readme_step_time(const std::filesystem::path& reference,
