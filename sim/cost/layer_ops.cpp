@@ -71,7 +71,7 @@ void tp_allreduce(BlockPass& p, double bytes, std::int64_t n = 1) {
 void tp_call(BlockPass& p, CollectiveKind kind, double bytes, bool alongside, std::string gemm,
              OverlapMethod method) {
   add_collective(p.collectives, {kind, Dim::kTP, bytes, 1, alongside});
-  if (alongside) p.overlaps.push_back({kind, bytes, std::move(gemm), method});
+  if (alongside) p.overlaps.push_back({kind, bytes, std::move(gemm), method, Dim::kTP});
 }
 
 // Bytes per element of an all-gathered GEMM input: in FP8 Transformer Engine gathers the
@@ -134,13 +134,13 @@ std::int64_t whole(double x) {
 // A GEMM [m x k] @ [k x n]: 2mkn FLOPs; reads both operands and writes the result.
 KernelSpec gemm(std::string name, double m, double k, double n, DType dtype) {
   KernelShape shape = GemmShape{whole(m), whole(n), whole(k), dtype};
-  return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape};
+  return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape, 1};
 }
 
 // A memory-bound op over rows x cols elements (memory_ops() gives its bytes per element).
 KernelSpec memory(std::string name, KernelKind kind, std::string op, double rows, double cols) {
   KernelShape shape = MemoryShape{std::move(op), whole(rows), whole(cols)};
-  return {std::move(name), kind, 0.0, shape_bytes(shape), shape};
+  return {std::move(name), kind, 0.0, shape_bytes(shape), shape, 1};
 }
 
 KernelSpec elementwise(std::string name, std::string op, double rows, double cols) {
@@ -151,14 +151,15 @@ KernelSpec elementwise(std::string name, std::string op, double rows, double col
 KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass) {
   KernelShape shape = AttentionShape{s.batch,    whole(s.seq), s.heads, s.kv_heads,
                                      s.head_dim, true,         pass,    DType::kBF16};
-  return {std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape};
+  return {
+      std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape, 1};
 }
 
 // A batched GEMM: b x heads products [m x k] @ [k x n], as one grouped shape.
 KernelSpec batched_gemm(std::string name, const LayerShape& s, double m, double k, double n) {
   KernelShape shape =
       GemmShape{whole(m), whole(n), whole(k), DType::kBF16, s.batch * s.heads, GemmLayout::kTN};
-  return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape};
+  return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape, 1};
 }
 
 // The attention core of one pass. Flash: one fused kernel. Unfused (Megatron-LM's CoreAttention):
@@ -257,7 +258,7 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
 
 KernelSpec optimizer_kernel(std::string name, std::string op, std::int64_t params) {
   KernelShape shape = MemoryShape{std::move(op), 1, params};
-  return {std::move(name), KernelKind::kOptimizer, 0.0, shape_bytes(shape), shape};
+  return {std::move(name), KernelKind::kOptimizer, 0.0, shape_bytes(shape), shape, 1};
 }
 
 BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {

@@ -24,6 +24,8 @@ struct KernelSpec {
   double flops = 0;
   double bytes = 0;
   KernelShape shape;  // what the kernel-timing database is searched for; flops and bytes follow it
+  std::int64_t launches =
+      1;  // per block pass (a context-parallel ring runs its attention in steps)
 };
 
 /// Collectives a pass issues on the group of one parallel dimension: `count` calls of `kind`
@@ -53,12 +55,14 @@ enum class OverlapMethod {
   kPipelined,     // the GEMM in chunks, each chunk's reduce-scatter after it
 };
 
-/// One TP collective call beside one GEMM of the same pass (by the GEMM's kernel name).
+/// One collective call beside one kernel of the same pass (by the kernel's name): a TP call
+/// beside its GEMM, or a context-parallel ring exchange beside the attention steps.
 struct OverlapPair {
   CollectiveKind kind = CollectiveKind::kAllGather;
   double bytes = 0;  // per call
   std::string gemm;
   OverlapMethod method = OverlapMethod::kBulk;
+  Dim dim = Dim::kTP;
 };
 
 struct BlockPass {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <memory>
 
-#include "sim/cost/tp_group.hpp"
+#include "sim/cost/pass_groups.hpp"
 #include "sim/cost/tp_overlap.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/partition.hpp"
@@ -25,33 +25,34 @@ std::int64_t layer_params_per_rank(const Model& m, std::int64_t tp) {
 namespace {
 
 // What every kernel of a plan's step is costed with: the platform, the calibrated factor on
-// compute-bound kernels for the plan's GPU count (each kernel's precision is its shape's) and,
-// with TP, the group the overlapped TP calls are priced on.
+// compute-bound kernels for the plan's GPU count (each kernel's precision is its shape's) and
+// the groups the overlapped TP and CP calls are priced on.
 struct Costing {
   const Platform& platform;
   double compute_factor;
-  std::unique_ptr<TpGroup> tp;
+  PassGroups groups;
   Costing(const Platform& p, const Plan& plan)
-      : platform(p), compute_factor(compute_time_factor(p.calibration, plan.world_size())) {
-    if (plan.tp > 1) tp = std::make_unique<TpGroup>(p, plan);
-  }
+      : platform(p),
+        compute_factor(compute_time_factor(p.calibration, plan.world_size())),
+        groups(p, plan) {}
 };
 
-// Each overlapped TP call's stall (tp_overlap.hpp) beside its GEMM among the pass's kernels
-// from `first` on (the block's), `count` times; a call whose GEMM the pass lacks (a zero-bubble
+// Each overlapped call's stall (tp_overlap.hpp) beside its kernel among the pass's kernels from
+// `first` on (the block's), `count` times; a call whose kernel the pass lacks (a zero-bubble
 // input-gradient pass without its weight gradients) stalls nothing.
 void add_overlap_stalls(PassCost& pass, std::size_t first, const std::string& prefix,
                         const BlockPass& block, std::int64_t count, const Costing& costing) {
-  if (!costing.tp) return;
   for (const auto& o : block.overlaps) {
+    if (!costing.groups.has(o.dim)) continue;
     const std::string name = prefix + "." + o.gemm;
     const auto it =
         std::find_if(pass.kernels.begin() + static_cast<std::ptrdiff_t>(first), pass.kernels.end(),
                      [&](const KernelCost& k) { return k.name == name; });
     if (it == pass.kernels.end()) continue;
+    const double kernel_s = it->time.seconds * static_cast<double>(it->count / count);
     const double stall =
-        overlap_stall(o.method, it->time.seconds, costing.tp->choose(o.kind, o.bytes, 1).seconds,
-                      costing.tp->size());
+        overlap_stall(o.method, kernel_s, costing.groups.choose(o.dim, o.kind, o.bytes, 1).seconds,
+                      costing.groups.size(o.dim));
     pass.tp_stall_s += stall * static_cast<double>(count);
     pass.seconds += stall * static_cast<double>(count);
   }
@@ -65,7 +66,7 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     KernelCost kc;
     kc.name = prefix + "." + k.name;
     kc.kind = k.kind;
-    kc.count = count;
+    kc.count = count * k.launches;
     kc.flops = k.flops;
     kc.bytes = k.bytes;
     kc.shape = k.shape;
@@ -73,7 +74,7 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     if (k.kind == KernelKind::kGemm || k.kind == KernelKind::kAttention) {
       kc.time.seconds *= costing.compute_factor;
     }
-    pass.seconds += kc.time.seconds * static_cast<double>(count);
+    pass.seconds += kc.time.seconds * static_cast<double>(kc.count);
     pass.kernels.push_back(std::move(kc));
   }
   for (const auto& c : block.collectives) {
@@ -218,9 +219,9 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
       message = block_output_bytes(last->kind, shape);
     sc.p2p_bytes = message;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * kGradReduceBytes;
-    // The optimizer updates this GPU's parameters, or its 1/dp shard of them (ZeRO-1 and up).
+    // The optimizer updates this GPU's parameters, or its 1/(dp x cp) shard of them (ZeRO-1 up).
     const double p = static_cast<double>(sc.params_per_gpu) /
-                     static_cast<double>(plan.distributed_optimizer() ? plan.dp : 1);
+                     static_cast<double>(plan.distributed_optimizer() ? plan.data_shards() : 1);
     BlockPass opt;
     const auto shard = static_cast<std::int64_t>(std::llround(p));
     opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", shard));

@@ -5,7 +5,7 @@
 
 #include "sim/collective/group_collectives.hpp"
 #include "sim/core/error.hpp"
-#include "sim/cost/tp_group.hpp"
+#include "sim/cost/pass_groups.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/graph/symmetry.hpp"
 #include "sim/model/params.hpp"
@@ -48,17 +48,17 @@ std::vector<std::int64_t> deepspeed_layer_params(const Model& model, const Plan&
 
 namespace {
 
-// Compute plus TP collectives of a forward and a backward pass, the collectives priced on the
-// first TP group as placed (those beside the compute count only by the stalls in its time).
+// Compute plus the TP and CP collectives of a forward and a backward pass, priced on the first
+// group of each as placed (those beside the compute count only by the stalls in its time).
 class PassTimer {
  public:
-  PassTimer(const Platform& platform, const Plan& plan) : tp_(platform, plan) {}
+  PassTimer(const Platform& platform, const Plan& plan) : groups_(platform, plan) {}
   double seconds(const PassCost& forward, const PassCost& backward) const {
     double t = forward.seconds + backward.seconds;
     for (const PassCost* pass : {&forward, &backward}) {
       for (const auto& c : pass->collectives) {
-        if (c.dim == Dim::kTP && c.count > 0 && !c.alongside) {
-          t += tp_.choose(c.kind, c.bytes, c.count).seconds;
+        if (groups_.has(c.dim) && c.count > 0 && !c.alongside) {
+          t += groups_.choose(c.dim, c.kind, c.bytes, c.count).seconds;
         }
       }
     }
@@ -66,7 +66,7 @@ class PassTimer {
   }
 
  private:
-  TpGroup tp_;
+  PassGroups groups_;
 };
 
 }  // namespace

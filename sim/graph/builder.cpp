@@ -204,7 +204,7 @@ class RankProgramWriter {
   // the whole buffer is one bucket, reduced by one collective.
   std::int64_t buckets(std::int64_t chunk) const {
     if (!plan_.overlap_grad_reduce) return 1;
-    const auto per_bucket = grad_bucket_params(plan_.dp);
+    const auto per_bucket = grad_bucket_params(plan_.data_shards());
     return std::max<std::int64_t>(1, (cost(chunk).params_per_gpu + per_bucket - 1) / per_bucket);
   }
   static std::int64_t key(Flow flow, std::int64_t mb, std::int64_t chunk) {
@@ -535,11 +535,11 @@ std::vector<GroupIds> add_groups(const Layout& layout, bool symmetric, TaskGraph
   for (auto& i : ids) i.fill(-1);
   for (std::int64_t s = 0; s < stages; ++s) {
     for (const Dim d : layout.order()) {
-      if (d == Dim::kPP || layout.size(d) < 2) continue;
-      const auto groups =
-          symmetric
-              ? std::vector<std::vector<std::int64_t>>{layout.group(d, layout.stage_leader(s))}
-              : layout.groups_in_stage(d, s);
+      if (d == Dim::kPP || layout.collective_size(d) < 2) continue;
+      const auto groups = symmetric
+                              ? std::vector<std::vector<std::int64_t>>{layout.collective_group(
+                                    d, layout.stage_leader(s))}
+                              : layout.groups_in_stage(d, s);
       for (const auto& members : groups) {
         Group grp;
         grp.kind = comm_kind(d);

@@ -118,16 +118,18 @@ class Checker {
   // differ, or empty. A group of the leader's shape (a translate of it, group_shape.hpp) whose
   // shape has passed already passes unwalked: that keeps the check flat in data parallelism.
   std::string groups_differ(std::int64_t s, Dim d) {
-    if (layout_.size(d) < 2) return {};
+    if (layout_.collective_size(d) < 2) return {};
     const auto leader = static_cast<std::int32_t>(layout_.stage_leader(s));
-    const auto rep = as_members(layout_.group(d, leader));
+    const auto rep = as_members(layout_.collective_group(d, leader));
     const auto rep_shape = canonical_shape(topo_, rep);
     auto& passed = passed_[static_cast<std::size_t>(d)];
     auto& offsets = group_offsets_[static_cast<std::size_t>(d)];
     // The stage's groups along d are the leader's moved by these offsets (the same in every
     // stage); those that agree modulo a leaf unit have one shape (group_shape.hpp), so one of each
     // stands for the rest.
-    if (offsets.empty()) offsets = layout_.offset_residues({d}, topo_.leaf_unit_gpus());
+    if (offsets.empty()) {
+      offsets = layout_.offset_residues(Layout::collective_dims(d), topo_.leaf_unit_gpus());
+    }
     Algorithm family = Algorithm::kRing;
     std::vector<std::pair<RouteClass, double>> want;
     LinkLoad load;

@@ -201,7 +201,7 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
       params += costs.stages[static_cast<std::size_t>(v)].params_per_gpu;
       footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab, options));
     }
-    sm.state = model_state(params, plan.zero, plan.dp);
+    sm.state = model_state(params, plan.zero, plan.data_shards());
     sm.runtime_allocated = platform.memory.allocated;
     sm.footprint = footprints.front();
     const auto steps = compute_steps(stage_program(config, s));

@@ -49,7 +49,8 @@ struct ModelState {
   double total() const { return weights + gradients + master_weights + optimizer; }
 };
 
-/// The model state of `params_per_gpu` parameters under ZeRO stage `zero` over `dp` replicas:
+/// The model state of `params_per_gpu` parameters under ZeRO stage `zero` over `dp` ranks
+/// sharing them (Plan::data_shards):
 /// 1 (Megatron's distributed optimizer) shards master weights and moments, 2 also gradients,
 /// 3 also weights.
 ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp);

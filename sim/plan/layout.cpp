@@ -77,13 +77,41 @@ std::vector<std::int64_t> Layout::stage_ranks(std::int64_t stage) const {
   return ranks;
 }
 
+std::vector<std::int64_t> Layout::group(const std::vector<Dim>& dims, std::int64_t rank) const {
+  std::vector<std::int64_t> g{rank};
+  for (const Dim d : dims) {
+    const auto first = -coord(rank, d) * stride_[index_of(d)];
+    std::vector<std::int64_t> next;
+    next.reserve(g.size() * static_cast<std::size_t>(size(d)));
+    for (const auto r : g) {
+      for (std::int64_t i = 0; i < size(d); ++i)
+        next.push_back(r + first + i * stride_[index_of(d)]);
+    }
+    g = std::move(next);
+  }
+  std::sort(g.begin(), g.end());
+  return g;
+}
+
+std::vector<Dim> Layout::collective_dims(Dim d) {
+  if (d == Dim::kDP) return {Dim::kDP, Dim::kCP};
+  return {d};
+}
+
+std::int64_t Layout::collective_size(Dim d) const {
+  std::int64_t n = 1;
+  for (const Dim e : collective_dims(d)) n *= size(e);
+  return n;
+}
+
 std::vector<std::vector<std::int64_t>> Layout::groups_in_stage(Dim d, std::int64_t stage) const {
+  if (d == Dim::kPP) return {group(d, stage_leader(stage))};
+  const auto dims = collective_dims(d);
   std::vector<std::vector<std::int64_t>> out;
   for (const auto r : stage_ranks(stage)) {
-    if (coord(r, d) == 0 || d == Dim::kPP) {
-      out.push_back(group(d, r));
-      if (d == Dim::kPP) break;
-    }
+    bool lowest = true;
+    for (const Dim e : dims) lowest = lowest && coord(r, e) == 0;
+    if (lowest) out.push_back(group(dims, r));
   }
   return out;
 }

@@ -38,7 +38,23 @@ class Layout {
 
   /// `rank`'s group along d: the ranks that differ from it in d only, by their coordinate d.
   std::vector<std::int64_t> group(Dim d, std::int64_t rank) const;
-  /// Every group along d among the ranks of pipeline stage `stage`, by their lowest rank.
+  /// `rank`'s group over several dimensions: the ranks that differ from it in those only,
+  /// ascending.
+  std::vector<std::int64_t> group(const std::vector<Dim>& dims, std::int64_t rank) const;
+
+  /// The dimensions a collective along d runs over: data parallelism's gradient reductions and
+  /// parameter gathers over dp x cp (Megatron-LM's data-parallel group with context
+  /// parallelism: every context-parallel rank holds the whole layer's weights and gradients of
+  /// its part of the sequence); every other dimension's over its own.
+  static std::vector<Dim> collective_dims(Dim d);
+  /// Members of a collective group along d: the product of collective_dims(d)'s sizes.
+  std::int64_t collective_size(Dim d) const;
+  /// `rank`'s collective group along d (group(collective_dims(d), rank)).
+  std::vector<std::int64_t> collective_group(Dim d, std::int64_t rank) const {
+    return group(collective_dims(d), rank);
+  }
+  /// Every collective group along d among the ranks of pipeline stage `stage`, by their lowest
+  /// rank.
   std::vector<std::vector<std::int64_t>> groups_in_stage(Dim d, std::int64_t stage) const;
   /// The ranks of pipeline stage `stage`, ascending.
   std::vector<std::int64_t> stage_ranks(std::int64_t stage) const;

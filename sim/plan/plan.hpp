@@ -78,6 +78,9 @@ struct Plan {
   auto operator<=>(const Plan&) const = default;
 
   std::int64_t world_size() const { return tp * pp * dp * cp; }
+  /// Ranks holding the same parameters, whose gradients are reduced together and over which the
+  /// distributed optimizer shards: dp x cp (Megatron-LM's data-parallel group with CP).
+  std::int64_t data_shards() const { return dp * cp; }
   std::int64_t global_batch() const { return gbs > 0 ? gbs : mbs * dp; }
   /// Micro-batches per step as frameworks compute them: gbs // (mbs x dp).
   std::int64_t num_microbatches() const { return global_batch() / (mbs * dp); }
