@@ -12,7 +12,7 @@
 namespace trainsim {
 
 /// Every detector in report order: partition defects, imbalance, batch, vocabulary, TP span,
-/// memory.
+/// CP ring, memory.
 std::vector<Finding> detect(const CheckContext& context);
 
 /// Stages with no blocks or no parameters, and decoder layers the rule does not build.
@@ -25,6 +25,8 @@ std::vector<Finding> find_batch_problems(const CheckContext& context);
 std::vector<Finding> find_vocabulary_padding(const CheckContext& context);
 /// A TP group (as the plan's rank order places it) spanning nodes.
 std::vector<Finding> find_tp_across_nodes(const CheckContext& context);
+/// A context-parallel ring (p2p) whose transfers stall the attention.
+std::vector<Finding> find_cp_ring_exposed(const CheckContext& context);
 /// A stage whose peak memory exceeds the GPU's.
 std::vector<Finding> find_out_of_memory(const CheckContext& context);
 

@@ -50,8 +50,12 @@ struct TpWithinNode {
   RankOrder rank_order = kMegatronOrder;
 };
 
+/// A context-parallel ring whose transfers hide behind the attention, on the same GPUs: the CP
+/// group within a node (rank order), the all-to-all variant, or half the CP size (DP doubling).
+struct CpRingHidden {};
+
 using FixRequest = std::variant<FitInMemory, DefectFreePartition, BalancedPartition, DivisibleBatch,
-                                FullPipelineBatch, UnpaddedVocabulary, TpWithinNode>;
+                                FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, CpRingHidden>;
 
 /// A diagnostic as detection leaves it (fix text empty) with the fix to search for.
 struct Finding {

@@ -28,7 +28,15 @@ po::options_description plan_options() {
   add("tp", s("N"), "tensor-parallel size: splits every layer's matrices over N GPUs of a node");
   add("pp", s("N"), "pipeline-parallel size: splits the layers into N stages");
   add("dp", s("N"), "data-parallel size: N replicas, gradients all-reduced each step");
-  add("cp", s("N"), "context-parallel size (not supported yet: 1)");
+  add("cp", s("N"),
+      "context-parallel size: splits each sequence over N GPUs (in 2N chunks, rank i holding "
+      "chunks i and 2N-1-i so that causal attention balances); activations shrink N-fold, "
+      "weights are replicated and their gradients reduced over dp x cp (default 1)");
+  add("cp-comm-type", s("NAME"),
+      "how attention crosses the CP group (Megatron-LM's --cp-comm-type): p2p (default; K/V "
+      "blocks around a ring, each transfer beside the previous block's attention), a2a "
+      "(all-to-alls swap the sequence split for a head split; heads divisible by tp x cp), "
+      "allgather (K/V all-gathered before the attention, not overlapped)");
   add("ep", s("N"), "expert-parallel size (not supported yet: 1)");
   add("vp", s("N"),
       "model chunks (virtual stages) per GPU for --schedule interleaved: the layers are split into "
@@ -99,7 +107,7 @@ po::options_description plan_options() {
       "interleaved: wait for pipeline sends and receives on the compute stream (Megatron-LM's "
       "--no-overlap-p2p-communication; by default they run on their own streams)");
   add("precision", s("NAME"), "bf16 (default) or fp8 GEMMs");
-  add("gpus", s("N"), "cluster size; must equal tp x pp x dp when given");
+  add("gpus", s("N"), "cluster size; must equal tp x pp x dp x cp when given");
   return d;
 }
 

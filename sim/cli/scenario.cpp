@@ -64,6 +64,15 @@ const std::vector<PlanField>& plan_fields() {
     integer("pp", {}, &Plan::pp);
     integer("dp", {}, &Plan::dp);
     integer("cp", {}, &Plan::cp);
+    f.push_back({"cp_comm_type",
+                 FieldType::kChoice,
+                 {},
+                 {"p2p", "a2a", "allgather"},
+                 [](Plan& p, std::int64_t, const std::string& s) {
+                   p.cp_comm = s == "a2a"         ? CpComm::kA2A
+                               : s == "allgather" ? CpComm::kAllGather
+                                                  : CpComm::kP2P;
+                 }});
     integer("ep", {}, &Plan::ep);
     integer("vp", {}, &Plan::vp);
     f.push_back({"sp", FieldType::kBool, {}, {}, [](Plan& p, std::int64_t v, const std::string&) {

@@ -9,8 +9,10 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   LayerShape s;
   const double t = static_cast<double>(plan.tp);
   s.tp = plan.tp;
-  s.seq = static_cast<double>(plan.seq_len);
-  s.tokens = static_cast<double>(plan.mbs) * s.seq;
+  s.cp = plan.cp;
+  s.cp_comm = plan.cp_comm;
+  const double seq = static_cast<double>(plan.seq_len), cp = static_cast<double>(plan.cp);
+  s.tokens = static_cast<double>(plan.mbs) * seq / cp;
   s.hidden = static_cast<double>(model.hidden_size);
   s.q = static_cast<double>(model.q_size()) / t;
   s.kv = static_cast<double>(model.kv_size()) / t;
@@ -29,6 +31,12 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.head_dim = model.head_dim;
   s.heads = model.num_attention_heads / plan.tp;
   s.kv_heads = model.num_kv_heads / plan.tp;
+  s.seq = seq;
+  // All-to-all context parallelism runs the whole sequence's attention on 1/cp of the heads.
+  if (plan.cp > 1 && plan.cp_comm == CpComm::kA2A) {
+    s.heads /= plan.cp;
+    s.kv_heads /= plan.cp;
+  }
   s.gemm_dtype = plan.precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
   s.unfused_attention = plan.attention_backend == AttentionBackend::kUnfused;
   s.norm = model.norm;
@@ -71,7 +79,7 @@ void tp_allreduce(BlockPass& p, double bytes, std::int64_t n = 1) {
 void tp_call(BlockPass& p, CollectiveKind kind, double bytes, bool alongside, std::string gemm,
              OverlapMethod method) {
   add_collective(p.collectives, {kind, Dim::kTP, bytes, 1, alongside});
-  if (alongside) p.overlaps.push_back({kind, bytes, std::move(gemm), method, Dim::kTP});
+  if (alongside) p.overlaps.push_back({kind, bytes, {std::move(gemm)}, method, Dim::kTP});
 }
 
 // Bytes per element of an all-gathered GEMM input: in FP8 Transformer Engine gathers the
@@ -127,6 +135,41 @@ void decoder_backward_tp(const LayerShape& s, BlockPass& p) {
   }
 }
 
+// Context parallelism's collectives around the attention core (sim/plan/plan.hpp, CpComm), on
+// the rank's tokens. A ring exchange is an all-gather's traffic (cp - 1 blocks to the next rank)
+// run beside the attention steps it feeds: the pass waits where a transfer outlasts the block
+// attention before it (sim/cost/tp_overlap.hpp, ring exchange). The backward's ring carries the
+// K/V blocks and their gradient accumulators.
+void decoder_cp(const LayerShape& s, BlockPass& p, bool backward) {
+  const double e = s.act_bytes, T = s.tokens;
+  const double gathered = static_cast<double>(s.cp) * T * 2.0 * s.kv * e;  // K and V, all ranks
+  switch (s.cp_comm) {
+    case CpComm::kP2P: {
+      const double bytes = backward ? 2.0 * gathered : gathered;
+      add_collective(p.collectives, {CollectiveKind::kAllGather, Dim::kCP, bytes, 1, true});
+      const std::string core = backward ? "attention.grad" : "attention";
+      p.overlaps.push_back({CollectiveKind::kAllGather,
+                            bytes,
+                            {core, core + ".ring"},
+                            OverlapMethod::kRingExchange,
+                            Dim::kCP});
+      return;
+    }
+    case CpComm::kAllGather:
+      add_collective(p.collectives, {CollectiveKind::kAllGather, Dim::kCP, gathered, 1, false});
+      if (backward) {
+        add_collective(p.collectives,
+                       {CollectiveKind::kReduceScatter, Dim::kCP, gathered, 1, false});
+      }
+      return;
+    case CpComm::kA2A:
+      // Q, K, V in and the output back (their gradients in the backward).
+      add_collective(p.collectives, {CollectiveKind::kAllToAll, Dim::kCP,
+                                     T * (2.0 * s.q + 2.0 * s.kv) * e, 4, false});
+      return;
+  }
+}
+
 std::int64_t whole(double x) {
   return std::llround(x);
 }
@@ -147,12 +190,31 @@ KernelSpec elementwise(std::string name, std::string op, double rows, double col
   return memory(std::move(name), KernelKind::kElementwise, std::move(op), rows, cols);
 }
 
-// Causal flash attention: QK^T and AV over the unmasked half of the s x s scores.
-KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass) {
-  KernelShape shape = AttentionShape{s.batch,    whole(s.seq), s.heads, s.kv_heads,
-                                     s.head_dim, true,         pass,    DType::kBF16};
-  return {
-      std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape, 1};
+// Flash attention of `seq` queries and keys (causal: over the unmasked half of the scores),
+// `launches` times.
+KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass, double seq,
+                     bool causal, std::int64_t launches) {
+  KernelShape shape = AttentionShape{s.batch,    whole(seq), s.heads, s.kv_heads,
+                                     s.head_dim, causal,     pass,    DType::kBF16};
+  return {std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape,
+          launches};
+}
+
+// The fused attention of one pass. Context parallelism by ring (p2p, and allgather's two halves)
+// cuts the sequence in 2 x cp chunks, rank i holding chunks i and 2cp-1-i: the rank's step on its
+// own K/V is causal over its s / cp tokens; each of the cp - 1 other steps is a full block of
+// half the queries against all the keys, or all the queries against half the keys (s / 2cp by
+// s / cp), priced as two full blocks of s / 2cp. Each rank does 1/cp of the causal work.
+void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
+  const auto pass = backward ? AttentionPass::kBackward : AttentionPass::kForward;
+  const std::string name = backward ? "attention.grad" : "attention";
+  if (s.cp == 1 || s.cp_comm == CpComm::kA2A) {
+    k.push_back(attention(name, s, pass, s.seq, true, 1));
+    return;
+  }
+  const double cp = static_cast<double>(s.cp);
+  k.push_back(attention(name, s, pass, s.seq / cp, true, 1));
+  k.push_back(attention(name + ".ring", s, pass, s.seq / (2.0 * cp), false, 2 * (s.cp - 1)));
 }
 
 // A batched GEMM: b x heads products [m x k] @ [k x n], as one grouped shape.
@@ -166,8 +228,7 @@ KernelSpec batched_gemm(std::string name, const LayerShape& s, double m, double 
 // the full s x s scores of every head (the causal mask does not skip work), softmax in place.
 void attention_core(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
   if (!s.unfused_attention) {
-    k.push_back(backward ? attention("attention.grad", s, AttentionPass::kBackward)
-                         : attention("attention", s, AttentionPass::kForward));
+    flash_attention(k, s, backward);
     return;
   }
   const double n = s.seq, d = static_cast<double>(s.head_dim);
@@ -221,6 +282,7 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
   linear(k, "mlp_down", T, s.ffn, h, g);
   k.push_back(elementwise("residual_add", "add", S, h));
   if (s.tp > 1) decoder_forward_tp(s, p);
+  if (s.cp > 1) decoder_cp(s, p, false);
 }
 
 // Backward of a GEMM: the data gradient and the weight gradient, each as many FLOPs as forward.
@@ -252,6 +314,7 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
   gemm_backward(k, "qkv_proj", T, h, qkv, g);
   k.push_back(elementwise("input_norm.grad", norm_op(s) + ".grad", S, h));
   if (s.tp > 1) decoder_backward_tp(s, p);
+  if (s.cp > 1) decoder_cp(s, p, true);
 }
 
 }  // namespace

@@ -55,12 +55,12 @@ enum class OverlapMethod {
   kPipelined,     // the GEMM in chunks, each chunk's reduce-scatter after it
 };
 
-/// One collective call beside one kernel of the same pass (by the kernel's name): a TP call
-/// beside its GEMM, or a context-parallel ring exchange beside the attention steps.
+/// One collective call beside kernels of the same pass (by the kernels' names): a TP call beside
+/// its GEMM, or a context-parallel ring exchange beside the attention steps.
 struct OverlapPair {
   CollectiveKind kind = CollectiveKind::kAllGather;
   double bytes = 0;  // per call
-  std::string gemm;
+  std::vector<std::string> kernels;
   OverlapMethod method = OverlapMethod::kBulk;
   Dim dim = Dim::kTP;
 };
@@ -74,7 +74,7 @@ struct BlockPass {
 };
 
 struct LayerShape {
-  double tokens = 0;     // micro-batch tokens, b * s
+  double tokens = 0;     // micro-batch tokens on this rank: b * s, over cp with CP
   double seq = 0;        // s
   double hidden = 0;     // h
   double q = 0;          // query width per TP rank
@@ -85,6 +85,8 @@ struct LayerShape {
   double act_bytes = 2;  // bytes per activation element (BF16)
   bool rope = true;
   std::int64_t tp = 1;
+  std::int64_t cp = 1;
+  CpComm cp_comm = CpComm::kP2P;
   bool sp = false;  // sequence parallelism
   /// Plan::tp_comm_overlap: Transformer Engine's userbuffers overlap of the forward's TP
   /// all-gathers and reduce-scatters and the backward's gradient all-gathers with their GEMMs.
@@ -94,8 +96,8 @@ struct LayerShape {
   // Integer shapes for the kernel-timing database.
   std::int64_t batch = 1;     // micro-batch size
   std::int64_t head_dim = 0;  // d
-  std::int64_t heads = 0;     // query heads per TP rank
-  std::int64_t kv_heads = 0;  // key/value heads per TP rank
+  std::int64_t heads = 0;     // query heads per TP rank (and CP rank for a2a)
+  std::int64_t kv_heads = 0;  // key/value heads per TP rank (and CP rank for a2a)
   DType gemm_dtype = DType::kBF16;
   bool unfused_attention = false;  // Plan::attention_backend
   NormKind norm = NormKind::kRMSNorm;

@@ -44,16 +44,23 @@ void add_overlap_stalls(PassCost& pass, std::size_t first, const std::string& pr
                         const BlockPass& block, std::int64_t count, const Costing& costing) {
   for (const auto& o : block.overlaps) {
     if (!costing.groups.has(o.dim)) continue;
-    const std::string name = prefix + "." + o.gemm;
-    const auto it =
-        std::find_if(pass.kernels.begin() + static_cast<std::ptrdiff_t>(first), pass.kernels.end(),
-                     [&](const KernelCost& k) { return k.name == name; });
-    if (it == pass.kernels.end()) continue;
-    const double kernel_s = it->time.seconds * static_cast<double>(it->count / count);
+    double kernel_s = 0;  // the overlapped kernels' time per block pass
+    bool found = false;
+    for (const auto& kernel : o.kernels) {
+      const std::string name = prefix + "." + kernel;
+      const auto it =
+          std::find_if(pass.kernels.begin() + static_cast<std::ptrdiff_t>(first),
+                       pass.kernels.end(), [&](const KernelCost& k) { return k.name == name; });
+      if (it == pass.kernels.end()) continue;
+      found = true;
+      kernel_s += it->time.seconds * static_cast<double>(it->count / count);
+    }
+    if (!found) continue;
     const double stall =
         overlap_stall(o.method, kernel_s, costing.groups.choose(o.dim, o.kind, o.bytes, 1).seconds,
                       costing.groups.size(o.dim));
-    pass.tp_stall_s += stall * static_cast<double>(count);
+    pass.overlap_stall_s += stall * static_cast<double>(count);
+    if (o.dim == Dim::kCP) pass.cp_stall_s += stall * static_cast<double>(count);
     pass.seconds += stall * static_cast<double>(count);
   }
 }

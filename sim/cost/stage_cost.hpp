@@ -26,9 +26,11 @@ struct KernelCost {
 };
 
 struct PassCost {
-  double seconds = 0;  // all kernels of the pass, summed, and tp_stall_s
-  /// Where TP calls beside the pass's GEMMs outlast them: the GEMMs' wait (sim/cost/tp_overlap).
-  double tp_stall_s = 0;
+  double seconds = 0;  // all kernels of the pass, summed, and overlap_stall_s
+  /// Where calls beside the pass's kernels outlast them (TP calls beside their GEMMs, a CP ring
+  /// beside the attention steps): the kernels' wait (sim/cost/tp_overlap).
+  double overlap_stall_s = 0;
+  double cp_stall_s = 0;  // the part of overlap_stall_s a context-parallel ring causes
   std::vector<KernelCost> kernels;
   std::vector<CollectiveLoad> collectives;  // issued after the pass's compute (or beside it)
 };

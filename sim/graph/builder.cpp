@@ -65,6 +65,8 @@ const char* to_string(Stream stream) {
       return "recv_activation";
     case Stream::kRecvGradient:
       return "recv_gradient";
+    case Stream::kCP:
+      return "cp";
   }
   return "?";
 }
@@ -228,9 +230,10 @@ class RankProgramWriter {
 
   std::int32_t dp_group() const { return groups_[index_of(Dim::kDP)]; }
 
-  // A pass: its compute op, then its collectives after it on the compute stream or, for TP calls
-  // marked alongside (sim/cost/layer_ops.hpp), beside it on the TP stream (same start; the next
-  // compute op waits for both). Returns the op after which the pass's output exists.
+  // A pass: its compute op, then its collectives after it on the compute stream or, for calls
+  // marked alongside (sim/cost/layer_ops.hpp), beside it on their dimension's stream, TP or CP
+  // (same start; the next compute op waits for both). Returns the op after which the pass's
+  // output exists.
   Index run(ComputeKind kind, std::int64_t mb, std::int64_t chunk, const PassCost& pass,
             Deps deps = {}) {
     Deps all = take_pending();
@@ -243,9 +246,10 @@ class RankProgramWriter {
     for (const CollectiveLoad& load : pass.collectives) {
       const auto group = groups_[index_of(load.dim)];
       if (group < 0 || load.count == 0) continue;
-      if (load.dim == Dim::kTP && load.alongside) {
-        out = b_.collective(Stream::kTP, comm_kind(load.dim), load.kind, group, load.bytes,
-                            load.count, mb, alongside);
+      if (load.alongside) {
+        const Stream side = load.dim == Dim::kCP ? Stream::kCP : Stream::kTP;
+        out = b_.collective(side, comm_kind(load.dim), load.kind, group, load.bytes, load.count, mb,
+                            alongside);
         pending_.push_back(out);
         continue;
       }

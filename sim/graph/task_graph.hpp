@@ -42,9 +42,10 @@ enum class Stream : std::uint8_t {
   kSendActivation,  // pipeline exchanges overlapped with compute, one FIFO per direction
   kSendGradient,
   kRecvActivation,
-  kRecvGradient
+  kRecvGradient,
+  kCP  // context-parallel ring exchanges beside the attention
 };
-inline constexpr std::size_t kNumStreams = 7;
+inline constexpr std::size_t kNumStreams = 8;
 const char* to_string(Stream stream);
 
 enum class OpType : std::uint8_t { kCompute, kP2P, kCollective };

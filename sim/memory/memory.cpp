@@ -19,9 +19,10 @@ double d(std::int64_t v) {
 }
 
 // Tokens of one micro-batch on one GPU, and the divisor of the tensors that tensor parallelism
-// leaves replicated (sequence parallelism splits them too).
+// leaves replicated (sequence parallelism splits them too). Context parallelism keeps 1/cp of
+// every sequence's tokens, and so of every activation, on each GPU.
 struct Shape {
-  double tokens;  // b * s
+  double tokens;  // b * s / cp
   double seq;
   double h;
   double t;
@@ -30,7 +31,7 @@ struct Shape {
 
 Shape shape_of(const Model& model, const Plan& plan) {
   const double t = d(plan.tp);
-  return {d(plan.mbs) * d(plan.seq_len), d(plan.seq_len), d(model.hidden_size), t,
+  return {d(plan.mbs) * d(plan.seq_len) / d(plan.cp), d(plan.seq_len), d(model.hidden_size), t,
           plan.sp ? t : 1.0};
 }
 

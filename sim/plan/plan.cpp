@@ -42,6 +42,18 @@ const char* to_string(AttentionBackend a) {
   return a == AttentionBackend::kUnfused ? "unfused" : "flash";
 }
 
+const char* to_string(CpComm c) {
+  switch (c) {
+    case CpComm::kP2P:
+      return "p2p";
+    case CpComm::kA2A:
+      return "a2a";
+    case CpComm::kAllGather:
+      return "allgather";
+  }
+  return "?";
+}
+
 const char* to_string(Framework f) {
   switch (f) {
     case Framework::kMegatron:
@@ -122,6 +134,37 @@ void require_divides(const PlanOrigin& origin, const char* field, std::int64_t d
   }
 }
 
+// Megatron-Core's and Transformer Engine's rules for context parallelism.
+void validate_context_parallelism(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  if (plan.cp == 1) return;
+  // Causal load balance: the sequence in 2 x cp chunks, each rank the i-th and the mirrored one;
+  // with sequence parallelism each chunk pair is split again over TP.
+  const std::int64_t chunks = 2 * plan.cp * (plan.sp ? plan.tp : 1);
+  if (plan.seq_len % chunks != 0) {
+    fail_input(origin.of("seq_len"),
+               "must be divisible by 2 x cp" + std::string(plan.sp ? " x tp" : "") + " = " +
+                   n(chunks) + " with --cp " + n(plan.cp) +
+                   " (the sequence is cut in 2 x cp chunks for causal load balance), got " +
+                   n(plan.seq_len));
+  }
+  if (plan.attention_backend == AttentionBackend::kUnfused) {
+    fail_input(origin.of("attention_backend"),
+               "context parallelism runs in Transformer Engine's fused attention; use flash");
+  }
+  if (plan.cp_comm == CpComm::kA2A) {
+    for (const auto& [what, heads] : {std::pair{"attention heads", model.num_attention_heads},
+                                      std::pair{"KV heads", model.num_kv_heads}}) {
+      if (heads % (plan.tp * plan.cp) != 0) {
+        fail_input(origin.of("cp_comm_type"),
+                   "a2a splits the heads over tp x cp = " + n(plan.tp * plan.cp) +
+                       ", which must "
+                       "divide the " +
+                       what + " (" + n(heads) + "); use p2p or a smaller --cp");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void validate_plan(const Plan& plan, const Model& model, const Platform& platform,
@@ -165,7 +208,6 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
                    ": more than the 100,000,000 passes per step trainsim can replay; use a "
                    "larger --mbs or a smaller --gbs");
   }
-  if (plan.cp != 1) fail_input(origin.of("cp"), "context parallelism is not supported yet; use 1");
   if (plan.ep != 1) fail_input(origin.of("ep"), "expert parallelism is not supported yet; use 1");
   if (plan.vp > 1 && plan.schedule != ScheduleKind::kInterleaved) {
     fail_input(origin.of("vp"), "virtual stages need --schedule interleaved (got " +
@@ -230,6 +272,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   if (plan.sp && plan.tp == 1) {
     fail_input(origin.of("sp"), "sequence parallelism needs --tp 2 or more");
   }
+  validate_context_parallelism(plan, model, origin);
   // Megatron-LM counts the embedding and the loss as layers when told to account for them.
   const std::int64_t units = model.num_layers +
                              (plan.account_for_embedding_in_pipeline_split ? 1 : 0) +
@@ -253,9 +296,10 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
     }
   }
   if (plan.gpus > 0 && plan.gpus != plan.world_size()) {
-    fail_input(origin.of("gpus"), "is " + n(plan.gpus) + " but tp x pp x dp = " + n(plan.tp) +
-                                      " x " + n(plan.pp) + " x " + n(plan.dp) + " = " +
-                                      n(plan.world_size()));
+    fail_input(origin.of("gpus"),
+               "is " + n(plan.gpus) + " but tp x pp x dp" + (plan.cp > 1 ? " x cp" : "") + " = " +
+                   n(plan.tp) + " x " + n(plan.pp) + " x " + n(plan.dp) +
+                   (plan.cp > 1 ? " x " + n(plan.cp) : "") + " = " + n(plan.world_size()));
   }
   if (model.position_embedding == PositionEmbedding::kLearned &&
       plan.seq_len > model.max_position_embeddings) {

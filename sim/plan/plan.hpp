@@ -27,8 +27,18 @@ enum class Framework { kMegatron, kNanotron, kDeepSpeed, kColossalAI };
 /// materialised s x s scores.
 enum class AttentionBackend { kFlash, kUnfused };
 
+/// How context parallelism runs attention over the sequence split across the CP group
+/// (Megatron-LM's --cp-comm-type, Transformer Engine's implementations):
+/// - p2p: K and V blocks passed around a ring, each step's transfer beside the block attention
+///   of the step before (the default);
+/// - a2a: all-to-alls trade the sequence split for a head split before the attention and back
+///   after it (DeepSpeed-Ulysses);
+/// - allgather: K and V all-gathered before the attention, their gradients reduce-scattered.
+enum class CpComm { kP2P, kA2A, kAllGather };
+
 const char* to_string(Precision p);
 const char* to_string(AttentionBackend a);
+const char* to_string(CpComm c);
 const char* to_string(ScheduleKind s);
 const char* to_string(Recompute r);
 const char* to_string(Framework f);
@@ -38,6 +48,7 @@ struct Plan {
   std::int64_t pp = 1;
   std::int64_t dp = 1;
   std::int64_t cp = 1;
+  CpComm cp_comm = CpComm::kP2P;
   std::int64_t ep = 1;
   std::int64_t vp = 1;
   bool sp = false;

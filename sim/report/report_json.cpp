@@ -26,6 +26,7 @@ std::string report_json(const Report& r) {
                 {"pp", p.pp},
                 {"dp", p.dp},
                 {"cp", p.cp},
+                {"cp_comm_type", to_string(p.cp_comm)},
                 {"ep", p.ep},
                 {"vp", p.vp},
                 {"sp", p.sp},

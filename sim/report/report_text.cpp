@@ -99,9 +99,11 @@ std::string report_text(const Report& r) {
   if (!r.scenario.empty()) o << "scenario: " << r.scenario << "\n";
   o << "plan: tp " << p.tp << ", pp " << p.pp;
   if (p.vp > 1) o << " x vp " << p.vp;
-  o << ", dp " << p.dp << (p.sp ? " (sp)" : "") << ", mbs " << p.mbs << ", gbs " << p.global_batch()
-    << ", seq " << p.seq_len << ", " << to_string(p.precision) << ", " << to_string(p.schedule)
-    << ", " << r.partition << " partition; " << r.microbatches << " micro-batches per step\n";
+  o << ", dp " << p.dp << (p.sp ? " (sp)" : "");
+  if (p.cp > 1) o << ", cp " << p.cp << " (" << to_string(p.cp_comm) << ")";
+  o << ", mbs " << p.mbs << ", gbs " << p.global_batch() << ", seq " << p.seq_len << ", "
+    << to_string(p.precision) << ", " << to_string(p.schedule) << ", " << r.partition
+    << " partition; " << r.microbatches << " micro-batches per step\n";
   std::vector<std::string> extras;
   if (p.recompute != Recompute::kNone)
     extras.push_back(std::string(to_string(p.recompute)) + " recompute");

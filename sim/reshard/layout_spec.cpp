@@ -112,6 +112,13 @@ PlanOrigin layout_origin(const std::string& flag) {
 
 void validate_layout(const Plan& plan, const Model& model, const Platform& platform,
                      const std::string& flag) {
+  // Context-parallel ranks hold the same weights, but the distributed optimizer shards over
+  // dp x cp, which the conversion does not map yet.
+  if (plan.cp != 1) {
+    fail_input(flag + " cp",
+               "checkpoints with context parallelism are not converted yet; use 1 (the weights are "
+               "the same on every CP rank)");
+  }
   // What a run would check of the layout; the batch and sequence only have to be admissible.
   Plan probe = plan;
   probe.seq_len = 1;

@@ -1,5 +1,7 @@
 #include "sim/search/candidates.hpp"
 
+#include <algorithm>
+
 #include "sim/plan/vocab.hpp"
 
 namespace trainsim {
@@ -63,13 +65,21 @@ std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_
   }
   if (auto deeper = one_more_stage(plan)) with([&](Plan& p) { p = *deeper; });
   if (plan.dp % 2 == 0) with([&](Plan& p) { p = with_tp_dp(plan, plan.tp * 2, plan.dp / 2); });
+  if (plan.dp % 2 == 0) {
+    with([&](Plan& p) {
+      p.cp = plan.cp * 2;
+      p.dp = plan.dp / 2;
+    });
+  }
   if (plan.mbs > 1 && plan.mbs % 2 == 0) with([](Plan& p) { p.mbs /= 2; });
   return out;
 }
 
-std::vector<ZeroLadder> layouts_on(const Plan& plan, std::int64_t gpus, std::int64_t gpus_per_node,
-                                   std::int64_t num_layers, Recompute recompute) {
-  std::vector<ZeroLadder> out;
+namespace {
+
+// The layouts of `gpus` GPUs per context-parallel rank (layouts_on).
+void add_layouts(const Plan& plan, std::int64_t cp, std::int64_t gpus, std::int64_t gpus_per_node,
+                 std::int64_t num_layers, Recompute recompute, std::vector<ZeroLadder>& out) {
   for (std::int64_t tp = 1; tp <= gpus_per_node && tp <= gpus; tp *= 2) {
     if (gpus % tp != 0) continue;
     for (std::int64_t pp = 1; pp <= gpus / tp && pp <= num_layers; ++pp) {
@@ -78,8 +88,9 @@ std::vector<ZeroLadder> layouts_on(const Plan& plan, std::int64_t gpus, std::int
       if (plan.gbs > 0 && plan.gbs % (plan.mbs * dp) != 0) continue;
       ZeroLadder ladder;
       for (std::int64_t zero : {0, 1, 3}) {
-        if (zero > 0 && dp == 1) continue;
+        if (zero > 0 && dp * cp == 1) continue;
         Plan p = with_tp_dp(plan, tp, dp);
+        p.cp = cp;
         p.pp = pp;
         p.gpus = 0;
         p.sp = tp > 1;
@@ -89,6 +100,16 @@ std::vector<ZeroLadder> layouts_on(const Plan& plan, std::int64_t gpus, std::int
       }
       out.push_back(std::move(ladder));
     }
+  }
+}
+
+}  // namespace
+
+std::vector<ZeroLadder> layouts_on(const Plan& plan, std::int64_t gpus, std::int64_t gpus_per_node,
+                                   std::int64_t num_layers, Recompute recompute) {
+  std::vector<ZeroLadder> out;
+  for (std::int64_t cp = 1; cp <= plan.cp; cp *= 2) {
+    if (gpus % cp == 0) add_layouts(plan, cp, gpus / cp, gpus_per_node, num_layers, recompute, out);
   }
   return out;
 }
@@ -122,6 +143,32 @@ std::vector<Plan> unpadded_smaller_tp(const Plan& plan, std::int64_t vocab_size)
   for (std::int64_t tp = plan.tp / 2; tp >= 1; tp /= 2) {
     if (padded_vocab(vocab_size, plan.vocab_multiple(), tp) != vocab_size) continue;
     const Plan p = with_tp_dp(plan, tp, plan.dp * plan.tp / tp);
+    if (divides_batch(p)) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model) {
+  std::vector<Plan> out;
+  RankOrder inner = plan.rank_order;
+  const auto tp = std::find(inner.begin(), inner.end(), Dim::kTP);
+  const auto cp = std::find(inner.begin(), inner.end(), Dim::kCP);
+  if (cp > tp + 1) {
+    std::rotate(tp + 1, cp, cp + 1);
+    Plan p = plan;
+    p.rank_order = inner;
+    out.push_back(p);
+  }
+  const std::int64_t split = plan.tp * plan.cp;
+  if (model.num_attention_heads % split == 0 && model.num_kv_heads % split == 0) {
+    Plan p = plan;
+    p.cp_comm = CpComm::kA2A;
+    out.push_back(p);
+  }
+  if (plan.cp % 2 == 0) {
+    Plan p = plan;
+    p.cp = plan.cp / 2;
+    p.dp = plan.dp * 2;
     if (divides_batch(p)) out.push_back(p);
   }
   return out;

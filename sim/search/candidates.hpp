@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "sim/model/model.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {
@@ -33,6 +34,11 @@ std::optional<Plan> unpadded_vocabulary_multiple(const Plan& plan, std::int64_t 
 
 /// Smaller TPs (halving) on the same GPUs that pad nothing, the largest first.
 std::vector<Plan> unpadded_smaller_tp(const Plan& plan, std::int64_t vocab_size);
+
+/// Context-parallel rings whose transfers may hide better, on the same GPUs: the CP group moved
+/// next to TP in the rank order (where it is not already), the all-to-all variant (where the
+/// heads split over tp x cp), and half the CP size with twice the DP (where it divides).
+std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model);
 
 /// The plan with another global batch.
 Plan with_gbs(const Plan& plan, std::int64_t gbs);

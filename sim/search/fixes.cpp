@@ -1,6 +1,8 @@
 #include "sim/search/fixes.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "sim/check/wording.hpp"
 #include "sim/core/format.hpp"
@@ -85,6 +87,7 @@ struct FixWriter {
   }
 
   std::string operator()(const UnpaddedVocabulary& request) const;
+  std::string operator()(const CpRingHidden& request) const;
 
   std::string operator()(const TpWithinNode& request) const {
     const Plan& plan = space.plan();
@@ -130,6 +133,22 @@ std::string FixWriter::operator()(const UnpaddedVocabulary& request) const {
       std::to_string(pad) + (pad == 1 ? " row" : " rows") + " when saving (save [" +
       std::to_string(model.vocab_size) + ", " + std::to_string(model.hidden_size) + "])");
   return joined(options, "; ");
+}
+
+// Each alternative that fits, the fastest first.
+std::string FixWriter::operator()(const CpRingHidden&) const {
+  const Plan& plan = space.plan();
+  std::vector<std::pair<double, std::string>> priced;
+  for (const Plan& p : cp_ring_alternatives(plan, space.model())) {
+    if (const Outcome o = space.price({p}, Need::kFits)) {
+      priced.emplace_back(o->step_time_s, plan_changes(plan, p) + " (same GPUs): " +
+                                              step_comparison(o->step_time_s, space.baseline()));
+    }
+  }
+  std::sort(priced.begin(), priced.end());
+  std::vector<std::string> options;
+  for (auto& [step, text] : priced) options.push_back(std::move(text));
+  return joined(options, "; or ");
 }
 
 // Completes a stage-imbalance diagnostic with what the imbalance costs against the balanced

@@ -11,6 +11,8 @@ std::string plan_changes(const Plan& from, const Plan& to) {
   if (to.tp != from.tp) add("--tp " + std::to_string(to.tp));
   if (to.pp != from.pp) add("--pp " + std::to_string(to.pp));
   if (to.dp != from.dp) add("--dp " + std::to_string(to.dp));
+  if (to.cp != from.cp) add("--cp " + std::to_string(to.cp));
+  if (to.cp_comm != from.cp_comm) add(std::string("--cp-comm-type ") + to_string(to.cp_comm));
   if (to.mbs != from.mbs) add("--mbs " + std::to_string(to.mbs));
   if (to.sp && !from.sp) add("--sp");
   if (to.zero != from.zero) add("--zero " + std::to_string(to.zero));

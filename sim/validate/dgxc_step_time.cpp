@@ -42,7 +42,6 @@ std::string unexpressed(const Fields& f, const std::string& model) {
     return "mixture of experts (expert parallelism not modelled yet)";
   }
   if (model.find("Mamba") != std::string::npos) return "hybrid Mamba model";
-  if (f.integer("cp").value_or(1) > 1) return "context parallelism not modelled yet";
   if (catalog_model(model).empty()) return "model not in the catalog";
   for (const auto& flag : f.strings("flags")) {
     if (flag.rfind("PROXY", 0) == 0) return "proxy configuration with fewer layers";
@@ -59,7 +58,8 @@ Plan dgxc_plan(const Fields& f) {
   p.tp = required("tp");
   p.pp = required("pp");
   p.vp = f.integer("vp").value_or(1);
-  p.dp = required("n_gpus") / (p.tp * p.pp);
+  p.cp = f.integer("cp").value_or(1);
+  p.dp = required("n_gpus") / (p.tp * p.pp * p.cp);
   p.mbs = required("mbs");
   p.gbs = required("gbs");
   p.seq_len = required("seq_len");
@@ -108,6 +108,7 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   std::ostringstream setup;
   setup << catalog_model(model) << ", tp " << plan.tp << " pp " << plan.pp;
   if (plan.vp > 1) setup << " x vp " << plan.vp;
+  if (plan.cp > 1) setup << " cp " << plan.cp;
   setup << " dp " << plan.dp << ", mbs " << plan.mbs << ", gbs " << plan.gbs << ", seq "
         << plan.seq_len << ", " << to_string(plan.precision);
   row.setup = setup.str();

@@ -62,6 +62,17 @@ std::vector<Case> cases() {
         "selective"},
        256,
        4},
+      // Context parallelism: CP rings beside the attention within a node, gradients over
+      // dp x cp (groups of 8 across four nodes), and a CP group across nodes (cp outermost).
+      {"70b tp 4 cp 2 on 128 GPUs",
+       with(m70, {"--tp", "4", "--sp", "--cp", "2", "--pp", "4", "--dp", "4", "--gbs", "32",
+                  "--seq-len", "16384", "--zero", "1", "--overlap-grad-reduce"}),
+       128, 4},
+      {"8b cp 4 across nodes",
+       {"--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "2", "--cp", "4", "--dp",
+        "4", "--gbs", "8", "--seq-len", "32768", "--rank-order", "tp-dp-ep-cp-pp"},
+       32,
+       1},
   };
 }
 
@@ -91,7 +102,7 @@ TEST(SymmetricSimulation, EqualsTheFullOneOnBothEngines) {
         expect_near(sym[k], full[k], k);
       }
       for (const char* section : {"exposed_comm_s", "overlapped_comm_s"}) {
-        for (const char* kind : {"tp", "pp", "dp"}) {
+        for (const char* kind : {"tp", "pp", "dp", "cp"}) {
           expect_near(sym[section][kind], full[section][kind], std::string(section) + " " + kind);
         }
       }

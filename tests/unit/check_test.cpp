@@ -285,6 +285,43 @@ TEST(Diagnostics, TpAcrossNodesFollowsTheRankOrder) {
       << both[0].fix;
 }
 
+// A context-parallel ring over the network with short chunks: Llama 3.1 8B at sequence 8192
+// over cp 8, the CP group one GPU on each of four nodes (cp outermost) and two per node. Each
+// GPU's 1,024 tokens give ring steps too short to hide their K/V transfers; the fixes keep the
+// GPUs and are priced, the fastest first. In Megatron's order (CP on NVLink) the ring hides.
+TEST(Diagnostics, CpRingTooShortToHideItsTransfers) {
+  auto cp_ring = [](const std::string& order) {
+    InputRequest req;
+    req.model = "llama3.1-8b";
+    req.platform = "h100-sxm-ndr";
+    req.plan_flags = {{"cp", "8"},         {"dp", "4"},   {"zero", "1"},
+                      {"seq_len", "8192"}, {"gbs", "16"}, {"rank_order", order}};
+    const ResolvedInputs in = resolve_inputs(req);
+    const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
+    const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
+    std::vector<Diagnostic> found;
+    for (auto& d : diagnose(in.model, in.platform, in.plan, part, costs)) {
+      if (d.id == "cp-ring-exposed") found.push_back(std::move(d));
+    }
+    return found;
+  };
+  const auto found = cp_ring("tp-dp-ep-cp-pp");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].severity, Severity::kWarning);
+  EXPECT_EQ(found[0].message.rfind("context parallelism of 8 by ring (p2p) stalls the attention: "
+                                   "each GPU's 1,024 tokens per micro-batch make ring steps too "
+                                   "short to hide their K/V transfers across 4 nodes, over the "
+                                   "network (",
+                                   0),
+            0u)
+      << found[0].message;
+  EXPECT_EQ(found[0].fix.rfind("--rank-order tp-cp-dp-ep-pp (same GPUs): step ", 0), 0u)
+      << found[0].fix;
+  EXPECT_NE(found[0].fix.find("; or --dp 8 --cp 4 (same GPUs): step "), std::string::npos);
+  EXPECT_NE(found[0].fix.find("; or --cp-comm-type a2a (same GPUs): step "), std::string::npos);
+  EXPECT_TRUE(cp_ring("tp-cp-ep-dp-pp").empty());
+}
+
 // A baseline the caller has simulated already (the run's own step) is what every fix compares
 // with; nothing re-simulates the plan.
 TEST(Diagnostics, FixesCompareWithTheGivenBaseline) {

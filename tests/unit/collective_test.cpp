@@ -50,6 +50,25 @@ TEST(Collective, RingInOneNode) {
   EXPECT_EQ(g.flows(CollectiveKind::kBroadcast, Algorithm::kRing).size(), 7u);
 }
 
+// All-to-all across nodes (expert or context parallelism over InfiniBand): each GPU sends 1/n of
+// its buffer to every other member, straight; what leaves through its NIC sets the time.
+TEST(Collective, AllToAllAcrossNodes) {
+  const double s = 1e9;
+  // Two full nodes: 8 of the 16 shares cross the network, 7 stay on NVLink.
+  const GroupCollectives two_nodes(cluster(), range(0, 16));
+  EXPECT_EQ(two_nodes.choose(CollectiveKind::kAllToAll, s, 1).algorithm, Algorithm::kDirect);
+  EXPECT_NEAR(two_nodes.choose(CollectiveKind::kAllToAll, s, 1).seconds,
+              kNicLat + 8.0 / 16 * s / kNic, 1e-15);
+  // One GPU on each of four nodes: three of four shares over the NIC, two calls.
+  const GroupCollectives rail(cluster(), range(0, 4, 8));
+  EXPECT_NEAR(rail.choose(CollectiveKind::kAllToAll, s, 2).seconds,
+              2 * kNicLat + 3.0 / 4 * s / kNic, 1e-15);
+  // The same four GPUs on one node: NVLink, eight times faster per byte.
+  const GroupCollectives node(cluster(), range(0, 4));
+  EXPECT_NEAR(node.choose(CollectiveKind::kAllToAll, s, 2).seconds,
+              2 * kNvlLat + 3.0 / 4 * s / kNvl, 1e-15);
+}
+
 // Four GPUs on each of two nodes: four rings, each leaving every node through a different NIC,
 // so each GPU sends one ring's share over its NIC and three over NVLink.
 TEST(Collective, OneRingPerRail) {

@@ -60,7 +60,8 @@ TEST(ReshardLayout, ParsesKeysAndNamesTheFlagAtFault) {
   EXPECT_EQ(error_of([&] { validate_layout(layout("tp=3"), m, h, "--to"); }),
             "--to tp: must divide the attention heads (32), got 3");
   EXPECT_EQ(error_of([&] { validate_layout(layout("cp=2"), m, h, "--to"); }),
-            "--to cp: context parallelism is not supported yet; use 1");
+            "--to cp: checkpoints with context parallelism are not converted yet; use 1 (the "
+            "weights are the same on every CP rank)");
 }
 
 // The tensors add up to the model's parameter count, for every model of the catalog.

@@ -84,10 +84,10 @@ TEST(TpOverlap, ForwardStallIsTheSumOfItsCallsOnTheTpGroup) {
                            stall(OverlapMethod::kRingExchange, "mlp_up", gather) +
                            stall(OverlapMethod::kPipelined, "mlp_down", scatter);
   ASSERT_GT(per_layer, 0);
-  EXPECT_NEAR(fwd.tp_stall_s, 32 * per_layer, 1e-12);
+  EXPECT_NEAR(fwd.overlap_stall_s, 32 * per_layer, 1e-12);
   double kernels = 0;
   for (const auto& k : fwd.kernels) kernels += k.time.seconds * static_cast<double>(k.count);
-  EXPECT_NEAR(fwd.seconds, kernels + fwd.tp_stall_s, 1e-12);
+  EXPECT_NEAR(fwd.seconds, kernels + fwd.overlap_stall_s, 1e-12);
   // Every decoder call runs beside the pass; the embedding's all-reduce after it.
   const auto ag = collective_load(fwd.collectives, CollectiveKind::kAllGather, Dim::kTP);
   const auto rs = collective_load(fwd.collectives, CollectiveKind::kReduceScatter, Dim::kTP);
@@ -105,7 +105,7 @@ TEST(TpOverlap, ForwardStallIsTheSumOfItsCallsOnTheTpGroup) {
 TEST(TpOverlap, WithoutUserbuffersOnlyTheBackwardsAsynchronousCallsOverlap) {
   Fp8Tp4 c;
   const StageCost s = c.costs().stages[0];
-  EXPECT_EQ(s.forward.tp_stall_s, 0);
+  EXPECT_EQ(s.forward.overlap_stall_s, 0);
   for (const auto& load : s.forward.collectives) EXPECT_FALSE(load.alongside);
   std::int64_t beside = 0, after = 0;
   for (const auto& load : s.backward.collectives) {
@@ -114,7 +114,7 @@ TEST(TpOverlap, WithoutUserbuffersOnlyTheBackwardsAsynchronousCallsOverlap) {
   }
   EXPECT_EQ(beside, 4 * 32);     // re-gather and reduce-scatter of QKV and MLP-up
   EXPECT_EQ(after, 2 * 32 + 1);  // output gradients of out_proj and mlp_down; the LM head's
-  EXPECT_GE(s.backward.tp_stall_s, 0);
+  EXPECT_GE(s.backward.overlap_stall_s, 0);
 }
 
 }  // namespace
