@@ -193,18 +193,21 @@ KernelSpec elementwise(std::string name, std::string op, double rows, double col
 // Flash attention of `seq` queries and keys (causal: over the unmasked half of the scores),
 // `launches` times.
 KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass, double seq,
-                     bool causal, std::int64_t launches) {
-  KernelShape shape = AttentionShape{s.batch,    whole(seq), s.heads, s.kv_heads,
-                                     s.head_dim, causal,     pass,    DType::kBF16};
+                     bool causal, std::int64_t launches, std::int64_t head_split = 1) {
+  KernelShape shape =
+      AttentionShape{s.batch, whole(seq), s.heads / head_split, s.kv_heads / head_split, s.head_dim,
+                     causal,  pass,       DType::kBF16};
   return {std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape,
           launches};
 }
 
 // The fused attention of one pass. Context parallelism by ring (p2p, and allgather's two halves)
-// cuts the sequence in 2 x cp chunks, rank i holding chunks i and 2cp-1-i: the rank's step on its
-// own K/V is causal over its s / cp tokens; each of the cp - 1 other steps is a full block of
-// half the queries against all the keys, or all the queries against half the keys (s / 2cp by
-// s / cp), priced as two full blocks of s / 2cp. Each rank does 1/cp of the causal work.
+// cuts the sequence in 2 x cp chunks of c = s / 2cp, rank i holding chunks i and 2cp-1-i. Its
+// step on its own K/V is causal over its 2c tokens; each of the cp - 1 other steps is a full
+// block, Transformer Engine's: half the queries against all the keys (c by 2c: the tiles of
+// half the heads of a 2c block) on the steps from ranks after it, all the queries against half
+// the keys (2c by c: two blocks of c) on those before it. Ranks differ in the mix; the mean rank
+// has half of each. Every rank does 1/cp of the causal work.
 void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
   const auto pass = backward ? AttentionPass::kBackward : AttentionPass::kForward;
   const std::string name = backward ? "attention.grad" : "attention";
@@ -212,9 +215,16 @@ void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backw
     k.push_back(attention(name, s, pass, s.seq, true, 1));
     return;
   }
-  const double cp = static_cast<double>(s.cp);
-  k.push_back(attention(name, s, pass, s.seq / cp, true, 1));
-  k.push_back(attention(name + ".ring", s, pass, s.seq / (2.0 * cp), false, 2 * (s.cp - 1)));
+  const double chunk = s.seq / (2.0 * static_cast<double>(s.cp));
+  k.push_back(attention(name, s, pass, 2 * chunk, true, 1));
+  std::int64_t long_keys = s.cp / 2;                           // steps of c queries by 2c keys
+  if (s.heads % 2 != 0 || s.kv_heads % 2 != 0) long_keys = 0;  // as blocks of c instead
+  if (long_keys > 0)
+    k.push_back(attention(name + ".ring", s, pass, 2 * chunk, false, long_keys, 2));
+  const std::int64_t short_keys = s.cp - 1 - long_keys;  // steps of 2c queries by c keys
+  if (short_keys > 0) {
+    k.push_back(attention(name + ".ring_halves", s, pass, chunk, false, 2 * short_keys));
+  }
 }
 
 // A batched GEMM: b x heads products [m x k] @ [k x n], as one grouped shape.

@@ -118,8 +118,10 @@ double launches_flops(const PassCost& pass, const std::string& prefix) {
   return f;
 }
 
-// Each rank computes 1/cp of the causal attention: its diagonal step causal over s/cp tokens, and
-// 2(cp - 1) full blocks of s/2cp; every token-wise kernel runs on s/cp tokens.
+// Each rank computes 1/cp of the causal attention: its own step causal over its s/cp tokens, and
+// cp - 1 full blocks, Transformer Engine's, the mean rank's mix: cp/2 of c queries by 2c keys
+// (half the heads of a 2c block) and the rest 2c queries by c keys (two blocks of c), c = s/2cp;
+// every token-wise kernel runs on s/cp tokens.
 TEST(ContextParallel, EachRankComputesItsShareOfTheCausalAttention) {
   const Model m = test::catalog_model("llama3.1-8b");
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
@@ -127,10 +129,16 @@ TEST(ContextParallel, EachRankComputesItsShareOfTheCausalAttention) {
   const auto whole = compute_costs(m, pf, cp_plan(1), part).stages[0];
   const auto split = compute_costs(m, pf, cp_plan(4), part).stages[0];
   const auto& ring = kernel(split.forward, "decoder.attention.ring");
-  EXPECT_EQ(ring.count, 32 * 6);
+  EXPECT_EQ(ring.count, 32 * 2);
   const auto& shape = std::get<AttentionShape>(ring.shape);
-  EXPECT_EQ(shape.seq, 16384 / 8);
+  EXPECT_EQ(shape.seq, 16384 / 4);
+  EXPECT_EQ(shape.heads, 16);
+  EXPECT_EQ(shape.kv_heads, 4);
   EXPECT_FALSE(shape.causal);
+  const auto& halves = kernel(split.forward, "decoder.attention.ring_halves");
+  EXPECT_EQ(halves.count, 32 * 2);
+  EXPECT_EQ(std::get<AttentionShape>(halves.shape).seq, 16384 / 8);
+  EXPECT_EQ(std::get<AttentionShape>(halves.shape).heads, 32);
   EXPECT_EQ(std::get<AttentionShape>(kernel(split.forward, "decoder.attention").shape).seq, 4096);
   EXPECT_NEAR(launches_flops(split.forward, "decoder.attention"),
               launches_flops(whole.forward, "decoder.attention") / 4, 1e-6);
@@ -171,7 +179,7 @@ TEST(ContextParallel, RingStepOverlapInClosedForm) {
     const GroupCollectives cp_group(topo, group);
     const double C = cp_group.choose(CollectiveKind::kAllGather, fwd.bytes / 32, 1).seconds;
     const double G = kernel(sc.forward, "decoder.attention").time.seconds +
-                     kernel(sc.forward, "decoder.attention.ring").time.seconds * 2;
+                     kernel(sc.forward, "decoder.attention.ring").time.seconds;
     const double per_layer = overlap_stall(OverlapMethod::kRingExchange, G, C, 2);
     EXPECT_DOUBLE_EQ(per_layer, std::max(0.0, G / 2 + C - G));
     EXPECT_NEAR(sc.forward.overlap_stall_s, 32 * per_layer, 1e-12);
