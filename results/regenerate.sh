@@ -51,6 +51,44 @@ VARIANTS
 } > "$out"
 echo "wrote $out"
 
+# Context parallelism: the DGX Cloud recipe rows that use it (Llama 3.1 8B, cp 2, sequence 8192:
+# the longest they list), then each CP variant on that row's 8 GPUs, then longer sequences.
+mkdir -p "$here/context_parallel"
+out="$here/context_parallel/llama3.1-8b.txt"
+{
+  echo "DGX Cloud recipe rows with context parallelism (trainsim validate, analytic engine):"
+  echo
+  "$bin" validate tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json |
+    awk -F'|' '/^\| Llama3.1 8B/ { printf "%-40s %-4s measured %7s s  predicted %7s s  %s\n", $2, $4, $5, $6, $7 }'
+  echo
+  echo "llama3.1-8b on 8 GPUs (one node), gbs 128, mbs 1, zero 1 with overlapped gradient reduce"
+  echo "and parameter gather (NeMo's defaults), SimGrid engine"
+  echo
+  printf '%-7s %-5s %-4s %-10s %9s %11s %10s  %s\n' "seq" "cp" "dp" "cp comm" "step (s)" \
+    "tokens/s" "peak mem" "exposed comm (mean per GPU)"
+  while read -r seq cp comm; do
+    dp=$((8 / cp))
+    "$bin" run --model llama3.1-8b --platform h100-sxm-ndr --seq-len "$seq" --cp "$cp" --dp "$dp" \
+      --cp-comm-type "$comm" --gbs 128 --zero 1 --overlap-grad-reduce --overlap-param-gather \
+      > "$tmp" || true
+    printf '%-7s %-5s %-4s %-10s %9s %11s %10s  %s\n' "$seq" "$cp" "$dp" "$comm" \
+      "$(awk '/^step time/ { print $3; exit }' "$tmp")" \
+      "$(awk '/^tokens\/s/ { print $2; exit }' "$tmp")" \
+      "$(awk '$1 == "0" && $NF ~ /GiB$/ { print $(NF-1) " " $NF; exit }' "$tmp")" \
+      "$(headline "exposed comm" "$tmp" | sed 's/ (mean per GPU)//')"
+  done <<'VARIANTS'
+8192 1 p2p
+8192 2 p2p
+8192 2 a2a
+8192 2 allgather
+32768 4 p2p
+32768 4 a2a
+131072 8 p2p
+131072 8 a2a
+VARIANTS
+} > "$out"
+echo "wrote $out"
+
 # What `trainsim check` says about each seed scenario (framework bugs it reproduces).
 mkdir -p "$here/seeds"
 for scenario in scenarios/seeds/*.json; do
