@@ -37,7 +37,22 @@ po::options_description plan_options() {
       "blocks around a ring, each transfer beside the previous block's attention), a2a "
       "(all-to-alls swap the sequence split for a head split; heads divisible by tp x cp), "
       "allgather (K/V all-gathered before the attention, not overlapped)");
-  add("ep", s("N"), "expert-parallel size (not supported yet: 1)");
+  add("ep", s("N"),
+      "expert-parallel size: each mixture-of-experts layer's experts split over N GPUs, which "
+      "re-divide the dense layers' dp x cp (x tp / etp) GPUs; tokens reach their experts by "
+      "all-to-all over the EP group (default 1)");
+  add("etp", s("N"),
+      "expert tensor-parallel size: each expert's matrices split over N GPUs, 1 or tp "
+      "(Megatron-LM's --expert-tensor-parallel-size; default tp)");
+  add("moe-token-dispatcher-type", s("NAME"),
+      "how tokens reach their experts: alltoall (default) or allgather (hidden states gathered "
+      "over the EP group, outputs reduce-scattered)");
+  add("moe-imbalance", s("X"),
+      "load of the busiest expert over the mean (default 1: balanced); the step waits for the "
+      "GPU holding it, at most experts / top-k");
+  add("moe-capacity-factor", s("X"),
+      "tokens an expert takes at most, over the mean; the rest are dropped (default 0: "
+      "dropless)");
   add("vp", s("N"),
       "model chunks (virtual stages) per GPU for --schedule interleaved: the layers are split into "
       "pp x vp virtual stages, chunk c of stage s being virtual stage c x pp + s (default 1)");

@@ -1,6 +1,8 @@
 #include "sim/cli/scenario.hpp"
 
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "sim/check/wording.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/platform/kernel_db.hpp"
 
@@ -16,7 +19,7 @@ namespace trainsim {
 
 namespace {
 
-enum class FieldType { kInt, kBool, kChoice, kString, kRankOrder };
+enum class FieldType { kInt, kBool, kChoice, kString, kRankOrder, kReal };
 
 struct PlanField {
   std::string name;
@@ -24,6 +27,8 @@ struct PlanField {
   IntRange range;
   std::vector<std::string_view> choices;
   std::function<void(Plan&, std::int64_t, const std::string&)> set;
+  double Plan::*real = nullptr;  // kReal: the member set, within real_range
+  RealRange real_range = {};
 };
 
 Precision precision_of(const std::string& s) {
@@ -74,6 +79,18 @@ const std::vector<PlanField>& plan_fields() {
                                                   : CpComm::kP2P;
                  }});
     integer("ep", {}, &Plan::ep);
+    integer("etp", {}, &Plan::etp);
+    f.push_back({"moe_token_dispatcher_type",
+                 FieldType::kChoice,
+                 {},
+                 {"alltoall", "allgather"},
+                 [](Plan& p, std::int64_t, const std::string& s) {
+                   p.moe_dispatcher =
+                       s == "allgather" ? MoeDispatcher::kAllGather : MoeDispatcher::kAllToAll;
+                 }});
+    f.push_back({"moe_imbalance", FieldType::kReal, {}, {}, {}, &Plan::moe_imbalance, {1.0}});
+    f.push_back(
+        {"moe_capacity_factor", FieldType::kReal, {}, {}, {}, &Plan::moe_capacity_factor, {0.0}});
     integer("vp", {}, &Plan::vp);
     f.push_back({"sp", FieldType::kBool, {}, {}, [](Plan& p, std::int64_t v, const std::string&) {
                    p.sp = v != 0;
@@ -220,6 +237,19 @@ void apply_flag(Plan& plan, const PlanField& field, const std::string& value) {
       check_rank_order(flag, value);
       field.set(plan, 0, value);
       break;
+    case FieldType::kReal: {
+      char* end = nullptr;
+      const double v = std::strtod(value.c_str(), &end);
+      if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v)) {
+        fail_input(flag, "must be a number, got '" + value + "'");
+      }
+      if (v < field.real_range.min || v > field.real_range.max) {
+        fail_input(flag,
+                   "must be at least " + format_number(field.real_range.min) + ", got " + value);
+      }
+      plan.*field.real = v;
+      break;
+    }
   }
 }
 
@@ -243,6 +273,9 @@ void apply_json(Plan& plan, const PlanField& field, JsonObject& o) {
       field.set(plan, 0, value);
       break;
     }
+    case FieldType::kReal:
+      plan.*field.real = o.number(field.name, field.real_range);
+      break;
   }
 }
 

@@ -1,7 +1,11 @@
 #include "sim/cost/layer_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
+
+#include "sim/cost/kernel_specs.hpp"
+#include "sim/cost/moe_ops.hpp"
 
 namespace trainsim {
 
@@ -16,12 +20,18 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.hidden = static_cast<double>(model.hidden_size);
   s.q = static_cast<double>(model.q_size()) / t;
   s.kv = static_cast<double>(model.kv_size()) / t;
-  double ffn = static_cast<double>(model.ffn_hidden_size);
+  s.ffn = static_cast<double>(model.ffn_hidden_size) / t;
   if (model.moe.is_moe()) {
-    // Without expert parallelism every rank runs the top-k experts' share of each token.
-    ffn = static_cast<double>(model.moe.expert_ffn_hidden_size * model.moe.experts_per_token);
+    auto& m = s.moe;
+    m.experts = model.moe.num_experts;
+    m.ep = plan.ep;
+    m.etp = plan.expert_tp();
+    m.local = m.experts / m.ep;
+    m.topk = static_cast<double>(model.moe.experts_per_token);
+    m.ffn = static_cast<double>(model.moe.expert_ffn_hidden_size) / static_cast<double>(m.etp);
+    m.load = expert_rank_load(m.experts, m.local, plan.moe_imbalance, plan.moe_capacity_factor);
+    m.dispatcher = plan.moe_dispatcher;
   }
-  s.ffn = ffn / t;
   s.up_factor = is_gated(model.ffn_kind) ? 2.0 : 1.0;
   s.vocab = static_cast<double>(padded_vocab) / t;
   s.rope = model.position_embedding == PositionEmbedding::kRope;
@@ -42,6 +52,15 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.norm = model.norm;
   s.ffn_kind = model.ffn_kind;
   return s;
+}
+
+double expert_rank_load(std::int64_t experts, std::int64_t local, double imbalance,
+                        double capacity_factor) {
+  const double e = static_cast<double>(experts), l = static_cast<double>(local);
+  const double cap = capacity_factor > 0 ? capacity_factor : e;
+  const double busiest = std::min(imbalance, cap);
+  const double others = experts > 1 ? std::min((e - imbalance) / (e - 1.0), cap) : 0.0;
+  return (busiest + (l - 1.0) * others) / l;
 }
 
 void add_collective(std::vector<CollectiveLoad>& list, const CollectiveLoad& load) {
@@ -103,6 +122,7 @@ void decoder_forward_tp(const LayerShape& s, BlockPass& p) {
   const double a = gathered_bytes(s);
   tp_call(p, CollectiveKind::kAllGather, T * h * a, ub, "qkv_proj", OverlapMethod::kRingExchange);
   tp_call(p, CollectiveKind::kReduceScatter, T * h * e, ub, "out_proj", OverlapMethod::kPipelined);
+  if (s.is_moe()) return;  // the experts' own collectives (moe_ops.hpp)
   tp_call(p, CollectiveKind::kAllGather, T * h * a, ub, "mlp_up", OverlapMethod::kRingExchange);
   tp_call(p, CollectiveKind::kReduceScatter, T * h * e, ub, "mlp_down", OverlapMethod::kPipelined);
 }
@@ -126,6 +146,7 @@ void decoder_backward_tp(const LayerShape& s, BlockPass& p) {
   const std::pair<std::string, std::string> layers[] = {{"mlp_down", "mlp_up"},
                                                         {"out_proj", "qkv_proj"}};
   for (const auto& [row, column] : layers) {
+    if (s.is_moe() && row == "mlp_down") continue;  // the experts' own collectives
     tp_call(p, CollectiveKind::kAllGather, T * h * grad, ub, row + ".dgrad",
             OverlapMethod::kRingExchange);
     tp_call(p, CollectiveKind::kAllGather, T * h * a, true, column + ".dgrad",
@@ -168,26 +189,6 @@ void decoder_cp(const LayerShape& s, BlockPass& p, bool backward) {
                                      T * (2.0 * s.q + 2.0 * s.kv) * e, 4, false});
       return;
   }
-}
-
-std::int64_t whole(double x) {
-  return std::llround(x);
-}
-
-// A GEMM [m x k] @ [k x n]: 2mkn FLOPs; reads both operands and writes the result.
-KernelSpec gemm(std::string name, double m, double k, double n, DType dtype) {
-  KernelShape shape = GemmShape{whole(m), whole(n), whole(k), dtype};
-  return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape, 1};
-}
-
-// A memory-bound op over rows x cols elements (memory_ops() gives its bytes per element).
-KernelSpec memory(std::string name, KernelKind kind, std::string op, double rows, double cols) {
-  KernelShape shape = MemoryShape{std::move(op), whole(rows), whole(cols)};
-  return {std::move(name), kind, 0.0, shape_bytes(shape), shape, 1};
-}
-
-KernelSpec elementwise(std::string name, std::string op, double rows, double cols) {
-  return memory(std::move(name), KernelKind::kElementwise, std::move(op), rows, cols);
 }
 
 // Flash attention of `seq` queries and keys (causal: over the unmasked half of the scores),
@@ -258,15 +259,6 @@ void attention_core(std::vector<KernelSpec>& k, const LayerShape& s, bool backwa
   k.push_back(batched_gemm("attention.scores.kgrad", s, n, n, d));  // dK = dS^T Q
 }
 
-// A linear layer's forward GEMM [m x k] @ [k x n]. In FP8, Transformer Engine first quantises
-// the BF16 activation operand (and keeps its transpose for the weight gradient).
-void linear(std::vector<KernelSpec>& k, const std::string& name, double m, double kk, double n,
-            DType dtype) {
-  if (dtype == DType::kFP8)
-    k.push_back(elementwise(name + ".fp8_cast", "fp8_cast_transpose", m, kk));
-  k.push_back(gemm(name, m, kk, n, dtype));
-}
-
 std::string norm_op(const LayerShape& s) {
   return to_string(s.norm);
 }
@@ -287,23 +279,16 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
   linear(k, "out_proj", T, s.q, h, g);
   k.push_back(elementwise("residual_add", "add", S, h));
   k.push_back(elementwise("post_attention_norm", norm_op(s), S, h));
-  linear(k, "mlp_up", T, h, s.up_factor * s.ffn, g);
-  k.push_back(elementwise("activation", act_op(s), T, s.ffn));
-  linear(k, "mlp_down", T, s.ffn, h, g);
+  if (s.is_moe()) {
+    moe_forward(s, p);
+  } else {
+    linear(k, "mlp_up", T, h, s.up_factor * s.ffn, g);
+    k.push_back(elementwise("activation", act_op(s), T, s.ffn));
+    linear(k, "mlp_down", T, s.ffn, h, g);
+  }
   k.push_back(elementwise("residual_add", "add", S, h));
   if (s.tp > 1) decoder_forward_tp(s, p);
   if (s.cp > 1) decoder_cp(s, p, false);
-}
-
-// Backward of a GEMM: the data gradient and the weight gradient, each as many FLOPs as forward.
-// In FP8 the output gradient [m x n] is quantised (and transposed) first.
-void gemm_backward(std::vector<KernelSpec>& k, const std::string& name, double m, double kk,
-                   double n, DType dtype) {
-  if (dtype == DType::kFP8) {
-    k.push_back(elementwise(name + ".grad_fp8_cast", "fp8_cast_transpose", m, n));
-  }
-  k.push_back(gemm(name + ".dgrad", m, n, kk, dtype));
-  k.push_back(gemm(name + ".wgrad", kk, m, n, dtype));
 }
 
 void decoder_backward(const LayerShape& s, BlockPass& p) {
@@ -312,9 +297,13 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
   const DType g = s.gemm_dtype;
   auto& k = p.kernels;
   k.push_back(elementwise("residual_add.grad", "add", S, h));
-  gemm_backward(k, "mlp_down", T, s.ffn, h, g);
-  k.push_back(elementwise("activation.grad", act_op(s) + ".grad", T, s.ffn));
-  gemm_backward(k, "mlp_up", T, h, s.up_factor * s.ffn, g);
+  if (s.is_moe()) {
+    moe_backward(s, p);
+  } else {
+    gemm_backward(k, "mlp_down", T, s.ffn, h, g);
+    k.push_back(elementwise("activation.grad", act_op(s) + ".grad", T, s.ffn));
+    gemm_backward(k, "mlp_up", T, h, s.up_factor * s.ffn, g);
+  }
   k.push_back(elementwise("post_attention_norm.grad", norm_op(s) + ".grad", S, h));
   k.push_back(elementwise("residual_add.grad", "add", S, h));
   gemm_backward(k, "out_proj", T, s.q, h, g);

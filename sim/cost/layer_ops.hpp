@@ -79,7 +79,7 @@ struct LayerShape {
   double hidden = 0;     // h
   double q = 0;          // query width per TP rank
   double kv = 0;         // key (= value) width per TP rank
-  double ffn = 0;        // MLP width per TP rank (all routed experts' work for MoE)
+  double ffn = 0;        // dense MLP width per TP rank
   double up_factor = 1;  // 2 for gated MLPs (gate and up projections)
   double vocab = 0;      // padded vocabulary rows per TP rank
   double act_bytes = 2;  // bytes per activation element (BF16)
@@ -102,7 +102,27 @@ struct LayerShape {
   bool unfused_attention = false;  // Plan::attention_backend
   NormKind norm = NormKind::kRMSNorm;
   FfnKind ffn_kind = FfnKind::kSwiGLU;
+  /// Mixture of experts: the decoder's MLP is a router, the token dispatch and the experts.
+  struct Moe {
+    std::int64_t experts = 0;  // routed experts in all; 0: a dense MLP
+    std::int64_t local = 0;    // experts on this GPU: experts / ep
+    double topk = 0;           // experts per token
+    double ffn = 0;            // one expert's FFN width per expert-TP rank
+    std::int64_t ep = 1;
+    std::int64_t etp = 1;
+    /// Tokens the busiest GPU's experts take over the mean (imbalance, capacity; every GPU
+    /// waits for it at the combine).
+    double load = 1;
+    MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  } moe;
+  bool is_moe() const { return moe.experts > 0; }
 };
+
+/// Tokens the busiest GPU's `local` experts (of `experts`) take, over the balanced mean, when
+/// the busiest expert takes `imbalance` times the mean and the others share the rest evenly;
+/// with a capacity factor (> 0) no expert takes more than that many times the mean.
+double expert_rank_load(std::int64_t experts, std::int64_t local, double imbalance,
+                        double capacity_factor);
 
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab);
 

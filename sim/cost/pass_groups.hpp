@@ -1,7 +1,7 @@
 #pragma once
 // The groups a pass talks on, as placed: the plan's first group along each dimension whose
-// collectives run inside the passes (tensor and context parallelism), on a topology holding the
-// GPUs up to their last. What those calls are priced on outside a replay: every group along a
+// collectives run inside the passes (tensor, context and expert parallelism), on a topology holding
+// the GPUs up to their last. What those calls are priced on outside a replay: every group along a
 // dimension is a translate of the first, so all price alike.
 #include <array>
 #include <cstdint>
@@ -32,7 +32,8 @@ class PassGroups {
   std::array<std::unique_ptr<GroupCollectives>, kNumDims> groups_;
 };
 
-/// The dimensions whose collectives run inside a pass (beside or after its kernels).
-inline constexpr std::array<Dim, 2> kPassDims = {Dim::kTP, Dim::kCP};
+/// The dimensions whose collectives run inside a pass (beside or after its kernels): tensor and
+/// context parallelism's, and the expert layers' token dispatch.
+inline constexpr std::array<Dim, 3> kPassDims = {Dim::kTP, Dim::kCP, Dim::kEP};
 
 }  // namespace trainsim

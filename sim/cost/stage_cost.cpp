@@ -22,6 +22,23 @@ std::int64_t layer_params_per_rank(const Model& m, std::int64_t tp) {
   return (c.layer() - replicated) / tp + replicated;
 }
 
+std::int64_t expert_params_per_rank(const Model& m, const Plan& plan) {
+  if (!m.moe.is_moe()) return 0;
+  // Each expert's matrices split over expert TP; its output bias replicated.
+  const std::int64_t bias = m.mlp_bias ? m.hidden_size : 0;
+  const std::int64_t expert = mlp_params(m, m.moe.expert_ffn_hidden_size) - bias;
+  return m.moe.num_experts / plan.ep * (expert / plan.expert_tp() + bias);
+}
+
+std::int64_t layer_params_per_rank(const Model& m, const Plan& plan) {
+  if (!m.moe.is_moe()) return layer_params_per_rank(m, plan.tp);
+  const ParamCount c = count_params(m);
+  std::int64_t replicated = c.layer_norms + m.hidden_size * m.moe.num_experts;  // and the router
+  if (m.attention_output_bias) replicated += m.hidden_size;
+  const std::int64_t attention = c.layer_attention - (m.attention_output_bias ? m.hidden_size : 0);
+  return attention / plan.tp + replicated + expert_params_per_rank(m, plan);
+}
+
 namespace {
 
 // What every kernel of a plan's step is costed with: the platform, the calibrated factor on
@@ -160,7 +177,9 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   cm.padded_vocab = padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp);
   const LayerShape shape = layer_shape(model, plan, cm.padded_vocab);
   const ParamCount pc = count_params(model);
-  const std::int64_t layer_rank = layer_params_per_rank(model, plan.tp);
+  const std::int64_t layer_rank = layer_params_per_rank(model, plan);
+  // Experts held apart from the dense weights only when EP re-divides the GPUs.
+  const std::int64_t layer_experts = plan.ep > 1 ? expert_params_per_rank(model, plan) : 0;
   const std::int64_t vocab_rows = cm.padded_vocab / plan.tp;
   const Costing costing(platform, plan);
 
@@ -205,6 +224,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
         case BlockKind::kDecoder:
           sc.params += pc.layer() * decoders;
           sc.params_per_gpu += layer_rank * decoders;
+          sc.expert_params_per_gpu += layer_experts * decoders;
           break;
         case BlockKind::kFinalNorm:
           sc.params += pc.final_norm;
@@ -226,9 +246,13 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
       message = block_output_bytes(last->kind, shape);
     sc.p2p_bytes = message;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * kGradReduceBytes;
-    // The optimizer updates this GPU's parameters, or its 1/(dp x cp) shard of them (ZeRO-1 up).
-    const double p = static_cast<double>(sc.params_per_gpu) /
-                     static_cast<double>(plan.distributed_optimizer() ? plan.data_shards() : 1);
+    // The optimizer updates this GPU's parameters, or its 1/(dp x cp) shard of them (ZeRO-1 up),
+    // and of its experts its 1/edp shard.
+    const bool sharded = plan.distributed_optimizer();
+    const auto dense = static_cast<double>(sc.params_per_gpu - sc.expert_params_per_gpu);
+    const auto experts = static_cast<double>(sc.expert_params_per_gpu);
+    const double p = dense / static_cast<double>(sharded ? plan.data_shards() : 1) +
+                     experts / static_cast<double>(sharded ? plan.expert_data_shards() : 1);
     BlockPass opt;
     const auto shard = static_cast<std::int64_t>(std::llround(p));
     opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", shard));

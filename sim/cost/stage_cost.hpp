@@ -53,6 +53,9 @@ struct StageCost {
   PassCost optimizer;               // once per step
   std::int64_t params = 0;          // logical parameters of the stage's blocks
   std::int64_t params_per_gpu = 0;  // held by each GPU of the stage: TP shard, padded vocabulary
+  /// The part of params_per_gpu in experts that expert parallelism splits (0 without EP): their
+  /// gradients reduce over the expert-data-parallel group, not the data-parallel one.
+  std::int64_t expert_params_per_gpu = 0;
 };
 
 struct CostModel {
@@ -93,6 +96,11 @@ BlockCost block_cost(const Model& model, const Platform& platform, const Plan& p
 /// Parameters of one decoder layer held by each TP rank: sharded projections, replicated norms
 /// and row-parallel biases.
 std::int64_t layer_params_per_rank(const Model& model, std::int64_t tp);
+/// The same under a plan's expert parallelism: the experts split over ep x etp, the router
+/// replicated.
+std::int64_t layer_params_per_rank(const Model& model, const Plan& plan);
+/// Parameters of one decoder layer's experts held by each GPU (0 for a dense model).
+std::int64_t expert_params_per_rank(const Model& model, const Plan& plan);
 
 /// Bytes of the tensor a block hands to the next one, per micro-batch on one TP rank.
 double block_output_bytes(BlockKind kind, const LayerShape& shape);

@@ -100,6 +100,8 @@ CommKind comm_kind(Dim d) {
       return CommKind::kDP;
     case Dim::kPP:
       return CommKind::kPP;
+    case Dim::kEDP:
+      return CommKind::kDP;  // expert gradients: data-parallel traffic
   }
   return CommKind::kTP;
 }
@@ -229,6 +231,32 @@ class RankProgramWriter {
   }
 
   std::int32_t dp_group() const { return groups_[index_of(Dim::kDP)]; }
+  std::int32_t edp_group() const { return groups_[index_of(Dim::kEDP)]; }
+  // Whether the rank's parameters are shared with others: by data parallelism, or its experts'
+  // by expert data parallelism.
+  bool shares_params() const { return dp_group() >= 0 || edp_group() >= 0; }
+
+  // A data-parallel collective on a chunk's parameters or gradients, `bytes` in all: the dense
+  // part on the DP group and, with expert parallelism, the experts' part on the expert-data-
+  // parallel group (Megatron-Core's expert_data_parallel_group). Returns the last op issued.
+  Index dp_collective(Stream stream, CollectiveKind kind, std::int64_t chunk, double bytes,
+                      std::int64_t count, std::int64_t mb, const Deps& deps) {
+    const StageCost& sc = cost(chunk);
+    const double expert = sc.params_per_gpu > 0 ? static_cast<double>(sc.expert_params_per_gpu) /
+                                                      static_cast<double>(sc.params_per_gpu)
+                                                : 0.0;
+    std::optional<Index> last;
+    if (dp_group() >= 0 && (expert < 1.0 || edp_group() < 0)) {
+      last = b_.collective(stream, CommKind::kDP, kind, dp_group(), bytes * (1.0 - expert), count,
+                           mb, deps);
+    }
+    if (edp_group() >= 0 && (expert > 0.0 || !last)) {
+      last =
+          b_.collective(stream, CommKind::kDP, kind, edp_group(), bytes * expert, count, mb, deps);
+    }
+    assert(last);
+    return *last;
+  }
 
   // A pass: its compute op, then its collectives after it on the compute stream or, for calls
   // marked alongside (sim/cost/layer_ops.hpp), beside it on their dimension's stream, TP or CP
@@ -268,14 +296,13 @@ class RankProgramWriter {
   // gathers at the start of the step, and all of chunk c + 1's when the forward of virtual
   // micro-batch k runs with k + stage the first micro-batch of chunk c.
   bool gathers_during_forward(std::int64_t chunk) const {
-    return dp_group() >= 0 && plan_.overlap_param_gather && plan_.zero < 3 &&
+    return shares_params() && plan_.overlap_param_gather && plan_.zero < 3 &&
            !gathered_.contains(chunk);
   }
 
   Index param_gather(std::int64_t chunk, std::int64_t mb, Deps after) {
     const double bytes = param_bytes(chunk) / static_cast<double>(buckets(chunk));
-    return b_.collective(Stream::kDP, CommKind::kDP, CollectiveKind::kAllGather, dp_group(), bytes,
-                         1, mb, std::move(after));
+    return dp_collective(Stream::kDP, CollectiveKind::kAllGather, chunk, bytes, 1, mb, after);
   }
 
   // Interleaved: dispatch all of a chunk's bucket gathers, after `after` (the dispatch point).
@@ -386,14 +413,13 @@ class RankProgramWriter {
 
   // ZeRO-3 gathers a chunk's parameters before each of its passes.
   void zero3_gather(std::int64_t chunk, std::int64_t mb, Deps& deps) {
-    if (plan_.zero < 3 || dp_group() < 0) return;
+    if (plan_.zero < 3 || !shares_params()) return;
     if (plan_.overlap_param_gather) {
-      deps.push_back(b_.collective(Stream::kDP, CommKind::kDP, CollectiveKind::kAllGather,
-                                   dp_group(), param_bytes(chunk), buckets(chunk), mb, {}));
+      deps.push_back(dp_collective(Stream::kDP, CollectiveKind::kAllGather, chunk,
+                                   param_bytes(chunk), buckets(chunk), mb, {}));
     } else {
-      last_compute_ =
-          b_.collective(Stream::kCompute, CommKind::kDP, CollectiveKind::kAllGather, dp_group(),
-                        param_bytes(chunk), buckets(chunk), mb, take_pending());
+      last_compute_ = dp_collective(Stream::kCompute, CollectiveKind::kAllGather, chunk,
+                                    param_bytes(chunk), buckets(chunk), mb, take_pending());
     }
   }
 
@@ -406,7 +432,7 @@ class RankProgramWriter {
   // reduction overlaps the backward.
   Index reduce_while_computing(ComputeKind kind, std::int64_t mb, std::int64_t chunk,
                                const PassCost& pass, const Deps& deps) {
-    if (!plan_.overlap_grad_reduce || dp_group() < 0) {
+    if (!plan_.overlap_grad_reduce || !shares_params()) {
       const Index out = run(kind, mb, chunk, pass, deps);
       reduce_gradients(chunk, out);
       return out;
@@ -417,8 +443,7 @@ class RankProgramWriter {
     for (std::int64_t k = 0; k < n; ++k) {
       const PassCost piece = pass_piece(pass, k, n);
       const Index out = run(kind, mb, chunk, piece, k == 0 ? first : Deps{});
-      dp_ops_.push_back(
-          b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group(), bytes, 1, mb, {out}));
+      dp_ops_.push_back(dp_collective(Stream::kDP, reduction(), chunk, bytes, 1, mb, {out}));
       if (k == n - 1) return out;
     }
     return *last_compute_;
@@ -431,10 +456,10 @@ class RankProgramWriter {
 
   // After the chunk's last gradient: reduce now on the DP stream (overlap) or at step end.
   void reduce_gradients(std::int64_t chunk, Index after) {
-    if (dp_group() < 0) return;
+    if (!shares_params()) return;
     if (plan_.overlap_grad_reduce) {
-      dp_ops_.push_back(b_.collective(Stream::kDP, CommKind::kDP, reduction(), dp_group(),
-                                      cost(chunk).grad_bytes, buckets(chunk), -1, {after}));
+      dp_ops_.push_back(dp_collective(Stream::kDP, reduction(), chunk, cost(chunk).grad_bytes,
+                                      buckets(chunk), -1, {after}));
     } else {
       deferred_reductions_.push_back(chunk);
     }
@@ -486,19 +511,19 @@ class RankProgramWriter {
 
   void finish_step() {
     for (auto chunk : deferred_reductions_) {
-      last_compute_ = b_.collective(Stream::kCompute, CommKind::kDP, reduction(), dp_group(),
-                                    cost(chunk).grad_bytes, buckets(chunk), -1, take_pending());
+      last_compute_ = dp_collective(Stream::kCompute, reduction(), chunk, cost(chunk).grad_bytes,
+                                    buckets(chunk), -1, take_pending());
     }
     Deps deps = dp_ops_;
     deps.insert(deps.end(), sends_.begin(), sends_.end());
     double seconds = 0;
     for (std::int64_t c = 0; c < plan_.vp; ++c) seconds += cost(c).optimizer.seconds;
     compute_op(ComputeKind::kOptimizer, -1, 0, seconds, deps);
-    if (plan_.distributed_optimizer() && dp_group() >= 0 && !plan_.overlap_param_gather &&
+    if (plan_.distributed_optimizer() && shares_params() && !plan_.overlap_param_gather &&
         plan_.zero < 3) {
       for (std::int64_t c = 0; c < plan_.vp; ++c) {
-        b_.collective(Stream::kCompute, CommKind::kDP, CollectiveKind::kAllGather, dp_group(),
-                      param_bytes(c), buckets(c), -1, {});
+        dp_collective(Stream::kCompute, CollectiveKind::kAllGather, c, param_bytes(c), buckets(c),
+                      -1, {});
       }
     }
   }
@@ -538,8 +563,8 @@ std::vector<GroupIds> add_groups(const Layout& layout, bool symmetric, TaskGraph
   std::vector<GroupIds> ids(static_cast<std::size_t>(symmetric ? stages : layout.world_size()));
   for (auto& i : ids) i.fill(-1);
   for (std::int64_t s = 0; s < stages; ++s) {
-    for (const Dim d : layout.order()) {
-      if (d == Dim::kPP || layout.collective_size(d) < 2) continue;
+    for (const Dim d : Layout::kGroupDims) {
+      if (layout.collective_size(d) < 2) continue;
       const auto groups = symmetric
                               ? std::vector<std::vector<std::int64_t>>{layout.collective_group(
                                     d, layout.stage_leader(s))}

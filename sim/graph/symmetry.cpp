@@ -60,8 +60,7 @@ class Checker {
         return {false, "stage " + std::to_string(s) +
                            "'s GPUs reach their pipeline neighbours over different routes"};
       }
-      for (const Dim d : layout_.order()) {
-        if (d == Dim::kPP) continue;
+      for (const Dim d : Layout::kGroupDims) {
         if (auto why = groups_differ(s, d); !why.empty()) {
           return {false, "stage " + std::to_string(s) + "'s " + dim_name(d) + "-parallel " + why};
         }
@@ -83,6 +82,8 @@ class Checker {
         return "data";
       case Dim::kPP:
         return "pipeline";
+      case Dim::kEDP:
+        return "expert-data";
     }
     return "?";
   }

@@ -64,19 +64,28 @@ LayerActivations layer_activations(const Model& model, const Plan& plan,
   const double T = s.tokens;
   const double q = d(model.q_size());
   const double kv = d(model.kv_size());
-  // Without expert parallelism a token's MLP work is its top-k experts' (as the cost model).
-  const double ffn = model.moe.is_moe()
-                         ? d(model.moe.expert_ffn_hidden_size * model.moe.experts_per_token)
-                         : d(model.ffn_hidden_size);
   const double up = is_gated(model.ffn_kind) ? 2.0 : 1.0;
+  // Split by TP: the MLP-up output (the activation's input, gate included) and the activation's
+  // output.
+  double mlp = kActBytes * T * (up + 1.0) * d(model.ffn_hidden_size) / s.t;
+  if (model.moe.is_moe()) {
+    // The rows the GPU's experts compute (sim/cost/moe_ops.hpp): their gathered inputs, up
+    // outputs and activations, for the busiest GPU.
+    const auto& m = model.moe;
+    const double etp = d(plan.expert_tp());
+    const double load = expert_rank_load(m.num_experts, m.num_experts / plan.ep, plan.moe_imbalance,
+                                         plan.moe_capacity_factor);
+    const double gathered = plan.sp && etp > 1 ? etp : 1.0;
+    const double rows = T / s.r * d(m.experts_per_token) * gathered * load;
+    mlp = kActBytes * rows * (s.h + (up + 1.0) * d(m.expert_ffn_hidden_size) / etp);
+  }
 
   // Replicated over TP (split by SP): the two norms' inputs, the QKV and MLP-up inputs (the norms'
   // outputs) and the two hidden dropout masks.
   double replicated = 4.0 * kActBytes * T * s.h;
   if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
-  // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input), the
-  // MLP-up output (the activation's input, gate included) and the activation's output.
-  const double sharded = kActBytes * T * (q + kv + kv + q + up * ffn + ffn) / s.t;
+  // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input).
+  const double sharded = kActBytes * T * (q + kv + kv + q) / s.t + mlp;
   const double core = attention_core(model, s, o);
   const double all = replicated / s.r + sharded + core;
 
@@ -123,7 +132,7 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
       case BlockKind::kDecoder:
         f.saved += layer.saved;
         f.backward_transient = std::max(f.backward_transient, layer.recompute);
-        largest_block = std::max(largest_block, d(layer_params_per_rank(model, plan.tp)));
+        largest_block = std::max(largest_block, d(layer_params_per_rank(model, plan)));
         break;
       case BlockKind::kFinalNorm:
       case BlockKind::kLmHead:
@@ -202,7 +211,17 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
       params += costs.stages[static_cast<std::size_t>(v)].params_per_gpu;
       footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab, options));
     }
-    sm.state = model_state(params, plan.zero, plan.data_shards());
+    // Experts split by EP share their state over the expert-data-parallel ranks.
+    std::int64_t experts = 0;
+    for (std::int64_t c = 0; c < partition.chunks; ++c) {
+      experts += costs.stages[static_cast<std::size_t>(c * pp + s)].expert_params_per_gpu;
+    }
+    sm.state = model_state(params - experts, plan.zero, plan.data_shards());
+    const ModelState expert_state = model_state(experts, plan.zero, plan.expert_data_shards());
+    sm.state.weights += expert_state.weights;
+    sm.state.gradients += expert_state.gradients;
+    sm.state.master_weights += expert_state.master_weights;
+    sm.state.optimizer += expert_state.optimizer;
     sm.runtime_allocated = platform.memory.allocated;
     sm.footprint = footprints.front();
     const auto steps = compute_steps(stage_program(config, s));

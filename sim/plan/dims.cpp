@@ -14,6 +14,8 @@ const char* to_string(Dim d) {
       return "dp";
     case Dim::kPP:
       return "pp";
+    case Dim::kEDP:
+      return "edp";
   }
   return "?";
 }
@@ -26,22 +28,22 @@ std::string to_string(const RankOrder& order) {
 
 std::optional<RankOrder> parse_rank_order(std::string_view text) {
   RankOrder order{};
-  std::array<bool, kNumDims> seen{};
+  std::array<bool, kNumOrderDims> seen{};
   std::size_t n = 0;
   while (true) {
     const auto dash = text.find('-');
     const auto name = text.substr(0, dash);
     std::optional<Dim> dim;
-    for (std::size_t i = 0; i < kNumDims; ++i) {
+    for (std::size_t i = 0; i < kNumOrderDims; ++i) {
       if (name == to_string(static_cast<Dim>(i))) dim = static_cast<Dim>(i);
     }
-    if (!dim || n == kNumDims || seen[index_of(*dim)]) return std::nullopt;
+    if (!dim || n == kNumOrderDims || seen[index_of(*dim)]) return std::nullopt;
     seen[index_of(*dim)] = true;
     order[n++] = *dim;
     if (dash == std::string_view::npos) break;
     text.remove_prefix(dash + 1);
   }
-  if (n != kNumDims) return std::nullopt;
+  if (n != kNumOrderDims) return std::nullopt;
   return order;
 }
 

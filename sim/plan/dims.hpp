@@ -10,9 +10,13 @@
 
 namespace trainsim {
 
-/// Tensor, context, expert, data and pipeline parallelism.
-enum class Dim : std::uint8_t { kTP, kCP, kEP, kDP, kPP };
-inline constexpr std::size_t kNumDims = 5;
+/// Tensor, context, expert, data and pipeline parallelism, and expert data parallelism: the
+/// ranks holding the same experts, over which their gradients are reduced (Megatron-Core's
+/// expert-data-parallel group). The first five enumerate ranks; the last is derived from them.
+enum class Dim : std::uint8_t { kTP, kCP, kEP, kDP, kPP, kEDP };
+inline constexpr std::size_t kNumDims = 6;
+/// The dimensions a rank order lists.
+inline constexpr std::size_t kNumOrderDims = 5;
 
 inline constexpr std::size_t index_of(Dim d) {
   return static_cast<std::size_t>(d);
@@ -20,7 +24,7 @@ inline constexpr std::size_t index_of(Dim d) {
 const char* to_string(Dim d);
 
 /// Innermost first: the first dimension varies fastest with the rank.
-using RankOrder = std::array<Dim, kNumDims>;
+using RankOrder = std::array<Dim, kNumOrderDims>;
 /// Megatron-LM's default, "tp-cp-ep-dp-pp": a TP group on consecutive GPUs (one node), then
 /// CP, EP and DP, pipeline stages outermost.
 inline constexpr RankOrder kMegatronOrder = {Dim::kTP, Dim::kCP, Dim::kEP, Dim::kDP, Dim::kPP};

@@ -6,30 +6,50 @@
 
 namespace trainsim {
 
+namespace {
+
+using Sizes = std::array<std::int64_t, kNumOrderDims>;
+
+Sizes sizes(std::int64_t tp, std::int64_t cp, std::int64_t ep, std::int64_t dp, std::int64_t pp) {
+  Sizes s{};
+  s[index_of(Dim::kTP)] = tp;
+  s[index_of(Dim::kCP)] = cp;
+  s[index_of(Dim::kEP)] = ep;
+  s[index_of(Dim::kDP)] = dp;
+  s[index_of(Dim::kPP)] = pp;
+  return s;
+}
+
+}  // namespace
+
 Layout::Layout(const Plan& plan) : order_(plan.rank_order) {
-  size_[index_of(Dim::kTP)] = plan.tp;
-  size_[index_of(Dim::kCP)] = plan.cp;
-  size_[index_of(Dim::kEP)] = 1;
-  size_[index_of(Dim::kDP)] = plan.dp;
-  size_[index_of(Dim::kPP)] = plan.pp;
-  for (const Dim d : order_) {
-    assert(size_[index_of(d)] >= 1);
-    stride_[index_of(d)] = world_;
-    world_ *= size_[index_of(d)];
+  dense_.size = sizes(plan.tp, plan.cp, 1, plan.dp, plan.pp);
+  const std::int64_t etp = plan.expert_tp();
+  const std::int64_t expert_rest = plan.world_size() / (etp * plan.ep * plan.pp);
+  expert_.size = sizes(etp, 1, plan.ep, std::max<std::int64_t>(expert_rest, 1), plan.pp);
+  has_edp_ = plan.ep > 1;
+  for (Radix* r : {&dense_, &expert_}) {
+    std::int64_t stride = 1;
+    for (const Dim d : order_) {
+      assert(r->size[index_of(d)] >= 1);
+      r->stride[index_of(d)] = stride;
+      stride *= r->size[index_of(d)];
+    }
+    if (r == &dense_) world_ = stride;
   }
 }
 
 RankCoord Layout::coord(std::int64_t rank) const {
   RankCoord c;
-  for (std::size_t i = 0; i < kNumDims; ++i) c.at[i] = rank / stride_[i] % size_[i];
+  for (std::size_t i = 0; i < kNumDims; ++i) c.at[i] = coord(rank, static_cast<Dim>(i));
   return c;
 }
 
 std::int64_t Layout::rank(const RankCoord& c) const {
   std::int64_t r = 0;
-  for (std::size_t i = 0; i < kNumDims; ++i) {
-    assert(c.at[i] >= 0 && c.at[i] < size_[i]);
-    r += c.at[i] * stride_[i];
+  for (const Dim d : order_) {
+    assert(c[d] >= 0 && c[d] < size(d));
+    if (!is_expert(d)) r += c[d] * stride(d);
   }
   return r;
 }
@@ -38,31 +58,37 @@ std::int64_t Layout::neighbour(std::int64_t rank, Dim d, std::int64_t steps) con
   const auto n = size(d);
   const auto here = coord(rank, d);
   const auto there = ((here + steps) % n + n) % n;
-  return rank + (there - here) * stride_[index_of(d)];
+  return rank + (there - here) * stride(d);
 }
 
 std::vector<std::int64_t> Layout::group(Dim d, std::int64_t rank) const {
-  const auto first = rank - coord(rank, d) * stride_[index_of(d)];
+  const auto first = rank - coord(rank, d) * stride(d);
   std::vector<std::int64_t> g;
   g.reserve(static_cast<std::size_t>(size(d)));
-  for (std::int64_t i = 0; i < size(d); ++i) g.push_back(first + i * stride_[index_of(d)]);
+  for (std::int64_t i = 0; i < size(d); ++i) g.push_back(first + i * stride(d));
   return g;
 }
 
 template <class Visit>
 void Layout::for_each_offset(const std::vector<Dim>& fixed, Visit&& visit) const {
-  std::vector<Dim> free;
+  // Offsets within a stage walk the expert radix when an expert dimension is held fixed.
+  const bool expert = std::any_of(fixed.begin(), fixed.end(), is_expert);
+  const Radix& r = expert ? expert_ : dense_;
+  std::vector<std::size_t> free;
   std::int64_t count = 1;
   for (const Dim d : order_) {
-    if (d == Dim::kPP || std::find(fixed.begin(), fixed.end(), d) != fixed.end()) continue;
-    free.push_back(d);
-    count *= size(d);
+    const bool held = std::any_of(fixed.begin(), fixed.end(), [&](Dim f) {
+      return slot(f) == index_of(d) && is_expert(f) == expert;
+    });
+    if (d == Dim::kPP || held) continue;
+    free.push_back(index_of(d));
+    count *= r.size[index_of(d)];
   }
   for (std::int64_t i = 0; i < count; ++i) {
     std::int64_t rest = i, offset = 0;
-    for (const Dim d : free) {
-      offset += rest % size(d) * stride_[index_of(d)];
-      rest /= size(d);
+    for (const auto k : free) {
+      offset += rest % r.size[k] * r.stride[k];
+      rest /= r.size[k];
     }
     visit(offset);
   }
@@ -80,12 +106,11 @@ std::vector<std::int64_t> Layout::stage_ranks(std::int64_t stage) const {
 std::vector<std::int64_t> Layout::group(const std::vector<Dim>& dims, std::int64_t rank) const {
   std::vector<std::int64_t> g{rank};
   for (const Dim d : dims) {
-    const auto first = -coord(rank, d) * stride_[index_of(d)];
+    const auto first = -coord(rank, d) * stride(d);
     std::vector<std::int64_t> next;
     next.reserve(g.size() * static_cast<std::size_t>(size(d)));
     for (const auto r : g) {
-      for (std::int64_t i = 0; i < size(d); ++i)
-        next.push_back(r + first + i * stride_[index_of(d)]);
+      for (std::int64_t i = 0; i < size(d); ++i) next.push_back(r + first + i * stride(d));
     }
     g = std::move(next);
   }
@@ -99,6 +124,7 @@ std::vector<Dim> Layout::collective_dims(Dim d) {
 }
 
 std::int64_t Layout::collective_size(Dim d) const {
+  if (d == Dim::kEDP && !has_edp_) return 1;  // without EP, expert gradients reduce over DP
   std::int64_t n = 1;
   for (const Dim e : collective_dims(d)) n *= size(e);
   return n;
@@ -133,7 +159,7 @@ std::vector<std::int64_t> Layout::offset_residues(const std::vector<Dim>& fixed,
 }
 
 std::int64_t Layout::stage_leader(std::int64_t stage) const {
-  return stage * stride_[index_of(Dim::kPP)];
+  return stage * stride(Dim::kPP);
 }
 
 GroupSpan group_span(const std::vector<std::int64_t>& ranks, std::int64_t gpus_per_node) {

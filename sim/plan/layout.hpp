@@ -20,18 +20,19 @@ struct RankCoord {
 
 class Layout {
  public:
-  /// The plan's dense layout. Expert parallelism re-divides data parallelism inside the expert
-  /// layers only, so the world's EP dimension has size 1 here.
+  /// The plan's layout. Ranks enumerate the dense layers' dimensions (tp, cp, dp, pp) in the
+  /// plan's order; the expert layers re-divide the same ranks as etp x ep x edp x pp in that
+  /// order (Megatron-Core's expert rank generator, with no context parallelism), which is where
+  /// the EP and EDP groups come from.
   explicit Layout(const Plan& plan);
 
-  std::int64_t size(Dim d) const { return size_[index_of(d)]; }
+  std::int64_t size(Dim d) const { return radix(d).size[slot(d)]; }
   std::int64_t world_size() const { return world_; }
   const RankOrder& order() const { return order_; }
 
   RankCoord coord(std::int64_t rank) const;
-  std::int64_t coord(std::int64_t rank, Dim d) const {
-    return rank / stride_[index_of(d)] % size_[index_of(d)];
-  }
+  std::int64_t coord(std::int64_t rank, Dim d) const { return rank / stride(d) % size(d); }
+  /// The rank at coordinates along the dense dimensions (tp, cp, dp, pp).
   std::int64_t rank(const RankCoord& c) const;
   /// The rank `steps` further along d (wrapping around), other coordinates kept.
   std::int64_t neighbour(std::int64_t rank, Dim d, std::int64_t steps) const;
@@ -47,6 +48,9 @@ class Layout {
   /// parallelism: every context-parallel rank holds the whole layer's weights and gradients of
   /// its part of the sequence); every other dimension's over its own.
   static std::vector<Dim> collective_dims(Dim d);
+  /// The dimensions that have collective groups, the derived expert data parallelism included.
+  static constexpr std::array<Dim, 5> kGroupDims = {Dim::kTP, Dim::kCP, Dim::kEP, Dim::kDP,
+                                                    Dim::kEDP};
   /// Members of a collective group along d: the product of collective_dims(d)'s sizes.
   std::int64_t collective_size(Dim d) const;
   /// `rank`'s collective group along d (group(collective_dims(d), rank)).
@@ -74,9 +78,21 @@ class Layout {
   template <class Visit>
   void for_each_offset(const std::vector<Dim>& fixed, Visit&& visit) const;
 
+  // Sizes and strides along the five ordered dimensions, in the dense or the expert layers.
+  struct Radix {
+    std::array<std::int64_t, kNumOrderDims> size{};
+    std::array<std::int64_t, kNumOrderDims> stride{};
+  };
+  // The expert dimensions (EP, EDP) live in the expert radix, EDP in its data-parallel slot.
+  static bool is_expert(Dim d) { return d == Dim::kEP || d == Dim::kEDP; }
+  static std::size_t slot(Dim d) { return index_of(d == Dim::kEDP ? Dim::kDP : d); }
+  const Radix& radix(Dim d) const { return is_expert(d) ? expert_ : dense_; }
+  std::int64_t stride(Dim d) const { return radix(d).stride[slot(d)]; }
+
   RankOrder order_;
-  std::array<std::int64_t, kNumDims> size_{};
-  std::array<std::int64_t, kNumDims> stride_{};
+  Radix dense_;
+  Radix expert_;
+  bool has_edp_ = false;  // expert parallelism on: expert gradients reduced apart
   std::int64_t world_ = 1;
 };
 

@@ -4,6 +4,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/plan/expert_rules.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace trainsim {
@@ -52,6 +53,10 @@ const char* to_string(CpComm c) {
       return "allgather";
   }
   return "?";
+}
+
+const char* to_string(MoeDispatcher d) {
+  return d == MoeDispatcher::kAllGather ? "allgather" : "alltoall";
 }
 
 const char* to_string(Framework f) {
@@ -208,7 +213,6 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
                    ": more than the 100,000,000 passes per step trainsim can replay; use a "
                    "larger --mbs or a smaller --gbs");
   }
-  if (plan.ep != 1) fail_input(origin.of("ep"), "expert parallelism is not supported yet; use 1");
   if (plan.vp > 1 && plan.schedule != ScheduleKind::kInterleaved) {
     fail_input(origin.of("vp"), "virtual stages need --schedule interleaved (got " +
                                     std::string(to_string(plan.schedule)) + ")");
@@ -259,8 +263,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   // Shapes every framework must split evenly (vocabularies are padded instead; see check/).
   require_divides(origin, "tp", plan.tp, "the attention heads", model.num_attention_heads);
   require_divides(origin, "tp", plan.tp, "the KV heads", model.num_kv_heads);
-  require_divides(origin, "tp", plan.tp, "the FFN hidden size",
-                  model.moe.is_moe() ? model.moe.expert_ffn_hidden_size : model.ffn_hidden_size);
+  require_divides(origin, "tp", plan.tp, "the FFN hidden size", model.ffn_hidden_size);
   if (plan.pp > model.num_layers) {
     fail_input(origin.of("pp"), "exceeds the number of layers (" + n(model.num_layers) + ")");
   }
@@ -273,6 +276,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
     fail_input(origin.of("sp"), "sequence parallelism needs --tp 2 or more");
   }
   validate_context_parallelism(plan, model, origin);
+  validate_expert_parallelism(plan, model, origin);
   // Megatron-LM counts the embedding and the loss as layers when told to account for them.
   const std::int64_t units = model.num_layers +
                              (plan.account_for_embedding_in_pipeline_split ? 1 : 0) +

@@ -36,9 +36,15 @@ enum class AttentionBackend { kFlash, kUnfused };
 /// - allgather: K and V all-gathered before the attention, their gradients reduce-scattered.
 enum class CpComm { kP2P, kA2A, kAllGather };
 
+/// How a mixture-of-experts layer sends each token to the GPUs holding its experts and back
+/// (Megatron-Core's --moe-token-dispatcher-type): all-to-alls over the expert-parallel group
+/// (the default), or the hidden states all-gathered over it and the outputs reduce-scattered.
+enum class MoeDispatcher { kAllToAll, kAllGather };
+
 const char* to_string(Precision p);
 const char* to_string(AttentionBackend a);
 const char* to_string(CpComm c);
+const char* to_string(MoeDispatcher d);
 const char* to_string(ScheduleKind s);
 const char* to_string(Recompute r);
 const char* to_string(Framework f);
@@ -49,7 +55,18 @@ struct Plan {
   std::int64_t dp = 1;
   std::int64_t cp = 1;
   CpComm cp_comm = CpComm::kP2P;
+  /// Expert parallelism: each mixture-of-experts layer's experts split over ep GPUs, which
+  /// re-divide the dp x cp (x tp / etp) ranks of the dense layers (Megatron-Core).
   std::int64_t ep = 1;
+  /// Expert tensor parallelism: each expert's matrices split over etp GPUs; 0: as tp.
+  std::int64_t etp = 0;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  /// The busiest expert's tokens over the mean (1: balanced, as with Megatron-Core's forced
+  /// balancing or a converged auxiliary loss). The step waits for the GPU holding it.
+  double moe_imbalance = 1.0;
+  /// Tokens an expert takes at most, over the mean (--moe-expert-capacity-factor); the rest are
+  /// dropped. 0: no capacity, nothing dropped (dropless).
+  double moe_capacity_factor = 0.0;
   std::int64_t vp = 1;
   bool sp = false;
   std::int64_t mbs = 1;
@@ -92,6 +109,10 @@ struct Plan {
   /// Ranks holding the same parameters, whose gradients are reduced together and over which the
   /// distributed optimizer shards: dp x cp (Megatron-LM's data-parallel group with CP).
   std::int64_t data_shards() const { return dp * cp; }
+  std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  /// Ranks holding the same experts (Megatron-Core's expert data parallelism): the world over
+  /// expert_tp x ep x pp.
+  std::int64_t expert_data_shards() const { return world_size() / (expert_tp() * ep * pp); }
   std::int64_t global_batch() const { return gbs > 0 ? gbs : mbs * dp; }
   /// Micro-batches per step as frameworks compute them: gbs // (mbs x dp).
   std::int64_t num_microbatches() const { return global_batch() / (mbs * dp); }

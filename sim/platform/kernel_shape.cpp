@@ -88,6 +88,22 @@ const std::vector<MemoryOp>& memory_ops() {
        false},
       {"scale_mask_softmax.grad", 6, "read the probabilities and their gradient, write the scores'",
        false},
+      {"moe_router", 6,
+       "a mixture-of-experts router's softmax and top-k: read the BF16 logits, write fp32 "
+       "probabilities (rows = tokens, cols = experts)",
+       false},
+      {"moe_router.grad", 10, "read the probabilities and their gradient, write the logits'",
+       false},
+      {"moe_permute", 4,
+       "gather each token's hidden state once per chosen expert, grouped by expert (rows = "
+       "tokens x top-k, cols = hidden)",
+       false},
+      {"moe_permute.grad", 4, "scatter-add the gradients back to their tokens", false},
+      {"moe_unpermute", 4,
+       "weigh each expert's output by its router probability and sum a token's top-k outputs "
+       "(rows = tokens x top-k, cols = hidden)",
+       false},
+      {"moe_unpermute.grad", 4, "send each token's gradient back to its top-k experts", false},
       {"fp8_cast_transpose", 4,
        "Transformer Engine's quantisation of a GEMM operand: read BF16, write FP8 and its FP8 "
        "transpose (the weight-gradient GEMM's layout)",

@@ -101,6 +101,10 @@ std::string report_text(const Report& r) {
   if (p.vp > 1) o << " x vp " << p.vp;
   o << ", dp " << p.dp << (p.sp ? " (sp)" : "");
   if (p.cp > 1) o << ", cp " << p.cp << " (" << to_string(p.cp_comm) << ")";
+  if (p.ep > 1) {
+    o << ", ep " << p.ep;
+    if (p.expert_tp() != p.tp) o << " (etp " << p.expert_tp() << ")";
+  }
   o << ", mbs " << p.mbs << ", gbs " << p.global_batch() << ", seq " << p.seq_len << ", "
     << to_string(p.precision) << ", " << to_string(p.schedule) << ", " << r.partition
     << " partition; " << r.microbatches << " micro-batches per step\n";
@@ -108,6 +112,13 @@ std::string report_text(const Report& r) {
   if (p.recompute != Recompute::kNone)
     extras.push_back(std::string(to_string(p.recompute)) + " recompute");
   if (p.attention_backend == AttentionBackend::kUnfused) extras.push_back("unfused attention");
+  if (p.moe_dispatcher != MoeDispatcher::kAllToAll) extras.push_back("all-gather token dispatch");
+  if (p.moe_imbalance != 1.0) {
+    extras.push_back("busiest expert " + format_fixed(p.moe_imbalance, 2) + "x the mean load");
+  }
+  if (p.moe_capacity_factor > 0) {
+    extras.push_back("expert capacity " + format_fixed(p.moe_capacity_factor, 2) + "x the mean");
+  }
   if (p.zero == 1 || p.zero == 2)
     extras.push_back("distributed optimizer (zero " + std::to_string(p.zero) + ")");
   if (p.zero == 3) extras.push_back("zero 3");

@@ -16,6 +16,10 @@ struct Case {
   std::vector<std::string> args;
   std::int64_t gpus;
   std::int64_t stages;
+  /// Relative agreement required. Exact but for folded all-to-alls across nodes on SimGrid: the
+  /// replaying GPU sends the slowest of each class of its group's flows, while in the full
+
+  double tolerance = 1e-6;
 };
 
 std::vector<Case> cases() {
@@ -73,6 +77,29 @@ std::vector<Case> cases() {
         "4", "--gbs", "8", "--seq-len", "32768", "--rank-order", "tp-dp-ep-cp-pp"},
        32,
        1},
+      // Expert parallelism: all-to-alls over EP groups of GPUs a TP group apart across two
+      // nodes, and expert gradients over their own groups beside the dense ones; then EP over
+      // tp x dp with etp 1, in one node.
+      {"mixtral ep 8 across nodes",
+       {"--model",     "mixtral-8x7b",
+        "--platform",  "h100-sxm-ndr",
+        "--tp",        "2",
+        "--sp",        "--pp",
+        "2",           "--dp",
+        "16",          "--ep",
+        "8",           "--gbs",
+        "32",          "--seq-len",
+        "4096",        "--zero",
+        "1",           "--overlap-grad-reduce",
+        "--recompute", "full"},
+       64,
+       2,
+       5e-4},
+      {"mixtral ep 8 with etp 1",
+       {"--model", "mixtral-8x7b", "--platform", "h100-sxm-ndr", "--tp", "2", "--sp", "--dp", "8",
+        "--ep", "8", "--etp", "1", "--gbs", "16", "--seq-len", "4096", "--moe-imbalance", "1.3"},
+       16,
+       1},
   };
 }
 
@@ -86,9 +113,10 @@ nlohmann::json report(std::vector<std::string> args, const std::string& engine, 
   return nlohmann::json::parse(r.out);
 }
 
-void expect_near(const nlohmann::json& a, const nlohmann::json& b, const std::string& what) {
+void expect_near(const nlohmann::json& a, const nlohmann::json& b, const std::string& what,
+                 double tolerance = 1e-6) {
   const double x = a.get<double>(), y = b.get<double>();
-  EXPECT_NEAR(x, y, 1e-6 * std::max(std::abs(y), 1e-3)) << what;
+  EXPECT_NEAR(x, y, tolerance * std::max(std::abs(y), 1e-3)) << what;
 }
 
 TEST(SymmetricSimulation, EqualsTheFullOneOnBothEngines) {
@@ -98,16 +126,24 @@ TEST(SymmetricSimulation, EqualsTheFullOneOnBothEngines) {
       const auto sym = report(c.args, engine, false), full = report(c.args, engine, true);
       EXPECT_EQ(sym["provenance"]["replayed_gpus"], c.stages);
       EXPECT_EQ(full["provenance"]["replayed_gpus"], c.gpus);
+      const double tol = std::string(engine) == "simgrid" ? c.tolerance : 1e-6;
       for (const char* k : {"step_time_s", "bubble_fraction", "compute_s", "tokens_per_s"}) {
-        expect_near(sym[k], full[k], k);
+        expect_near(sym[k], full[k], k, tol);
       }
       for (const char* section : {"exposed_comm_s", "overlapped_comm_s"}) {
-        for (const char* kind : {"tp", "pp", "dp", "cp"}) {
-          expect_near(sym[section][kind], full[section][kind], std::string(section) + " " + kind);
+        for (const char* kind : {"tp", "pp", "dp", "cp", "ep"}) {
+          const std::string what = std::string(section) + " " + kind;
+          if (tol > 1e-6) {  // as a share of the step
+            EXPECT_NEAR(sym[section][kind].get<double>(), full[section][kind].get<double>(),
+                        tol * full["step_time_s"].get<double>())
+                << what;
+          } else {
+            expect_near(sym[section][kind], full[section][kind], what);
+          }
         }
       }
       for (std::size_t s = 0; s < full["stages"].size(); ++s) {
-        expect_near(sym["stages"][s]["compute_s"], full["stages"][s]["compute_s"], "stage");
+        expect_near(sym["stages"][s]["compute_s"], full["stages"][s]["compute_s"], "stage", tol);
       }
       EXPECT_EQ(sym["diagnostics"], full["diagnostics"]);
     }

@@ -1,0 +1,48 @@
+#include "sim/cost/kernel_specs.hpp"
+
+#include <cmath>
+#include <utility>
+
+namespace trainsim {
+
+std::int64_t whole(double x) {
+  return std::llround(x);
+}
+
+KernelSpec gemm(std::string name, double m, double k, double n, DType dtype) {
+  KernelShape shape = GemmShape{whole(m), whole(n), whole(k), dtype};
+  return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape, 1};
+}
+
+KernelSpec memory(std::string name, KernelKind kind, std::string op, double rows, double cols) {
+  KernelShape shape = MemoryShape{std::move(op), whole(rows), whole(cols)};
+  return {std::move(name), kind, 0.0, shape_bytes(shape), shape, 1};
+}
+
+KernelSpec elementwise(std::string name, std::string op, double rows, double cols) {
+  return memory(std::move(name), KernelKind::kElementwise, std::move(op), rows, cols);
+}
+
+void linear(std::vector<KernelSpec>& k, const std::string& name, double m, double kk, double n,
+            DType dtype, std::int64_t launches) {
+  if (dtype == DType::kFP8) {
+    k.push_back(elementwise(name + ".fp8_cast", "fp8_cast_transpose", m, kk));
+    k.back().launches = launches;
+  }
+  k.push_back(gemm(name, m, kk, n, dtype));
+  k.back().launches = launches;
+}
+
+void gemm_backward(std::vector<KernelSpec>& k, const std::string& name, double m, double kk,
+                   double n, DType dtype, std::int64_t launches) {
+  if (dtype == DType::kFP8) {
+    k.push_back(elementwise(name + ".grad_fp8_cast", "fp8_cast_transpose", m, n));
+    k.back().launches = launches;
+  }
+  k.push_back(gemm(name + ".dgrad", m, n, kk, dtype));
+  k.back().launches = launches;
+  k.push_back(gemm(name + ".wgrad", kk, m, n, dtype));
+  k.back().launches = launches;
+}
+
+}  // namespace trainsim

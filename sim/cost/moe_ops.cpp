@@ -1,0 +1,86 @@
+#include "sim/cost/moe_ops.hpp"
+
+#include "sim/cost/kernel_specs.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// What one GPU's MoE MLP moves and computes for a micro-batch.
+struct MoeWork {
+  double tokens = 0;  // router input: the GPU's hidden states (1/tp of them with SP)
+  double routed = 0;  // (token, expert) pairs it dispatches: tokens x top-k
+  double rows = 0;    // rows its experts compute, busiest GPU: with ETP gathered over TP
+  double per_expert = 0;
+  bool etp_gather = false;  // expert TP with SP: routed tokens gathered over the TP group
+};
+
+MoeWork work_of(const LayerShape& s) {
+  MoeWork w;
+  const auto& m = s.moe;
+  w.tokens = s.sharded_tokens();
+  w.routed = w.tokens * m.topk;
+  w.etp_gather = s.sp && m.etp > 1;
+  w.rows = w.routed * (w.etp_gather ? static_cast<double>(m.etp) : 1.0) * m.load;
+  w.per_expert = w.rows / static_cast<double>(m.local);
+  return w;
+}
+
+// The dispatch and the combine, each way. All-to-all: the routed tokens over EP (the busiest
+// GPU receives `load` times the mean) and, with expert TP and SP, gathered over TP before the
+// experts and their outputs reduce-scattered after. All-gather: every token's hidden state
+// gathered over TP (with SP) and EP, the outputs reduce-scattered back.
+void moe_collectives(const LayerShape& s, const MoeWork& w, BlockPass& p) {
+  const double h = s.hidden, e = s.act_bytes;
+  const auto& m = s.moe;
+  const auto both_ways = [&p](Dim d, double gathered) {
+    add_collective(p.collectives, {CollectiveKind::kAllGather, d, gathered, 1});
+    add_collective(p.collectives, {CollectiveKind::kReduceScatter, d, gathered, 1});
+  };
+  const double etp = w.etp_gather ? static_cast<double>(m.etp) : 1.0;
+  if (m.dispatcher == MoeDispatcher::kAllGather) {
+    if (w.etp_gather) both_ways(Dim::kTP, etp * w.tokens * h * e);
+    if (m.ep > 1) both_ways(Dim::kEP, static_cast<double>(m.ep) * etp * w.tokens * h * e);
+    return;
+  }
+  if (m.ep > 1) {
+    add_collective(p.collectives,
+                   {CollectiveKind::kAllToAll, Dim::kEP, 2.0 * w.routed * h * e * m.load, 2});
+  }
+  if (w.etp_gather) both_ways(Dim::kTP, w.rows * h * e);
+}
+
+}  // namespace
+
+void moe_forward(const LayerShape& s, BlockPass& p) {
+  const MoeWork w = work_of(s);
+  const auto& m = s.moe;
+  const double h = s.hidden, experts = static_cast<double>(m.experts);
+  auto& k = p.kernels;
+  k.push_back(gemm("router", w.tokens, h, experts, DType::kBF16));
+  k.push_back(elementwise("router.topk", "moe_router", w.tokens, experts));
+  k.push_back(elementwise("permute", "moe_permute", w.routed, h));
+  linear(k, "expert_up", w.per_expert, h, s.up_factor * m.ffn, s.gemm_dtype, m.local);
+  k.push_back(elementwise("expert_activation", to_string(s.ffn_kind), w.rows, m.ffn));
+  linear(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, m.local);
+  k.push_back(elementwise("unpermute", "moe_unpermute", w.routed, h));
+  moe_collectives(s, w, p);
+}
+
+void moe_backward(const LayerShape& s, BlockPass& p) {
+  const MoeWork w = work_of(s);
+  const auto& m = s.moe;
+  const double h = s.hidden, experts = static_cast<double>(m.experts);
+  auto& k = p.kernels;
+  k.push_back(elementwise("unpermute.grad", "moe_unpermute.grad", w.routed, h));
+  gemm_backward(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, m.local);
+  k.push_back(elementwise("expert_activation.grad", std::string(to_string(s.ffn_kind)) + ".grad",
+                          w.rows, m.ffn));
+  gemm_backward(k, "expert_up", w.per_expert, h, s.up_factor * m.ffn, s.gemm_dtype, m.local);
+  k.push_back(elementwise("permute.grad", "moe_permute.grad", w.routed, h));
+  k.push_back(elementwise("router.topk.grad", "moe_router.grad", w.tokens, experts));
+  gemm_backward(k, "router", w.tokens, h, experts, DType::kBF16);
+  moe_collectives(s, w, p);
+}
+
+}  // namespace trainsim

@@ -1,0 +1,16 @@
+#pragma once
+// A mixture-of-experts MLP on one GPU, as Megatron-Core runs it: the router (a GEMM to one logit
+// per expert, softmax and top-k), the tokens permuted by expert and sent to the GPUs holding
+// their experts (all-to-all over the expert-parallel group, or all-gather), gathered over the
+// expert tensor-parallel group with sequence parallelism, the local experts' grouped GEMMs, and
+// the way back (reduce-scatter, all-to-all, un-permute weighted by the router's probabilities).
+#include "sim/cost/layer_ops.hpp"
+
+namespace trainsim {
+
+/// Appends the MoE MLP's forward kernels and collectives to a decoder pass.
+void moe_forward(const LayerShape& s, BlockPass& p);
+/// Appends its backward's.
+void moe_backward(const LayerShape& s, BlockPass& p);
+
+}  // namespace trainsim

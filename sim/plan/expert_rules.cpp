@@ -1,0 +1,100 @@
+#include "sim/plan/expert_rules.hpp"
+
+#include <string>
+
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+
+namespace trainsim {
+
+namespace {
+
+std::string n(std::int64_t v) {
+  return std::to_string(v);
+}
+
+// The stride of the pipeline dimension among ranks enumerated in `order` with these sizes.
+std::int64_t pipeline_stride(const RankOrder& order, std::int64_t tp, std::int64_t cp,
+                             std::int64_t ep, std::int64_t dp) {
+  std::int64_t stride = 1;
+  for (const Dim d : order) {
+    if (d == Dim::kPP) return stride;
+    stride *= d == Dim::kTP ? tp : d == Dim::kCP ? cp : d == Dim::kEP ? ep : dp;
+  }
+  return stride;
+}
+
+// Options that only a mixture-of-experts model can take.
+void refuse_on_dense(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  const std::string dense = "applies to mixture-of-experts models; " + model.name + " is dense";
+  if (plan.ep != 1) fail_input(origin.of("ep"), "expert parallelism " + dense);
+  if (plan.etp != 0 && plan.etp != plan.tp) fail_input(origin.of("etp"), dense);
+  if (plan.moe_imbalance != 1.0) fail_input(origin.of("moe_imbalance"), dense);
+  if (plan.moe_capacity_factor != 0.0) fail_input(origin.of("moe_capacity_factor"), dense);
+  if (plan.moe_dispatcher != MoeDispatcher::kAllToAll) {
+    fail_input(origin.of("moe_token_dispatcher_type"), dense);
+  }
+}
+
+}  // namespace
+
+void validate_expert_parallelism(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  if (plan.ep < 1) fail_input(origin.of("ep"), "must be at least 1, got " + n(plan.ep));
+  if (plan.etp < 0) fail_input(origin.of("etp"), "must be at least 1, got " + n(plan.etp));
+  if (!model.moe.is_moe()) {
+    refuse_on_dense(plan, model, origin);
+    return;
+  }
+  const auto& moe = model.moe;
+  const std::int64_t etp = plan.expert_tp();
+  if (moe.num_experts % plan.ep != 0) {
+    fail_input(origin.of("ep"),
+               "must divide the number of experts (" + n(moe.num_experts) + "), got " + n(plan.ep));
+  }
+  if (etp != 1 && etp != plan.tp) {
+    fail_input(origin.of("etp"), "must be 1 or tp (" + n(plan.tp) +
+                                     "): other expert tensor-parallel sizes are not modelled yet");
+  }
+  if (moe.expert_ffn_hidden_size % etp != 0) {
+    fail_input(origin.of(plan.etp > 0 ? "etp" : "tp"), "must divide the expert FFN hidden size (" +
+                                                           n(moe.expert_ffn_hidden_size) +
+                                                           "), got " + n(etp));
+  }
+  // Megatron-Core re-divides the dense layers' tp x cp x dp ranks of a stage as etp x ep x edp.
+  const std::int64_t ranks = plan.tp * plan.cp * plan.dp;
+  if (ranks % (etp * plan.ep) != 0) {
+    fail_input(origin.of("ep"),
+               "ep x etp = " + n(plan.ep) + " x " + n(etp) + " must divide tp x cp x dp = " +
+                   n(plan.tp) + " x " + n(plan.cp) + " x " + n(plan.dp) + " = " + n(ranks) +
+                   (etp == plan.tp
+                        ? " (with etp = tp: ep must divide dp x cp = " + n(plan.dp * plan.cp) + ")"
+                        : ""));
+  }
+  if (pipeline_stride(plan.rank_order, plan.tp, plan.cp, 1, plan.dp) !=
+      pipeline_stride(plan.rank_order, etp, 1, plan.ep, ranks / (etp * plan.ep))) {
+    fail_input(origin.of("rank_order"),
+               "puts pipeline stages on different GPUs in the dense and the expert layers (" +
+                   to_string(plan.rank_order) +
+                   "); Megatron-Core requires the same pipeline groups: use tp-cp-ep-dp-pp");
+  }
+  if (plan.ep > 1 && plan.tp > 1 && !plan.sp) {
+    // Megatron-LM: "When using expert parallelism and tensor parallelism, sequence parallelism
+    // must be used."
+    fail_input(origin.of("sp"), "expert parallelism with --tp " + n(plan.tp) +
+                                    " needs --sp (sequence parallelism), as in Megatron-LM");
+  }
+  // A token goes to top-k distinct experts: an expert takes at most every token, k / E of them
+  // on average.
+  const double most =
+      static_cast<double>(moe.num_experts) / static_cast<double>(moe.experts_per_token);
+  if (plan.moe_imbalance < 1.0 || plan.moe_imbalance > most) {
+    fail_input(origin.of("moe_imbalance"),
+               "must be in [1, experts / top-k = " + format_number(most) + "], got " +
+                   format_number(plan.moe_imbalance));
+  }
+  if (plan.moe_capacity_factor < 0.0) {
+    fail_input(origin.of("moe_capacity_factor"), "must be positive (or 0: dropless)");
+  }
+}
+
+}  // namespace trainsim

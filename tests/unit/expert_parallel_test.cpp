@@ -1,0 +1,204 @@
+// Expert parallelism: Megatron-Core's rules, where the expert and expert-data-parallel groups
+// lie, the busiest GPU's load, what a GPU computes and sends in an MoE layer (closed forms), its
+// expert weights and state in memory, and the expert gradients' own reduction.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "sim/core/error.hpp"
+#include "sim/cost/stage_cost.hpp"
+#include "sim/graph/builder.hpp"
+#include "sim/memory/memory.hpp"
+#include "sim/plan/layout.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+Plan ep_plan(std::int64_t tp, std::int64_t dp, std::int64_t ep, std::int64_t etp = 0) {
+  Plan p;
+  p.tp = tp;
+  p.sp = tp > 1;
+  p.dp = dp;
+  p.ep = ep;
+  p.etp = etp;
+  p.gbs = dp;
+  p.seq_len = 4096;
+  return p;
+}
+
+std::string error_of(const Plan& p, const Model& m) {
+  try {
+    validate_plan(p, m, test::catalog_platform("h100-sxm-ndr"), {});
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(valid)";
+}
+
+using Ranks = std::vector<std::int64_t>;
+
+TEST(ExpertParallel, MegatronRulesOneLineEach) {
+  const Model m = test::catalog_model("mixtral-8x7b");  // 8 experts
+  EXPECT_EQ(error_of(ep_plan(1, 8, 8), m), "(valid)");
+  EXPECT_EQ(error_of(ep_plan(1, 6, 3), m), "--ep: must divide the number of experts (8), got 3");
+  // etp = tp: EP re-divides dp x cp only.
+  EXPECT_EQ(error_of(ep_plan(2, 2, 4), m),
+            "--ep: ep x etp = 4 x 2 must divide tp x cp x dp = 2 x 1 x 2 = 4 (with etp = tp: ep "
+            "must divide dp x cp = 2)");
+  EXPECT_EQ(error_of(ep_plan(2, 2, 4, 1), m), "(valid)");  // etp 1: EP over tp x dp
+  EXPECT_EQ(error_of(ep_plan(4, 2, 2, 2), m),
+            "--etp: must be 1 or tp (4): other expert tensor-parallel sizes are not modelled yet");
+  Plan no_sp = ep_plan(2, 4, 4);
+  no_sp.sp = false;
+  EXPECT_EQ(error_of(no_sp, m),
+            "--sp: expert parallelism with --tp 2 needs --sp (sequence parallelism), as in "
+            "Megatron-LM");
+  Plan skew = ep_plan(1, 8, 8);
+  skew.moe_imbalance = 4.5;  // at most 8 / 2: every token's two experts
+  EXPECT_EQ(error_of(skew, m), "--moe-imbalance: must be in [1, experts / top-k = 4], got 4.5");
+  Plan order = ep_plan(2, 4, 2);
+  order.rank_order = *parse_rank_order("tp-cp-ep-pp-dp");
+  order.pp = 2;
+  order.gbs = 8;
+  EXPECT_EQ(error_of(order, m),
+            "--rank-order: puts pipeline stages on different GPUs in the dense and the expert "
+            "layers (tp-cp-ep-pp-dp); Megatron-Core requires the same pipeline groups: use "
+            "tp-cp-ep-dp-pp");
+  const Model dense = test::catalog_model("llama3.1-8b");
+  EXPECT_EQ(error_of(ep_plan(1, 8, 2), dense),
+            "--ep: expert parallelism applies to mixture-of-experts models; llama3.1-8b is dense");
+}
+
+// Megatron-Core's expert rank generator: etp x ep x edp x pp in the order tp-cp-ep-dp-pp.
+TEST(ExpertParallel, GroupsAsMegatronCoreGeneratesThem) {
+  const Layout a(ep_plan(1, 8, 2));  // EP pairs, expert data parallelism over the rest
+  EXPECT_EQ(a.size(Dim::kEP), 2);
+  EXPECT_EQ(a.group(Dim::kEP, 3), (Ranks{2, 3}));
+  EXPECT_EQ(a.collective_group(Dim::kEDP, 3), (Ranks{1, 3, 5, 7}));
+  EXPECT_EQ(a.collective_group(Dim::kDP, 3), (Ranks{0, 1, 2, 3, 4, 5, 6, 7}));
+  const Layout b(ep_plan(2, 8, 4));  // etp = tp: EP strides over TP groups
+  EXPECT_EQ(b.group(Dim::kEP, 1), (Ranks{1, 3, 5, 7}));
+  EXPECT_EQ(b.collective_group(Dim::kEDP, 1), (Ranks{1, 9}));
+  const Layout c(ep_plan(2, 4, 8, 1));  // etp 1: EP spans the TP groups
+  EXPECT_EQ(c.group(Dim::kEP, 5), (Ranks{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(c.collective_size(Dim::kEDP), 1);  // every expert on one GPU only
+  const Layout dense(ep_plan(2, 4, 1));        // no EP: experts reduce with the dense weights
+  EXPECT_EQ(dense.collective_size(Dim::kEDP), 1);
+  // The stage's EP groups, by their lowest rank, are the leader's moved by these offsets.
+  Plan staged = ep_plan(1, 4, 2);
+  staged.pp = 2;
+  const Layout d(staged);
+  EXPECT_EQ(d.groups_in_stage(Dim::kEP, 1), (std::vector<Ranks>{{4, 5}, {6, 7}}));
+  EXPECT_EQ(d.groups_in_stage(Dim::kEDP, 1), (std::vector<Ranks>{{4, 6}, {5, 7}}));
+  EXPECT_EQ(d.offset_residues({Dim::kEP}, 64), (Ranks{0, 2}));
+}
+
+TEST(ExpertParallel, BusiestGpuLoadInClosedForm) {
+  EXPECT_DOUBLE_EQ(expert_rank_load(8, 1, 1.0, 0), 1.0);
+  EXPECT_DOUBLE_EQ(expert_rank_load(8, 1, 2.0, 0), 2.0);  // one expert per GPU
+  EXPECT_DOUBLE_EQ(expert_rank_load(8, 8, 3.0, 0), 1.0);  // all experts on every GPU
+  EXPECT_DOUBLE_EQ(expert_rank_load(8, 2, 2.0, 0), (2.0 + 6.0 / 7.0) / 2.0);
+  EXPECT_DOUBLE_EQ(expert_rank_load(8, 1, 2.0, 1.25), 1.25);  // capped, the rest dropped
+  EXPECT_DOUBLE_EQ(expert_rank_load(64, 4, 1.0, 0.5), 0.5);   // below the mean: all capped
+}
+
+double flops_of(const BlockPass& p, const std::string& prefix) {
+  double f = 0;
+  for (const auto& k : p.kernels) {
+    if (k.name.starts_with(prefix)) f += k.flops * static_cast<double>(k.launches);
+  }
+  return f;
+}
+
+// Mixtral 8x7b, EP 8 on one node (Megatron-LM's MoE layer benchmark): each GPU routes its
+// 4,096 tokens to 2 experts and computes its one expert's 8,192 rows.
+TEST(ExpertParallel, MoeLayerWorkAndTrafficInClosedForm) {
+  const Model m = test::catalog_model("mixtral-8x7b");
+  Plan p = ep_plan(1, 8, 8);
+  const double T = 4096, h = 4096, f = 14336, k = 2;
+  const LayerShape s = layer_shape(m, p, 32000);
+  const BlockPass fwd = block_pass(BlockKind::kDecoder, false, s);
+  EXPECT_DOUBLE_EQ(flops_of(fwd, "expert_"), 2.0 * T * k * h * f * 3.0);
+  EXPECT_DOUBLE_EQ(flops_of(fwd, "router"), 2.0 * T * h * 8);
+  const auto up = std::find_if(fwd.kernels.begin(), fwd.kernels.end(),
+                               [](const KernelSpec& x) { return x.name == "expert_up"; });
+  ASSERT_NE(up, fwd.kernels.end());
+  EXPECT_EQ(up->launches, 1);
+  EXPECT_EQ(std::get<GemmShape>(up->shape).m, 8192);
+  // Dispatch and combine: each GPU's routed tokens out and back, BF16.
+  const auto a2a = collective_load(fwd.collectives, CollectiveKind::kAllToAll, Dim::kEP);
+  EXPECT_EQ(a2a.count, 2);
+  EXPECT_DOUBLE_EQ(a2a.bytes, 2.0 * T * k * h * 2.0);
+  // The busiest expert at 1.5x the mean: its GPU computes and receives 1.5x.
+  p.moe_imbalance = 1.5;
+  const BlockPass skewed = block_pass(BlockKind::kDecoder, false, layer_shape(m, p, 32000));
+  EXPECT_DOUBLE_EQ(flops_of(skewed, "expert_"), 1.5 * flops_of(fwd, "expert_"));
+  EXPECT_DOUBLE_EQ(collective_load(skewed.collectives, CollectiveKind::kAllToAll, Dim::kEP).bytes,
+                   1.5 * a2a.bytes);
+  // Without EP every GPU runs all 8 experts on its tokens: the same FLOPs in 8 grouped GEMMs.
+  const BlockPass local =
+      block_pass(BlockKind::kDecoder, false, layer_shape(m, ep_plan(1, 8, 1), 32000));
+  EXPECT_DOUBLE_EQ(flops_of(local, "expert_"), flops_of(fwd, "expert_"));
+  EXPECT_EQ(collective_load(local.collectives, CollectiveKind::kAllToAll, Dim::kEP).count, 0);
+  // Expert TP with SP (tp 2, ep 4): the routed tokens gathered over TP, twice the rows at half
+  // the width.
+  const LayerShape t = layer_shape(m, ep_plan(2, 8, 4), 32000);
+  const BlockPass etp = block_pass(BlockKind::kDecoder, false, t);
+  EXPECT_DOUBLE_EQ(flops_of(etp, "expert_"), flops_of(fwd, "expert_") / 2.0);
+  const auto gather = collective_load(etp.collectives, CollectiveKind::kAllGather, Dim::kTP);
+  // The attention's gather of T x h, and the experts' of the routed rows: 2 x (T/2 x 2) x h.
+  EXPECT_DOUBLE_EQ(gather.bytes, T * h * 2.0 + T * k * h * 2.0);
+}
+
+TEST(ExpertParallel, ExpertWeightsAndStateSplitByEp) {
+  const Model m = test::catalog_model("mixtral-8x7b");
+  const double expert = 3.0 * 4096 * 14336;
+  EXPECT_EQ(expert_params_per_rank(m, ep_plan(1, 8, 8)), static_cast<std::int64_t>(expert));
+  EXPECT_EQ(expert_params_per_rank(m, ep_plan(2, 8, 4)), static_cast<std::int64_t>(expert));
+  EXPECT_EQ(expert_params_per_rank(m, ep_plan(1, 8, 1)), static_cast<std::int64_t>(8 * expert));
+  // EP on or off, a GPU holds its share of the layer: attention, norms and router, and experts.
+  const std::int64_t rest =
+      layer_params_per_rank(m, ep_plan(1, 8, 1)) - static_cast<std::int64_t>(8 * expert);
+  EXPECT_EQ(layer_params_per_rank(m, ep_plan(1, 8, 8)), rest + static_cast<std::int64_t>(expert));
+  // The distributed optimizer shards dense state over dp x cp and expert state over edp.
+  Plan p = ep_plan(1, 8, 2);
+  p.zero = 1;
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  const Partition part = test::uniform_partition(m, 1);
+  const CostModel costs = compute_costs(m, platform, p, part);
+  const auto& sc = costs.stages[0];
+  EXPECT_EQ(sc.expert_params_per_gpu, 32 * 4 * static_cast<std::int64_t>(expert));
+  const MemoryModel mem = compute_memory(m, platform, p, part, costs, {});
+  const double dense = static_cast<double>(sc.params_per_gpu - sc.expert_params_per_gpu);
+  const double experts = static_cast<double>(sc.expert_params_per_gpu);
+  EXPECT_DOUBLE_EQ(mem.stages[0].state.optimizer, 8.0 * (dense / 8.0 + experts / 4.0));
+}
+
+// Dense gradients reduce over dp x cp, the experts' over their expert-data-parallel group.
+TEST(ExpertParallel, ExpertGradientsReduceOverTheirOwnGroup) {
+  const Model m = test::catalog_model("mixtral-8x7b");
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  Plan p = ep_plan(1, 8, 2);
+  const Partition part = test::uniform_partition(m, 1);
+  const CostModel costs = compute_costs(m, platform, p, part);
+  const TaskGraph g = build_task_graph(p, costs);
+  double dp_bytes = 0, edp_bytes = 0;
+  for (const auto& op : g.ranks[3].ops) {
+    if (op.type != OpType::kCollective || op.comm != CommKind::kDP) continue;
+    const auto members = g.groups[static_cast<std::size_t>(op.group)].members.size();
+    (members == 8 ? dp_bytes : edp_bytes) += op.bytes;
+    if (members == 4) {
+      EXPECT_EQ(g.groups[static_cast<std::size_t>(op.group)].members,
+                (std::vector<std::int32_t>{1, 3, 5, 7}));
+    }
+  }
+  const auto& sc = costs.stages[0];
+  EXPECT_DOUBLE_EQ(dp_bytes, static_cast<double>(sc.params_per_gpu - sc.expert_params_per_gpu) *
+                                 kGradReduceBytes);
+  EXPECT_DOUBLE_EQ(edp_bytes, static_cast<double>(sc.expert_params_per_gpu) * kGradReduceBytes);
+}
+
+}  // namespace
+}  // namespace trainsim
