@@ -30,12 +30,16 @@ std::vector<ValidationSet> validate_reference(const std::filesystem::path& refer
   if (name.find("narayanan2021_megatron_a100") != std::string::npos) {
     return {validate_sc21_step_time(reference, platform)};
   }
+  if (name.find("megatron_lm_moe_layer_perf") != std::string::npos) {
+    return {validate_moe_layer_time(reference, platform)};
+  }
   fail_input(reference.string(),
              "not a reference set trainsim can validate against (known: Megatron-LM CI golden "
              "values, megatron_lm_ci_golden_values_*.json; Megatron-LM's README weak scaling, "
              "megatron_lm_readme_*.json; NVIDIA DGX Cloud benchmarks, "
              "nvidia_dgxc_benchmarking_*.json; Megatron-LM's SC21 tables, "
-             "narayanan2021_megatron_a100_*.json)");
+             "narayanan2021_megatron_a100_*.json; Megatron-LM's MoE layer benchmark, "
+             "megatron_lm_moe_layer_perf_*.json)");
 }
 
 std::string reference_platform(const std::filesystem::path& reference) {

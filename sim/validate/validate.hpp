@@ -90,6 +90,11 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
 ValidationSet validate_sc21_step_time(const std::filesystem::path& reference,
                                       const Platform& platform);
 
+/// One reference set: Megatron-LM's MoE layer benchmark on one DGX H100 node
+/// (moe_layer_time.cpp): forward + backward time of one MoE layer.
+ValidationSet validate_moe_layer_time(const std::filesystem::path& reference,
+                                      const Platform& platform);
+
 /// The platform a reference set was measured on (a catalog name): what `trainsim validate` uses
 /// for it when no --platform is given.
 std::string reference_platform(const std::filesystem::path& reference);
