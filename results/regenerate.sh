@@ -89,6 +89,46 @@ VARIANTS
 } > "$out"
 echo "wrote $out"
 
+# Mixture of experts: Megatron-LM's MoE layer benchmark (a component check of the EP cost), then
+# mixtral-8x7b on 64 GPUs with and without expert parallelism, skew, capacity and expert TP.
+mkdir -p "$here/moe"
+"$bin" validate tests/validation/refdata/megatron_lm_moe_layer_perf_h100.json \
+  > "$here/moe/moe_layer_validation.md"
+echo "wrote $here/moe/moe_layer_validation.md"
+out="$here/moe/mixtral-8x7b.txt"
+{
+  echo "mixtral-8x7b on 64 GPUs (8 nodes), pp 4 x vp 8, gbs 256, seq 4096, zero 1 with overlapped"
+  echo "gradient reduce and parameter gather, full recomputation, SimGrid engine"
+  echo
+  printf '%-3s %-3s %-3s %-4s %9s %9s %10s  %-42s %s\n' "tp" "ep" "dp" "etp" "step (s)" \
+    "tokens/s" "peak mem" "exposed comm (mean per GPU)" "options"
+  while read -r tp ep etp options; do
+    dp=$((16 / tp))
+    extra=()
+    [ "$tp" -gt 1 ] && extra+=(--sp)
+    [ "$options" != "-" ] && read -r -a more <<<"${options//,/ }" && extra+=("${more[@]}")
+    "$bin" run --model mixtral-8x7b --platform h100-sxm-ndr --seq-len 4096 --tp "$tp" --pp 4 \
+      --vp 8 --schedule interleaved --dp "$dp" --ep "$ep" --etp "$etp" --gbs 256 --zero 1 \
+      --overlap-grad-reduce --overlap-param-gather --recompute full "${extra[@]}" \
+      > "$tmp" || true
+    printf '%-3s %-3s %-3s %-4s %9s %9s %10s  %-42s %s\n' "$tp" "$ep" "$dp" "$etp" \
+      "$(awk '/^step time/ { print $3; exit }' "$tmp")" \
+      "$(awk '/^tokens\/s/ { print $2; exit }' "$tmp")" \
+      "$(awk '$1 == "0" && $NF ~ /GiB$/ { print $(NF-1) " " $NF; exit }' "$tmp")" \
+      "$(headline "exposed comm" "$tmp" | sed 's/ (mean per GPU)//')" "${options//,/ }"
+  done <<'VARIANTS'
+1 1 1 -
+1 8 1 -
+1 8 1 --moe-imbalance,1.5
+1 8 1 --moe-imbalance,1.5,--moe-capacity-factor,1.2
+1 8 1 --moe-token-dispatcher-type,allgather
+1 8 1 --rank-order,tp-dp-ep-cp-pp
+2 4 2 -
+2 8 1 -
+VARIANTS
+} > "$out"
+echo "wrote $out"
+
 # What `trainsim check` says about each seed scenario (framework bugs it reproduces).
 mkdir -p "$here/seeds"
 for scenario in scenarios/seeds/*.json; do

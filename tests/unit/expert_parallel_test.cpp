@@ -141,6 +141,11 @@ TEST(ExpertParallel, MoeLayerWorkAndTrafficInClosedForm) {
   const BlockPass local =
       block_pass(BlockKind::kDecoder, false, layer_shape(m, ep_plan(1, 8, 1), 32000));
   EXPECT_DOUBLE_EQ(flops_of(local, "expert_"), flops_of(fwd, "expert_"));
+  const auto grouped = std::find_if(local.kernels.begin(), local.kernels.end(),
+                                    [](const KernelSpec& x) { return x.name == "expert_up"; });
+  ASSERT_NE(grouped, local.kernels.end());
+  EXPECT_EQ(std::get<GemmShape>(grouped->shape).groups, 8);  // 8 experts of 1,024 rows
+  EXPECT_EQ(std::get<GemmShape>(grouped->shape).m, 1024);
   EXPECT_EQ(collective_load(local.collectives, CollectiveKind::kAllToAll, Dim::kEP).count, 0);
   // Expert TP with SP (tp 2, ep 4): the routed tokens gathered over TP, twice the rows at half
   // the width.

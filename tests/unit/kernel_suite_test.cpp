@@ -253,11 +253,13 @@ TEST(KernelSuiteRun, SelectionAndRepetitions) {
     EXPECT_TRUE(families.insert(any.family_key(s)).second) << shape_label(s);
     EXPECT_NE(op_name(s), "gemm");
   }
-  // grouped GEMMs: 2 element types x the group counts 2 to 32; attention: 2 passes x head sizes
-  // 64, 128, 192 x causal or not
+  // grouped GEMMs: 2 element types x the group counts 2 to 32, and the cost model's own grouped
+  // data and weight gradients of Mixtral's 8 local experts (at EP 1) in the nn and nt layouts;
+  // attention: 2 passes x head sizes 64, 128, 192 x causal or not
   EXPECT_EQ(families.count("grouped_gemm/fp8/g32"), 1u);
   EXPECT_EQ(families.count("attention/bwd/bf16/d192/full"), 1u);
-  EXPECT_EQ(some.size(), 2u * 5u + 2u * 3u * 2u);
+  EXPECT_EQ(families.count("grouped_gemm/bf16/nt/g8"), 1u);
+  EXPECT_EQ(some.size(), 2u * 5u + 2u + 2u * 3u * 2u);
   run.max_shapes = 3;
   EXPECT_EQ(kernels::selected_shapes(run, all).size(), 3u);
 
