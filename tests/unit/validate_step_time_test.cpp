@@ -118,7 +118,7 @@ TEST(ValidateStepTime, RowsItCannotExpressSayWhy) {
   auto unknown = recipe_row("Falcon 180B", "BF16", 64);
   const auto set = validate_rows(nlohmann::json::array({moe, jax, sft, no_vp, unknown}));
   const std::vector<std::string> want = {
-      "mixture of experts (expert parallelism not modelled yet)",
+      "mixture-of-experts model not in the catalog yet",
       "JAX framework (MaxText, PaxML): not a Megatron recipe", "fine-tuning (SFT, LoRA)",
       "pipeline-parallel row without its virtual pipeline size (the table says NA)",
       "model not in the catalog"};
