@@ -204,24 +204,17 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
   const std::int64_t pp = partition.physical_stages();
   for (std::int64_t s = 0; s < pp; ++s) {
     StageMemory sm;
-    std::int64_t params = 0;
+    std::int64_t params = 0, experts = 0;
     std::vector<PassFootprint> footprints;
     for (std::int64_t c = 0; c < partition.chunks; ++c) {
       const auto v = c * pp + s;
       params += costs.stages[static_cast<std::size_t>(v)].params_per_gpu;
+      experts += costs.stages[static_cast<std::size_t>(v)].expert_params_per_gpu;
       footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab, options));
     }
     // Experts split by EP share their state over the expert-data-parallel ranks.
-    std::int64_t experts = 0;
-    for (std::int64_t c = 0; c < partition.chunks; ++c) {
-      experts += costs.stages[static_cast<std::size_t>(c * pp + s)].expert_params_per_gpu;
-    }
     sm.state = model_state(params - experts, plan.zero, plan.data_shards());
-    const ModelState expert_state = model_state(experts, plan.zero, plan.expert_data_shards());
-    sm.state.weights += expert_state.weights;
-    sm.state.gradients += expert_state.gradients;
-    sm.state.master_weights += expert_state.master_weights;
-    sm.state.optimizer += expert_state.optimizer;
+    sm.state += model_state(experts, plan.zero, plan.expert_data_shards());
     sm.runtime_allocated = platform.memory.allocated;
     sm.footprint = footprints.front();
     const auto steps = compute_steps(stage_program(config, s));

@@ -47,6 +47,13 @@ struct ModelState {
   double master_weights = 0;
   double optimizer = 0;
   double total() const { return weights + gradients + master_weights + optimizer; }
+  ModelState& operator+=(const ModelState& o) {
+    weights += o.weights;
+    gradients += o.gradients;
+    master_weights += o.master_weights;
+    optimizer += o.optimizer;
+    return *this;
+  }
 };
 
 /// The model state of `params_per_gpu` parameters under ZeRO stage `zero` over `dp` ranks

@@ -57,17 +57,17 @@ bool is_moe_kernel(const KernelCost& k) {
 
 // The MoE part of a decoder pass: its kernels, then its collectives one after another. With
 // `raw`, compute-bound kernels as the database times them, without the calibration's factor.
-double moe_seconds(const PassCost& pass, const PassGroups& groups, const std::vector<Dim>& dims,
-                   double raw = 1.0) {
+double moe_seconds(const PassCost& pass, const PassGroups& groups, double raw = 1.0) {
   double s = 0;
   for (const auto& k : pass.kernels) {
     if (!is_moe_kernel(k)) continue;
     const bool compute = k.kind == KernelKind::kGemm || k.kind == KernelKind::kAttention;
     s += k.time.seconds * static_cast<double>(k.count) / (compute ? raw : 1.0);
   }
+  // TP 1 in every row: the expert-parallel calls are the layer's only ones.
   for (const auto& c : pass.collectives) {
-    for (const Dim d : dims) {
-      if (c.dim == d && groups.has(d)) s += groups.choose(d, c.kind, c.bytes, c.count).seconds;
+    if (c.dim == Dim::kEP && groups.has(c.dim)) {
+      s += groups.choose(c.dim, c.kind, c.bytes, c.count).seconds;
     }
   }
   return s;
@@ -104,13 +104,12 @@ ValidationRow moe_row(const nlohmann::json& j, const std::string& file, const st
   }
   const BlockCost cost = block_cost(model, platform, plan, BlockKind::kDecoder);
   const PassGroups groups(platform, plan);
-  const std::vector<Dim> dims = {Dim::kEP};  // TP 1 in every row: no expert TP traffic
-  const double forward = moe_seconds(cost.forward, groups, dims);
-  const double backward = moe_seconds(cost.backward, groups, dims);
+  const double forward = moe_seconds(cost.forward, groups);
+  const double backward = moe_seconds(cost.backward, groups);
   row.predicted = forward + backward;
   const double factor = compute_time_factor(platform.calibration, plan.world_size());
-  const double raw = moe_seconds(cost.forward, groups, dims, factor) +
-                     moe_seconds(cost.backward, groups, dims, factor);
+  const double raw =
+      moe_seconds(cost.forward, groups, factor) + moe_seconds(cost.backward, groups, factor);
   std::ostringstream setup;
   setup << model.moe.num_experts << " experts top-" << model.moe.experts_per_token << " of "
         << model.ffn_hidden_size << ", h " << model.hidden_size << ", tp " << plan.tp << " ep "
