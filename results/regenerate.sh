@@ -169,6 +169,9 @@ echo "wrote $here/validation.md, $here/validation.csv and $here/validation/dgxc_
 # The measured H100 kernel database: what it holds and how predictions moved (results/kernels.md
 # and its plots under results/kernels/).
 python3 "$here/kernels_report.py" "$(dirname "$bin")"
+# The measured H200 kernel database against the H100's, and the h200-sxm-ndr platform's
+# predictions beside h100-sxm-ndr's (results/kernels-h200.md).
+python3 "$here/kernels_h200.py" "$(dirname "$bin")"
 
 # Wall time and peak memory of `trainsim run` from 64 to 131,072 GPUs (results/scale.md and
 # results/scale/scale.svg; about two minutes).

@@ -19,7 +19,10 @@
 # Every group resumes: shapes its database in OUTDIR already holds are not timed again
 # (RESUME_FROM=DIR first copies the databases of an earlier run from DIR into OUTDIR).
 # Environment: TRAINSIM_KERNELS (the suite binary, default build/trainsim_kernels), PYTHON
-# (default python3, with PyTorch), BUDGET_<group> (seconds, e.g. BUDGET_gemm=300), and
+# (default python3, with PyTorch), BUDGET_<group> (seconds, e.g. BUDGET_gemm=300), SUITE_FLAGS
+# and TORCH_FLAGS (extra flags for every C++ suite group and for the PyTorch attention groups: a
+# shorter measurement trades repetitions and grid points for time, e.g. SUITE_FLAGS="--seqs 8192
+# --gemm-grid-per-octave 1 --time-per-shape 0.05" TORCH_FLAGS="--time-per-shape 0.05"), and
 # LD_LIBRARY_PATH where cuBLASLt, cuDNN or Google Benchmark are not on the loader's path (the
 # script adds the directories of PyTorch's cuDNN and cuBLAS wheels when it finds them).
 set -uo pipefail
@@ -74,7 +77,8 @@ suite() {  # group, default budget, suite flags...
   b=$(budget "$1" "$2")
   shift 2
   say "$g: up to $b s"
-  timeout -k 10 $((b + 60)) "$bin" --time-budget "$b" --resume "$@" >>"$log" 2>&1
+  # shellcheck disable=SC2086 # the extra flags are words
+  timeout -k 10 $((b + 60)) "$bin" --time-budget "$b" --resume "$@" ${SUITE_FLAGS:-} >>"$log" 2>&1
   local rc=$?
   say "$g: exit $rc"
   return $rc
@@ -91,8 +95,9 @@ shapes = [s for s in json.load(open(sys.argv[1])) if eval(sys.argv[2], {"s": s})
 json.dump(shapes, open(sys.argv[1], "w"))
 EOF
   say "$g: up to $b s"
+  # shellcheck disable=SC2086 # the extra flags are words
   PYTHONUNBUFFERED=1 timeout -k 10 $((b + 60)) "$py" kernels/torch/attention.py \
-    --shapes "$out/.shapes.json" --time-budget "$b" --resume "$@" >>"$log" 2>&1
+    --shapes "$out/.shapes.json" --time-budget "$b" --resume "$@" ${TORCH_FLAGS:-} >>"$log" 2>&1
   local rc=$?
   rm -f "$out/.shapes.json"
   say "$g: exit $rc"
