@@ -13,7 +13,8 @@ namespace {
 
 class HfReader {
  public:
-  HfReader(const nlohmann::json& j, std::string file) : j_(j), o_(j, std::move(file)) {}
+  HfReader(const nlohmann::json& j, std::string file, std::string path = "$")
+      : j_(j), o_(j, std::move(file), std::move(path)) {}
 
   bool present(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
   std::int64_t integer(const char* key) { return o_.integer(key); }
@@ -27,6 +28,8 @@ class HfReader {
     return present(key) ? o_.string(key) : fallback;
   }
   [[noreturn]] void fail(const char* key, const std::string& msg) const { o_.fail(key, msg); }
+  const nlohmann::json& json() const { return j_; }
+  const std::string& file() const { return o_.file(); }
 
  private:
   const nlohmann::json& j_;
@@ -68,6 +71,81 @@ void read_llama_like(HfReader& r, Model& m, bool qwen2) {
   }
 }
 
+// DeepSeek V2 and V3: multi-head latent attention, shared experts beside the routed ones,
+// leading dense layers; V3's router adds a score-correction bias per expert ("noaux_tc").
+void read_deepseek(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.num_kv_heads = m.num_attention_heads;
+  m.mla.q_lora_rank = r.integer_or("q_lora_rank", 0);
+  m.mla.kv_lora_rank = r.integer("kv_lora_rank");
+  m.mla.qk_nope_head_dim = r.integer("qk_nope_head_dim");
+  m.mla.qk_rope_head_dim = r.integer("qk_rope_head_dim");
+  m.mla.v_head_dim = r.integer("v_head_dim");
+  m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+  m.moe.num_experts = r.integer("n_routed_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
+  m.moe.shared_expert_ffn_hidden_size =
+      r.integer_or("n_shared_experts", 0) * m.moe.expert_ffn_hidden_size;
+  m.moe.first_dense_layers = r.integer_or("first_k_dense_replace", 0);
+  if (r.integer_or("moe_layer_freq", 1) != 1) {
+    r.fail("moe_layer_freq", "only 1 (every layer after the dense ones) is supported");
+  }
+  m.moe.router_bias = r.string_or("topk_method", "greedy") == "noaux_tc";
+}
+
+// Qwen3 and Qwen3-MoE: a per-head RMSNorm on queries and keys; MoE layers every
+// decoder_sparse_step layers.
+void read_qwen3(HfReader& r, Model& m, bool moe) {
+  read_llama_like(r, m, false);
+  m.qk_norm = true;
+  if (!moe) return;
+  m.moe.num_experts = r.integer("num_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
+  m.moe.layer_interval = r.integer_or("decoder_sparse_step", 1);
+  if (r.present("mlp_only_layers") && !r.json().at("mlp_only_layers").empty()) {
+    r.fail("mlp_only_layers", "dense layers listed one by one are not supported");
+  }
+}
+
+// Llama 4 (text model): MoE layers every interleave_moe_layer_step layers with one shared
+// expert of the experts' width; dense layers of intermediate_size_mlp.
+void read_llama4_text(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  const std::int64_t expert = m.ffn_hidden_size;
+  m.ffn_hidden_size = r.integer_or("intermediate_size_mlp", expert);
+  m.moe.num_experts = r.integer("num_local_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = expert;
+  m.moe.shared_expert_ffn_hidden_size = expert;
+  m.moe.layer_interval = r.integer_or("interleave_moe_layer_step", 1);
+}
+
+// GPT-OSS: biases on every attention projection, on the experts and the router, and a learned
+// attention sink per head.
+void read_gpt_oss(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.qkv_bias = m.attention_output_bias = r.boolean_or("attention_bias", true);
+  m.mlp_bias = true;
+  m.attention_sinks = true;
+  m.moe.num_experts = r.integer("num_local_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+  m.moe.router_bias = true;
+}
+
+// Grok-1 as ported to Hugging Face: Mixtral-like experts, embeddings tied to the output.
+void read_grok1(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
+  m.ffn_kind = FfnKind::kGeGLU;  // Grok-1's experts are GELU-gated
+  m.sandwich_norms = true;       // RMSNorms before and after attention and the experts
+  m.moe.num_experts = r.integer("num_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+}
+
 }  // namespace
 
 Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
@@ -89,6 +167,23 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
     m.moe.num_experts = r.integer("num_local_experts");
     m.moe.experts_per_token = r.integer("num_experts_per_tok");
     m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+  } else if (arch == "DeepseekV3ForCausalLM" || arch == "DeepseekV2ForCausalLM") {
+    read_deepseek(r, m);
+  } else if (arch == "Qwen3ForCausalLM" || arch == "Qwen3MoeForCausalLM") {
+    read_qwen3(r, m, arch == "Qwen3MoeForCausalLM");
+  } else if (arch == "Llama4ForConditionalGeneration" || arch == "Llama4ForCausalLM") {
+    if (arch == "Llama4ForCausalLM") {
+      read_llama4_text(r, m);
+    } else {
+      const auto& text = top.raw("text_config");
+      if (!text.is_object()) top.fail("text_config", "must be an object");
+      HfReader tr(text, file, "$.text_config");
+      read_llama4_text(tr, m);
+    }
+  } else if (arch == "GptOssForCausalLM") {
+    read_gpt_oss(r, m);
+  } else if (arch == "Grok1ModelForCausalLM" || arch == "Grok1ForCausalLM") {
+    read_grok1(r, m);
   } else if (arch == "GPT2LMHeadModel") {
     m.hidden_size = r.integer("n_embd");
     m.num_layers = r.integer("n_layer");
@@ -137,7 +232,10 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
     top.fail("architectures",
              "unsupported architecture \"" + arch +
                  "\" (supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, "
-                 "Qwen2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, NemotronForCausalLM)");
+                 "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+                 "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, Llama4ForConditionalGeneration, "
+                 "Llama4ForCausalLM, GptOssForCausalLM, Grok1ModelForCausalLM, GPT2LMHeadModel, "
+                 "GPTNeoXForCausalLM, NemotronForCausalLM)");
   }
   if (m.head_dim == 0) {
     if (m.hidden_size % m.num_attention_heads != 0) {

@@ -22,7 +22,31 @@ struct MoeSpec {
   std::int64_t num_experts = 0;        // 0: dense model
   std::int64_t experts_per_token = 0;  // top-k
   std::int64_t expert_ffn_hidden_size = 0;
+  /// Width of the always-active shared expert MLP beside the routed ones (DeepSeek's
+  /// n_shared_experts x moe_intermediate_size, Llama 4's shared expert); 0: none.
+  std::int64_t shared_expert_ffn_hidden_size = 0;
+  /// Leading decoder layers with a dense MLP of ffn_hidden_size (DeepSeek's
+  /// first_k_dense_replace).
+  std::int64_t first_dense_layers = 0;
+  /// After those, layer i (from 0) is an MoE layer when (i + 1) % layer_interval == 0, the
+  /// others dense (Llama 4's interleave_moe_layer_step, Qwen3's decoder_sparse_step).
+  std::int64_t layer_interval = 1;
+  /// The router has a bias (GPT-OSS) or a score-correction bias (DeepSeek-V3): one per expert.
+  bool router_bias = false;
   bool is_moe() const { return num_experts > 0; }
+};
+
+/// DeepSeek's multi-head latent attention: queries through a low-rank bottleneck (q_lora_rank,
+/// 0 for a plain projection), keys and values from a shared latent of kv_lora_rank plus one
+/// rotary key of qk_rope_head_dim; per head, qk_nope_head_dim + qk_rope_head_dim for scores and
+/// v_head_dim for values. Model::head_dim is the score width (nope + rope).
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;  // 0: not MLA
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  bool is_mla() const { return kv_lora_rank > 0; }
 };
 
 /// Parameter counts published by the model's authors, for tests: exact when rounded_to == 1.
@@ -31,7 +55,13 @@ struct PublishedParams {
   std::int64_t total = 0;
   std::int64_t embedding = 0;
   std::int64_t non_embedding = 0;
+  std::int64_t active = 0;  // parameters a token passes through (MoE: top-k experts)
+  /// Whether `active` counts the input embedding (Qwen, Meta) or not (DeepSeek, OpenAI).
+  bool active_with_embedding = false;
   std::int64_t rounded_to = 1;
+  /// The figures are cut to rounded_to, not rounded (30.53B published as "30.5B", 3.35B as
+  /// "3.3B").
+  bool truncated = false;
   std::string source;
   bool any() const { return total > 0 || embedding > 0 || non_embedding > 0; }
 };
@@ -54,12 +84,25 @@ struct Model {
   bool qkv_bias = false;
   bool attention_output_bias = false;
   bool mlp_bias = false;
+  bool sandwich_norms = false;   // norms after attention and MLP too (Grok-1): four per layer
+  bool qk_norm = false;          // a per-head RMSNorm on queries and keys (Qwen3): 2 x head_dim
+  bool attention_sinks = false;  // a learned sink logit per head (GPT-OSS)
   MoeSpec moe;
+  MlaSpec mla;
   PublishedParams published;
 
   std::int64_t q_size() const { return num_attention_heads * head_dim; }
   std::int64_t kv_size() const { return num_kv_heads * head_dim; }
+  /// Width of the attention output before the output projection (heads x value head size).
+  std::int64_t v_size() const {
+    return mla.is_mla() ? num_attention_heads * mla.v_head_dim : q_size();
+  }
 };
+
+/// Whether decoder layer `layer` (from 0) routes its tokens to experts (MoeSpec's rule).
+bool is_moe_layer(const Model& m, std::int64_t layer);
+/// How many of the model's decoder layers are MoE layers (0 for a dense model).
+std::int64_t moe_layer_count(const Model& m);
 
 /// Loads our model JSON, or a Hugging Face config.json (recognised by its "architectures" key).
 Model load_model(const std::filesystem::path& path);

@@ -67,16 +67,23 @@ void validate_model(const Model& m, const std::string& file) {
     const char* key;
     std::int64_t value;
     std::int64_t limit;
-  } limits[] = {{"hidden_size", m.hidden_size, kMaxWidth},
-                {"num_attention_heads", m.num_attention_heads, kMaxWidth},
-                {"num_kv_heads", m.num_kv_heads, kMaxWidth},
-                {"head_dim", m.head_dim, kMaxWidth},
-                {"ffn_hidden_size", m.ffn_hidden_size, kMaxWidth},
-                {"moe.expert_ffn_hidden_size", m.moe.expert_ffn_hidden_size, kMaxWidth},
-                {"num_layers", m.num_layers, kMaxLayers},
-                {"vocab_size", m.vocab_size, kMaxVocab},
-                {"moe.num_experts", m.moe.num_experts, kMaxExperts},
-                {"max_position_embeddings", m.max_position_embeddings, kMaxPositions}};
+  } limits[] = {
+      {"hidden_size", m.hidden_size, kMaxWidth},
+      {"num_attention_heads", m.num_attention_heads, kMaxWidth},
+      {"num_kv_heads", m.num_kv_heads, kMaxWidth},
+      {"head_dim", m.head_dim, kMaxWidth},
+      {"ffn_hidden_size", m.ffn_hidden_size, kMaxWidth},
+      {"moe.expert_ffn_hidden_size", m.moe.expert_ffn_hidden_size, kMaxWidth},
+      {"moe.shared_expert_ffn_hidden_size", m.moe.shared_expert_ffn_hidden_size, kMaxWidth},
+      {"mla.q_lora_rank", m.mla.q_lora_rank, kMaxWidth},
+      {"mla.kv_lora_rank", m.mla.kv_lora_rank, kMaxWidth},
+      {"mla.qk_nope_head_dim", m.mla.qk_nope_head_dim, kMaxWidth},
+      {"mla.qk_rope_head_dim", m.mla.qk_rope_head_dim, kMaxWidth},
+      {"mla.v_head_dim", m.mla.v_head_dim, kMaxWidth},
+      {"num_layers", m.num_layers, kMaxLayers},
+      {"vocab_size", m.vocab_size, kMaxVocab},
+      {"moe.num_experts", m.moe.num_experts, kMaxExperts},
+      {"max_position_embeddings", m.max_position_embeddings, kMaxPositions}};
   for (const auto& l : limits) {
     if (l.value > l.limit) {
       fail_input(where(l.key),
@@ -113,6 +120,26 @@ void validate_model(const Model& m, const std::string& file) {
   if (m.moe.is_moe() && m.moe.experts_per_token > m.moe.num_experts) {
     fail_input(where("moe.experts_per_token"),
                "must not exceed moe.num_experts (" + std::to_string(m.moe.num_experts) + ")");
+  }
+  if (m.moe.layer_interval < 1 || m.moe.layer_interval > m.num_layers) {
+    fail_input(where("moe.layer_interval"), "must be between 1 and num_layers (" +
+                                                std::to_string(m.num_layers) + "), got " +
+                                                std::to_string(m.moe.layer_interval));
+  }
+  if (m.moe.first_dense_layers < 0 || m.moe.first_dense_layers >= m.num_layers) {
+    fail_input(where("moe.first_dense_layers"), "must leave at least one MoE layer (0 to " +
+                                                    std::to_string(m.num_layers - 1) + "), got " +
+                                                    std::to_string(m.moe.first_dense_layers));
+  }
+  if (m.moe.shared_expert_ffn_hidden_size < 0) {
+    fail_input(where("moe.shared_expert_ffn_hidden_size"), "must be >= 0");
+  }
+  if (m.mla.is_mla() && m.mla.q_lora_rank < 0) {
+    fail_input(where("mla.q_lora_rank"), "must be >= 0 (0: queries without a low-rank path)");
+  }
+  if (m.mla.is_mla() && m.num_kv_heads != m.num_attention_heads) {
+    fail_input(where("num_kv_heads"),
+               "must equal num_attention_heads with mla (every head has its own key and value)");
   }
 }
 
@@ -157,12 +184,33 @@ Model parse_model_json(const nlohmann::json& j, const std::string& file) {
     m.moe.experts_per_token = moe->integer("experts_per_token");
     m.moe.expert_ffn_hidden_size =
         moe->optional_integer("expert_ffn_hidden_size").value_or(m.ffn_hidden_size);
+    m.moe.shared_expert_ffn_hidden_size =
+        moe->optional_integer("shared_expert_ffn_hidden_size").value_or(0);
+    m.moe.first_dense_layers = moe->optional_integer("first_dense_layers").value_or(0);
+    m.moe.layer_interval = moe->optional_integer("layer_interval").value_or(1);
+    m.moe.router_bias = moe->optional_boolean("router_bias").value_or(false);
     moe->finish();
   }
+  if (auto mla = o.optional_object("mla")) {
+    m.mla.q_lora_rank = mla->optional_integer("q_lora_rank").value_or(0);
+    m.mla.kv_lora_rank = mla->integer("kv_lora_rank", {1});
+    m.mla.qk_nope_head_dim = mla->integer("qk_nope_head_dim", {1});
+    m.mla.qk_rope_head_dim = mla->integer("qk_rope_head_dim", {1});
+    m.mla.v_head_dim = mla->integer("v_head_dim", {1});
+    mla->finish();
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+  }
+  m.qk_norm = o.optional_boolean("qk_norm").value_or(false);
+  m.sandwich_norms = o.optional_boolean("sandwich_norms").value_or(false);
+  m.attention_sinks = o.optional_boolean("attention_sinks").value_or(false);
   if (auto pub = o.optional_object("published_params")) {
     m.published.total = pub->optional_integer("total").value_or(0);
     m.published.embedding = pub->optional_integer("embedding").value_or(0);
     m.published.non_embedding = pub->optional_integer("non_embedding").value_or(0);
+    m.published.active = pub->optional_integer("active").value_or(0);
+    m.published.active_with_embedding =
+        pub->optional_boolean("active_with_embedding").value_or(false);
+    m.published.truncated = pub->optional_boolean("truncated").value_or(false);
     if (!m.published.any())
       pub->fail("total", "give at least one of total, embedding, non_embedding");
     m.published.rounded_to = pub->optional_integer("rounded_to").value_or(1);

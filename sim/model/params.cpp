@@ -2,6 +2,17 @@
 
 namespace trainsim {
 
+bool is_moe_layer(const Model& m, std::int64_t layer) {
+  if (!m.moe.is_moe() || layer < m.moe.first_dense_layers) return false;
+  return (layer + 1) % m.moe.layer_interval == 0;
+}
+
+std::int64_t moe_layer_count(const Model& m) {
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < m.num_layers; ++i) n += is_moe_layer(m, i) ? 1 : 0;
+  return n;
+}
+
 std::int64_t norm_params(const Model& m, std::int64_t width) {
   return m.norm == NormKind::kLayerNorm ? 2 * width : width;
 }
@@ -14,6 +25,46 @@ std::int64_t mlp_params(const Model& m, std::int64_t ffn) {
   return up + down + bias;
 }
 
+std::int64_t router_params(const Model& m) {
+  return m.moe.num_experts * (m.hidden_size + (m.moe.router_bias ? 1 : 0));
+}
+
+namespace {
+
+// Multi-head latent attention: the query path (plain, or down-projection, its norm and
+// up-projection), the joint key-value down-projection with the rotary key, its norm, the
+// key-value up-projection and the output projection.
+std::int64_t mla_params(const Model& m) {
+  const MlaSpec& a = m.mla;
+  const std::int64_t h = m.hidden_size, heads = m.num_attention_heads;
+  const std::int64_t q_out = heads * (a.qk_nope_head_dim + a.qk_rope_head_dim);
+  const std::int64_t q =
+      a.q_lora_rank > 0 ? h * a.q_lora_rank + norm_params(m, a.q_lora_rank) + a.q_lora_rank * q_out
+                        : h * q_out;
+  const std::int64_t kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) +
+                          norm_params(m, a.kv_lora_rank) +
+                          a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim);
+  return q + kv + m.v_size() * h;
+}
+
+std::int64_t attention_params(const Model& m) {
+  const std::int64_t h = m.hidden_size;
+  std::int64_t n = 0;
+  if (m.mla.is_mla()) {
+    n = mla_params(m);
+  } else {
+    const std::int64_t qkv_out = m.q_size() + 2 * m.kv_size();
+    n = h * qkv_out + m.q_size() * h;
+    if (m.qkv_bias) n += qkv_out;
+  }
+  if (m.attention_output_bias) n += h;
+  if (m.qk_norm) n += 2 * norm_params(m, m.head_dim);
+  if (m.attention_sinks) n += m.num_attention_heads;
+  return n;
+}
+
+}  // namespace
+
 ParamCount count_params(const Model& m) {
   const std::int64_t h = m.hidden_size;
   ParamCount c;
@@ -21,17 +72,19 @@ ParamCount count_params(const Model& m) {
   if (m.position_embedding == PositionEmbedding::kLearned) {
     c.position_embedding = m.max_position_embeddings * h;
   }
-  const std::int64_t qkv_out = m.q_size() + 2 * m.kv_size();
-  c.layer_attention = h * qkv_out + m.q_size() * h;
-  if (m.qkv_bias) c.layer_attention += qkv_out;
-  if (m.attention_output_bias) c.layer_attention += h;
+  c.layer_attention = attention_params(m);
   if (m.moe.is_moe()) {
-    c.layer_mlp = m.moe.num_experts * mlp_params(m, m.moe.expert_ffn_hidden_size) +
-                  h * m.moe.num_experts;  // router
+    c.layer_mlp =
+        m.moe.num_experts * mlp_params(m, m.moe.expert_ffn_hidden_size) + router_params(m);
+    if (m.moe.shared_expert_ffn_hidden_size > 0) {
+      c.layer_mlp += mlp_params(m, m.moe.shared_expert_ffn_hidden_size);
+    }
+    c.dense_layer_mlp = mlp_params(m, m.ffn_hidden_size);
+    c.moe_layers = moe_layer_count(m);
   } else {
     c.layer_mlp = mlp_params(m, m.ffn_hidden_size);
   }
-  c.layer_norms = 2 * norm_params(m, h);
+  c.layer_norms = (m.sandwich_norms ? 4 : 2) * norm_params(m, h);
   c.final_norm = norm_params(m, h);
   c.lm_head = m.tied_embeddings ? 0 : m.vocab_size * h;
   return c;
@@ -39,6 +92,19 @@ ParamCount count_params(const Model& m) {
 
 std::int64_t total_params(const Model& m) {
   return count_params(m).total(m.num_layers);
+}
+
+std::int64_t layer_params(const Model& m, std::int64_t layer) {
+  return count_params(m).layer(!m.moe.is_moe() || is_moe_layer(m, layer));
+}
+
+std::int64_t active_params(const Model& m) {
+  const ParamCount c = count_params(m);
+  std::int64_t active = c.total(m.num_layers) - c.position_embedding;
+  if (!m.tied_embeddings) active -= c.word_embedding;  // a row is read, not multiplied
+  if (!m.moe.is_moe()) return active;
+  const std::int64_t idle = m.moe.num_experts - m.moe.experts_per_token;
+  return active - moe_layer_count(m) * idle * mlp_params(m, m.moe.expert_ffn_hidden_size);
 }
 
 }  // namespace trainsim

@@ -5,28 +5,47 @@
 
 namespace trainsim {
 
-/// Parameter counts of a model, by block, without any padding or sharding.
+/// Parameter counts of a model, by block, without any padding or sharding. A mixture-of-experts
+/// model has two kinds of decoder layer: MoE layers (routed experts, router, shared expert) and
+/// dense ones (MoeSpec's leading and interleaved dense layers); attention and norms are the same
+/// in both.
 struct ParamCount {
   std::int64_t word_embedding = 0;
   std::int64_t position_embedding = 0;
-  std::int64_t layer_attention = 0;  // per decoder layer: QKV + output projection (+ biases)
-  std::int64_t layer_mlp = 0;        // per decoder layer: dense MLP or all experts + router
-  std::int64_t layer_norms = 0;      // per decoder layer: the two norms
+  std::int64_t layer_attention = 0;  // per decoder layer: projections, biases, q/k norms, sinks
+  std::int64_t layer_mlp = 0;        // per layer: the dense MLP, or in an MoE layer its experts
+  std::int64_t dense_layer_mlp = 0;  // per dense layer of an MoE model (0 for a dense model)
+  std::int64_t layer_norms = 0;      // per decoder layer: the two norms (four, sandwiched)
   std::int64_t final_norm = 0;
-  std::int64_t lm_head = 0;  // 0 when tied to the word embedding
-  std::int64_t layer() const { return layer_attention + layer_mlp + layer_norms; }
+  std::int64_t lm_head = 0;      // 0 when tied to the word embedding
+  std::int64_t moe_layers = -1;  // MoE layers of the model; -1: every layer has layer_mlp
+  /// One decoder layer: an MoE layer (or any layer of a dense model), or a dense one.
+  std::int64_t layer(bool moe = true) const {
+    return layer_attention + (moe ? layer_mlp : dense_layer_mlp) + layer_norms;
+  }
   std::int64_t embedding() const { return word_embedding + position_embedding; }
   std::int64_t total(std::int64_t num_layers) const {
-    return embedding() + num_layers * layer() + final_norm + lm_head;
+    const std::int64_t moe = moe_layers < 0 ? num_layers : moe_layers;
+    return embedding() + moe * layer(true) + (num_layers - moe) * layer(false) + final_norm +
+           lm_head;
   }
 };
 
 ParamCount count_params(const Model& m);
 /// Total parameters, as a framework's sum(p.numel()) reports them.
 std::int64_t total_params(const Model& m);
+/// Parameters one token passes through, as DeepSeek-V3's and GPT-OSS's model cards count them:
+/// everything but the routed experts a token is not sent to (it goes to top-k of them) and the
+/// input embeddings (a row is read, nothing multiplied; a tied matrix counts as the output
+/// layer).
+std::int64_t active_params(const Model& m);
+/// Parameters of decoder layer `layer` (from 0).
+std::int64_t layer_params(const Model& m, std::int64_t layer);
 /// Norm parameters per normalised vector of `width` (weight, plus bias for LayerNorm).
 std::int64_t norm_params(const Model& m, std::int64_t width);
 /// Parameters of one MLP (one expert for MoE) including biases.
 std::int64_t mlp_params(const Model& m, std::int64_t ffn_hidden_size);
+/// The MoE layer's router: a weight per expert and model dimension, and its bias if any.
+std::int64_t router_params(const Model& m);
 
 }  // namespace trainsim
