@@ -4,12 +4,14 @@
 #include <cmath>
 #include <utility>
 
+#include "sim/cost/attention_ops.hpp"
 #include "sim/cost/kernel_specs.hpp"
 #include "sim/cost/moe_ops.hpp"
 
 namespace trainsim {
 
-LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab) {
+LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab,
+                       bool moe_layer) {
   LayerShape s;
   const double t = static_cast<double>(plan.tp);
   s.tp = plan.tp;
@@ -20,8 +22,17 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.hidden = static_cast<double>(model.hidden_size);
   s.q = static_cast<double>(model.q_size()) / t;
   s.kv = static_cast<double>(model.kv_size()) / t;
+  s.v = static_cast<double>(model.v_size()) / t;
   s.ffn = static_cast<double>(model.ffn_hidden_size) / t;
-  if (model.moe.is_moe()) {
+  if (model.mla.is_mla()) {
+    const MlaSpec& a = model.mla;
+    const double heads = static_cast<double>(model.num_attention_heads) / t;
+    s.mla = {static_cast<double>(a.q_lora_rank), static_cast<double>(a.kv_lora_rank),
+             static_cast<double>(a.qk_rope_head_dim),
+             heads * static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim),
+             heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim)};
+  }
+  if (model.moe.is_moe() && moe_layer) {
     auto& m = s.moe;
     m.experts = model.moe.num_experts;
     m.ep = plan.ep;
@@ -31,6 +42,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
     m.ffn = static_cast<double>(model.moe.expert_ffn_hidden_size) / static_cast<double>(m.etp);
     m.load = expert_rank_load(m.experts, m.local, plan.moe_imbalance, plan.moe_capacity_factor);
     m.dispatcher = plan.moe_dispatcher;
+    m.shared_ffn = static_cast<double>(model.moe.shared_expert_ffn_hidden_size) / t;
   }
   s.up_factor = is_gated(model.ffn_kind) ? 2.0 : 1.0;
   s.vocab = static_cast<double>(padded_vocab) / t;
@@ -120,7 +132,8 @@ void decoder_forward_tp(const LayerShape& s, BlockPass& p) {
   }
   const bool ub = s.tp_comm_overlap;
   const double a = gathered_bytes(s);
-  tp_call(p, CollectiveKind::kAllGather, T * h * a, ub, "qkv_proj", OverlapMethod::kRingExchange);
+  tp_call(p, CollectiveKind::kAllGather, T * h * a, ub, attention_in_gemm(s),
+          OverlapMethod::kRingExchange);
   tp_call(p, CollectiveKind::kReduceScatter, T * h * e, ub, "out_proj", OverlapMethod::kPipelined);
   if (s.is_moe()) return;  // the experts' own collectives (moe_ops.hpp)
   tp_call(p, CollectiveKind::kAllGather, T * h * a, ub, "mlp_up", OverlapMethod::kRingExchange);
@@ -144,7 +157,7 @@ void decoder_backward_tp(const LayerShape& s, BlockPass& p) {
   const double a = gathered_bytes(s), grad = ub ? a : e;
   // Each row-parallel GEMM with the column-parallel one before it, in backward order.
   const std::pair<std::string, std::string> layers[] = {{"mlp_down", "mlp_up"},
-                                                        {"out_proj", "qkv_proj"}};
+                                                        {"out_proj", attention_in_gemm(s)}};
   for (const auto& [row, column] : layers) {
     if (s.is_moe() && row == "mlp_down") continue;  // the experts' own collectives
     tp_call(p, CollectiveKind::kAllGather, T * h * grad, ub, row + ".dgrad",
@@ -269,14 +282,12 @@ std::string act_op(const LayerShape& s) {
 
 void decoder_forward(const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, S = s.sharded_tokens();
-  const double qkv = s.q + 2.0 * s.kv;
   const DType g = s.gemm_dtype;
   auto& k = p.kernels;
   k.push_back(elementwise("input_norm", norm_op(s), S, h));
-  linear(k, "qkv_proj", T, h, qkv, g);
-  if (s.rope) k.push_back(elementwise("rope", "rope", T, s.q + s.kv));
+  attention_in_forward(k, s);
   attention_core(k, s, false);
-  linear(k, "out_proj", T, s.q, h, g);
+  linear(k, "out_proj", T, s.v, h, g);
   k.push_back(elementwise("residual_add", "add", S, h));
   k.push_back(elementwise("post_attention_norm", norm_op(s), S, h));
   if (s.is_moe()) {
@@ -293,7 +304,6 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
 
 void decoder_backward(const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, S = s.sharded_tokens();
-  const double qkv = s.q + 2.0 * s.kv;
   const DType g = s.gemm_dtype;
   auto& k = p.kernels;
   k.push_back(elementwise("residual_add.grad", "add", S, h));
@@ -306,11 +316,10 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
   }
   k.push_back(elementwise("post_attention_norm.grad", norm_op(s) + ".grad", S, h));
   k.push_back(elementwise("residual_add.grad", "add", S, h));
-  gemm_backward(k, "out_proj", T, s.q, h, g);
+  gemm_backward(k, "out_proj", T, s.v, h, g);
   // FlashAttention's backward does 2.5x the forward FLOPs (its benchmark convention).
   attention_core(k, s, true);
-  if (s.rope) k.push_back(elementwise("rope.grad", "rope.grad", T, s.q + s.kv));
-  gemm_backward(k, "qkv_proj", T, h, qkv, g);
+  attention_in_backward(k, s);
   k.push_back(elementwise("input_norm.grad", norm_op(s) + ".grad", S, h));
   if (s.tp > 1) decoder_backward_tp(s, p);
   if (s.cp > 1) decoder_cp(s, p, true);

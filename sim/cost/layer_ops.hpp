@@ -79,6 +79,7 @@ struct LayerShape {
   double hidden = 0;     // h
   double q = 0;          // query width per TP rank
   double kv = 0;         // key (= value) width per TP rank
+  double v = 0;          // attention output width per TP rank (= q, but MLA's value heads)
   double ffn = 0;        // dense MLP width per TP rank
   double up_factor = 1;  // 2 for gated MLPs (gate and up projections)
   double vocab = 0;      // padded vocabulary rows per TP rank
@@ -114,8 +115,19 @@ struct LayerShape {
     /// waits for it at the combine).
     double load = 1;
     MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+    double shared_ffn = 0;  // the shared expert's width per TP rank (0: none)
   } moe;
   bool is_moe() const { return moe.experts > 0; }
+  /// Multi-head latent attention (DeepSeek): the down-projections whole on every TP rank
+  /// (Megatron-Core's duplicated linears), the up-projections column-parallel.
+  struct Mla {
+    double q_lora = 0;   // 0: queries by one column-parallel projection
+    double kv_lora = 0;  // 0: not MLA
+    double rope = 0;     // the shared rotary key's width
+    double q_up = 0;     // query width per TP rank: heads x (nope + rope)
+    double kv_up = 0;    // keys and values per TP rank: heads x (nope + v)
+  } mla;
+  bool is_mla() const { return mla.kv_lora > 0; }
 };
 
 /// Tokens the busiest GPU's `local` experts (of `experts`) take, over the balanced mean, when
@@ -124,7 +136,10 @@ struct LayerShape {
 double expert_rank_load(std::int64_t experts, std::int64_t local, double imbalance,
                         double capacity_factor);
 
-LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab);
+/// The shape of the model's decoder layers under `plan`; for a mixture-of-experts model, of its
+/// MoE layers, or with `moe_layer` false of its dense ones.
+LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab,
+                       bool moe_layer = true);
 
 /// Kernels and TP all-reduces of one block's forward or backward pass.
 BlockPass block_pass(BlockKind block, bool backward, const LayerShape& shape);

@@ -50,6 +50,32 @@ void moe_collectives(const LayerShape& s, const MoeWork& w, BlockPass& p) {
   if (w.etp_gather) both_ways(Dim::kTP, w.rows * h * e);
 }
 
+// The shared expert: a dense gated MLP every token passes through beside the routed experts,
+// tensor-parallel like a dense MLP (column-parallel up, row-parallel down) on all the layer's
+// tokens: with sequence parallelism its input gathered over TP and its output
+// reduce-scattered, else its output all-reduced.
+void shared_expert(const LayerShape& s, BlockPass& p, bool backward) {
+  const double T = s.tokens, h = s.hidden, f = s.moe.shared_ffn, e = s.act_bytes;
+  auto& k = p.kernels;
+  const std::string act = to_string(s.ffn_kind);
+  if (backward) {
+    gemm_backward(k, "shared_down", T, f, h, s.gemm_dtype);
+    k.push_back(elementwise("shared_activation.grad", act + ".grad", T, f));
+    gemm_backward(k, "shared_up", T, h, s.up_factor * f, s.gemm_dtype);
+  } else {
+    linear(k, "shared_up", T, h, s.up_factor * f, s.gemm_dtype);
+    k.push_back(elementwise("shared_activation", act, T, f));
+    linear(k, "shared_down", T, f, h, s.gemm_dtype);
+  }
+  if (s.tp == 1) return;
+  if (!s.sp) {
+    add_collective(p.collectives, {CollectiveKind::kAllReduce, Dim::kTP, T * h * e, 1});
+    return;
+  }
+  add_collective(p.collectives, {CollectiveKind::kAllGather, Dim::kTP, T * h * e, 1});
+  add_collective(p.collectives, {CollectiveKind::kReduceScatter, Dim::kTP, T * h * e, 1});
+}
+
 }  // namespace
 
 void moe_forward(const LayerShape& s, BlockPass& p) {
@@ -65,6 +91,7 @@ void moe_forward(const LayerShape& s, BlockPass& p) {
   linear(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, m.local);
   k.push_back(elementwise("unpermute", "moe_unpermute", w.routed, h));
   moe_collectives(s, w, p);
+  if (m.shared_ffn > 0) shared_expert(s, p, false);
 }
 
 void moe_backward(const LayerShape& s, BlockPass& p) {
@@ -72,6 +99,7 @@ void moe_backward(const LayerShape& s, BlockPass& p) {
   const auto& m = s.moe;
   const double h = s.hidden, experts = static_cast<double>(m.experts);
   auto& k = p.kernels;
+  if (m.shared_ffn > 0) shared_expert(s, p, true);
   k.push_back(elementwise("unpermute.grad", "moe_unpermute.grad", w.routed, h));
   gemm_backward(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, m.local);
   k.push_back(elementwise("expert_activation.grad", std::string(to_string(s.ffn_kind)) + ".grad",

@@ -13,13 +13,37 @@
 
 namespace trainsim {
 
+namespace {
+
+// One layer's attention on a TP rank: the projections split (heads, with their sinks), MLA's
+// down-projections and their norms whole (Megatron-Core's duplicated linears), the output bias
+// and the q/k norms replicated.
+std::int64_t attention_params_per_rank(const Model& m, std::int64_t tp) {
+  std::int64_t replicated = m.attention_output_bias ? m.hidden_size : 0;
+  if (m.qk_norm) replicated += 2 * norm_params(m, m.head_dim);
+  if (m.mla.is_mla()) {
+    const MlaSpec& a = m.mla;
+    replicated +=
+        m.hidden_size * (a.kv_lora_rank + a.qk_rope_head_dim) + norm_params(m, a.kv_lora_rank);
+    if (a.q_lora_rank > 0) {
+      replicated += m.hidden_size * a.q_lora_rank + norm_params(m, a.q_lora_rank);
+    }
+  }
+  return (count_params(m).layer_attention - replicated) / tp + replicated;
+}
+
+// A dense MLP of width `ffn` on a TP rank: its matrices and up-projection bias split, its output
+// bias replicated.
+std::int64_t mlp_params_per_rank(const Model& m, std::int64_t ffn, std::int64_t tp) {
+  const std::int64_t bias = m.mlp_bias ? m.hidden_size : 0;
+  return (mlp_params(m, ffn) - bias) / tp + bias;
+}
+
+}  // namespace
+
 std::int64_t layer_params_per_rank(const Model& m, std::int64_t tp) {
-  const ParamCount c = count_params(m);
-  std::int64_t replicated = c.layer_norms;
-  if (m.attention_output_bias) replicated += m.hidden_size;
-  if (m.mlp_bias) replicated += m.hidden_size * (m.moe.is_moe() ? m.moe.num_experts : 1);
-  if (m.moe.is_moe()) replicated += m.hidden_size * m.moe.num_experts;  // router
-  return (c.layer() - replicated) / tp + replicated;
+  return attention_params_per_rank(m, tp) + mlp_params_per_rank(m, m.ffn_hidden_size, tp) +
+         count_params(m).layer_norms;
 }
 
 std::int64_t expert_params_per_rank(const Model& m, const Plan& plan) {
@@ -30,13 +54,14 @@ std::int64_t expert_params_per_rank(const Model& m, const Plan& plan) {
   return m.moe.num_experts / plan.ep * (expert / plan.expert_tp() + bias);
 }
 
-std::int64_t layer_params_per_rank(const Model& m, const Plan& plan) {
-  if (!m.moe.is_moe()) return layer_params_per_rank(m, plan.tp);
-  const ParamCount c = count_params(m);
-  std::int64_t replicated = c.layer_norms + m.hidden_size * m.moe.num_experts;  // and the router
-  if (m.attention_output_bias) replicated += m.hidden_size;
-  const std::int64_t attention = c.layer_attention - (m.attention_output_bias ? m.hidden_size : 0);
-  return attention / plan.tp + replicated + expert_params_per_rank(m, plan);
+std::int64_t layer_params_per_rank(const Model& m, const Plan& plan, bool moe_layer) {
+  if (!m.moe.is_moe() || !moe_layer) return layer_params_per_rank(m, plan.tp);
+  std::int64_t n = attention_params_per_rank(m, plan.tp) + count_params(m).layer_norms +
+                   router_params(m) + expert_params_per_rank(m, plan);
+  if (m.moe.shared_expert_ffn_hidden_size > 0) {
+    n += mlp_params_per_rank(m, m.moe.shared_expert_ffn_hidden_size, plan.tp);
+  }
+  return n;
 }
 
 namespace {
@@ -171,13 +196,80 @@ KernelTime kernel_time(const Platform& platform, const KernelSpec& kernel) {
   return roofline_time(platform, precision, kernel.kind, kernel.flops, kernel.bytes);
 }
 
+namespace {
+
+// A stage's decoder layers by kind: a mixture-of-experts model's MoE layers and its dense ones
+// (a dense model's layers all count as the first kind, its only shape).
+struct DecoderKinds {
+  std::int64_t moe = 0;
+  std::int64_t dense = 0;
+};
+
+DecoderKinds decoder_kinds(const Model& model, const Partition& partition, std::int64_t stage) {
+  DecoderKinds k;
+  const auto& range = partition.stages[static_cast<std::size_t>(stage)];
+  for (auto i = range.begin; i < range.end; ++i) {
+    const Block& b = partition.blocks[static_cast<std::size_t>(i)];
+    if (b.kind != BlockKind::kDecoder) continue;
+    if (!model.moe.is_moe() || is_moe_layer(model, b.layer)) {
+      ++k.moe;
+    } else {
+      ++k.dense;
+    }
+  }
+  return k;
+}
+
+// The passes of `count` blocks of one kind and shape, with what --recompute re-runs.
+void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, std::int64_t count,
+                      const Plan& plan, const Costing& costing) {
+  if (count == 0) return;
+  const char* prefix = to_string(kind);
+  const BlockPass fwd = block_pass(kind, false, shape);
+  const BlockPass bwd = block_pass(kind, true, shape);
+  add_pass(sc.forward, prefix, fwd, count, costing);
+  add_pass(sc.backward, prefix, bwd, count, costing);
+  add_pass(sc.backward_input, prefix,
+           filtered(
+               bwd, [](const KernelSpec& k) { return !is_weight_gradient(k); }, true),
+           count, costing);
+  add_pass(sc.backward_weight, prefix, filtered(bwd, is_weight_gradient, false), count, costing);
+  if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kFull) {
+    add_pass(sc.recompute, prefix, fwd, count, costing);
+  } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kSelective) {
+    // The attention core: the fused kernel, or the unfused path's GEMMs and softmax.
+    const auto attention = [](const KernelSpec& k) { return k.name.starts_with("attention"); };
+    add_pass(sc.recompute, prefix, filtered(fwd, attention, false), count, costing);
+  }
+}
+
+// The optimizer step over this GPU's parameters, or its 1/(dp x cp) shard of them (ZeRO-1 up),
+// and of its experts its 1/edp shard.
+void add_optimizer(StageCost& sc, const Plan& plan, const Costing& costing) {
+  const bool sharded = plan.distributed_optimizer();
+  const auto dense = static_cast<double>(sc.params_per_gpu - sc.expert_params_per_gpu);
+  const auto experts = static_cast<double>(sc.expert_params_per_gpu);
+  const double p = dense / static_cast<double>(sharded ? plan.data_shards() : 1) +
+                   experts / static_cast<double>(sharded ? plan.expert_data_shards() : 1);
+  BlockPass opt;
+  const auto shard = static_cast<std::int64_t>(std::llround(p));
+  opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", shard));
+  opt.kernels.push_back(optimizer_kernel("adam", "adam", shard));
+  add_pass(sc.optimizer, "optimizer", opt, 1, costing);
+}
+
+}  // namespace
+
 CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
                         const Partition& partition) {
   CostModel cm;
   cm.padded_vocab = padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp);
+  // A mixture-of-experts model's MoE layers (a dense model's layers) and its dense layers.
   const LayerShape shape = layer_shape(model, plan, cm.padded_vocab);
+  const LayerShape dense_shape = layer_shape(model, plan, cm.padded_vocab, false);
   const ParamCount pc = count_params(model);
-  const std::int64_t layer_rank = layer_params_per_rank(model, plan);
+  const std::int64_t moe_rank = layer_params_per_rank(model, plan);
+  const std::int64_t dense_rank = layer_params_per_rank(model, plan, false);
   // Experts held apart from the dense weights only when EP re-divides the GPUs.
   const std::int64_t layer_experts = plan.ep > 1 ? expert_params_per_rank(model, plan) : 0;
   const std::int64_t vocab_rows = cm.padded_vocab / plan.tp;
@@ -187,45 +279,32 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   double message = block_output_bytes(BlockKind::kDecoder, shape);
   for (std::int64_t s = 0; s < partition.num_stages(); ++s) {
     StageCost sc;
-    const auto decoders = partition.decoders(s);
-    // Blocks run in model order; decoder kernels are costed once and repeated per layer.
+    const DecoderKinds decoders = decoder_kinds(model, partition, s);
+    // Blocks run in model order; decoder kernels are costed once per kind and repeated per layer.
     bool decoders_added = false;
     const auto& range = partition.stages[static_cast<std::size_t>(s)];
     for (auto i = range.begin; i < range.end; ++i) {
       const auto kind = partition.blocks[static_cast<std::size_t>(i)].kind;
-      if (kind == BlockKind::kDecoder) {
-        if (decoders_added) continue;
+      if (kind != BlockKind::kDecoder) {
+        add_block_passes(sc, kind, shape, 1, plan, costing);
+      } else if (!decoders_added) {
         decoders_added = true;
-      }
-      const std::int64_t count = kind == BlockKind::kDecoder ? decoders : 1;
-      const char* prefix = to_string(kind);
-      const BlockPass fwd = block_pass(kind, false, shape);
-      const BlockPass bwd = block_pass(kind, true, shape);
-      add_pass(sc.forward, prefix, fwd, count, costing);
-      add_pass(sc.backward, prefix, bwd, count, costing);
-      add_pass(sc.backward_input, prefix,
-               filtered(
-                   bwd, [](const KernelSpec& k) { return !is_weight_gradient(k); }, true),
-               count, costing);
-      add_pass(sc.backward_weight, prefix, filtered(bwd, is_weight_gradient, false), count,
-               costing);
-      if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kFull) {
-        add_pass(sc.recompute, prefix, fwd, count, costing);
-      } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kSelective) {
-        // The attention core: the fused kernel, or the unfused path's GEMMs and softmax.
-        const auto attention = [](const KernelSpec& k) { return k.name.starts_with("attention"); };
-        add_pass(sc.recompute, prefix, filtered(fwd, attention, false), count, costing);
+        add_block_passes(sc, kind, dense_shape, decoders.dense, plan, costing);
+        add_block_passes(sc, kind, shape, decoders.moe, plan, costing);
       }
       switch (kind) {
         case BlockKind::kEmbedding:
           sc.params += pc.embedding();
           sc.params_per_gpu += vocab_rows * model.hidden_size + pc.position_embedding;
           break;
-        case BlockKind::kDecoder:
-          sc.params += pc.layer() * decoders;
-          sc.params_per_gpu += layer_rank * decoders;
-          sc.expert_params_per_gpu += layer_experts * decoders;
+        case BlockKind::kDecoder: {
+          const bool moe = !model.moe.is_moe() ||
+                           is_moe_layer(model, partition.blocks[static_cast<std::size_t>(i)].layer);
+          sc.params += pc.layer(moe);
+          sc.params_per_gpu += moe ? moe_rank : dense_rank;
+          if (moe) sc.expert_params_per_gpu += layer_experts;
           break;
+        }
         case BlockKind::kFinalNorm:
           sc.params += pc.final_norm;
           sc.params_per_gpu += pc.final_norm;
@@ -246,18 +325,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
       message = block_output_bytes(last->kind, shape);
     sc.p2p_bytes = message;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * kGradReduceBytes;
-    // The optimizer updates this GPU's parameters, or its 1/(dp x cp) shard of them (ZeRO-1 up),
-    // and of its experts its 1/edp shard.
-    const bool sharded = plan.distributed_optimizer();
-    const auto dense = static_cast<double>(sc.params_per_gpu - sc.expert_params_per_gpu);
-    const auto experts = static_cast<double>(sc.expert_params_per_gpu);
-    const double p = dense / static_cast<double>(sharded ? plan.data_shards() : 1) +
-                     experts / static_cast<double>(sharded ? plan.expert_data_shards() : 1);
-    BlockPass opt;
-    const auto shard = static_cast<std::int64_t>(std::llround(p));
-    opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", shard));
-    opt.kernels.push_back(optimizer_kernel("adam", "adam", shard));
-    add_pass(sc.optimizer, "optimizer", opt, 1, costing);
+    add_optimizer(sc, plan, costing);
     cm.stages.push_back(std::move(sc));
   }
   return cm;

@@ -93,13 +93,14 @@ struct BlockCost {
 BlockCost block_cost(const Model& model, const Platform& platform, const Plan& plan,
                      BlockKind kind);
 
-/// Parameters of one decoder layer held by each TP rank: sharded projections, replicated norms
-/// and row-parallel biases.
+/// Parameters of one dense decoder layer held by each TP rank: sharded projections, replicated
+/// norms, row-parallel biases and MLA's down-projections.
 std::int64_t layer_params_per_rank(const Model& model, std::int64_t tp);
-/// The same under a plan's expert parallelism: the experts split over ep x etp, the router
-/// replicated.
-std::int64_t layer_params_per_rank(const Model& model, const Plan& plan);
-/// Parameters of one decoder layer's experts held by each GPU (0 for a dense model).
+/// One decoder layer's under a plan: of a mixture-of-experts model, an MoE layer (the experts
+/// split over ep x etp, the router replicated, the shared expert split over TP) or, with
+/// `moe_layer` false, one of its dense layers.
+std::int64_t layer_params_per_rank(const Model& model, const Plan& plan, bool moe_layer = true);
+/// Parameters of one MoE layer's routed experts held by each GPU (0 for a dense model).
 std::int64_t expert_params_per_rank(const Model& model, const Plan& plan);
 
 /// Bytes of the tensor a block hands to the next one, per micro-batch on one TP rank.

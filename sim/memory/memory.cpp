@@ -58,17 +58,15 @@ ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int6
   return m;
 }
 
-LayerActivations layer_activations(const Model& model, const Plan& plan,
-                                   const ActivationOptions& o) {
+LayerActivations layer_activations(const Model& model, const Plan& plan, const ActivationOptions& o,
+                                   bool moe_layer) {
   const Shape s = shape_of(model, plan);
   const double T = s.tokens;
-  const double q = d(model.q_size());
-  const double kv = d(model.kv_size());
   const double up = is_gated(model.ffn_kind) ? 2.0 : 1.0;
   // Split by TP: the MLP-up output (the activation's input, gate included) and the activation's
   // output.
   double mlp = kActBytes * T * (up + 1.0) * d(model.ffn_hidden_size) / s.t;
-  if (model.moe.is_moe()) {
+  if (model.moe.is_moe() && moe_layer) {
     // The rows the GPU's experts compute (sim/cost/moe_ops.hpp): their gathered inputs, up
     // outputs and activations, for the busiest GPU.
     const auto& m = model.moe;
@@ -78,6 +76,8 @@ LayerActivations layer_activations(const Model& model, const Plan& plan,
     const double gathered = plan.sp && etp > 1 ? etp : 1.0;
     const double rows = T / s.r * d(m.experts_per_token) * gathered * load;
     mlp = kActBytes * rows * (s.h + (up + 1.0) * d(m.expert_ffn_hidden_size) / etp);
+    // The shared expert beside them: a dense MLP's.
+    mlp += kActBytes * T * (up + 1.0) * d(m.shared_expert_ffn_hidden_size) / s.t;
   }
 
   // Replicated over TP (split by SP): the two norms' inputs, the QKV and MLP-up inputs (the norms'
@@ -85,7 +85,18 @@ LayerActivations layer_activations(const Model& model, const Plan& plan,
   double replicated = 4.0 * kActBytes * T * s.h;
   if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
   // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input).
-  const double sharded = kActBytes * T * (q + kv + kv + q) / s.t + mlp;
+  double sharded = kActBytes * T * d(2 * model.q_size() + 2 * model.kv_size()) / s.t + mlp;
+  if (model.mla.is_mla()) {
+    // MLA: the down-projections' outputs (whole on every TP rank) and their norms' outputs (the
+    // up-projections' inputs), then per head Q, K and V, and the attention output.
+    const auto& a = model.mla;
+    sharded = mlp + kActBytes * T *
+                        d(2 * model.q_size() +
+                          model.num_attention_heads * (a.qk_nope_head_dim + a.v_head_dim) +
+                          model.v_size()) /
+                        s.t;
+    replicated += 2.0 * kActBytes * T * d(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);
+  }
   const double core = attention_core(model, s, o);
   const double all = replicated / s.r + sharded + core;
 
@@ -114,7 +125,8 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
   const Shape s = shape_of(model, plan);
   const double T = s.tokens;
   const double logits = T * d(padded_vocab) / s.t;  // elements per GPU
-  const LayerActivations layer = layer_activations(model, plan, o);
+  const LayerActivations moe_layer = layer_activations(model, plan, o, true);
+  const LayerActivations dense_layer = layer_activations(model, plan, o, false);
   const ParamCount pc = count_params(model);
 
   PassFootprint f;
@@ -129,11 +141,14 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
         largest_block =
             std::max(largest_block, d(padded_vocab) / s.t * s.h + d(pc.position_embedding));
         break;
-      case BlockKind::kDecoder:
+      case BlockKind::kDecoder: {
+        const bool moe = is_moe_layer(model, partition.blocks[static_cast<std::size_t>(i)].layer);
+        const LayerActivations& layer = moe ? moe_layer : dense_layer;
         f.saved += layer.saved;
         f.backward_transient = std::max(f.backward_transient, layer.recompute);
-        largest_block = std::max(largest_block, d(layer_params_per_rank(model, plan)));
+        largest_block = std::max(largest_block, d(layer_params_per_rank(model, plan, moe)));
         break;
+      }
       case BlockKind::kFinalNorm:
       case BlockKind::kLmHead:
         f.saved += kActBytes * T * s.h / s.r;  // the norm's input; the LM head's input

@@ -62,14 +62,15 @@ struct ModelState {
 /// 3 also weights.
 ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp);
 
-/// One decoder layer, one micro-batch, one GPU.
+/// One decoder layer, one micro-batch, one GPU: of a mixture-of-experts model, an MoE layer, or
+/// with `moe_layer` false one of its dense layers.
 struct LayerActivations {
   double saved = 0;      // kept from the layer's forward to its backward
   double recompute = 0;  // rebuilt transiently in the backward (selective: attention core;
                          // full: the whole layer)
 };
 LayerActivations layer_activations(const Model& model, const Plan& plan,
-                                   const ActivationOptions& options);
+                                   const ActivationOptions& options, bool moe_layer = true);
 
 /// What one micro-batch of `stage` holds: its blocks' saved activations and transients, plus the
 /// ZeRO-2/3 working set (gradients of one layer before their reduce-scatter; weights of the

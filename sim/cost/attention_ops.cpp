@@ -1,0 +1,56 @@
+#include "sim/cost/attention_ops.hpp"
+
+#include "sim/cost/kernel_specs.hpp"
+
+namespace trainsim {
+
+void attention_in_forward(std::vector<KernelSpec>& k, const LayerShape& s) {
+  const double T = s.tokens, h = s.hidden;
+  const DType g = s.gemm_dtype;
+  if (!s.is_mla()) {
+    linear(k, "qkv_proj", T, h, s.q + 2.0 * s.kv, g);
+    if (s.rope) k.push_back(elementwise("rope", "rope", T, s.q + s.kv));
+    return;
+  }
+  const auto& a = s.mla;
+  if (a.q_lora > 0) {
+    linear(k, "q_down", T, h, a.q_lora, g);
+    k.push_back(elementwise("q_norm", to_string(s.norm), T, a.q_lora));
+    linear(k, "q_up", T, a.q_lora, a.q_up, g);
+  } else {
+    linear(k, "q_proj", T, h, a.q_up, g);
+  }
+  linear(k, "kv_down", T, h, a.kv_lora + a.rope, g);
+  k.push_back(elementwise("kv_norm", to_string(s.norm), T, a.kv_lora));
+  linear(k, "kv_up", T, a.kv_lora, a.kv_up, g);
+  if (s.rope) k.push_back(elementwise("rope", "rope", T, s.q + a.rope));
+}
+
+void attention_in_backward(std::vector<KernelSpec>& k, const LayerShape& s) {
+  const double T = s.tokens, h = s.hidden;
+  const DType g = s.gemm_dtype;
+  if (!s.is_mla()) {
+    if (s.rope) k.push_back(elementwise("rope.grad", "rope.grad", T, s.q + s.kv));
+    gemm_backward(k, "qkv_proj", T, h, s.q + 2.0 * s.kv, g);
+    return;
+  }
+  const auto& a = s.mla;
+  if (s.rope) k.push_back(elementwise("rope.grad", "rope.grad", T, s.q + a.rope));
+  gemm_backward(k, "kv_up", T, a.kv_lora, a.kv_up, g);
+  k.push_back(elementwise("kv_norm.grad", std::string(to_string(s.norm)) + ".grad", T, a.kv_lora));
+  gemm_backward(k, "kv_down", T, h, a.kv_lora + a.rope, g);
+  if (a.q_lora > 0) {
+    gemm_backward(k, "q_up", T, a.q_lora, a.q_up, g);
+    k.push_back(elementwise("q_norm.grad", std::string(to_string(s.norm)) + ".grad", T, a.q_lora));
+    gemm_backward(k, "q_down", T, h, a.q_lora, g);
+  } else {
+    gemm_backward(k, "q_proj", T, h, a.q_up, g);
+  }
+}
+
+std::string attention_in_gemm(const LayerShape& s) {
+  if (!s.is_mla()) return "qkv_proj";
+  return s.mla.q_lora > 0 ? "q_down" : "q_proj";
+}
+
+}  // namespace trainsim

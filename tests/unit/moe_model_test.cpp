@@ -1,0 +1,134 @@
+// The mixture-of-experts architectures in the cost model, in closed form: DeepSeek's multi-head
+// latent attention (its GEMMs on a TP rank), the shared expert beside the routed ones, and a
+// model whose dense and MoE layers differ (Llama 4's interleaving, DeepSeek's leading dense
+// layers) costed and counted layer by layer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "sim/cost/stage_cost.hpp"
+#include "sim/memory/memory.hpp"
+#include "sim/model/params.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+Plan moe_plan(std::int64_t tp, std::int64_t pp, std::int64_t dp, std::int64_t ep) {
+  Plan p;
+  p.tp = tp;
+  p.sp = tp > 1;
+  p.pp = pp;
+  p.dp = dp;
+  p.ep = ep;
+  p.etp = 1;
+  p.gbs = dp * 8;
+  p.seq_len = 4096;
+  return p;
+}
+
+const KernelSpec& kernel(const BlockPass& pass, const std::string& name) {
+  const auto it = std::find_if(pass.kernels.begin(), pass.kernels.end(),
+                               [&](const KernelSpec& k) { return k.name == name; });
+  EXPECT_NE(it, pass.kernels.end()) << name;
+  return *it;
+}
+
+GemmShape gemm_of(const BlockPass& pass, const std::string& name) {
+  return std::get<GemmShape>(kernel(pass, name).shape);
+}
+
+// DeepSeek-V3 at TP 2 (64 heads per rank), 4096 tokens: q_down 7168 -> 1536 and kv_down
+// 7168 -> 512 + 64 whole on the rank, q_up 1536 -> 64 x 192, kv_up 512 -> 64 x (128 + 128),
+// attention over head dim 192, the output projection from 64 x 128.
+TEST(MoeModel, MlaGemmsOnATpRank) {
+  const Model m = test::catalog_model("deepseek-v3");
+  const LayerShape s = layer_shape(m, moe_plan(2, 1, 32, 64), 129280);
+  const BlockPass fwd = block_pass(BlockKind::kDecoder, false, s);
+  const auto expect = [&](const char* name, std::int64_t mm, std::int64_t n, std::int64_t k) {
+    const GemmShape g = gemm_of(fwd, name);
+    EXPECT_EQ(g.m, mm) << name;
+    EXPECT_EQ(g.n, n) << name;
+    EXPECT_EQ(g.k, k) << name;
+  };
+  expect("q_down", 4096, 1536, 7168);
+  expect("q_up", 4096, 64 * 192, 1536);
+  expect("kv_down", 4096, 512 + 64, 7168);
+  expect("kv_up", 4096, 64 * 256, 512);
+  expect("out_proj", 4096, 7168, 64 * 128);
+  const auto& a = std::get<AttentionShape>(kernel(fwd, "attention").shape);
+  EXPECT_EQ(a.head_dim, 192);
+  EXPECT_EQ(a.heads, 64);
+  // No fused QKV projection in MLA.
+  EXPECT_TRUE(std::none_of(fwd.kernels.begin(), fwd.kernels.end(),
+                           [](const KernelSpec& k) { return k.name == "qkv_proj"; }));
+}
+
+// The shared expert is a dense gated MLP over all 4096 tokens, split over TP: up 7168 ->
+// 2 x 2048 / 2, down 1024 -> 7168; with SP its input gathered and output reduce-scattered over
+// TP, 4096 x 7168 x 2 bytes each way, beside the attention's and the experts' calls.
+TEST(MoeModel, SharedExpertIsATensorParallelMlp) {
+  const Model m = test::catalog_model("deepseek-v3");
+  const LayerShape s = layer_shape(m, moe_plan(2, 1, 32, 64), 129280);
+  const BlockPass fwd = block_pass(BlockKind::kDecoder, false, s);
+  const GemmShape up = gemm_of(fwd, "shared_up");
+  EXPECT_EQ(up.m, 4096);
+  EXPECT_EQ(up.n, 2 * 2048 / 2);
+  EXPECT_EQ(up.k, 7168);
+  const GemmShape down = gemm_of(fwd, "shared_down");
+  EXPECT_EQ(down.k, 1024);
+  EXPECT_EQ(down.n, 7168);
+  const double bytes = 4096.0 * 7168 * 2;
+  // The attention's gather and scatter, and the shared expert's.
+  EXPECT_DOUBLE_EQ(collective_load(fwd.collectives, CollectiveKind::kAllGather, Dim::kTP).bytes,
+                   2 * bytes);
+  EXPECT_DOUBLE_EQ(collective_load(fwd.collectives, CollectiveKind::kReduceScatter, Dim::kTP).bytes,
+                   2 * bytes);
+}
+
+// Llama 4 Maverick on 2 stages: each holds 24 layers, 12 dense (MLP 16384) and 12 MoE (128
+// experts of 8192 and a shared expert); its parameters are the sum of the two kinds, and its
+// forward pass has a dense MLP 12 times and the experts 12 times.
+TEST(MoeModel, DenseAndMoeLayersCostedByKind) {
+  const Model m = test::catalog_model("llama4-maverick");
+  const Plan plan = moe_plan(1, 2, 8, 8);
+  const CostModel cm =
+      compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan, test::uniform_partition(m, 2));
+  const ParamCount pc = count_params(m);
+  EXPECT_EQ(cm.stages[1].params,
+            12 * pc.layer(false) + 12 * pc.layer(true) + pc.final_norm + pc.lm_head);
+  const auto count = [&](const char* name) {
+    std::int64_t n = 0;
+    for (const auto& k : cm.stages[1].forward.kernels) n += k.name == name ? k.count : 0;
+    return n;
+  };
+  EXPECT_EQ(count("decoder.mlp_up"), 12);
+  EXPECT_EQ(count("decoder.expert_up"), 12);
+  EXPECT_EQ(count("decoder.shared_up"), 12);
+  EXPECT_EQ(count("decoder.qkv_proj"), 24);
+  // Per GPU: a dense layer whole (TP 1), an MoE layer with 128 / 8 of its experts.
+  const std::int64_t expert = 3 * 5120 * 8192;
+  EXPECT_EQ(layer_params_per_rank(m, plan, true) - layer_params_per_rank(m, plan, false),
+            16 * expert + 3 * 5120 * 8192 + 128 * 5120 - 3 * 5120 * 16384);
+  EXPECT_EQ(cm.stages[1].expert_params_per_gpu, 12 * 16 * expert);
+}
+
+// DeepSeek-V3's first three layers are dense: on 8 stages of the balanced rule the first stage
+// holds them, and its activations per micro-batch are smaller than a stage of MoE layers only.
+TEST(MoeModel, LeadingDenseLayersHoldDenseActivations) {
+  const Model m = test::catalog_model("deepseek-v3");
+  const Plan plan = moe_plan(2, 8, 32, 64);
+  const LayerActivations dense = layer_activations(m, plan, {}, false);
+  const LayerActivations moe = layer_activations(m, plan, {}, true);
+  // A dense layer keeps 3 x 18432 / 2 MLP elements per token; an MoE layer, of the GPU's 4096 / 2
+  // tokens (SP), 8 routed rows each of 7168 inputs and 3 x 2048 up outputs and activations, and
+  // the shared expert's 3 x 2048 / 2 per token.
+  const double T = 4096, e = 2;
+  const double routed = e * T / 2 * 8 * (7168 + 3 * 2048);
+  EXPECT_NEAR(moe.saved - dense.saved, routed + e * T * 3 * 2048 / 2.0 - e * T * 3 * 18432 / 2.0,
+              1.0);
+}
+
+}  // namespace
+}  // namespace trainsim
