@@ -88,9 +88,10 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
   } else {
     o << "| rows | all |\n|---|---|\n";
   }
-  for (const char* part : {"", "BF16", "FP8"}) {
+  for (const char* part : {"", "BF16", "FP8", "(MoE)"}) {
     if (*part && set.errors_of(part, "").rows == 0) continue;
-    o << "| " << (*part ? part : "all") << " | " << errors_text(set.errors_of(part, ""));
+    const std::string label = *part == '\0' ? "all" : *part == '(' ? "MoE" : part;
+    o << "| " << label << " | " << errors_text(set.errors_of(part, ""));
     if (split) {
       o << " | " << errors_text(set.errors_of(part, "fit")) << " | "
         << errors_text(set.errors_of(part, "check"));

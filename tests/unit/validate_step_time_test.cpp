@@ -64,27 +64,65 @@ TEST(ValidateStepTime, PredictionIsTheSimulatedStepOfTheRowsPlan) {
   EXPECT_DOUBLE_EQ(row.error(), (step - 2.83) / 2.83);
 }
 
-// The accuracy guard: the checking half of the DGX Cloud rows, which the platform's calibration
-// never saw (results/calibrate.py fits on the fitting half), held to the targets: BF16
-// mean 3 % and max 8 %, FP8 mean 5 % (max 8 % here too), and the P10-P90 band holding the
-// measured step on at least 80 % of the rows.
-TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
-  const auto set =
+const ValidationSet& dgxc_set() {
+  static const ValidationSet set =
       validate_reference(
           test::source_dir() + "/tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json",
           test::catalog_platform("h100-sxm-ndr"))
           .at(0);
-  const auto bf16 = set.errors_of(" BF16 ", "check");
-  const auto fp8 = set.errors_of(" FP8 ", "check");
+  return set;
+}
+
+// The expressed checking rows whose name holds `part`, dense (no "(MoE)") or mixture-of-experts.
+ValidationSet checking_rows(const std::string& part, bool moe) {
+  ValidationSet out = dgxc_set();
+  out.rows.clear();
+  for (const auto& r : dgxc_set().rows) {
+    const bool is_moe = r.name.find("(MoE)") != std::string::npos;
+    if (!r.skipped && r.half == "check" && is_moe == moe && r.name.find(part) != std::string::npos)
+      out.rows.push_back(r);
+  }
+  return out;
+}
+
+// The accuracy guard: the checking half of the DGX Cloud dense rows, which the platform's
+// calibration never saw (results/calibrate.py fits on the fitting half), held to the issue's
+// targets: BF16 mean 3 % and max 8 %, FP8 mean 5 % (max 8 % here too), and the P10-P90 band
+// holding the measured step on at least 80 % of the rows.
+TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
+  const auto bf16 = checking_rows(" BF16 ", false).errors_of("", "");
+  const auto fp8 = checking_rows(" FP8 ", false).errors_of("", "");
   EXPECT_EQ(bf16.rows, 15);  // 6 with context parallelism
   EXPECT_EQ(fp8.rows, 21);   // 8 with context parallelism
   EXPECT_LE(bf16.mean, 0.030);
   EXPECT_LE(bf16.max, 0.080);
   EXPECT_LE(fp8.mean, 0.050);
   EXPECT_LE(fp8.max, 0.080);
-  const auto [inside, checking] = set.in_band("check");
+  const auto [inside, checking] = checking_rows("", false).in_band("check");
   EXPECT_EQ(checking, 36);
   EXPECT_GE(static_cast<double>(inside), 0.8 * static_cast<double>(checking));
+}
+
+// The mixture-of-experts rows (Grok-1, DeepSeek-V3, Llama 4 Maverick), all checking rows: where
+// they stand, not yet the dense targets (README, Accuracy, names the causes). BF16 Grok-1 and
+// Llama 4 with expert TP = TP within 11 %; every MoE row optimistic but one, none off by more
+// than 25 %; FP8 rows further off than BF16 ones (Transformer Engine's FP8 overheads are not
+// modelled yet).
+TEST(ValidateStepTime, MoeRowsWhereTheyStand) {
+  const auto all = checking_rows("", true);
+  EXPECT_EQ(all.errors_of("", "").rows, 42);
+  EXPECT_LE(all.errors_of("", "").max, 0.25);
+  std::int64_t pessimistic = 0;
+  for (const auto& r : all.rows) pessimistic += r.error() > 0 ? 1 : 0;
+  EXPECT_EQ(pessimistic, 1);  // Grok-1 BF16 512 GPUs with expert TP 1 (v25.05.05)
+  double bf16_max = 0;
+  for (const auto& r : all.rows) {
+    if (r.name.find(" BF16 ") != std::string::npos && r.setup.find("etp 4") != std::string::npos)
+      bf16_max = std::max(bf16_max, std::abs(r.error()));
+  }
+  EXPECT_LE(bf16_max, 0.11);
+  EXPECT_GT(checking_rows(" FP8 ", true).errors_of("", "").mean,
+            checking_rows(" BF16 ", true).errors_of("", "").mean);
 }
 
 TEST(ValidateStepTime, TheSplitIsTheParityOfTheIdsHash) {
@@ -110,6 +148,7 @@ TEST(ValidateStepTime, TheSplitIsTheParityOfTheIdsHash) {
 TEST(ValidateStepTime, RowsItCannotExpressSayWhy) {
   auto moe = recipe_row("Grok-1 314B (MoE)", "BF16", 8);
   moe["ep"] = 2;
+  moe["flags"] = nlohmann::json::array({"PROXY config: reduced number of layers"});
   auto jax = recipe_row("Llama2 70B (MaxText/JAX)", "BF16", 64);
   auto sft = recipe_row("Llama3 8B", "BF16", 8);
   sft["task"] = "finetune_SFT";
@@ -118,7 +157,7 @@ TEST(ValidateStepTime, RowsItCannotExpressSayWhy) {
   auto unknown = recipe_row("Falcon 180B", "BF16", 64);
   const auto set = validate_rows(nlohmann::json::array({moe, jax, sft, no_vp, unknown}));
   const std::vector<std::string> want = {
-      "mixture-of-experts model not in the catalog yet",
+      "proxy configuration with fewer layers, its layer count not given",
       "JAX framework (MaxText, PaxML): not a Megatron recipe", "fine-tuning (SFT, LoRA)",
       "pipeline-parallel row without its virtual pipeline size (the table says NA)",
       "model not in the catalog"};
