@@ -12,7 +12,7 @@
 namespace trainsim {
 
 /// Every detector in report order: partition defects, imbalance, batch, vocabulary, TP span,
-/// CP ring, memory.
+/// CP ring, expert load, EP span, memory.
 std::vector<Finding> detect(const CheckContext& context);
 
 /// Stages with no blocks or no parameters, and decoder layers the rule does not build.
@@ -27,6 +27,10 @@ std::vector<Finding> find_vocabulary_padding(const CheckContext& context);
 std::vector<Finding> find_tp_across_nodes(const CheckContext& context);
 /// A context-parallel ring (p2p) whose transfers stall the attention.
 std::vector<Finding> find_cp_ring_exposed(const CheckContext& context);
+/// A skewed expert load whose busiest GPU's extra rows take a large share of a stage's passes.
+std::vector<Finding> find_expert_imbalance(const CheckContext& context);
+/// An expert-parallel group spanning nodes (its fix is withdrawn where no alternative is faster).
+std::vector<Finding> find_ep_across_nodes(const CheckContext& context);
 /// A stage whose peak memory exceeds the GPU's.
 std::vector<Finding> find_out_of_memory(const CheckContext& context);
 

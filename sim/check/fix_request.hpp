@@ -54,8 +54,17 @@ struct TpWithinNode {
 /// group within a node (rank order), the all-to-all variant, or half the CP size (DP doubling).
 struct CpRingHidden {};
 
+/// A shorter wait for the busiest expert, on the same GPUs: a capacity factor that drops the
+/// tokens over it, or half the EP (each GPU averages the busiest expert with more others).
+struct ExpertLoadSpread {};
+
+/// Expert-parallel all-to-alls over NVLink, on the same GPUs: the EP group moved next to TP in
+/// the rank order, or an EP a node wide (or narrower). Withdrawn where none is faster.
+struct EpWithinNode {};
+
 using FixRequest = std::variant<FitInMemory, DefectFreePartition, BalancedPartition, DivisibleBatch,
-                                FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, CpRingHidden>;
+                                FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, CpRingHidden,
+                                ExpertLoadSpread, EpWithinNode>;
 
 /// A diagnostic as detection leaves it (fix text empty) with the fix to search for.
 struct Finding {

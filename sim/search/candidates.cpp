@@ -174,4 +174,55 @@ std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model) {
   return out;
 }
 
+namespace {
+
+// The plan with the EP dimension moved right after TP in its rank order.
+std::optional<Plan> ep_next_to_tp(const Plan& plan) {
+  RankOrder order = plan.rank_order;
+  const auto tp = std::find(order.begin(), order.end(), Dim::kTP);
+  const auto ep = std::find(order.begin(), order.end(), Dim::kEP);
+  if (ep == order.end() || ep == tp + 1) return std::nullopt;
+  if (ep > tp) {
+    std::rotate(tp + 1, ep, ep + 1);
+  } else {
+    std::rotate(ep, ep + 1, tp + 1);
+  }
+  Plan p = plan;
+  p.rank_order = order;
+  return p;
+}
+
+}  // namespace
+
+std::vector<Plan> expert_load_alternatives(const Plan& plan) {
+  std::vector<Plan> out;
+  for (double capacity : {1.25, 1.0}) {
+    if (plan.moe_capacity_factor > 0 && plan.moe_capacity_factor <= capacity) continue;
+    Plan p = plan;
+    p.moe_capacity_factor = capacity;
+    out.push_back(p);
+  }
+  if (plan.ep % 2 == 0) {
+    Plan p = plan;
+    p.ep = plan.ep / 2;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpus_per_node) {
+  std::vector<Plan> out;
+  const std::optional<Plan> reordered = ep_next_to_tp(plan);
+  if (reordered) out.push_back(*reordered);
+  std::int64_t ep = plan.ep;
+  while (ep % 2 == 0 && ep > 2) {
+    ep /= 2;
+    Plan p = reordered.value_or(plan);
+    p.ep = ep;
+    out.push_back(p);
+    if (ep * plan.expert_tp() <= gpus_per_node) break;
+  }
+  return out;
+}
+
 }  // namespace trainsim

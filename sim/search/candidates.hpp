@@ -40,6 +40,12 @@ std::vector<Plan> unpadded_smaller_tp(const Plan& plan, std::int64_t vocab_size)
 /// heads split over tp x cp), and half the CP size with twice the DP (where it divides).
 std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model);
 
+/// Expert-parallel alternatives on the same GPUs: for a skewed load, capacity factors 1.25 and
+/// 1.0 (below the plan's, dropping the tokens over them) and half the EP; for an EP group across
+/// nodes, EP next to TP in the rank order and halved EPs down to a node's GPUs.
+std::vector<Plan> expert_load_alternatives(const Plan& plan);
+std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpus_per_node);
+
 /// The plan with another global batch.
 Plan with_gbs(const Plan& plan, std::int64_t gbs);
 /// The plan with another TP and DP (at tp 1 without sequence parallelism or TP overlap).

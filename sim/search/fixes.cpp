@@ -88,6 +88,16 @@ struct FixWriter {
 
   std::string operator()(const UnpaddedVocabulary& request) const;
   std::string operator()(const CpRingHidden& request) const;
+  std::string operator()(const ExpertLoadSpread&) const {
+    return priced_alternatives(expert_load_alternatives(space.plan()));
+  }
+  std::string operator()(const EpWithinNode&) const {
+    return priced_alternatives(
+        ep_within_node_alternatives(space.plan(), space.platform().node.gpus_per_node), true);
+  }
+  // Each alternative that fits, the fastest first; with `faster_only`, only those faster than
+  // the plan.
+  std::string priced_alternatives(const std::vector<Plan>& plans, bool faster_only = false) const;
 
   std::string operator()(const TpWithinNode& request) const {
     const Plan& plan = space.plan();
@@ -135,20 +145,23 @@ std::string FixWriter::operator()(const UnpaddedVocabulary& request) const {
   return joined(options, "; ");
 }
 
-// Each alternative that fits, the fastest first.
-std::string FixWriter::operator()(const CpRingHidden&) const {
+std::string FixWriter::priced_alternatives(const std::vector<Plan>& plans, bool faster_only) const {
   const Plan& plan = space.plan();
   std::vector<std::pair<double, std::string>> priced;
-  for (const Plan& p : cp_ring_alternatives(plan, space.model())) {
-    if (const Outcome o = space.price({p}, Need::kFits)) {
-      priced.emplace_back(o->step_time_s, plan_changes(plan, p) + " (same GPUs): " +
-                                              step_comparison(o->step_time_s, space.baseline()));
-    }
+  for (const Plan& p : plans) {
+    const Outcome o = space.price({p}, Need::kFits);
+    if (!o || (faster_only && o->step_time_s >= space.baseline())) continue;
+    priced.emplace_back(o->step_time_s, plan_changes(plan, p) + " (same GPUs): " +
+                                            step_comparison(o->step_time_s, space.baseline()));
   }
   std::sort(priced.begin(), priced.end());
   std::vector<std::string> options;
   for (auto& [step, text] : priced) options.push_back(std::move(text));
   return joined(options, "; or ");
+}
+
+std::string FixWriter::operator()(const CpRingHidden&) const {
+  return priced_alternatives(cp_ring_alternatives(space.plan(), space.model()));
 }
 
 // Completes a stage-imbalance diagnostic with what the imbalance costs against the balanced
@@ -178,6 +191,8 @@ std::vector<Diagnostic> write_fixes(PlanSpace& space, std::vector<Finding> findi
       continue;
     }
     f.diagnostic.fix = fix_text(space, f.fix);
+    // An EP group across nodes is a defect only where a placement on NVLink is faster.
+    if (std::holds_alternative<EpWithinNode>(f.fix) && f.diagnostic.fix.empty()) continue;
     out.push_back(std::move(f.diagnostic));
   }
   return out;

@@ -17,6 +17,12 @@ std::string plan_changes(const Plan& from, const Plan& to) {
   if (to.sp && !from.sp) add("--sp");
   if (to.zero != from.zero) add("--zero " + std::to_string(to.zero));
   if (to.recompute != from.recompute) add(std::string("--recompute ") + to_string(to.recompute));
+  if (to.ep != from.ep) add("--ep " + std::to_string(to.ep));
+  if (to.etp != from.etp) add("--etp " + std::to_string(to.etp));
+  if (to.moe_capacity_factor != from.moe_capacity_factor) {
+    add("--moe-capacity-factor " + format_fixed(to.moe_capacity_factor, 2) +
+        " (tokens over it dropped)");
+  }
   if (to.rank_order != from.rank_order) add("--rank-order " + to_string(to.rank_order));
   return out;
 }

@@ -1,0 +1,90 @@
+// Expert parallelism's two defects. A skewed router (--moe-imbalance) makes the GPU holding the
+// busiest expert compute more rows than the others, and every GPU waits for it at the combine.
+// An expert-parallel group the rank order spreads over more nodes than it needs sends its
+// all-to-alls over InfiniBand where NVLink would carry them.
+#include <cmath>
+#include <string>
+
+#include "sim/check/detect.hpp"
+#include "sim/core/format.hpp"
+#include "sim/cost/layer_ops.hpp"
+#include "sim/plan/layout.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// The share of a stage's forward and backward the busiest GPU's extra expert rows may take
+// before it is a defect.
+constexpr double kImbalanceThreshold = 0.10;
+
+// Seconds of a pass the expert kernels (grouped GEMMs, their activation) spend beyond what the
+// balanced load would: they scale with the rows, `load` times the balanced ones.
+double extra_expert_seconds(const PassCost& pass, double load) {
+  double s = 0;
+  for (const auto& k : pass.kernels) {
+    if (k.name.find(".expert_") == std::string::npos) continue;
+    s += k.time.seconds * static_cast<double>(k.count);
+  }
+  return s * (1.0 - 1.0 / load);
+}
+
+}  // namespace
+
+std::vector<Finding> find_expert_imbalance(const CheckContext& context) {
+  const Plan& plan = context.plan;
+  const Model& model = context.model;
+  if (!model.moe.is_moe() || plan.moe_imbalance <= 1.0) return {};
+  const std::int64_t local = model.moe.num_experts / plan.ep;
+  const double load =
+      expert_rank_load(model.moe.num_experts, local, plan.moe_imbalance, plan.moe_capacity_factor);
+  if (load <= 1.0) return {};
+  std::size_t worst = 0;
+  double worst_share = 0, worst_extra = 0;
+  const auto& stages = context.costs.stages;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const double pass = stages[s].forward.seconds + stages[s].backward.seconds;
+    const double extra = extra_expert_seconds(stages[s].forward, load) +
+                         extra_expert_seconds(stages[s].backward, load);
+    if (pass > 0 && extra / pass > worst_share) {
+      worst = s;
+      worst_share = extra / pass;
+      worst_extra = extra;
+    }
+  }
+  if (worst_share <= kImbalanceThreshold) return {};
+  Diagnostic d;
+  d.id = "expert-imbalance";
+  d.severity = Severity::kWarning;
+  d.stage = static_cast<std::int64_t>(worst) % plan.pp;
+  d.message =
+      "expert load imbalance: the busiest expert takes " + format_fixed(plan.moe_imbalance, 2) +
+      " times the mean tokens, so the GPU holding it (" + std::to_string(local) + " of the " +
+      std::to_string(model.moe.num_experts) + " experts) computes " + format_fixed(load, 2) +
+      " times the balanced rows and every GPU waits for it at the combine: " +
+      format_seconds(worst_extra) + " per micro-batch, " + format_fixed(100 * worst_share, 1) +
+      " % of the stage's forward and backward";
+  return {{std::move(d), ExpertLoadSpread{}}};
+}
+
+std::vector<Finding> find_ep_across_nodes(const CheckContext& context) {
+  const Plan& plan = context.plan;
+  if (plan.ep < 2) return {};
+  const std::int64_t per_node = context.platform.node.gpus_per_node;
+  const GroupSpan span = group_span(Layout(plan).group(Dim::kEP, 0), per_node);
+  if (span.in_one_node()) return {};
+  const std::int64_t fewest = (plan.ep + per_node - 1) / per_node;
+  Diagnostic d;
+  d.id = "ep-across-nodes";
+  d.severity = Severity::kWarning;
+  d.message = "the expert-parallel group of " + std::to_string(plan.ep) + " GPUs spans " +
+              std::to_string(span.nodes) + " nodes" +
+              (span.nodes > fewest ? " (it fits in " + std::to_string(fewest) +
+                                         (fewest == 1 ? " node" : " nodes") + ")"
+                                   : "") +
+              ": every MoE layer's token all-to-alls, forward and backward, cross InfiniBand "
+              "instead of NVLink";
+  return {{std::move(d), EpWithinNode{}}};
+}
+
+}  // namespace trainsim

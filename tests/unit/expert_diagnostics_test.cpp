@@ -1,0 +1,86 @@
+// Expert parallelism's diagnostics: a skewed expert load that dominates a stage, and an
+// expert-parallel group the rank order spreads over nodes, each with fixes priced on the same
+// GPUs (Mixtral 8x7B on 64 GPUs, results/moe/mixtral-8x7b.txt's plan).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/cli/scenario.hpp"
+#include "sim/cost/layer_ops.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/search/diagnose.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+std::vector<Diagnostic> diagnostics(const std::string& id,
+                                    const std::map<std::string, std::string>& extra) {
+  InputRequest req;
+  req.model = "mixtral-8x7b";
+  req.platform = "h100-sxm-ndr";
+  req.plan_flags = {{"pp", "4"},
+                    {"vp", "8"},
+                    {"schedule", "interleaved"},
+                    {"dp", "16"},
+                    {"ep", "8"},
+                    {"gbs", "256"},
+                    {"seq_len", "4096"},
+                    {"zero", "1"},
+                    {"recompute", "full"},
+                    {"overlap_grad_reduce", "true"}};
+  for (const auto& [key, value] : extra) req.plan_flags[key] = value;
+  const ResolvedInputs in = resolve_inputs(req);
+  const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
+  const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
+  std::vector<Diagnostic> found;
+  for (auto& d : diagnose(in.model, in.platform, in.plan, part, costs)) {
+    if (d.id == id) found.push_back(std::move(d));
+  }
+  return found;
+}
+
+// The busiest of 8 experts at 1.5 times the mean, one expert per GPU: that GPU computes 1.5 times
+// the rows (expert_rank_load), and the wait is over 10 % of a stage's passes. Fixes: a capacity
+// factor (dropping tokens), half the EP (two experts per GPU: 1.25 times the rows).
+TEST(ExpertDiagnostics, ImbalanceThatDominatesAStage) {
+  EXPECT_DOUBLE_EQ(expert_rank_load(8, 1, 1.5, 0), 1.5);
+  EXPECT_DOUBLE_EQ(expert_rank_load(8, 2, 1.5, 0), (1.5 + 6.5 / 7) / 2);
+  const auto found = diagnostics("expert-imbalance", {{"moe_imbalance", "1.5"}});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].severity, Severity::kWarning);
+  EXPECT_EQ(found[0].message.rfind("expert load imbalance: the busiest expert takes 1.50 times "
+                                   "the mean tokens, so the GPU holding it (1 of the 8 experts) "
+                                   "computes 1.50 times the balanced rows",
+                                   0),
+            0u)
+      << found[0].message;
+  EXPECT_EQ(found[0].fix.rfind("--moe-capacity-factor 1.00 (tokens over it dropped) (same GPUs): "
+                               "step ",
+                               0),
+            0u)
+      << found[0].fix;
+  EXPECT_NE(found[0].fix.find("; or --ep 4 (same GPUs): step "), std::string::npos);
+  // Balanced, or skewed a little: nothing to say.
+  EXPECT_TRUE(diagnostics("expert-imbalance", {}).empty());
+  EXPECT_TRUE(diagnostics("expert-imbalance", {{"moe_imbalance", "1.05"}}).empty());
+}
+
+// EP placed outside DP in the rank order spans two nodes although 8 GPUs fit in one; the fix
+// moves EP next to TP. In Megatron's order it is on one node, and nothing is said.
+TEST(ExpertDiagnostics, AllToAllAcrossNodesWhenANodeWouldDo) {
+  const auto found = diagnostics("ep-across-nodes", {{"rank_order", "tp-dp-ep-cp-pp"}});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].message,
+            "the expert-parallel group of 8 GPUs spans 2 nodes (it fits in 1 node): every MoE "
+            "layer's token all-to-alls, forward and backward, cross InfiniBand instead of NVLink");
+  EXPECT_EQ(found[0].fix.rfind("--rank-order tp-ep-dp-cp-pp (same GPUs): step ", 0), 0u)
+      << found[0].fix;
+  EXPECT_NE(found[0].fix.find("(-"), std::string::npos);  // faster
+  EXPECT_TRUE(diagnostics("ep-across-nodes", {}).empty());
+}
+
+}  // namespace
+}  // namespace trainsim
