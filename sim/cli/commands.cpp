@@ -195,7 +195,12 @@ int list_catalog(std::ostream& out) {
     out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ')
         << format_grouped(total_params(m)) << " parameters, " << m.num_layers << " layers, hidden "
         << m.hidden_size << ", " << m.num_attention_heads << "/" << m.num_kv_heads
-        << " heads/KV heads, vocabulary " << m.vocab_size << "\n";
+        << " heads/KV heads, vocabulary " << m.vocab_size;
+    if (m.moe.is_moe()) {
+      out << "; " << m.moe.num_experts << " experts, top " << m.moe.experts_per_token << ", "
+          << format_grouped(active_params(m)) << " active";
+    }
+    out << "\n";
   }
   out << "platforms:\n";
   for (const auto& name : catalog_names("platforms")) {
