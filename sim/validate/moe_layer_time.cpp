@@ -34,6 +34,7 @@ Model proxy_model(const Fields& f) {
   m.moe.num_experts = f.required_integer("num_experts", "an MoE layer row");
   m.moe.experts_per_token = f.required_integer("router_topk", "an MoE layer row");
   m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+  m.moe.shared_expert_ffn_hidden_size = f.integer("shared_expert_intermediate_size").value_or(0);
   return m;
 }
 
@@ -42,14 +43,11 @@ std::string unexpressed(const Fields& f) {
   if (dispatcher != "alltoall" && dispatcher != "allgather") {
     return "DeepEP / HybridEP dispatch kernels (" + dispatcher + ") not modelled";
   }
-  if (f.integer("shared_expert_intermediate_size").value_or(0) > 0) {
-    return "shared experts not modelled yet";
-  }
   return "";
 }
 
 bool is_moe_kernel(const KernelCost& k) {
-  for (const char* part : {".router", ".permute", ".expert_", ".unpermute"}) {
+  for (const char* part : {".router", ".permute", ".expert_", ".unpermute", ".shared_"}) {
     if (k.name.find(part) != std::string::npos) return true;
   }
   return false;

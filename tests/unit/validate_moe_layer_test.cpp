@@ -19,7 +19,7 @@ TEST(ValidateMoeLayer, AllToAllRowsExpressedTheOthersSayWhy) {
   ASSERT_EQ(sets.size(), 1u);
   const ValidationSet& set = sets[0];
   EXPECT_EQ(set.rows.size(), 12u);
-  EXPECT_EQ(set.expressed(), 2);
+  EXPECT_EQ(set.expressed(), 4);  // the all-to-all rows of both proxies
   std::map<std::string, const ValidationRow*> by_name;
   for (const auto& r : set.rows) by_name[r.name] = &r;
   const ValidationRow& bf16 = *by_name.at("mixtral_a2a_tp1ep8_bf16");
@@ -33,7 +33,14 @@ TEST(ValidateMoeLayer, AllToAllRowsExpressedTheOthersSayWhy) {
   EXPECT_LT(std::fabs(fp8.error()), 0.08) << fp8.predicted;
   EXPECT_LT(std::fabs(bf16.error()), 0.40) << bf16.predicted;
   EXPECT_GT(bf16.predicted, fp8.predicted * 1.3);
-  EXPECT_EQ(*by_name.at("deepseek_a2a_tp1ep8_bf16")->skipped, "shared experts not modelled yet");
+  // The DeepSeek proxy's shared expert (2048 wide) runs beside its 32 routed ones: BF16 slow by
+  // the same GEMM rates as Mixtral's, FP8 within 10 %.
+  const ValidationRow& ds_bf16 = *by_name.at("deepseek_a2a_tp1ep8_bf16");
+  const ValidationRow& ds_fp8 = *by_name.at("deepseek_a2a_tp1ep8_fp8");
+  ASSERT_FALSE(ds_bf16.skipped);
+  ASSERT_FALSE(ds_fp8.skipped);
+  EXPECT_LT(std::fabs(ds_fp8.error()), 0.10) << ds_fp8.predicted;
+  EXPECT_LT(std::fabs(ds_bf16.error()), 0.40) << ds_bf16.predicted;
   EXPECT_EQ(*by_name.at("mixtral_deepep_tp1ep8_bf16")->skipped,
             "DeepEP / HybridEP dispatch kernels (flex/deepep) not modelled");
 }
