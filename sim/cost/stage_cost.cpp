@@ -270,6 +270,11 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   const ParamCount pc = count_params(model);
   const std::int64_t moe_rank = layer_params_per_rank(model, plan);
   const std::int64_t dense_rank = layer_params_per_rank(model, plan, false);
+  // Of those, the GEMM weights: all but the norms and the router (biases are left in: a few
+  // thousand parameters a layer).
+  const std::int64_t moe_gemms =
+      moe_rank - pc.layer_norms - (model.moe.is_moe() ? router_params(model) : 0);
+  const std::int64_t dense_gemms = dense_rank - pc.layer_norms;
   // Experts held apart from the dense weights only when EP re-divides the GPUs.
   const std::int64_t layer_experts = plan.ep > 1 ? expert_params_per_rank(model, plan) : 0;
   const std::int64_t vocab_rows = cm.padded_vocab / plan.tp;
@@ -302,6 +307,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
                            is_moe_layer(model, partition.blocks[static_cast<std::size_t>(i)].layer);
           sc.params += pc.layer(moe);
           sc.params_per_gpu += moe ? moe_rank : dense_rank;
+          sc.gemm_params_per_gpu += moe ? moe_gemms : dense_gemms;
           if (moe) sc.expert_params_per_gpu += layer_experts;
           break;
         }

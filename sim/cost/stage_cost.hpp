@@ -56,6 +56,9 @@ struct StageCost {
   /// The part of params_per_gpu in experts that expert parallelism splits (0 without EP): their
   /// gradients reduce over the expert-data-parallel group, not the data-parallel one.
   std::int64_t expert_params_per_gpu = 0;
+  /// The part of params_per_gpu in the decoder layers' GEMM weights (every linear layer but the
+  /// router): what an FP8 run quantises, keeping an FP8 copy and its transpose beside each.
+  std::int64_t gemm_params_per_gpu = 0;
 };
 
 struct CostModel {

@@ -219,17 +219,21 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
   const std::int64_t pp = partition.physical_stages();
   for (std::int64_t s = 0; s < pp; ++s) {
     StageMemory sm;
-    std::int64_t params = 0, experts = 0;
+    std::int64_t params = 0, experts = 0, gemm_params = 0;
     std::vector<PassFootprint> footprints;
     for (std::int64_t c = 0; c < partition.chunks; ++c) {
       const auto v = c * pp + s;
       params += costs.stages[static_cast<std::size_t>(v)].params_per_gpu;
       experts += costs.stages[static_cast<std::size_t>(v)].expert_params_per_gpu;
+      gemm_params += costs.stages[static_cast<std::size_t>(v)].gemm_params_per_gpu;
       footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab, options));
     }
     // Experts split by EP share their state over the expert-data-parallel ranks.
     sm.state = model_state(params - experts, plan.zero, plan.data_shards());
     sm.state += model_state(experts, plan.zero, plan.expert_data_shards());
+    // FP8 (Transformer Engine): each GEMM weight is also held quantised, with its transpose for
+    // the data gradient (1 byte each), cached from the first micro-batch to the step's end.
+    if (plan.precision == Precision::kFP8) sm.state.weights += kFp8WeightCopyBytes * d(gemm_params);
     sm.runtime_allocated = platform.memory.allocated;
     sm.footprint = footprints.front();
     const auto steps = compute_steps(stage_program(config, s));

@@ -35,7 +35,9 @@ struct ActivationOptions {
 };
 
 /// Bytes per element of the model state (mixed-precision Adam as Megatron-LM runs it).
-inline constexpr double kWeightBytes = 2;     // BF16 weights used by forward and backward
+inline constexpr double kWeightBytes = 2;  // BF16 weights used by forward and backward
+/// FP8 runs: an E4M3 copy of each GEMM weight and of its transpose (Transformer Engine).
+inline constexpr double kFp8WeightCopyBytes = 2;
 inline constexpr double kGradBytes = 4;       // fp32 main gradients
 inline constexpr double kMasterBytes = 4;     // fp32 master weights
 inline constexpr double kOptimizerBytes = 8;  // Adam first and second moments, fp32

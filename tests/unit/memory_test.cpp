@@ -81,6 +81,23 @@ TEST(Memory, ParametersPerGpuOfEachStage) {
   EXPECT_EQ(costs.stages[1].params_per_gpu, 2 * 15488 + 64 + 32768);
 }
 
+// FP8: Transformer Engine keeps an FP8 copy of each decoder GEMM weight and its transpose, 2
+// bytes per parameter beside the BF16 weight: on each stage of the tiny plan, 2 layers of
+// (30,848 - 128) / 2 = 15,360 GEMM parameters per rank; the embedding, LM head and norms stay
+// BF16 only.
+TEST(Memory, Fp8KeepsAQuantisedCopyAndTransposeOfEachGemmWeight) {
+  Plan fp8 = tiny_plan();
+  fp8.precision = Precision::kFP8;
+  const MemoryModel bf16_mem = memory_of(tiny(), tiny_plan(), platform());
+  const MemoryModel fp8_mem = memory_of(tiny(), fp8, platform());
+  for (std::size_t s = 0; s < 2; ++s) {
+    EXPECT_DOUBLE_EQ(fp8_mem.stages[s].state.weights - bf16_mem.stages[s].state.weights,
+                     2.0 * 2 * 15360)
+        << s;
+    EXPECT_DOUBLE_EQ(fp8_mem.stages[s].state.gradients, bf16_mem.stages[s].state.gradients);
+  }
+}
+
 TEST(Memory, ModelStateByZeroStage) {
   const std::int64_t p = 63808;
   const double P = 63808;
