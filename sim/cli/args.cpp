@@ -19,6 +19,7 @@ const std::vector<std::string> kSwitches = {"sp",
                                             "overlap-grad-reduce",
                                             "overlap-param-gather",
                                             "tp-comm-overlap",
+                                            "overlap-moe-expert-parallel-comm",
                                             "no-overlap-p2p-comm"};
 
 po::options_description plan_options() {
@@ -108,6 +109,10 @@ po::options_description plan_options() {
       "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
       "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "
       "parameters also sharded and gathered before every pass");
+  add("overlap-moe-expert-parallel-comm", po::bool_switch(),
+      "run the expert all-to-alls beside the MoE layer's compute (Megatron-Core's overlap of "
+      "one micro-batch's dispatch with another's compute); needs --ep > 1 and the alltoall "
+      "dispatcher");
   add("overlap-grad-reduce", po::bool_switch(),
       "reduce gradients over DP in buckets of max(40M, 1M x dp) parameters during the backward "
       "(Megatron-LM default: off, one bucket at the end)");

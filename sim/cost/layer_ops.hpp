@@ -115,7 +115,8 @@ struct LayerShape {
     /// waits for it at the combine).
     double load = 1;
     MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
-    double shared_ffn = 0;  // the shared expert's width per TP rank (0: none)
+    double shared_ffn = 0;     // the shared expert's width per TP rank (0: none)
+    bool a2a_overlap = false;  // Plan::moe_a2a_overlap
   } moe;
   bool is_moe() const { return moe.experts > 0; }
   /// Multi-head latent attention (DeepSeek): the down-projections whole on every TP rank

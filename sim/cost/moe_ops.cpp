@@ -1,5 +1,8 @@
 #include "sim/cost/moe_ops.hpp"
 
+#include <string>
+#include <vector>
+
 #include "sim/cost/kernel_specs.hpp"
 
 namespace trainsim {
@@ -26,11 +29,40 @@ MoeWork work_of(const LayerShape& s) {
   return w;
 }
 
+// The layer's GEMMs and attention of a pass, by kernel name: what an overlapped all-to-all runs
+// beside (sim/cost/tp_overlap: it stalls the pass only where it outlasts them).
+std::vector<std::string> layer_compute(const LayerShape& s, bool backward) {
+  std::vector<std::string> gemms = {"out_proj", "expert_up", "expert_down"};
+  if (s.moe.shared_ffn > 0) gemms.insert(gemms.end(), {"shared_up", "shared_down"});
+  if (s.is_mla()) {
+    gemms.insert(gemms.end(), {"kv_down", "kv_up"});
+    if (s.mla.q_lora > 0) {
+      gemms.insert(gemms.end(), {"q_down", "q_up"});
+    } else {
+      gemms.push_back("q_proj");
+    }
+  } else {
+    gemms.push_back("qkv_proj");
+  }
+  std::vector<std::string> out;
+  for (const auto& g : gemms) {
+    if (backward) {
+      out.push_back(g + ".dgrad");
+      out.push_back(g + ".wgrad");
+    } else {
+      out.push_back(g);
+    }
+  }
+  out.push_back(backward ? "attention.grad" : "attention");
+  return out;
+}
+
 // The dispatch and the combine, each way. All-to-all: the routed tokens over EP (the busiest
 // GPU receives `load` times the mean) and, with expert TP and SP, gathered over TP before the
-// experts and their outputs reduce-scattered after. All-gather: every token's hidden state
-// gathered over TP (with SP) and EP, the outputs reduce-scattered back.
-void moe_collectives(const LayerShape& s, const MoeWork& w, BlockPass& p) {
+// experts and their outputs reduce-scattered after; with --overlap-moe-expert-parallel-comm the
+// all-to-alls run beside the layer's compute. All-gather: every token's hidden state gathered
+// over TP (with SP) and EP, the outputs reduce-scattered back.
+void moe_collectives(const LayerShape& s, const MoeWork& w, BlockPass& p, bool backward) {
   const double h = s.hidden, e = s.act_bytes;
   const auto& m = s.moe;
   const auto both_ways = [&p](Dim d, double gathered) {
@@ -44,8 +76,12 @@ void moe_collectives(const LayerShape& s, const MoeWork& w, BlockPass& p) {
     return;
   }
   if (m.ep > 1) {
-    add_collective(p.collectives,
-                   {CollectiveKind::kAllToAll, Dim::kEP, 2.0 * w.routed * h * e * m.load, 2});
+    const double bytes = 2.0 * w.routed * h * e * m.load;
+    add_collective(p.collectives, {CollectiveKind::kAllToAll, Dim::kEP, bytes, 2, m.a2a_overlap});
+    if (m.a2a_overlap) {
+      p.overlaps.push_back({CollectiveKind::kAllToAll, bytes, layer_compute(s, backward),
+                            OverlapMethod::kBulk, Dim::kEP});
+    }
   }
   if (w.etp_gather) both_ways(Dim::kTP, w.rows * h * e);
 }
@@ -90,7 +126,7 @@ void moe_forward(const LayerShape& s, BlockPass& p) {
   k.push_back(elementwise("expert_activation", to_string(s.ffn_kind), w.rows, m.ffn));
   linear(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, m.local);
   k.push_back(elementwise("unpermute", "moe_unpermute", w.routed, h));
-  moe_collectives(s, w, p);
+  moe_collectives(s, w, p, false);
   if (m.shared_ffn > 0) shared_expert(s, p, false);
 }
 
@@ -108,7 +144,7 @@ void moe_backward(const LayerShape& s, BlockPass& p) {
   k.push_back(elementwise("permute.grad", "moe_permute.grad", w.routed, h));
   k.push_back(elementwise("router.topk.grad", "moe_router.grad", w.tokens, experts));
   gemm_backward(k, "router", w.tokens, h, experts, DType::kBF16);
-  moe_collectives(s, w, p);
+  moe_collectives(s, w, p, true);
 }
 
 }  // namespace trainsim

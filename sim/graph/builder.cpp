@@ -67,6 +67,8 @@ const char* to_string(Stream stream) {
       return "recv_gradient";
     case Stream::kCP:
       return "cp";
+    case Stream::kEP:
+      return "ep";
   }
   return "?";
 }
@@ -259,7 +261,7 @@ class RankProgramWriter {
   }
 
   // A pass: its compute op, then its collectives after it on the compute stream or, for calls
-  // marked alongside (sim/cost/layer_ops.hpp), beside it on their dimension's stream, TP or CP
+  // marked alongside (sim/cost/layer_ops.hpp), beside it on their dimension's stream, TP, CP or EP
   // (same start; the next compute op waits for both). Returns the op after which the pass's
   // output exists.
   Index run(ComputeKind kind, std::int64_t mb, std::int64_t chunk, const PassCost& pass,
@@ -275,7 +277,9 @@ class RankProgramWriter {
       const auto group = groups_[index_of(load.dim)];
       if (group < 0 || load.count == 0) continue;
       if (load.alongside) {
-        const Stream side = load.dim == Dim::kCP ? Stream::kCP : Stream::kTP;
+        const Stream side = load.dim == Dim::kCP   ? Stream::kCP
+                            : load.dim == Dim::kEP ? Stream::kEP
+                                                   : Stream::kTP;
         out = b_.collective(side, comm_kind(load.dim), load.kind, group, load.bytes, load.count, mb,
                             alongside);
         pending_.push_back(out);

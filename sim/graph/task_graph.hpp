@@ -43,9 +43,10 @@ enum class Stream : std::uint8_t {
   kSendGradient,
   kRecvActivation,
   kRecvGradient,
-  kCP  // context-parallel ring exchanges beside the attention
+  kCP,  // context-parallel ring exchanges beside the attention
+  kEP   // expert all-to-alls beside the MoE layer's compute (--overlap-moe-expert-parallel-comm)
 };
-inline constexpr std::size_t kNumStreams = 8;
+inline constexpr std::size_t kNumStreams = 9;
 const char* to_string(Stream stream);
 
 enum class OpType : std::uint8_t { kCompute, kP2P, kCollective };

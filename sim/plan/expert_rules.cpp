@@ -31,6 +31,7 @@ void refuse_on_dense(const Plan& plan, const Model& model, const PlanOrigin& ori
   if (plan.etp != 0 && plan.etp != plan.tp) fail_input(origin.of("etp"), dense);
   if (plan.moe_imbalance != 1.0) fail_input(origin.of("moe_imbalance"), dense);
   if (plan.moe_capacity_factor != 0.0) fail_input(origin.of("moe_capacity_factor"), dense);
+  if (plan.moe_a2a_overlap) fail_input(origin.of("overlap_moe_expert_parallel_comm"), dense);
   if (plan.moe_dispatcher != MoeDispatcher::kAllToAll) {
     fail_input(origin.of("moe_token_dispatcher_type"), dense);
   }
@@ -94,6 +95,10 @@ void validate_expert_parallelism(const Plan& plan, const Model& model, const Pla
   }
   if (plan.moe_capacity_factor < 0.0) {
     fail_input(origin.of("moe_capacity_factor"), "must be positive (or 0: dropless)");
+  }
+  if (plan.moe_a2a_overlap && (plan.ep == 1 || plan.moe_dispatcher != MoeDispatcher::kAllToAll)) {
+    fail_input(origin.of("overlap_moe_expert_parallel_comm"),
+               "overlaps the expert all-to-alls: needs --ep > 1 and the alltoall dispatcher");
   }
 }
 

@@ -67,6 +67,9 @@ struct Plan {
   /// Tokens an expert takes at most, over the mean (--moe-expert-capacity-factor); the rest are
   /// dropped. 0: no capacity, nothing dropped (dropless).
   double moe_capacity_factor = 0.0;
+  /// Megatron-Core's --overlap-moe-expert-parallel-comm: the expert all-to-alls run on their own
+  /// stream beside the layer's compute, exposed only where they outlast it.
+  bool moe_a2a_overlap = false;
   std::int64_t vp = 1;
   bool sp = false;
   std::int64_t mbs = 1;

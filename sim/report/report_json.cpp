@@ -48,6 +48,7 @@ std::string report_json(const Report& r) {
                 {"overlap_grad_reduce", p.overlap_grad_reduce},
                 {"overlap_param_gather", p.overlap_param_gather},
                 {"tp_comm_overlap", p.tp_comm_overlap},
+                {"overlap_moe_expert_parallel_comm", p.moe_a2a_overlap},
                 {"overlap_p2p_comm", p.p2p_overlap()},
                 {"rank_order", to_string(p.rank_order)}};
   if (p.schedule == ScheduleKind::kInterleaved) {

@@ -125,6 +125,7 @@ std::string report_text(const Report& r) {
   if (p.overlap_grad_reduce) extras.push_back("overlap grad reduce");
   if (p.overlap_param_gather) extras.push_back("overlap param gather");
   if (p.tp_comm_overlap) extras.push_back("tp comm overlap");
+  if (p.moe_a2a_overlap) extras.push_back("expert all-to-all overlap");
   if (p.p2p_overlap()) extras.push_back("overlap p2p comm");
   if (!extras.empty()) o << "      " << join(extras) << "\n";
   o << "\n";

@@ -55,6 +55,11 @@ TEST(ExpertParallel, MegatronRulesOneLineEach) {
   EXPECT_EQ(error_of(no_sp, m),
             "--sp: expert parallelism with --tp 2 needs --sp (sequence parallelism), as in "
             "Megatron-LM");
+  Plan overlap = ep_plan(1, 8, 1);
+  overlap.moe_a2a_overlap = true;
+  EXPECT_EQ(error_of(overlap, m),
+            "--overlap-moe-expert-parallel-comm: overlaps the expert all-to-alls: needs --ep > 1 "
+            "and the alltoall dispatcher");
   Plan skew = ep_plan(1, 8, 8);
   skew.moe_imbalance = 4.5;  // at most 8 / 2: every token's two experts
   EXPECT_EQ(error_of(skew, m), "--moe-imbalance: must be in [1, experts / top-k = 4], got 4.5");

@@ -130,5 +130,44 @@ TEST(MoeModel, LeadingDenseLayersHoldDenseActivations) {
               1.0);
 }
 
+// --overlap-moe-expert-parallel-comm: the expert all-to-alls (dispatch and combine, 2 calls of
+// the routed tokens' hidden states) run beside the layer's GEMMs and attention on their own
+// stream, and the pass waits only for what outlasts them (bulk overlap: max(0, a2a - compute)).
+// Mixtral 8x7B at EP 8 on one node: the all-to-alls are shorter than the compute, so the pass
+// costs its kernels alone and the exposed EP time disappears.
+TEST(MoeModel, ExpertAllToAllBesideTheLayersCompute) {
+  const Model m = test::catalog_model("mixtral-8x7b");
+  Plan plan = moe_plan(1, 1, 8, 8);
+  plan.etp = 0;
+  plan.moe_a2a_overlap = true;
+  const LayerShape s = layer_shape(m, plan, 32000);
+  for (const bool backward : {false, true}) {
+    const BlockPass pass = block_pass(BlockKind::kDecoder, backward, s);
+    const CollectiveLoad a2a =
+        collective_load(pass.collectives, CollectiveKind::kAllToAll, Dim::kEP);
+    EXPECT_EQ(a2a.count, 2);
+    EXPECT_DOUBLE_EQ(a2a.bytes, 2.0 * 4096 * 2 * 4096 * 2);  // both ways, top-2, BF16
+    ASSERT_EQ(pass.overlaps.size(), 1u);
+    EXPECT_EQ(pass.overlaps[0].dim, Dim::kEP);
+    EXPECT_EQ(pass.overlaps[0].method, OverlapMethod::kBulk);
+    const auto& names = pass.overlaps[0].kernels;
+    EXPECT_NE(std::find(names.begin(), names.end(), backward ? "expert_up.wgrad" : "expert_up"),
+              names.end());
+    EXPECT_NE(std::find(names.begin(), names.end(), backward ? "attention.grad" : "attention"),
+              names.end());
+  }
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const CostModel on = compute_costs(m, pf, plan, test::uniform_partition(m, 1));
+  double kernels = 0;
+  for (const auto& k : on.stages[0].forward.kernels) kernels += k.time.seconds * k.count;
+  EXPECT_NEAR(on.stages[0].forward.seconds, kernels, 1e-12);  // the a2a hides entirely
+  const auto& calls = on.stages[0].forward.collectives;
+  const auto a2a = std::find_if(calls.begin(), calls.end(), [](const CollectiveLoad& c) {
+    return c.kind == CollectiveKind::kAllToAll && c.dim == Dim::kEP;
+  });
+  ASSERT_NE(a2a, calls.end());
+  EXPECT_TRUE(a2a->alongside);
+}
+
 }  // namespace
 }  // namespace trainsim
