@@ -163,7 +163,10 @@ PY
   done <<'RUNS'
 DeepSeek-V3, 1,024 GPUs, BF16;25.09 (precision not printed);1297;--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L
 DeepSeek-V3, 1,024 GPUs, FP8;25.09 (precision not printed);1297;--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L --precision fp8
+DeepSeek-V3, 1,024 GPUs, BF16, EP overlap;25.09 (precision not printed);1297;--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L --overlap-moe-expert-parallel-comm
+DeepSeek-V3, 1,024 GPUs, FP8, EP overlap;25.09 (precision not printed);1297;--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L --precision fp8 --overlap-moe-expert-parallel-comm
 Qwen3-30B-A3B, 16 GPUs, FP8;26.04.01;8960;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
+Qwen3-30B-A3B, 16 GPUs, FP8, EP overlap;26.04.01;8960;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8 --overlap-moe-expert-parallel-comm
 Qwen3-30B-A3B, 16 GPUs, FP8;26.02.01;9058;--model qwen3-30b-a3b --tp 1 --pp 2 --vp 12 --schedule interleaved --ep 8 --dp 8 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
 Qwen3-30B-A3B, 16 GPUs, token drop;25.09 (precision not printed);10494;--model qwen3-30b-a3b --tp 1 --pp 2 --vp 24 --schedule interleaved --ep 8 --dp 8 --mbs 2 --gbs 512 --seq-len 4096 --moe-capacity-factor 1.0
 RUNS
@@ -171,19 +174,21 @@ RUNS
 
 Where a row misses by more than 8 %:
 
-- DeepSeek-V3 (slower than published): the exposed expert-parallel all-to-alls dominate the
-  prediction. The 25.09 recipe ran DeepEP's dispatch kernels and overlapped each micro-batch's
-  expert all-to-alls with another's compute (weight gradients delayed); trainsim models
-  neither and exposes every all-to-all. Also not modelled, though they would slow the step, not
-  speed it: the multi-token-prediction layer the recipe's layout ends with (its `m`), and its
-  recomputation of the MLA up-projections and the MLPs. Which precision the row ran is not
-  printed; both are shown.
-- Qwen3-30B-A3B at PP 2 and EP 8 (faster than published): not established. The same model at
-  EP 16 across two nodes is within a few per cent, and the published rows barely differ between
-  the two layouts, while trainsim's EP 8 all-to-alls ride NVLink. Candidates: about half of its
-  kernel time is priced from the nearest measured shape or the roofline (the 768-wide experts'
-  grouped GEMMs with few rows per expert lie below the database's grids); the launch and host
-  overhead of a model made of many small kernels (the recipe captures the router and the
+- DeepSeek-V3: the 25.09 recipe overlapped each micro-batch's expert all-to-alls with another's
+  compute (weight gradients delayed) and dispatched through DeepEP. Without the overlap trainsim
+  exposes every all-to-all and predicts the step far slower; with
+  `--overlap-moe-expert-parallel-comm` the all-to-alls hide behind the layers' compute. DeepEP's
+  kernels and the delayed weight gradients are not modelled; nor are the multi-token-prediction
+  layer the recipe's layout ends with (its `m`) and its recomputation of the MLA up-projections
+  and the MLPs, which would slow the step. Which precision the row ran is not printed; both are
+  shown.
+- Qwen3-30B-A3B: priced too fast, cause not established. At EP 16 across two nodes the exposed
+  all-to-alls make up for it (the current recipe overlaps them, and with that overlap the row is
+  fast too; whether 26.04.01 ran with it is not printed); at PP 2 and EP 8 on one node nothing
+  does, and the published rows barely differ between the two layouts. Candidates: about half of
+  its kernel time is priced from the nearest measured shape or the roofline (the 768-wide
+  experts' grouped GEMMs with few rows per expert lie below the database's grids); the launch and
+  host overhead of a model made of many small kernels (the recipe captures the router and the
   preprocessing in CUDA graphs); FP8's cast and amax kernels (not modelled yet).
 TEXT
 } > "$out"
