@@ -20,6 +20,7 @@ const std::vector<std::string> kSwitches = {"sp",
                                             "overlap-param-gather",
                                             "tp-comm-overlap",
                                             "overlap-moe-expert-parallel-comm",
+                                            "fp8-param-gather",
                                             "no-overlap-p2p-comm"};
 
 po::options_description plan_options() {
@@ -113,6 +114,9 @@ po::options_description plan_options() {
       "run the expert all-to-alls beside the MoE layer's compute (Megatron-Core's overlap of "
       "one micro-batch's dispatch with another's compute); needs --ep > 1 and the alltoall "
       "dispatcher");
+  add("fp8-param-gather", po::bool_switch(),
+      "FP8 primary weights: the decoder's GEMM weights kept in FP8 instead of BF16 and "
+      "all-gathered in FP8 by the distributed optimizer (needs --precision fp8 and --zero >= 1)");
   add("overlap-grad-reduce", po::bool_switch(),
       "reduce gradients over DP in buckets of max(40M, 1M x dp) parameters during the backward "
       "(Megatron-LM default: off, one bucket at the end)");

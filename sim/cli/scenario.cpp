@@ -170,6 +170,7 @@ const std::vector<PlanField>& plan_fields() {
     flag("overlap_param_gather", &Plan::overlap_param_gather);
     flag("tp_comm_overlap", &Plan::tp_comm_overlap);
     flag("overlap_moe_expert_parallel_comm", &Plan::moe_a2a_overlap);
+    flag("fp8_param_gather", &Plan::fp8_param_gather);
     f.push_back({"overlap_p2p_comm",
                  FieldType::kBool,
                  {},

@@ -371,8 +371,11 @@ class RankProgramWriter {
     return piece;
   }
 
+  // BF16 parameters; with --fp8-param-gather the GEMM weights in FP8, 1 byte each.
   double param_bytes(std::int64_t chunk) const {
-    return static_cast<double>(cost(chunk).params_per_gpu) * 2.0;  // BF16 parameters
+    const StageCost& sc = cost(chunk);
+    const double fp8 = plan_.fp8_param_gather ? static_cast<double>(sc.gemm_params_per_gpu) : 0;
+    return static_cast<double>(sc.params_per_gpu) * 2.0 - fp8;
   }
 
   void pass(const ScheduleStep& step) {

@@ -232,8 +232,11 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
     sm.state = model_state(params - experts, plan.zero, plan.data_shards());
     sm.state += model_state(experts, plan.zero, plan.expert_data_shards());
     // FP8 (Transformer Engine): each GEMM weight is also held quantised, with its transpose for
-    // the data gradient (1 byte each), cached from the first micro-batch to the step's end.
-    if (plan.precision == Precision::kFP8) sm.state.weights += kFp8WeightCopyBytes * d(gemm_params);
+    // the data gradient (1 byte each), cached from the first micro-batch to the step's end. With
+    // FP8 primary weights (--fp8-param-gather) the quantised weight replaces the BF16 one.
+    if (plan.precision == Precision::kFP8 && !plan.fp8_param_gather) {
+      sm.state.weights += kFp8WeightCopyBytes * d(gemm_params);
+    }
     sm.runtime_allocated = platform.memory.allocated;
     sm.footprint = footprints.front();
     const auto steps = compute_steps(stage_program(config, s));

@@ -243,6 +243,12 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
     fail_input(origin.of("overlap_param_gather"),
                "needs the distributed optimizer (--zero 1 or more), as in Megatron-LM");
   }
+  if (plan.fp8_param_gather &&
+      (plan.precision != Precision::kFP8 || !plan.distributed_optimizer())) {
+    fail_input(origin.of("fp8_param_gather"),
+               "needs --precision fp8 and the distributed optimizer (--zero 1 or more), as in "
+               "Megatron-LM");
+  }
   if (plan.overlap_param_gather && !plan.overlap_grad_reduce) {
     fail_input(origin.of("overlap_param_gather"),
                "needs --overlap-grad-reduce, as in Megatron-LM (the gathers reuse its buckets)");

@@ -70,6 +70,9 @@ struct Plan {
   /// Megatron-Core's --overlap-moe-expert-parallel-comm: the expert all-to-alls run on their own
   /// stream beside the layer's compute, exposed only where they outlast it.
   bool moe_a2a_overlap = false;
+  /// Megatron-LM's --fp8-param-gather (FP8 runs, distributed optimizer): the GEMM weights kept in
+  /// FP8 (no BF16 copy) and all-gathered in FP8, 1 byte an element.
+  bool fp8_param_gather = false;
   std::int64_t vp = 1;
   bool sp = false;
   std::int64_t mbs = 1;

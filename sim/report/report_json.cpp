@@ -49,6 +49,7 @@ std::string report_json(const Report& r) {
                 {"overlap_param_gather", p.overlap_param_gather},
                 {"tp_comm_overlap", p.tp_comm_overlap},
                 {"overlap_moe_expert_parallel_comm", p.moe_a2a_overlap},
+                {"fp8_param_gather", p.fp8_param_gather},
                 {"overlap_p2p_comm", p.p2p_overlap()},
                 {"rank_order", to_string(p.rank_order)}};
   if (p.schedule == ScheduleKind::kInterleaved) {

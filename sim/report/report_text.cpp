@@ -126,6 +126,7 @@ std::string report_text(const Report& r) {
   if (p.overlap_param_gather) extras.push_back("overlap param gather");
   if (p.tp_comm_overlap) extras.push_back("tp comm overlap");
   if (p.moe_a2a_overlap) extras.push_back("expert all-to-all overlap");
+  if (p.fp8_param_gather) extras.push_back("fp8 param gather");
   if (p.p2p_overlap()) extras.push_back("overlap p2p comm");
   if (!extras.empty()) o << "      " << join(extras) << "\n";
   o << "\n";

@@ -84,5 +84,42 @@ TEST(Ring, BytesAndSteps) {
   EXPECT_EQ(ring_steps(CollectiveKind::kReduceScatter, 8), 7);
 }
 
+// --fp8-param-gather: the distributed optimizer all-gathers the decoder's GEMM weights in FP8
+// (1 byte each), the rest (embedding, LM head, norms) in BF16. On Llama 3.1 8B over 2 stages
+// the gathered bytes per rank drop by the stage's GEMM parameters.
+TEST(TaskGraph, Fp8ParamGatherHalvesTheGemmWeights) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  Plan p;
+  p.pp = 2;
+  p.dp = 4;
+  p.gbs = 8;
+  p.seq_len = 2048;
+  p.zero = 1;
+  p.overlap_grad_reduce = p.overlap_param_gather = true;
+  p.precision = Precision::kFP8;
+  const auto part = test::uniform_partition(m, 2);
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const CostModel costs = compute_costs(m, pf, p, part);
+  const auto gathered = [&](const Plan& plan) {
+    const TaskGraph g = build_task_graph(plan, costs);
+    double bytes = 0;
+    for (const auto& op : g.ranks[0].ops) {
+      if (op.type == OpType::kCollective && op.comm == CommKind::kDP &&
+          op.collective == CollectiveKind::kAllGather) {
+        bytes += op.bytes;
+      }
+    }
+    return bytes;
+  };
+  const double bf16 = gathered(p);
+  EXPECT_NEAR(bf16, 2.0 * static_cast<double>(costs.stages[0].params_per_gpu), 1e-9 * bf16);
+  p.fp8_param_gather = true;
+  EXPECT_NEAR(gathered(p), bf16 - static_cast<double>(costs.stages[0].gemm_params_per_gpu),
+              1e-9 * bf16);
+  // 16 layers of 4096 x (4096 + 2 x 1024) + 4096 x 4096 + 3 x 4096 x 14336 GEMM weights.
+  EXPECT_EQ(costs.stages[0].gemm_params_per_gpu,
+            16 * (4096LL * 6144 + 4096LL * 4096 + 3LL * 4096 * 14336));
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -96,6 +96,17 @@ TEST(Memory, Fp8KeepsAQuantisedCopyAndTransposeOfEachGemmWeight) {
         << s;
     EXPECT_DOUBLE_EQ(fp8_mem.stages[s].state.gradients, bf16_mem.stages[s].state.gradients);
   }
+  // FP8 primary weights (--fp8-param-gather, with the distributed optimizer): the FP8 weight and
+  // its transpose replace the BF16 weight, 2 bytes a GEMM parameter as in BF16.
+  fp8.fp8_param_gather = true;
+  fp8.zero = 1;
+  Plan bf16 = tiny_plan();
+  bf16.zero = 1;
+  const MemoryModel primary = memory_of(tiny(), fp8, platform());
+  const MemoryModel bf16_zero1 = memory_of(tiny(), bf16, platform());
+  for (std::size_t s = 0; s < 2; ++s) {
+    EXPECT_DOUBLE_EQ(primary.stages[s].state.weights, bf16_zero1.stages[s].state.weights) << s;
+  }
 }
 
 TEST(Memory, ModelStateByZeroStage) {

@@ -253,6 +253,14 @@ TEST_F(PlanRules, SchedulesAndOverlap) {
             "--overlap-param-gather: needs --overlap-grad-reduce, as in Megatron-LM (the gathers "
             "reuse its buckets)");
   p = base();
+  p.fp8_param_gather = true;
+  EXPECT_EQ(error_of(p),
+            "--fp8-param-gather: needs --precision fp8 and the distributed optimizer (--zero 1 or "
+            "more), as in Megatron-LM");
+  p.precision = Precision::kFP8;
+  p.zero = 1;
+  EXPECT_EQ(error_of(p), "(valid)");
+  p = base();
   p.tp = 1;
   p.dp = 16;
   p.tp_comm_overlap = true;
