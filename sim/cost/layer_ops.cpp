@@ -67,6 +67,12 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   return s;
 }
 
+double routed_expert_rows(const LayerShape& s) {
+  const auto& m = s.moe;
+  const double gathered = s.sp && m.etp > 1 ? static_cast<double>(m.etp) : 1.0;
+  return s.sharded_tokens() * m.topk * gathered * m.load;
+}
+
 double expert_rank_load(std::int64_t experts, std::int64_t local, double imbalance,
                         double capacity_factor) {
   const double e = static_cast<double>(experts), l = static_cast<double>(local);

@@ -142,6 +142,10 @@ double expert_rank_load(std::int64_t experts, std::int64_t local, double imbalan
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab,
                        bool moe_layer = true);
 
+/// Rows the busiest GPU's experts compute in an MoE layer, per micro-batch: its tokens (1/tp of
+/// them with SP) times top-k, gathered over expert TP with SP, times the busiest GPU's load.
+double routed_expert_rows(const LayerShape& s);
+
 /// Kernels and TP all-reduces of one block's forward or backward pass.
 BlockPass block_pass(BlockKind block, bool backward, const LayerShape& shape);
 

@@ -24,7 +24,7 @@ MoeWork work_of(const LayerShape& s) {
   w.tokens = s.sharded_tokens();
   w.routed = w.tokens * m.topk;
   w.etp_gather = s.sp && m.etp > 1;
-  w.rows = w.routed * (w.etp_gather ? static_cast<double>(m.etp) : 1.0) * m.load;
+  w.rows = routed_expert_rows(s);
   w.per_expert = w.rows / static_cast<double>(m.local);
   return w;
 }

@@ -71,10 +71,7 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
     // outputs and activations, for the busiest GPU.
     const auto& m = model.moe;
     const double etp = d(plan.expert_tp());
-    const double load = expert_rank_load(m.num_experts, m.num_experts / plan.ep, plan.moe_imbalance,
-                                         plan.moe_capacity_factor);
-    const double gathered = plan.sp && etp > 1 ? etp : 1.0;
-    const double rows = T / s.r * d(m.experts_per_token) * gathered * load;
+    const double rows = routed_expert_rows(layer_shape(model, plan, 0));
     mlp = kActBytes * rows * (s.h + (up + 1.0) * d(m.expert_ffn_hidden_size) / etp);
     // The shared expert beside them: a dense MLP's.
     mlp += kActBytes * T * (up + 1.0) * d(m.shared_expert_ffn_hidden_size) / s.t;
