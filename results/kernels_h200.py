@@ -101,7 +101,8 @@ def repeat_section(db):
 PREDICTIONS = [  # name, trainsim arguments (the platform is added)
     ("llama3.1-70b, 64 GPUs (the default scenario)", ["scenarios/llama3.1-70b-64gpu.json"]),
     ("nemotron4-340b, 256 GPUs, BF16", ["scenarios/nemotron4-340b.json"]),
-    ("nemotron4-340b, 256 GPUs, FP8", ["scenarios/nemotron4-340b.json", "--precision", "fp8"]),
+    ("nemotron4-340b, 256 GPUs, FP8 (FP8 primary weights, as NeMo)",
+     ["scenarios/nemotron4-340b.json", "--precision", "fp8", "--fp8-param-gather"]),
     ("llama3.1-8b, 8 GPUs, CP 2, seq 8192",
      ["--model", "llama3.1-8b", "--tp", "1", "--cp", "2", "--dp", "4", "--mbs", "1", "--gbs",
       "128", "--seq-len", "8192", "--zero", "1"]),
