@@ -23,6 +23,12 @@ L405 = ["--model", "llama3.1-405b", "--tp", "8", "--seq-len", "8192", "--sp", "-
         "--schedule", "interleaved", "--vp", "2", "--account-for-embedding-in-pipeline-split",
         "--account-for-loss-in-pipeline-split"]
 
+MIXTRAL = ["--model", "mixtral-8x7b", "--tp", "2", "--sp", "--pp", "4", "--vp", "8", "--schedule",
+           "interleaved", "--cp", "2", "--ep", "8", "--seq-len", "8192", "--zero", "1"]
+DEEPSEEK = ["--model", "deepseek-v3", "--tp", "2", "--sp", "--pp", "8", "--vp", "4", "--schedule",
+            "interleaved", "--ep", "64", "--etp", "1", "--seq-len", "4096", "--zero", "1",
+            "--partition", "Et|(tt|)*30L"]
+
 
 def series():
     """(name, legend label, [(GPUs, pp, dp, args)]): 16 micro-batches per step but where the
@@ -37,6 +43,12 @@ def series():
         ("llama3.1-405b, tp 8, dp 8, pp 2 to 64, 128 micro-batches", "405b dp 8, pp 2-64", [
             (64 * pp, pp, 8, L405 + ["--pp", str(pp), "--dp", "8", "--gbs", "1024"])
             for pp in (2, 4, 8, 16, 32, 64)]),
+        ("mixtral-8x7b, tp 2, pp 4, vp 8, cp 2, ep 8, seq 8192", "mixtral cp 2 ep 8", [
+            (16 * dp, 4, dp, MIXTRAL + ["--dp", str(dp), "--gbs", str(16 * dp)])
+            for dp in (4, 16, 64, 256, 1024, 2048)]),
+        ("deepseek-v3, tp 2, pp 8, vp 4, ep 64, seq 4096", "deepseek-v3 ep 64", [
+            (16 * dp, 8, dp, DEEPSEEK + ["--dp", str(dp), "--gbs", str(16 * dp)])
+            for dp in (64, 256, 1024)]),
         ("gpt3-175b, tp 8, pp 8, vp 12, seq 2048, 48 micro-batches", "gpt3-175b vp 12", [
             (2048, 8, 32, ["--model", "gpt3-175b", "--tp", "8", "--pp", "8", "--dp", "32",
                            "--vp", "12", "--schedule", "interleaved", "--gbs", "1536",
