@@ -136,22 +136,25 @@ out="$here/moe/published_runs.md"
 {
   echo "# MoE recipes against published H100 throughput"
   echo
-  echo "Published: NVIDIA Megatron-Bridge performance summary (docs.nvidia.com/nemo/megatron-bridge,"
-  echo "performance-summary-archive), DGX-H100 pre-training rows; predicted: \`trainsim run ARGS"
+  echo "Published: NVIDIA Megatron-Bridge performance summary, DGX-H100 pre-training rows"
+  echo "(tests/validation/refdata/megatron_bridge_perf_summary_h100.json, with each row's source and"
+  echo "what its recipe ran); predicted: \`trainsim run ARGS"
   echo "--engine analytic\` on h100-sxm-ndr with ZeRO 1 and overlapped gradient reduction and"
   echo "parameter gather; error: predicted over published throughput, minus 1 (negative: trainsim"
   echo "predicts a slower step). Written by results/regenerate.sh."
   echo
   echo "| run | release | ARGS | published tokens/s/GPU | predicted | error | EP exposed, share of step | kernel time measured or interpolated |"
   echo "|---|---|---|---|---|---|---|---|"
-  while IFS=';' read -r name release published args; do
+  while IFS=';' read -r name release model args; do
     read -r -a argv <<<"$args"
     "$bin" run "${argv[@]}" --platform h100-sxm-ndr --zero 1 --overlap-grad-reduce \
       --overlap-param-gather --engine analytic --format json > "$tmp" || true
-    python3 - "$tmp" "$name" "$release" "$published" "$args" <<'PY'
+    python3 - "$tmp" "$name" "$release" "$model" "$args" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-published = float(sys.argv[4])
+ref = json.load(open("tests/validation/refdata/megatron_bridge_perf_summary_h100.json"))
+published = next(row["tokens_per_s_per_gpu"] for row in ref["rows"]
+                 if row["model"] == sys.argv[4] and row["release"] == sys.argv[3].split()[0])
 per_gpu = r["tokens_per_s"] / r["gpus"]
 share = r["provenance"]["kernel_time_share"]
 ep = r["exposed_comm_s"]["ep"]
@@ -161,14 +164,14 @@ print("| %s | %s | `%s` | %s | %s | %+.1f %% | %.1f s, %.0f %% | %.0f %% |" % (
     100 * ep / r["step_time_s"], 100 * (share["measured"] + share["interpolated"])))
 PY
   done <<'RUNS'
-DeepSeek-V3, 1,024 GPUs, BF16;25.09 (precision not printed);1297;--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L
-DeepSeek-V3, 1,024 GPUs, FP8;25.09 (precision not printed);1297;--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L --precision fp8
-DeepSeek-V3, 1,024 GPUs, BF16, EP overlap;25.09 (precision not printed);1297;--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L --overlap-moe-expert-parallel-comm
-DeepSeek-V3, 1,024 GPUs, FP8, EP overlap;25.09 (precision not printed);1297;--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L --precision fp8 --overlap-moe-expert-parallel-comm
-Qwen3-30B-A3B, 16 GPUs, FP8;26.04.01;8960;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
-Qwen3-30B-A3B, 16 GPUs, FP8, EP overlap;26.04.01;8960;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8 --overlap-moe-expert-parallel-comm
-Qwen3-30B-A3B, 16 GPUs, FP8;26.02.01;9058;--model qwen3-30b-a3b --tp 1 --pp 2 --vp 12 --schedule interleaved --ep 8 --dp 8 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
-Qwen3-30B-A3B, 16 GPUs, token drop;25.09 (precision not printed);10494;--model qwen3-30b-a3b --tp 1 --pp 2 --vp 24 --schedule interleaved --ep 8 --dp 8 --mbs 2 --gbs 512 --seq-len 4096 --moe-capacity-factor 1.0
+DeepSeek-V3, 1,024 GPUs, BF16;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L
+DeepSeek-V3, 1,024 GPUs, FP8;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L --precision fp8
+DeepSeek-V3, 1,024 GPUs, BF16, EP overlap;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L --overlap-moe-expert-parallel-comm
+DeepSeek-V3, 1,024 GPUs, FP8, EP overlap;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30L --precision fp8 --overlap-moe-expert-parallel-comm
+Qwen3-30B-A3B, 16 GPUs, FP8;26.04.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
+Qwen3-30B-A3B, 16 GPUs, FP8, EP overlap;26.04.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8 --overlap-moe-expert-parallel-comm
+Qwen3-30B-A3B, 16 GPUs, FP8;26.02.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 2 --vp 12 --schedule interleaved --ep 8 --dp 8 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
+Qwen3-30B-A3B, 16 GPUs, token drop;25.09 (precision not printed);Qwen3_30B_a3B (tokendrop);--model qwen3-30b-a3b --tp 1 --pp 2 --vp 24 --schedule interleaved --ep 8 --dp 8 --mbs 2 --gbs 512 --seq-len 4096 --moe-capacity-factor 1.0
 RUNS
   cat <<'TEXT'
 
