@@ -199,7 +199,7 @@ KernelTime kernel_time(const Platform& platform, const KernelSpec& kernel) {
 namespace {
 
 // A stage's decoder layers by kind: a mixture-of-experts model's MoE layers and its dense ones
-// (a dense model's layers all count as the first kind, its only shape).
+// (a dense model's layers are all dense).
 struct DecoderKinds {
   std::int64_t moe = 0;
   std::int64_t dense = 0;
@@ -211,7 +211,7 @@ DecoderKinds decoder_kinds(const Model& model, const Partition& partition, std::
   for (auto i = range.begin; i < range.end; ++i) {
     const Block& b = partition.blocks[static_cast<std::size_t>(i)];
     if (b.kind != BlockKind::kDecoder) continue;
-    if (!model.moe.is_moe() || is_moe_layer(model, b.layer)) {
+    if (is_moe_layer(model, b.layer)) {
       ++k.moe;
     } else {
       ++k.dense;
@@ -264,7 +264,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
                         const Partition& partition) {
   CostModel cm;
   cm.padded_vocab = padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp);
-  // A mixture-of-experts model's MoE layers (a dense model's layers) and its dense layers.
+  // A mixture-of-experts model's MoE layers and its dense layers (a dense model's every layer).
   const LayerShape shape = layer_shape(model, plan, cm.padded_vocab);
   const LayerShape dense_shape = layer_shape(model, plan, cm.padded_vocab, false);
   const ParamCount pc = count_params(model);
@@ -272,8 +272,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   const std::int64_t dense_rank = layer_params_per_rank(model, plan, false);
   // Of those, the GEMM weights: all but the norms and the router (biases are left in: a few
   // thousand parameters a layer).
-  const std::int64_t moe_gemms =
-      moe_rank - pc.layer_norms - (model.moe.is_moe() ? router_params(model) : 0);
+  const std::int64_t moe_gemms = moe_rank - pc.layer_norms - router_params(model);
   const std::int64_t dense_gemms = dense_rank - pc.layer_norms;
   // Experts held apart from the dense weights only when EP re-divides the GPUs.
   const std::int64_t layer_experts = plan.ep > 1 ? expert_params_per_rank(model, plan) : 0;
@@ -303,8 +302,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
           sc.params_per_gpu += vocab_rows * model.hidden_size + pc.position_embedding;
           break;
         case BlockKind::kDecoder: {
-          const bool moe = !model.moe.is_moe() ||
-                           is_moe_layer(model, partition.blocks[static_cast<std::size_t>(i)].layer);
+          const bool moe = is_moe_layer(model, partition.blocks[static_cast<std::size_t>(i)].layer);
           sc.params += pc.layer(moe);
           sc.params_per_gpu += moe ? moe_rank : dense_rank;
           sc.gemm_params_per_gpu += moe ? moe_gemms : dense_gemms;

@@ -79,11 +79,11 @@ ParamCount count_params(const Model& m) {
     if (m.moe.shared_expert_ffn_hidden_size > 0) {
       c.layer_mlp += mlp_params(m, m.moe.shared_expert_ffn_hidden_size);
     }
-    c.dense_layer_mlp = mlp_params(m, m.ffn_hidden_size);
-    c.moe_layers = moe_layer_count(m);
   } else {
     c.layer_mlp = mlp_params(m, m.ffn_hidden_size);
   }
+  c.dense_layer_mlp = mlp_params(m, m.ffn_hidden_size);
+  c.moe_layers = moe_layer_count(m);
   c.layer_norms = (m.sandwich_norms ? 4 : 2) * norm_params(m, h);
   c.final_norm = norm_params(m, h);
   c.lm_head = m.tied_embeddings ? 0 : m.vocab_size * h;
@@ -95,7 +95,7 @@ std::int64_t total_params(const Model& m) {
 }
 
 std::int64_t layer_params(const Model& m, std::int64_t layer) {
-  return count_params(m).layer(!m.moe.is_moe() || is_moe_layer(m, layer));
+  return count_params(m).layer(is_moe_layer(m, layer));
 }
 
 std::int64_t active_params(const Model& m) {

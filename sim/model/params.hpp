@@ -13,21 +13,20 @@ struct ParamCount {
   std::int64_t word_embedding = 0;
   std::int64_t position_embedding = 0;
   std::int64_t layer_attention = 0;  // per decoder layer: projections, biases, q/k norms, sinks
-  std::int64_t layer_mlp = 0;        // per layer: the dense MLP, or in an MoE layer its experts
-  std::int64_t dense_layer_mlp = 0;  // per dense layer of an MoE model (0 for a dense model)
+  std::int64_t layer_mlp = 0;        // per MoE layer: its experts (a dense model: the dense MLP)
+  std::int64_t dense_layer_mlp = 0;  // per dense layer: the dense MLP (a dense model's every layer)
   std::int64_t layer_norms = 0;      // per decoder layer: the two norms (four, sandwiched)
   std::int64_t final_norm = 0;
-  std::int64_t lm_head = 0;      // 0 when tied to the word embedding
-  std::int64_t moe_layers = -1;  // MoE layers of the model; -1: every layer has layer_mlp
+  std::int64_t lm_head = 0;     // 0 when tied to the word embedding
+  std::int64_t moe_layers = 0;  // MoE layers of the model (0 for a dense model)
   /// One decoder layer: an MoE layer (or any layer of a dense model), or a dense one.
   std::int64_t layer(bool moe = true) const {
     return layer_attention + (moe ? layer_mlp : dense_layer_mlp) + layer_norms;
   }
   std::int64_t embedding() const { return word_embedding + position_embedding; }
   std::int64_t total(std::int64_t num_layers) const {
-    const std::int64_t moe = moe_layers < 0 ? num_layers : moe_layers;
-    return embedding() + moe * layer(true) + (num_layers - moe) * layer(false) + final_norm +
-           lm_head;
+    return embedding() + moe_layers * layer(true) + (num_layers - moe_layers) * layer(false) +
+           final_norm + lm_head;
   }
 };
 
