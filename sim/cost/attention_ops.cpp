@@ -48,9 +48,14 @@ void attention_in_backward(std::vector<KernelSpec>& k, const LayerShape& s) {
   }
 }
 
+std::vector<std::string> attention_in_gemms(const LayerShape& s) {
+  if (!s.is_mla()) return {"qkv_proj"};
+  if (s.mla.q_lora > 0) return {"q_down", "q_up", "kv_down", "kv_up"};
+  return {"q_proj", "kv_down", "kv_up"};
+}
+
 std::string attention_in_gemm(const LayerShape& s) {
-  if (!s.is_mla()) return "qkv_proj";
-  return s.mla.q_lora > 0 ? "q_down" : "q_proj";
+  return attention_in_gemms(s).front();
 }
 
 }  // namespace trainsim

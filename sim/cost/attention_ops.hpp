@@ -14,7 +14,10 @@ namespace trainsim {
 void attention_in_forward(std::vector<KernelSpec>& k, const LayerShape& s);
 /// Their backward, in reverse order.
 void attention_in_backward(std::vector<KernelSpec>& k, const LayerShape& s);
-/// The GEMM a sequence-parallel all-gather of the attention's input feeds.
+/// The input projections' GEMMs by name, in forward order: qkv_proj, or MLA's q_down and q_up
+/// (or q_proj), kv_down and kv_up.
+std::vector<std::string> attention_in_gemms(const LayerShape& s);
+/// The GEMM a sequence-parallel all-gather of the attention's input feeds (the first of them).
 std::string attention_in_gemm(const LayerShape& s);
 
 }  // namespace trainsim

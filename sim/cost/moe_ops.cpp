@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/attention_ops.hpp"
 #include "sim/cost/kernel_specs.hpp"
 
 namespace trainsim {
@@ -32,18 +33,9 @@ MoeWork work_of(const LayerShape& s) {
 // The layer's GEMMs and attention of a pass, by kernel name: what an overlapped all-to-all runs
 // beside (sim/cost/tp_overlap: it stalls the pass only where it outlasts them).
 std::vector<std::string> layer_compute(const LayerShape& s, bool backward) {
-  std::vector<std::string> gemms = {"out_proj", "expert_up", "expert_down"};
+  std::vector<std::string> gemms = attention_in_gemms(s);
+  gemms.insert(gemms.end(), {"out_proj", "expert_up", "expert_down"});
   if (s.moe.shared_ffn > 0) gemms.insert(gemms.end(), {"shared_up", "shared_down"});
-  if (s.is_mla()) {
-    gemms.insert(gemms.end(), {"kv_down", "kv_up"});
-    if (s.mla.q_lora > 0) {
-      gemms.insert(gemms.end(), {"q_down", "q_up"});
-    } else {
-      gemms.push_back("q_proj");
-    }
-  } else {
-    gemms.push_back("qkv_proj");
-  }
   std::vector<std::string> out;
   for (const auto& g : gemms) {
     if (backward) {
