@@ -10,7 +10,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 
 import kernels_report as kr
 
@@ -63,39 +62,14 @@ def ratio_section(db, h100):
 
 
 def interpolation_section():
-    cmd = [os.path.join(BUILD, "trainsim_kernel_db"), "interpolation", DB,
-           "--offgrid", MEAS + "/offgrid.json", "--offgrid", MEAS + "/offgrid-attention.json"]
-    res = json.loads(subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True,
-                                    text=True).stdout)
-    out = ["## Interpolation", "", "`%s` (as for the H100, `results/kernels.md`):" % " ".join(
-        ["trainsim_kernel_db"] + cmd[1:]), "",
-        "| points | class | n | mean | median | p90 | max |", "|---|---|---|---|---|---|---|"]
-    for which in ("held_back", "offgrid"):
-        for cls, s in res[which].items():
-            out.append("| %s | %s | %d | %.1f %% | %.1f %% | %.1f %% | %.1f %% |" % (
-                which.replace("_", "-"), cls, s["count"], 100 * s["mean"], 100 * s["median"],
-                100 * s["p90"], 100 * s["max"]))
-    return out + [""]
+    cmd, table = kr.interpolation_table(DB, MEAS)
+    return ["## Interpolation", "", "`%s` (as for the H100, `results/kernels.md`):" % " ".join(
+        ["trainsim_kernel_db"] + cmd[1:]), ""] + table + [""]
 
 
 def repeat_section(db):
-    base = {kr.shape_key(e): e for e in db["entries"]}
-    by = {}
-    for f in ("repeat.json", "repeat-attention.json"):
-        for e in kr.load(MEAS + "/" + f)["entries"]:
-            if kr.shape_key(e) in base:
-                cls = e["op"] if e["op"] in ("gemm", "attention") else "memory"
-                by.setdefault(cls, []).append(e["median_us"] / base[kr.shape_key(e)]["median_us"] - 1)
-    out = ["## Run to run", "", "The default scenario's kernels and part of the grids measured "
-           "again in a later call on the same machine:", "",
-           "| class | n | median difference | mean absolute | 5th to 95th percentile |",
-           "|---|---|---|---|---|"]
-    for cls, v in sorted(by.items()):
-        v.sort()
-        out.append("| %s | %d | %s | %.1f %% | %s to %s |" % (
-            cls, len(v), kr.pct(statistics.median(v)), 100 * statistics.mean(abs(x) for x in v),
-            kr.pct(quantile(v, 0.05)), kr.pct(quantile(v, 0.95))))
-    return out + [""]
+    return ["## Run to run", "", "The default scenario's kernels and part of the grids measured "
+            "again in a later call on the same machine:", ""] + kr.repeat_table(db, MEAS) + [""]
 
 
 PREDICTIONS = [  # name, trainsim arguments (the platform is added)
@@ -156,11 +130,7 @@ def main():
              ""]
     lines += kr.machine_section(db) + ratio_section(db, h100) + interpolation_section()
     lines += repeat_section(db) + predictions_section()
-    path = os.path.join(ROOT, "results", "kernels-h200.md")
-    with open(path + ".tmp", "w") as f:
-        f.write("\n".join(lines))
-    os.replace(path + ".tmp", path)
-    print("wrote %s" % path)
+    kr.write_markdown("kernels-h200.md", lines)
 
 
 if __name__ == "__main__":

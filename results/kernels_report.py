@@ -271,49 +271,71 @@ def memory_section(db, platform):
     return out
 
 
-def interpolation_section():
-    cmd = [os.path.join(BUILD, "trainsim_kernel_db"), "interpolation", DB,
-           "--offgrid", MEAS + "/offgrid.json", "--offgrid", MEAS + "/offgrid-attention.json"]
+def interpolation_table(db_path, meas):
+    """`trainsim_kernel_db interpolation` on a database and the off-grid measurements beside it:
+    the command as run and its table (held-back grid points, then off-grid shapes)."""
+    cmd = [os.path.join(BUILD, "trainsim_kernel_db"), "interpolation", db_path,
+           "--offgrid", meas + "/offgrid.json", "--offgrid", meas + "/offgrid-attention.json"]
     res = json.loads(subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True,
                                     text=True).stdout)
-    out = ["## Interpolation", "",
-           "`%s`. Held back: every seventh grid point of each family left out in turn and "
-           "interpolated from the rest; off-grid: shapes between the grid points measured on "
-           "their own (`--offgrid`). Error = |interpolated / measured - 1|." % " ".join(
-               ["trainsim_kernel_db"] + cmd[2:]), "",
-           "| points | class | n | mean | median | p90 | max |", "|---|---|---|---|---|---|---|"]
+    out = ["| points | class | n | mean | median | p90 | max |", "|---|---|---|---|---|---|---|"]
     for which in ("held_back", "offgrid"):
         for cls, s in res[which].items():
             out.append("| %s | %s | %d | %.1f %% | %.1f %% | %.1f %% | %.1f %% |" % (
                 which.replace("_", "-"), cls, s["count"], 100 * s["mean"], 100 * s["median"],
                 100 * s["p90"], 100 * s["max"]))
-    return out + ["", "The run-to-run spread (next section) is the floor under these errors: a "
-                  "kernel measured twice does not give the same time either.", ""]
+    return cmd, out
 
 
-def repeat_diffs(db):
+def interpolation_section():
+    cmd, table = interpolation_table(DB, MEAS)
+    out = ["## Interpolation", "",
+           "`%s`. Held back: every seventh grid point of each family left out in turn and "
+           "interpolated from the rest; off-grid: shapes between the grid points measured on "
+           "their own (`--offgrid`). Error = |interpolated / measured - 1|." % " ".join(
+               ["trainsim_kernel_db"] + cmd[2:]), ""]
+    return out + table + ["", "The run-to-run spread (next section) is the floor under these "
+                          "errors: a kernel measured twice does not give the same time either.",
+                          ""]
+
+
+def repeat_diffs(db, meas=MEAS):
     """Relative differences of the repeated measurements from the database's, by class."""
     base = {shape_key(e): e for e in db["entries"]}
     by = {}
     for f in ("repeat.json", "repeat-attention.json"):
-        for e in load(MEAS + "/" + f)["entries"]:
+        for e in load(meas + "/" + f)["entries"]:
             if shape_key(e) in base:
                 cls = e["op"] if e["op"] in ("gemm", "attention") else "memory"
                 by.setdefault(cls, []).append(e["median_us"] / base[shape_key(e)]["median_us"] - 1)
     return by
 
 
-def repeat_section(db):
-    out = ["## Run to run", "",
-           "The default scenario's kernels and part of the grids measured again in a later call "
-           "(another lent machine):", "",
-           "| class | n | median difference | mean absolute | 5th to 95th percentile |",
+def repeat_table(db, meas=MEAS):
+    """The repeated measurements' differences from the database's, a row per class."""
+    out = ["| class | n | median difference | mean absolute | 5th to 95th percentile |",
            "|---|---|---|---|---|"]
-    for cls, v in sorted(repeat_diffs(db).items()):
+    for cls, v in sorted(repeat_diffs(db, meas).items()):
         v.sort()
         out.append("| %s | %d | %s | %.1f %% | %s to %s |" % (
             cls, len(v), pct(statistics.median(v)), 100 * statistics.mean(abs(x) for x in v),
             pct(v[int(0.05 * (len(v) - 1))]), pct(v[int(0.95 * (len(v) - 1))])))
+    return out
+
+
+def write_markdown(name, lines):
+    """results/NAME from `lines`, through a temporary file."""
+    path = os.path.join(ROOT, "results", name)
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines))
+    os.replace(path + ".tmp", path)
+    print("wrote %s" % path)
+
+
+def repeat_section(db):
+    out = ["## Run to run", "",
+           "The default scenario's kernels and part of the grids measured again in a later call "
+           "(another lent machine):", ""] + repeat_table(db)
     wide = {}
     for e in db["entries"]:
         if e.get("p10_us") and e["p90_us"] > 1.5 * e["p10_us"]:
@@ -402,11 +424,7 @@ def main():
     lines += grouped_section(db)
     lines += attention_section(db) + memory_section(db, platform)
     lines += interpolation_section() + repeat_section(db) + predictions
-    path = os.path.join(ROOT, "results", "kernels.md")
-    with open(path + ".tmp", "w") as f:
-        f.write("\n".join(lines))
-    os.replace(path + ".tmp", path)
-    print("wrote %s" % path)
+    write_markdown("kernels.md", lines)
 
 
 if __name__ == "__main__":
