@@ -82,18 +82,16 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   double replicated = 4.0 * kActBytes * T * s.h;
   if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
   // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input).
-  double sharded = kActBytes * T * d(2 * model.q_size() + 2 * model.kv_size()) / s.t + mlp;
+  std::int64_t attention = 2 * model.q_size() + 2 * model.kv_size();
   if (model.mla.is_mla()) {
     // MLA: the down-projections' outputs (whole on every TP rank) and their norms' outputs (the
     // up-projections' inputs), then per head Q, K and V, and the attention output.
     const auto& a = model.mla;
-    sharded = mlp + kActBytes * T *
-                        d(2 * model.q_size() +
-                          model.num_attention_heads * (a.qk_nope_head_dim + a.v_head_dim) +
-                          model.v_size()) /
-                        s.t;
+    attention = 2 * model.q_size() +
+                model.num_attention_heads * (a.qk_nope_head_dim + a.v_head_dim) + model.v_size();
     replicated += 2.0 * kActBytes * T * d(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);
   }
+  const double sharded = kActBytes * T * d(attention) / s.t + mlp;
   const double core = attention_core(model, s, o);
   const double all = replicated / s.r + sharded + core;
 

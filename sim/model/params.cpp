@@ -104,7 +104,7 @@ std::int64_t active_params(const Model& m) {
   if (!m.tied_embeddings) active -= c.word_embedding;  // a row is read, not multiplied
   if (!m.moe.is_moe()) return active;
   const std::int64_t idle = m.moe.num_experts - m.moe.experts_per_token;
-  return active - moe_layer_count(m) * idle * mlp_params(m, m.moe.expert_ffn_hidden_size);
+  return active - c.moe_layers * idle * mlp_params(m, m.moe.expert_ffn_hidden_size);
 }
 
 }  // namespace trainsim
