@@ -10,7 +10,8 @@ Parameters (the platform file's "calibration" block; see README, Accuracy):
   compute_slowdown   (the "overlap" block) how much slower compute runs beside communication
 The fit minimises the mean absolute log error of predicted against measured step time over the
 rows of the fitting half only (the split is fixed: README, Accuracy), by Nelder-Mead from the
-neutral values. The band (residual_p10, residual_p90) holds 80 % of predictions: of the residuals
+neutral values, restarted from its best point until a restart gains nothing. The band
+(residual_p10, residual_p90) holds 80 % of predictions: of the residuals
 measured / predicted - 1 on the same rows after the fit, the order statistics a conformal
 prediction interval takes (the floor(0.1 (n + 1))-th smallest and the ceil(0.9 (n + 1))-th
 smallest), not the sample's 10th and 90th percentiles, which hold fewer than 80 % of new rows
@@ -170,6 +171,19 @@ def nelder_mead(f, x0, steps, tolerance=1e-5, max_evaluations=200):
     return simplex[best], values[best]
 
 
+def restarted_nelder_mead(f, x0, steps, restarts=4, tolerance=1e-5):
+    """Nelder-Mead, restarted from its best point with a fresh simplex until a restart gains less
+    than `tolerance`: the loss is piecewise smooth (a step's critical path switches between
+    passes), and a simplex that has collapsed across a kink stops short of the minimum."""
+    best, loss = nelder_mead(f, x0, steps)
+    for _ in range(restarts):
+        x, value = nelder_mead(f, best, [s / 2 for s in steps])
+        if value > loss - tolerance:
+            break
+        best, loss = x, value
+    return best, loss
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--platform", default="h100-sxm-ndr")
@@ -189,7 +203,7 @@ def main():
     fitted = min(len(PARAMETERS), max(1, n // ROWS_PER_PARAMETER))
     print("neutral: mean |log error| %.4f on %d rows; fitting %d of %d parameters" %
           (fit.loss(x0), n, fitted, len(PARAMETERS)))
-    best, loss = nelder_mead(fit.loss, x0[:fitted], [p[5] for p in PARAMETERS[:fitted]])
+    best, loss = restarted_nelder_mead(fit.loss, x0[:fitted], [p[5] for p in PARAMETERS[:fitted]])
     best = padded([round(v, 4) for v in best])
     rows = fit.rows(best)
     residuals = [m / p - 1 for m, p, _ in rows]
