@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "sim/cost/fp8_amax.hpp"
 #include "sim/cost/pass_groups.hpp"
 #include "sim/cost/tp_overlap.hpp"
 #include "sim/model/params.hpp"
@@ -329,6 +330,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
       message = block_output_bytes(last->kind, shape);
     sc.p2p_bytes = message;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * kGradReduceBytes;
+    add_amax_reductions(sc);
     add_optimizer(sc, plan, costing);
     cm.stages.push_back(std::move(sc));
   }

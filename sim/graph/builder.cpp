@@ -104,6 +104,8 @@ CommKind comm_kind(Dim d) {
       return CommKind::kPP;
     case Dim::kEDP:
       return CommKind::kDP;  // expert gradients: data-parallel traffic
+    case Dim::kStage:
+      return CommKind::kDP;  // FP8 amaxes: a synchronisation of the data-parallel replicas
   }
   return CommKind::kTP;
 }
@@ -565,13 +567,27 @@ namespace {
 // The groups a graph's ranks call, every collective dimension's: all groups in a full graph; in a
 // symmetric one each stage leader's groups (all their GPUs as members, the leader as the rank
 // that replays them). Returns each rank's group per dimension (-1: none).
-std::vector<GroupIds> add_groups(const Layout& layout, bool symmetric, TaskGraph& g) {
+// Whether a pass calls the stage-wide group (FP8 amax reductions): only then is it built.
+bool calls_stage_group(const CostModel& costs) {
+  for (const StageCost& sc : costs.stages) {
+    for (const PassCost* pass : {&sc.forward, &sc.backward, &sc.backward_input}) {
+      for (const CollectiveLoad& load : pass->collectives) {
+        if (load.dim == Dim::kStage) return true;
+      }
+    }
+  }
+  return false;
+}
+
+std::vector<GroupIds> add_groups(const Layout& layout, const CostModel& costs, bool symmetric,
+                                 TaskGraph& g) {
+  const bool stage_group = calls_stage_group(costs);
   const std::int64_t stages = layout.size(Dim::kPP);
   std::vector<GroupIds> ids(static_cast<std::size_t>(symmetric ? stages : layout.world_size()));
   for (auto& i : ids) i.fill(-1);
   for (std::int64_t s = 0; s < stages; ++s) {
     for (const Dim d : Layout::kGroupDims) {
-      if (layout.collective_size(d) < 2) continue;
+      if (layout.collective_size(d) < 2 || (d == Dim::kStage && !stage_group)) continue;
       const auto groups = symmetric
                               ? std::vector<std::vector<std::int64_t>>{layout.collective_group(
                                     d, layout.stage_leader(s))}
@@ -613,7 +629,7 @@ TaskGraph build_task_graph(const Plan& plan, const CostModel& costs, Replay repl
       g.replayed_by[static_cast<std::size_t>(gpu)] = as_i32(layout.coord(gpu, Dim::kPP));
     }
   }
-  const std::vector<GroupIds> group_ids = add_groups(layout, symmetric, g);
+  const std::vector<GroupIds> group_ids = add_groups(layout, costs, symmetric, g);
 
   const ScheduleConfig config = schedule_config(plan);
   std::vector<std::vector<ScheduleStep>> programs;

@@ -84,6 +84,8 @@ class Checker {
         return "pipeline";
       case Dim::kEDP:
         return "expert-data";
+      case Dim::kStage:
+        return "tensor-and-data";  // Megatron-Core's name for the group
     }
     return "?";
   }

@@ -12,9 +12,11 @@ namespace trainsim {
 
 /// Tensor, context, expert, data and pipeline parallelism, and expert data parallelism: the
 /// ranks holding the same experts, over which their gradients are reduced (Megatron-Core's
-/// expert-data-parallel group). The first five enumerate ranks; the last is derived from them.
-enum class Dim : std::uint8_t { kTP, kCP, kEP, kDP, kPP, kEDP };
-inline constexpr std::size_t kNumDims = 6;
+/// expert-data-parallel group), and a pipeline stage's every rank (tp x cp x dp: Megatron-Core's
+/// tensor-and-data-parallel group with context parallelism, over which Transformer Engine reduces
+/// FP8 amaxes). The first five enumerate ranks; the last two are derived from them.
+enum class Dim : std::uint8_t { kTP, kCP, kEP, kDP, kPP, kEDP, kStage };
+inline constexpr std::size_t kNumDims = 7;
 /// The dimensions a rank order lists.
 inline constexpr std::size_t kNumOrderDims = 5;
 

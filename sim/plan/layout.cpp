@@ -41,7 +41,9 @@ Layout::Layout(const Plan& plan) : order_(plan.rank_order) {
 
 RankCoord Layout::coord(std::int64_t rank) const {
   RankCoord c;
-  for (std::size_t i = 0; i < kNumDims; ++i) c.at[i] = coord(rank, static_cast<Dim>(i));
+  for (std::size_t i = 0; i < kNumDims; ++i) {
+    if (static_cast<Dim>(i) != Dim::kStage) c.at[i] = coord(rank, static_cast<Dim>(i));
+  }
   return c;
 }
 
@@ -120,6 +122,7 @@ std::vector<std::int64_t> Layout::group(const std::vector<Dim>& dims, std::int64
 
 std::vector<Dim> Layout::collective_dims(Dim d) {
   if (d == Dim::kDP) return {Dim::kDP, Dim::kCP};
+  if (d == Dim::kStage) return {Dim::kTP, Dim::kCP, Dim::kDP};
   return {d};
 }
 

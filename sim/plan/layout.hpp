@@ -3,6 +3,7 @@
 // "tp-cp-ep-dp-pp" by default, TP innermost so that a TP group shares a node's NVSwitch). A rank
 // is a GPU's number on the cluster. Every group of ranks the simulator uses comes from here.
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <vector>
 
@@ -26,12 +27,18 @@ class Layout {
   /// the EP and EDP groups come from.
   explicit Layout(const Plan& plan);
 
-  std::int64_t size(Dim d) const { return radix(d).size[slot(d)]; }
+  /// Size along d; for the stage-wide group (derived, no coordinate of its own) its members.
+  std::int64_t size(Dim d) const {
+    return d == Dim::kStage ? collective_size(d) : radix(d).size[slot(d)];
+  }
   std::int64_t world_size() const { return world_; }
   const RankOrder& order() const { return order_; }
 
   RankCoord coord(std::int64_t rank) const;
-  std::int64_t coord(std::int64_t rank, Dim d) const { return rank / stride(d) % size(d); }
+  std::int64_t coord(std::int64_t rank, Dim d) const {
+    assert(d != Dim::kStage);
+    return rank / stride(d) % size(d);
+  }
   /// The rank at coordinates along the dense dimensions (tp, cp, dp, pp).
   std::int64_t rank(const RankCoord& c) const;
   /// The rank `steps` further along d (wrapping around), other coordinates kept.
@@ -46,11 +53,12 @@ class Layout {
   /// The dimensions a collective along d runs over: data parallelism's gradient reductions and
   /// parameter gathers over dp x cp (Megatron-LM's data-parallel group with context
   /// parallelism: every context-parallel rank holds the whole layer's weights and gradients of
-  /// its part of the sequence); every other dimension's over its own.
+  /// its part of the sequence); the stage-wide group's over tp x cp x dp; every other
+  /// dimension's over its own.
   static std::vector<Dim> collective_dims(Dim d);
-  /// The dimensions that have collective groups, the derived expert data parallelism included.
-  static constexpr std::array<Dim, 5> kGroupDims = {Dim::kTP, Dim::kCP, Dim::kEP, Dim::kDP,
-                                                    Dim::kEDP};
+  /// The dimensions that have collective groups, the derived ones included.
+  static constexpr std::array<Dim, 6> kGroupDims = {Dim::kTP, Dim::kCP,  Dim::kEP,
+                                                    Dim::kDP, Dim::kEDP, Dim::kStage};
   /// Members of a collective group along d: the product of collective_dims(d)'s sizes.
   std::int64_t collective_size(Dim d) const;
   /// `rank`'s collective group along d (group(collective_dims(d), rank)).
@@ -85,7 +93,10 @@ class Layout {
   };
   // The expert dimensions (EP, EDP) live in the expert radix, EDP in its data-parallel slot.
   static bool is_expert(Dim d) { return d == Dim::kEP || d == Dim::kEDP; }
-  static std::size_t slot(Dim d) { return index_of(d == Dim::kEDP ? Dim::kDP : d); }
+  static std::size_t slot(Dim d) {
+    assert(d != Dim::kStage);
+    return index_of(d == Dim::kEDP ? Dim::kDP : d);
+  }
   const Radix& radix(Dim d) const { return is_expert(d) ? expert_ : dense_; }
   std::int64_t stride(Dim d) const { return radix(d).stride[slot(d)]; }
 
