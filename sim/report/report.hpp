@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/check/diagnostic.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/engine/engine.hpp"
@@ -145,6 +147,9 @@ struct ReportInputs {
 
 Report make_report(const ReportInputs& in);
 
+/// Every plan field as the report's "plan" object writes it, in the plan schema's order (the
+/// partition by the name of what was built); a sweep's CSV columns are its keys.
+nlohmann::ordered_json plan_json(const Plan& plan, const std::string& partition);
 std::string report_json(const Report& report);
 std::string report_text(const Report& report);
 

@@ -14,6 +14,45 @@ nlohmann::ordered_json comm_json(const std::array<double, kNumCommKinds>& c) {
 
 }  // namespace
 
+nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
+  using J = nlohmann::ordered_json;
+  J j{{"tp", p.tp},
+      {"pp", p.pp},
+      {"dp", p.dp},
+      {"cp", p.cp},
+      {"cp_comm_type", to_string(p.cp_comm)},
+      {"ep", p.ep},
+      {"etp", p.expert_tp()},
+      {"moe_token_dispatcher_type", to_string(p.moe_dispatcher)},
+      {"moe_imbalance", p.moe_imbalance},
+      {"moe_capacity_factor", p.moe_capacity_factor},
+      {"vp", p.vp},
+      {"sp", p.sp},
+      {"mbs", p.mbs},
+      {"gbs", p.global_batch()},
+      {"seq_len", p.seq_len},
+      {"precision", to_string(p.precision)},
+      {"schedule", to_string(p.schedule)},
+      {"partition", partition},
+      {"recompute", to_string(p.recompute)},
+      {"attention_backend", to_string(p.attention_backend)},
+      {"zero", p.zero},
+      {"vocab_divisible_by", p.vocab_multiple()},
+      {"framework", to_string(p.effective_framework())},
+      {"overlap_grad_reduce", p.overlap_grad_reduce},
+      {"overlap_param_gather", p.overlap_param_gather},
+      {"tp_comm_overlap", p.tp_comm_overlap},
+      {"overlap_moe_expert_parallel_comm", p.moe_a2a_overlap},
+      {"fp8_param_gather", p.fp8_param_gather},
+      {"overlap_p2p_comm", p.p2p_overlap()},
+      {"rank_order", to_string(p.rank_order)}};
+  if (p.schedule == ScheduleKind::kInterleaved) {
+    j["microbatch_group_size_per_vp_stage"] =
+        p.microbatch_group_size_per_vp_stage > 0 ? p.microbatch_group_size_per_vp_stage : p.pp;
+  }
+  return j;
+}
+
 std::string report_json(const Report& r) {
   using J = nlohmann::ordered_json;
   J j;
@@ -21,41 +60,7 @@ std::string report_json(const Report& r) {
   if (!r.scenario.empty()) j["scenario"] = r.scenario;
   j["model"] = r.model;
   j["platform"] = r.platform;
-  const auto& p = r.plan;
-  j["plan"] = J{{"tp", p.tp},
-                {"pp", p.pp},
-                {"dp", p.dp},
-                {"cp", p.cp},
-                {"cp_comm_type", to_string(p.cp_comm)},
-                {"ep", p.ep},
-                {"etp", p.expert_tp()},
-                {"moe_token_dispatcher_type", to_string(p.moe_dispatcher)},
-                {"moe_imbalance", p.moe_imbalance},
-                {"moe_capacity_factor", p.moe_capacity_factor},
-                {"vp", p.vp},
-                {"sp", p.sp},
-                {"mbs", p.mbs},
-                {"gbs", p.global_batch()},
-                {"seq_len", p.seq_len},
-                {"precision", to_string(p.precision)},
-                {"schedule", to_string(p.schedule)},
-                {"partition", r.partition},
-                {"recompute", to_string(p.recompute)},
-                {"attention_backend", to_string(p.attention_backend)},
-                {"zero", p.zero},
-                {"vocab_divisible_by", p.vocab_multiple()},
-                {"framework", to_string(p.effective_framework())},
-                {"overlap_grad_reduce", p.overlap_grad_reduce},
-                {"overlap_param_gather", p.overlap_param_gather},
-                {"tp_comm_overlap", p.tp_comm_overlap},
-                {"overlap_moe_expert_parallel_comm", p.moe_a2a_overlap},
-                {"fp8_param_gather", p.fp8_param_gather},
-                {"overlap_p2p_comm", p.p2p_overlap()},
-                {"rank_order", to_string(p.rank_order)}};
-  if (p.schedule == ScheduleKind::kInterleaved) {
-    j["plan"]["microbatch_group_size_per_vp_stage"] =
-        p.microbatch_group_size_per_vp_stage > 0 ? p.microbatch_group_size_per_vp_stage : p.pp;
-  }
+  j["plan"] = plan_json(r.plan, r.partition);
   j["gpus"] = r.gpus;
   j["nodes"] = r.nodes;
   j["microbatches"] = r.microbatches;
