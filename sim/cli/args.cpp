@@ -187,6 +187,8 @@ std::string top_help() {
          "DIR]\n"
          "                 resume a checkpoint under a new layout: shards, checks, conversion "
          "plan\n"
+         "  trainsim sweep SWEEP.json --out FILE.csv [--jobs N] [--shard K/N]\n"
+         "                 every plan of a sweep file priced: CSV, fastest plans, Pareto front\n"
          "  trainsim list  the catalog: models (with parameter counts), platforms, scenarios\n"
          "\n"
          "A scenario names a model, a platform and a plan; flags override its values. Models,\n"

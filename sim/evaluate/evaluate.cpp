@@ -173,18 +173,23 @@ Partition build_partition(const Model& model, const Platform& platform, const Pl
   return megatron_uniform_partition(model, plan, origin);
 }
 
+SimResult replay(const Platform& platform, const Plan& plan, const CostModel& costs,
+                 EngineKind engine, CollectiveShapes* shapes) {
+  const Topology topology(platform, plan.world_size());
+  const TaskGraph graph = build_task_graph(
+      plan, costs, choose_replay(plan, topology, engine == EngineKind::kSimGrid, false).replay);
+  EngineOptions options;
+  options.compute_slowdown = platform.overlap.compute_slowdown;
+  options.shapes = shapes;
+  return simulate(graph, topology, engine, options);
+}
+
 Evaluation evaluate(const Model& model, const Platform& platform, const Plan& plan,
                     Partition partition, EngineKind engine, CollectiveShapes* shapes) {
   Evaluation e;
   e.partition = std::move(partition);
   e.costs = compute_costs(model, platform, plan, e.partition);
-  const Topology topology(platform, plan.world_size());
-  const TaskGraph graph = build_task_graph(
-      plan, e.costs, choose_replay(plan, topology, engine == EngineKind::kSimGrid, false).replay);
-  EngineOptions options;
-  options.compute_slowdown = platform.overlap.compute_slowdown;
-  options.shapes = shapes;
-  e.sim = simulate(graph, topology, engine, options);
+  e.sim = replay(platform, plan, e.costs, engine, shapes);
   return e;
 }
 

@@ -37,6 +37,10 @@ struct Evaluation {
   SimResult sim;
 };
 
+/// The task graph of costs already computed, replayed (symmetric where the layout allows it).
+SimResult replay(const Platform& platform, const Plan& plan, const CostModel& costs,
+                 EngineKind engine = EngineKind::kAnalytic, CollectiveShapes* shapes = nullptr);
+
 /// Costs, task graph and replay of `partition`; the analytic engine unless told otherwise.
 /// `shapes`: group shapes priced already on this platform, shared by the plans of a search.
 Evaluation evaluate(const Model& model, const Platform& platform, const Plan& plan,

@@ -171,7 +171,7 @@ TEST_F(BadInput, UsageErrors) {
   EXPECT_EQ(
       r.err,
       "trainsim: error: trainsim: unknown command 'simulate' (commands: run, check, validate, "
-      "reshard, list; see trainsim --help)\n");
+      "reshard, sweep, list; see trainsim --help)\n");
   EXPECT_EQ(fails({"run", "a.json", "b.json"}),
             "trainsim run: takes one SCENARIO.json, got 2 arguments");
   EXPECT_EQ(fails({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--seq-len", "8",

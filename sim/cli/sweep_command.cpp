@@ -1,0 +1,358 @@
+#include "sim/cli/sweep_command.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <set>
+
+#include "sim/cli/sweep_spec.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/files.hpp"
+#include "sim/core/format.hpp"
+#include "sim/sweep/sweep_csv.hpp"
+#include "sim/sweep/sweep_summary.hpp"
+
+namespace trainsim {
+
+namespace {
+
+struct SweepOptions {
+  std::optional<std::string> file;
+  std::optional<std::string> out;
+  std::int64_t jobs = 1;
+  std::int64_t shard = 0;   // 0-based
+  std::int64_t shards = 1;  // --shard K/N: K in 1..N
+  std::optional<double> tokens;
+  std::optional<double> price;
+  std::optional<std::int64_t> top;
+  std::vector<std::string> merge;  // --merge: shard files
+  bool help = false;
+};
+
+std::int64_t positive(const std::string& flag, const std::string& v) {
+  std::int64_t n = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || ptr != v.data() + v.size() || n < 1) {
+    fail_input(flag, "must be a positive integer, got '" + v + "'");
+  }
+  return n;
+}
+
+double positive_real(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || !(x > 0) || x > 1e30) {
+    fail_input(flag, "must be a positive number, got '" + v + "'");
+  }
+  return x;
+}
+
+SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
+  SweepOptions o;
+  bool merging = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size() || args[i + 1].starts_with("--")) fail_input(a, "needs a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+    } else if (a == "--out") {
+      o.out = value();
+    } else if (a == "--jobs") {
+      o.jobs = positive(a, value());
+    } else if (a == "--shard") {
+      const std::string v = value();
+      const auto slash = v.find('/');
+      if (slash == std::string::npos) fail_input(a, "must be K/N (1 <= K <= N), got '" + v + "'");
+      const auto k = positive(a, v.substr(0, slash));
+      o.shards = positive(a, v.substr(slash + 1));
+      if (k > o.shards) fail_input(a, "must be K/N with K <= N, got '" + v + "'");
+      o.shard = k - 1;
+    } else if (a == "--tokens") {
+      o.tokens = positive_real(a, value());
+    } else if (a == "--price-per-gpu-hour") {
+      o.price = positive_real(a, value());
+    } else if (a == "--top") {
+      o.top = positive(a, value());
+    } else if (a == "--merge") {
+      merging = true;
+    } else if (a.starts_with("--")) {
+      fail_input(a, "unknown option (see trainsim sweep --help)");
+    } else if (merging) {
+      o.merge.push_back(a);
+    } else if (!o.file) {
+      o.file = a;
+    } else {
+      fail_input(a, "one sweep file only (see trainsim sweep --help)");
+    }
+  }
+  if (o.help) return o;
+  if (!o.out) fail_input("--out", "is required: the CSV file to write");
+  if (merging && o.merge.empty()) fail_input("--merge", "needs the shard files to join");
+  if (!merging && !o.file) fail_input("SWEEP", "is required: a sweep file (see --help)");
+  return o;
+}
+
+// The lines of a file that are complete rows, by index (a line cut short by a kill is dropped).
+std::map<std::int64_t, std::string> read_rows(const std::filesystem::path& path) {
+  std::map<std::int64_t, std::string> rows;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return rows;
+  const std::string text = read_text_file(path);
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto end = text.find('\n', start);
+    if (end == std::string::npos) break;  // no newline: cut short
+    const std::string line = text.substr(start, end - start);
+    if (auto index = sweep_csv_index(line)) rows[*index] = line + "\n";
+    start = end + 1;
+  }
+  return rows;
+}
+
+// Appends whole lines to the partial file: one write() per line, so a kill leaves whole lines and
+// at most one cut short, which the resume drops.
+class PartialFile {
+ public:
+  explicit PartialFile(const std::filesystem::path& path)
+      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)), path_(path) {
+    if (fd_ < 0) fail_input(path.string(), "cannot be written");
+  }
+  ~PartialFile() { ::close(fd_); }
+  PartialFile(const PartialFile&) = delete;
+  PartialFile& operator=(const PartialFile&) = delete;
+  void append(const std::string& line) {
+    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+      fail_input(path_.string(), "write failed");
+    }
+  }
+
+ private:
+  int fd_;
+  std::filesystem::path path_;
+};
+
+// Progress on stderr: a line rewritten in place on a terminal, a plain line every few seconds
+// otherwise.
+class Progress {
+ public:
+  Progress(std::ostream& err, std::int64_t total, std::int64_t done)
+      : err_(err), total_(total), done_(done), start_done_(done), tty_(::isatty(2) == 1) {}
+  void tick() {
+    ++done_;
+    const auto now = Clock::now();
+    const double since = std::chrono::duration<double>(now - last_).count();
+    if (done_ < total_ && since < (tty_ ? 0.2 : 5.0)) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done_ - start_done_) / elapsed : 0;
+    const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
+    err_ << (tty_ ? "\r" : "") << "sweep: " << done_ << "/" << total_ << " plans, "
+         << static_cast<std::int64_t>(rate) << " plans/s, ETA " << static_cast<std::int64_t>(eta)
+         << " s" << (tty_ && done_ < total_ ? "" : "\n") << std::flush;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::ostream& err_;
+  std::int64_t total_, done_, start_done_;
+  bool tty_;
+  Clock::time_point start_ = Clock::now(), last_ = Clock::now();
+};
+
+struct SweepContext {
+  const SweepSpec& spec;
+  const Model& model;
+  const Platform& platform;
+  TrainingBudget budget;
+};
+
+std::string row_line(const SweepContext& c, std::int64_t index, CollectiveShapes& shapes) {
+  const SweepPoint point = sweep_point(c.spec, index);
+  auto plan = sweep_plan(point);
+  if (auto* refused = std::get_if<SweepRow>(&plan)) return sweep_csv_line(*refused, c.budget);
+  return sweep_csv_line(
+      evaluate_sweep_plan(c.model, c.platform, std::get<Plan>(plan), index, &shapes), c.budget);
+}
+
+// Runs `todo` in `jobs` forked workers, worker w taking every jobs-th plan from w; each line is
+// passed back whole through a pipe and appended by this process.
+void run_workers(const SweepContext& c, const std::vector<std::int64_t>& todo, std::int64_t jobs,
+                 PartialFile& part, Progress& progress) {
+  std::vector<int> fds;
+  std::vector<pid_t> pids;
+  for (std::int64_t w = 0; w < jobs; ++w) {
+    int p[2];
+    if (::pipe(p) != 0) fail_input("--jobs", "cannot create a pipe for a worker");
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(p[0]);
+      CollectiveShapes shapes;
+      for (std::size_t i = static_cast<std::size_t>(w); i < todo.size();
+           i += static_cast<std::size_t>(jobs)) {
+        const std::string line = row_line(c, todo[i], shapes);
+        std::size_t sent = 0;
+        while (sent < line.size()) {
+          const auto n = ::write(p[1], line.data() + sent, line.size() - sent);
+          if (n <= 0) ::_exit(1);
+          sent += static_cast<std::size_t>(n);
+        }
+      }
+      ::_exit(0);
+    }
+    ::close(p[1]);
+    if (pid < 0) fail_input("--jobs", "cannot start a worker process");
+    fds.push_back(p[0]);
+    pids.push_back(pid);
+  }
+  std::vector<std::string> pending(fds.size());
+  std::size_t open = fds.size();
+  while (open > 0) {
+    std::vector<pollfd> polls;
+    for (int fd : fds) polls.push_back({fd, POLLIN, 0});
+    ::poll(polls.data(), polls.size(), -1);
+    for (std::size_t w = 0; w < fds.size(); ++w) {
+      if (fds[w] < 0 || !(polls[w].revents & (POLLIN | POLLHUP))) continue;
+      char buf[65536];
+      const auto n = ::read(fds[w], buf, sizeof buf);
+      if (n <= 0) {
+        ::close(fds[w]);
+        fds[w] = -1;
+        --open;
+        continue;
+      }
+      pending[w].append(buf, static_cast<std::size_t>(n));
+      for (auto nl = pending[w].find('\n'); nl != std::string::npos; nl = pending[w].find('\n')) {
+        part.append(pending[w].substr(0, nl + 1));
+        pending[w].erase(0, nl + 1);
+        progress.tick();
+      }
+    }
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      fail_input("--jobs", "a worker process failed; rerun to resume");
+    }
+  }
+}
+
+// The header and the rows in plan order, written atomically; the summary of what it holds.
+std::string finish(const std::filesystem::path& out,
+                   const std::map<std::int64_t, std::string>& rows, std::int64_t top) {
+  std::string csv = sweep_csv_header();
+  std::vector<std::string> lines;
+  for (const auto& [index, line] : rows) {
+    csv += line;
+    lines.push_back(line.substr(0, line.size() - 1));
+  }
+  write_file_atomically(out, csv);
+  return sweep_summary(sweep_entries(lines), top);
+}
+
+int merge_shards(const SweepOptions& o, std::ostream& out) {
+  std::map<std::int64_t, std::string> rows;
+  for (const auto& file : o.merge) {
+    const std::string text = read_text_file(file);
+    if (!text.starts_with(sweep_csv_header())) {
+      fail_input(file, "is not a sweep CSV of this version (its header differs)");
+    }
+    for (auto& [index, line] : read_rows(file)) {
+      if (!rows.emplace(index, line).second) {
+        fail_input(file, "holds plan " + std::to_string(index) + " again (shards overlap)");
+      }
+    }
+  }
+  out << finish(*o.out, rows, o.top.value_or(10));
+  out << "merged " << rows.size() << " rows from " << o.merge.size() << " files into " << *o.out
+      << "\n";
+  return 0;
+}
+
+}  // namespace
+
+std::string sweep_help() {
+  return "usage: trainsim sweep SWEEP.json --out FILE.csv [--jobs N] [--shard K/N]\n"
+         "                      [--tokens T] [--price-per-gpu-hour P] [--top N]\n"
+         "       trainsim sweep --merge SHARD.csv ... --out FILE.csv [--top N]\n\n"
+         "Enumerates every plan of a sweep file (GPU counts x the lists of values under \"vary\",\n"
+         "the fields under \"plan\" fixed), refuses those a rule, a partition defect or memory\n"
+         "rules out (counting each reason), simulates the rest on the analytic engine and\n"
+         "writes one CSV row per plan: every plan field, status and reason, step time with its\n"
+         "P10/P90, tokens/s, model TFLOP/s per GPU, MFU, peak memory per GPU, the detectors'\n"
+         "findings and, with a token budget, days, GPU-hours and cost to train. Prints the\n"
+         "refusals, the fastest plans and the Pareto front of step time against GPU count.\n\n"
+         "  --out FILE.csv        the CSV; rows go to FILE.csv.part as they come, and a rerun\n"
+         "                        after a kill resumes from it; FILE.csv appears, in plan order,\n"
+         "                        when every plan is done\n"
+         "  --jobs N              worker processes (default 1)\n"
+         "  --shard K/N           only plans K-1, K-1+N, ... (a batch array's task K of N);\n"
+         "                        join the shards' CSVs with --merge: the result equals the\n"
+         "                        unsharded run's file byte for byte\n"
+         "  --tokens T            tokens to train on (default: the file's \"tokens\")\n"
+         "  --price-per-gpu-hour P  price of a GPU-hour (default: the file's\n"
+         "                        \"price_per_gpu_hour\")\n"
+         "  --top N               plans in the ranking (default: the file's \"top\", else 10)\n\n"
+         "Sweep file: {\"model\": name or path, \"platform\": name or path (default\n"
+         "h100-sxm-ndr), \"gpus\": N or [N, ...], \"plan\": {field: value}, \"vary\": {field:\n"
+         "[values]}, \"tokens\", \"price_per_gpu_hour\", \"top\"}; fields as a scenario's "
+         "\"plan\"\n"
+         "names them. Without dp, each plan's dp is the GPUs left over by tp x cp x pp.\n";
+}
+
+int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const SweepOptions o = parse_sweep_options(args);
+  if (o.help) {
+    out << sweep_help();
+    return 0;
+  }
+  if (!o.merge.empty()) return merge_shards(o, out);
+  const SweepSpec spec = load_sweep_spec(*o.file);
+  const Model model = load_model(spec.model);
+  const Platform platform = load_platform(spec.platform);
+  const SweepContext context{
+      spec,
+      model,
+      platform,
+      {o.tokens ? o.tokens : spec.tokens, o.price ? o.price : spec.price_per_gpu_hour}};
+  const std::filesystem::path csv = *o.out;
+  const std::filesystem::path part = csv.string() + ".part";
+  // Resume: keep the whole rows a previous run left, drop a line it was cut in.
+  std::map<std::int64_t, std::string> done = read_rows(part);
+  std::string kept;
+  for (const auto& [index, line] : done) kept += line;
+  write_file_atomically(part, kept);
+  std::vector<std::int64_t> todo;
+  std::int64_t total = 0;
+  for (std::int64_t i = o.shard; i < sweep_size(spec); i += o.shards) {
+    ++total;
+    if (!done.contains(i)) todo.push_back(i);
+  }
+  if (!done.empty())
+    err << "sweep: resuming, " << done.size() << " plans already in " << part.string() << "\n";
+  {
+    PartialFile file(part);
+    Progress progress(err, total, total - static_cast<std::int64_t>(todo.size()));
+    run_workers(context, todo,
+                std::min<std::int64_t>(o.jobs, std::max<std::size_t>(todo.size(), 1)), file,
+                progress);
+  }
+  std::map<std::int64_t, std::string> rows = read_rows(part);
+  out << finish(csv, rows, o.top.value_or(spec.top));
+  std::filesystem::remove(part);
+  return 0;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,192 @@
+#include "sim/cli/sweep_spec.hpp"
+
+#include <algorithm>
+
+#include "sim/cli/scenario.hpp"
+#include "sim/core/catalog.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/files.hpp"
+#include "sim/core/json_reader.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// The most plans one sweep file may name.
+constexpr std::int64_t kMaxPlans = 100'000'000;
+
+// A JSON scalar as a flag would take it; InputError at `where` for anything else.
+std::string flag_text(const nlohmann::json& v, const std::string& where) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d == static_cast<double>(static_cast<std::int64_t>(d))) {
+      return std::to_string(static_cast<std::int64_t>(d));
+    }
+    return v.dump();
+  }
+  fail_input(where, "must be a number, a string or a boolean, got " + v.dump());
+}
+
+bool is_plan_field(const std::string& name) {
+  const auto& names = plan_field_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A plan value checked as its flag would be, the error moved to the file's JSON path.
+void check_value(const std::string& field, const std::string& value, const std::string& where) {
+  try {
+    Plan p;
+    apply_plan_flags(p, {{field, value}});
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    const auto colon = what.find(": ");
+    fail_input(where, colon == std::string::npos ? what : what.substr(colon + 2));
+  }
+}
+
+std::filesystem::path resolve(const std::string& folder, const std::string& spec,
+                              const std::filesystem::path& file, const std::string& where) {
+  if (spec.find('/') != std::string::npos || spec.ends_with(".json")) {
+    auto p = std::filesystem::path(spec);
+    if (p.is_relative()) p = file.parent_path() / p;
+    return resolve_catalog_entry(folder, p.string(), where);
+  }
+  return resolve_catalog_entry(folder, spec, where);
+}
+
+std::vector<std::int64_t> read_gpus(JsonObject& o) {
+  const auto& v = o.raw("gpus");
+  std::vector<std::int64_t> gpus;
+  const auto one = [&](const nlohmann::json& x, const std::string& where) {
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 1) {
+      fail_input(where, "must be a positive integer, got " + x.dump());
+    }
+    gpus.push_back(x.get<std::int64_t>());
+  };
+  if (v.is_array()) {
+    if (v.empty()) o.fail("gpus", "must not be empty");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      one(v[i], o.where("gpus") + "[" + std::to_string(i) + "]");
+    }
+  } else {
+    one(v, o.where("gpus"));
+  }
+  return gpus;
+}
+
+void read_plan(JsonObject& o, SweepSpec& spec) {
+  if (!o.has("plan")) return;
+  const auto& plan = o.raw("plan");
+  if (!plan.is_object()) o.fail("plan", "must be an object of plan fields");
+  for (const auto& [key, value] : plan.items()) {
+    const std::string where = o.where("plan") + "." + key;
+    if (!is_plan_field(key)) fail_input(where, "unknown plan field");
+    spec.fixed[key] = flag_text(value, where);
+    check_value(key, spec.fixed[key], where);
+  }
+}
+
+// The keys of the top-level object `key` in the order the file lists them (the parsed document
+// keeps them sorted).
+std::vector<std::string> file_order(const std::filesystem::path& file, const char* key) {
+  const auto ordered = nlohmann::ordered_json::parse(read_text_file(file));
+  std::vector<std::string> keys;
+  for (auto it = ordered[key].begin(); it != ordered[key].end(); ++it) keys.push_back(it.key());
+  return keys;
+}
+
+void read_vary(JsonObject& o, SweepSpec& spec) {
+  if (!o.has("vary")) return;
+  const auto& vary = o.raw("vary");
+  if (!vary.is_object()) o.fail("vary", "must be an object of plan field -> list of values");
+  for (const auto& key : file_order(spec.file, "vary")) {
+    const auto& values = vary.at(key);
+    const std::string where = o.where("vary") + "." + key;
+    if (!is_plan_field(key)) fail_input(where, "unknown plan field");
+    if (spec.fixed.contains(key)) fail_input(where, "is also fixed in $.plan");
+    if (!values.is_array() || values.empty()) fail_input(where, "must be a non-empty list");
+    SweepAxis axis{key, {}};
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::string at = where + "[" + std::to_string(i) + "]";
+      axis.values.push_back(flag_text(values[i], at));
+      check_value(key, axis.values.back(), at);
+    }
+    spec.axes.push_back(std::move(axis));
+  }
+}
+
+}  // namespace
+
+SweepSpec load_sweep_spec(const std::filesystem::path& file) {
+  SweepSpec spec;
+  spec.file = file;
+  const auto j = load_json_file(file);
+  JsonObject o(j, file.string());
+  o.allow({"description", "notes"});
+  spec.model = resolve("models", o.string("model"), file, o.where("model"));
+  spec.platform = resolve("platforms", o.optional_string("platform").value_or("h100-sxm-ndr"), file,
+                          o.where("platform"));
+  spec.gpus = read_gpus(o);
+  read_plan(o, spec);
+  read_vary(o, spec);
+  spec.tokens = o.optional_number("tokens");
+  spec.price_per_gpu_hour = o.optional_number("price_per_gpu_hour");
+  spec.top = o.optional_integer("top").value_or(spec.top);
+  o.finish();
+  if (sweep_size(spec) > kMaxPlans) {
+    fail_input(file.string(), "names more than " + std::to_string(kMaxPlans) + " plans");
+  }
+  return spec;
+}
+
+std::int64_t sweep_size(const SweepSpec& spec) {
+  auto n = static_cast<std::int64_t>(spec.gpus.size());
+  for (const auto& axis : spec.axes) {
+    n *= static_cast<std::int64_t>(axis.values.size());
+    if (n > kMaxPlans) return kMaxPlans + 1;
+  }
+  return n;
+}
+
+SweepPoint sweep_point(const SweepSpec& spec, std::int64_t index) {
+  SweepPoint p;
+  p.index = index;
+  p.fields = spec.fixed;
+  std::int64_t rest = index;
+  for (auto axis = spec.axes.rbegin(); axis != spec.axes.rend(); ++axis) {
+    const auto n = static_cast<std::int64_t>(axis->values.size());
+    p.fields[axis->field] = axis->values[static_cast<std::size_t>(rest % n)];
+    rest /= n;
+  }
+  p.gpus = spec.gpus[static_cast<std::size_t>(rest)];
+  return p;
+}
+
+std::variant<Plan, SweepRow> sweep_plan(const SweepPoint& point) {
+  Plan plan;
+  apply_plan_flags(plan, point.fields);  // checked when the file was read
+  const std::int64_t model_parallel = plan.tp * plan.cp * plan.pp;
+  if (!point.fields.contains("dp")) {
+    if (point.gpus % model_parallel != 0) {
+      SweepRow row = refused_row(point.index, point.gpus,
+                                 "gpus: tp x cp x pp = " + std::to_string(model_parallel) +
+                                     " does not divide " + std::to_string(point.gpus) + " GPUs");
+      plan.dp = 0;
+      row.plan = plan;
+      return row;
+    }
+    plan.dp = point.gpus / model_parallel;
+  } else if (plan.world_size() != point.gpus) {
+    SweepRow row = refused_row(point.index, point.gpus,
+                               "gpus: tp x cp x pp x dp = " + std::to_string(plan.world_size()) +
+                                   " is not " + std::to_string(point.gpus) + " GPUs");
+    row.plan = plan;
+    return row;
+  }
+  return plan;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,60 @@
+#pragma once
+// A sweep file: a model, a platform, GPU counts, fixed plan fields and lists of values to vary.
+// The plans are the product of the lists, numbered in a fixed order (GPU count outermost, then
+// the "vary" keys in the file's order, the last fastest), so that a plan's number names it in
+// every run, shard and resume.
+//
+//   {"model": "llama3.1-70b", "platform": "h100-sxm-ndr", "gpus": [64, 128],
+//    "plan": {"seq_len": 8192, "gbs": 512},
+//    "vary": {"tp": [2, 4, 8], "pp": [1, 2, 4, 8], "mbs": [1, 2]},
+//    "tokens": 15e12, "price_per_gpu_hour": 2.5, "top": 10}
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sim/plan/plan.hpp"
+#include "sim/sweep/sweep_row.hpp"
+
+namespace trainsim {
+
+struct SweepAxis {
+  std::string field;                // a plan field, as a scenario's "plan" names it
+  std::vector<std::string> values;  // as its flag takes them
+};
+
+struct SweepSpec {
+  std::filesystem::path file;
+  std::filesystem::path model;
+  std::filesystem::path platform;
+  std::vector<std::int64_t> gpus;
+  std::map<std::string, std::string> fixed;  // plan field -> value as its flag takes it
+  std::vector<SweepAxis> axes;
+  std::optional<double> tokens;
+  std::optional<double> price_per_gpu_hour;
+  std::int64_t top = 10;
+};
+
+/// Reads and checks a sweep file: every key known, every plan value one its field accepts (so a
+/// typo is an input error, exit 2, not a sweep of refused plans). InputError naming the file and
+/// JSON path.
+SweepSpec load_sweep_spec(const std::filesystem::path& file);
+
+/// The number of plans (GPU counts x the product of the lists).
+std::int64_t sweep_size(const SweepSpec& spec);
+
+struct SweepPoint {
+  std::int64_t index = 0;
+  std::int64_t gpus = 0;
+  std::map<std::string, std::string> fields;  // fixed and varied plan fields
+};
+SweepPoint sweep_point(const SweepSpec& spec, std::int64_t index);
+
+/// The point's plan, its data parallelism the GPUs left over by tp x cp x pp unless the sweep sets
+/// dp; or the row that refuses it when the GPU count does not come out.
+std::variant<Plan, SweepRow> sweep_plan(const SweepPoint& point);
+
+}  // namespace trainsim

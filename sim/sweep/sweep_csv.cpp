@@ -1,0 +1,140 @@
+#include "sim/sweep/sweep_csv.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+#include "sim/report/report.hpp"
+
+namespace trainsim {
+
+namespace {
+
+constexpr double kSecondsPerDay = 86400;
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// The plan's columns: the report's plan fields, the interleaved schedule's group size included
+// (blank for other schedules).
+const std::vector<std::string>& plan_columns() {
+  static const std::vector<std::string> columns = [] {
+    Plan p;
+    p.schedule = ScheduleKind::kInterleaved;
+    std::vector<std::string> c;
+    const nlohmann::ordered_json plan = plan_json(p, "");
+    for (auto it = plan.begin(); it != plan.end(); ++it) c.push_back(it.key());
+    return c;
+  }();
+  return columns;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string quoted(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out + "\"";
+}
+
+std::string cell(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();
+}
+
+std::string joined(const std::vector<std::string>& items, char sep) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : std::string(1, sep)) + s;
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& sweep_csv_columns() {
+  static const std::vector<std::string> columns = [] {
+    std::vector<std::string> c = {"index", "gpus"};
+    for (const auto& p : plan_columns()) c.push_back(p);
+    for (const char* s :
+         {"status", "reason", "step_s", "step_p10_s", "step_p90_s", "tokens_per_s",
+          "tflops_per_gpu", "mfu", "peak_memory_gib", "diagnostics", "days", "gpu_hours", "cost"}) {
+      c.emplace_back(s);
+    }
+    return c;
+  }();
+  return columns;
+}
+
+std::string sweep_csv_header() {
+  return joined(sweep_csv_columns(), ',') + "\n";
+}
+
+std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
+  std::vector<std::string> f = {std::to_string(row.index), std::to_string(row.gpus)};
+  const nlohmann::ordered_json plan =
+      row.plan ? plan_json(*row.plan, row.partition) : nlohmann::ordered_json::object();
+  for (const auto& key : plan_columns()) f.push_back(plan.contains(key) ? cell(plan[key]) : "");
+  const bool priced = row.status == SweepStatus::kOk;
+  f.push_back(to_string(row.status));
+  f.push_back(quoted(row.reason));
+  for (const auto& [v, d] : {std::pair{row.step_s, 6},
+                             {row.step_p10_s, 6},
+                             {row.step_p90_s, 6},
+                             {row.tokens_per_s, 1},
+                             {row.tflops_per_gpu, 2},
+                             {row.mfu, 4}}) {
+    f.push_back(priced ? fixed(v, d) : "");
+  }
+  f.push_back(row.peak_bytes ? fixed(*row.peak_bytes / kGiB, 3) : "");
+  f.push_back(joined(row.diagnostics, ';'));
+  const bool costed = priced && budget.tokens && row.tokens_per_s > 0;
+  const double days = costed ? *budget.tokens / row.tokens_per_s / kSecondsPerDay : 0;
+  const double gpu_hours = days * 24 * static_cast<double>(row.gpus);
+  f.push_back(costed ? fixed(days, 3) : "");
+  f.push_back(costed ? fixed(gpu_hours, 0) : "");
+  f.push_back(costed && budget.price_per_gpu_hour ? fixed(gpu_hours * *budget.price_per_gpu_hour, 0)
+                                                  : "");
+  return joined(f, ',') + "\n";
+}
+
+std::vector<std::string> split_csv_line(std::string_view line) {
+  std::vector<std::string> out(1);
+  bool in_quotes = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_quotes) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        in_quotes = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"') {
+      in_quotes = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+std::optional<std::int64_t> sweep_csv_index(std::string_view line) {
+  const auto fields = split_csv_line(line);
+  if (fields.size() != sweep_csv_columns().size()) return std::nullopt;
+  std::int64_t index = -1;
+  const std::string& first = fields.front();
+  auto [ptr, ec] = std::from_chars(first.data(), first.data() + first.size(), index);
+  if (ec != std::errc() || ptr != first.data() + first.size() || index < 0) return std::nullopt;
+  return index;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,108 @@
+#include "sim/sweep/sweep_row.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "sim/check/detect.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/cost/roofline.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/memory/memory.hpp"
+#include "sim/model/flops.hpp"
+
+namespace trainsim {
+
+const char* to_string(SweepStatus status) {
+  switch (status) {
+    case SweepStatus::kOk:
+      return "ok";
+    case SweepStatus::kRule:
+      return "rule";
+    case SweepStatus::kDefect:
+      return "defect";
+    case SweepStatus::kMemory:
+      return "memory";
+    case SweepStatus::kSimulation:
+      return "simulation";
+  }
+  return "?";
+}
+
+SweepRow refused_row(std::int64_t index, std::int64_t gpus, std::string reason) {
+  SweepRow row;
+  row.index = index;
+  row.gpus = gpus;
+  row.status = SweepStatus::kRule;
+  row.reason = std::move(reason);
+  return row;
+}
+
+namespace {
+
+SweepRow& refuse(SweepRow& row, SweepStatus status, std::string reason) {
+  row.status = status;
+  row.reason = std::move(reason);
+  return row;
+}
+
+// The step's figures as a report gives them: band, throughput, model FLOPs and MFU.
+void price(SweepRow& row, const Model& model, const Platform& platform, const Plan& plan,
+           const CostModel& costs, double step) {
+  row.step_s = step;
+  const double spread = kernel_spread(costs).width();
+  row.step_p10_s = platform.calibration.band.low(step, spread);
+  row.step_p90_s = platform.calibration.band.high(step, spread);
+  const auto sequences = static_cast<double>(plan.sequences_per_step());
+  row.tokens_per_s = sequences * static_cast<double>(plan.seq_len) / step;
+  const double flops = model_flops_per_sample(model, plan.seq_len) * sequences / step /
+                       static_cast<double>(plan.world_size());
+  row.tflops_per_gpu = flops / 1e12;
+  row.mfu = flops / peak_flops(platform, plan.precision, KernelKind::kGemm);
+}
+
+}  // namespace
+
+SweepRow evaluate_sweep_plan(const Model& model, const Platform& platform, const Plan& plan,
+                             std::int64_t index, CollectiveShapes* shapes) {
+  SweepRow row;
+  row.index = index;
+  row.gpus = plan.world_size();
+  row.plan = plan;
+  row.partition = plan.partition;
+  std::optional<Partition> partition;
+  try {
+    validate_plan(plan, model, platform, {});
+    partition = build_partition(model, platform, plan);
+  } catch (const InputError& e) {
+    return refuse(row, SweepStatus::kRule, e.what());
+  }
+  row.partition = partition->method;
+  if (auto defect = partition_defect(*partition)) {
+    return refuse(row, SweepStatus::kDefect, *defect);
+  }
+  const CostModel costs = compute_costs(model, platform, plan, *partition);
+  const MemoryModel memory = compute_memory(model, platform, plan, *partition, costs);
+  row.peak_bytes = memory.stages[static_cast<std::size_t>(memory.worst_stage())].peak_bytes;
+  if (!memory.fits()) {
+    return refuse(row, SweepStatus::kMemory,
+                  "does not fit: peak " + format_bytes(*row.peak_bytes) + " per GPU, the GPU has " +
+                      format_bytes(platform.gpu.memory_bytes));
+  }
+  try {
+    price(row, model, platform, plan, costs,
+          replay(platform, plan, costs, EngineKind::kAnalytic, shapes).step_time_s);
+  } catch (const InputError& e) {
+    return refuse(row, SweepStatus::kSimulation, e.what());
+  }
+  const std::vector<double> times = stage_times(platform, plan, costs);
+  for (const Finding& f : detect({model, platform, plan, *partition, costs, times, {}})) {
+    const std::string& id = f.diagnostic.id;
+    if (std::find(row.diagnostics.begin(), row.diagnostics.end(), id) == row.diagnostics.end()) {
+      row.diagnostics.push_back(id);
+    }
+  }
+  return row;
+}
+
+}  // namespace trainsim

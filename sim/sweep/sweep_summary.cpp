@@ -1,0 +1,159 @@
+#include "sim/sweep/sweep_summary.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "sim/core/format.hpp"
+#include "sim/sweep/sweep_csv.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// The plan fields a label shows, and those shown only when they differ from their default.
+constexpr const char* kLabelFields[] = {"tp", "pp", "vp", "cp", "ep", "dp", "mbs"};
+
+std::string label(const std::map<std::string, std::string>& f) {
+  std::string s;
+  for (const char* key : kLabelFields) {
+    const auto& v = f.at(key);
+    if (v == "1" && std::string(key) != "tp" && std::string(key) != "pp" &&
+        std::string(key) != "dp" && std::string(key) != "mbs")
+      continue;
+    s += (s.empty() ? "" : " ") + std::string(key) + " " + v;
+  }
+  s += " " + f.at("schedule");
+  if (f.at("recompute") != "none") s += " recompute " + f.at("recompute");
+  if (f.at("sp") == "true") s += " sp";
+  if (f.at("zero") != "0" && f.at("zero") != "1") s += " zero " + f.at("zero");
+  return s;
+}
+
+double number(const std::string& s) {
+  return s.empty() ? 0.0 : std::stod(s);
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// A refusal's kind: what it names before its first ": " (a flag, a JSON path, "partition defect").
+std::string refusal_kind(const std::string& reason) {
+  const auto colon = reason.find(": ");
+  return colon == std::string::npos ? reason : reason.substr(0, colon);
+}
+
+void table_row(std::ostringstream& out, const std::string& rank, const SweepEntry& e) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%5s %6lld %10s %12s %6s %9s %9s  %s\n", rank.c_str(),
+                static_cast<long long>(e.gpus), fixed(e.step_s, 3).c_str(),
+                format_grouped(static_cast<std::int64_t>(e.tokens_per_s)).c_str(),
+                (fixed(100 * e.mfu, 1) + "%").c_str(), e.peak_gib.c_str(),
+                e.days.empty() ? "-" : e.days.c_str(), e.plan.c_str());
+  out << buf;
+}
+
+void table_header(std::ostringstream& out, const char* first) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%5s %6s %10s %12s %6s %9s %9s  %s\n", first, "GPUs", "step (s)",
+                "tokens/s", "MFU", "peak GiB", "days", "plan");
+  out << buf;
+}
+
+}  // namespace
+
+std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
+  const auto& columns = sweep_csv_columns();
+  std::vector<SweepEntry> out;
+  for (const auto& line : lines) {
+    if (!sweep_csv_index(line)) continue;
+    const auto fields = split_csv_line(line);
+    std::map<std::string, std::string> f;
+    for (std::size_t i = 0; i < columns.size(); ++i) f[columns[i]] = fields[i];
+    SweepEntry e;
+    e.index = std::stoll(f["index"]);
+    e.gpus = std::stoll(f["gpus"]);
+    e.status = f["status"];
+    e.reason = f["reason"];
+    e.plan = f["tp"].empty() ? "" : label(f);
+    e.step_s = number(f["step_s"]);
+    e.tokens_per_s = number(f["tokens_per_s"]);
+    e.mfu = number(f["mfu"]);
+    e.peak_gib = f["peak_memory_gib"];
+    e.days = f["days"];
+    e.cost = f["cost"];
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries) {
+  std::map<std::int64_t, const SweepEntry*> best;  // fastest per GPU count, lowest index on ties
+  for (const auto& e : entries) {
+    if (e.status != "ok") continue;
+    auto& b = best[e.gpus];
+    if (!b || e.step_s < b->step_s || (e.step_s == b->step_s && e.index < b->index)) b = &e;
+  }
+  std::vector<SweepEntry> front;
+  for (const auto& [gpus, e] : best) {
+    if (front.empty() || e->step_s < front.back().step_s) front.push_back(*e);
+  }
+  return front;
+}
+
+std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t top) {
+  std::ostringstream out;
+  std::map<std::string, std::int64_t> by_status;
+  std::map<std::string, std::pair<std::int64_t, std::string>> refusals;  // kind -> count, example
+  std::set<std::int64_t> gpu_counts;
+  std::vector<const SweepEntry*> priced;
+  for (const auto& e : entries) {
+    ++by_status[e.status];
+    gpu_counts.insert(e.gpus);
+    if (e.status == "ok") {
+      priced.push_back(&e);
+    } else {
+      auto& r = refusals[e.status + ": " + refusal_kind(e.reason)];
+      if (r.first++ == 0) r.second = e.reason;
+    }
+  }
+  out << format_grouped(static_cast<std::int64_t>(entries.size())) << " plans";
+  if (!gpu_counts.empty()) {
+    out << " on " << format_grouped(*gpu_counts.begin());
+    if (gpu_counts.size() > 1) out << " to " << format_grouped(*gpu_counts.rbegin());
+    out << " GPUs";
+  }
+  out << ": " << format_grouped(by_status["ok"]) << " simulated; refused by rule "
+      << by_status["rule"] << ", partition defect " << by_status["defect"] << ", memory "
+      << by_status["memory"] << ", simulation " << by_status["simulation"] << "\n";
+  std::vector<std::pair<std::int64_t, std::string>> common;
+  for (const auto& [kind, r] : refusals) common.emplace_back(-r.first, kind);
+  std::sort(common.begin(), common.end());
+  if (!common.empty()) out << "commonest refusals:\n";
+  for (std::size_t i = 0; i < common.size() && i < 5; ++i) {
+    const auto& [count, kind] = common[i];
+    out << "  " << format_grouped(-count) << " x " << kind << " (e.g. " << refusals[kind].second
+        << ")\n";
+  }
+  std::stable_sort(priced.begin(), priced.end(), [](const SweepEntry* a, const SweepEntry* b) {
+    return a->step_s < b->step_s || (a->step_s == b->step_s && a->index < b->index);
+  });
+  if (priced.empty()) return out.str() + "no plan was simulated\n";
+  out << "\nfastest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(priced.size()))
+      << " plans (step time):\n";
+  table_header(out, "rank");
+  for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(priced.size()); ++i) {
+    table_row(out, std::to_string(i + 1), *priced[static_cast<std::size_t>(i)]);
+  }
+  out << "\nPareto front (no plan on as many GPUs or fewer is faster):\n";
+  table_header(out, "");
+  for (const auto& e : pareto_front(entries)) table_row(out, "", e);
+  return out.str();
+}
+
+}  // namespace trainsim

@@ -1,0 +1,119 @@
+// `trainsim sweep` end to end: the same CSV, byte for byte, whatever the worker count, sharded and
+// merged, or killed half-way and rerun; bad input is one error line and exit 2.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+// 864 plans of Llama 3.1 8B on 8 to 64 GPUs: refusals by rule and by memory, and priced rows.
+const char* kSweep = R"({"model": "llama3.1-8b", "gpus": [8, 16, 32, 64],
+  "plan": {"seq_len": 8192, "gbs": 256},
+  "vary": {"tp": [1, 2, 4, 8], "pp": [1, 2, 4], "mbs": [1, 2, 4],
+           "recompute": ["none", "selective", "full"], "zero": [0, 1]},
+  "tokens": 1e12})";
+
+struct Sweep {
+  std::string dir = test::make_temp_dir();
+  std::string file = dir + "/sweep.json";
+  Sweep() { test::write_file(file, kSweep); }
+  // Runs the sweep into dir/name with extra flags; returns the CSV's bytes.
+  std::string run(const std::string& name, std::vector<std::string> flags = {}) const {
+    std::vector<std::string> args = {"sweep", file, "--out", dir + "/" + name};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = test::run_trainsim(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/" + name + ".part"));
+    return test::read_file(dir + "/" + name);
+  }
+};
+
+std::int64_t lines(const std::string& path) {
+  if (!std::filesystem::exists(path)) return 0;
+  const std::string s = test::read_file(path);
+  return std::count(s.begin(), s.end(), '\n');
+}
+
+TEST(SweepCli, SameCsvWithOneOrThreeWorkersAndMergedShards) {
+  const Sweep s;
+  const std::string one = s.run("one.csv");
+  EXPECT_EQ(lines(s.dir + "/one.csv"), 1 + 864);
+  EXPECT_EQ(s.run("three.csv", {"--jobs", "3"}), one);
+  std::vector<std::string> merge = {"sweep", "--merge"};
+  for (const char* k : {"1/3", "2/3", "3/3"}) {
+    const std::string name = std::string("shard") + k[0] + ".csv";
+    s.run(name, {"--shard", k});
+    merge.push_back(s.dir + "/" + name);
+  }
+  merge.insert(merge.end(), {"--out", s.dir + "/merged.csv"});
+  const auto r = test::run_trainsim(merge);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::read_file(s.dir + "/merged.csv"), one);
+  EXPECT_NE(r.out.find("864 plans on 8 to 64 GPUs"), std::string::npos) << r.out;
+  // A shard given twice overlaps itself.
+  const auto twice = test::run_trainsim({"sweep", "--merge", s.dir + "/shard1.csv",
+                                         s.dir + "/shard1.csv", "--out", s.dir + "/bad.csv"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("holds plan 0 again (shards overlap)"), std::string::npos) << twice.err;
+}
+
+// Killed (SIGKILL, then SIGINT) once some rows are written, then rerun: the same CSV as an
+// uninterrupted run, and no partial file left.
+TEST(SweepCli, KilledHalfWayThenRerunFinishesTheSameCsv) {
+  const Sweep s;
+  const std::string whole = s.run("whole.csv");
+  for (const int sig : {SIGKILL, SIGINT}) {
+    const std::string out = s.dir + "/killed" + std::to_string(sig) + ".csv";
+    std::vector<std::string> argv_s = {TRAINSIM_BINARY, "sweep", s.file, "--out", out};
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (lines(out + ".part") < 50 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ::kill(pid, sig);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the sweep ended before it was killed";
+    EXPECT_FALSE(std::filesystem::exists(out));
+    const std::int64_t written = lines(out + ".part");
+    EXPECT_GE(written, 50);
+    EXPECT_LT(written, 864);
+    const auto rerun = test::run_trainsim({"sweep", s.file, "--out", out});
+    ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+    EXPECT_NE(rerun.err.find("resuming"), std::string::npos) << rerun.err;
+    EXPECT_EQ(test::read_file(out), whole);
+    EXPECT_FALSE(std::filesystem::exists(out + ".part"));
+  }
+}
+
+TEST(SweepCli, BadInputIsOneLineAndExitTwo) {
+  const Sweep s;
+  const auto r = test::run_trainsim({"sweep", s.file});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "trainsim: error: --out: is required: the CSV file to write\n");
+  const auto shard = test::run_trainsim({"sweep", s.file, "--out", "x.csv", "--shard", "4/3"});
+  EXPECT_EQ(shard.err, "trainsim: error: --shard: must be K/N with K <= N, got '4/3'\n");
+  test::write_file(s.dir + "/bad.json",
+                   R"({"model": "llama3.1-8b", "gpus": 8, "vary": {"tp": ["two"]}})");
+  const auto bad = test::run_trainsim({"sweep", s.dir + "/bad.json", "--out", s.dir + "/b.csv"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "trainsim: error: " + s.dir +
+                         "/bad.json: $.vary.tp[0]: must be an integer, got 'two'\n");
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,152 @@
+// The sweep's parts: the plans a file names and their order, each plan's data parallelism, a row
+// judged and priced, its CSV line read back, and the Pareto front.
+#include <gtest/gtest.h>
+
+#include "sim/cli/sweep_spec.hpp"
+#include "sim/core/error.hpp"
+#include "sim/sweep/sweep_csv.hpp"
+#include "sim/sweep/sweep_summary.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+std::string sweep_file(const std::string& body) {
+  const std::string path = test::make_temp_dir() + "/sweep.json";
+  test::write_file(path, body);
+  return path;
+}
+
+const char* kSweep = R"({"model": "llama3.1-8b", "gpus": [8, 16],
+  "plan": {"seq_len": 4096, "gbs": 64, "zero": 1},
+  "vary": {"tp": [1, 2, 4], "pp": [1, 3], "recompute": ["none", "full"]}})";
+
+TEST(SweepSpec, NumbersPlansGpusOutermostLastKeyFastest) {
+  const SweepSpec spec = load_sweep_spec(sweep_file(kSweep));
+  ASSERT_EQ(sweep_size(spec), 2 * 3 * 2 * 2);
+  const SweepPoint p = sweep_point(spec, 0);
+  EXPECT_EQ(p.gpus, 8);
+  EXPECT_EQ(p.fields.at("tp"), "1");
+  EXPECT_EQ(p.fields.at("pp"), "1");
+  EXPECT_EQ(p.fields.at("recompute"), "none");
+  EXPECT_EQ(p.fields.at("gbs"), "64");
+  EXPECT_EQ(sweep_point(spec, 1).fields.at("recompute"), "full");
+  EXPECT_EQ(sweep_point(spec, 2).fields.at("pp"), "3");
+  EXPECT_EQ(sweep_point(spec, 4).fields.at("tp"), "2");
+  const SweepPoint last = sweep_point(spec, 23);
+  EXPECT_EQ(last.gpus, 16);
+  EXPECT_EQ(last.fields.at("tp"), "4");
+  EXPECT_EQ(last.fields.at("pp"), "3");
+  EXPECT_EQ(last.fields.at("recompute"), "full");
+}
+
+TEST(SweepSpec, DataParallelismIsWhatTheGpusLeave) {
+  const SweepSpec spec = load_sweep_spec(sweep_file(kSweep));
+  // 16 GPUs, tp 4, pp 1: dp 4.
+  const auto plan = sweep_plan(sweep_point(spec, 12 + 8));
+  ASSERT_TRUE(std::holds_alternative<Plan>(plan));
+  EXPECT_EQ(std::get<Plan>(plan).dp, 4);
+  EXPECT_EQ(std::get<Plan>(plan).world_size(), 16);
+  // 8 GPUs, tp 1, pp 3: refused by rule, the plan kept with dp 0.
+  const auto refused = sweep_plan(sweep_point(spec, 2));
+  ASSERT_TRUE(std::holds_alternative<SweepRow>(refused));
+  const SweepRow& row = std::get<SweepRow>(refused);
+  EXPECT_EQ(row.status, SweepStatus::kRule);
+  EXPECT_EQ(row.reason, "gpus: tp x cp x pp = 3 does not divide 8 GPUs");
+  EXPECT_EQ(row.plan->dp, 0);
+}
+
+TEST(SweepSpec, BadValuesAreInputErrorsNamingTheirPath) {
+  const auto message = [](const std::string& body) {
+    try {
+      load_sweep_spec(sweep_file(body));
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      return what.substr(what.find(": ") + 2);
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": 8, "vary": {"tpp": [1]}})"),
+            "$.vary.tpp: unknown plan field");
+  EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": 8, "vary": {"schedule": ["1f1b", "x"]}})"),
+            "$.vary.schedule[1]: must be one of {gpipe, 1f1b, interleaved, zb-h1}, got 'x'");
+  EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": [8, 0]})"),
+            "$.gpus[1]: must be a positive integer, got 0");
+  EXPECT_EQ(
+      message(R"({"model": "llama3.1-8b", "gpus": 8, "plan": {"tp": 2}, "vary": {"tp": [4]}})"),
+      "$.vary.tp: is also fixed in $.plan");
+  EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": 8, "vary": {"tp": []}})"),
+            "$.vary.tp: must be a non-empty list");
+}
+
+// A priced row's figures against the plan's own arithmetic, and its CSV line read back.
+TEST(SweepRow, PricedRowAndItsCsvLine) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.gbs = 64;
+  p.seq_len = 4096;
+  p.zero = 1;
+  const SweepRow row = evaluate_sweep_plan(m, pf, p, 7);
+  ASSERT_EQ(row.status, SweepStatus::kOk) << row.reason;
+  EXPECT_EQ(row.gpus, 8);
+  EXPECT_NEAR(row.tokens_per_s, 64.0 * 4096 / row.step_s, 1e-9 * row.tokens_per_s);
+  EXPECT_LT(row.step_p10_s, row.step_s);
+  EXPECT_GT(row.step_p90_s, row.step_s);
+  EXPECT_GT(row.mfu, 0.2);
+  EXPECT_LT(row.mfu, 0.8);
+  const std::string line = sweep_csv_line(row, {15e12, 2.0});
+  ASSERT_EQ(line.back(), '\n');
+  const std::string body = line.substr(0, line.size() - 1);
+  EXPECT_EQ(sweep_csv_index(body), 7);
+  const auto entries = sweep_entries({body});
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].plan, "tp 2 pp 1 dp 4 mbs 1 1f1b");
+  EXPECT_NEAR(entries[0].step_s, row.step_s, 1e-6);
+  // Days to train 15T tokens, as written: tokens / (tokens/s) / 86,400.
+  EXPECT_NEAR(std::stod(entries[0].days), 15e12 / row.tokens_per_s / 86400, 1e-3);
+  // A line cut short by a kill is not a row.
+  EXPECT_FALSE(sweep_csv_index(body.substr(0, body.size() / 2)));
+  EXPECT_FALSE(sweep_csv_index(sweep_csv_header()));
+}
+
+TEST(SweepRow, RefusedByMemoryWithItsPeak) {
+  const Model m = test::catalog_model("llama3.1-70b");
+  Plan p;
+  p.dp = 8;
+  p.gbs = 64;
+  p.seq_len = 4096;
+  const SweepRow row = evaluate_sweep_plan(m, test::catalog_platform("h100-sxm-ndr"), p, 0);
+  EXPECT_EQ(row.status, SweepStatus::kMemory);
+  ASSERT_TRUE(row.peak_bytes);
+  EXPECT_GT(*row.peak_bytes, 80.0 * (1 << 30));
+  EXPECT_TRUE(row.reason.starts_with("does not fit: peak ")) << row.reason;
+}
+
+TEST(SweepCsv, QuotedFieldsSplitBack) {
+  EXPECT_EQ(split_csv_line(R"(1,"a, b","say ""x""",)"),
+            (std::vector<std::string>{"1", "a, b", "say \"x\"", ""}));
+}
+
+TEST(SweepSummary, ParetoFrontKeepsOnlyWhatMoreGpusBuy) {
+  const auto entry = [](std::int64_t index, std::int64_t gpus, double step) {
+    SweepEntry e;
+    e.index = index;
+    e.gpus = gpus;
+    e.status = "ok";
+    e.step_s = step;
+    return e;
+  };
+  std::vector<SweepEntry> all = {entry(0, 64, 10), entry(1, 64, 8),  entry(2, 128, 9),
+                                 entry(3, 128, 5), entry(4, 256, 6), entry(5, 512, 3)};
+  const auto front = pareto_front(all);
+  ASSERT_EQ(front.size(), 3u);
+  EXPECT_EQ(front[0].index, 1);
+  EXPECT_EQ(front[1].index, 3);
+  EXPECT_EQ(front[2].index, 5);  // 256 GPUs buy nothing over 128
+}
+
+}  // namespace
+}  // namespace trainsim
