@@ -13,22 +13,25 @@ namespace trainsim {
 
 namespace {
 
-// The plan fields a label shows, and those shown only when they differ from their default.
-constexpr const char* kLabelFields[] = {"tp", "pp", "vp", "cp", "ep", "dp", "mbs"};
+// The plan fields a label always shows, then those it shows only when they are not 1.
+constexpr const char* kLabelFields[] = {"tp", "pp", "dp", "mbs"};
+constexpr const char* kOptionalFields[] = {"vp", "cp", "ep"};
 
 std::string label(const std::map<std::string, std::string>& f) {
   std::string s;
-  for (const char* key : kLabelFields) {
-    const auto& v = f.at(key);
-    if (v == "1" && std::string(key) != "tp" && std::string(key) != "pp" &&
-        std::string(key) != "dp" && std::string(key) != "mbs")
-      continue;
-    s += (s.empty() ? "" : " ") + std::string(key) + " " + v;
+  for (const char* key : kLabelFields)
+    s += (s.empty() ? "" : " ") + std::string(key) + " " + f.at(key);
+  for (const char* key : kOptionalFields) {
+    if (f.at(key) != "1") s += " " + std::string(key) + " " + f.at(key);
   }
   s += " " + f.at("schedule");
   if (f.at("recompute") != "none") s += " recompute " + f.at("recompute");
   if (f.at("sp") == "true") s += " sp";
-  if (f.at("zero") != "0" && f.at("zero") != "1") s += " zero " + f.at("zero");
+  if (f.at("zero") != "0") s += " zero " + f.at("zero");
+  if (f.at("precision") != "bf16") s += " " + f.at("precision");
+  if (f.at("tp_comm_overlap") == "true") s += " tp-overlap";
+  if (f.at("overlap_grad_reduce") == "true") s += " grad-overlap";
+  if (f.at("overlap_param_gather") == "true") s += " param-overlap";
   return s;
 }
 

@@ -103,7 +103,7 @@ TEST(SweepRow, PricedRowAndItsCsvLine) {
   EXPECT_EQ(sweep_csv_index(body), 7);
   const auto entries = sweep_entries({body});
   ASSERT_EQ(entries.size(), 1u);
-  EXPECT_EQ(entries[0].plan, "tp 2 pp 1 dp 4 mbs 1 1f1b");
+  EXPECT_EQ(entries[0].plan, "tp 2 pp 1 dp 4 mbs 1 1f1b zero 1");
   EXPECT_NEAR(entries[0].step_s, row.step_s, 1e-6);
   // Days to train 15T tokens, as written: tokens / (tokens/s) / 86,400.
   EXPECT_NEAR(std::stod(entries[0].days), 15e12 / row.tokens_per_s / 86400, 1e-3);
