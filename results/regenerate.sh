@@ -242,6 +242,10 @@ python3 "$here/kernels_report.py" "$(dirname "$bin")"
 # predictions beside h100-sxm-ndr's (results/kernels-h200.md).
 python3 "$here/kernels_h200.py" "$(dirname "$bin")"
 
+# trainsim sweep: its rate on a 530B space and the best plans for Llama 3.1 70B and 405B
+# (results/sweep.md; about two minutes).
+python3 "$here/sweep.py" "$(dirname "$bin")"
+
 # Wall time and peak memory of `trainsim run` from 64 to 131,072 GPUs (results/scale.md and
 # results/scale/scale.svg; about two minutes).
 python3 "$here/scale.py" "$(dirname "$bin")"

@@ -68,6 +68,12 @@ void table_header(std::ostringstream& out, const char* first) {
   out << buf;
 }
 
+// Ranked by throughput (the time to train a token budget; with one global batch, the step
+// time), the lower index first on ties.
+bool faster(const SweepEntry& a, const SweepEntry& b) {
+  return a.tokens_per_s > b.tokens_per_s || (a.tokens_per_s == b.tokens_per_s && a.index < b.index);
+}
+
 }  // namespace
 
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
@@ -100,11 +106,11 @@ std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries) {
   for (const auto& e : entries) {
     if (e.status != "ok") continue;
     auto& b = best[e.gpus];
-    if (!b || e.step_s < b->step_s || (e.step_s == b->step_s && e.index < b->index)) b = &e;
+    if (!b || faster(e, *b)) b = &e;
   }
   std::vector<SweepEntry> front;
   for (const auto& [gpus, e] : best) {
-    if (front.empty() || e->step_s < front.back().step_s) front.push_back(*e);
+    if (front.empty() || e->tokens_per_s > front.back().tokens_per_s) front.push_back(*e);
   }
   return front;
 }
@@ -143,17 +149,16 @@ std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t t
     out << "  " << format_grouped(-count) << " x " << kind << " (e.g. " << refusals[kind].second
         << ")\n";
   }
-  std::stable_sort(priced.begin(), priced.end(), [](const SweepEntry* a, const SweepEntry* b) {
-    return a->step_s < b->step_s || (a->step_s == b->step_s && a->index < b->index);
-  });
+  std::stable_sort(priced.begin(), priced.end(),
+                   [](const SweepEntry* a, const SweepEntry* b) { return faster(*a, *b); });
   if (priced.empty()) return out.str() + "no plan was simulated\n";
   out << "\nfastest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(priced.size()))
-      << " plans (step time):\n";
+      << " plans (tokens/s):\n";
   table_header(out, "rank");
   for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(priced.size()); ++i) {
     table_row(out, std::to_string(i + 1), *priced[static_cast<std::size_t>(i)]);
   }
-  out << "\nPareto front (no plan on as many GPUs or fewer is faster):\n";
+  out << "\nPareto front (no plan on as many GPUs or fewer has the throughput):\n";
   table_header(out, "");
   for (const auto& e : pareto_front(entries)) table_row(out, "", e);
   return out.str();

@@ -27,11 +27,11 @@ struct SweepEntry {
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines);
 
 /// The priced entries not beaten by one on as many GPUs or fewer: for each GPU count, ascending,
-/// its fastest plan if faster than every smaller count's.
+/// its plan of most tokens/s if more than every smaller count's.
 std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries);
 
-/// The text summary: counts by outcome and the commonest refusals, the `top` fastest plans, the
-/// Pareto front.
+/// The text summary: counts by outcome and the commonest refusals, the `top` plans of most
+/// tokens/s, the Pareto front.
 std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t top);
 
 }  // namespace trainsim

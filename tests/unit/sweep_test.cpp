@@ -137,6 +137,7 @@ TEST(SweepSummary, ParetoFrontKeepsOnlyWhatMoreGpusBuy) {
     e.gpus = gpus;
     e.status = "ok";
     e.step_s = step;
+    e.tokens_per_s = 1e6 / step;  // one global batch
     return e;
   };
   std::vector<SweepEntry> all = {entry(0, 64, 10), entry(1, 64, 8),  entry(2, 128, 9),
