@@ -224,6 +224,13 @@ fi
 mv "$here/oom/llama3.1-70b-8gpu.txt.tmp" "$here/oom/llama3.1-70b-8gpu.txt"
 echo "wrote $here/oom/llama3.1-70b-8gpu.txt (exit $status)"
 
+# A plan whose shape wastes its GPUs: a 2B model with a 256,000-word vocabulary at pp 8 on one
+# node (the faster-plan-nearby diagnostic).
+mkdir -p "$here/neighbourhood"
+"$bin" check --model tests/data/models/small-256k-vocab.json --platform h100-sxm-ndr --pp 8 \
+  --gbs 64 --seq-len 4096 --partition balanced > "$here/neighbourhood/small-256k-vocab-pp8.txt"
+echo "wrote $here/neighbourhood/small-256k-vocab-pp8.txt"
+
 # trainsim validate: predicted vs measured peak memory and iteration time of the Megatron-LM CI
 # runs (DGX H100).
 (cd "$root" && "$bin" validate --out "$here/validation/megatron_ci.md") >/dev/null

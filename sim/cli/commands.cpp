@@ -53,6 +53,33 @@ void emit(const Report& report, const RunOptions& opt, std::ostream& out) {
   out << (opt.format == "json" ? json : text);
 }
 
+// One paragraph per kind of defect: a diagnostic that recurs on other stages with the same fix is
+// printed once, the other stages named after it.
+void print_grouped(const std::vector<Diagnostic>& diagnostics, std::ostream& out) {
+  std::vector<bool> printed(diagnostics.size(), false);
+  for (std::size_t i = 0; i < diagnostics.size(); ++i) {
+    if (printed[i]) continue;
+    const Diagnostic& d = diagnostics[i];
+    std::vector<std::int64_t> also;
+    for (std::size_t j = i + 1; j < diagnostics.size(); ++j) {
+      const Diagnostic& e = diagnostics[j];
+      if (!printed[j] && e.id == d.id && e.fix == d.fix && d.stage && e.stage) {
+        also.push_back(*e.stage);
+        printed[j] = true;
+      }
+    }
+    out << "[" << to_string(d.severity) << "] " << d.id;
+    if (d.stage) out << " (stage " << *d.stage << ")";
+    out << ": " << d.message << "\n";
+    if (!also.empty()) {
+      out << "    the same on stage" << (also.size() > 1 ? "s " : " ");
+      for (std::size_t k = 0; k < also.size(); ++k) out << (k ? ", " : "") << also[k];
+      out << "\n";
+    }
+    if (!d.fix.empty()) out << "    fix: " << d.fix << "\n";
+  }
+}
+
 // `check`'s output: every diagnostic with its fix, as text or JSON.
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& format,
                        std::ostream& out) {
@@ -69,12 +96,7 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::st
   } else if (diagnostics.empty()) {
     out << "no diagnostics: the plan looks sound\n";
   } else {
-    for (const auto& d : diagnostics) {
-      out << "[" << to_string(d.severity) << "] " << d.id;
-      if (d.stage) out << " (stage " << *d.stage << ")";
-      out << ": " << d.message << "\n";
-      if (!d.fix.empty()) out << "    fix: " << d.fix << "\n";
-    }
+    print_grouped(diagnostics, out);
   }
 }
 

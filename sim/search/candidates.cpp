@@ -225,4 +225,43 @@ std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpu
   return out;
 }
 
+std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_node) {
+  std::vector<Plan> out = smaller_pp(plan);
+  if (plan.dp % 2 == 0) {
+    Plan p = plan;
+    p.pp *= 2;
+    p.dp /= 2;
+    out.push_back(p);
+    if (plan.tp * 2 <= gpus_per_node) out.push_back(with_tp_dp(plan, plan.tp * 2, plan.dp / 2));
+  }
+  if (plan.tp % 2 == 0) out.push_back(with_tp_dp(plan, plan.tp / 2, plan.dp * 2));
+  if (plan.pp > 1) {
+    Plan p = plan;
+    p.schedule = ScheduleKind::kInterleaved;
+    if (plan.schedule != ScheduleKind::kInterleaved) {
+      p.vp = 2;
+      out.push_back(p);
+    } else {
+      p.vp = plan.vp * 2;
+      out.push_back(p);
+      p.vp = plan.vp / 2;
+      if (p.vp == 1) p.schedule = ScheduleKind::k1F1B;
+      out.push_back(p);
+    }
+  }
+  for (const std::int64_t mbs : {plan.mbs * 2, plan.mbs / 2}) {
+    if (mbs < 1) continue;
+    Plan p = plan;
+    p.mbs = mbs;
+    out.push_back(p);
+  }
+  for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    if (r == plan.recompute) continue;
+    Plan p = plan;
+    p.recompute = r;
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace trainsim

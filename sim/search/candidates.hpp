@@ -46,6 +46,12 @@ std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model);
 std::vector<Plan> expert_load_alternatives(const Plan& plan);
 std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpus_per_node);
 
+/// The plans one step from this one on the same GPUs: every smaller pp and twice the pp (DP taking
+/// up the rest), half and twice the TP (within a node), the interleaved schedule with half or twice
+/// the VP (or VP 2 from 1F1B), half and twice the micro-batch, and each other recomputation.
+/// Whether a framework would run each is left to pricing.
+std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_node);
+
 /// The plan with another global batch.
 Plan with_gbs(const Plan& plan, std::int64_t gbs);
 /// The plan with another TP and DP (at tp 1 without sequence parallelism or TP overlap).

@@ -3,6 +3,7 @@
 #include "sim/check/detect.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/search/fixes.hpp"
+#include "sim/search/neighbourhood.hpp"
 #include "sim/search/plan_space.hpp"
 
 namespace trainsim {
@@ -14,7 +15,9 @@ std::vector<Diagnostic> diagnose(const Model& model, const Platform& platform, c
   const std::vector<double> times = stage_times(platform, plan, costs);
   const CheckContext context{model, platform, plan, partition, costs, times, options};
   PlanSpace space(model, platform, plan, partition, baseline_step_s);
-  return write_fixes(space, detect(context));
+  std::vector<Diagnostic> out = write_fixes(space, detect(context));
+  if (auto nearby = faster_plan_nearby(space)) out.push_back(std::move(*nearby));
+  return out;
 }
 
 }  // namespace trainsim

@@ -10,6 +10,7 @@ std::string plan_changes(const Plan& from, const Plan& to) {
   if (to.schedule != from.schedule) add(std::string("--schedule ") + to_string(to.schedule));
   if (to.tp != from.tp) add("--tp " + std::to_string(to.tp));
   if (to.pp != from.pp) add("--pp " + std::to_string(to.pp));
+  if (to.vp != from.vp) add("--vp " + std::to_string(to.vp));
   if (to.dp != from.dp) add("--dp " + std::to_string(to.dp));
   if (to.cp != from.cp) add("--cp " + std::to_string(to.cp));
   if (to.cp_comm != from.cp_comm) add(std::string("--cp-comm-type ") + to_string(to.cp_comm));

@@ -1,0 +1,85 @@
+// check's look at the neighbourhood: a plan whose shape wastes its GPUs is told which plan one
+// step away is much faster, with what dominates its own step.
+#include <gtest/gtest.h>
+
+#include "sim/core/format.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/model/model.hpp"
+#include "sim/search/candidates.hpp"
+#include "sim/search/diagnose.hpp"
+#include "sim/search/neighbourhood.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+Plan deep_pipeline() {
+  Plan p;
+  p.pp = 8;
+  p.gbs = 64;
+  p.seq_len = 4096;
+  p.partition = "balanced";
+  return p;
+}
+
+std::optional<Diagnostic> nearby(const Model& m, const Plan& p) {
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const Partition part = build_partition(m, pf, p);
+  for (auto& d : diagnose(m, pf, p, part, compute_costs(m, pf, p, part))) {
+    if (d.id == "faster-plan-nearby") return d;
+  }
+  return std::nullopt;
+}
+
+double step(const Model& m, const Plan& p) {
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  return evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s;
+}
+
+// A 2B model with a 256,000-word vocabulary at pp 8 on 8 GPUs: the LM head's stage sets the pace
+// and the others wait. pp 1 x dp 8 on the same GPUs is the fastest neighbour.
+TEST(Neighbourhood, DeepPipelineOfASmallModelIsToldOfTheFasterPlan) {
+  const Model m = load_model(test::source_dir() + "/tests/data/models/small-256k-vocab.json");
+  const Plan p = deep_pipeline();
+  const auto d = nearby(m, p);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  Plan flat = p;
+  flat.pp = 1;
+  flat.dp = 8;
+  const double ratio = step(m, p) / step(m, flat);
+  EXPECT_GE(ratio, kMuchFaster);
+  EXPECT_TRUE(d->message.starts_with("--pp 1 --dp 8 on the same 8 GPUs runs the step " +
+                                     format_fixed(ratio, 1) + "x faster: this plan's step is "))
+      << d->message;
+  EXPECT_NE(d->message.find("pipeline bubble and waits"), std::string::npos);
+  // The fix lists the three fastest, fastest first.
+  EXPECT_TRUE(d->fix.starts_with("--pp 1 --dp 8: step ")) << d->fix;
+  EXPECT_EQ(std::count(d->fix.begin(), d->fix.end(), ';'), 2) << d->fix;
+}
+
+// A plan whose neighbours are no faster by 25 % hears nothing.
+TEST(Neighbourhood, WellShapedPlanHearsNothing) {
+  Plan p;
+  p.dp = 8;
+  p.gbs = 64;
+  p.seq_len = 4096;
+  p.zero = 1;
+  EXPECT_FALSE(nearby(test::catalog_model("llama3.1-8b"), p));
+}
+
+TEST(Neighbourhood, NeighboursAreOneStepAwayOnTheSameGpus) {
+  Plan p;
+  p.tp = 2;
+  p.pp = 4;
+  p.dp = 2;
+  p.mbs = 2;
+  p.gbs = 64;
+  const auto plans = neighbouring_plans(p, 8);
+  for (const Plan& q : plans) EXPECT_EQ(q.world_size(), 16);
+  // pp 2 and 1, pp 8, tp 4, tp 1, interleaved vp 2, mbs 4 and 1, two recomputations.
+  EXPECT_EQ(plans.size(), 10u);
+}
+
+}  // namespace
+}  // namespace trainsim
