@@ -21,11 +21,11 @@ L405 = os.path.join(SWEEPS, "llama3.1-405b-16384gpu.json")
 GPU_COUNTS = [5120, 10240, 20480, 40960]
 
 
-def sweep(trainsim, spec_path, out):
+def sweep(trainsim, spec_path, out, extra=()):
     """Runs a sweep with two workers; returns (wall seconds, summary text, rows)."""
     start = time.monotonic()
-    text = subprocess.run([trainsim, "sweep", spec_path, "--out", out, "--jobs", "2"], cwd=ROOT,
-                          check=True, capture_output=True, text=True).stdout
+    text = subprocess.run([trainsim, "sweep", spec_path, "--out", out, "--jobs", "2", *extra],
+                          cwd=ROOT, check=True, capture_output=True, text=True).stdout
     wall = time.monotonic() - start
     with open(out) as f:
         rows = list(csv.DictReader(f))
@@ -48,6 +48,12 @@ def best(rows):
     return sorted(ok, key=lambda r: (-float(r["tokens_per_s"]), int(r["index"])))
 
 
+def simgrid(text):
+    """The sweep's SimGrid table, as a code block."""
+    start = text.index("on SimGrid")
+    return ["```"] + text[start:].strip().split("\n")[1:] + ["```"]
+
+
 def rate_table(trainsim, tmp):
     with open(BENCH) as f:
         spec = json.load(f)
@@ -58,7 +64,8 @@ def rate_table(trainsim, tmp):
         path = os.path.join(tmp, "bench-%d.json" % gpus)
         with open(path, "w") as f:
             json.dump(spec, f)
-        wall, _, rows = sweep(trainsim, path, os.path.join(tmp, "bench-%d.csv" % gpus))
+        wall, _, rows = sweep(trainsim, path, os.path.join(tmp, "bench-%d.csv" % gpus),
+                              ["--simgrid-top", "0"])
         n = len(rows)
         ok = sum(r["status"] == "ok" for r in rows)
         rule = sum(r["status"] == "rule" for r in rows)
@@ -90,8 +97,8 @@ def main():
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         rates = rate_table(trainsim, tmp)
-        _, _, r70 = sweep(trainsim, L70, os.path.join(tmp, "l70.csv"))
-        _, _, r405 = sweep(trainsim, L405, os.path.join(tmp, "l405.csv"))
+        _, t70, r70 = sweep(trainsim, L70, os.path.join(tmp, "l70.csv"))
+        _, t405, r405 = sweep(trainsim, L405, os.path.join(tmp, "l405.csv"))
     ranked405 = best(r405)
     layout = ("8", "16", "1", "128")  # Meta's TP, PP, CP, DP
     meta = [r for r in ranked405 if (r["tp"], r["pp"], r["cp"], r["dp"]) == layout]
@@ -108,7 +115,8 @@ def main():
             "rerun at each GPU count:", ""] + rates + [
             "",
             "Calculon, for comparison, searches 8,112 plans of a 530B model on 5,120 GPUs in about "
-            "30 s (278 plans/s) with closed-form pipeline bubbles; trainsim replays every simulated "
+            "30 s (278 plans/s) with closed-form pipeline bubbles; trainsim (here with "
+            "`--simgrid-top 0`: the rate of the sweep alone) replays every simulated "
             "plan's schedule (one GPU per stage, the analytic engine, twice for the compute "
             "slowdown of overlapped communication). Most plans of this space are refused by rule "
             "(interleaving with 1F1B and its reverse, TP overlap without TP) or by memory in "
@@ -124,12 +132,15 @@ def main():
             "## Llama 3.1 70B on 64 to 1,024 H100s", "",
             "`scenarios/sweeps/llama3.1-70b-64-1024gpu.json`: 8k tokens, a global batch of 1,024 "
             "sequences at every GPU count, the plan of most tokens/s at each and the time to train "
-            "15T tokens:", ""] + plan_table(r70, True) + [
+            "15T tokens:", ""] + plan_table(r70, True) + ["", "The three plans of most tokens/s "
+            "(all on 1,024 GPUs) replayed on SimGrid, where flows share links:", ""] + simgrid(
+                t70) + [
             "",
             "## Llama 3.1 405B on 16,384 H100s", "",
             "`scenarios/sweeps/llama3.1-405b-16384gpu.json`: 8k tokens, 2,048 sequences (16M "
             "tokens) a step, the scale and batch of Meta's 405B pre-training:", ""] + plan_table(
-                r405, False)
+                r405, False) + ["", "The three plans of most tokens/s replayed on SimGrid:", ""] + (
+                simgrid(t405))
     if meta:
         m = meta[0]
         out += ["", "Meta's published layout for that run (Llama 3 paper, Table 4: TP 8, CP 1, PP "

@@ -1,10 +1,5 @@
 #include "sim/cli/sweep_command.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -14,7 +9,9 @@
 #include <ostream>
 #include <set>
 
+#include "sim/cli/sweep_contention.hpp"
 #include "sim/cli/sweep_spec.hpp"
+#include "sim/cli/sweep_workers.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
@@ -34,6 +31,7 @@ struct SweepOptions {
   std::optional<double> tokens;
   std::optional<double> price;
   std::optional<std::int64_t> top;
+  std::int64_t simgrid_top = 3;    // the best plans replayed on SimGrid
   std::vector<std::string> merge;  // --merge: shard files
   bool help = false;
 };
@@ -85,6 +83,9 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
       o.price = positive_real(a, value());
     } else if (a == "--top") {
       o.top = positive(a, value());
+    } else if (a == "--simgrid-top") {
+      const std::string v = value();
+      o.simgrid_top = v == "0" ? 0 : positive(a, v);
     } else if (a == "--merge") {
       merging = true;
     } else if (a.starts_with("--")) {
@@ -104,154 +105,9 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
   return o;
 }
 
-// The lines of a file that are complete rows, by index (a line cut short by a kill is dropped).
-std::map<std::int64_t, std::string> read_rows(const std::filesystem::path& path) {
-  std::map<std::int64_t, std::string> rows;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return rows;
-  const std::string text = read_text_file(path);
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const auto end = text.find('\n', start);
-    if (end == std::string::npos) break;  // no newline: cut short
-    const std::string line = text.substr(start, end - start);
-    if (auto index = sweep_csv_index(line)) rows[*index] = line + "\n";
-    start = end + 1;
-  }
-  return rows;
-}
-
-// Appends whole lines to the partial file: one write() per line, so a kill leaves whole lines and
-// at most one cut short, which the resume drops.
-class PartialFile {
- public:
-  explicit PartialFile(const std::filesystem::path& path)
-      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)), path_(path) {
-    if (fd_ < 0) fail_input(path.string(), "cannot be written");
-  }
-  ~PartialFile() { ::close(fd_); }
-  PartialFile(const PartialFile&) = delete;
-  PartialFile& operator=(const PartialFile&) = delete;
-  void append(const std::string& line) {
-    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-      fail_input(path_.string(), "write failed");
-    }
-  }
-
- private:
-  int fd_;
-  std::filesystem::path path_;
-};
-
-// Progress on stderr: a line rewritten in place on a terminal, a plain line every few seconds
-// otherwise.
-class Progress {
- public:
-  Progress(std::ostream& err, std::int64_t total, std::int64_t done)
-      : err_(err), total_(total), done_(done), start_done_(done), tty_(::isatty(2) == 1) {}
-  void tick() {
-    ++done_;
-    const auto now = Clock::now();
-    const double since = std::chrono::duration<double>(now - last_).count();
-    if (done_ < total_ && since < (tty_ ? 0.2 : 5.0)) return;
-    last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double rate = elapsed > 0 ? static_cast<double>(done_ - start_done_) / elapsed : 0;
-    const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
-    err_ << (tty_ ? "\r" : "") << "sweep: " << done_ << "/" << total_ << " plans, "
-         << static_cast<std::int64_t>(rate) << " plans/s, ETA " << static_cast<std::int64_t>(eta)
-         << " s" << (tty_ && done_ < total_ ? "" : "\n") << std::flush;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::ostream& err_;
-  std::int64_t total_, done_, start_done_;
-  bool tty_;
-  Clock::time_point start_ = Clock::now(), last_ = Clock::now();
-};
-
-struct SweepContext {
-  const SweepSpec& spec;
-  const Model& model;
-  const Platform& platform;
-  TrainingBudget budget;
-};
-
-std::string row_line(const SweepContext& c, std::int64_t index, CollectiveShapes& shapes) {
-  const SweepPoint point = sweep_point(c.spec, index);
-  auto plan = sweep_plan(point);
-  if (auto* refused = std::get_if<SweepRow>(&plan)) return sweep_csv_line(*refused, c.budget);
-  return sweep_csv_line(
-      evaluate_sweep_plan(c.model, c.platform, std::get<Plan>(plan), index, &shapes), c.budget);
-}
-
-// Runs `todo` in `jobs` forked workers, worker w taking every jobs-th plan from w; each line is
-// passed back whole through a pipe and appended by this process.
-void run_workers(const SweepContext& c, const std::vector<std::int64_t>& todo, std::int64_t jobs,
-                 PartialFile& part, Progress& progress) {
-  std::vector<int> fds;
-  std::vector<pid_t> pids;
-  for (std::int64_t w = 0; w < jobs; ++w) {
-    int p[2];
-    if (::pipe(p) != 0) fail_input("--jobs", "cannot create a pipe for a worker");
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(p[0]);
-      CollectiveShapes shapes;
-      for (std::size_t i = static_cast<std::size_t>(w); i < todo.size();
-           i += static_cast<std::size_t>(jobs)) {
-        const std::string line = row_line(c, todo[i], shapes);
-        std::size_t sent = 0;
-        while (sent < line.size()) {
-          const auto n = ::write(p[1], line.data() + sent, line.size() - sent);
-          if (n <= 0) ::_exit(1);
-          sent += static_cast<std::size_t>(n);
-        }
-      }
-      ::_exit(0);
-    }
-    ::close(p[1]);
-    if (pid < 0) fail_input("--jobs", "cannot start a worker process");
-    fds.push_back(p[0]);
-    pids.push_back(pid);
-  }
-  std::vector<std::string> pending(fds.size());
-  std::size_t open = fds.size();
-  while (open > 0) {
-    std::vector<pollfd> polls;
-    for (int fd : fds) polls.push_back({fd, POLLIN, 0});
-    ::poll(polls.data(), polls.size(), -1);
-    for (std::size_t w = 0; w < fds.size(); ++w) {
-      if (fds[w] < 0 || !(polls[w].revents & (POLLIN | POLLHUP))) continue;
-      char buf[65536];
-      const auto n = ::read(fds[w], buf, sizeof buf);
-      if (n <= 0) {
-        ::close(fds[w]);
-        fds[w] = -1;
-        --open;
-        continue;
-      }
-      pending[w].append(buf, static_cast<std::size_t>(n));
-      for (auto nl = pending[w].find('\n'); nl != std::string::npos; nl = pending[w].find('\n')) {
-        part.append(pending[w].substr(0, nl + 1));
-        pending[w].erase(0, nl + 1);
-        progress.tick();
-      }
-    }
-  }
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fail_input("--jobs", "a worker process failed; rerun to resume");
-    }
-  }
-}
-
 // The header and the rows in plan order, written atomically; the summary of what it holds.
-std::string finish(const std::filesystem::path& out,
-                   const std::map<std::int64_t, std::string>& rows, std::int64_t top) {
+std::vector<SweepEntry> finish(const std::filesystem::path& out,
+                               const std::map<std::int64_t, std::string>& rows) {
   std::string csv = sweep_csv_header();
   std::vector<std::string> lines;
   for (const auto& [index, line] : rows) {
@@ -259,7 +115,7 @@ std::string finish(const std::filesystem::path& out,
     lines.push_back(line.substr(0, line.size() - 1));
   }
   write_file_atomically(out, csv);
-  return sweep_summary(sweep_entries(lines), top);
+  return sweep_entries(lines);
 }
 
 int merge_shards(const SweepOptions& o, std::ostream& out) {
@@ -275,7 +131,7 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
       }
     }
   }
-  out << finish(*o.out, rows, o.top.value_or(10));
+  out << sweep_summary(finish(*o.out, rows), o.top.value_or(10));
   out << "merged " << rows.size() << " rows from " << o.merge.size() << " files into " << *o.out
       << "\n";
   return 0;
@@ -285,7 +141,7 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
 
 std::string sweep_help() {
   return "usage: trainsim sweep SWEEP.json --out FILE.csv [--jobs N] [--shard K/N]\n"
-         "                      [--tokens T] [--price-per-gpu-hour P] [--top N]\n"
+         "                      [--tokens T] [--price-per-gpu-hour P] [--top N] [--simgrid-top N]\n"
          "       trainsim sweep --merge SHARD.csv ... --out FILE.csv [--top N]\n\n"
          "Enumerates every plan of a sweep file (GPU counts x the lists of values under \"vary\",\n"
          "the fields under \"plan\" fixed), refuses those a rule, a partition defect or memory\n"
@@ -304,7 +160,9 @@ std::string sweep_help() {
          "  --tokens T            tokens to train on (default: the file's \"tokens\")\n"
          "  --price-per-gpu-hour P  price of a GPU-hour (default: the file's\n"
          "                        \"price_per_gpu_hour\")\n"
-         "  --top N               plans in the ranking (default: the file's \"top\", else 10)\n\n"
+         "  --top N               plans in the ranking (default: the file's \"top\", else 10)\n"
+         "  --simgrid-top N       replay the N plans of most tokens/s on SimGrid, where flows\n"
+         "                        share links, beside their analytic step (default 3; 0: none)\n\n"
          "Sweep file: {\"model\": name or path, \"platform\": name or path (default\n"
          "h100-sxm-ndr), \"gpus\": N or [N, ...], \"plan\": {field: value}, \"vary\": {field:\n"
          "[values]}, \"tokens\", \"price_per_gpu_hour\", \"top\"}; fields as a scenario's "
@@ -350,7 +208,9 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
                 progress);
   }
   std::map<std::int64_t, std::string> rows = read_rows(part);
-  out << finish(csv, rows, o.top.value_or(spec.top));
+  const std::vector<SweepEntry> entries = finish(csv, rows);
+  out << sweep_summary(entries, o.top.value_or(spec.top));
+  out << simgrid_replays(context, ranked(entries), o.simgrid_top);
   std::filesystem::remove(part);
   return 0;
 }

@@ -101,6 +101,15 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
   return out;
 }
 
+std::vector<SweepEntry> ranked(const std::vector<SweepEntry>& entries) {
+  std::vector<SweepEntry> out;
+  for (const auto& e : entries) {
+    if (e.status == "ok") out.push_back(e);
+  }
+  std::stable_sort(out.begin(), out.end(), faster);
+  return out;
+}
+
 std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries) {
   std::map<std::int64_t, const SweepEntry*> best;  // fastest per GPU count, lowest index on ties
   for (const auto& e : entries) {
@@ -120,13 +129,10 @@ std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t t
   std::map<std::string, std::int64_t> by_status;
   std::map<std::string, std::pair<std::int64_t, std::string>> refusals;  // kind -> count, example
   std::set<std::int64_t> gpu_counts;
-  std::vector<const SweepEntry*> priced;
   for (const auto& e : entries) {
     ++by_status[e.status];
     gpu_counts.insert(e.gpus);
-    if (e.status == "ok") {
-      priced.push_back(&e);
-    } else {
+    if (e.status != "ok") {
       auto& r = refusals[e.status + ": " + refusal_kind(e.reason)];
       if (r.first++ == 0) r.second = e.reason;
     }
@@ -149,14 +155,13 @@ std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t t
     out << "  " << format_grouped(-count) << " x " << kind << " (e.g. " << refusals[kind].second
         << ")\n";
   }
-  std::stable_sort(priced.begin(), priced.end(),
-                   [](const SweepEntry* a, const SweepEntry* b) { return faster(*a, *b); });
+  const std::vector<SweepEntry> priced = ranked(entries);
   if (priced.empty()) return out.str() + "no plan was simulated\n";
   out << "\nfastest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(priced.size()))
       << " plans (tokens/s):\n";
   table_header(out, "rank");
   for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(priced.size()); ++i) {
-    table_row(out, std::to_string(i + 1), *priced[static_cast<std::size_t>(i)]);
+    table_row(out, std::to_string(i + 1), priced[static_cast<std::size_t>(i)]);
   }
   out << "\nPareto front (no plan on as many GPUs or fewer has the throughput):\n";
   table_header(out, "");

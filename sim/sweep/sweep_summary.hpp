@@ -30,6 +30,9 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines);
 /// its plan of most tokens/s if more than every smaller count's.
 std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries);
 
+/// The priced entries, most tokens/s first (the lower index on ties).
+std::vector<SweepEntry> ranked(const std::vector<SweepEntry>& entries);
+
 /// The text summary: counts by outcome and the commonest refusals, the `top` plans of most
 /// tokens/s, the Pareto front.
 std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t top);

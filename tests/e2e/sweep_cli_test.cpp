@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "tests/support/support.hpp"
@@ -98,6 +99,54 @@ TEST(SweepCli, KilledHalfWayThenRerunFinishesTheSameCsv) {
     EXPECT_EQ(test::read_file(out), whole);
     EXPECT_FALSE(std::filesystem::exists(out + ".part"));
   }
+}
+
+// The best plan replayed on SimGrid: the step `trainsim run` prints for it on the default engine.
+TEST(SweepCli, BestPlanReplayedOnSimGridAsRunReplaysIt) {
+  const Sweep s;
+  const auto r = test::run_trainsim(
+      {"sweep", s.file, "--out", s.dir + "/g.csv", "--simgrid-top", "1", "--top", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto at = r.out.find("on SimGrid (flows sharing links) against the analytic engine:\n");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  // The fastest plan's fields, from its CSV row.
+  const std::string csv = test::read_file(s.dir + "/g.csv");
+  std::istringstream rows(csv);
+  std::string line, header;
+  std::getline(rows, header);
+  std::vector<std::string> names, best;
+  for (std::istringstream h(header); std::getline(h, line, ',');) names.push_back(line);
+  double most = 0;
+  while (std::getline(rows, line)) {
+    std::vector<std::string> f;
+    for (std::istringstream l(line); std::getline(l, header, ',');) f.push_back(header);
+    const auto col = [&](const char* n) {
+      return f[static_cast<std::size_t>(std::find(names.begin(), names.end(), n) - names.begin())];
+    };
+    if (col("status") == "ok" && std::stod(col("tokens_per_s")) > most) {
+      most = std::stod(col("tokens_per_s"));
+      best = {"run",          "--model",     "llama3.1-8b",    "--platform",
+              "h100-sxm-ndr", "--seq-len",   "8192",           "--gbs",
+              "256",          "--tp",        col("tp"),        "--pp",
+              col("pp"),      "--dp",        col("dp"),        "--mbs",
+              col("mbs"),     "--recompute", col("recompute"), "--zero",
+              col("zero")};
+    }
+  }
+  ASSERT_FALSE(best.empty());
+  const auto run = test::run_trainsim(best);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto step_at = run.out.find("step time");
+  ASSERT_NE(step_at, std::string::npos);
+  std::istringstream step_line(run.out.substr(step_at + 9));
+  std::string step;
+  step_line >> step;
+  // The table's row: rank, analytic step, SimGrid step.
+  std::istringstream table(r.out.substr(r.out.find('\n', r.out.find('\n', at) + 1) + 1));
+  std::string rank, analytic, simgrid;
+  table >> rank >> analytic >> simgrid;
+  EXPECT_EQ(rank, "1");
+  EXPECT_EQ(simgrid, step) << r.out << run.out;
 }
 
 TEST(SweepCli, BadInputIsOneLineAndExitTwo) {

@@ -1,0 +1,79 @@
+#include "sim/cli/sweep_contention.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+#include <variant>
+
+#include "sim/core/format.hpp"
+#include "sim/evaluate/evaluate.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// Plan `index` replayed on SimGrid in a child process; its step time, or nullopt if it failed.
+std::optional<double> simgrid_step(const SweepContext& c, std::int64_t index) {
+  int p[2];
+  if (::pipe(p) != 0) return std::nullopt;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(p[0]);
+    const auto plan = sweep_plan(sweep_point(c.spec, index));
+    if (!std::holds_alternative<Plan>(plan)) ::_exit(1);
+    const Plan& pl = std::get<Plan>(plan);
+    const Partition partition = build_partition(c.model, c.platform, pl);
+    const CostModel costs = compute_costs(c.model, c.platform, pl, partition);
+    char buf[64];
+    const int n = std::snprintf(buf, sizeof buf, "%.17g",
+                                replay(c.platform, pl, costs, EngineKind::kSimGrid).step_time_s);
+    const bool ok = n > 0 && ::write(p[1], buf, static_cast<std::size_t>(n)) == n;
+    ::_exit(ok ? 0 : 1);
+  }
+  ::close(p[1]);
+  if (pid < 0) {
+    ::close(p[0]);
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[64];
+  for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) > 0;) {
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(p[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) return std::nullopt;
+  return std::strtod(text.c_str(), nullptr);
+}
+
+}  // namespace
+
+std::string simgrid_replays(const SweepContext& c, const std::vector<SweepEntry>& ranked,
+                            std::int64_t n) {
+  if (n <= 0 || ranked.empty()) return "";
+  std::ostringstream out;
+  out << "\non SimGrid (flows sharing links) against the analytic engine:\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%5s %14s %14s %11s  %s\n", "rank", "analytic (s)",
+                "SimGrid (s)", "difference", "plan");
+  out << line;
+  for (std::size_t i = 0; i < ranked.size() && static_cast<std::int64_t>(i) < n; ++i) {
+    const SweepEntry& e = ranked[i];
+    const auto step = simgrid_step(c, e.index);
+    const std::string sim = step ? format_fixed(*step, 3) : "failed";
+    std::string diff = step ? format_fixed(100.0 * (*step - e.step_s) / e.step_s, 1) : "-";
+    if (diff == "-0.0") diff = "0.0";
+    if (step) diff += " %";
+    std::snprintf(line, sizeof line, "%5zu %14s %14s %11s  %s\n", i + 1,
+                  format_fixed(e.step_s, 3).c_str(), sim.c_str(), diff.c_str(), e.plan.c_str());
+    out << line;
+  }
+  return out.str();
+}
+
+}  // namespace trainsim
