@@ -124,7 +124,7 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   const Topology topology(in.platform, in.plan.world_size());
   const ReplayChoice replay =
       choose_replay(in.plan, topology, in.engine == EngineKind::kSimGrid, opt.full_simulation);
-  const TaskGraph graph = build_task_graph(in.plan, costs, replay.replay);
+  const TaskGraph graph = build_task_graph(in.plan, costs, replay.replay, replay.chains);
   if (opt.dump_graph) {
     write_file_atomically(*opt.dump_graph, task_graph_to_json(graph).dump() + "\n");
   }

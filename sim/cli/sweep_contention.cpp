@@ -11,10 +11,28 @@
 
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/graph/symmetry.hpp"
 
 namespace trainsim {
 
 namespace {
+
+// SimGrid replays every GPU where contention could load a stage's GPUs unlike one another: past
+// this many GPUs that takes minutes a plan, and the replay is left out.
+constexpr std::int64_t kMaxFullReplayGpus = 512;
+
+// Why plan `index` is not replayed on SimGrid, or empty.
+std::string why_not(const SweepContext& c, std::int64_t index) {
+  const auto plan = sweep_plan(sweep_point(c.spec, index));
+  if (!std::holds_alternative<Plan>(plan)) return "no plan";
+  const Plan& p = std::get<Plan>(plan);
+  if (p.world_size() <= kMaxFullReplayGpus) return "";
+  const Topology topology(c.platform, p.world_size());
+  const ReplayChoice choice = choose_replay(p, topology, true, false);
+  if (choice.replay == Replay::kSymmetric) return "";
+  return "left out: SimGrid would replay all " + format_grouped(p.world_size()) + " GPUs (" +
+         choice.why_full + ")";
+}
 
 // Plan `index` replayed on SimGrid in a child process; its step time, or nullopt if it failed.
 std::optional<double> simgrid_step(const SweepContext& c, std::int64_t index) {
@@ -64,6 +82,12 @@ std::string simgrid_replays(const SweepContext& c, const std::vector<SweepEntry>
   out << line;
   for (std::size_t i = 0; i < ranked.size() && static_cast<std::int64_t>(i) < n; ++i) {
     const SweepEntry& e = ranked[i];
+    if (const std::string why = why_not(c, e.index); !why.empty()) {
+      std::snprintf(line, sizeof line, "%5zu %14s  %s; %s\n", i + 1,
+                    format_fixed(e.step_s, 3).c_str(), e.plan.c_str(), why.c_str());
+      out << line;
+      continue;
+    }
     const auto step = simgrid_step(c, e.index);
     const std::string sim = step ? format_fixed(*step, 3) : "failed";
     std::string diff = step ? format_fixed(100.0 * (*step - e.step_s) / e.step_s, 1) : "-";

@@ -176,8 +176,8 @@ Partition build_partition(const Model& model, const Platform& platform, const Pl
 SimResult replay(const Platform& platform, const Plan& plan, const CostModel& costs,
                  EngineKind engine, CollectiveShapes* shapes) {
   const Topology topology(platform, plan.world_size());
-  const TaskGraph graph = build_task_graph(
-      plan, costs, choose_replay(plan, topology, engine == EngineKind::kSimGrid, false).replay);
+  const ReplayChoice choice = choose_replay(plan, topology, engine == EngineKind::kSimGrid, false);
+  const TaskGraph graph = build_task_graph(plan, costs, choice.replay, choice.chains);
   EngineOptions options;
   options.compute_slowdown = platform.overlap.compute_slowdown;
   options.shapes = shapes;

@@ -564,9 +564,6 @@ class RankProgramWriter {
 
 namespace {
 
-// The groups a graph's ranks call, every collective dimension's: all groups in a full graph; in a
-// symmetric one each stage leader's groups (all their GPUs as members, the leader as the rank
-// that replays them). Returns each rank's group per dimension (-1: none).
 // Whether a pass calls the stage-wide group (FP8 amax reductions): only then is it built.
 bool calls_stage_group(const CostModel& costs) {
   for (const StageCost& sc : costs.stages) {
@@ -579,32 +576,44 @@ bool calls_stage_group(const CostModel& costs) {
   return false;
 }
 
-std::vector<GroupIds> add_groups(const Layout& layout, const CostModel& costs, bool symmetric,
-                                 TaskGraph& g) {
+std::int32_t add_group(Dim d, const std::vector<std::int64_t>& members, TaskGraph& g) {
+  Group grp;
+  grp.kind = comm_kind(d);
+  for (auto r : members) grp.members.push_back(as_i32(r));
+  g.groups.push_back(std::move(grp));
+  return as_i32(static_cast<std::int64_t>(g.groups.size()) - 1);
+}
+
+// The groups a graph's ranks call, every collective dimension's: all groups in a full graph; in a
+// symmetric one the groups of each stage's replaying GPUs (one per chain class), each replayed by
+// those of them it holds. Returns each rank's group per dimension (-1: none).
+std::vector<GroupIds> add_groups(const Layout& layout, const CostModel& costs,
+                                 const ChainClasses* chains, TaskGraph& g) {
   const bool stage_group = calls_stage_group(costs);
   const std::int64_t stages = layout.size(Dim::kPP);
-  std::vector<GroupIds> ids(static_cast<std::size_t>(symmetric ? stages : layout.world_size()));
+  const std::int64_t classes = chains ? chains->count() : 1;
+  std::vector<GroupIds> ids(
+      static_cast<std::size_t>(chains ? stages * classes : layout.world_size()));
   for (auto& i : ids) i.fill(-1);
   for (std::int64_t s = 0; s < stages; ++s) {
     for (const Dim d : Layout::kGroupDims) {
       if (layout.collective_size(d) < 2 || (d == Dim::kStage && !stage_group)) continue;
-      const auto groups = symmetric
-                              ? std::vector<std::vector<std::int64_t>>{layout.collective_group(
-                                    d, layout.stage_leader(s))}
-                              : layout.groups_in_stage(d, s);
-      for (const auto& members : groups) {
-        Group grp;
-        grp.kind = comm_kind(d);
-        const auto id = as_i32(static_cast<std::int64_t>(g.groups.size()));
-        for (auto r : members) {
-          grp.members.push_back(as_i32(r));
-          if (!symmetric) ids[static_cast<std::size_t>(r)][index_of(d)] = id;
+      if (!chains) {
+        for (const auto& members : layout.groups_in_stage(d, s)) {
+          const auto id = add_group(d, members, g);
+          for (auto r : members) ids[static_cast<std::size_t>(r)][index_of(d)] = id;
         }
-        if (symmetric) {
-          grp.ranks.push_back(as_i32(s));
-          ids[static_cast<std::size_t>(s)][index_of(d)] = id;
-        }
-        g.groups.push_back(std::move(grp));
+        continue;
+      }
+      std::map<std::vector<std::int64_t>, std::int32_t> made;  // members -> group
+      for (std::int64_t c = 0; c < classes; ++c) {
+        const auto members =
+            layout.collective_group(d, layout.stage_leader(s) + chains->rep_offset(c));
+        auto [at, fresh] = made.try_emplace(members, -1);
+        if (fresh) at->second = add_group(d, members, g);
+        const std::int64_t rank = s * classes + c;
+        g.groups[static_cast<std::size_t>(at->second)].ranks.push_back(as_i32(rank));
+        ids[static_cast<std::size_t>(rank)][index_of(d)] = at->second;
       }
     }
   }
@@ -613,30 +622,36 @@ std::vector<GroupIds> add_groups(const Layout& layout, const CostModel& costs, b
 
 }  // namespace
 
-TaskGraph build_task_graph(const Plan& plan, const CostModel& costs, Replay replay) {
+TaskGraph build_task_graph(const Plan& plan, const CostModel& costs, Replay replay,
+                           const ChainClasses& chains) {
   const Layout layout(plan);
   const std::int64_t world = layout.world_size();
   const bool symmetric = replay == Replay::kSymmetric;
+  const std::int64_t classes = symmetric ? chains.count() : 1;
   assert(static_cast<std::int64_t>(costs.stages.size()) == plan.pp * plan.vp);
 
   TaskGraph g;
-  const std::int64_t ranks = symmetric ? plan.pp : world;
+  const std::int64_t ranks = symmetric ? plan.pp * classes : world;
   g.ranks.resize(static_cast<std::size_t>(ranks));
   if (symmetric) {
     g.gpus = world;
     g.replayed_by.resize(static_cast<std::size_t>(world));
     for (std::int64_t gpu = 0; gpu < world; ++gpu) {
-      g.replayed_by[static_cast<std::size_t>(gpu)] = as_i32(layout.coord(gpu, Dim::kPP));
+      const std::int64_t s = layout.coord(gpu, Dim::kPP);
+      g.replayed_by[static_cast<std::size_t>(gpu)] =
+          as_i32(s * classes + chains.class_of(gpu - layout.stage_leader(s)));
     }
   }
-  const std::vector<GroupIds> group_ids = add_groups(layout, costs, symmetric, g);
+  const std::vector<GroupIds> group_ids =
+      add_groups(layout, costs, symmetric ? &chains : nullptr, g);
 
   const ScheduleConfig config = schedule_config(plan);
   std::vector<std::vector<ScheduleStep>> programs;
   for (std::int64_t s = 0; s < plan.pp; ++s) programs.push_back(stage_program(config, s));
 
   for (std::int64_t rank = 0; rank < ranks; ++rank) {
-    const std::int64_t gpu = symmetric ? layout.stage_leader(rank) : rank;
+    const std::int64_t gpu =
+        symmetric ? layout.stage_leader(rank / classes) + chains.rep_offset(rank % classes) : rank;
     const std::int64_t stage = layout.coord(gpu, Dim::kPP);
     RankProgram& prog = g.ranks[static_cast<std::size_t>(rank)];
     prog.stage = as_i32(stage);

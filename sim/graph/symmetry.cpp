@@ -53,20 +53,35 @@ class Checker {
 
   Symmetry run() {
     if (contention_ && topo_.leaves_can_bind()) {
-      return {false, "oversubscribed leaves can slow some transfers and not others"};
+      return {false, "oversubscribed leaves can slow some transfers and not others", {}};
     }
+    Symmetry out;
     for (std::int64_t s = 0; s < plan_.pp; ++s) {
-      if (!pipeline_routes_uniform(s)) {
-        return {false, "stage " + std::to_string(s) +
-                           "'s GPUs reach their pipeline neighbours over different routes"};
+      if (!pipeline_routes_uniform(s) && out.chains.rep_offsets.empty()) {
+        const std::string why = "stage " + std::to_string(s) +
+                                "'s GPUs reach their pipeline neighbours over different routes";
+        if (contention_) return {false, why, {}};
+        out.chains = chain_classes();
       }
       for (const Dim d : Layout::kGroupDims) {
         if (auto why = groups_differ(s, d); !why.empty()) {
-          return {false, "stage " + std::to_string(s) + "'s " + dim_name(d) + "-parallel " + why};
+          return {
+              false, "stage " + std::to_string(s) + "'s " + dim_name(d) + "-parallel " + why, {}};
         }
       }
     }
-    return {};
+    for (std::int64_t s = 0; s < plan_.pp && !out.chains.rep_offsets.empty(); ++s) {
+      for (const Dim d : Layout::kGroupDims) {
+        if (!classes_mix_alike(s, d, out.chains)) {
+          return {false,
+                  "stage " + std::to_string(s) +
+                      "'s GPUs reach their pipeline neighbours over different routes, and its " +
+                      dim_name(d) + "-parallel groups mix them unlike one another",
+                  {}};
+        }
+      }
+    }
+    return out;
   }
 
  private:
@@ -111,6 +126,64 @@ class Checker {
         const auto gpu = leader + o;
         assert(layout_.neighbour(gpu, Dim::kPP, step) == gpu + offset);
         if (topo_.route_class(gpu, gpu + offset) != want) return false;
+      }
+    }
+    return true;
+  }
+
+  // The classes of pipeline chain: the stage offsets whose GPUs reach their neighbours (one step
+  // either way, in every stage) over the same routes. One offset per residue modulo a leaf unit
+  // stands for all with that residue; each class's replaying GPU is its least offset.
+  ChainClasses chain_classes() const {
+    ChainClasses cc;
+    cc.modulus = topo_.leaf_unit_gpus();
+    cc.class_of_residue.assign(static_cast<std::size_t>(cc.modulus), -1);
+    std::vector<std::vector<RouteClass>> signatures;
+    for (const auto o : stage_offsets_) {
+      std::vector<RouteClass> sig;
+      for (std::int64_t s = 0; s < plan_.pp; ++s) {
+        const auto gpu = layout_.stage_leader(s) + o;
+        for (auto step : neighbour_steps(s)) {
+          sig.push_back(topo_.route_class(gpu, layout_.neighbour(gpu, Dim::kPP, step)));
+        }
+      }
+      auto it = std::find(signatures.begin(), signatures.end(), sig);
+      if (it == signatures.end()) {
+        signatures.push_back(std::move(sig));
+        cc.rep_offsets.push_back(o);
+        it = signatures.end() - 1;
+      }
+      cc.class_of_residue[static_cast<std::size_t>(o % cc.modulus)] =
+          static_cast<std::int32_t>(it - signatures.begin());
+    }
+    return cc;
+  }
+
+  // Whether every group along d in stage s holds the same classes as the groups of its members'
+  // replaying GPUs, and each replaying GPU's group holds the replaying GPU of every class in it:
+  // then each group's calls wait for the same classes in the replay as in the run.
+  bool classes_mix_alike(std::int64_t s, Dim d, const ChainClasses& cc) const {
+    if (layout_.collective_size(d) < 2) return true;
+    const auto leader = layout_.stage_leader(s);
+    const auto classes_in = [&](const std::vector<std::int64_t>& members) {
+      std::set<std::int32_t> in;
+      for (const auto g : members) in.insert(cc.class_of(g - leader));
+      return in;
+    };
+    std::vector<std::set<std::int32_t>> rep_classes;
+    for (std::int64_t c = 0; c < cc.count(); ++c) {
+      const auto members = layout_.collective_group(d, leader + cc.rep_offset(c));
+      rep_classes.push_back(classes_in(members));
+      for (const auto k : rep_classes.back()) {
+        if (!std::binary_search(members.begin(), members.end(), leader + cc.rep_offset(k))) {
+          return false;
+        }
+      }
+    }
+    for (const auto& members : layout_.groups_in_stage(d, s)) {
+      const auto in = classes_in(members);
+      for (const auto g : members) {
+        if (in != rep_classes[static_cast<std::size_t>(cc.class_of(g - leader))]) return false;
       }
     }
     return true;
@@ -195,11 +268,11 @@ Symmetry stage_symmetry(const Plan& plan, const Topology& topology, bool content
 }
 
 ReplayChoice choose_replay(const Plan& plan, const Topology& topology, bool contention, bool full) {
-  if (full) return {Replay::kFull, "--full-simulation"};
-  if (plan.world_size() == plan.pp) return {Replay::kFull, {}};  // nothing to fold
+  if (full) return {Replay::kFull, "--full-simulation", {}};
+  if (plan.world_size() == plan.pp) return {Replay::kFull, {}, {}};  // nothing to fold
   auto symmetry = stage_symmetry(plan, topology, contention);
-  if (symmetry.holds) return {Replay::kSymmetric, {}};
-  return {Replay::kFull, std::move(symmetry.reason)};
+  if (symmetry.holds) return {Replay::kSymmetric, {}, std::move(symmetry.chains)};
+  return {Replay::kFull, std::move(symmetry.reason), {}};
 }
 
 }  // namespace trainsim

@@ -226,7 +226,8 @@ std::string report_text(const Report& r) {
   o << (first ? "none" : "") << "; engine " << r.provenance.engine;
   if (r.provenance.replayed_gpus < r.gpus) {
     o << " (symmetric: " << r.provenance.replayed_gpus << " of " << r.gpus
-      << " GPUs replayed, one per pipeline stage)";
+      << " GPUs replayed, one per pipeline stage"
+      << (r.provenance.replayed_gpus > r.plan.pp ? " and class of pipeline route)" : ")");
   } else if (!r.provenance.why_full_replay.empty()) {
     o << " (every GPU replayed: " << r.provenance.why_full_replay << ")";
   }

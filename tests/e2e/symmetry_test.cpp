@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "tests/support/support.hpp"
 
@@ -147,6 +148,43 @@ TEST(SymmetricSimulation, EqualsTheFullOneOnBothEngines) {
       }
       EXPECT_EQ(sym["diagnostics"], full["diagnostics"]);
     }
+  }
+}
+
+// Without contention, stages whose GPUs reach their pipeline neighbours over different routes
+// are replayed by one GPU per class of pipeline chain: the same report as the full replay.
+// 6 GPUs a stage over 8-GPU nodes (two classes), and 160 a stage over 32-node leaves.
+TEST(SymmetricSimulation, OneGpuPerChainClassEqualsTheFullOne) {
+  const std::vector<std::tuple<std::vector<std::string>, std::int64_t, std::int64_t>> plans = {
+      {{"--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "2", "--pp", "2", "--dp",
+        "3", "--gbs", "12", "--seq-len", "4096", "--zero", "1", "--overlap-grad-reduce"},
+       12,
+       4},
+      {{"--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp",        "8",         "--pp",
+        "2",       "--dp",        "20",         "--gbs",        "160",         "--seq-len", "4096",
+        "--sp",    "--zero",      "1",          "--schedule",   "interleaved", "--vp",      "2"},
+       320,
+       0},
+  };
+  for (const auto& [args, gpus, replayed] : plans) {
+    SCOPED_TRACE(std::to_string(gpus) + " GPUs");
+    const auto sym = report(args, "analytic", false), full = report(args, "analytic", true);
+    const auto n = sym["provenance"]["replayed_gpus"].get<std::int64_t>();
+    if (replayed > 0) {
+      EXPECT_EQ(n, replayed);
+    }
+    EXPECT_GT(n, 2);  // more than one per stage
+    EXPECT_LT(n, gpus);
+    EXPECT_EQ(full["provenance"]["replayed_gpus"], gpus);
+    for (const char* k : {"step_time_s", "bubble_fraction", "compute_s", "tokens_per_s"}) {
+      expect_near(sym[k], full[k], k);
+    }
+    for (const char* section : {"exposed_comm_s", "overlapped_comm_s"}) {
+      for (const char* kind : {"tp", "pp", "dp"}) {
+        expect_near(sym[section][kind], full[section][kind], std::string(section) + " " + kind);
+      }
+    }
+    EXPECT_EQ(sym["diagnostics"], full["diagnostics"]);
   }
 }
 

@@ -52,10 +52,16 @@ TEST(Symmetry, WhereGpusOfAStageDiffer) {
             "the network, so their links carry different loads");
   EXPECT_TRUE(symmetry(plan_of(4, 1, 3), false).holds);
   // 6 GPUs per stage: stage 1 straddles nodes 0 and 1, so some of its GPUs reach stage 0 over
-  // NVLink and some over a NIC.
-  const Symmetry odd = symmetry(plan_of(2, 2, 3), false);
+  // NVLink and some over a NIC. With contention every GPU is replayed; without, one per class of
+  // pipeline chain: offsets 0 and 1 (both stages on node 0) and 2 to 5 (stage 1 on node 1). Each
+  // DP group (offsets 0, 2, 4 and 1, 3, 5) holds both classes, each TP group one.
+  const Symmetry odd = symmetry(plan_of(2, 2, 3), true);
   EXPECT_FALSE(odd.holds);
   EXPECT_EQ(odd.reason, "stage 0's GPUs reach their pipeline neighbours over different routes");
+  const Symmetry chains = symmetry(plan_of(2, 2, 3), false);
+  EXPECT_TRUE(chains.holds);
+  EXPECT_EQ(chains.chains.rep_offsets, (std::vector<std::int64_t>{0, 2}));
+  for (std::int64_t o = 0; o < 6; ++o) EXPECT_EQ(chains.chains.class_of(o), o < 2 ? 0 : 1) << o;
   // Oversubscribed leaves can slow some transfers and not others.
   EXPECT_FALSE(symmetry(plan_of(8, 4, 32), true, 2.0).holds);
   EXPECT_TRUE(symmetry(plan_of(8, 4, 32), false, 2.0).holds);
