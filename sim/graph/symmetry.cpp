@@ -163,7 +163,7 @@ class Checker {
   // replaying GPUs, and each replaying GPU's group holds the replaying GPU of every class in it:
   // then each group's calls wait for the same classes in the replay as in the run.
   bool classes_mix_alike(std::int64_t s, Dim d, const ChainClasses& cc) const {
-    if (layout_.collective_size(d) < 2) return true;
+    if (unused(d)) return true;
     const auto leader = layout_.stage_leader(s);
     const auto classes_in = [&](const std::vector<std::int64_t>& members) {
       std::set<std::int32_t> in;
@@ -193,8 +193,15 @@ class Checker {
   // algorithm its collectives run (the tree, where NCCL picks it, uses the same edges): why they
   // differ, or empty. A group of the leader's shape (a translate of it, group_shape.hpp) whose
   // shape has passed already passes unwalked: that keeps the check flat in data parallelism.
+  // Whether the plan's graph calls groups along d: the stage-wide group only FP8's amax
+  // reductions call (sim/cost/fp8_amax.hpp); a group never called cannot break the symmetry.
+  bool unused(Dim d) const {
+    return layout_.collective_size(d) < 2 ||
+           (d == Dim::kStage && plan_.precision != Precision::kFP8);
+  }
+
   std::string groups_differ(std::int64_t s, Dim d) {
-    if (layout_.collective_size(d) < 2) return {};
+    if (unused(d)) return {};
     const auto leader = static_cast<std::int32_t>(layout_.stage_leader(s));
     const auto rep = as_members(layout_.collective_group(d, leader));
     const auto rep_shape = canonical_shape(topo_, rep);

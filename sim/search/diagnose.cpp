@@ -1,5 +1,7 @@
 #include "sim/search/diagnose.hpp"
 
+#include <algorithm>
+
 #include "sim/check/detect.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/search/fixes.hpp"
@@ -16,7 +18,12 @@ std::vector<Diagnostic> diagnose(const Model& model, const Platform& platform, c
   const CheckContext context{model, platform, plan, partition, costs, times, options};
   PlanSpace space(model, platform, plan, partition, baseline_step_s);
   std::vector<Diagnostic> out = write_fixes(space, detect(context));
-  if (auto nearby = faster_plan_nearby(space)) out.push_back(std::move(*nearby));
+  // A plan that does not fit has its fix already: plans that do, priced.
+  const bool fits =
+      std::none_of(out.begin(), out.end(), [](const Diagnostic& d) { return d.id == "oom"; });
+  if (fits) {
+    if (auto nearby = faster_plan_nearby(space)) out.push_back(std::move(*nearby));
+  }
   return out;
 }
 

@@ -15,7 +15,8 @@ inline constexpr double kMuchFaster = 1.25;
 
 /// `faster-plan-nearby` (warning) when a neighbour that fits runs the step kMuchFaster times
 /// faster or more: what dominates this plan's step (pipeline bubble, exposed communication,
-/// recomputation) and the faster neighbours ranked by gain; nullopt otherwise.
+/// recomputation) and the faster neighbours ranked by gain; nullopt otherwise. diagnose() asks
+/// only for a plan that fits: an oom fix prices plans that do.
 std::optional<Diagnostic> faster_plan_nearby(PlanSpace& space);
 
 }  // namespace trainsim
