@@ -48,6 +48,34 @@ def best(rows):
     return sorted(ok, key=lambda r: (-float(r["tokens_per_s"]), int(r["index"])))
 
 
+# NVIDIA's Llama 3 70B pre-training recipe for 64 H100s (Megatron-Bridge, scripts/performance:
+# llama3_70b_pretrain_64gpu_h100_bf16_config): TP 4, PP 4, CP 2, VP 5, SP, micro-batch 1.
+RECIPE_70B = {"tp": "4", "pp": "4", "cp": "2", "vp": "5", "mbs": "1", "recompute": "none"}
+
+
+def recipe_ranks(rows):
+    """Where NVIDIA's 70B recipe layout ranks at each GPU count of the sweep."""
+    out = ["", "NVIDIA's Llama 3 70B recipe for 64 H100s (Megatron-Bridge's performance configs, "
+           "`llama3_70b_pretrain_64gpu_h100_bf16_config`: TP 4, PP 4, CP 2, VP 5, SP, micro-batch "
+           "1, global batch 128 or 256) in this sweep (global batch 1,024), by GPU count:", "",
+           "| GPUs | the recipe's layout | its rank | its tokens/s | best tokens/s |",
+           "|---:|---|---:|---:|---:|"]
+    ranked = best(rows)
+    for g in sorted({int(r["gpus"]) for r in ranked}):
+        here = [r for r in ranked if int(r["gpus"]) == g]
+        match = [i for i, r in enumerate(here) if all(r[k] == v for k, v in RECIPE_70B.items())]
+        if not match:
+            out.append("| %s | not simulated | - | - | %s |" % (
+                format(g, ","), format(round(float(here[0]["tokens_per_s"])), ",")))
+            continue
+        r = here[match[0]]
+        out.append("| %s | %s | %d of %d | %s | %s |" % (
+            format(g, ","), label(r), match[0] + 1, len(here),
+            format(round(float(r["tokens_per_s"])), ","),
+            format(round(float(here[0]["tokens_per_s"])), ",")))
+    return out
+
+
 def simgrid(text):
     """The sweep's SimGrid table, as a code block."""
     start = text.index("on SimGrid")
@@ -131,6 +159,7 @@ def main():
             "(all on 1,024 GPUs) replayed on SimGrid, where flows share links:", ""] + simgrid(
                 t70) + [
             "",
+            ] + recipe_ranks(r70) + ["",
             "## Llama 3.1 405B on 16,384 H100s", "",
             "`scenarios/sweeps/llama3.1-405b-16384gpu.json`: 8k tokens, 2,048 sequences (16M "
             "tokens) a step, the scale and batch of Meta's 405B pre-training:", ""] + plan_table(

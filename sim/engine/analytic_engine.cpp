@@ -65,10 +65,13 @@ struct Instance {
 class AnalyticReplay {
  public:
   /// `stretch`: per rank and op, seconds a compute op takes beyond its own (empty: none).
+  /// `for_stretch`: a first replay whose only use is overlap_stretch() (communication spans).
   AnalyticReplay(const TaskGraph& g, const Topology& topo, const EngineOptions& options,
-                 std::vector<std::vector<double>> stretch = {})
+                 std::vector<std::vector<double>> stretch = {}, bool for_stretch = false)
       : g_(g),
         stretch_(std::move(stretch)),
+        record_compute_(!for_stretch && !options.step_only),
+        record_comm_(for_stretch || !options.step_only),
         topo_(topo),
         options_(options),
         calls_(collective_call_numbers(g)),
@@ -159,6 +162,7 @@ class AnalyticReplay {
         end = std::max(end, done_[r][i]);
       }
       result_.step_time_s = std::max(result_.step_time_s, end);
+      if (options_.step_only) continue;
       result_.ranks[r] = summarize(spans_[r], end);
       if (options_.keep_timelines) result_.timelines.push_back(std::move(spans_[r]));
     }
@@ -222,9 +226,11 @@ class AnalyticReplay {
     const double end = start + send_recv_seconds(topo_, src, dst, send.bytes);
     ++result_.activities;
     for (const Posted* p : {&send, &recv}) {
-      spans_[static_cast<std::size_t>(p->rank)].push_back({start, end, false, ComputeKind::kOther,
-                                                           CommKind::kPP,
-                                                           op_at(p->rank, p->op).microbatch});
+      if (record_comm_) {
+        spans_[static_cast<std::size_t>(p->rank)].push_back({start, end, false, ComputeKind::kOther,
+                                                             CommKind::kPP,
+                                                             op_at(p->rank, p->op).microbatch});
+      }
       auto& b = batches_[static_cast<std::size_t>(p->rank)][p->op];
       b.end = std::max(b.end, end);
       if (--b.pending == 0) complete(p->rank, p->op, b.end);
@@ -280,7 +286,7 @@ class AnalyticReplay {
     instances_.erase({op.group, call});
     result_.activities += members.size();
     for (const auto& [mr, mi] : members) {
-      if (duration > 0) {
+      if (duration > 0 && record_comm_) {
         spans_[static_cast<std::size_t>(mr)].push_back({start, start + duration, false,
                                                         ComputeKind::kOther, op.comm,
                                                         op_at(mr, mi).microbatch});
@@ -311,8 +317,10 @@ class AnalyticReplay {
       if (op.type == OpType::kCompute) {
         const double end = start + op.seconds +
                            (stretch_.empty() ? 0.0 : stretch_[static_cast<std::size_t>(r)][i]);
-        spans_[static_cast<std::size_t>(r)].push_back(
-            {start, end, true, op.compute, CommKind::kTP, op.microbatch, op.chunk});
+        if (record_compute_) {
+          spans_[static_cast<std::size_t>(r)].push_back(
+              {start, end, true, op.compute, CommKind::kTP, op.microbatch, op.chunk});
+        }
         ++result_.activities;
         done_[static_cast<std::size_t>(r)][i] = end;
         actor.time = end;
@@ -331,6 +339,8 @@ class AnalyticReplay {
 
   const TaskGraph& g_;
   std::vector<std::vector<double>> stretch_;
+  bool record_compute_;  // spans kept for the statistics
+  bool record_comm_;     // and for a first replay's stretch
   const Topology& topo_;
   EngineOptions options_;
   std::vector<std::vector<std::int32_t>> calls_;
@@ -361,7 +371,7 @@ SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology,
   }
   // Compute slowed while communication runs: a first replay finds how long each compute op
   // overlaps communication, the second stretches it by the slowdown times that time.
-  AnalyticReplay first(graph, topology, options);
+  AnalyticReplay first(graph, topology, options, {}, /*for_stretch=*/true);
   first.replay();
   return name_gpus(graph, AnalyticReplay(graph, topology, options,
                                          first.overlap_stretch(options.compute_slowdown))

@@ -92,6 +92,9 @@ struct EngineOptions {
   /// Group shapes already priced on this platform (a search's plans share them); null: the
   /// replay prices its own.
   CollectiveShapes* shapes = nullptr;
+  /// The step time alone (a search pricing plans): the analytic engine keeps no spans it does
+  /// not need and leaves the per-rank statistics empty.
+  bool step_only = false;
 };
 
 /// Structural checks before a replay: dependencies point to earlier ops of the same rank,

@@ -174,13 +174,14 @@ Partition build_partition(const Model& model, const Platform& platform, const Pl
 }
 
 SimResult replay(const Platform& platform, const Plan& plan, const CostModel& costs,
-                 EngineKind engine, CollectiveShapes* shapes) {
+                 EngineKind engine, CollectiveShapes* shapes, bool step_only) {
   const Topology topology(platform, plan.world_size());
   const ReplayChoice choice = choose_replay(plan, topology, engine == EngineKind::kSimGrid, false);
   const TaskGraph graph = build_task_graph(plan, costs, choice.replay, choice.chains);
   EngineOptions options;
   options.compute_slowdown = platform.overlap.compute_slowdown;
   options.shapes = shapes;
+  options.step_only = step_only;
   return simulate(graph, topology, engine, options);
 }
 

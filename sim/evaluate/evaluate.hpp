@@ -38,8 +38,10 @@ struct Evaluation {
 };
 
 /// The task graph of costs already computed, replayed (symmetric where the layout allows it).
+/// `step_only`: the step time alone (EngineOptions::step_only).
 SimResult replay(const Platform& platform, const Plan& plan, const CostModel& costs,
-                 EngineKind engine = EngineKind::kAnalytic, CollectiveShapes* shapes = nullptr);
+                 EngineKind engine = EngineKind::kAnalytic, CollectiveShapes* shapes = nullptr,
+                 bool step_only = false);
 
 /// Costs, task graph and replay of `partition`; the analytic engine unless told otherwise.
 /// `shapes`: group shapes priced already on this platform, shared by the plans of a search.

@@ -91,7 +91,7 @@ SweepRow evaluate_sweep_plan(const Model& model, const Platform& platform, const
   }
   try {
     price(row, model, platform, plan, costs,
-          replay(platform, plan, costs, EngineKind::kAnalytic, shapes).step_time_s);
+          replay(platform, plan, costs, EngineKind::kAnalytic, shapes, true).step_time_s);
   } catch (const InputError& e) {
     return refuse(row, SweepStatus::kSimulation, e.what());
   }
