@@ -15,6 +15,8 @@
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
+#include "sim/core/hash.hpp"
+#include "sim/core/version.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 #include "sim/sweep/sweep_summary.hpp"
 
@@ -118,6 +120,19 @@ std::vector<SweepEntry> finish(const std::filesystem::path& out,
   return sweep_entries(lines);
 }
 
+// What a partial file's rows were computed from: the sweep file, the model, platform and kernel
+// database files, trainsim's version, the budget and the shard.
+std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
+  std::string all = read_text_file(c.spec.file) + '\0' + read_text_file(c.spec.model) + '\0' +
+                    read_text_file(c.spec.platform) + '\0' + std::string(version());
+  if (!c.platform.kernel_db_path.empty()) all += '\0' + read_text_file(c.platform.kernel_db_path);
+  char budget[96];
+  std::snprintf(budget, sizeof budget, "%.17g %.17g %lld/%lld", c.budget.tokens.value_or(0),
+                c.budget.price_per_gpu_hour.value_or(0), static_cast<long long>(o.shard),
+                static_cast<long long>(o.shards));
+  return sha256_hex(all + '\0' + budget);
+}
+
 int merge_shards(const SweepOptions& o, std::ostream& out) {
   std::map<std::int64_t, std::string> rows;
   for (const auto& file : o.merge) {
@@ -187,9 +202,16 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       {o.tokens ? o.tokens : spec.tokens, o.price ? o.price : spec.price_per_gpu_hour}};
   const std::filesystem::path csv = *o.out;
   const std::filesystem::path part = csv.string() + ".part";
-  // Resume: keep the whole rows a previous run left, drop a line it was cut in.
+  // Resume: keep the whole rows a previous run of this same sweep left, drop a line it was cut in.
+  const std::string mark = "# trainsim sweep " + fingerprint(context, o) + "\n";
   std::map<std::int64_t, std::string> done = read_rows(part);
-  std::string kept;
+  std::error_code ec;
+  if (std::filesystem::exists(part, ec) && !read_text_file(part).starts_with(mark)) {
+    fail_input(part.string(),
+               "holds rows of another sweep (another sweep file, model, platform, token budget, "
+               "price or shard); remove it to start again");
+  }
+  std::string kept = mark;
   for (const auto& [index, line] : done) kept += line;
   write_file_atomically(part, kept);
   std::vector<std::int64_t> todo;

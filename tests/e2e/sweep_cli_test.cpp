@@ -149,6 +149,19 @@ TEST(SweepCli, BestPlanReplayedOnSimGridAsRunReplaysIt) {
   EXPECT_EQ(simgrid, step) << r.out << run.out;
 }
 
+// A partial file left by another sweep (here another token budget) is not resumed from.
+TEST(SweepCli, PartialFileOfAnotherSweepIsRefused) {
+  const Sweep s;
+  const std::string out = s.dir + "/p.csv";
+  test::write_file(out + ".part", "# trainsim sweep 0123\n");
+  const auto r = test::run_trainsim({"sweep", s.file, "--out", out});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "trainsim: error: " + out +
+                       ".part: holds rows of another sweep (another sweep file, model, platform, "
+                       "token budget, price or shard); remove it to start again\n");
+  EXPECT_EQ(test::read_file(out + ".part"), "# trainsim sweep 0123\n");  // left as it was
+}
+
 TEST(SweepCli, BadInputIsOneLineAndExitTwo) {
   const Sweep s;
   const auto r = test::run_trainsim({"sweep", s.file});
