@@ -8,76 +8,11 @@
 #include <optional>
 #include <set>
 
+#include "sim/graph/groups.hpp"
 #include "sim/plan/layout.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace trainsim {
-
-const char* to_string(CommKind kind) {
-  switch (kind) {
-    case CommKind::kTP:
-      return "tp";
-    case CommKind::kPP:
-      return "pp";
-    case CommKind::kDP:
-      return "dp";
-    case CommKind::kCP:
-      return "cp";
-    case CommKind::kEP:
-      return "ep";
-  }
-  return "?";
-}
-
-const char* to_string(ComputeKind kind) {
-  switch (kind) {
-    case ComputeKind::kForward:
-      return "forward";
-    case ComputeKind::kBackward:
-      return "backward";
-    case ComputeKind::kBackwardInput:
-      return "backward_input";
-    case ComputeKind::kBackwardWeight:
-      return "backward_weight";
-    case ComputeKind::kRecompute:
-      return "recompute";
-    case ComputeKind::kOptimizer:
-      return "optimizer";
-    case ComputeKind::kOther:
-      return "other";
-  }
-  return "?";
-}
-
-const char* to_string(Stream stream) {
-  switch (stream) {
-    case Stream::kCompute:
-      return "compute";
-    case Stream::kTP:
-      return "tp";
-    case Stream::kDP:
-      return "dp";
-    case Stream::kSendActivation:
-      return "send_activation";
-    case Stream::kSendGradient:
-      return "send_gradient";
-    case Stream::kRecvActivation:
-      return "recv_activation";
-    case Stream::kRecvGradient:
-      return "recv_gradient";
-    case Stream::kCP:
-      return "cp";
-    case Stream::kEP:
-      return "ep";
-  }
-  return "?";
-}
-
-std::size_t TaskGraph::num_ops() const {
-  std::size_t n = 0;
-  for (const auto& r : ranks) n += r.ops.size();
-  return n;
-}
 
 std::int64_t grad_bucket_params(std::int64_t dp) {
   return std::max<std::int64_t>(40'000'000, 1'000'000 * dp);
@@ -87,33 +22,6 @@ namespace {
 
 using Index = std::uint32_t;
 using Deps = std::vector<Index>;
-/// A rank's group per dimension: an index into TaskGraph::groups, or -1.
-using GroupIds = std::array<std::int32_t, kNumDims>;
-
-CommKind comm_kind(Dim d) {
-  switch (d) {
-    case Dim::kTP:
-      return CommKind::kTP;
-    case Dim::kCP:
-      return CommKind::kCP;
-    case Dim::kEP:
-      return CommKind::kEP;
-    case Dim::kDP:
-      return CommKind::kDP;
-    case Dim::kPP:
-      return CommKind::kPP;
-    case Dim::kEDP:
-      return CommKind::kDP;  // expert gradients: data-parallel traffic
-    case Dim::kStage:
-      return CommKind::kDP;  // FP8 amaxes: a synchronisation of the data-parallel replicas
-  }
-  return CommKind::kTP;
-}
-
-std::int32_t as_i32(std::int64_t v) {
-  assert(v >= 0 && v <= std::numeric_limits<std::int32_t>::max());
-  return static_cast<std::int32_t>(v);
-}
 
 class RankBuilder {
  public:
@@ -559,66 +467,6 @@ class RankProgramWriter {
   Deps sends_;
   std::vector<std::int64_t> deferred_reductions_;
 };
-
-}  // namespace
-
-namespace {
-
-// Whether a pass calls the stage-wide group (FP8 amax reductions): only then is it built.
-bool calls_stage_group(const CostModel& costs) {
-  for (const StageCost& sc : costs.stages) {
-    for (const PassCost* pass : {&sc.forward, &sc.backward, &sc.backward_input}) {
-      for (const CollectiveLoad& load : pass->collectives) {
-        if (load.dim == Dim::kStage) return true;
-      }
-    }
-  }
-  return false;
-}
-
-std::int32_t add_group(Dim d, const std::vector<std::int64_t>& members, TaskGraph& g) {
-  Group grp;
-  grp.kind = comm_kind(d);
-  for (auto r : members) grp.members.push_back(as_i32(r));
-  g.groups.push_back(std::move(grp));
-  return as_i32(static_cast<std::int64_t>(g.groups.size()) - 1);
-}
-
-// The groups a graph's ranks call, every collective dimension's: all groups in a full graph; in a
-// symmetric one the groups of each stage's replaying GPUs (one per chain class), each replayed by
-// those of them it holds. Returns each rank's group per dimension (-1: none).
-std::vector<GroupIds> add_groups(const Layout& layout, const CostModel& costs,
-                                 const ChainClasses* chains, TaskGraph& g) {
-  const bool stage_group = calls_stage_group(costs);
-  const std::int64_t stages = layout.size(Dim::kPP);
-  const std::int64_t classes = chains ? chains->count() : 1;
-  std::vector<GroupIds> ids(
-      static_cast<std::size_t>(chains ? stages * classes : layout.world_size()));
-  for (auto& i : ids) i.fill(-1);
-  for (std::int64_t s = 0; s < stages; ++s) {
-    for (const Dim d : Layout::kGroupDims) {
-      if (layout.collective_size(d) < 2 || (d == Dim::kStage && !stage_group)) continue;
-      if (!chains) {
-        for (const auto& members : layout.groups_in_stage(d, s)) {
-          const auto id = add_group(d, members, g);
-          for (auto r : members) ids[static_cast<std::size_t>(r)][index_of(d)] = id;
-        }
-        continue;
-      }
-      std::map<std::vector<std::int64_t>, std::int32_t> made;  // members -> group
-      for (std::int64_t c = 0; c < classes; ++c) {
-        const auto members =
-            layout.collective_group(d, layout.stage_leader(s) + chains->rep_offset(c));
-        auto [at, fresh] = made.try_emplace(members, -1);
-        if (fresh) at->second = add_group(d, members, g);
-        const std::int64_t rank = s * classes + c;
-        g.groups[static_cast<std::size_t>(at->second)].ranks.push_back(as_i32(rank));
-        ids[static_cast<std::size_t>(rank)][index_of(d)] = at->second;
-      }
-    }
-  }
-  return ids;
-}
 
 }  // namespace
 
