@@ -67,6 +67,14 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   return s;
 }
 
+LayerShape with_local_attention(const Model& model, LayerShape shape) {
+  const LocalAttention& a = model.local_attention;
+  const auto size = static_cast<double>(a.size);
+  if (a.kind == LocalAttention::Kind::kChunked) shape.local_block = size;
+  if (a.kind == LocalAttention::Kind::kSliding) shape.local_block = 2 * size;
+  return shape;
+}
+
 double routed_expert_rows(const LayerShape& s) {
   const auto& m = s.moe;
   const double gathered = s.sp && m.etp > 1 ? static_cast<double>(m.etp) : 1.0;
@@ -232,6 +240,13 @@ KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass, 
 void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
   const auto pass = backward ? AttentionPass::kBackward : AttentionPass::kForward;
   const std::string name = backward ? "attention.grad" : "attention";
+  if (s.cp == 1 && s.local_block > 0 && s.local_block < s.seq) {
+    // Local attention: causal blocks of local_block tokens (a context-parallel one is costed
+    // whole).
+    const auto blocks = static_cast<std::int64_t>(std::ceil(s.seq / s.local_block));
+    k.push_back(attention(name, s, pass, s.local_block, true, blocks));
+    return;
+  }
   if (s.cp == 1 || s.cp_comm == CpComm::kA2A) {
     k.push_back(attention(name, s, pass, s.seq, true, 1));
     return;

@@ -101,6 +101,10 @@ struct LayerShape {
   std::int64_t kv_heads = 0;  // key/value heads per TP rank (and CP rank for a2a)
   DType gemm_dtype = DType::kBF16;
   bool unfused_attention = false;  // Plan::attention_backend
+  /// Local attention (Model::local_attention) on this layer: the tokens of the causal blocks its
+  /// flash attention costs as (a chunk; two windows for a sliding window, whose s x w scores
+  /// equal causal blocks of 2w); 0: the whole sequence.
+  double local_block = 0;
   NormKind norm = NormKind::kRMSNorm;
   FfnKind ffn_kind = FfnKind::kSwiGLU;
   /// Mixture of experts: the decoder's MLP is a router, the token dispatch and the experts.
@@ -141,6 +145,8 @@ double expert_rank_load(std::int64_t experts, std::int64_t local, double imbalan
 /// MoE layers, or with `moe_layer` false of its dense ones.
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab,
                        bool moe_layer = true);
+/// The same layer with local attention (its local_block set from the model's).
+LayerShape with_local_attention(const Model& model, LayerShape shape);
 
 /// Rows the busiest GPU's experts compute in an MoE layer, per micro-batch: its tokens (1/tp of
 /// them with SP) times top-k, gathered over expert TP with SP, times the busiest GPU's load.

@@ -200,10 +200,12 @@ KernelTime kernel_time(const Platform& platform, const KernelSpec& kernel) {
 namespace {
 
 // A stage's decoder layers by kind: a mixture-of-experts model's MoE layers and its dense ones
-// (a dense model's layers are all dense).
+// (a dense model's layers are all dense), each with global or local attention.
 struct DecoderKinds {
   std::int64_t moe = 0;
   std::int64_t dense = 0;
+  std::int64_t moe_local = 0;
+  std::int64_t dense_local = 0;
 };
 
 DecoderKinds decoder_kinds(const Model& model, const Partition& partition, std::int64_t stage) {
@@ -212,10 +214,11 @@ DecoderKinds decoder_kinds(const Model& model, const Partition& partition, std::
   for (auto i = range.begin; i < range.end; ++i) {
     const Block& b = partition.blocks[static_cast<std::size_t>(i)];
     if (b.kind != BlockKind::kDecoder) continue;
+    const bool local = is_local_attention_layer(model, b.layer);
     if (is_moe_layer(model, b.layer)) {
-      ++k.moe;
+      ++(local ? k.moe_local : k.moe);
     } else {
-      ++k.dense;
+      ++(local ? k.dense_local : k.dense);
     }
   }
   return k;
@@ -296,6 +299,10 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
         decoders_added = true;
         add_block_passes(sc, kind, dense_shape, decoders.dense, plan, costing);
         add_block_passes(sc, kind, shape, decoders.moe, plan, costing);
+        add_block_passes(sc, kind, with_local_attention(model, dense_shape), decoders.dense_local,
+                         plan, costing);
+        add_block_passes(sc, kind, with_local_attention(model, shape), decoders.moe_local, plan,
+                         costing);
       }
       switch (kind) {
         case BlockKind::kEmbedding:

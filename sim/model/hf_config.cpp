@@ -120,6 +120,40 @@ void read_llama4_text(HfReader& r, Model& m) {
   m.moe.expert_ffn_hidden_size = expert;
   m.moe.shared_expert_ffn_hidden_size = expert;
   m.moe.layer_interval = r.integer_or("interleave_moe_layer_step", 1);
+  // Chunked attention on the layers with rotary positions; every nope_layer_interval-th layer
+  // (no positions) attends globally (Hugging Face's default no_rope_layers).
+  if (r.present("attention_chunk_size")) {
+    m.local_attention.kind = LocalAttention::Kind::kChunked;
+    m.local_attention.size = r.integer("attention_chunk_size");
+    m.local_attention.global_every = r.integer_or("nope_layer_interval", 4);
+    if (r.present("no_rope_layers")) {
+      r.fail("no_rope_layers", "layers listed one by one are not supported");
+    }
+  }
+}
+
+// A sliding window over every layer, or over the layers layer_types names "sliding_attention"
+// where the others ("full_attention") come every k-th layer.
+void read_sliding_window(HfReader& r, Model& m) {
+  if (!r.present("sliding_window")) return;
+  m.local_attention.kind = LocalAttention::Kind::kSliding;
+  m.local_attention.size = r.integer("sliding_window");
+  if (!r.present("layer_types")) return;
+  const auto& types = r.json().at("layer_types");
+  std::int64_t every = 0;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == "full_attention") {
+      every = static_cast<std::int64_t>(i) + 1;
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const bool global = every > 0 && (static_cast<std::int64_t>(i) + 1) % every == 0;
+    if (types[i] != (global ? "full_attention" : "sliding_attention")) {
+      r.fail("layer_types", "only full attention every k-th layer, sliding between, is supported");
+    }
+  }
+  m.local_attention.global_every = every;
 }
 
 // GPT-OSS: biases on every attention projection, on the experts and the router, and a learned
@@ -133,6 +167,7 @@ void read_gpt_oss(HfReader& r, Model& m) {
   m.moe.experts_per_token = r.integer("num_experts_per_tok");
   m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
   m.moe.router_bias = true;
+  read_sliding_window(r, m);
 }
 
 // Grok-1 as ported to Hugging Face: Mixtral-like experts, embeddings tied to the output.
@@ -160,6 +195,7 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
   m.source = "Hugging Face config.json (" + arch + ")";
   if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") {
     read_llama_like(r, m, false);
+    if (arch == "MistralForCausalLM") read_sliding_window(r, m);
   } else if (arch == "Qwen2ForCausalLM") {
     read_llama_like(r, m, true);
   } else if (arch == "MixtralForCausalLM") {

@@ -49,6 +49,18 @@ struct MlaSpec {
   bool is_mla() const { return kv_lora_rank > 0; }
 };
 
+/// Local attention on some decoder layers: each query attends to the `size` keys before it
+/// (sliding: Mistral's and GPT-OSS's sliding_window) or to the keys of its own block of `size`
+/// tokens (chunked: Llama 4's attention_chunk_size); the other layers attend to the whole
+/// sequence. A layer is global where (layer + 1) % global_every == 0 (GPT-OSS 2, Llama 4 4);
+/// global_every 0: every layer is local.
+struct LocalAttention {
+  enum class Kind { kNone, kSliding, kChunked };
+  Kind kind = Kind::kNone;
+  std::int64_t size = 0;
+  std::int64_t global_every = 0;
+};
+
 /// Parameter counts published by the model's authors, for tests: exact when rounded_to == 1.
 /// "Embedding" counts the input embeddings and the untied output layer. 0 = not published.
 struct PublishedParams {
@@ -89,6 +101,7 @@ struct Model {
   bool attention_sinks = false;  // a learned sink logit per head (GPT-OSS)
   MoeSpec moe;
   MlaSpec mla;
+  LocalAttention local_attention;
   PublishedParams published;
 
   std::int64_t q_size() const { return num_attention_heads * head_dim; }
@@ -101,6 +114,8 @@ struct Model {
 
 /// Whether decoder layer `layer` (from 0) routes its tokens to experts (MoeSpec's rule).
 bool is_moe_layer(const Model& m, std::int64_t layer);
+/// Whether decoder layer `layer` (from 0) attends locally (LocalAttention's rule).
+bool is_local_attention_layer(const Model& m, std::int64_t layer);
 /// How many of the model's decoder layers are MoE layers (0 for a dense model).
 std::int64_t moe_layer_count(const Model& m);
 

@@ -200,6 +200,14 @@ Model parse_model_json(const nlohmann::json& j, const std::string& file) {
     mla->finish();
     m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
   }
+  if (auto local = o.optional_object("local_attention")) {
+    m.local_attention.kind = local->choice("kind", {"sliding", "chunked"}) == "sliding"
+                                 ? LocalAttention::Kind::kSliding
+                                 : LocalAttention::Kind::kChunked;
+    m.local_attention.size = local->integer("size", {1});
+    m.local_attention.global_every = local->optional_integer("global_every", {0}).value_or(0);
+    local->finish();
+  }
   m.qk_norm = o.optional_boolean("qk_norm").value_or(false);
   m.sandwich_norms = o.optional_boolean("sandwich_norms").value_or(false);
   m.attention_sinks = o.optional_boolean("attention_sinks").value_or(false);

@@ -2,6 +2,12 @@
 
 namespace trainsim {
 
+bool is_local_attention_layer(const Model& m, std::int64_t layer) {
+  const LocalAttention& a = m.local_attention;
+  if (a.kind == LocalAttention::Kind::kNone) return false;
+  return a.global_every == 0 || (layer + 1) % a.global_every != 0;
+}
+
 bool is_moe_layer(const Model& m, std::int64_t layer) {
   if (!m.moe.is_moe() || layer < m.moe.first_dense_layers) return false;
   return (layer + 1) % m.moe.layer_interval == 0;

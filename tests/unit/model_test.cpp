@@ -235,7 +235,8 @@ TEST(ModelJson, StrictSchema) {
   j["hidden_sise"] = 64;
   expect_error(j,
                "tiny.json: $.hidden_sise: unknown key (known keys here: attention_sinks, bias, "
-               "ffn_hidden_size, ffn_kind, head_dim, hidden_size, max_position_embeddings, mla, "
+               "ffn_hidden_size, ffn_kind, head_dim, hidden_size, local_attention, "
+               "max_position_embeddings, mla, "
                "moe, name, norm, notes, num_attention_heads, num_kv_heads, num_layers, "
                "position_embedding, published_params, qk_norm, sandwich_norms, source, "
                "tied_embeddings, vocab_size)");
