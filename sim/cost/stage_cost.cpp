@@ -297,10 +297,11 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
         add_block_passes(sc, kind, shape, 1, plan, costing);
       } else if (!decoders_added) {
         decoders_added = true;
+        // Dense layers first (a pass's collectives keep the order of their first kind).
         add_block_passes(sc, kind, dense_shape, decoders.dense, plan, costing);
-        add_block_passes(sc, kind, shape, decoders.moe, plan, costing);
         add_block_passes(sc, kind, with_local_attention(model, dense_shape), decoders.dense_local,
                          plan, costing);
+        add_block_passes(sc, kind, shape, decoders.moe, plan, costing);
         add_block_passes(sc, kind, with_local_attention(model, shape), decoders.moe_local, plan,
                          costing);
       }
