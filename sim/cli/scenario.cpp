@@ -281,7 +281,12 @@ void apply_json(Plan& plan, const PlanField& field, JsonObject& o) {
   }
 }
 
-// A model or platform named in a scenario: a catalog name, or a path relative to the scenario.
+EngineKind engine_of(const std::string& s) {
+  return s == "analytic" ? EngineKind::kAnalytic : EngineKind::kSimGrid;
+}
+
+}  // namespace
+
 std::filesystem::path resolve_from_scenario(const std::string& folder, const std::string& spec,
                                             const std::filesystem::path& scenario,
                                             const std::string& where) {
@@ -292,12 +297,6 @@ std::filesystem::path resolve_from_scenario(const std::string& folder, const std
   }
   return resolve_catalog_entry(folder, spec, where);
 }
-
-EngineKind engine_of(const std::string& s) {
-  return s == "analytic" ? EngineKind::kAnalytic : EngineKind::kSimGrid;
-}
-
-}  // namespace
 
 void apply_plan_flags(Plan& plan, const std::map<std::string, std::string>& flags) {
   for (const auto& field : plan_fields()) {

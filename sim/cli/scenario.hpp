@@ -47,6 +47,12 @@ ResolvedInputs resolve_inputs(const InputRequest& request);
 /// naming the flag.
 void apply_plan_flags(Plan& plan, const std::map<std::string, std::string>& flags);
 
+/// A model or platform named in a scenario (or a sweep) file: a catalog name, or a path relative
+/// to that file. InputError at `where` when there is no such entry.
+std::filesystem::path resolve_from_scenario(const std::string& folder, const std::string& spec,
+                                            const std::filesystem::path& scenario,
+                                            const std::string& where);
+
 /// Plan fields settable from a scenario's "plan" object or a flag (--seq-len for seq_len).
 const std::vector<std::string>& plan_field_names();
 

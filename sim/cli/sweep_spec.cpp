@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "sim/cli/scenario.hpp"
-#include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/json_reader.hpp"
@@ -45,16 +44,6 @@ void check_value(const std::string& field, const std::string& value, const std::
     const auto colon = what.find(": ");
     fail_input(where, colon == std::string::npos ? what : what.substr(colon + 2));
   }
-}
-
-std::filesystem::path resolve(const std::string& folder, const std::string& spec,
-                              const std::filesystem::path& file, const std::string& where) {
-  if (spec.find('/') != std::string::npos || spec.ends_with(".json")) {
-    auto p = std::filesystem::path(spec);
-    if (p.is_relative()) p = file.parent_path() / p;
-    return resolve_catalog_entry(folder, p.string(), where);
-  }
-  return resolve_catalog_entry(folder, spec, where);
 }
 
 std::vector<std::int64_t> read_gpus(JsonObject& o) {
@@ -126,9 +115,10 @@ SweepSpec load_sweep_spec(const std::filesystem::path& file) {
   const auto j = load_json_file(file);
   JsonObject o(j, file.string());
   o.allow({"description", "notes"});
-  spec.model = resolve("models", o.string("model"), file, o.where("model"));
-  spec.platform = resolve("platforms", o.optional_string("platform").value_or("h100-sxm-ndr"), file,
-                          o.where("platform"));
+  spec.model = resolve_from_scenario("models", o.string("model"), file, o.where("model"));
+  spec.platform =
+      resolve_from_scenario("platforms", o.optional_string("platform").value_or("h100-sxm-ndr"),
+                            file, o.where("platform"));
   spec.gpus = read_gpus(o);
   read_plan(o, spec);
   read_vary(o, spec);
