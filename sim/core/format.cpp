@@ -20,6 +20,15 @@ std::string format_fixed(double x, int decimals) {
   return buf;
 }
 
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += separator;
+    out += items[i];
+  }
+  return out;
+}
+
 std::string format_seconds(double s) {
   double a = std::fabs(s);
   if (a >= 1.0 || a == 0.0) return format_fixed(s, 3) + " s";

@@ -2,6 +2,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace trainsim {
 /// Shortest decimal that round-trips ("0.5", "1e-06"); used in messages.
@@ -16,6 +18,8 @@ std::string format_bytes(double bytes);
 std::string format_flops(double flops);
 /// "8,030,261,248".
 std::string format_grouped(std::int64_t n);
+/// The items with `separator` between each two ("a; b; c").
+std::string join(const std::vector<std::string>& items, std::string_view separator);
 /// A text table's column: `s` padded with spaces to `width` (left as it is when longer).
 std::string pad_right(std::string s, std::size_t width);
 }  // namespace trainsim

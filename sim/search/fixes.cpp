@@ -14,12 +14,6 @@ namespace trainsim {
 
 namespace {
 
-std::string joined(const std::vector<std::string>& options, const std::string& separator) {
-  std::string out;
-  for (const auto& o : options) out += (out.empty() ? "" : separator) + o;
-  return out;
-}
-
 // The plan as given on trainsim's balanced partition.
 Outcome balanced(PlanSpace& space) {
   return space.price({space.plan(), /*balanced=*/true});
@@ -57,7 +51,7 @@ struct FixWriter {
                         "): " + step_comparison(o->step_time_s, space.baseline()));
       break;
     }
-    return joined(options, "; ");
+    return join(options, "; ");
   }
 
   std::string operator()(const BalancedPartition&) const {
@@ -72,7 +66,7 @@ struct FixWriter {
         options.push_back(batch_text(*o));
       }
     }
-    return joined(options, "; or ");
+    return join(options, "; or ");
   }
 
   std::string operator()(const FullPipelineBatch& request) const {
@@ -142,7 +136,7 @@ std::string FixWriter::operator()(const UnpaddedVocabulary& request) const {
       std::string(options.empty() ? "keep" : "or keep") + " the padding and strip the " +
       std::to_string(pad) + (pad == 1 ? " row" : " rows") + " when saving (save [" +
       std::to_string(model.vocab_size) + ", " + std::to_string(model.hidden_size) + "])");
-  return joined(options, "; ");
+  return join(options, "; ");
 }
 
 std::string FixWriter::priced_alternatives(const std::vector<Plan>& plans, bool faster_only) const {
@@ -157,7 +151,7 @@ std::string FixWriter::priced_alternatives(const std::vector<Plan>& plans, bool 
   std::sort(priced.begin(), priced.end());
   std::vector<std::string> options;
   for (auto& [step, text] : priced) options.push_back(std::move(text));
-  return joined(options, "; or ");
+  return join(options, "; or ");
 }
 
 std::string FixWriter::operator()(const CpRingHidden&) const {

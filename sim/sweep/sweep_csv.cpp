@@ -1,8 +1,8 @@
 #include "sim/sweep/sweep_csv.hpp"
 
 #include <charconv>
-#include <cstdio>
 
+#include "sim/core/format.hpp"
 #include "sim/report/report.hpp"
 
 namespace trainsim {
@@ -26,12 +26,6 @@ const std::vector<std::string>& plan_columns() {
   return columns;
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 std::string quoted(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -46,12 +40,6 @@ std::string cell(const nlohmann::ordered_json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   return v.dump();
-}
-
-std::string joined(const std::vector<std::string>& items, char sep) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : std::string(1, sep)) + s;
-  return out;
 }
 
 }  // namespace
@@ -71,7 +59,7 @@ const std::vector<std::string>& sweep_csv_columns() {
 }
 
 std::string sweep_csv_header() {
-  return joined(sweep_csv_columns(), ',') + "\n";
+  return join(sweep_csv_columns(), ",") + "\n";
 }
 
 std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
@@ -88,18 +76,19 @@ std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
                              {row.tokens_per_s, 1},
                              {row.tflops_per_gpu, 2},
                              {row.mfu, 4}}) {
-    f.push_back(priced ? fixed(v, d) : "");
+    f.push_back(priced ? format_fixed(v, d) : "");
   }
-  f.push_back(row.peak_bytes ? fixed(*row.peak_bytes / kGiB, 3) : "");
-  f.push_back(joined(row.diagnostics, ';'));
+  f.push_back(row.peak_bytes ? format_fixed(*row.peak_bytes / kGiB, 3) : "");
+  f.push_back(join(row.diagnostics, ";"));
   const bool costed = priced && budget.tokens && row.tokens_per_s > 0;
   const double days = costed ? *budget.tokens / row.tokens_per_s / kSecondsPerDay : 0;
   const double gpu_hours = days * 24 * static_cast<double>(row.gpus);
-  f.push_back(costed ? fixed(days, 3) : "");
-  f.push_back(costed ? fixed(gpu_hours, 0) : "");
-  f.push_back(costed && budget.price_per_gpu_hour ? fixed(gpu_hours * *budget.price_per_gpu_hour, 0)
-                                                  : "");
-  return joined(f, ',') + "\n";
+  f.push_back(costed ? format_fixed(days, 3) : "");
+  f.push_back(costed ? format_fixed(gpu_hours, 0) : "");
+  f.push_back(costed && budget.price_per_gpu_hour
+                  ? format_fixed(gpu_hours * *budget.price_per_gpu_hour, 0)
+                  : "");
+  return join(f, ",") + "\n";
 }
 
 std::vector<std::string> split_csv_line(std::string_view line) {

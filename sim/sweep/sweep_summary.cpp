@@ -39,12 +39,6 @@ double number(const std::string& s) {
   return s.empty() ? 0.0 : std::stod(s);
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 // A refusal's kind: what it names before its first ": " (a flag, a JSON path, "partition defect").
 std::string refusal_kind(const std::string& reason) {
   const auto colon = reason.find(": ");
@@ -54,9 +48,9 @@ std::string refusal_kind(const std::string& reason) {
 void table_row(std::ostringstream& out, const std::string& rank, const SweepEntry& e) {
   char buf[512];
   std::snprintf(buf, sizeof buf, "%5s %6lld %10s %12s %6s %9s %9s  %s\n", rank.c_str(),
-                static_cast<long long>(e.gpus), fixed(e.step_s, 3).c_str(),
+                static_cast<long long>(e.gpus), format_fixed(e.step_s, 3).c_str(),
                 format_grouped(static_cast<std::int64_t>(e.tokens_per_s)).c_str(),
-                (fixed(100 * e.mfu, 1) + "%").c_str(), e.peak_gib.c_str(),
+                (format_fixed(100 * e.mfu, 1) + "%").c_str(), e.peak_gib.c_str(),
                 e.days.empty() ? "-" : e.days.c_str(), e.plan.c_str());
   out << buf;
 }
