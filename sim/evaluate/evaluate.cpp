@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "sim/collective/group_collectives.hpp"
 #include "sim/core/error.hpp"
@@ -74,10 +75,16 @@ class PassTimer {
 std::vector<double> block_times(const Model& model, const Platform& platform, const Plan& plan,
                                 const std::vector<Block>& blocks) {
   const PassTimer timer(platform, plan);
+  // A block's time depends on its kind alone: each kind is costed once.
+  std::map<BlockKind, double> by_kind;
   std::vector<double> times;
   for (const auto& b : blocks) {
-    const BlockCost c = block_cost(model, platform, plan, b.kind);
-    times.push_back(timer.seconds(c.forward, c.backward));
+    auto it = by_kind.find(b.kind);
+    if (it == by_kind.end()) {
+      const BlockCost c = block_cost(model, platform, plan, b.kind);
+      it = by_kind.emplace(b.kind, timer.seconds(c.forward, c.backward)).first;
+    }
+    times.push_back(it->second);
   }
   return times;
 }
