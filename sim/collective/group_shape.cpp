@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <functional>
 #include <limits>
 #include <unordered_map>
 
@@ -80,6 +81,11 @@ double GroupShape::seconds(const Topology& topology, CollectiveKind kind, Algori
 
 CollectiveChoice GroupShape::choose(const Topology& topology, CollectiveKind kind, double bytes,
                                     std::int64_t count) const {
+  const auto slot = (static_cast<std::size_t>(kind) * 31u + static_cast<std::size_t>(count) +
+                     std::hash<double>{}(bytes)) %
+                    recent_.size();
+  Recent& r = recent_[slot];
+  if (r.kind == kind && r.bytes == bytes && r.count == count) return r.choice;
   auto& algos = algorithms_[static_cast<std::size_t>(kind)];
   if (algos.empty()) algos = algorithms(topology, members_, kind);
   CollectiveChoice best{algos.front(), std::numeric_limits<double>::infinity()};
@@ -87,6 +93,7 @@ CollectiveChoice GroupShape::choose(const Topology& topology, CollectiveKind kin
     const double t = seconds(topology, kind, a, bytes, count);
     if (t < best.seconds) best = {a, t};
   }
+  r = {kind, bytes, count, best};
   return best;
 }
 

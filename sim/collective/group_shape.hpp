@@ -58,7 +58,17 @@ class GroupShape {
   static std::vector<Term> terms_of(const Topology& topology,
                                     const std::vector<CollectiveFlow>& flows);
 
+  // The last choices made, by a hash of their arguments: a replay asks the same few calls of a
+  // group once per micro-batch.
+  struct Recent {
+    CollectiveKind kind = CollectiveKind::kAllReduce;
+    double bytes = -1;
+    std::int64_t count = -1;
+    CollectiveChoice choice;
+  };
+
   Members members_;
+  mutable std::array<Recent, 8> recent_;
   mutable std::array<Entry, kNumCollectiveKinds * kNumAlgorithms> cache_;
   mutable std::array<std::vector<Algorithm>, kNumCollectiveKinds> algorithms_;
 };

@@ -71,9 +71,13 @@ RankStats summarize(std::vector<Span> spans, double end_s) {
 std::vector<std::vector<std::int32_t>> collective_call_numbers(const TaskGraph& graph) {
   std::vector<std::vector<std::int32_t>> out(graph.ranks.size());
   for (std::size_t r = 0; r < graph.ranks.size(); ++r) {
-    std::map<std::int32_t, std::int32_t> next;
+    std::vector<std::int32_t> next(graph.groups.size(), 0);
+    out[r].reserve(graph.ranks[r].ops.size());
     for (const auto& op : graph.ranks[r].ops) {
-      out[r].push_back(op.type == OpType::kCollective ? next[op.group]++ : -1);
+      out[r].push_back(op.type == OpType::kCollective && op.group >= 0 &&
+                               static_cast<std::size_t>(op.group) < next.size()
+                           ? next[static_cast<std::size_t>(op.group)]++
+                           : -1);
     }
   }
   return out;
@@ -119,21 +123,21 @@ std::vector<std::vector<std::int32_t>> check_groups(const TaskGraph& graph) {
 
 void check_op(const TaskGraph& graph, std::int64_t r, std::size_t i,
               std::map<std::tuple<std::int64_t, std::int64_t, std::int32_t>, std::int64_t>& balance,
-              std::map<std::int32_t, std::int64_t>& calls) {
+              std::vector<std::int64_t>& calls) {
   const auto& prog = graph.ranks[static_cast<std::size_t>(r)];
   const auto& op = prog.ops[i];
-  const std::string where = "rank " + std::to_string(r) + " op " + std::to_string(i);
+  const auto where = [&] { return "rank " + std::to_string(r) + " op " + std::to_string(i); };
   if (op.first_dep + op.num_deps > prog.deps.size()) {
-    bad_graph(where + " has dependencies past the list");
+    bad_graph(where() + " has dependencies past the list");
   }
   for (std::uint32_t d = 0; d < op.num_deps; ++d) {
-    if (prog.deps[op.first_dep + d] >= i) bad_graph(where + " depends on a later op");
+    if (prog.deps[op.first_dep + d] >= i) bad_graph(where() + " depends on a later op");
   }
   if (op.type == OpType::kCollective) {
     if (op.group < 0 || static_cast<std::size_t>(op.group) >= graph.groups.size()) {
       bad_graph("rank " + std::to_string(r) + " calls unknown group " + std::to_string(op.group));
     }
-    ++calls[op.group];
+    ++calls[static_cast<std::size_t>(op.group)];
   } else if (op.type == OpType::kP2P) {
     if (op.first_transfer + op.num_sends + op.num_recvs > prog.transfers.size()) {
       bad_graph("rank " + std::to_string(r) + " has a p2p op past its transfers");
@@ -158,23 +162,35 @@ void check_task_graph(const TaskGraph& graph) {
   const auto groups_of = check_groups(graph);
   std::map<std::tuple<std::int64_t, std::int64_t, std::int32_t>, std::int64_t> balance;
   std::vector<std::int64_t> expected(graph.groups.size(), -1);
+  std::vector<std::int64_t> calls(graph.groups.size(), 0);  // this rank's, by group
   for (std::int64_t r = 0; r < graph.num_ranks(); ++r) {
-    std::map<std::int32_t, std::int64_t> calls;
     const auto& prog = graph.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < prog.ops.size(); ++i) check_op(graph, r, i, balance, calls);
     // Every group the rank replays gets the same number of calls from each of its ranks, and
     // no other group any.
-    for (auto g : groups_of[static_cast<std::size_t>(r)]) calls.try_emplace(g, 0);
-    for (const auto& [g, c] : calls) {
-      const auto& mine = groups_of[static_cast<std::size_t>(r)];
-      const bool member = std::find(mine.begin(), mine.end(), g) != mine.end();
-      auto& want = expected[static_cast<std::size_t>(g)];
-      if (member && want < 0) want = c;
-      if (!member || c != want) {
-        bad_graph("rank " + std::to_string(r) + " makes " + std::to_string(c) + " calls on group " +
-                  std::to_string(g) + ", expected " + std::to_string(member ? want : 0));
+    const auto& mine = groups_of[static_cast<std::size_t>(r)];
+    for (auto g : mine) {
+      const auto u = static_cast<std::size_t>(g);
+      auto& want = expected[u];
+      if (want < 0) want = calls[u];
+      if (calls[u] != want) {
+        bad_graph("rank " + std::to_string(r) + " makes " + std::to_string(calls[u]) +
+                  " calls on group " + std::to_string(g) + ", expected " + std::to_string(want));
+      }
+      calls[u] = -calls[u] - 1;  // seen: a member's calls
+    }
+    for (const auto& op : prog.ops) {
+      if (op.type != OpType::kCollective) continue;
+      const auto u = static_cast<std::size_t>(op.group);
+      if (calls[u] > 0) {
+        bad_graph("rank " + std::to_string(r) + " makes " + std::to_string(calls[u]) +
+                  " calls on group " + std::to_string(op.group) + ", expected 0");
       }
     }
+    for (const auto& op : prog.ops) {
+      if (op.type == OpType::kCollective) calls[static_cast<std::size_t>(op.group)] = 0;
+    }
+    for (auto g : mine) calls[static_cast<std::size_t>(g)] = 0;
   }
   for (const auto& [key, b] : balance) {
     if (b != 0) {

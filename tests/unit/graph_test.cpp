@@ -75,6 +75,12 @@ TEST(TaskGraph, MismatchedTransfersAreRejected) {
   TaskGraph c = test::collective_graph(4, {0, 1, 2}, CollectiveKind::kAllReduce, 1e6);
   c.ranks[2].ops.clear();
   EXPECT_THROW(check_task_graph(c), std::invalid_argument);
+  // A rank outside the group calling it.
+  TaskGraph outsider = test::collective_graph(4, {0, 1, 2}, CollectiveKind::kAllReduce, 1e6);
+  outsider.ranks[3].ops.push_back(outsider.ranks[0].ops.front());
+  EXPECT_NO_THROW(
+      check_task_graph(test::collective_graph(4, {0, 1, 2}, CollectiveKind::kAllReduce, 1e6)));
+  EXPECT_THROW(check_task_graph(outsider), std::invalid_argument);
 }
 
 TEST(Ring, BytesAndSteps) {
