@@ -11,6 +11,8 @@
 
 namespace trainsim {
 
+struct MemoryModel;  // sim/memory/memory.hpp
+
 struct CheckOptions {
   /// stage-imbalance fires when the slowest stage exceeds the mean stage by more than this.
   double imbalance_threshold = 0.10;
@@ -26,6 +28,8 @@ struct CheckContext {
   /// (evaluate's stage_times): check does not link the engine that prices the all-reduces.
   const std::vector<double>& stage_times;
   CheckOptions options;
+  /// The plan's memory where the caller has computed it already (null: detectors compute it).
+  const MemoryModel* memory = nullptr;
 };
 
 }  // namespace trainsim

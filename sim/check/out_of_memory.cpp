@@ -1,5 +1,7 @@
 // Out of memory: a stage whose peak per GPU exceeds the GPU's memory, broken down into model
 // state, activations in flight and runtime overhead.
+#include <optional>
+
 #include "sim/check/detect.hpp"
 #include "sim/check/wording.hpp"
 #include "sim/core/format.hpp"
@@ -28,8 +30,12 @@ std::string peak_breakdown(const CheckContext& c, const StageMemory& s) {
 }  // namespace
 
 std::vector<Finding> find_out_of_memory(const CheckContext& context) {
-  const MemoryModel mm = compute_memory(context.model, context.platform, context.plan,
-                                        context.partition, context.costs);
+  std::optional<MemoryModel> computed;
+  if (!context.memory) {
+    computed = compute_memory(context.model, context.platform, context.plan, context.partition,
+                              context.costs);
+  }
+  const MemoryModel& mm = context.memory ? *context.memory : *computed;
   if (mm.fits()) return {};
   const std::int64_t worst = mm.worst_stage();
   const StageMemory& s = mm.stages[static_cast<std::size_t>(worst)];

@@ -7,6 +7,9 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
+
+#include <boost/container/small_vector.hpp>
 
 #include "sim/graph/groups.hpp"
 #include "sim/plan/layout.hpp"
@@ -21,7 +24,8 @@ std::int64_t grad_bucket_params(std::int64_t dp) {
 namespace {
 
 using Index = std::uint32_t;
-using Deps = std::vector<Index>;
+// Most ops wait for none to three others: kept inline, no allocation per op.
+using Deps = boost::container::small_vector<Index, 4>;
 
 class RankBuilder {
  public:
@@ -456,8 +460,8 @@ class RankProgramWriter {
   RankBuilder b_;
   std::optional<Index> last_compute_;
   Deps pending_;
-  std::map<std::int64_t, Index> produced_;
-  std::map<std::int64_t, Index> received_;
+  std::unordered_map<std::int64_t, Index> produced_;
+  std::unordered_map<std::int64_t, Index> received_;
   std::set<std::int64_t> gathered_;
   std::map<std::int64_t, std::vector<Index>> dispatched_;
   std::int64_t forwards_ = 0;      // forwards written so far: the next one's virtual micro-batch

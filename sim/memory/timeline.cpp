@@ -1,6 +1,7 @@
 #include "sim/memory/timeline.hpp"
 
-#include <map>
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -20,14 +21,22 @@ ActivationTimeline walk_activations(const std::vector<ComputeStep>& steps,
   ActivationTimeline t;
   t.peak = base;
   double held = base;
-  // (chunk, micro-batch) -> its input gradient has run (zero bubble: held until the weight's)
-  std::map<std::pair<std::int64_t, std::int64_t>, bool> live;
+  // Per (chunk, micro-batch): not in flight, in flight, or in flight with its input gradient run
+  // (zero bubble: its activations held until the weight gradient).
+  enum class State : std::uint8_t { kNone, kLive, kInputGradientDone };
+  std::int64_t microbatches = 0;
+  for (const ComputeStep& s : steps) microbatches = std::max(microbatches, s.microbatch + 1);
+  std::vector<State> state(footprints.size() * static_cast<std::size_t>(microbatches),
+                           State::kNone);
+  std::int64_t in_flight = 0;
+  t.during_step.reserve(steps.size());
+  t.after_step.reserve(steps.size());
   auto note_peak = [&](double bytes, std::int64_t step) {
     t.during_step.push_back(bytes);
     if (bytes > t.peak) {
       t.peak = bytes;
       t.peak_step = step;
-      t.peak_in_flight = static_cast<std::int64_t>(live.size());
+      t.peak_in_flight = in_flight;
     }
   };
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -36,37 +45,40 @@ ActivationTimeline walk_activations(const std::vector<ComputeStep>& steps,
       throw std::logic_error("memory walk: chunk " + std::to_string(s.chunk) + " has no footprint");
     }
     const PassFootprint& f = footprints[static_cast<std::size_t>(s.chunk)];
-    const auto key = std::make_pair(s.chunk, s.microbatch);
+    if (s.microbatch < 0) throw std::logic_error("memory walk: a pass of no micro-batch");
+    State& st = state[static_cast<std::size_t>(s.chunk * microbatches + s.microbatch)];
     const auto step = static_cast<std::int64_t>(i);
     if (s.pass == Pass::kForward) {
-      if (!live.emplace(key, false).second) {
+      if (st != State::kNone) {
         throw std::logic_error("memory walk: micro-batch " + std::to_string(s.microbatch) +
                                " forwarded twice");
       }
+      st = State::kLive;
+      ++in_flight;
       held += f.saved;
       note_peak(held + f.forward_transient, step);
     } else if (s.pass == Pass::kBackwardWeight) {
       // Zero bubble: the weight gradient frees what the input gradient left for it.
-      auto it = live.find(key);
-      if (it == live.end() || !it->second) {
+      if (st != State::kInputGradientDone) {
         throw std::logic_error("memory walk: weight gradient of micro-batch " +
                                std::to_string(s.microbatch) + " before its input gradient");
       }
       note_peak(held + f.backward_transient, step);
-      live.erase(it);
+      st = State::kNone;
+      --in_flight;
       held -= f.saved;
     } else {
-      auto it = live.find(key);
-      if (it == live.end() || it->second) {
+      if (st != State::kLive) {
         throw std::logic_error("memory walk: backward of micro-batch " +
                                std::to_string(s.microbatch) + " before its forward");
       }
       note_peak(held + f.backward_transient, step);
       if (s.pass == Pass::kBackward) {
-        live.erase(it);
+        st = State::kNone;
+        --in_flight;
         held -= f.saved;
       } else {
-        it->second = true;  // input gradient done; the activations wait for the weight gradient
+        st = State::kInputGradientDone;  // activations wait for the weight gradient
       }
     }
     t.after_step.push_back(held);

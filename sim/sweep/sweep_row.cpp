@@ -96,7 +96,7 @@ SweepRow evaluate_sweep_plan(const Model& model, const Platform& platform, const
     return refuse(row, SweepStatus::kSimulation, e.what());
   }
   const std::vector<double> times = stage_times(platform, plan, costs);
-  for (const Finding& f : detect({model, platform, plan, *partition, costs, times, {}})) {
+  for (const Finding& f : detect({model, platform, plan, *partition, costs, times, {}, &memory})) {
     const std::string& id = f.diagnostic.id;
     if (std::find(row.diagnostics.begin(), row.diagnostics.end(), id) == row.diagnostics.end()) {
       row.diagnostics.push_back(id);
