@@ -38,7 +38,7 @@ struct Channel {
 // One stream of one rank: its ops in program order.
 struct Actor {
   std::int32_t rank = 0;
-  std::vector<std::uint32_t> ops;
+  const std::vector<std::uint32_t>* ops = nullptr;  // the stream's ops (ReplayIndex)
   std::size_t pc = 0;
   double time = 0;       // when the stream is free
   bool waiting = false;  // posted its head op, waiting for peers
@@ -62,42 +62,66 @@ struct Instance {
   std::vector<std::pair<std::int32_t, std::uint32_t>> members;  // (rank, op)
 };
 
+// What both replays of a graph share: its streams' ops, each collective op's call number and
+// each group's prices.
+struct ReplayIndex {
+  ReplayIndex(const TaskGraph& g, const Topology& topo, CollectiveShapes& shapes)
+      : calls(collective_call_numbers(g)), groups(group_collectives(g, topo, shapes)) {
+    actor_of.resize(g.ranks.size());
+    for (std::size_t r = 0; r < g.ranks.size(); ++r) {
+      const auto& ops = g.ranks[r].ops;
+      auto& by_stream = actor_of[r];
+      by_stream.fill(-1);
+      for (std::uint32_t i = 0; i < ops.size(); ++i) {
+        auto& a = by_stream[static_cast<std::size_t>(ops[i].stream)];
+        if (a < 0) {
+          a = static_cast<std::int32_t>(streams.size());
+          streams.push_back({static_cast<std::int32_t>(r), {}});
+        }
+        streams[static_cast<std::size_t>(a)].ops.push_back(i);
+      }
+    }
+  }
+
+  struct StreamOps {
+    std::int32_t rank;
+    std::vector<std::uint32_t> ops;  // in program order
+  };
+  std::vector<std::vector<std::int32_t>> calls;
+  std::vector<GroupCollectives> groups;
+  std::vector<StreamOps> streams;
+  std::vector<std::array<std::int32_t, kNumStreams>> actor_of;  // by rank and stream
+};
+
 class AnalyticReplay {
  public:
   /// `stretch`: per rank and op, seconds a compute op takes beyond its own (empty: none).
   /// `for_stretch`: a first replay whose only use is overlap_stretch() (communication spans).
   AnalyticReplay(const TaskGraph& g, const Topology& topo, const EngineOptions& options,
-                 std::vector<std::vector<double>> stretch = {}, bool for_stretch = false)
+                 const ReplayIndex& index, std::vector<std::vector<double>> stretch = {},
+                 bool for_stretch = false)
       : g_(g),
         stretch_(std::move(stretch)),
         record_compute_(!for_stretch && !options.step_only),
         record_comm_(for_stretch || !options.step_only),
         topo_(topo),
         options_(options),
-        calls_(collective_call_numbers(g)),
-        groups_(group_collectives(g, topo, options.shapes != nullptr ? *options.shapes : shapes_)) {
+        index_(index) {
     result_.engine = EngineKind::kAnalytic;
     done_.resize(g.ranks.size());
     first_waiter_.resize(g.ranks.size());
-    actor_of_.resize(g.ranks.size());
     spans_.resize(g.ranks.size());
     batches_.resize(g.ranks.size());
     for (std::size_t r = 0; r < g.ranks.size(); ++r) {
-      const auto& ops = g.ranks[r].ops;
-      done_[r].assign(ops.size(), kNotDone);
-      first_waiter_[r].assign(ops.size(), -1);
-      batches_[r].resize(ops.size());
-      auto& actor_of = actor_of_[r];
-      actor_of.fill(-1);
-      for (std::uint32_t i = 0; i < ops.size(); ++i) {
-        auto& a = actor_of[static_cast<std::size_t>(ops[i].stream)];
-        if (a < 0) {
-          a = static_cast<std::int32_t>(actors_.size());
-          actors_.emplace_back();
-          actors_.back().rank = static_cast<std::int32_t>(r);
-        }
-        actors_[static_cast<std::size_t>(a)].ops.push_back(i);
-      }
+      const auto size = g.ranks[r].ops.size();
+      done_[r].assign(size, kNotDone);
+      first_waiter_[r].assign(size, -1);
+      batches_[r].resize(size);
+    }
+    actors_.resize(index.streams.size());
+    for (std::size_t a = 0; a < actors_.size(); ++a) {
+      actors_[a].rank = index.streams[a].rank;
+      actors_[a].ops = &index.streams[a].ops;
     }
   }
 
@@ -150,10 +174,16 @@ class AnalyticReplay {
     return stretch;
   }
 
+  /// After replay(): the steady state's shift over `window`, where periodic.
+  std::optional<double> steady(const SteadyWindow& window) const {
+    return steady_shift(g_, done_, stretch_, window);
+  }
+
   SimResult run() {
     replay();
+    if (options_.steady) result_.steady_shift = steady(*options_.steady);
     result_.ranks.resize(g_.ranks.size());
-    if (options_.list_collectives) result_.collectives = collective_stats(g_, topo_, groups_);
+    if (options_.list_collectives) result_.collectives = collective_stats(g_, topo_, index_.groups);
     for (std::size_t r = 0; r < g_.ranks.size(); ++r) {
       double end = 0;
       for (std::size_t i = 0; i < done_[r].size(); ++i) {
@@ -189,6 +219,9 @@ class AnalyticReplay {
     if (a == current_ || actors_[a].queued) return;
     actors_[a].queued = true;
     runnable_.push_back(a);
+    const Actor& actor = actors_[a];
+    if (actor.pc < actor.ops->size())
+      __builtin_prefetch(&op_at(actor.rank, (*actor.ops)[actor.pc]));
   }
 
   static void next_op(Actor& actor) {
@@ -211,10 +244,10 @@ class AnalyticReplay {
     done_[static_cast<std::size_t>(rank)][op] = end;
     wake(rank, op);
     // The stream that posted the op, if it was a communication op, goes on.
-    const auto a =
-        actor_of_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(op_at(rank, op).stream)];
+    const auto a = index_.actor_of[static_cast<std::size_t>(rank)]
+                                  [static_cast<std::size_t>(op_at(rank, op).stream)];
     auto& actor = actors_[static_cast<std::size_t>(a)];
-    if (actor.waiting && actor.ops[actor.pc] == op) {
+    if (actor.waiting && (*actor.ops)[actor.pc] == op) {
       actor.time = end;
       actor.waiting = false;
       next_op(actor);
@@ -276,7 +309,7 @@ class AnalyticReplay {
     const auto& op = op_at(r, i);
     const auto& group = g_.groups[static_cast<std::size_t>(op.group)];
     const auto seconds = [&] {
-      return groups_[static_cast<std::size_t>(op.group)]
+      return index_.groups[static_cast<std::size_t>(op.group)]
           .choose(op.collective, op.bytes, op.count)
           .seconds;
     };
@@ -290,7 +323,7 @@ class AnalyticReplay {
       complete(r, i, end);
       return;
     }
-    const auto call = calls_[static_cast<std::size_t>(r)][i];
+    const auto call = index_.calls[static_cast<std::size_t>(r)][i];
     auto& inst = instances_[{op.group, call}];
     inst.latest = std::max(inst.latest, now);
     inst.members.emplace_back(r, i);
@@ -312,11 +345,13 @@ class AnalyticReplay {
 
   void advance(std::size_t a) {
     auto& actor = actors_[a];
-    while (!actor.waiting && actor.pc < actor.ops.size()) {
+    while (!actor.waiting && actor.pc < actor.ops->size()) {
       const std::int32_t r = actor.rank;
-      const std::uint32_t i = actor.ops[actor.pc];
+      const std::uint32_t i = (*actor.ops)[actor.pc];
       const auto& op = op_at(r, i);
       const auto& prog = g_.ranks[static_cast<std::size_t>(r)];
+      if (actor.pc + 1 < actor.ops->size())
+        __builtin_prefetch(&op_at(r, (*actor.ops)[actor.pc + 1]));
       for (; actor.next_dep < op.num_deps; ++actor.next_dep) {
         const auto dep_op = prog.deps[op.first_dep + actor.next_dep];
         const double dep = done_[static_cast<std::size_t>(r)][dep_op];
@@ -358,16 +393,13 @@ class AnalyticReplay {
   bool record_comm_;     // and for a first replay's stretch
   const Topology& topo_;
   EngineOptions options_;
-  std::vector<std::vector<std::int32_t>> calls_;
-  CollectiveShapes shapes_;  // when the caller shares none
-  std::vector<GroupCollectives> groups_;
+  const ReplayIndex& index_;
   std::vector<Actor> actors_;
   std::vector<std::vector<double>> done_;
   std::vector<std::vector<Span>> spans_;
   std::vector<std::vector<Batch>> batches_;
   // Streams waiting for (rank, op), as a list threaded through Actor::next_waiter.
   std::vector<std::vector<std::int32_t>> first_waiter_;
-  std::vector<std::array<std::int32_t, kNumStreams>> actor_of_;  // by rank and stream
   std::map<std::pair<std::int32_t, std::int32_t>, Instance> instances_;
   std::unordered_map<std::uint64_t, Channel> channels_;
   std::deque<std::size_t> runnable_;
@@ -381,16 +413,21 @@ class AnalyticReplay {
 SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology,
                             const EngineOptions& options) {
   check_task_graph(graph);
+  CollectiveShapes own;  // when the caller shares none
+  const ReplayIndex index(graph, topology, options.shapes != nullptr ? *options.shapes : own);
   if (options.compute_slowdown <= 0) {
-    return name_gpus(graph, AnalyticReplay(graph, topology, options).run());
+    return name_gpus(graph, AnalyticReplay(graph, topology, options, index).run());
   }
   // Compute slowed while communication runs: a first replay finds how long each compute op
   // overlaps communication, the second stretches it by the slowdown times that time.
-  AnalyticReplay first(graph, topology, options, {}, /*for_stretch=*/true);
+  AnalyticReplay first(graph, topology, options, index, {}, /*for_stretch=*/true);
   first.replay();
-  return name_gpus(graph, AnalyticReplay(graph, topology, options,
-                                         first.overlap_stretch(options.compute_slowdown))
-                              .run());
+  SimResult second = AnalyticReplay(graph, topology, options, index,
+                                    first.overlap_stretch(options.compute_slowdown))
+                         .run();
+  // The stretches of a longer step's extra periods are the first replay's: it must repeat too.
+  if (second.steady_shift && !first.steady(*options.steady)) second.steady_shift.reset();
+  return name_gpus(graph, std::move(second));
 }
 
 }  // namespace trainsim

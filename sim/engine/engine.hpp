@@ -9,10 +9,12 @@
 // report are measured on that timeline.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/collective/group_shape.hpp"
+#include "sim/engine/steady_state.hpp"
 #include "sim/graph/task_graph.hpp"
 #include "sim/platform/topology.hpp"
 
@@ -70,6 +72,9 @@ struct SimResult {
   /// of a class behaves as its rank, so nothing is copied per GPU.
   std::vector<std::int32_t> replayed_by;
   std::uint64_t activities = 0;  // simulated activities (compute, transfers, synchronisations)
+  /// With EngineOptions::steady: how much later each period of the steady state ends than the
+  /// one before, where the window is periodic (sim/engine/steady_state.hpp); else empty.
+  std::optional<double> steady_shift;
 
   std::int64_t num_gpus() const;
   std::int64_t rank_of(std::int64_t gpu) const;
@@ -95,6 +100,9 @@ struct EngineOptions {
   /// The step time alone (a search pricing plans): the analytic engine keeps no spans it does
   /// not need and leaves the per-rank statistics empty.
   bool step_only = false;
+  /// Analytic engine: check this window of micro-batches for a periodic steady state and give
+  /// its shift in SimResult::steady_shift (with a compute slowdown, both replays must be).
+  std::optional<SteadyWindow> steady;
 };
 
 /// Structural checks before a replay: dependencies point to earlier ops of the same rank,

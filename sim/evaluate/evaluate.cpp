@@ -7,6 +7,7 @@
 #include "sim/collective/group_collectives.hpp"
 #include "sim/core/error.hpp"
 #include "sim/cost/pass_groups.hpp"
+#include "sim/evaluate/steady_replay.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/graph/symmetry.hpp"
 #include "sim/model/params.hpp"
@@ -180,8 +181,11 @@ Partition build_partition(const Model& model, const Platform& platform, const Pl
   return megatron_uniform_partition(model, plan, origin);
 }
 
-SimResult replay(const Platform& platform, const Plan& plan, const CostModel& costs,
-                 EngineKind engine, CollectiveShapes* shapes, bool step_only) {
+namespace {
+
+SimResult replay_plan(const Platform& platform, const Plan& plan, const CostModel& costs,
+                      EngineKind engine, CollectiveShapes* shapes, bool step_only,
+                      const std::optional<SteadyWindow>& steady) {
   const Topology topology(platform, plan.world_size());
   const ReplayChoice choice = choose_replay(plan, topology, engine == EngineKind::kSimGrid, false);
   const TaskGraph graph = build_task_graph(plan, costs, choice.replay, choice.chains);
@@ -189,7 +193,27 @@ SimResult replay(const Platform& platform, const Plan& plan, const CostModel& co
   options.compute_slowdown = platform.overlap.compute_slowdown;
   options.shapes = shapes;
   options.step_only = step_only;
+  options.steady = steady;
   return simulate(graph, topology, engine, options);
+}
+
+}  // namespace
+
+SimResult replay(const Platform& platform, const Plan& plan, const CostModel& costs,
+                 EngineKind engine, CollectiveShapes* shapes, bool step_only) {
+  // A step time alone, on the analytic engine: from a shorter step where its steady state
+  // repeats (sim/evaluate/steady_replay.hpp). Costs do not depend on the micro-batch count.
+  if (step_only && engine == EngineKind::kAnalytic) {
+    if (const auto steady = steady_replay(plan)) {
+      SimResult r =
+          replay_plan(platform, steady->shorter, costs, engine, shapes, true, steady->window);
+      if (r.steady_shift) {
+        r.step_time_s += static_cast<double>(steady->periods_added) * *r.steady_shift;
+        return r;
+      }
+    }
+  }
+  return replay_plan(platform, plan, costs, engine, shapes, step_only, std::nullopt);
 }
 
 Evaluation evaluate(const Model& model, const Platform& platform, const Plan& plan,
