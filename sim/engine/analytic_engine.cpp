@@ -51,9 +51,12 @@ struct Actor {
   bool queued = false;            // in the runnable queue
 };
 
-struct Batch {
-  std::int64_t pending = 0;
-  double end = 0;
+// Per op: the first stream waiting for it (a list threaded through Actor::next_waiter) and, for
+// a point-to-point batch, its transfers still in flight and the latest end so far.
+struct OpState {
+  std::int32_t first_waiter = -1;
+  std::int32_t pending = 0;
+  double batch_end = 0;
 };
 
 struct Instance {
@@ -109,14 +112,12 @@ class AnalyticReplay {
         index_(index) {
     result_.engine = EngineKind::kAnalytic;
     done_.resize(g.ranks.size());
-    first_waiter_.resize(g.ranks.size());
+    state_.resize(g.ranks.size());
     spans_.resize(g.ranks.size());
-    batches_.resize(g.ranks.size());
     for (std::size_t r = 0; r < g.ranks.size(); ++r) {
       const auto size = g.ranks[r].ops.size();
       done_[r].assign(size, kNotDone);
-      first_waiter_[r].assign(size, -1);
-      batches_[r].resize(size);
+      state_[r].resize(size);
     }
     actors_.resize(index.streams.size());
     for (std::size_t a = 0; a < actors_.size(); ++a) {
@@ -232,7 +233,7 @@ class AnalyticReplay {
 
   // Streams waiting for this op (a dependency) can go on.
   void wake(std::int32_t rank, std::uint32_t op) {
-    auto& head = first_waiter_[static_cast<std::size_t>(rank)][op];
+    auto& head = state_[static_cast<std::size_t>(rank)][op].first_waiter;
     for (auto a = head; a >= 0; a = actors_[static_cast<std::size_t>(a)].next_waiter) {
       schedule(static_cast<std::size_t>(a));
     }
@@ -266,18 +267,18 @@ class AnalyticReplay {
                                                              CommKind::kPP,
                                                              op_at(p->rank, p->op).microbatch});
       }
-      auto& b = batches_[static_cast<std::size_t>(p->rank)][p->op];
-      b.end = std::max(b.end, end);
-      if (--b.pending == 0) complete(p->rank, p->op, b.end);
+      auto& b = state_[static_cast<std::size_t>(p->rank)][p->op];
+      b.batch_end = std::max(b.batch_end, end);
+      if (--b.pending == 0) complete(p->rank, p->op, b.batch_end);
     }
   }
 
   void post_p2p(std::int32_t r, std::uint32_t i, double now) {
     const auto& op = op_at(r, i);
     const auto& prog = g_.ranks[static_cast<std::size_t>(r)];
-    auto& batch = batches_[static_cast<std::size_t>(r)][i];
+    auto& batch = state_[static_cast<std::size_t>(r)][i];
     batch.pending = op.num_sends + op.num_recvs;
-    batch.end = now;
+    batch.batch_end = now;
     if (batch.pending == 0) {
       complete(r, i, now);
       return;
@@ -356,7 +357,7 @@ class AnalyticReplay {
         const auto dep_op = prog.deps[op.first_dep + actor.next_dep];
         const double dep = done_[static_cast<std::size_t>(r)][dep_op];
         if (dep == kNotDone) {
-          auto& head = first_waiter_[static_cast<std::size_t>(r)][dep_op];
+          auto& head = state_[static_cast<std::size_t>(r)][dep_op].first_waiter;
           actor.next_waiter = head;  // woken when that op is done
           head = static_cast<std::int32_t>(a);
           return;
@@ -397,9 +398,7 @@ class AnalyticReplay {
   std::vector<Actor> actors_;
   std::vector<std::vector<double>> done_;
   std::vector<std::vector<Span>> spans_;
-  std::vector<std::vector<Batch>> batches_;
-  // Streams waiting for (rank, op), as a list threaded through Actor::next_waiter.
-  std::vector<std::vector<std::int32_t>> first_waiter_;
+  std::vector<std::vector<OpState>> state_;
   std::map<std::pair<std::int32_t, std::int32_t>, Instance> instances_;
   std::unordered_map<std::uint64_t, Channel> channels_;
   std::deque<std::size_t> runnable_;
