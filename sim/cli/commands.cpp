@@ -135,7 +135,8 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   const SimResult sim = simulate(graph, topology, in.engine, engine_options);
   if (opt.trace) {
     const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, partition, costs);
-    write_file_atomically(*opt.trace, trace_json(in.plan, in.platform, sim, memory));
+    write_file_atomically(*opt.trace,
+                          trace_json({in.plan, in.platform, partition, costs, graph, sim, memory}));
   }
   // Fixes are priced with the analytic engine and the symmetric replay where the layout allows
   // it (evaluate()). A run on that engine without --full-simulation is that same simulation of

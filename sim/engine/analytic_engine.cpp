@@ -28,6 +28,7 @@ struct Posted {
   std::uint32_t op;
   double time;
   double bytes;
+  std::int16_t transfer;  // the message's place in the op's batch
 };
 
 struct Channel {
@@ -263,9 +264,9 @@ class AnalyticReplay {
     ++result_.activities;
     for (const Posted* p : {&send, &recv}) {
       if (record_comm_) {
-        spans_[static_cast<std::size_t>(p->rank)].push_back({start, end, false, ComputeKind::kOther,
-                                                             CommKind::kPP,
-                                                             op_at(p->rank, p->op).microbatch});
+        spans_[static_cast<std::size_t>(p->rank)].push_back(
+            {start, end, false, ComputeKind::kOther, CommKind::kPP,
+             op_at(p->rank, p->op).microbatch, 0, p->transfer, p->op});
       }
       auto& b = state_[static_cast<std::size_t>(p->rank)][p->op];
       b.batch_end = std::max(b.batch_end, end);
@@ -287,7 +288,7 @@ class AnalyticReplay {
       const auto& t = prog.transfers[op.first_transfer + k];
       const bool send = k < op.num_sends;
       auto& ch = channels_[send ? key(r, t.peer, t.channel) : key(t.peer, r, t.channel)];
-      const Posted me{r, i, now, t.bytes};
+      const Posted me{r, i, now, t.bytes, static_cast<std::int16_t>(k)};
       if (send) {
         if (!ch.recvs.empty()) {
           const Posted rv = ch.recvs.front();
@@ -319,7 +320,7 @@ class AnalyticReplay {
       const double end = now + seconds();
       if (end > now && record_comm_) {
         spans_[static_cast<std::size_t>(r)].push_back(
-            {now, end, false, ComputeKind::kOther, op.comm, op.microbatch});
+            {now, end, false, ComputeKind::kOther, op.comm, op.microbatch, 0, -1, i});
       }
       complete(r, i, end);
       return;
@@ -338,7 +339,7 @@ class AnalyticReplay {
       if (duration > 0 && record_comm_) {
         spans_[static_cast<std::size_t>(mr)].push_back({start, start + duration, false,
                                                         ComputeKind::kOther, op.comm,
-                                                        op_at(mr, mi).microbatch});
+                                                        op_at(mr, mi).microbatch, 0, -1, mi});
       }
       complete(mr, mi, start + duration);
     }
@@ -370,7 +371,7 @@ class AnalyticReplay {
                            (stretch_.empty() ? 0.0 : stretch_[static_cast<std::size_t>(r)][i]);
         if (record_compute_) {
           spans_[static_cast<std::size_t>(r)].push_back(
-              {start, end, true, op.compute, CommKind::kTP, op.microbatch, op.chunk});
+              {start, end, true, op.compute, CommKind::kTP, op.microbatch, op.chunk, -1, i});
         }
         ++result_.activities;
         done_[static_cast<std::size_t>(r)][i] = end;

@@ -32,7 +32,9 @@ struct Span {
   ComputeKind compute_kind = ComputeKind::kOther;
   CommKind comm = CommKind::kTP;
   std::int32_t microbatch = -1;
-  std::int16_t chunk = 0;  // compute: the model chunk (virtual stage) of the op
+  std::int16_t chunk = 0;      // compute: the model chunk (virtual stage) of the op
+  std::int16_t transfer = -1;  // point-to-point: the message's place in its op's batch
+  std::uint32_t op = 0;        // the op's index in its rank's program
 };
 
 struct RankStats {

@@ -195,7 +195,7 @@ class SimgridReplay {
     RankState& st_;
   };
 
-  void compute(std::int64_t r, const Op& op) {
+  void compute(std::int64_t r, std::uint32_t i, const Op& op) {
     const double start = sg4::Engine::get_clock();
     if (options_.compute_slowdown > 0) {
       sg4::this_actor::exec_init(op.seconds)->start()->wait();
@@ -204,11 +204,11 @@ class SimgridReplay {
     }
     ranks_[static_cast<std::size_t>(r)].spans.push_back({start, sg4::Engine::get_clock(), true,
                                                          op.compute, CommKind::kTP, op.microbatch,
-                                                         op.chunk});
+                                                         op.chunk, -1, i});
     ++activities_;
   }
 
-  void p2p(std::int64_t r, const Op& op) {
+  void p2p(std::int64_t r, std::uint32_t i, const Op& op) {
     if (op.num_sends + op.num_recvs == 0) return;
     const auto& prog = g_.ranks[static_cast<std::size_t>(r)];
     std::vector<sg4::CommPtr> comms;
@@ -219,9 +219,9 @@ class SimgridReplay {
       // posts the next one as soon as it can) waits for its sender without taking SMs.
       std::optional<CommKernel> kernel;
       if (op.num_sends > 0) kernel.emplace(*this, r);
-      for (std::uint32_t i = 0; i < op.num_sends + op.num_recvs; ++i) {
-        const auto& t = prog.transfers[op.first_transfer + i];
-        if (i < op.num_sends) {
+      for (std::uint32_t k = 0; k < op.num_sends + op.num_recvs; ++k) {
+        const auto& t = prog.transfers[op.first_transfer + k];
+        if (k < op.num_sends) {
           comms.push_back(
               p2p_box(r, t.peer, t.channel)
                   ->put_async(&g_payload, static_cast<std::uint64_t>(whole_bytes(t.bytes))));
@@ -232,9 +232,10 @@ class SimgridReplay {
       sg4::Comm::wait_all(comms);
     }
     auto& spans = ranks_[static_cast<std::size_t>(r)].spans;
-    for (const auto& c : comms) {
-      spans.push_back({c->get_start_time(), c->get_finish_time(), false, ComputeKind::kOther,
-                       CommKind::kPP, op.microbatch});
+    for (std::size_t k = 0; k < comms.size(); ++k) {
+      spans.push_back({comms[k]->get_start_time(), comms[k]->get_finish_time(), false,
+                       ComputeKind::kOther, CommKind::kPP, op.microbatch, 0,
+                       static_cast<std::int16_t>(k), i});
     }
     activities_ += comms.size();
   }
@@ -264,8 +265,9 @@ class SimgridReplay {
     }
     auto it = instances_.find({op.group, call});
     if (--it->second.left == 0) instances_.erase(it);
-    ranks_[static_cast<std::size_t>(r)].spans.push_back(
-        {start, sg4::Engine::get_clock(), false, ComputeKind::kOther, op.comm, op.microbatch});
+    ranks_[static_cast<std::size_t>(r)].spans.push_back({start, sg4::Engine::get_clock(), false,
+                                                         ComputeKind::kOther, op.comm,
+                                                         op.microbatch, 0, -1, i});
     activities_ += 5;
   }
 
@@ -302,10 +304,10 @@ class SimgridReplay {
       wait_for_dependencies(r, op);
       switch (op.type) {
         case OpType::kCompute:
-          compute(r, op);
+          compute(r, i, op);
           break;
         case OpType::kP2P:
-          p2p(r, op);
+          p2p(r, i, op);
           break;
         case OpType::kCollective:
           collective(r, i, op);

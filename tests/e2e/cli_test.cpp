@@ -4,8 +4,10 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "tests/support/support.hpp"
 
@@ -332,8 +334,8 @@ TEST(Cli, DumpGraphWritesTheTaskGraph) {
 }
 
 // The Chrome trace of a replay: one GPU per stage, its passes and transfers, and a memory counter
-// whose maximum is the stage's peak_memory_bytes in the report and which ends where it started
-// (every activation freed). Checked on 1F1B and on an interleaved plan with recomputation, the
+// whose maximum is the stage's peak_memory_bytes in the report and which ends at its least (every
+// activation freed). Checked on 1F1B and on an interleaved plan with recomputation, the
 // distributed optimizer and overlapped parameter gathers (forward passes split into pieces).
 void expect_trace_matches_report(const std::vector<std::string>& flags, std::int64_t passes) {
   const std::string path = test::make_temp_dir() + "/trace.json";
@@ -346,7 +348,7 @@ void expect_trace_matches_report(const std::vector<std::string>& flags, std::int
   const auto& events = trace["traceEvents"];
   const auto stages = report["stages"].size();
   for (std::size_t s = 0; s < stages; ++s) {
-    double peak = 0, first = -1, last = -1, previous_ts = -1;
+    double peak = 0, least = -1, last = -1, previous_ts = -1;
     std::int64_t forwards = 0, backwards = 0;
     std::set<std::string> seen;
     for (const auto& e : events) {
@@ -354,21 +356,23 @@ void expect_trace_matches_report(const std::vector<std::string>& flags, std::int
       if (e["ph"] == "C") {
         const double gib = e["args"]["GiB"];
         peak = std::max(peak, gib);
-        if (first < 0) first = gib;
+        if (least < 0 || gib < least) least = gib;
         last = gib;
-        EXPECT_GE(e["ts"].get<double>(), previous_ts);
+        EXPECT_GT(e["ts"].get<double>(), previous_ts);  // one sample per instant
         previous_ts = e["ts"];
       } else if (e["ph"] == "X") {
         EXPECT_GE(e["dur"].get<double>(), 0.0);
         // A pass split into pieces (parameter gathers) counts once.
-        const std::string name = e["name"];
-        if (e["cat"] == "forward" && seen.insert(name).second) ++forwards;
-        if (e["cat"] == "backward" && seen.insert(name).second) ++backwards;
+        if (e["cat"] != "forward" && e["cat"] != "backward") continue;
+        const std::string pass = e["cat"].get<std::string>() + " " +
+                                 e["args"]["micro-batch"].dump() + " " + e["args"]["chunk"].dump();
+        if (e["cat"] == "forward" && seen.insert(pass).second) ++forwards;
+        if (e["cat"] == "backward" && seen.insert(pass).second) ++backwards;
       }
     }
     const double want = report["stages"][s]["peak_memory_bytes"].get<double>() / (1 << 30);
     EXPECT_NEAR(peak, want, 1e-9 * want) << "stage " << s;
-    EXPECT_NEAR(last, first, 1e-9 * first) << "stage " << s;
+    EXPECT_NEAR(last, least, 1e-9 * least) << "stage " << s;  // back to model state alone
     EXPECT_EQ(forwards, passes) << "stage " << s;
     EXPECT_EQ(backwards, passes) << "stage " << s;
   }
@@ -390,6 +394,65 @@ TEST(Cli, TraceFollowsTheReplayAndTheMemoryModel) {
               0);
   }
   EXPECT_EQ(test::read_file(dir + "/a.json"), test::read_file(dir + "/b.json"));
+}
+
+// Each op once, with its details: no two slices alike on a track, every slice's `args` naming
+// what it is, an arrow from every pipeline send to its receive on the next or previous stage,
+// no empty track, and one memory sample per instant.
+TEST(Cli, TraceSlicesAreDistinctAndCarryTheirDetails) {
+  const std::string path = test::make_temp_dir() + "/trace.json";
+  const auto r = test::run_trainsim({"run", kScenario, "--engine", "analytic", "--trace", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto trace = nlohmann::json::parse(test::read_file(path));
+  std::set<std::tuple<std::int64_t, std::int64_t, double, std::string>> slices;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> slices_on_track;
+  std::set<std::pair<std::int64_t, std::int64_t>> named_tracks;
+  std::map<std::int64_t, double> last_counter;
+  std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> flows;  // id -> (from, to) pid
+  std::int64_t sends = 0, forwards = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string ph = e["ph"];
+    const std::int64_t pid = e["pid"];
+    if (ph == "X") {
+      const std::int64_t tid = e["tid"];
+      ++slices_on_track[{pid, tid}];
+      // One slice per op: no twin with its name, track and start.
+      EXPECT_TRUE(slices.insert({pid, tid, e["ts"].get<double>(), e["name"]}).second) << e.dump();
+      ASSERT_TRUE(e.contains("args")) << e.dump();
+      if (e["cat"] == "forward") {
+        ++forwards;
+        EXPECT_GT(e["args"]["GFLOP"].get<double>(), 0.0);
+        EXPECT_TRUE(e["args"].contains("kernel launches by time source"));
+        EXPECT_NE(e["name"].get<std::string>().find("decoder"), std::string::npos) << e.dump();
+      }
+      if (e["cat"] == "pp") {
+        const std::int64_t peer = e["args"]["peer stage"];
+        EXPECT_EQ(std::abs(peer - pid), 1) << e.dump();
+        EXPECT_GT(e["args"]["MB"].get<double>(), 0.0);
+        if (e["args"]["direction"] == "send") ++sends;
+      }
+    } else if (ph == "M" && e["name"] == "thread_name") {
+      named_tracks.insert({pid, e["tid"].get<std::int64_t>()});
+    } else if (ph == "C") {
+      if (last_counter.count(pid)) {
+        EXPECT_GT(e["ts"].get<double>(), last_counter[pid]);
+      }
+      last_counter[pid] = e["ts"];
+    } else if (ph == "s") {
+      flows[e["id"]].first = pid;
+    } else if (ph == "f") {
+      flows[e["id"]].second = pid;
+    }
+  }
+  // Llama 3.1 70B at pp 4: 32 micro-batches, forwards on each of 4 stages.
+  EXPECT_EQ(forwards, 4 * 32);
+  for (const auto& track : named_tracks) EXPECT_GT(slices_on_track[track], 0);
+  for (const auto& [track, count] : slices_on_track) EXPECT_TRUE(named_tracks.count(track));
+  // Every send between the traced GPUs has its arrow: activations down and gradients up, one per
+  // micro-batch and stage boundary each way.
+  EXPECT_EQ(sends, 2 * 3 * 32);
+  EXPECT_EQ(static_cast<std::int64_t>(flows.size()), sends);
+  for (const auto& [id, ends] : flows) EXPECT_EQ(std::abs(ends.first - ends.second), 1);
 }
 
 TEST(Cli, InterleavedReportGroupsChunksByStage) {
