@@ -17,6 +17,11 @@ headline() { awk -v label="$1" 'index($0, label) == 1 { sub(label " *", ""); pri
 
 # Schedules, recomputation and overlap on the default scenario: one line per variant.
 mkdir -p "$here/schedules"
+# The pipeline diagrams README shows: 1F1B and interleaved 1F1B on the Llama 3.1 70B scenario.
+"$bin" run scenarios/llama3.1-70b-64gpu.json --svg "$here/schedules/llama3.1-70b-64gpu-1f1b.svg" >/dev/null
+"$bin" run scenarios/llama3.1-70b-64gpu.json --schedule interleaved --vp 5 \
+  --svg "$here/schedules/llama3.1-70b-64gpu-interleaved.svg" >/dev/null
+echo "wrote $here/schedules/llama3.1-70b-64gpu-{1f1b,interleaved}.svg"
 out="$here/schedules/llama3.1-70b-64gpu.txt"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT

@@ -161,7 +161,11 @@ po::options_description io_options(const std::string& command) {
         "write the task graph (per-rank operations) as JSON")(
         "trace", po::value<std::string>()->value_name("FILE"),
         "write the replay as a Chrome trace (open in ui.perfetto.dev or chrome://tracing): one "
-        "GPU per pipeline stage, its passes and transfers, and its memory over the step");
+        "GPU per pipeline stage, its passes and transfers, and its memory over the step")(
+        "svg", po::value<std::string>()->value_name("FILE"),
+        "draw the pipeline diagram of the replay as SVG: a row per stage, forward, backward and "
+        "other passes as boxes numbered by micro-batch, the bubbles blank, communication under "
+        "each row, a time axis in ms");
   }
   return d;
 }
@@ -436,6 +440,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   if (vm.count("full-simulation")) opt.full_simulation = vm["full-simulation"].as<bool>();
   opt.dump_graph = path_of(vm, "dump-graph");
   opt.trace = path_of(vm, "trace");
+  opt.svg = path_of(vm, "svg");
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {
     const auto& name = o->long_name();

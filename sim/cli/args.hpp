@@ -14,6 +14,7 @@ struct RunOptions {
   bool strict = false;
   std::optional<std::string> dump_graph;
   std::optional<std::string> trace;  // Chrome trace of the replay
+  std::optional<std::string> svg;    // pipeline diagram of the replay
   bool full_simulation = false;      // replay every GPU even where symmetry allows fewer
   bool help = false;
 };

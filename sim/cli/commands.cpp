@@ -18,6 +18,7 @@
 #include "sim/graph/symmetry.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
+#include "sim/report/pipeline_svg.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
 #include "sim/reshard/layout_spec.hpp"
@@ -130,13 +131,18 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   }
   EngineOptions engine_options;
   engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
-  engine_options.keep_timelines = opt.trace.has_value();
+  engine_options.keep_timelines = opt.trace.has_value() || opt.svg.has_value();
   engine_options.list_collectives = true;
   const SimResult sim = simulate(graph, topology, in.engine, engine_options);
   if (opt.trace) {
     const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, partition, costs);
     write_file_atomically(*opt.trace,
                           trace_json({in.plan, in.platform, partition, costs, graph, sim, memory}));
+  }
+  if (opt.svg) {
+    write_file_atomically(
+        *opt.svg,
+        pipeline_svg(in.plan, sim, pipeline_title(in.plan, in.model.name, in.platform.name)));
   }
   // Fixes are priced with the analytic engine and the symmetric replay where the layout allows
   // it (evaluate()). A run on that engine without --full-simulation is that same simulation of

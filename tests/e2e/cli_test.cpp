@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <tuple>
 
@@ -453,6 +454,64 @@ TEST(Cli, TraceSlicesAreDistinctAndCarryTheirDetails) {
   EXPECT_EQ(sends, 2 * 3 * 32);
   EXPECT_EQ(static_cast<std::int64_t>(flows.size()), sends);
   for (const auto& [id, ends] : flows) EXPECT_EQ(std::abs(ends.first - ends.second), 1);
+}
+
+// The pipeline diagram drawn from the replay: per stage, one box per forward and per backward
+// pass, at the trace's times on the diagram's own scale (a pass run in pieces from its first
+// piece's start to its last one's end). 1F1B, then interleaved with overlapped parameter gathers.
+void expect_svg_matches_trace(const std::vector<std::string>& flags, std::int64_t passes) {
+  const std::string dir = test::make_temp_dir();
+  std::vector<std::string> args = {"run",   kScenario,         "--engine", "analytic",
+                                   "--svg", dir + "/pipe.svg", "--trace",  dir + "/trace.json"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const auto r = test::run_trainsim(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string svg = test::read_file(dir + "/pipe.svg");
+  const auto trace = nlohmann::json::parse(test::read_file(dir + "/trace.json"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      svg, m, std::regex("data-ms-per-px=\"([^\"]+)\" data-origin-x=\"([^\"]+)\"")));
+  const double ms_per_px = std::stod(m[1]), origin = std::stod(m[2]);
+  // The trace's passes: (stage, pass, micro-batch, chunk) -> first start and last end, in ms.
+  std::map<std::tuple<std::int64_t, std::string, std::int64_t, std::int64_t>,
+           std::pair<double, double>>
+      want;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || (e["cat"] != "forward" && e["cat"] != "backward")) continue;
+    const auto key = std::make_tuple(e["pid"].get<std::int64_t>(), e["cat"].get<std::string>(),
+                                     e["args"]["micro-batch"].get<std::int64_t>(),
+                                     e["args"]["chunk"].get<std::int64_t>());
+    const double start = e["ts"].get<double>() / 1e3, end = start + e["dur"].get<double>() / 1e3;
+    auto [it, fresh] = want.try_emplace(key, start, end);
+    if (!fresh) it->second = {std::min(it->second.first, start), std::max(it->second.second, end)};
+  }
+  const std::regex box(
+      "<rect class=\"pass (F|B)\" data-stage=\"(\\d+)\" data-mb=\"(\\d+)\" data-chunk=\"(\\d+)\" "
+      "x=\"([^\"]+)\" y=\"[^\"]+\" width=\"([^\"]+)\"");
+  std::map<std::pair<std::int64_t, std::string>, std::int64_t> boxes;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), box); it != std::sregex_iterator();
+       ++it) {
+    const auto& b = *it;
+    const std::string pass = b[1] == "F" ? "forward" : "backward";
+    const auto key = std::make_tuple(std::stoll(b[2]), pass, std::stoll(b[3]), std::stoll(b[4]));
+    ASSERT_TRUE(want.count(key)) << b[0];
+    const auto [start, end] = want[key];
+    EXPECT_NEAR(std::stod(b[5]), origin + start / ms_per_px, 0.01) << b[0];
+    EXPECT_NEAR(std::stod(b[6]), (end - start) / ms_per_px, 0.01) << b[0];
+    ++boxes[{std::get<0>(key), pass}];
+  }
+  EXPECT_EQ(svg.find("merged"), std::string::npos);
+  for (std::int64_t s = 0; s < 4; ++s) {
+    EXPECT_EQ((boxes[{s, "forward"}]), passes) << "stage " << s;
+    EXPECT_EQ((boxes[{s, "backward"}]), passes) << "stage " << s;
+  }
+}
+
+TEST(Cli, PipelineDiagramMatchesTheReplay) {
+  expect_svg_matches_trace({}, 32);
+  expect_svg_matches_trace({"--schedule", "interleaved", "--vp", "2", "--sp", "--zero", "1",
+                            "--overlap-grad-reduce", "--overlap-param-gather"},
+                           64);
 }
 
 TEST(Cli, InterleavedReportGroupsChunksByStage) {
