@@ -165,7 +165,11 @@ po::options_description io_options(const std::string& command) {
         "svg", po::value<std::string>()->value_name("FILE"),
         "draw the pipeline diagram of the replay as SVG: a row per stage, forward, backward and "
         "other passes as boxes numbered by micro-batch, the bubbles blank, communication under "
-        "each row, a time axis in ms");
+        "each row, a time axis in ms")(
+        "html", po::value<std::string>()->value_name("FILE"),
+        "write the report as one self-contained HTML page (no network needed): summary with "
+        "its band, where the step goes, the pipeline diagram, the stages, memory over the step "
+        "and what holds its peak, the diagnostics and their fixes");
   }
   return d;
 }
@@ -441,6 +445,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   opt.dump_graph = path_of(vm, "dump-graph");
   opt.trace = path_of(vm, "trace");
   opt.svg = path_of(vm, "svg");
+  opt.html = path_of(vm, "html");
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {
     const auto& name = o->long_name();

@@ -15,6 +15,7 @@ struct RunOptions {
   std::optional<std::string> dump_graph;
   std::optional<std::string> trace;  // Chrome trace of the replay
   std::optional<std::string> svg;    // pipeline diagram of the replay
+  std::optional<std::string> html;   // the report as one self-contained page
   bool full_simulation = false;      // replay every GPU even where symmetry allows fewer
   bool help = false;
 };

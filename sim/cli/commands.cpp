@@ -18,8 +18,11 @@
 #include "sim/graph/symmetry.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
+#include "sim/plan/layout.hpp"
+#include "sim/report/memory_curve.hpp"
 #include "sim/report/pipeline_svg.hpp"
 #include "sim/report/report.hpp"
+#include "sim/report/report_html.hpp"
 #include "sim/report/trace.hpp"
 #include "sim/reshard/layout_spec.hpp"
 #include "sim/reshard/reshard.hpp"
@@ -101,6 +104,24 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::st
   }
 }
 
+// Each stage's device memory over the step, on one GPU of it (the trace's and the diagram's).
+std::vector<std::vector<std::pair<double, double>>> stage_memory_curves(const ResolvedInputs& in,
+                                                                        const SimResult& sim,
+                                                                        const MemoryModel& memory) {
+  const Layout layout(in.plan);
+  std::vector<std::vector<std::pair<double, double>>> curves;
+  for (std::int64_t s = 0; s < in.plan.pp; ++s) {
+    std::vector<Span> compute;
+    for (const Span& span : sim.gpu_timeline(layout.stage_leader(s))) {
+      if (span.compute) compute.push_back(span);
+    }
+    std::stable_sort(compute.begin(), compute.end(),
+                     [](const Span& a, const Span& b) { return a.start < b.start; });
+    curves.push_back(memory_curve(in.plan, in.platform, memory, s, compute));
+  }
+  return curves;
+}
+
 bool has_errors(const std::vector<Diagnostic>& diagnostics) {
   return std::any_of(diagnostics.begin(), diagnostics.end(),
                      [](const Diagnostic& d) { return d.severity == Severity::kError; });
@@ -131,7 +152,7 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   }
   EngineOptions engine_options;
   engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
-  engine_options.keep_timelines = opt.trace.has_value() || opt.svg.has_value();
+  engine_options.keep_timelines = opt.trace || opt.svg || opt.html;
   engine_options.list_collectives = true;
   const SimResult sim = simulate(graph, topology, in.engine, engine_options);
   if (opt.trace) {
@@ -139,11 +160,11 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     write_file_atomically(*opt.trace,
                           trace_json({in.plan, in.platform, partition, costs, graph, sim, memory}));
   }
-  if (opt.svg) {
-    write_file_atomically(
-        *opt.svg,
-        pipeline_svg(in.plan, sim, pipeline_title(in.plan, in.model.name, in.platform.name)));
-  }
+  const std::string diagram =
+      opt.svg || opt.html
+          ? pipeline_svg(in.plan, sim, pipeline_title(in.plan, in.model.name, in.platform.name))
+          : std::string();
+  if (opt.svg) write_file_atomically(*opt.svg, diagram);
   // Fixes are priced with the analytic engine and the symmetric replay where the layout allows
   // it (evaluate()). A run on that engine without --full-simulation is that same simulation of
   // the plan, so its step time is the baseline; SimGrid's (contention) or the full replay's is
@@ -155,7 +176,13 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   ReportInputs ri{in.model,    in.platform,      in.plan,           partition,   costs,
                   sim,         in.scenario_name, input_records(in), diagnostics, replay.why_full,
                   in.published};
-  emit(make_report(ri), opt, out);
+  const Report report = make_report(ri);
+  if (opt.html) {
+    const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, partition, costs);
+    write_file_atomically(*opt.html,
+                          report_html({report, diagram, stage_memory_curves(in, sim, memory)}));
+  }
+  emit(report, opt, out);
   return opt.strict && has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
 }
 

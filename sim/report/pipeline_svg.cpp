@@ -73,22 +73,6 @@ std::array<int, 3> pass_rgb(ComputeKind kind) {
   }
 }
 
-const char* comm_color(CommKind kind) {
-  switch (kind) {
-    case CommKind::kTP:
-      return "#edc948";
-    case CommKind::kCP:
-      return "#ff9da7";
-    case CommKind::kEP:
-      return "#9c755f";
-    case CommKind::kPP:
-      return "#76b7b2";
-    case CommKind::kDP:
-      return "#e15759";
-  }
-  return "#000000";
-}
-
 // The pass's colour, lighter for later chunks of an interleaved stage.
 std::string pass_color(ComputeKind kind, std::int64_t chunk, std::int64_t chunks) {
   const auto rgb = pass_rgb(kind);
@@ -365,6 +349,22 @@ std::string pipeline_svg(const Plan& plan, const SimResult& sim, const std::stri
   d.axis();
   d.legend();
   return d.svg(title);
+}
+
+const char* comm_color(CommKind kind) {
+  switch (kind) {
+    case CommKind::kTP:
+      return "#edc948";
+    case CommKind::kCP:
+      return "#ff9da7";
+    case CommKind::kEP:
+      return "#9c755f";
+    case CommKind::kPP:
+      return "#76b7b2";
+    case CommKind::kDP:
+      return "#e15759";
+  }
+  return "#000000";
 }
 
 std::string pipeline_title(const Plan& plan, const std::string& model,

@@ -20,6 +20,9 @@ namespace trainsim {
 /// read the diagram back.
 std::string pipeline_svg(const Plan& plan, const SimResult& sim, const std::string& title);
 
+/// The colour of a kind of communication, here and in the HTML report.
+const char* comm_color(CommKind kind);
+
 /// "llama3.1-70b on h100-sxm-ndr: tp 8, pp 4, dp 2, mbs 1, 1f1b, 32 micro-batches".
 std::string pipeline_title(const Plan& plan, const std::string& model, const std::string& platform);
 

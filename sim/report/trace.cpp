@@ -8,10 +8,9 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/memory/timeline.hpp"
 #include "sim/plan/layout.hpp"
+#include "sim/report/memory_curve.hpp"
 #include "sim/report/trace_events.hpp"
-#include "sim/schedule/schedule.hpp"
 
 namespace trainsim {
 
@@ -25,54 +24,6 @@ constexpr int kComputeTrack = 0;  // then one track per communication kind
 
 int track_of(const Span& s) {
   return s.compute ? kComputeTrack : static_cast<int>(s.comm) + 1;
-}
-
-// Whether a compute span belongs to a schedule step: its own pass, or the recomputation that runs
-// right before a backward.
-bool belongs(const Span& span, const ComputeStep& step) {
-  if (span.microbatch != step.microbatch || span.chunk != step.chunk) return false;
-  switch (span.compute_kind) {
-    case ComputeKind::kForward:
-      return step.pass == Pass::kForward;
-    case ComputeKind::kBackward:
-      return step.pass == Pass::kBackward;
-    case ComputeKind::kBackwardInput:
-      return step.pass == Pass::kBackwardInput;
-    case ComputeKind::kBackwardWeight:
-      return step.pass == Pass::kBackwardWeight;
-    case ComputeKind::kRecompute:
-      return step.pass == Pass::kBackward || step.pass == Pass::kBackwardInput;
-    default:
-      return false;
-  }
-}
-
-// For each step of the stage's program, when its first compute span starts and its last ends.
-struct StepTimes {
-  std::vector<double> start;
-  std::vector<double> end;
-};
-
-StepTimes step_times(const std::vector<ComputeStep>& steps, const std::vector<Span>& compute) {
-  StepTimes t{std::vector<double>(steps.size(), -1.0), std::vector<double>(steps.size(), -1.0)};
-  std::size_t i = 0;
-  for (const Span& s : compute) {
-    if (s.compute_kind == ComputeKind::kOptimizer || s.compute_kind == ComputeKind::kOther) {
-      continue;
-    }
-    // A span of the current step, or the first of the next one.
-    if (i < steps.size() && t.start[i] >= 0 && !belongs(s, steps[i])) ++i;
-    if (i >= steps.size() || !belongs(s, steps[i])) {
-      throw std::logic_error("trace: a compute span of micro-batch " +
-                             std::to_string(s.microbatch) + " does not follow the schedule");
-    }
-    if (t.start[i] < 0) t.start[i] = s.start;
-    t.end[i] = s.end;
-  }
-  if (!steps.empty() && t.end.back() < 0) {
-    throw std::logic_error("trace: the replay ran fewer passes than the schedule has");
-  }
-  return t;
 }
 
 // Per compute span (in start order), its piece number and the pieces of its pass: a pass that
@@ -120,21 +71,11 @@ MessageKey message_key(
   return {src, dst, t.channel, seen[{src, dst, t.channel, send}]++};
 }
 
-// Memory samples on the replay's clock, one per instant (the latest value at a time wins).
-void add_counter(std::vector<std::pair<double, double>>& samples, double ts, double gib) {
-  if (!samples.empty() && samples.back().first == ts) {
-    samples.back().second = gib;
-  } else {
-    samples.emplace_back(ts, gib);
-  }
-}
-
 }  // namespace
 
 std::string trace_json(const TraceInputs& in) {
   const Plan& plan = in.plan;
   const Layout layout(plan);
-  const ScheduleConfig config = schedule_config(plan);
 
   Json events = Json::array();
   Json slices = Json::array();
@@ -184,22 +125,12 @@ std::string trace_json(const TraceInputs& in) {
                         {"args", {{"name", name}}}});
     }
 
-    // Memory: the stage's timeline walk, placed on the replay's clock.
-    const StageMemory& sm = in.memory.stages[static_cast<std::size_t>(s)];
-    const auto steps = compute_steps(stage_program(config, s));
-    const StepTimes t = step_times(steps, compute);
-    const auto gib = [&](double allocated) {
-      return device_bytes(in.platform.memory, allocated) / kGiB;
-    };
-    std::vector<std::pair<double, double>> samples;
-    add_counter(samples, 0.0, gib(sm.base()));  // model state and runtime buffers
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-      add_counter(samples, t.start[i] * kMicro, gib(sm.timeline.during_step[i]));
-      add_counter(samples, t.end[i] * kMicro, gib(sm.timeline.after_step[i]));
-    }
-    for (const auto& [ts, value] : samples) {
-      events.push_back(
-          {{"name", "memory"}, {"ph", "C"}, {"pid", s}, {"ts", ts}, {"args", {{"GiB", value}}}});
+    for (const auto& [t, bytes] : memory_curve(plan, in.platform, in.memory, s, compute)) {
+      events.push_back({{"name", "memory"},
+                        {"ph", "C"},
+                        {"pid", s},
+                        {"ts", t * kMicro},
+                        {"args", {{"GiB", bytes / kGiB}}}});
     }
   }
   for (auto& e : slices) events.push_back(std::move(e));

@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -512,6 +513,41 @@ TEST(Cli, PipelineDiagramMatchesTheReplay) {
   expect_svg_matches_trace({"--schedule", "interleaved", "--vp", "2", "--sp", "--zero", "1",
                             "--overlap-grad-reduce", "--overlap-param-gather"},
                            64);
+}
+
+// The report as one page that opens with no network: nothing fetched (no script, stylesheet,
+// image source, import or url()), the only URL the SVG namespace; the summary, the pipeline
+// diagram, a row and a memory curve per stage, and the diagnostics.
+TEST(Cli, HtmlReportIsSelfContained) {
+  const std::string path = test::make_temp_dir() + "/report.html";
+  const auto r = test::run_trainsim(
+      {"run", kScenario, "--engine", "analytic", "--format", "json", "--html", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const std::string html = test::read_file(path);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* external : {"<script", "<link", "src=", "@import", "url(", "https://"}) {
+    EXPECT_EQ(html.find(external), std::string::npos) << external;
+  }
+  std::string rest = html;
+  for (auto at = rest.find("http://"); at != std::string::npos; at = rest.find("http://", at + 1)) {
+    EXPECT_EQ(rest.compare(at, 26, "http://www.w3.org/2000/svg"), 0) << rest.substr(at, 40);
+  }
+  char step[32];
+  std::snprintf(step, sizeof step, "%.3f s (P10-P90", report["step_time_s"].get<double>());
+  EXPECT_NE(html.find(step), std::string::npos) << step;
+  EXPECT_NE(html.find("<rect class=\"pass F\""), std::string::npos);  // the pipeline diagram
+  const auto stages = report["stages"].size();
+  std::size_t curves = 0;
+  for (auto at = html.find("<polyline"); at != std::string::npos;
+       at = html.find("<polyline", at + 1)) {
+    ++curves;
+  }
+  EXPECT_EQ(curves, stages);
+  for (std::size_t s = 0; s < stages; ++s) {
+    EXPECT_NE(html.find("stage " + std::to_string(s) + ": peak "), std::string::npos) << s;
+  }
+  EXPECT_NE(html.find("<h2>Diagnostics</h2>"), std::string::npos);
 }
 
 TEST(Cli, InterleavedReportGroupsChunksByStage) {
