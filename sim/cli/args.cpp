@@ -189,6 +189,8 @@ std::string top_help() {
          "  trainsim run   SCENARIO.json | --model M --platform P [plan flags]  [--out DIR] "
          "[--format text|json]\n"
          "  trainsim check same inputs: diagnostics only (exit 1 on errors)\n"
+         "  trainsim compare SCENARIO [SCENARIO ...] [--set KEY=VALUE,...]... [--html FILE]\n"
+         "                 plans side by side: step, throughput, bubble, memory, diagrams\n"
          "  trainsim validate [REFERENCE.json ...]  predictions against published "
          "measurements\n"
          "  trainsim reshard --model M --from tp=2,pp=1,dp=4 --to tp=1,pp=1,dp=8 [--checkpoint "

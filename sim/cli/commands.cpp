@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/args.hpp"
+#include "sim/cli/compare_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
@@ -288,13 +289,14 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (command == "validate") return validate_command(rest, out);
     if (command == "reshard") return reshard_command(rest, out);
     if (command == "sweep") return sweep_command(rest, out, err);
+    if (command == "compare") return compare_command(rest, out);
     if (command == "list") {
       if (!rest.empty()) fail_input("trainsim list", "takes no arguments");
       return list_catalog(out);
     }
-    fail_input("trainsim",
-               "unknown command '" + command +
-                   "' (commands: run, check, validate, reshard, sweep, list; see trainsim --help)");
+    fail_input("trainsim", "unknown command '" + command +
+                               "' (commands: run, check, compare, validate, reshard, sweep, list; "
+                               "see trainsim --help)");
   } catch (const InputError& e) {
     err << "trainsim: error: " << e.what() << "\n";
     return kExitBadInput;

@@ -181,20 +181,25 @@ Partition build_partition(const Model& model, const Platform& platform, const Pl
   return megatron_uniform_partition(model, plan, origin);
 }
 
+SimResult replay_with(const Platform& platform, const Plan& plan, const CostModel& costs,
+                      EngineKind engine, EngineOptions options) {
+  const Topology topology(platform, plan.world_size());
+  const ReplayChoice choice = choose_replay(plan, topology, engine == EngineKind::kSimGrid, false);
+  const TaskGraph graph = build_task_graph(plan, costs, choice.replay, choice.chains);
+  options.compute_slowdown = platform.overlap.compute_slowdown;
+  return simulate(graph, topology, engine, options);
+}
+
 namespace {
 
 SimResult replay_plan(const Platform& platform, const Plan& plan, const CostModel& costs,
                       EngineKind engine, CollectiveShapes* shapes, bool step_only,
                       const std::optional<SteadyWindow>& steady) {
-  const Topology topology(platform, plan.world_size());
-  const ReplayChoice choice = choose_replay(plan, topology, engine == EngineKind::kSimGrid, false);
-  const TaskGraph graph = build_task_graph(plan, costs, choice.replay, choice.chains);
   EngineOptions options;
-  options.compute_slowdown = platform.overlap.compute_slowdown;
   options.shapes = shapes;
   options.step_only = step_only;
   options.steady = steady;
-  return simulate(graph, topology, engine, options);
+  return replay_with(platform, plan, costs, engine, options);
 }
 
 }  // namespace

@@ -43,6 +43,11 @@ SimResult replay(const Platform& platform, const Plan& plan, const CostModel& co
                  EngineKind engine = EngineKind::kAnalytic, CollectiveShapes* shapes = nullptr,
                  bool step_only = false);
 
+/// The same replay with the caller's engine options (timelines kept, collectives listed); the
+/// platform's compute slowdown is set here.
+SimResult replay_with(const Platform& platform, const Plan& plan, const CostModel& costs,
+                      EngineKind engine, EngineOptions options);
+
 /// Costs, task graph and replay of `partition`; the analytic engine unless told otherwise.
 /// `shapes`: group shapes priced already on this platform, shared by the plans of a search.
 Evaluation evaluate(const Model& model, const Platform& platform, const Plan& plan,

@@ -213,10 +213,11 @@ namespace {
 class Diagram {
  public:
   /// `comms`: the kinds of communication any stage has, each a thin row under every stage.
-  Diagram(const Plan& plan, double step_s, std::set<CommKind> comms)
+  Diagram(const Plan& plan, double axis_s, double step_s, std::set<CommKind> comms)
       : vp_(plan.vp),
-        step_ms_(step_s * 1e3),
-        px_per_s_(kPlotWidth / step_s),
+        step_ms_(axis_s * 1e3),
+        own_step_ms_(step_s * 1e3),
+        px_per_s_(kPlotWidth / axis_s),
         stage_height_(kRow + kCommRow * static_cast<double>(comms.size()) + kGap),
         rows_bottom_(kTop + static_cast<double>(plan.pp) * stage_height_),
         comms_(std::move(comms)) {}
@@ -296,7 +297,7 @@ class Diagram {
 
   std::string svg(const std::string& title) const {
     const double height = legend_y_ + 30;
-    std::string caption = "one GPU per stage (tp 0, dp 0); step " + format_fixed(step_ms_, 1) +
+    std::string caption = "one GPU per stage (tp 0, dp 0); step " + format_fixed(own_step_ms_, 1) +
                           " ms; boxes numbered by micro-batch";
     if (vp_ > 1) caption += ", later chunks lighter";
     if (merged_ > 0) {
@@ -323,7 +324,8 @@ class Diagram {
   static double width() { return kLeft + kPlotWidth + 24; }
 
   std::int64_t vp_;
-  double step_ms_;
+  double step_ms_;  // the time axis
+  double own_step_ms_;
   double px_per_s_;
   double stage_height_;
   double rows_bottom_;
@@ -336,7 +338,8 @@ class Diagram {
 
 }  // namespace
 
-std::string pipeline_svg(const Plan& plan, const SimResult& sim, const std::string& title) {
+std::string pipeline_svg(const Plan& plan, const SimResult& sim, const std::string& title,
+                         double axis_s) {
   const Layout layout(plan);
   std::set<CommKind> comms;
   for (std::int64_t s = 0; s < plan.pp; ++s) {
@@ -344,7 +347,8 @@ std::string pipeline_svg(const Plan& plan, const SimResult& sim, const std::stri
       if (!span.compute && span.end > span.start) comms.insert(span.comm);
     }
   }
-  Diagram d(plan, sim.step_time_s > 0 ? sim.step_time_s : 1.0, std::move(comms));
+  const double axis = axis_s > 0 ? axis_s : sim.step_time_s;
+  Diagram d(plan, axis > 0 ? axis : 1.0, sim.step_time_s, std::move(comms));
   for (std::int64_t s = 0; s < plan.pp; ++s) d.stage(s, sim.gpu_timeline(layout.stage_leader(s)));
   d.axis();
   d.legend();

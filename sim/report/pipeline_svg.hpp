@@ -18,7 +18,10 @@ namespace trainsim {
 /// Each pass's box carries its stage, micro-batch and chunk (data-stage, data-mb, data-chunk),
 /// and the root element the scale (data-ms-per-px, data-origin-x), so that tests and scripts can
 /// read the diagram back.
-std::string pipeline_svg(const Plan& plan, const SimResult& sim, const std::string& title);
+/// `axis_s`: the seconds the time axis spans (0: the step's own), so that diagrams of several
+/// plans drawn with the same value share one scale.
+std::string pipeline_svg(const Plan& plan, const SimResult& sim, const std::string& title,
+                         double axis_s = 0);
 
 /// The colour of a kind of communication, here and in the HTML report.
 const char* comm_color(CommKind kind);

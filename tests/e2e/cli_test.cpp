@@ -550,6 +550,50 @@ TEST(Cli, HtmlReportIsSelfContained) {
   EXPECT_NE(html.find("<h2>Diagnostics</h2>"), std::string::npos);
 }
 
+// Plans side by side: each column's step is the one `trainsim run` gives for the same inputs, the
+// diagrams share one time axis, and bad --set values are exit 2 naming the flag.
+TEST(Cli, CompareShowsPlansSideBySide) {
+  const std::string dir = test::make_temp_dir();
+  const auto r =
+      test::run_trainsim({"compare", kScenario, "--set", "schedule=interleaved,vp=2", "--engine",
+                          "analytic", "--format", "json", "--html", dir + "/compare.html"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto columns = nlohmann::json::parse(r.out);
+  ASSERT_EQ(columns.size(), 2u);
+  EXPECT_EQ(columns[1]["label"], "schedule=interleaved,vp=2");
+  EXPECT_EQ(columns[1]["plan"]["vp"], 2);
+  const std::vector<std::vector<std::string>> runs = {{},
+                                                      {"--schedule", "interleaved", "--vp", "2"}};
+  for (std::size_t c = 0; c < runs.size(); ++c) {
+    std::vector<std::string> args = {"run", kScenario, "--engine", "analytic", "--format", "json"};
+    args.insert(args.end(), runs[c].begin(), runs[c].end());
+    const auto run = test::run_trainsim(args);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto report = nlohmann::json::parse(run.out);
+    EXPECT_DOUBLE_EQ(columns[c]["step_time_s"].get<double>(), report["step_time_s"].get<double>());
+    EXPECT_DOUBLE_EQ(columns[c]["tokens_per_s"].get<double>(),
+                     report["tokens_per_s"].get<double>());
+  }
+  // One time axis: every diagram on the page has the same scale.
+  const std::string html = test::read_file(dir + "/compare.html");
+  const std::regex scale("data-ms-per-px=\"([^\"]+)\"");
+  std::set<std::string> scales;
+  std::size_t diagrams = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), scale);
+       it != std::sregex_iterator(); ++it) {
+    scales.insert((*it)[1]);
+    ++diagrams;
+  }
+  EXPECT_EQ(diagrams, 2u);
+  EXPECT_EQ(scales.size(), 1u);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // Bad input: exit 2, the flag named.
+  const auto bad = test::run_trainsim({"compare", kScenario, "--set", "tpp=2"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--set: 'tpp' is not a plan field"), std::string::npos) << bad.err;
+  EXPECT_EQ(test::run_trainsim({"compare", kScenario}).exit_code, 2);
+}
+
 TEST(Cli, InterleavedReportGroupsChunksByStage) {
   const auto r = test::run_trainsim({"run", kScenario, "--schedule", "interleaved", "--vp", "2",
                                      "--format", "json", "--engine", "analytic"});

@@ -1,0 +1,249 @@
+#include "sim/cli/compare_command.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "sim/cli/scenario.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/files.hpp"
+#include "sim/core/format.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/report/pipeline_svg.hpp"
+
+namespace trainsim {
+
+namespace {
+
+struct CompareOptions {
+  std::vector<std::string> scenarios;
+  std::vector<std::string> sets;  // "key=value,key=value"
+  std::optional<std::string> engine;
+  std::string format = "text";
+  std::optional<std::string> html;
+  bool help = false;
+};
+
+CompareOptions parse_compare(const std::vector<std::string>& args) {
+  CompareOptions o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= args.size() || args[i + 1].starts_with("--")) fail_input(a, "needs a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+    } else if (a == "--set") {
+      o.sets.push_back(value());
+    } else if (a == "--engine") {
+      o.engine = value();
+      if (*o.engine != "simgrid" && *o.engine != "analytic") {
+        fail_input("--engine", "must be simgrid or analytic, got '" + *o.engine + "'");
+      }
+    } else if (a == "--format") {
+      o.format = value();
+      if (o.format != "text" && o.format != "json") {
+        fail_input("--format", "must be text or json, got '" + o.format + "'");
+      }
+    } else if (a == "--html") {
+      o.html = value();
+    } else if (a.starts_with("-")) {
+      fail_input(a, "unknown flag (see trainsim compare --help)");
+    } else {
+      o.scenarios.push_back(a);
+    }
+  }
+  if (!o.help && o.scenarios.empty()) fail_input("trainsim compare", "needs a scenario file");
+  if (!o.help && o.scenarios.size() + o.sets.size() < 2) {
+    fail_input("trainsim compare", "needs two plans: two scenarios, or a scenario and a --set");
+  }
+  return o;
+}
+
+// "schedule=interleaved,vp=2" -> plan field -> value, each key a plan field.
+std::map<std::string, std::string> parse_set(const std::string& set) {
+  std::map<std::string, std::string> flags;
+  std::stringstream items(set);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      fail_input("--set", "expects KEY=VALUE[,KEY=VALUE...], got '" + set + "'");
+    }
+    const std::string key = item.substr(0, eq);
+    const auto& fields = plan_field_names();
+    if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
+      fail_input("--set", "'" + key + "' is not a plan field (fields: " + join(fields, ", ") + ")");
+    }
+    flags[key] = item.substr(eq + 1);
+  }
+  return flags;
+}
+
+struct Column {
+  std::string label;
+  ResolvedInputs in;
+  Report report;
+  SimResult sim;
+};
+
+Column simulate_column(const std::string& label, const InputRequest& request) {
+  ResolvedInputs in = resolve_inputs(request);
+  const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);
+  const CostModel costs = compute_costs(in.model, in.platform, in.plan, partition);
+  EngineOptions options;
+  options.keep_timelines = true;
+  SimResult sim = replay_with(in.platform, in.plan, costs, in.engine, options);
+  Report report = make_report(
+      {in.model, in.platform, in.plan, partition, costs, sim, in.scenario_name, {}, {}, {}, {}});
+  return {label, std::move(in), std::move(report), std::move(sim)};
+}
+
+double peak_bytes(const Report& r) {
+  double peak = 0;
+  for (const auto& s : r.stages) peak = std::max(peak, s.peak_memory_bytes);
+  return peak;
+}
+
+bool fits(const Column& c) {
+  return peak_bytes(c.report) <= c.in.platform.gpu.memory_bytes;
+}
+
+double exposed(const Report& r) {
+  double t = 0;
+  for (double e : r.exposed_comm_s) t += e;
+  return t;
+}
+
+nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const Column& c : columns) {
+    const Report& r = c.report;
+    j.push_back({{"label", c.label},
+                 {"gpus", r.gpus},
+                 {"plan", plan_json(r.plan, r.partition)},
+                 {"step_time_s", r.step_time_s},
+                 {"tokens_per_s", r.tokens_per_s},
+                 {"mfu", r.mfu},
+                 {"bubble_fraction", r.bubble_fraction},
+                 {"exposed_comm_s", exposed(r)},
+                 {"peak_memory_bytes", peak_bytes(r)},
+                 {"fits", fits(c)}});
+  }
+  return j;
+}
+
+std::string columns_text(const std::vector<Column>& columns) {
+  std::vector<std::vector<std::string>> rows = {{""},
+                                                {"GPUs"},
+                                                {"step time (s)"},
+                                                {"tokens/s"},
+                                                {"MFU"},
+                                                {"pipeline bubble"},
+                                                {"exposed comm (s)"},
+                                                {"peak memory (GiB)"},
+                                                {"fits"}};
+  for (const Column& c : columns) {
+    const Report& r = c.report;
+    rows[0].push_back(c.label);
+    rows[1].push_back(format_grouped(r.gpus));
+    rows[2].push_back(format_fixed(r.step_time_s, 3));
+    rows[3].push_back(format_grouped(std::llround(r.tokens_per_s)));
+    rows[4].push_back(format_fixed(100 * r.mfu, 1) + " %");
+    rows[5].push_back(format_fixed(100 * r.bubble_fraction, 1) + " %");
+    rows[6].push_back(format_fixed(exposed(r), 3));
+    rows[7].push_back(format_fixed(peak_bytes(r) / (1024.0 * 1024 * 1024), 2));
+    rows[8].push_back(fits(c) ? "yes" : "no");
+  }
+  std::vector<std::size_t> widths(columns.size() + 1, 0);
+  for (const auto& row : rows) {
+    for (std::size_t k = 0; k < row.size(); ++k) widths[k] = std::max(widths[k], row[k].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      out += k == 0 ? pad_right(row[k], widths[k]) : "  " + pad_right(row[k], widths[k]);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += "\n";
+  }
+  return out;
+}
+
+std::string columns_html(const std::vector<Column>& columns) {
+  double axis = 0;
+  for (const Column& c : columns) axis = std::max(axis, c.report.step_time_s);
+  std::string page =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>trainsim "
+      "compare</title>\n<style>body{font-family:sans-serif;margin:24px}pre{font-size:13px}"
+      ".scroll{overflow-x:auto}</style>\n</head>\n<body>\n<h1>trainsim compare</h1>\n<pre>";
+  for (char ch : columns_text(columns)) {
+    page += ch == '<' ? std::string("&lt;") : ch == '&' ? std::string("&amp;") : std::string(1, ch);
+  }
+  page += "</pre>\n<h2>Pipelines, on one time axis</h2>\n";
+  for (const Column& c : columns) {
+    page +=
+        "<div class=\"scroll\">\n" +
+        pipeline_svg(
+            c.in.plan, c.sim,
+            c.label + ": " + pipeline_title(c.in.plan, c.in.model.name, c.in.platform.name), axis) +
+        "</div>\n";
+  }
+  return page + "</body>\n</html>\n";
+}
+
+}  // namespace
+
+std::string compare_help() {
+  return "usage: trainsim compare SCENARIO [SCENARIO ...] [--set KEY=VALUE[,KEY=VALUE...]]...\n"
+         "                        [--engine simgrid|analytic] [--format text|json] [--html FILE]\n"
+         "\n"
+         "Simulates several plans and prints them side by side: step time, tokens/s, MFU,\n"
+         "pipeline bubble, exposed communication, the fullest stage's memory per GPU and whether\n"
+         "it fits. Each scenario file is a column as it is; each --set is a column of the first\n"
+         "scenario with those plan fields changed (the scenario's plan keys: tp, pp, vp, dp,\n"
+         "mbs, gbs, schedule, recompute, zero, sp, ...).\n"
+         "\n"
+         "  --set KEY=VALUE,...  a variant of the first scenario (repeat for more columns)\n"
+         "  --engine E           simgrid (default) or analytic, for every column\n"
+         "  --format text|json   what to print (default text)\n"
+         "  --html FILE          also write one self-contained page: the table, and the\n"
+         "                       columns' pipeline diagrams stacked on one time axis\n"
+         "\n"
+         "example: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
+         "           --set schedule=interleaved,vp=5 --set recompute=full --engine analytic\n";
+}
+
+int compare_command(const std::vector<std::string>& args, std::ostream& out) {
+  const CompareOptions opt = parse_compare(args);
+  if (opt.help) {
+    out << compare_help();
+    return 0;
+  }
+  std::vector<Column> columns;
+  const auto request = [&](const std::string& scenario) {
+    InputRequest r;
+    r.scenario = scenario;
+    r.engine = opt.engine;
+    return r;
+  };
+  for (const auto& s : opt.scenarios) {
+    columns.push_back(simulate_column(std::filesystem::path(s).stem().string(), request(s)));
+  }
+  for (const auto& set : opt.sets) {
+    InputRequest r = request(opt.scenarios.front());
+    r.plan_flags = parse_set(set);
+    columns.push_back(simulate_column(set, r));
+  }
+  if (opt.html) write_file_atomically(*opt.html, columns_html(columns));
+  if (opt.format == "json") {
+    out << columns_json(columns).dump(2) << "\n";
+  } else {
+    out << columns_text(columns);
+  }
+  return 0;
+}
+
+}  // namespace trainsim
