@@ -168,10 +168,10 @@ TEST_F(BadInput, TensorParallelMustDivideHeads) {
 TEST_F(BadInput, UsageErrors) {
   auto r = test::run_trainsim({"simulate"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(
-      r.err,
-      "trainsim: error: trainsim: unknown command 'simulate' (commands: run, check, validate, "
-      "reshard, sweep, list; see trainsim --help)\n");
+  EXPECT_EQ(r.err,
+            "trainsim: error: trainsim: unknown command 'simulate' (commands: run, check, compare, "
+            "validate, "
+            "reshard, sweep, list; see trainsim --help)\n");
   EXPECT_EQ(fails({"run", "a.json", "b.json"}),
             "trainsim run: takes one SCENARIO.json, got 2 arguments");
   EXPECT_EQ(fails({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--seq-len", "8",
