@@ -25,6 +25,7 @@ echo "wrote $here/schedules/llama3.1-70b-64gpu-{1f1b,interleaved}.svg"
 "$bin" compare scenarios/llama3.1-70b-64gpu.json --set schedule=interleaved,vp=5 \
   --set recompute=full --engine analytic >"$here/schedules/compare-llama3.1-70b-64gpu.txt"
 echo "wrote $here/schedules/compare-llama3.1-70b-64gpu.txt"
+python3 "$here/teaching.py" "$bin"
 out="$here/schedules/llama3.1-70b-64gpu.txt"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
