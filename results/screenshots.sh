@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Opens the HTML report and the pipeline diagrams in headless Chromium, fails on any console
+# Opens the HTML report, a comparison page and the pipeline diagrams in headless Chromium, fails on any console
 # error or failed load, and writes their screenshots to results/screenshots/ (run after
 # results/regenerate.sh; installs Debian's chromium when it is missing).
 #   results/screenshots.sh [path/to/trainsim]
@@ -21,6 +21,9 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" run scenarios/llama3.1-70b-64gpu.json --html "$tmp/report.html" >/dev/null
+"$bin" compare scenarios/teaching/schedules.json --set schedule=gpipe \
+  --set schedule=interleaved,vp=2 --set schedule=zb-h1 --engine analytic \
+  --html "$tmp/compare.html" >/dev/null
 
 # shot NAME FILE WIDTH HEIGHT: a screenshot, and the console's complaints if any.
 shot() {
@@ -40,3 +43,4 @@ for svg in "$here"/schedules/*.svg; do
   shot "$name" "$svg" "$(size width "$svg")" "$(size height "$svg")"
 done
 shot report "$tmp/report.html" 1600 2600
+shot compare "$tmp/compare.html" 1600 1200
