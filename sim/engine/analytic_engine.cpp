@@ -16,6 +16,7 @@
 
 #include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/engine/replay_index.hpp"
 
 namespace trainsim {
 
@@ -64,37 +65,6 @@ struct Instance {
   std::int64_t arrived = 0;
   double latest = 0;
   std::vector<std::pair<std::int32_t, std::uint32_t>> members;  // (rank, op)
-};
-
-// What both replays of a graph share: its streams' ops, each collective op's call number and
-// each group's prices.
-struct ReplayIndex {
-  ReplayIndex(const TaskGraph& g, const Topology& topo, CollectiveShapes& shapes)
-      : calls(collective_call_numbers(g)), groups(group_collectives(g, topo, shapes)) {
-    actor_of.resize(g.ranks.size());
-    for (std::size_t r = 0; r < g.ranks.size(); ++r) {
-      const auto& ops = g.ranks[r].ops;
-      auto& by_stream = actor_of[r];
-      by_stream.fill(-1);
-      for (std::uint32_t i = 0; i < ops.size(); ++i) {
-        auto& a = by_stream[static_cast<std::size_t>(ops[i].stream)];
-        if (a < 0) {
-          a = static_cast<std::int32_t>(streams.size());
-          streams.push_back({static_cast<std::int32_t>(r), {}});
-        }
-        streams[static_cast<std::size_t>(a)].ops.push_back(i);
-      }
-    }
-  }
-
-  struct StreamOps {
-    std::int32_t rank;
-    std::vector<std::uint32_t> ops;  // in program order
-  };
-  std::vector<std::vector<std::int32_t>> calls;
-  std::vector<GroupCollectives> groups;
-  std::vector<StreamOps> streams;
-  std::vector<std::array<std::int32_t, kNumStreams>> actor_of;  // by rank and stream
 };
 
 class AnalyticReplay {

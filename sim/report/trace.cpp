@@ -73,70 +73,75 @@ MessageKey message_key(
 
 }  // namespace
 
-std::string trace_json(const TraceInputs& in) {
-  const Plan& plan = in.plan;
-  const Layout layout(plan);
+namespace {
 
+// What the trace collects: metadata and counters, the slices, and the pipeline messages seen at
+// either end ((pid, tid, ts) of the send and of the receive).
+struct TraceEvents {
   Json events = Json::array();
   Json slices = Json::array();
-  // Pipeline messages seen at either end: (pid, tid, ts) of the send and of the receive.
   std::map<MessageKey, std::pair<Json, Json>> messages;
-  for (std::int64_t s = 0; s < plan.pp; ++s) {
-    const std::int64_t gpu = layout.stage_leader(s);
-    const auto rank = static_cast<std::int32_t>(in.sim.rank_of(gpu));
-    std::vector<Span> spans = in.sim.gpu_timeline(gpu);
-    std::stable_sort(spans.begin(), spans.end(),
-                     [](const Span& a, const Span& b) { return a.start < b.start; });
-    std::vector<Span> compute;
-    for (const Span& sp : spans) {
-      if (sp.compute) compute.push_back(sp);
-    }
-    const auto piece = pieces(compute);
-    std::set<int> tracks = {kComputeTrack};
-    std::size_t c = 0;
-    std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t, bool>, std::int64_t> seen;
-    for (const Span& sp : spans) {
-      tracks.insert(track_of(sp));
-      if (sp.compute) {
-        const auto [part, parts] = piece[c++];
-        slices.push_back(slice(compute_event(sp, s, in.partition, in.costs, part, parts), sp, s));
-        continue;
-      }
-      slices.push_back(slice(comm_event(sp, in.graph, rank), sp, s));
-      if (sp.transfer < 0) continue;
-      const MessageKey key = message_key(in.graph, rank, sp, seen);
-      const bool send = std::get<0>(key) == rank;
-      Json end{{"pid", s}, {"tid", track_of(sp)}, {"ts", sp.start * kMicro}};
-      (send ? messages[key].first : messages[key].second) = std::move(end);
-    }
-    events.push_back(
-        {{"name", "process_name"},
-         {"ph", "M"},
-         {"pid", s},
-         {"args",
-          {{"name", "stage " + std::to_string(s) + " (GPU " + std::to_string(gpu) + ")"}}}});
-    for (int t : tracks) {
-      const std::string name =
-          t == kComputeTrack ? "compute" : to_string(static_cast<CommKind>(t - 1));
-      events.push_back({{"name", "thread_name"},
-                        {"ph", "M"},
-                        {"pid", s},
-                        {"tid", t},
-                        {"args", {{"name", name}}}});
-    }
+};
 
-    for (const auto& [t, bytes] : memory_curve(plan, in.platform, in.memory, s, compute)) {
-      events.push_back({{"name", "memory"},
-                        {"ph", "C"},
-                        {"pid", s},
-                        {"ts", t * kMicro},
-                        {"args", {{"GiB", bytes / kGiB}}}});
-    }
+// One stage's slices, its message ends, its tracks' names and its memory counter.
+void add_stage(const TraceInputs& in, std::int64_t s, std::int64_t gpu, TraceEvents& out) {
+  const auto rank = static_cast<std::int32_t>(in.sim.rank_of(gpu));
+  std::vector<Span> spans = in.sim.gpu_timeline(gpu);
+  std::stable_sort(spans.begin(), spans.end(),
+                   [](const Span& a, const Span& b) { return a.start < b.start; });
+  std::vector<Span> compute;
+  for (const Span& sp : spans) {
+    if (sp.compute) compute.push_back(sp);
   }
-  for (auto& e : slices) events.push_back(std::move(e));
+  const auto piece = pieces(compute);
+  std::set<int> tracks = {kComputeTrack};
+  std::size_t c = 0;
+  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t, bool>, std::int64_t> seen;
+  for (const Span& sp : spans) {
+    tracks.insert(track_of(sp));
+    if (sp.compute) {
+      const auto [part, parts] = piece[c++];
+      out.slices.push_back(slice(compute_event(sp, s, in.partition, in.costs, part, parts), sp, s));
+      continue;
+    }
+    out.slices.push_back(slice(comm_event(sp, in.graph, rank), sp, s));
+    if (sp.transfer < 0) continue;
+    const MessageKey key = message_key(in.graph, rank, sp, seen);
+    Json end{{"pid", s}, {"tid", track_of(sp)}, {"ts", sp.start * kMicro}};
+    auto& ends = out.messages[key];
+    (std::get<0>(key) == rank ? ends.first : ends.second) = std::move(end);
+  }
+  out.events.push_back(
+      {{"name", "process_name"},
+       {"ph", "M"},
+       {"pid", s},
+       {"args", {{"name", "stage " + std::to_string(s) + " (GPU " + std::to_string(gpu) + ")"}}}});
+  for (int t : tracks) {
+    const std::string name =
+        t == kComputeTrack ? "compute" : to_string(static_cast<CommKind>(t - 1));
+    out.events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", s}, {"tid", t}, {"args", {{"name", name}}}});
+  }
+  for (const auto& [t, bytes] : memory_curve(in.plan, in.platform, in.memory, s, compute)) {
+    out.events.push_back({{"name", "memory"},
+                          {"ph", "C"},
+                          {"pid", s},
+                          {"ts", t * kMicro},
+                          {"args", {{"GiB", bytes / kGiB}}}});
+  }
+}
+
+}  // namespace
+
+std::string trace_json(const TraceInputs& in) {
+  const Layout layout(in.plan);
+  TraceEvents t;
+  for (std::int64_t s = 0; s < in.plan.pp; ++s) add_stage(in, s, layout.stage_leader(s), t);
+  Json events = std::move(t.events);
+  for (auto& e : t.slices) events.push_back(std::move(e));
   // Arrows from each send to its receive, where both ends are on stages the trace shows.
   std::int64_t id = 0;
-  for (auto& [key, ends] : messages) {
+  for (auto& [key, ends] : t.messages) {
     if (ends.first.is_null() || ends.second.is_null()) continue;
     Json from{{"name", "p2p"}, {"cat", "pp"}, {"ph", "s"}, {"id", id}};
     Json to{{"name", "p2p"}, {"cat", "pp"}, {"ph", "f"}, {"bp", "e"}, {"id", id}};
@@ -146,7 +151,6 @@ std::string trace_json(const TraceInputs& in) {
     events.push_back(std::move(to));
     ++id;
   }
-
   Json j;
   j["traceEvents"] = std::move(events);
   j["displayTimeUnit"] = "ms";
