@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 #include <tuple>
 
@@ -457,6 +456,24 @@ TEST(Cli, TraceSlicesAreDistinctAndCarryTheirDetails) {
   for (const auto& [id, ends] : flows) EXPECT_EQ(std::abs(ends.first - ends.second), 1);
 }
 
+// The start tags of `text` that begin with `prefix`, each up to its closing '>'.
+std::vector<std::string> elements(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (auto at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+    out.push_back(text.substr(at, text.find('>', at) - at + 1));
+  }
+  return out;
+}
+
+// The value of attribute `name` in the first tag of `element` that has it ("" when none).
+std::string attribute(const std::string& element, const std::string& name) {
+  const std::string key = " " + name + "=\"";
+  const auto at = element.find(key);
+  if (at == std::string::npos) return "";
+  const auto start = at + key.size();
+  return element.substr(start, element.find('"', start) - start);
+}
+
 // The pipeline diagram drawn from the replay: per stage, one box per forward and per backward
 // pass, at the trace's times on the diagram's own scale (a pass run in pieces from its first
 // piece's start to its last one's end). 1F1B, then interleaved with overlapped parameter gathers.
@@ -469,10 +486,8 @@ void expect_svg_matches_trace(const std::vector<std::string>& flags, std::int64_
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string svg = test::read_file(dir + "/pipe.svg");
   const auto trace = nlohmann::json::parse(test::read_file(dir + "/trace.json"));
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(
-      svg, m, std::regex("data-ms-per-px=\"([^\"]+)\" data-origin-x=\"([^\"]+)\"")));
-  const double ms_per_px = std::stod(m[1]), origin = std::stod(m[2]);
+  const double ms_per_px = std::stod(attribute(svg, "data-ms-per-px"));
+  const double origin = std::stod(attribute(svg, "data-origin-x"));
   // The trace's passes: (stage, pass, micro-batch, chunk) -> first start and last end, in ms.
   std::map<std::tuple<std::int64_t, std::string, std::int64_t, std::int64_t>,
            std::pair<double, double>>
@@ -486,19 +501,18 @@ void expect_svg_matches_trace(const std::vector<std::string>& flags, std::int64_
     auto [it, fresh] = want.try_emplace(key, start, end);
     if (!fresh) it->second = {std::min(it->second.first, start), std::max(it->second.second, end)};
   }
-  const std::regex box(
-      "<rect class=\"pass (F|B)\" data-stage=\"(\\d+)\" data-mb=\"(\\d+)\" data-chunk=\"(\\d+)\" "
-      "x=\"([^\"]+)\" y=\"[^\"]+\" width=\"([^\"]+)\"");
   std::map<std::pair<std::int64_t, std::string>, std::int64_t> boxes;
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), box); it != std::sregex_iterator();
-       ++it) {
-    const auto& b = *it;
-    const std::string pass = b[1] == "F" ? "forward" : "backward";
-    const auto key = std::make_tuple(std::stoll(b[2]), pass, std::stoll(b[3]), std::stoll(b[4]));
-    ASSERT_TRUE(want.count(key)) << b[0];
+  for (const std::string& b : elements(svg, "<rect class=\"pass ")) {
+    const std::string kind = attribute(b, "class");
+    if (kind != "pass F" && kind != "pass B") continue;
+    const std::string pass = kind == "pass F" ? "forward" : "backward";
+    const auto key = std::make_tuple(std::stoll(attribute(b, "data-stage")), pass,
+                                     std::stoll(attribute(b, "data-mb")),
+                                     std::stoll(attribute(b, "data-chunk")));
+    ASSERT_TRUE(want.count(key)) << b;
     const auto [start, end] = want[key];
-    EXPECT_NEAR(std::stod(b[5]), origin + start / ms_per_px, 0.01) << b[0];
-    EXPECT_NEAR(std::stod(b[6]), (end - start) / ms_per_px, 0.01) << b[0];
+    EXPECT_NEAR(std::stod(attribute(b, "x")), origin + start / ms_per_px, 0.01) << b;
+    EXPECT_NEAR(std::stod(attribute(b, "width")), (end - start) / ms_per_px, 0.01) << b;
     ++boxes[{std::get<0>(key), pass}];
   }
   EXPECT_EQ(svg.find("merged"), std::string::npos);
@@ -576,12 +590,10 @@ TEST(Cli, CompareShowsPlansSideBySide) {
   }
   // One time axis: every diagram on the page has the same scale.
   const std::string html = test::read_file(dir + "/compare.html");
-  const std::regex scale("data-ms-per-px=\"([^\"]+)\"");
   std::set<std::string> scales;
   std::size_t diagrams = 0;
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), scale);
-       it != std::sregex_iterator(); ++it) {
-    scales.insert((*it)[1]);
+  for (const std::string& svg : elements(html, "<svg ")) {
+    scales.insert(attribute(svg, "data-ms-per-px"));
     ++diagrams;
   }
   EXPECT_EQ(diagrams, 2u);
