@@ -461,7 +461,13 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
       }
       continue;
     }
-    if (vm.count(name)) opt.inputs.plan_flags[field_of(name)] = vm[name].as<std::string>();
+    if (!vm.count(name)) continue;
+    const std::string value = vm[name].as<std::string>();
+    // "--tp --out X": the next flag taken for a value.
+    if (value.starts_with("--")) {
+      fail_input("--" + name, "needs a value, got the flag " + value);
+    }
+    opt.inputs.plan_flags[field_of(name)] = value;
   }
   return opt;
 }

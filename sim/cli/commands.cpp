@@ -291,7 +291,14 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (command == "sweep") return sweep_command(rest, out, err);
     if (command == "compare") return compare_command(rest, out);
     if (command == "list") {
-      if (!rest.empty()) fail_input("trainsim list", "takes no arguments");
+      if (rest.size() == 1 && (rest[0] == "--help" || rest[0] == "-h")) {
+        out << "usage: trainsim list\n\nPrints the catalog: the models under models/ with their "
+               "parameter counts, the\nplatforms under platforms/, and the scenarios under "
+               "scenarios/ (TRAINSIM_DATA_DIR\nto use another data folder).\n";
+        return kExitOk;
+      }
+      if (!rest.empty())
+        fail_input("trainsim list", "takes no arguments (see trainsim list --help)");
       return list_catalog(out);
     }
     fail_input("trainsim", "unknown command '" + command +

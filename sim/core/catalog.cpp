@@ -39,6 +39,9 @@ std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string
   std::error_code ec;
   std::filesystem::path as_path(spec);
   if (std::filesystem::is_regular_file(as_path, ec)) return as_path;
+  if (std::filesystem::is_directory(as_path, ec)) {
+    fail_input(where, std::string(spec) + " is a directory, not a JSON file");
+  }
   bool looks_like_path = spec.find('/') != std::string_view::npos ||
                          (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
   if (looks_like_path) fail_input(where, "no such file: " + std::string(spec));

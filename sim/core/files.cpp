@@ -17,6 +17,7 @@ namespace trainsim {
 std::string read_text_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail_input(path.string(), "no such file");
+  if (std::filesystem::is_directory(path, ec)) fail_input(path.string(), "is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_input(path.string(), "cannot open for reading");
   std::ostringstream buffer;

@@ -1,5 +1,7 @@
 #include "sim/report/report.hpp"
 
+#include <algorithm>
+
 #include "sim/core/version.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/model/flops.hpp"
@@ -80,7 +82,8 @@ Report make_report(const ReportInputs& in) {
     sr.compute_s = st.compute_s;
     gpus_in_stage[static_cast<std::size_t>(s)]++;
   }
-  r.bubble_fraction = idle_total / gpus / step;
+  // Idle time summed over spans can come out a rounding error below zero: no bubble.
+  r.bubble_fraction = std::max(0.0, idle_total / gpus / step);
 
   const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, in.partition, in.costs);
   std::map<std::string, double> time_by_source;

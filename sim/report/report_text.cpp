@@ -95,7 +95,8 @@ std::string report_text(const Report& r) {
   std::ostringstream o;
   const auto& p = r.plan;
   o << "trainsim " << r.provenance.trainsim_version << ": " << r.model << " on " << r.platform
-    << " (" << r.gpus << " GPUs, " << r.nodes << (r.nodes == 1 ? " node" : " nodes") << ")\n";
+    << " (" << r.gpus << (r.gpus == 1 ? " GPU, " : " GPUs, ") << r.nodes
+    << (r.nodes == 1 ? " node" : " nodes") << ")\n";
   if (!r.scenario.empty()) o << "scenario: " << r.scenario << "\n";
   o << "plan: tp " << p.tp << ", pp " << p.pp;
   if (p.vp > 1) o << " x vp " << p.vp;

@@ -177,6 +177,24 @@ TEST_F(BadInput, UsageErrors) {
   EXPECT_EQ(fails({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--seq-len", "8",
                    "--format", "xml"}),
             "--format: must be text or json, got 'xml'");
+  // A flag taken for the previous one's value, a directory given as a scenario, list's help.
+  EXPECT_EQ(fails({"run", "--tp", "--out", "X"}), "--tp: needs a value, got the flag --out");
+  EXPECT_EQ(fails({"run", test::source_dir() + "/scenarios"}),
+            "SCENARIO: " + test::source_dir() + "/scenarios is a directory, not a JSON file");
+  EXPECT_EQ(fails({"list", "extra"}),
+            "trainsim list: takes no arguments (see trainsim list --help)");
+  const auto help = test::run_trainsim({"list", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.out.rfind("usage: trainsim list", 0), 0u);
+}
+
+// One GPU is "1 GPU", and a plan with no pipeline has no bubble, not a rounding error below 0.
+TEST_F(BadInput, OneGpuReadsAsOne) {
+  const auto r = test::run_trainsim({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr",
+                                     "--seq-len", "2048", "--engine", "analytic"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(1 GPU, 1 node)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pipeline bubble      0.0 %"), std::string::npos) << r.out;
 }
 
 TEST_F(BadInput, UnwritableOutputLeavesNothingBehind) {
