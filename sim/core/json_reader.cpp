@@ -1,5 +1,8 @@
 #include "sim/core/json_reader.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -218,10 +221,39 @@ void JsonObject::fail(std::string_view key, std::string_view message) const {
   fail_input(where(key), message);
 }
 
+namespace {
+
+// Levenshtein distance, for "did you mean" on a missing key.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
 const nlohmann::json& JsonObject::get(std::string_view key) {
   used_.emplace(key);
   auto it = value_->find(std::string(key));
-  if (it == value_->end()) fail(key, "required key is missing");
+  if (it == value_->end()) {
+    // A key of the object one or two edits away is most likely this one misspelt.
+    for (const auto& item : value_->items()) {
+      if (item.key() != key && edit_distance(item.key(), key) <= 2 && key.size() > 3) {
+        fail(key, "required key is missing; the object has '" + item.key() +
+                      "': a misspelling of '" + std::string(key) + "'?");
+      }
+    }
+    fail(key, "required key is missing");
+  }
   return *it;
 }
 

@@ -183,6 +183,25 @@ void read_grok1(HfReader& r, Model& m) {
 
 }  // namespace
 
+namespace {
+
+// The name reports give a Hugging Face model: the hub id it was saved from (_name_or_path, its
+// last part), else the file's own name, else (a file called config.json) its folder's.
+std::string hf_model_name(const nlohmann::json& j, const std::string& file) {
+  if (auto it = j.find("_name_or_path"); it != j.end() && it->is_string()) {
+    std::string id = it->get<std::string>();
+    while (!id.empty() && id.back() == '/') id.pop_back();
+    if (const auto slash = id.find_last_of('/'); slash != std::string::npos) id.erase(0, slash + 1);
+    if (!id.empty()) return id;
+  }
+  const std::filesystem::path p(file);
+  if (p.stem() != "config") return p.stem().string();
+  const std::string folder = p.parent_path().filename().string();
+  return folder.empty() || folder == "." ? p.stem().string() : folder;
+}
+
+}  // namespace
+
 Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
   JsonObject top(j, file);
   const auto& archs = top.raw("architectures");
@@ -279,10 +298,7 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
     }
     m.head_dim = m.hidden_size / m.num_attention_heads;
   }
-  if (m.name.empty()) {
-    m.name = std::filesystem::path(file).parent_path().filename().string();
-    if (m.name.empty() || m.name == ".") m.name = std::filesystem::path(file).stem().string();
-  }
+  if (m.name.empty()) m.name = hf_model_name(j, file);
   validate_model(m, file);
   return m;
 }

@@ -234,6 +234,13 @@ Model parse_model_json(const nlohmann::json& j, const std::string& file) {
 Model load_model(const std::filesystem::path& path) {
   auto j = load_json_file(path);
   if (j.is_object() && j.contains("architectures")) return parse_hf_config(j, path.string());
+  // Hugging Face's keys without the class that says how to read them.
+  if (j.is_object() && !j.contains("name") &&
+      (j.contains("model_type") || j.contains("num_hidden_layers"))) {
+    fail_input(path.string() + ": $.architectures",
+               "required key is missing: a Hugging Face config.json names its model class there "
+               "(e.g. [\"LlamaForCausalLM\"]); trainsim's own model files have a \"name\" instead");
+  }
   return parse_model_json(j, path.string());
 }
 

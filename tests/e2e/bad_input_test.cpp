@@ -139,6 +139,35 @@ TEST_F(BadInput, AbsurdSizesAreRefusedBeforeTheReplay) {
                               "trillion parameters; trainsim handles up to 1,000 trillion");
 }
 
+// Hugging Face configs: a misspelt key named as such, a config without its class, and the name a
+// report gives the model (the hub id it was saved from, else the file's or its folder's name).
+TEST_F(BadInput, HuggingFaceConfigsSayWhatIsWrong) {
+  const std::string keys =
+      R"("num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+         "intermediate_size": 256, "vocab_size": 1000, "max_position_embeddings": 4096)";
+  const auto run = [&](const std::string& path) {
+    return std::vector<std::string>{"run",        "--model",      path,
+                                    "--platform", "h100-sxm-ndr", "--seq-len",
+                                    "1024",       "--engine",     "analytic"};
+  };
+  const auto misspelt = file("misspelt.json", R"({"architectures": ["LlamaForCausalLM"],
+      "hiden_size": 64, )" + keys + "}");
+  EXPECT_EQ(fails(run(misspelt)), misspelt +
+                                      ": $.hidden_size: required key is missing; the object has "
+                                      "'hiden_size': a misspelling of 'hidden_size'?");
+  const auto classless = file("classless.json", R"({"hidden_size": 64, )" + keys + "}");
+  EXPECT_EQ(
+      fails(run(classless)).rfind(classless + ": $.architectures: required key is missing", 0), 0u);
+  const auto named = file("tiny-llama.json", R"({"architectures": ["LlamaForCausalLM"],
+      "hidden_size": 64, )" + keys + "}");
+  EXPECT_NE(test::run_trainsim(run(named)).out.find("tiny-llama on h100-sxm-ndr"),
+            std::string::npos);
+  const auto hub = file("hub.json", R"({"architectures": ["LlamaForCausalLM"],
+      "_name_or_path": "acme/Tiny-7B", "hidden_size": 64, )" +
+                                        keys + "}");
+  EXPECT_NE(test::run_trainsim(run(hub)).out.find("Tiny-7B on h100-sxm-ndr"), std::string::npos);
+}
+
 TEST_F(BadInput, MissingModelOrPlatform) {
   EXPECT_EQ(
       fails({"run", "--model", "llama9", "--platform", "h100-sxm-ndr", "--seq-len", "8"})
