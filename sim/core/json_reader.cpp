@@ -1,11 +1,11 @@
 #include "sim/core/json_reader.hpp"
 
 #include <algorithm>
-#include <vector>
-
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
@@ -70,9 +70,55 @@ std::string json_type_name(const nlohmann::json& value) {
   }
 }
 
+namespace {
+
+// Refuses an object that names a key twice (nlohmann keeps the last one silently), naming the
+// key's JSON path.
+class DuplicateKeys {
+ public:
+  explicit DuplicateKeys(std::string_view source) : source_(source) {}
+
+  bool operator()(int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start || event == Event::array_start) {
+      open_.push_back({event == Event::object_start, {}, {}});
+    } else if (event == Event::object_end || event == Event::array_end) {
+      open_.pop_back();
+    } else if (event == Event::key && !open_.empty()) {
+      std::string key = parsed.get<std::string>();
+      if (!open_.back().keys.insert(key).second) {
+        fail_input(std::string(source_) + ": " + path() + "." + key,
+                   "duplicate key (a JSON object names each key once; the last would silently "
+                   "win)");
+      }
+      open_.back().current = std::move(key);
+    }
+    return true;
+  }
+
+ private:
+  struct Container {
+    bool object;
+    std::set<std::string> keys;
+    std::string current;  // the key whose value is being read
+  };
+  std::string path() const {
+    std::string p = "$";
+    for (std::size_t i = 0; i + 1 < open_.size(); ++i) {
+      p += open_[i].object ? "." + open_[i].current : "[]";
+    }
+    return p;
+  }
+
+  std::string_view source_;
+  std::vector<Container> open_;
+};
+
+}  // namespace
+
 nlohmann::json parse_json_text(std::string_view text, std::string_view source) {
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    return nlohmann::json::parse(text.begin(), text.end(), DuplicateKeys(source));
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann's message already says what was unexpected; add a line:column position.
     std::string what = e.what();

@@ -168,6 +168,21 @@ TEST_F(BadInput, HuggingFaceConfigsSayWhatIsWrong) {
   EXPECT_NE(test::run_trainsim(run(hub)).out.find("Tiny-7B on h100-sxm-ndr"), std::string::npos);
 }
 
+// A key named twice is refused, not silently the last one: "tp": 4, "tp": 8.
+TEST_F(BadInput, DuplicateKeysAreRefused) {
+  const auto path = file("dup.json", R"({"model": "llama3.1-8b", "platform": "h100-sxm-ndr",
+      "plan": {"tp": 4, "seq_len": 2048, "tp": 8}})");
+  EXPECT_EQ(fails({"run", path}),
+            path +
+                ": $.plan.tp: duplicate key (a JSON object names each key once; the last "
+                "would silently win)");
+  const auto nested = file("nested.json", R"({"a": [{"b": 1}, {"b": 2, "b": 3}]})");
+  EXPECT_EQ(fails({"run", "--model", nested, "--platform", "h100-sxm-ndr", "--seq-len", "8"}),
+            nested +
+                ": $.a[].b: duplicate key (a JSON object names each key once; the last "
+                "would silently win)");
+}
+
 TEST_F(BadInput, MissingModelOrPlatform) {
   EXPECT_EQ(
       fails({"run", "--model", "llama9", "--platform", "h100-sxm-ndr", "--seq-len", "8"})
