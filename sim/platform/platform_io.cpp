@@ -14,6 +14,13 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kMicro = 1e-6;
 const RealRange kFraction{0.0, false, 1.0, true};
 const RealRange kNonNegative{0.0, true};
+// Physical bounds, far beyond any machine built: a value past them is a typo or a unit mistake,
+// and would otherwise reach the engine as an absurd (or infinite) time.
+const RealRange kTflops{0.0, false, 1e5, true};     // 100 PFLOP/s per GPU
+const RealRange kGiBytes{0.0, false, 65536, true};  // 64 TiB per GPU
+const RealRange kGBps{0.0, false, 1e6, true};       // 1 PB/s
+const RealRange kGbps{0.0, false, 1e6, true};       // 1 Pb/s per NIC
+const RealRange kLatencyUs{0.0, true, 1e6, true};   // one second
 }  // namespace
 
 Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
@@ -25,17 +32,17 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
   auto gpu = o.object("gpu");
   p.gpu.name = gpu.string("name");
   auto peak = gpu.object("peak_dense_tflops");
-  p.gpu.peak_bf16_flops = peak.number("bf16") * kTera;
-  p.gpu.peak_fp8_flops = peak.optional_number("fp8").value_or(0.0) * kTera;
+  p.gpu.peak_bf16_flops = peak.number("bf16", kTflops) * kTera;
+  p.gpu.peak_fp8_flops = peak.optional_number("fp8", kTflops).value_or(0.0) * kTera;
   peak.finish();
-  p.gpu.memory_bytes = gpu.number("memory_GiB") * kGiB;
-  p.gpu.hbm_bandwidth = gpu.number("hbm_bandwidth_GBps") * kGiga;
+  p.gpu.memory_bytes = gpu.number("memory_GiB", kGiBytes) * kGiB;
+  p.gpu.hbm_bandwidth = gpu.number("hbm_bandwidth_GBps", kGBps) * kGiga;
   gpu.finish();
 
   auto node = o.object("node");
   p.node.gpus_per_node = node.integer("gpus_per_node");
-  p.node.nvlink_bandwidth = node.number("nvlink_bandwidth_GBps") * kGiga;
-  p.node.nvlink_latency = node.number("nvlink_latency_us", kNonNegative) * kMicro;
+  p.node.nvlink_bandwidth = node.number("nvlink_bandwidth_GBps", kGBps) * kGiga;
+  p.node.nvlink_latency = node.number("nvlink_latency_us", kLatencyUs) * kMicro;
   node.finish();
 
   auto net = o.object("network");
@@ -44,11 +51,11 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
     net.fail("nics_per_node", "must equal node.gpus_per_node (one NIC per GPU), got " +
                                   std::to_string(p.network.nics_per_node));
   }
-  p.network.nic_bandwidth = net.number("nic_bandwidth_Gbps") * kGiga / 8.0;
-  p.network.nic_latency = net.number("nic_latency_us", kNonNegative) * kMicro;
+  p.network.nic_bandwidth = net.number("nic_bandwidth_Gbps", kGbps) * kGiga / 8.0;
+  p.network.nic_latency = net.number("nic_latency_us", kLatencyUs) * kMicro;
   p.network.nodes_per_leaf = net.integer("nodes_per_leaf");
-  p.network.leaf_oversubscription = net.number("leaf_oversubscription", {1.0, true});
-  p.network.spine_latency = net.number("spine_latency_us", kNonNegative) * kMicro;
+  p.network.leaf_oversubscription = net.number("leaf_oversubscription", {1.0, true, 1000.0, true});
+  p.network.spine_latency = net.number("spine_latency_us", kLatencyUs) * kMicro;
   net.finish();
 
   auto eff = o.object("efficiency");
@@ -100,7 +107,7 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
   }
 
   if (auto storage = o.optional_object("storage")) {
-    p.storage.read_bandwidth = storage->number("read_bandwidth_GBps") * kGiga;
+    p.storage.read_bandwidth = storage->number("read_bandwidth_GBps", kGBps) * kGiga;
     storage->finish();
   }
 

@@ -138,6 +138,16 @@ TEST(Platform, StrictInput) {
   bad = j;
   bad["efficiency"]["gemm"] = 1.2;
   expect_error(bad, "p.json: $.efficiency.gemm: must be a number > 0 and <= 1, got 1.2");
+  // Physical bounds: an NVLink latency of 1e30 s, a BF16 peak of 1e308 TFLOP/s.
+  bad = j;
+  bad["node"]["nvlink_latency_us"] = 1e30;
+  expect_error(bad,
+               "p.json: $.node.nvlink_latency_us: must be a number >= 0 and <= 1e+06, got 1e+30");
+  bad = j;
+  bad["gpu"]["peak_dense_tflops"]["bf16"] = 1e308;
+  expect_error(bad,
+               "p.json: $.gpu.peak_dense_tflops.bf16: must be a number > 0 and <= 1e+05, got "
+               "1e+308");
   bad = j;
   bad["node"]["nvlink_bandwidth"] = 450;
   expect_error(bad,
@@ -153,7 +163,7 @@ TEST(Platform, StrictInput) {
   expect_error(bad, "p.json: $.memory.runtime_reserved_GiB: must be a number >= 0, got -1");
   bad = j;
   bad["gpu"]["hbm_bandwidth_GBps"] = -1;
-  expect_error(bad, "p.json: $.gpu.hbm_bandwidth_GBps: must be a number > 0, got -1");
+  expect_error(bad, "p.json: $.gpu.hbm_bandwidth_GBps: must be a number > 0 and <= 1e+06, got -1");
 }
 
 }  // namespace
