@@ -143,8 +143,8 @@ po::options_description io_options(const std::string& command) {
       "config.json")("platform", po::value<std::string>()->value_name("P"),
                      "platform: a name under platforms/ (e.g. h100-sxm-ndr) or a path")(
       "kernel-db", po::value<std::string>()->value_name("FILE|none"),
-      "kernel timings from this database instead of the platform's (e.g. "
-      "platforms/h100-sxm/kernels-published.json), or none: the roofline alone")(
+      "kernel timings from this database instead of the platform's (e.g. the published "
+      "figures: kernels-published.json in platforms/h100-sxm/), or none: the roofline alone")(
       "format", po::value<std::string>()->value_name("text|json"), "what to print (default text)")(
       "out", po::value<std::string>()->value_name("DIR"),
       "also write DIR/report.json and DIR/report.txt");

@@ -108,7 +108,9 @@ std::string report_text(const Report& r) {
   }
   o << ", mbs " << p.mbs << ", gbs " << p.global_batch() << ", seq " << p.seq_len << ", "
     << to_string(p.precision) << ", " << to_string(p.schedule) << ", " << r.partition
-    << " partition; " << r.microbatches << " micro-batches per step\n";
+    << " partition; " << r.microbatches
+    << (r.microbatches == 1 ? " micro-batch per step" : " micro-batches per step")
+    << (p.gbs > 0 ? "" : " (no --gbs: mbs x dp sequences, Megatron-LM's default)") << "\n";
   std::vector<std::string> extras;
   if (p.recompute != Recompute::kNone)
     extras.push_back(std::string(to_string(p.recompute)) + " recompute");
