@@ -179,9 +179,7 @@ std::string columns_html(const std::vector<Column>& columns) {
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>trainsim "
       "compare</title>\n<style>body{font-family:sans-serif;margin:24px}pre{font-size:13px}"
       ".scroll{overflow-x:auto}</style>\n</head>\n<body>\n<h1>trainsim compare</h1>\n<pre>";
-  for (char ch : columns_text(columns)) {
-    page += ch == '<' ? std::string("&lt;") : ch == '&' ? std::string("&amp;") : std::string(1, ch);
-  }
+  page += escape_markup(columns_text(columns));
   page += "</pre>\n<h2>Pipelines, on one time axis</h2>\n";
   for (const Column& c : columns) {
     page +=

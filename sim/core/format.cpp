@@ -29,6 +29,29 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+std::string escape_markup(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 std::string format_seconds(double s) {
   double a = std::fabs(s);
   if (a >= 1.0 || a == 0.0) return format_fixed(s, 3) + " s";

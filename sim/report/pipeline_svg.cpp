@@ -10,6 +10,7 @@
 
 #include "sim/core/format.hpp"
 #include "sim/plan/layout.hpp"
+#include "sim/report/memory_curve.hpp"
 
 namespace trainsim {
 
@@ -102,35 +103,13 @@ std::string blended(const Box& b) {
   return o.str();
 }
 
-std::string escaped(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') {
-      out += "&amp;";
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // A stage's passes as boxes: a pass run in pieces (parameter gathers) is one box from its first
 // piece's start to its last one's end; passes under 1.5 px merge with their neighbours into
 // blocks of up to 20 px.
 std::vector<Box> stage_boxes(const std::vector<Span>& timeline, double px_per_s,
                              std::int64_t& merged) {
-  std::vector<Span> compute;
-  for (const Span& s : timeline) {
-    if (s.compute) compute.push_back(s);
-  }
-  std::stable_sort(compute.begin(), compute.end(),
-                   [](const Span& a, const Span& b) { return a.start < b.start; });
   std::vector<Box> boxes;
-  for (const Span& s : compute) {
+  for (const Span& s : compute_in_start_order(timeline)) {
     if (!boxes.empty() && boxes.back().kind == s.compute_kind &&
         boxes.back().microbatch == s.microbatch && boxes.back().chunk == s.chunk) {
       boxes.back().end = s.end;  // the next piece of the same pass
@@ -313,9 +292,9 @@ class Diagram {
          ".mb{font-size:10px;fill:#fff}.title{font-size:14px;font-weight:bold}"
          ".axis{stroke:#444;stroke-width:1}</style>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n"
-      << "<text x=\"" << px(kLeft) << "\" y=\"20\" class=\"title\">" << escaped(title)
-      << "</text>\n<text x=\"" << px(kLeft) << "\" y=\"38\" class=\"label\">" << escaped(caption)
-      << "</text>\n"
+      << "<text x=\"" << px(kLeft) << "\" y=\"20\" class=\"title\">" << escape_markup(title)
+      << "</text>\n<text x=\"" << px(kLeft) << "\" y=\"38\" class=\"label\">"
+      << escape_markup(caption) << "</text>\n"
       << body_.str() << "</svg>\n";
     return o.str();
   }

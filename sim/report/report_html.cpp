@@ -13,24 +13,6 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') {
-      out += "&amp;";
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '"') {
-      out += "&quot;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string pct(double x) {
   return format_fixed(100 * x, 1) + " %";
 }
@@ -51,12 +33,12 @@ void summary(std::ostringstream& o, const Report& r) {
     << "</td></tr>\n<tr><th>MFU</th><td>" << pct(r.mfu) << "</td></tr>\n"
     << "<tr><th>pipeline bubble</th><td>" << pct(r.bubble_fraction) << "</td></tr>\n";
   for (const auto& f : r.published.figures) {
-    o << "<tr><th>published</th><td>" << format_fixed(f.step_time_s, 3) << " s, " << esc(f.source)
-      << " (prediction " << (f.error_of(r.step_time_s) >= 0 ? "+" : "")
+    o << "<tr><th>published</th><td>" << format_fixed(f.step_time_s, 3) << " s, "
+      << escape_markup(f.source) << " (prediction " << (f.error_of(r.step_time_s) >= 0 ? "+" : "")
       << pct(f.error_of(r.step_time_s)) << ")</td></tr>\n";
   }
   if (!r.published.not_compared.empty()) {
-    o << "<tr><th>published</th><td>not compared: " << esc(r.published.not_compared)
+    o << "<tr><th>published</th><td>not compared: " << escape_markup(r.published.not_compared)
       << "</td></tr>\n";
   }
   o << "</table>\n";
@@ -82,14 +64,15 @@ void breakdown(std::ostringstream& o, const Report& r) {
   for (const auto& [name, seconds, color] : parts) {
     const double w = seconds / step * width;
     o << "<rect x=\"" << format_fixed(x, 2) << "\" y=\"0\" width=\"" << format_fixed(w, 2)
-      << "\" height=\"20\" fill=\"" << color << "\"><title>" << esc(name) << "</title></rect>\n";
+      << "\" height=\"20\" fill=\"" << color << "\"><title>" << escape_markup(name)
+      << "</title></rect>\n";
     x += w;
   }
   double y = 34;
   for (const auto& [name, seconds, color] : parts) {
     o << "<rect x=\"0\" y=\"" << y - 10 << "\" width=\"12\" height=\"12\" fill=\"" << color
-      << "\"/><text x=\"18\" y=\"" << y << "\">" << esc(name) << ": " << format_fixed(seconds, 3)
-      << " s (" << pct(seconds / step) << ")</text>\n";
+      << "\"/><text x=\"18\" y=\"" << y << "\">" << escape_markup(name) << ": "
+      << format_fixed(seconds, 3) << " s (" << pct(seconds / step) << ")</text>\n";
     y += 20;
   }
   o << "</svg>\n";
@@ -104,7 +87,7 @@ void stage_table(std::ostringstream& o, const Report& r) {
     for (const auto& c : s.chunks) chunks.push_back(join(c, ", "));
     double exposed = 0;
     for (double e : s.exposed_comm_s) exposed += e;
-    o << "<tr><td>" << s.index << "</td><td>" << esc(join(chunks, " | ")) << "</td><td>"
+    o << "<tr><td>" << s.index << "</td><td>" << escape_markup(join(chunks, " | ")) << "</td><td>"
       << format_grouped(s.params_per_gpu) << "</td><td>" << ms(s.forward_s) << "</td><td>"
       << ms(s.backward_s) << "</td><td>" << format_fixed(s.compute_s, 3) << "</td><td>"
       << format_fixed(exposed, 3) << "</td><td>" << format_fixed(s.idle_s, 3) << "</td><td>"
@@ -161,10 +144,10 @@ void diagnostics(std::ostringstream& o, const Report& r) {
   o << "<ul class=\"diag\">\n";
   for (const Diagnostic& d : r.diagnostics) {
     o << "<li class=\"" << to_string(d.severity) << "\"><b>" << to_string(d.severity) << " "
-      << esc(d.id) << "</b>"
+      << escape_markup(d.id) << "</b>"
       << (d.stage ? " (stage " + std::to_string(*d.stage) + ")" : std::string()) << ": "
-      << esc(d.message);
-    if (!d.fix.empty()) o << "<br><i>fix:</i> " << esc(d.fix);
+      << escape_markup(d.message);
+    if (!d.fix.empty()) o << "<br><i>fix:</i> " << escape_markup(d.fix);
     o << "</li>\n";
   }
   o << "</ul>\n";
@@ -178,7 +161,7 @@ std::string report_html(const HtmlInputs& in) {
   const std::string title = r.model + " on " + r.platform + " (" + std::to_string(r.gpus) +
                             " GPUs)" + (r.scenario.empty() ? "" : ": " + r.scenario);
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
-    << esc(title) << "</title>\n<style>\n"
+    << escape_markup(title) << "</title>\n<style>\n"
     << "body{font-family:sans-serif;margin:24px;color:#222;max-width:1560px}"
        "table{border-collapse:collapse;margin:8px 0 16px}"
        "th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}"
@@ -186,7 +169,7 @@ std::string report_html(const HtmlInputs& in) {
        ".kv td{text-align:left}.chart{display:block;margin:6px 0}.chart text{font-size:12px}"
        ".diag li{margin:6px 0}.error b{color:#b00}.warning b{color:#a60}.info b{color:#06a}"
        ".scroll{overflow-x:auto}\n</style>\n</head>\n<body>\n<h1>"
-    << esc(title) << "</h1>\n";
+    << escape_markup(title) << "</h1>\n";
   summary(o, r);
   breakdown(o, r);
   o << "<h2>Pipeline</h2>\n<div class=\"scroll\">\n" << in.pipeline_svg << "</div>\n";
@@ -206,8 +189,8 @@ std::string report_html(const HtmlInputs& in) {
   }
   memory_table(o, r);
   diagnostics(o, r);
-  o << "<p><small>trainsim " << esc(r.provenance.trainsim_version) << ", engine "
-    << esc(r.provenance.engine) << "</small></p>\n</body>\n</html>\n";
+  o << "<p><small>trainsim " << escape_markup(r.provenance.trainsim_version) << ", engine "
+    << escape_markup(r.provenance.engine) << "</small></p>\n</body>\n</html>\n";
   return o.str();
 }
 
