@@ -112,13 +112,9 @@ std::vector<std::vector<std::pair<double, double>>> stage_memory_curves(const Re
   const Layout layout(in.plan);
   std::vector<std::vector<std::pair<double, double>>> curves;
   for (std::int64_t s = 0; s < in.plan.pp; ++s) {
-    std::vector<Span> compute;
-    for (const Span& span : sim.gpu_timeline(layout.stage_leader(s))) {
-      if (span.compute) compute.push_back(span);
-    }
-    std::stable_sort(compute.begin(), compute.end(),
-                     [](const Span& a, const Span& b) { return a.start < b.start; });
-    curves.push_back(memory_curve(in.plan, in.platform, memory, s, compute));
+    curves.push_back(
+        memory_curve(in.plan, in.platform, memory, s,
+                     compute_in_start_order(sim.gpu_timeline(layout.stage_leader(s)))));
   }
   return curves;
 }
@@ -156,10 +152,14 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   engine_options.keep_timelines = opt.trace || opt.svg || opt.html;
   engine_options.list_collectives = true;
   const SimResult sim = simulate(graph, topology, in.engine, engine_options);
+  // The memory timeline the trace's counter and the page's curves follow.
+  const std::optional<MemoryModel> memory =
+      opt.trace || opt.html
+          ? std::optional(compute_memory(in.model, in.platform, in.plan, partition, costs))
+          : std::nullopt;
   if (opt.trace) {
-    const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, partition, costs);
-    write_file_atomically(*opt.trace,
-                          trace_json({in.plan, in.platform, partition, costs, graph, sim, memory}));
+    write_file_atomically(
+        *opt.trace, trace_json({in.plan, in.platform, partition, costs, graph, sim, *memory}));
   }
   const std::string diagram =
       opt.svg || opt.html
@@ -179,9 +179,8 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
                   in.published};
   const Report report = make_report(ri);
   if (opt.html) {
-    const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, partition, costs);
     write_file_atomically(*opt.html,
-                          report_html({report, diagram, stage_memory_curves(in, sim, memory)}));
+                          report_html({report, diagram, stage_memory_curves(in, sim, *memory)}));
   }
   emit(report, opt, out);
   return opt.strict && has_errors(diagnostics) ? kExitDiagnostics : kExitOk;

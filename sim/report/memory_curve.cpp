@@ -1,5 +1,6 @@
 #include "sim/report/memory_curve.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -67,6 +68,16 @@ void add_sample(std::vector<std::pair<double, double>>& samples, double t, doubl
 }
 
 }  // namespace
+
+std::vector<Span> compute_in_start_order(const std::vector<Span>& timeline) {
+  std::vector<Span> compute;
+  for (const Span& s : timeline) {
+    if (s.compute) compute.push_back(s);
+  }
+  std::stable_sort(compute.begin(), compute.end(),
+                   [](const Span& a, const Span& b) { return a.start < b.start; });
+  return compute;
+}
 
 std::vector<std::pair<double, double>> memory_curve(const Plan& plan, const Platform& platform,
                                                     const MemoryModel& memory, std::int64_t stage,

@@ -13,6 +13,10 @@
 
 namespace trainsim {
 
+/// A timeline's compute spans in start order (stable: the replay's order among equal starts),
+/// what memory_curve() reads; the trace and the pipeline diagram draw them so too.
+std::vector<Span> compute_in_start_order(const std::vector<Span>& timeline);
+
 /// (seconds, device bytes) samples of physical stage `stage`, one per instant (the latest value
 /// at a time wins), from the model state alone at 0. `compute`: the stage's compute spans (one GPU
 /// of it) in start order. std::logic_error when they do not follow the stage's schedule (a bug).

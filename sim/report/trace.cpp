@@ -89,10 +89,7 @@ void add_stage(const TraceInputs& in, std::int64_t s, std::int64_t gpu, TraceEve
   std::vector<Span> spans = in.sim.gpu_timeline(gpu);
   std::stable_sort(spans.begin(), spans.end(),
                    [](const Span& a, const Span& b) { return a.start < b.start; });
-  std::vector<Span> compute;
-  for (const Span& sp : spans) {
-    if (sp.compute) compute.push_back(sp);
-  }
+  const std::vector<Span> compute = compute_in_start_order(spans);
   const auto piece = pieces(compute);
   std::set<int> tracks = {kComputeTrack};
   std::size_t c = 0;
