@@ -6,6 +6,7 @@
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/compare_command.hpp"
+#include "sim/cli/outputs.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
@@ -48,14 +49,36 @@ std::vector<InputRecord> input_records(const ResolvedInputs& in) {
   return records;
 }
 
-void emit(const Report& report, const RunOptions& opt, std::ostream& out) {
+std::optional<std::string> in_out_dir(const RunOptions& opt, const char* name) {
+  if (!opt.out_dir) return std::nullopt;
+  return (std::filesystem::path(*opt.out_dir) / name).string();
+}
+
+// Every file a run writes, by its flag; refused before any work when two share a path.
+Outputs run_outputs(const RunOptions& opt) {
+  if (opt.out_dir && *opt.out_dir == "-") {
+    fail_input("--out", "names a directory for report.json and report.txt; '-' is not one");
+  }
+  Outputs outputs;
+  outputs.add("--out", in_out_dir(opt, "report.json"));
+  outputs.add("--out", in_out_dir(opt, "report.txt"));
+  outputs.add("--dump-graph", opt.dump_graph);
+  outputs.add("--trace", opt.trace);
+  outputs.add("--svg", opt.svg);
+  outputs.add("--html", opt.html);
+  outputs.announce();
+  return outputs;
+}
+
+// The report: into --out DIR, and on standard output unless an output took it.
+void emit(const Report& report, const RunOptions& opt, const Outputs& outputs, std::ostream& out) {
   const std::string json = report_json(report);
   const std::string text = report_text(report);
   if (opt.out_dir) {
-    write_file_atomically(std::filesystem::path(*opt.out_dir) / "report.json", json);
-    write_file_atomically(std::filesystem::path(*opt.out_dir) / "report.txt", text);
+    Outputs::write(*in_out_dir(opt, "report.json"), json, out);
+    Outputs::write(*in_out_dir(opt, "report.txt"), text, out);
   }
-  out << (opt.format == "json" ? json : text);
+  if (!outputs.to_stdout()) out << (opt.format == "json" ? json : text);
 }
 
 // One paragraph per kind of defect: a diagnostic that recurs on other stages with the same fix is
@@ -131,6 +154,7 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     out << run_help(command);
     return kExitOk;
   }
+  const Outputs outputs = command == "run" ? run_outputs(opt) : Outputs();
   ResolvedInputs in = resolve_inputs(opt.inputs);
   const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);
   const CostModel costs = compute_costs(in.model, in.platform, in.plan, partition);
@@ -145,7 +169,7 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
       choose_replay(in.plan, topology, in.engine == EngineKind::kSimGrid, opt.full_simulation);
   const TaskGraph graph = build_task_graph(in.plan, costs, replay.replay, replay.chains);
   if (opt.dump_graph) {
-    write_file_atomically(*opt.dump_graph, task_graph_to_json(graph).dump() + "\n");
+    Outputs::write(*opt.dump_graph, task_graph_to_json(graph).dump() + "\n", out);
   }
   EngineOptions engine_options;
   engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
@@ -158,14 +182,14 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
           ? std::optional(compute_memory(in.model, in.platform, in.plan, partition, costs))
           : std::nullopt;
   if (opt.trace) {
-    write_file_atomically(
-        *opt.trace, trace_json({in.plan, in.platform, partition, costs, graph, sim, *memory}));
+    Outputs::write(*opt.trace,
+                   trace_json({in.plan, in.platform, partition, costs, graph, sim, *memory}), out);
   }
   const std::string diagram =
       opt.svg || opt.html
           ? pipeline_svg(in.plan, sim, pipeline_title(in.plan, in.model.name, in.platform.name))
           : std::string();
-  if (opt.svg) write_file_atomically(*opt.svg, diagram);
+  if (opt.svg) Outputs::write(*opt.svg, diagram, out);
   // Fixes are priced with the analytic engine and the symmetric replay where the layout allows
   // it (evaluate()). A run on that engine without --full-simulation is that same simulation of
   // the plan, so its step time is the baseline; SimGrid's (contention) or the full replay's is
@@ -179,10 +203,10 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
                   in.published};
   const Report report = make_report(ri);
   if (opt.html) {
-    write_file_atomically(*opt.html,
-                          report_html({report, diagram, stage_memory_curves(in, sim, *memory)}));
+    Outputs::write(*opt.html, report_html({report, diagram, stage_memory_curves(in, sim, *memory)}),
+                   out);
   }
-  emit(report, opt, out);
+  emit(report, opt, outputs, out);
   return opt.strict && has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
 }
 
@@ -208,8 +232,11 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
     add(ref);
   }
   const std::string text = opt.format == "json" ? validation_json(sets) : validation_markdown(sets);
-  if (opt.out) write_file_atomically(*opt.out, text);
-  out << text;
+  Outputs outputs;
+  outputs.add("--out", opt.out);
+  outputs.announce();
+  if (opt.out) Outputs::write(*opt.out, text, out);
+  if (!outputs.to_stdout()) out << text;
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "sim/cli/outputs.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
@@ -207,7 +208,8 @@ std::string compare_help() {
          "  --set KEY=VALUE,...  a variant of the first scenario (repeat for more columns)\n"
          "  --engine E           simgrid (default) or analytic, for every column\n"
          "  --format text|json   what to print (default text)\n"
-         "  --html FILE          also write one self-contained page: the table, and the\n"
+         "  --html FILE          also write one self-contained page ('-': on standard output,\n"
+         "                       instead of the table): the table, and the\n"
          "                       columns' pipeline diagrams stacked on one time axis\n"
          "\n"
          "example: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
@@ -220,6 +222,9 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
     out << compare_help();
     return 0;
   }
+  Outputs outputs;
+  outputs.add("--html", opt.html);
+  outputs.announce();
   std::vector<Column> columns;
   const auto request = [&](const std::string& scenario) {
     InputRequest r;
@@ -235,7 +240,8 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
     r.plan_flags = parse_set(set);
     columns.push_back(simulate_column(set, r));
   }
-  if (opt.html) write_file_atomically(*opt.html, columns_html(columns));
+  if (opt.html) Outputs::write(*opt.html, columns_html(columns), out);
+  if (outputs.to_stdout()) return 0;
   if (opt.format == "json") {
     out << columns_json(columns).dump(2) << "\n";
   } else {

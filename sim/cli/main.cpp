@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "sim/cli/commands.hpp"
+#include "sim/core/interrupt.hpp"
 
 int main(int argc, char** argv) {
+  trainsim::install_interrupt_handlers();
   std::vector<std::string> args(argv + 1, argv + argc);
   const int code = trainsim::run_cli(args, std::cout, std::cerr);
   std::cout.flush();

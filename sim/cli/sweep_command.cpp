@@ -16,6 +16,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/hash.hpp"
+#include "sim/core/interrupt.hpp"
 #include "sim/core/version.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 #include "sim/sweep/sweep_summary.hpp"
@@ -102,6 +103,9 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
   }
   if (o.help) return o;
   if (!o.out) fail_input("--out", "is required: the CSV file to write");
+  if (*o.out == "-") {
+    fail_input("--out", "needs a file, not '-': rows go to FILE.part as they come, for a rerun");
+  }
   if (merging && o.merge.empty()) fail_input("--merge", "needs the shard files to join");
   if (!merging && !o.file) fail_input("SWEEP", "is required: a sweep file (see --help)");
   return o;
@@ -116,7 +120,8 @@ std::vector<SweepEntry> finish(const std::filesystem::path& out,
     csv += line;
     lines.push_back(line.substr(0, line.size() - 1));
   }
-  write_file_atomically(out, csv);
+  write_output(out, csv);
+  output_written(out.string());
   return sweep_entries(lines);
 }
 
@@ -134,6 +139,7 @@ std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
 }
 
 int merge_shards(const SweepOptions& o, std::ostream& out) {
+  expect_output(*o.out);
   std::map<std::int64_t, std::string> rows;
   for (const auto& file : o.merge) {
     const std::string text = read_text_file(file);
@@ -202,6 +208,8 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       {o.tokens ? o.tokens : spec.tokens, o.price ? o.price : spec.price_per_gpu_hour}};
   const std::filesystem::path csv = *o.out;
   const std::filesystem::path part = csv.string() + ".part";
+  expect_output(csv.string());
+  set_interrupt_note("the plans done are kept in " + part.string() + ": rerun to resume");
   // Resume: keep the whole rows a previous run of this same sweep left, drop a line it was cut in.
   const std::string mark = "# trainsim sweep " + fingerprint(context, o) + "\n";
   std::map<std::int64_t, std::string> done = read_rows(part);

@@ -7,6 +7,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
+#include "sim/core/interrupt.hpp"
 
 namespace trainsim {
 
@@ -75,6 +76,7 @@ void run_workers(const SweepContext& c, const std::vector<std::int64_t>& todo, s
     if (::pipe(p) != 0) fail_input("--jobs", "cannot create a pipe for a worker");
     const pid_t pid = ::fork();
     if (pid == 0) {
+      reset_interrupt_handlers();  // the parent speaks for the sweep and removes its temp files
       ::close(p[0]);
       CollectiveShapes shapes;
       for (std::size_t i = static_cast<std::size_t>(w); i < todo.size();

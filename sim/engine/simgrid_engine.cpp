@@ -8,6 +8,7 @@
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -59,7 +60,14 @@ class SimgridReplay {
     int argc = 1;
     char name[] = "trainsim";
     char* argv[] = {name, nullptr};
+    // SimGrid sets its own SIGINT handler (print the actors, exit 1); the program's stays.
+    struct sigaction on_int {
+    }, on_term{};
+    ::sigaction(SIGINT, nullptr, &on_int);
+    ::sigaction(SIGTERM, nullptr, &on_term);
     sg4::Engine engine(&argc, argv);
+    ::sigaction(SIGINT, &on_int, nullptr);
+    ::sigaction(SIGTERM, &on_term, nullptr);
     xbt_log_control_set("root.thresh:critical");
     // Exact flow-level sharing: no latency or bandwidth factors, no reverse-traffic share, no
     // TCP window cap (see SimGrid's CM02 model). Must be set before the first zone exists.

@@ -160,7 +160,7 @@ std::string read_file(const std::string& path) {
   return slurp(path);
 }
 
-CommandResult run_trainsim(const std::vector<std::string>& args) {
+RunningTrainsim start_trainsim(const std::vector<std::string>& args) {
   char out_tmpl[] = "/tmp/trainsim-test-out-XXXXXX";
   char err_tmpl[] = "/tmp/trainsim-test-err-XXXXXX";
   int out_fd = ::mkstemp(out_tmpl);
@@ -181,15 +181,23 @@ CommandResult run_trainsim(const std::vector<std::string>& args) {
   ::close(out_fd);
   ::close(err_fd);
   if (rc != 0) throw std::runtime_error("cannot start " + argv_s[0]);
+  return {pid, out_tmpl, err_tmpl};
+}
+
+CommandResult RunningTrainsim::finish() {
   int status = 0;
   ::waitpid(pid, &status, 0);
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out_tmpl);
-  r.err = without_asan_stack_warning(slurp(err_tmpl));
-  ::unlink(out_tmpl);
-  ::unlink(err_tmpl);
+  r.out = slurp(out_path.c_str());
+  r.err = without_asan_stack_warning(slurp(err_path.c_str()));
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
   return r;
+}
+
+CommandResult run_trainsim(const std::vector<std::string>& args) {
+  return start_trainsim(args).finish();
 }
 
 }  // namespace trainsim::test

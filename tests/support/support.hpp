@@ -49,6 +49,14 @@ struct CommandResult {
 /// Runs the trainsim binary with `args` (no shell), capturing both streams.
 CommandResult run_trainsim(const std::vector<std::string>& args);
 
+/// The binary started and running; finish() waits for it and reads its streams.
+struct RunningTrainsim {
+  int pid = -1;
+  std::string out_path, err_path;
+  CommandResult finish();
+};
+RunningTrainsim start_trainsim(const std::vector<std::string>& args);
+
 /// A fresh empty directory under the system temp dir, and a file writer for fixtures.
 std::string make_temp_dir();
 void write_file(const std::string& path, const std::string& content);
