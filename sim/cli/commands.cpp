@@ -13,6 +13,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/hash.hpp"
+#include "sim/core/progress.hpp"
 #include "sim/core/version.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
@@ -155,10 +156,14 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     return kExitOk;
   }
   const Outputs outputs = command == "run" ? run_outputs(opt) : Outputs();
+  ProgressLine progress;
+  progress.phase("reading the inputs");
   ResolvedInputs in = resolve_inputs(opt.inputs);
+  progress.phase("costing the plan");
   const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);
   const CostModel costs = compute_costs(in.model, in.platform, in.plan, partition);
   if (command == "check") {
+    progress.phase("checking the plan");
     const auto diagnostics = diagnose(in.model, in.platform, in.plan, partition, costs);
     print_diagnostics(diagnostics, opt.format, out);
     return has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
@@ -167,6 +172,7 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   const Topology topology(in.platform, in.plan.world_size());
   const ReplayChoice replay =
       choose_replay(in.plan, topology, in.engine == EngineKind::kSimGrid, opt.full_simulation);
+  progress.phase("building the task graph");
   const TaskGraph graph = build_task_graph(in.plan, costs, replay.replay, replay.chains);
   if (opt.dump_graph) {
     Outputs::write(*opt.dump_graph, task_graph_to_json(graph).dump() + "\n", out);
@@ -175,7 +181,13 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
   engine_options.keep_timelines = opt.trace || opt.svg || opt.html;
   engine_options.list_collectives = true;
+  ProgressCounter replayed;
+  engine_options.progress = &replayed;
+  progress.phase(in.engine == EngineKind::kSimGrid ? "replaying the step on SimGrid, ops"
+                                                   : "replaying the step, ops",
+                 &replayed);
   const SimResult sim = simulate(graph, topology, in.engine, engine_options);
+  progress.phase("writing the outputs");
   // The memory timeline the trace's counter and the page's curves follow.
   const std::optional<MemoryModel> memory =
       opt.trace || opt.html
@@ -195,6 +207,7 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   // the plan, so its step time is the baseline; SimGrid's (contention) or the full replay's is
   // not, and the plan space then prices the baseline itself: fixes compare like with like.
   const bool same_simulator = in.engine == EngineKind::kAnalytic && !opt.full_simulation;
+  progress.phase("diagnosing the plan and pricing fixes");
   const std::vector<Diagnostic> diagnostics =
       diagnose(in.model, in.platform, in.plan, partition, costs, {},
                same_simulator ? std::optional<double>(sim.step_time_s) : std::nullopt);

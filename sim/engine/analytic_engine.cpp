@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "sim/core/progress.hpp"
 #include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/replay_index.hpp"
@@ -106,8 +107,12 @@ class AnalyticReplay {
       runnable_.pop_back();
       actors_[a].queued = false;
       current_ = a;
+      const auto posted = actors_[a].pc;
       advance(a);
       current_ = kNone;
+      if (options_.progress != nullptr) {
+        options_.progress->done.fetch_add(actors_[a].pc - posted, std::memory_order_relaxed);
+      }
     }
   }
 
@@ -385,6 +390,9 @@ SimResult simulate_analytic(const TaskGraph& graph, const Topology& topology,
   check_task_graph(graph);
   CollectiveShapes own;  // when the caller shares none
   const ReplayIndex index(graph, topology, options.shapes != nullptr ? *options.shapes : own);
+  if (options.progress != nullptr) {
+    options.progress->total += graph.num_ops() * (options.compute_slowdown > 0 ? 2 : 1);
+  }
   if (options.compute_slowdown <= 0) {
     return name_gpus(graph, AnalyticReplay(graph, topology, options, index).run());
   }

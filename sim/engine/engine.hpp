@@ -20,6 +20,8 @@
 
 namespace trainsim {
 
+struct ProgressCounter;  // sim/core/progress.hpp
+
 enum class EngineKind { kSimGrid, kAnalytic };
 const char* to_string(EngineKind kind);
 
@@ -105,6 +107,8 @@ struct EngineOptions {
   /// Analytic engine: check this window of micro-batches for a periodic steady state and give
   /// its shift in SimResult::steady_shift (with a compute slowdown, both replays must be).
   std::optional<SteadyWindow> steady;
+  /// Counts the ops replayed (a progress line reads it from another thread); null: none.
+  ProgressCounter* progress = nullptr;
 };
 
 /// Structural checks before a replay: dependencies point to earlier ops of the same rank,

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "sim/core/progress.hpp"
 #include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/simgrid_zone.hpp"
@@ -95,6 +96,7 @@ class SimgridReplay {
                            [this, r, list = std::move(list)] { stream_main(r, list); });
       }
     }
+    if (options_.progress != nullptr) options_.progress->total += g_.num_ops();
     engine.run();
     if (finished_ != actors_) {
       throw std::logic_error("SimGrid replay deadlocked: " + std::to_string(actors_ - finished_) +
@@ -322,6 +324,9 @@ class SimgridReplay {
           break;
       }
       mark_done(r, i);
+      if (options_.progress != nullptr) {
+        options_.progress->done.fetch_add(1, std::memory_order_relaxed);
+      }
     }
     auto& st = ranks_[static_cast<std::size_t>(r)];
     st.end = std::max(st.end, sg4::Engine::get_clock());

@@ -128,32 +128,6 @@ TEST(Outputs, ADirectoryIsNamedAsOne) {
   EXPECT_EQ(r.err, "trainsim: error: " + dir + ": is a directory\n");
 }
 
-// SIGINT or SIGTERM during the replay: the outputs not yet written are named, the previous file
-// stays whole, no temp file is left, and the program dies of the signal.
-TEST(Outputs, InterruptNamesWhatWasNotWritten) {
-  for (const int sig : {SIGINT, SIGTERM}) {
-    const std::string dir = test::make_temp_dir();
-    test::write_file(dir + "/trace.json", "previous\n");
-    // Long enough to be interrupted: every GPU of 512 replayed on SimGrid.
-    auto running =
-        test::start_trainsim({"run", scenario(), "--dp", "32", "--gbs", "2048", "--full-simulation",
-                              "--dump-graph", dir + "/graph.json", "--trace", dir + "/trace.json"});
-    // The graph is written just before the replay starts.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!fs::exists(dir + "/graph.json") && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    ::kill(running.pid, sig);
-    const auto r = running.finish();
-    EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
-    const std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
-    EXPECT_EQ(r.err,
-              "trainsim: interrupted by " + name + "; not written: " + dir + "/trace.json\n");
-    EXPECT_EQ(test::read_file(dir + "/trace.json"), "previous\n");
-    EXPECT_TRUE(temp_files(dir).empty());
-  }
-}
-
 // Killed at reproducible random moments of a run that replaces three files: each is the previous
 // file or the complete new one, never a mix, and no temp file is left.
 TEST(Outputs, KillAtRandomMomentsLeavesWholeFilesAndNoTemp) {
