@@ -33,9 +33,9 @@ std::optional<Finding> microbatches_fewer_than_stages(const Plan& plan) {
   Diagnostic d;
   d.id = "microbatches-fewer-than-stages";
   d.severity = Severity::kWarning;
-  d.message = std::to_string(m) + " micro-batches per step for " + std::to_string(p) +
-              " pipeline stages: every stage idles at least " + std::to_string(p - 1) +
-              " of every " + std::to_string(m + p - 1) +
+  d.message = std::to_string(m) + (m == 1 ? " micro-batch" : " micro-batches") + " per step for " +
+              std::to_string(p) + " pipeline stages: every stage idles at least " +
+              std::to_string(p - 1) + " of every " + std::to_string(m + p - 1) +
               " pass slots (1F1B bubble (p-1)/(m+p-1) = " +
               percent(static_cast<double>(p - 1) / static_cast<double>(m + p - 1)) + ")";
   return Finding{std::move(d), FullPipelineBatch{p * plan.mbs * plan.dp}};

@@ -12,7 +12,7 @@
 namespace trainsim {
 
 /// Every detector in report order: partition defects, imbalance, batch, vocabulary, TP span,
-/// CP ring, expert load, EP span, memory.
+/// CP ring, expert load, EP span, what the model holds beyond the simulation, memory.
 std::vector<Finding> detect(const CheckContext& context);
 
 /// Stages with no blocks or no parameters, and decoder layers the rule does not build.
@@ -31,6 +31,9 @@ std::vector<Finding> find_cp_ring_exposed(const CheckContext& context);
 std::vector<Finding> find_expert_imbalance(const CheckContext& context);
 /// An expert-parallel group spanning nodes (its fix is withdrawn where no alternative is faster).
 std::vector<Finding> find_ep_across_nodes(const CheckContext& context);
+/// A sequence past the positions the model was trained on; configuration keys that change the
+/// cost but are not modelled (the model's `unmodelled` notes).
+std::vector<Finding> find_model_beyond_modelled(const CheckContext& context);
 /// A stage whose peak memory exceeds the GPU's.
 std::vector<Finding> find_out_of_memory(const CheckContext& context);
 

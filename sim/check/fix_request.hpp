@@ -2,6 +2,7 @@
 // What a diagnostic's fix should look for, as data. Detection (sim/check) says what is wanted;
 // sim/search finds and prices the plans that do it and writes the fix text.
 #include <cstdint>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -62,9 +63,15 @@ struct ExpertLoadSpread {};
 /// the rank order, or an EP a node wide (or narrower). Withdrawn where none is faster.
 struct EpWithinNode {};
 
+/// Nothing to search: the fix is advice detection already knows (the model, not the plan, is
+/// beyond what is modelled).
+struct Advice {
+  std::string text;
+};
+
 using FixRequest = std::variant<FitInMemory, DefectFreePartition, BalancedPartition, DivisibleBatch,
                                 FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, CpRingHidden,
-                                ExpertLoadSpread, EpWithinNode>;
+                                ExpertLoadSpread, EpWithinNode, Advice>;
 
 /// A diagnostic as detection leaves it (fix text empty) with the fix to search for.
 struct Finding {

@@ -28,6 +28,10 @@ class HfReader {
     return present(key) ? o_.string(key) : fallback;
   }
   [[noreturn]] void fail(const char* key, const std::string& msg) const { o_.fail(key, msg); }
+  /// "FILE: $.key: msg", for a note rather than an error.
+  std::string note(const char* key, const std::string& msg) const {
+    return o_.where(key) + ": " + msg;
+  }
   const nlohmann::json& json() const { return j_; }
   const std::string& file() const { return o_.file(); }
 
@@ -200,6 +204,29 @@ std::string hf_model_name(const nlohmann::json& j, const std::string& file) {
   return folder.empty() || folder == "." ? p.stem().string() : folder;
 }
 
+// Keys present in the config that change the cost of training but that this reader leaves out:
+// noted on the model, so that a run says what its numbers do not include.
+void note_unmodelled(HfReader& r, Model& m, const std::string& arch) {
+  if (const auto mtp = r.integer_or("num_nextn_predict_layers", 0); mtp > 0) {
+    m.unmodelled.push_back(
+        {r.note("num_nextn_predict_layers",
+                std::to_string(mtp) + " multi-token-prediction layer" + (mtp == 1 ? "" : "s") +
+                    " (about a decoder layer each, with its own loss) not simulated: their "
+                    "FLOPs, parameters and memory are left out"),
+         "read the step time and memory as lower bounds"});
+  }
+  const bool reads_window = arch == "MistralForCausalLM" || arch == "GptOssForCausalLM";
+  const bool window_on = r.present("sliding_window") && r.boolean_or("use_sliding_window", true);
+  if (window_on && !reads_window) {
+    const std::int64_t window = r.integer("sliding_window");
+    m.unmodelled.push_back(
+        {r.note("sliding_window", "a sliding window of " + std::to_string(window) +
+                                      " tokens is not modelled for " + arch +
+                                      ": attention is costed over the whole sequence"),
+         "read the attention time as an upper bound", window});
+  }
+}
+
 }  // namespace
 
 Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
@@ -299,6 +326,7 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
     m.head_dim = m.hidden_size / m.num_attention_heads;
   }
   if (m.name.empty()) m.name = hf_model_name(j, file);
+  note_unmodelled(r, m, arch);
   validate_model(m, file);
   return m;
 }

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -78,6 +79,13 @@ struct PublishedParams {
   bool any() const { return total > 0 || embedding > 0 || non_embedding > 0; }
 };
 
+/// A key the file holds that changes the cost but is not simulated.
+struct UnmodelledKey {
+  std::string note;                 // "FILE: $.key: what is left out"
+  std::string effect;               // what that does to the numbers
+  std::int64_t beyond_seq_len = 0;  // matters only at longer sequences (a sliding window's size)
+};
+
 struct Model {
   std::string name;
   std::string source;  // where the shapes come from
@@ -103,6 +111,9 @@ struct Model {
   MlaSpec mla;
   LocalAttention local_attention;
   PublishedParams published;
+  /// Keys of the file that change the cost but are not simulated (a Hugging Face config's
+  /// multi-token prediction, say); a run warns of them.
+  std::vector<UnmodelledKey> unmodelled;
 
   std::int64_t q_size() const { return num_attention_heads * head_dim; }
   std::int64_t kv_size() const { return num_kv_heads * head_dim; }

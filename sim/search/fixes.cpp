@@ -36,6 +36,7 @@ struct FixWriter {
   PlanSpace& space;
 
   std::string operator()(const FitInMemory&) const { return memory_fix(space); }
+  std::string operator()(const Advice& advice) const { return advice.text; }
 
   std::string operator()(const DefectFreePartition& request) const {
     std::vector<std::string> options;

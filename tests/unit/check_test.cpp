@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "sim/cli/scenario.hpp"
 #include "sim/core/format.hpp"
@@ -28,15 +29,28 @@ struct Checked {
   }
 };
 
-Checked check(const std::string& scenario, std::map<std::string, std::string> flags = {}) {
-  InputRequest req;
-  req.scenario = test::source_dir() + "/scenarios/" + scenario + ".json";
-  req.plan_flags = std::move(flags);
+Checked check_request(InputRequest req) {
   Checked c{resolve_inputs(req), {}, {}};
   c.partition = build_partition(c.in.model, c.in.platform, c.in.plan, c.in.origin);
   const auto costs = compute_costs(c.in.model, c.in.platform, c.in.plan, c.partition);
   c.diagnostics = diagnose(c.in.model, c.in.platform, c.in.plan, c.partition, costs);
   return c;
+}
+
+Checked check(const std::string& scenario, std::map<std::string, std::string> flags = {}) {
+  InputRequest req;
+  req.scenario = test::source_dir() + "/scenarios/" + scenario + ".json";
+  req.plan_flags = std::move(flags);
+  return check_request(std::move(req));
+}
+
+// A model file (our JSON or a Hugging Face config) on the H100 platform with these plan flags.
+Checked check_model(const std::string& model, std::map<std::string, std::string> flags) {
+  InputRequest req;
+  req.model = model;
+  req.platform = "h100-sxm-ndr";
+  req.plan_flags = std::move(flags);
+  return check_request(std::move(req));
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -342,6 +356,65 @@ TEST(Diagnostics, FixesCompareWithTheGivenBaseline) {
   ASSERT_NE(imbalance, doubled.end());
   EXPECT_TRUE(contains(imbalance->fix, " vs " + format_seconds(2 * step) + " now)"))
       << imbalance->fix;
+}
+
+// A Hugging Face config's keys that change the cost but are not simulated, each a warning naming
+// its file and key; a sliding window only once the sequence is longer than the window.
+TEST(Diagnostics, UnmodelledConfigKeysAreWarnedOf) {
+  const std::string v3 = test::data_path("hf/deepseek-v3/config.json");
+  const auto c = check_model(v3, {{"seq_len", "4096"}, {"tp", "8"}, {"pp", "1"}, {"dp", "1"}});
+  const auto mtp = c.with_id("unmodelled-config-key");
+  ASSERT_EQ(mtp.size(), 1u);
+  EXPECT_EQ(mtp[0]->severity, Severity::kWarning);
+  EXPECT_EQ(mtp[0]->message,
+            v3 + ": $.num_nextn_predict_layers: 1 multi-token-prediction layer (about a decoder "
+                 "layer each, with its own loss) not simulated: their FLOPs, parameters and "
+                 "memory are left out");
+  EXPECT_EQ(mtp[0]->fix, "read the step time and memory as lower bounds");
+  // Qwen2 with its window switched on: silent within the window, a warning past it.
+  nlohmann::json qwen =
+      nlohmann::json::parse(test::read_file(test::data_path("hf/qwen2-0.5b/config.json")));
+  qwen["use_sliding_window"] = true;
+  qwen["sliding_window"] = 4096;
+  const std::string path = test::make_temp_dir() + "/config.json";
+  test::write_file(path, qwen.dump());
+  const std::map<std::string, std::string> plan = {{"tp", "1"}, {"pp", "1"}, {"dp", "1"}};
+  auto flags = plan;
+  flags["seq_len"] = "4096";
+  EXPECT_TRUE(check_model(path, flags).with_id("unmodelled-config-key").empty());
+  flags["seq_len"] = "8192";
+  const auto past = check_model(path, flags);
+  const auto window = past.with_id("unmodelled-config-key");
+  ASSERT_EQ(window.size(), 1u);
+  EXPECT_EQ(window[0]->message,
+            path +
+                ": $.sliding_window: a sliding window of 4096 tokens is not modelled for "
+                "Qwen2ForCausalLM: attention is costed over the whole sequence");
+  // The catalog's Qwen2 keeps the window off: nothing to say.
+  flags["seq_len"] = "16384";
+  EXPECT_TRUE(check_model(test::data_path("hf/qwen2-0.5b/config.json"), flags)
+                  .with_id("unmodelled-config-key")
+                  .empty());
+}
+
+// RoPE past max_position_embeddings runs, with a warning and the way to train that long.
+TEST(Diagnostics, SequencePastTheTrainedPositions) {
+  const std::string mistral = test::data_path("hf/mistral-7b/config.json");
+  const std::map<std::string, std::string> plan = {{"tp", "8"}, {"pp", "1"}, {"dp", "1"}};
+  auto flags = plan;
+  flags["seq_len"] = "32768";
+  EXPECT_TRUE(check_model(mistral, flags).with_id("sequence-past-trained-positions").empty());
+  flags["seq_len"] = "65536";
+  const auto checked = check_model(mistral, flags);
+  const auto past = checked.with_id("sequence-past-trained-positions");
+  ASSERT_EQ(past.size(), 1u);
+  EXPECT_EQ(past[0]->message,
+            "the sequence (65,536 tokens) is longer than the 32,768 positions the model was "
+            "trained on (max_position_embeddings): the step is simulated as asked, but RoPE does "
+            "not extrapolate that far unaided");
+  EXPECT_EQ(past[0]->fix,
+            "train at seq_len 32768 or less, or extend the context first (rope_scaling, as "
+            "long-context recipes do) and raise max_position_embeddings");
 }
 
 }  // namespace

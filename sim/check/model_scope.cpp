@@ -1,0 +1,45 @@
+// What the model holds beyond what is simulated: a sequence longer than the positions it was
+// trained on, and configuration keys that change the cost but are not modelled. The numbers are
+// still those of the plan as asked; the warnings say what they leave out.
+#include "sim/check/detect.hpp"
+#include "sim/core/format.hpp"
+
+namespace trainsim {
+
+namespace {
+
+Finding warning(std::string id, std::string message, std::string advice) {
+  Diagnostic diag;
+  diag.id = std::move(id);
+  diag.severity = Severity::kWarning;
+  diag.message = std::move(message);
+  return {std::move(diag), Advice{std::move(advice)}};
+}
+
+}  // namespace
+
+std::vector<Finding> find_model_beyond_modelled(const CheckContext& context) {
+  const Model& model = context.model;
+  const std::int64_t seq = context.plan.seq_len;
+  std::vector<Finding> out;
+  // Learned positions past the table are an input error (plan rules); RoPE extrapolates, badly.
+  if (model.position_embedding == PositionEmbedding::kRope && model.max_position_embeddings > 0 &&
+      seq > model.max_position_embeddings) {
+    out.push_back(warning(
+        "sequence-past-trained-positions",
+        "the sequence (" + format_grouped(seq) + " tokens) is longer than the " +
+            format_grouped(model.max_position_embeddings) +
+            " positions the model was trained on (max_position_embeddings): the step is "
+            "simulated as asked, but RoPE does not extrapolate that far unaided",
+        "train at seq_len " + std::to_string(model.max_position_embeddings) +
+            " or less, or extend the context first (rope_scaling, as long-context recipes do) "
+            "and raise max_position_embeddings"));
+  }
+  for (const UnmodelledKey& key : model.unmodelled) {
+    if (seq <= key.beyond_seq_len) continue;
+    out.push_back(warning("unmodelled-config-key", key.note, key.effect));
+  }
+  return out;
+}
+
+}  // namespace trainsim
