@@ -307,6 +307,10 @@ int list_catalog(std::ostream& out) {
   }
   out << "scenarios:\n";
   for (const auto& name : catalog_names("scenarios")) out << "  " << name << "\n";
+  for (const auto& shelf : catalog_shelves("scenarios")) {
+    out << shelf << "/ (run or check them by name too):\n";
+    for (const auto& name : catalog_names(shelf)) out << "  " << name << "\n";
+  }
   return kExitOk;
 }
 

@@ -33,6 +33,11 @@ std::vector<std::string> catalog_names(std::string_view folder) {
   return names;
 }
 
+std::vector<std::string> catalog_shelves(std::string_view folder) {
+  if (folder == "scenarios") return {"scenarios/seeds", "scenarios/teaching"};
+  return {};
+}
+
 std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string_view spec,
                                             std::string_view where) {
   if (spec.empty()) fail_input(where, "must not be empty");
@@ -45,12 +50,13 @@ std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string
   bool looks_like_path = spec.find('/') != std::string_view::npos ||
                          (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
   if (looks_like_path) fail_input(where, "no such file: " + std::string(spec));
-  auto entry = data_dir() / folder / (std::string(spec) + ".json");
-  if (std::filesystem::is_regular_file(entry, ec)) return entry;
+  std::vector<std::string> shelves = {std::string(folder)};
+  for (auto& shelf : catalog_shelves(folder)) shelves.push_back(std::move(shelf));
   std::string known;
-  for (const auto& n : catalog_names(folder)) {
-    if (!known.empty()) known += ", ";
-    known += n;
+  for (const auto& shelf : shelves) {
+    auto entry = data_dir() / shelf / (std::string(spec) + ".json");
+    if (std::filesystem::is_regular_file(entry, ec)) return entry;
+    for (const auto& n : catalog_names(shelf)) known += (known.empty() ? "" : ", ") + n;
   }
   fail_input(where, "unknown " + std::string(folder) + " entry \"" + std::string(spec) +
                         "\" (known: " + (known.empty() ? "none found" : known) +

@@ -11,11 +11,16 @@ namespace trainsim {
 std::filesystem::path data_dir();
 
 /// Resolves `spec` as a path to an existing file, else as the name of an entry of
-/// `<data_dir>/<folder>/<spec>.json`. `where` names the flag or JSON path in error messages.
+/// `<data_dir>/<folder>/<spec>.json` or of one of the folder's shelves. `where` names the flag or
+/// JSON path in error messages.
 std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string_view spec,
                                             std::string_view where);
 
 /// Names of the entries of a catalog folder, sorted.
 std::vector<std::string> catalog_names(std::string_view folder);
+
+/// The subfolders of a catalog folder whose entries are found by name too, in search order:
+/// scenarios/seeds (the framework failures trainsim catches) and scenarios/teaching.
+std::vector<std::string> catalog_shelves(std::string_view folder);
 
 }  // namespace trainsim

@@ -44,6 +44,7 @@ Report make_report(const ReportInputs& in) {
   r.microbatches = in.plan.num_microbatches();
   r.padded_vocab = in.costs.padded_vocab;
   r.model_params = total_params(in.model);
+  r.model_active_params = in.model.moe.is_moe() ? active_params(in.model) : r.model_params;
 
   const double step = in.sim.step_time_s;
   const double gbs = static_cast<double>(in.plan.sequences_per_step());

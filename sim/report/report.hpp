@@ -106,6 +106,7 @@ struct Report {
   std::int64_t microbatches = 0;
   std::int64_t padded_vocab = 0;
   std::int64_t model_params = 0;
+  std::int64_t model_active_params = 0;  // a token passes through (MoE); model_params if dense
 
   double step_time_s = 0;
   /// The band the platform's calibration gives a prediction (ResidualBand: 80 % of measured

@@ -66,6 +66,7 @@ std::string report_json(const Report& r) {
   j["microbatches"] = r.microbatches;
   j["padded_vocab"] = r.padded_vocab;
   j["model_params"] = r.model_params;
+  j["model_active_params"] = r.model_active_params;
   j["step_time_s"] = r.step_time_s;
   j["step_time_p10_s"] = r.step_time_p10_s;
   j["step_time_p90_s"] = r.step_time_p90_s;

@@ -98,6 +98,11 @@ std::string report_text(const Report& r) {
     << " (" << r.gpus << (r.gpus == 1 ? " GPU, " : " GPUs, ") << r.nodes
     << (r.nodes == 1 ? " node" : " nodes") << ")\n";
   if (!r.scenario.empty()) o << "scenario: " << r.scenario << "\n";
+  o << "model: " << format_grouped(r.model_params) << " parameters";
+  if (r.model_active_params != r.model_params) {
+    o << ", " << format_grouped(r.model_active_params) << " active per token";
+  }
+  o << "\n";
   o << "plan: tp " << p.tp << ", pp " << p.pp;
   if (p.vp > 1) o << " x vp " << p.vp;
   o << ", dp " << p.dp << (p.sp ? " (sp)" : "");
