@@ -324,6 +324,29 @@ TEST(Cli, ListShowsTheCatalog) {
       << r.out;
   EXPECT_NE(r.out.find("  h100-sxm-ndr    NVIDIA H100 SXM5 80GB, 8 per node"), std::string::npos);
   EXPECT_NE(r.out.find("  llama3.1-70b-64gpu"), std::string::npos);
+  // The seed scenarios (the framework failures) under their folder, and found by name.
+  EXPECT_NE(r.out.find("scenarios/seeds/ (run or check them by name too):\n  colossalai-6108\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  nanotron-108\n"), std::string::npos);
+  const auto seed = test::run_trainsim({"check", "nanotron-108"});
+  EXPECT_EQ(seed.exit_code, 1) << seed.err;
+  EXPECT_EQ(seed.out.rfind("[error] stage-without-parameters (stage 1): ", 0), 0u) << seed.out;
+}
+
+// The model's size heads the report: every parameter, and for a mixture of experts those a
+// token passes through (the catalog's published counts).
+TEST(Cli, ReportNamesTheParameterCount) {
+  auto r = test::run_trainsim({"run", kScenario, "--engine", "analytic"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nmodel: 70,553,706,496 parameters\nplan: "), std::string::npos) << r.out;
+  r = test::run_trainsim({"run", "--model", "mixtral-8x7b", "--platform", "h100-sxm-ndr", "--tp",
+                          "2", "--sp", "--ep", "8", "--dp", "8", "--seq-len", "4096", "--engine",
+                          "analytic"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nmodel: 46,702,792,704 parameters, 12,748,853,248 active per token\n"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(Cli, DumpGraphWritesTheTaskGraph) {
