@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -133,6 +134,10 @@ void check_op(const TaskGraph& graph, std::int64_t r, std::size_t i,
   for (std::uint32_t d = 0; d < op.num_deps; ++d) {
     if (prog.deps[op.first_dep + d] >= i) bad_graph(where() + " depends on a later op");
   }
+  // A NaN or infinite duration would poison every time after it without a word.
+  if (!std::isfinite(op.seconds) || op.seconds < 0 || !std::isfinite(op.bytes) || op.bytes < 0) {
+    bad_graph(where() + " has a duration or size that is negative, infinite or NaN");
+  }
   if (op.type == OpType::kCollective) {
     if (op.group < 0 || static_cast<std::size_t>(op.group) >= graph.groups.size()) {
       bad_graph("rank " + std::to_string(r) + " calls unknown group " + std::to_string(op.group));
@@ -147,6 +152,9 @@ void check_op(const TaskGraph& graph, std::int64_t r, std::size_t i,
       if (t.peer < 0 || t.peer >= graph.num_ranks() || t.peer == r) {
         bad_graph("rank " + std::to_string(r) + " exchanges with invalid peer " +
                   std::to_string(t.peer));
+      }
+      if (!std::isfinite(t.bytes) || t.bytes < 0) {
+        bad_graph(where() + " transfers a size that is negative, infinite or NaN");
       }
       const bool send = k < op.num_sends;
       auto key = send ? std::make_tuple(r, std::int64_t{t.peer}, t.channel)

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "sim/engine/engine.hpp"
@@ -81,6 +82,23 @@ TEST(TaskGraph, MismatchedTransfersAreRejected) {
   EXPECT_NO_THROW(
       check_task_graph(test::collective_graph(4, {0, 1, 2}, CollectiveKind::kAllReduce, 1e6)));
   EXPECT_THROW(check_task_graph(outsider), std::invalid_argument);
+}
+
+// A NaN, infinite or negative time or size never reaches a replay.
+TEST(TaskGraph, NonFiniteDurationsAndSizesAreRejected) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const double bad : {nan, std::numeric_limits<double>::infinity(), -1.0}) {
+    TaskGraph c = test::collective_graph(4, {0, 1, 2, 3}, CollectiveKind::kAllReduce, 1e6);
+    EXPECT_NO_THROW(check_task_graph(c));
+    c.ranks[1].ops.front().bytes = bad;
+    EXPECT_THROW(check_task_graph(c), std::invalid_argument) << bad;
+    TaskGraph t = test::transfers_graph(2, {{0, 1}}, 1e6);
+    t.ranks[0].transfers.front().bytes = bad;
+    EXPECT_THROW(check_task_graph(t), std::invalid_argument) << bad;
+    TaskGraph g = small_graph(ScheduleKind::kGPipe);
+    g.ranks[0].ops.front().seconds = bad;
+    EXPECT_THROW(check_task_graph(g), std::invalid_argument) << bad;
+  }
 }
 
 TEST(Ring, BytesAndSteps) {
