@@ -71,5 +71,18 @@ TEST(LongWork, InterruptNamesWhatWasNotWritten) {
   }
 }
 
+// The largest plan trainsim takes, on the analytic engine: one GPU per stage stands for its
+// 16,384 data-parallel copies (the symmetric replay), so it answers rather than runs on silently.
+TEST(LongWork, TheLargestPlanAnswers) {
+  const auto r = test::run_trainsim(
+      {"run", scenario(), "--dp", "65536", "--gbs", "65536", "--engine", "analytic"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(
+      r.out.rfind("trainsim 0.1.0: llama3.1-70b on h100-sxm-ndr (1048576 GPUs, 131072 nodes)\n", 0),
+      0u)
+      << r.out;
+  EXPECT_NE(r.out.find("\nstep time "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainsim
