@@ -23,7 +23,7 @@ mkdir -p "$here/schedules"
   --svg "$here/schedules/llama3.1-70b-64gpu-interleaved.svg" >/dev/null
 echo "wrote $here/schedules/llama3.1-70b-64gpu-{1f1b,interleaved}.svg"
 "$bin" compare scenarios/llama3.1-70b-64gpu.json --set schedule=interleaved,vp=5 \
-  --set recompute=full --engine analytic >"$here/schedules/compare-llama3.1-70b-64gpu.txt"
+  --set recompute=full >"$here/schedules/compare-llama3.1-70b-64gpu.txt"
 echo "wrote $here/schedules/compare-llama3.1-70b-64gpu.txt"
 python3 "$here/teaching.py" "$bin"
 out="$here/schedules/llama3.1-70b-64gpu.txt"

@@ -19,8 +19,8 @@ namespace {
 
 struct CompareOptions {
   std::vector<std::string> scenarios;
-  std::vector<std::string> sets;  // "key=value,key=value"
-  std::optional<std::string> engine;
+  std::vector<std::string> sets;                   // "key=value,key=value"
+  std::optional<std::string> engine = "analytic";  // SimGrid: one simulation per process
   std::string format = "text";
   std::optional<std::string> html;
   bool help = false;
@@ -40,8 +40,13 @@ CompareOptions parse_compare(const std::vector<std::string>& args) {
       o.sets.push_back(value());
     } else if (a == "--engine") {
       o.engine = value();
-      if (*o.engine != "simgrid" && *o.engine != "analytic") {
-        fail_input("--engine", "must be simgrid or analytic, got '" + *o.engine + "'");
+      if (*o.engine == "simgrid") {
+        fail_input("--engine",
+                   "compare replays its columns on the analytic engine (SimGrid runs "
+                   "one simulation per process): trainsim run each plan for SimGrid's");
+      }
+      if (*o.engine != "analytic") {
+        fail_input("--engine", "must be analytic, got '" + *o.engine + "'");
       }
     } else if (a == "--format") {
       o.format = value();
@@ -197,7 +202,7 @@ std::string columns_html(const std::vector<Column>& columns) {
 
 std::string compare_help() {
   return "usage: trainsim compare SCENARIO [SCENARIO ...] [--set KEY=VALUE[,KEY=VALUE...]]...\n"
-         "                        [--engine simgrid|analytic] [--format text|json] [--html FILE]\n"
+         "                        [--format text|json] [--html FILE]\n"
          "\n"
          "Simulates several plans and prints them side by side: step time, tokens/s, MFU,\n"
          "pipeline bubble, exposed communication, the fullest stage's memory per GPU and whether\n"
@@ -206,14 +211,15 @@ std::string compare_help() {
          "mbs, gbs, schedule, recompute, zero, sp, ...).\n"
          "\n"
          "  --set KEY=VALUE,...  a variant of the first scenario (repeat for more columns)\n"
-         "  --engine E           simgrid (default) or analytic, for every column\n"
+         "  --engine analytic    the engine of every column, and the only one: SimGrid runs\n"
+         "                       one simulation per process (trainsim run a plan for it)\n"
          "  --format text|json   what to print (default text)\n"
          "  --html FILE          also write one self-contained page ('-': on standard output,\n"
          "                       instead of the table): the table, and the\n"
          "                       columns' pipeline diagrams stacked on one time axis\n"
          "\n"
          "example: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
-         "           --set schedule=interleaved,vp=5 --set recompute=full --engine analytic\n";
+         "           --set schedule=interleaved,vp=5 --set recompute=full\n";
 }
 
 int compare_command(const std::vector<std::string>& args, std::ostream& out) {

@@ -591,9 +591,8 @@ TEST(Cli, HtmlReportIsSelfContained) {
 // diagrams share one time axis, and bad --set values are exit 2 naming the flag.
 TEST(Cli, CompareShowsPlansSideBySide) {
   const std::string dir = test::make_temp_dir();
-  const auto r =
-      test::run_trainsim({"compare", kScenario, "--set", "schedule=interleaved,vp=2", "--engine",
-                          "analytic", "--format", "json", "--html", dir + "/compare.html"});
+  const auto r = test::run_trainsim({"compare", kScenario, "--set", "schedule=interleaved,vp=2",
+                                     "--format", "json", "--html", dir + "/compare.html"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto columns = nlohmann::json::parse(r.out);
   ASSERT_EQ(columns.size(), 2u);
@@ -622,6 +621,15 @@ TEST(Cli, CompareShowsPlansSideBySide) {
   EXPECT_EQ(diagrams, 2u);
   EXPECT_EQ(scales.size(), 1u);
   EXPECT_EQ(html.find("<script"), std::string::npos);
+  // SimGrid runs one simulation per process: refused up front, not a crash at the second column.
+  const auto simgrid = test::run_trainsim(
+      {"compare", kScenario, "--set", "schedule=interleaved,vp=2", "--engine", "simgrid"});
+  EXPECT_EQ(simgrid.exit_code, 2);
+  EXPECT_EQ(simgrid.err.rfind("trainsim: error: --engine: compare replays its columns on the "
+                              "analytic engine",
+                              0),
+            0u)
+      << simgrid.err;
   // Bad input: exit 2, the flag named.
   const auto bad = test::run_trainsim({"compare", kScenario, "--set", "tpp=2"});
   EXPECT_EQ(bad.exit_code, 2);
