@@ -128,7 +128,9 @@ const std::vector<PlanField>& plan_fields() {
                        s == "unfused" ? AttentionBackend::kUnfused : AttentionBackend::kFlash;
                  }});
     integer("zero", {0, 3}, &Plan::zero);
-    integer("vocab_divisible_by", {}, &Plan::vocab_divisible_by);
+    // Bounded as reshard's layouts bound it: 2^62 overflowed the padding multiple (x tp) to a
+    // division by zero.
+    integer("vocab_divisible_by", {1, std::int64_t{1} << 20}, &Plan::vocab_divisible_by);
     integer("gpus", {}, &Plan::gpus);
     f.push_back(
         {"framework",
@@ -204,20 +206,30 @@ void apply_flag(Plan& plan, const PlanField& field, const std::string& value) {
       std::int64_t v = 0;
       const char* end = value.data() + value.size();
       auto [ptr, ec] = std::from_chars(value.data(), end, v);
-      if (ec != std::errc() || ptr != end) {
+      // Digits beyond 64 bits are an integer out of range, not a malformed one.
+      const bool too_large = ec == std::errc::result_out_of_range && ptr == end;
+      if ((ec != std::errc() && !too_large) || ptr != end) {
         fail_input(flag, "must be an integer, got '" + value + "'");
       }
-      if (v < field.range.min || v > field.range.max) {
+      if (too_large || v < field.range.min || v > field.range.max) {
         std::string range = field.range.max == std::numeric_limits<std::int64_t>::max()
                                 ? ">= " + std::to_string(field.range.min)
                                 : "in [" + std::to_string(field.range.min) + ", " +
                                       std::to_string(field.range.max) + "]";
-        fail_input(flag, "must be an integer " + range + ", got " + value);
+        const std::string beyond = !too_large               ? ""
+                                   : value.starts_with('-') ? " (less than -2^63)"
+                                                            : " (more than 2^63 - 1)";
+        fail_input(flag, "must be an integer " + range + ", got " + value + beyond);
       }
       field.set(plan, v, value);
       break;
     }
     case FieldType::kBool:
+      // A switch from the command line is "true" or "false"; so must a sweep's or --set's value be
+      // ("yes" or 1 read as false would run another plan than the one written).
+      if (value != "true" && value != "false") {
+        fail_input(flag, "must be true or false, got '" + value + "'");
+      }
       field.set(plan, value == "true" ? 1 : 0, value);
       break;
     case FieldType::kChoice: {
@@ -325,6 +337,10 @@ void use_kernel_database(Platform& platform, const std::string& db) {
     return;
   }
   std::error_code ec;
+  if (db.empty()) fail_input("--kernel-db", "must not be empty (a file, or none)");
+  if (std::filesystem::is_directory(db, ec)) {
+    fail_input("--kernel-db", db + " is a directory, not a JSON file");
+  }
   if (!std::filesystem::is_regular_file(db, ec)) fail_input("--kernel-db", "no such file: " + db);
   platform.kernel_db = std::make_shared<const KernelDatabase>(load_kernel_database(db));
   platform.kernel_db_name = db;

@@ -26,7 +26,7 @@ std::string flag_text(const nlohmann::json& v, const std::string& where) {
     }
     return v.dump();
   }
-  fail_input(where, "must be a number, a string or a boolean, got " + v.dump());
+  fail_input(where, "must be a number, a string or a boolean, got " + json_excerpt(v));
 }
 
 bool is_plan_field(const std::string& name) {
@@ -51,7 +51,7 @@ std::vector<std::int64_t> read_gpus(JsonObject& o) {
   std::vector<std::int64_t> gpus;
   const auto one = [&](const nlohmann::json& x, const std::string& where) {
     if (!x.is_number_integer() || x.get<std::int64_t>() < 1) {
-      fail_input(where, "must be a positive integer, got " + x.dump());
+      fail_input(where, "must be a positive integer, got " + json_excerpt(x));
     }
     gpus.push_back(x.get<std::int64_t>());
   };
@@ -78,20 +78,20 @@ void read_plan(JsonObject& o, SweepSpec& spec) {
   }
 }
 
-// The keys of the top-level object `key` in the order the file lists them (the parsed document
+// The keys of the top-level object `key` in the order the text lists them (the parsed document
 // keeps them sorted).
-std::vector<std::string> file_order(const std::filesystem::path& file, const char* key) {
-  const auto ordered = nlohmann::ordered_json::parse(read_text_file(file));
+std::vector<std::string> file_order(std::string_view text, const char* key) {
+  const auto ordered = nlohmann::ordered_json::parse(text);
   std::vector<std::string> keys;
   for (auto it = ordered[key].begin(); it != ordered[key].end(); ++it) keys.push_back(it.key());
   return keys;
 }
 
-void read_vary(JsonObject& o, SweepSpec& spec) {
+void read_vary(JsonObject& o, std::string_view text, SweepSpec& spec) {
   if (!o.has("vary")) return;
   const auto& vary = o.raw("vary");
   if (!vary.is_object()) o.fail("vary", "must be an object of plan field -> list of values");
-  for (const auto& key : file_order(spec.file, "vary")) {
+  for (const auto& key : file_order(text, "vary")) {
     const auto& values = vary.at(key);
     const std::string where = o.where("vary") + "." + key;
     if (!is_plan_field(key)) fail_input(where, "unknown plan field");
@@ -110,9 +110,14 @@ void read_vary(JsonObject& o, SweepSpec& spec) {
 }  // namespace
 
 SweepSpec load_sweep_spec(const std::filesystem::path& file) {
+  load_json_file(file);  // its messages for a missing file, a directory or malformed JSON
+  return parse_sweep_spec(read_text_file(file), file);
+}
+
+SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& file) {
   SweepSpec spec;
   spec.file = file;
-  const auto j = load_json_file(file);
+  const auto j = parse_json_text(text, file.string());
   JsonObject o(j, file.string());
   o.allow({"description", "notes"});
   spec.model = resolve_from_scenario("models", o.string("model"), file, o.where("model"));
@@ -121,7 +126,7 @@ SweepSpec load_sweep_spec(const std::filesystem::path& file) {
                             file, o.where("platform"));
   spec.gpus = read_gpus(o);
   read_plan(o, spec);
-  read_vary(o, spec);
+  read_vary(o, text, spec);
   spec.tokens = o.optional_number("tokens");
   spec.price_per_gpu_hour = o.optional_number("price_per_gpu_hour");
   spec.top = o.optional_integer("top").value_or(spec.top);

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct SweepSpec {
 /// typo is an input error, exit 2, not a sweep of refused plans). InputError naming the file and
 /// JSON path.
 SweepSpec load_sweep_spec(const std::filesystem::path& file);
+/// The same for a sweep file's text; `file` names it in messages and anchors relative model and
+/// platform paths.
+SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& file);
 
 /// The number of plans (GPU counts x the product of the lists).
 std::int64_t sweep_size(const SweepSpec& spec);

@@ -28,6 +28,75 @@ std::string line_column(std::string_view text, std::size_t byte) {
   return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
 
+// nlohmann's explanation of a parse error without its own prefix and position ("[json.exception.
+// parse_error.101] parse error at line 2, column 0: "; the caller gives the position), and with the
+// bytes it quotes that are not printable ASCII written as <0xE9>: the line stays valid text.
+std::string parse_error_explanation(const std::string& what) {
+  std::string s = what;
+  if (const auto bracket = s.find("] "); s.rfind("[json.exception.", 0) == 0 && bracket != s.npos) {
+    s = s.substr(bracket + 2);
+  }
+  if (s.rfind("parse error", 0) == 0) {
+    if (const auto colon = s.find(": "); colon != s.npos) s = s.substr(colon + 2);
+  }
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x7f) {
+      out += c;
+    } else {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += u == 0x7f ? std::string("<U+007F>")
+                       : std::string("<0x") + kHex[u >> 4] + kHex[u & 0xf] + ">";
+    }
+  }
+  return out;
+}
+
+// A NUL byte reads as the end of the text to nlohmann, so that a file cut short by one, or a binary
+// or zero-filled file, would be reported as ending early, or even accepted: refuse it where it is.
+constexpr std::string_view kNulByte = "a NUL byte: a binary or zero-filled file, not JSON text";
+
+// Fails with the position of a parse error at byte `at` (0-based) and nlohmann's explanation, or
+// with the NUL byte the parser stopped at.
+[[noreturn]] void fail_malformed(std::string_view text, std::string_view source, std::size_t at,
+                                 const std::string& what) {
+  const std::size_t nul = text.find('\0');
+  if (nul != std::string_view::npos && at >= nul) {
+    fail_input(source,
+               "malformed JSON at " + line_column(text, nul) + " (" + std::string(kNulByte) + ")");
+  }
+  fail_input(source, "malformed JSON at " + line_column(text, at) + " (" +
+                         parse_error_explanation(what) + ")");
+}
+
+// Parses without building anything, to find where a parse fails and why: nlohmann reports a number
+// too large for a double (1e400) as an out_of_range exception, which carries no position.
+class ErrorLocator : public nlohmann::json::json_sax_t {
+ public:
+  std::size_t byte = 0;
+  std::string what;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t at, const std::string&,
+                   const nlohmann::detail::exception& e) override {
+    byte = at;
+    what = e.what();
+    return false;
+  }
+};
+
 std::string describe_range(const IntRange& r) {
   if (r.max == std::numeric_limits<std::int64_t>::max()) {
     return "an integer >= " + std::to_string(r.min);
@@ -46,7 +115,40 @@ std::string describe_range(const RealRange& r) {
   return s;
 }
 
+// Appends `value` as JSON text to `out`, stopping once `out` holds more than `max` bytes: each
+// level of nesting writes a byte first, so the recursion is never deeper than `max` levels (dump()
+// recurses through the whole value: a value nested 100,000 arrays deep overflowed the stack).
+void append_json(const nlohmann::json& value, std::string& out, std::size_t max) {
+  const auto scalar = [](const nlohmann::json& v) {
+    return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  if (!value.is_structured()) {
+    out += scalar(value);
+    return;
+  }
+  out += value.is_array() ? '[' : '{';
+  bool first = true;
+  for (auto it = value.begin(); it != value.end() && out.size() <= max; ++it) {
+    if (!first) out += ',';
+    first = false;
+    if (value.is_object()) out += scalar(nlohmann::json(it.key())) + ':';
+    append_json(*it, out, max);
+  }
+  out += value.is_array() ? ']' : '}';
+}
+
 }  // namespace
+
+std::string json_excerpt(const nlohmann::json& value) {
+  constexpr std::size_t kMax = 60;
+  std::string s;
+  append_json(value, s, kMax);
+  if (s.size() <= kMax + 3) return s;
+  // Cut before a whole character: back over UTF-8 continuation bytes.
+  std::size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "...";
+}
 
 std::string json_type_name(const nlohmann::json& value) {
   switch (value.type()) {
@@ -71,6 +173,11 @@ std::string json_type_name(const nlohmann::json& value) {
 }
 
 namespace {
+
+// "a string \"64\"", "an array [1,2]", "null": what a message says it got.
+std::string described(const nlohmann::json& value) {
+  return value.is_null() ? "null" : json_type_name(value) + " " + json_excerpt(value);
+}
 
 // Refuses an object that names a key twice (nlohmann keeps the last one silently), naming the
 // key's JSON path.
@@ -117,15 +224,21 @@ class DuplicateKeys {
 }  // namespace
 
 nlohmann::json parse_json_text(std::string_view text, std::string_view source) {
+  nlohmann::json j;
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), DuplicateKeys(source));
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's message already says what was unexpected; add a line:column position.
-    std::string what = e.what();
-    if (auto pos = what.find("parse error"); pos != std::string::npos) what = what.substr(pos);
-    fail_input(source, "malformed JSON at " + line_column(text, e.byte > 0 ? e.byte - 1 : 0) +
-                           " (" + what + ")");
+    j = nlohmann::json::parse(text.begin(), text.end(), DuplicateKeys(source));
+  } catch (const nlohmann::json::exception& e) {
+    // nlohmann's message says what was unexpected; add a line:column position.
+    ErrorLocator locator;
+    if (!nlohmann::json::sax_parse(text.begin(), text.end(), &locator)) {
+      fail_malformed(text, source, locator.byte > 0 ? locator.byte - 1 : 0, locator.what);
+    }
+    fail_malformed(text, source, 0, e.what());
   }
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    fail_malformed(text, source, nul, "");
+  }
+  return j;
 }
 
 namespace {
@@ -233,10 +346,10 @@ nlohmann::json load_json_file_streaming(
   const std::string text = read_json_file(path);
   StreamingDom dom(key, element);
   if (!nlohmann::json::sax_parse(text, &dom)) {
-    std::string what = dom.error;
-    if (auto pos = what.find("parse error"); pos != std::string::npos) what = what.substr(pos);
-    const std::size_t at = dom.error_byte > 0 ? dom.error_byte - 1 : 0;
-    fail_input(path.string(), "malformed JSON at " + line_column(text, at) + " (" + what + ")");
+    fail_malformed(text, path.string(), dom.error_byte > 0 ? dom.error_byte - 1 : 0, dom.error);
+  }
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    fail_malformed(text, path.string(), nul, "");
   }
   return std::move(dom.root);
 }
@@ -317,13 +430,13 @@ std::int64_t JsonObject::integer(std::string_view key, IntRange range) {
   if (v.is_number_unsigned()) {
     auto u = v.get<std::uint64_t>();
     if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      fail(key, "must be " + describe_range(range) + ", got " + v.dump());
+      fail(key, "must be " + describe_range(range) + ", got " + v.dump() + " (more than 2^63 - 1)");
     }
     out = static_cast<std::int64_t>(u);
   } else if (v.is_number_integer()) {
     out = v.get<std::int64_t>();
   } else {
-    fail(key, "must be " + describe_range(range) + ", got " + json_type_name(v) + " " + v.dump());
+    fail(key, "must be " + describe_range(range) + ", got " + described(v));
   }
   if (out < range.min || out > range.max) {
     fail(key, "must be " + describe_range(range) + ", got " + std::to_string(out));
@@ -342,7 +455,7 @@ std::optional<std::int64_t> JsonObject::optional_integer(std::string_view key, I
 double JsonObject::number(std::string_view key, RealRange range) {
   const auto& v = get(key);
   if (!v.is_number()) {
-    fail(key, "must be " + describe_range(range) + ", got " + json_type_name(v) + " " + v.dump());
+    fail(key, "must be " + describe_range(range) + ", got " + described(v));
   }
   double x = v.get<double>();
   bool ok = std::isfinite(x) && (range.min_inclusive ? x >= range.min : x > range.min) &&
@@ -385,7 +498,7 @@ std::string JsonObject::choice(std::string_view key, const std::vector<std::stri
     if (!list.empty()) list += ", ";
     list += c;
   }
-  fail(key, "must be one of {" + list + "}, got \"" + s + "\"");
+  fail(key, "must be one of {" + list + "}, got " + json_excerpt(nlohmann::json(s)));
 }
 
 std::optional<std::string> JsonObject::optional_choice(

@@ -83,5 +83,8 @@ class JsonObject {
 
 /// Describes a JSON value's type for error messages ("a string", "an array", ...).
 std::string json_type_name(const nlohmann::json& value);
+/// A value as an error message quotes it: its JSON text, cut short (with "...") past 60 bytes,
+/// however large or deeply nested the value (dump() would recurse through all of it).
+std::string json_excerpt(const nlohmann::json& value);
 
 }  // namespace trainsim

@@ -1,12 +1,5 @@
 #include "sim/plan/partition.hpp"
 
-// GCC 12 reports a false "may be used uninitialized" inside libstdc++'s <regex> at -O1 with the
-// sanitizers; the regex is only compiled and searched here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <regex>
-#pragma GCC diagnostic pop
-
 #include "sim/core/error.hpp"
 
 namespace trainsim {
@@ -150,11 +143,7 @@ PartitionSpec parse_partition_spec(const std::string& text, const std::string& w
     if (regex.empty())
       fail_input(where,
                  "deepspeed-type: needs a regular expression, e.g. deepspeed-type:transformer");
-    try {
-      std::regex compiled(regex, std::regex::icase);
-    } catch (const std::regex_error& e) {
-      fail_input(where, "invalid regular expression \"" + regex + "\": " + e.what());
-    }
+    check_deepspeed_type_pattern(regex, where);
     return {PartitionRule::kDeepSpeedType, regex};
   }
   bool layout_chars = !text.empty();

@@ -1,6 +1,7 @@
 // DeepSpeed PipelineModule partitioning (deepspeed/runtime/pipe/module.py, _partition_layers, and
 // deepspeed/runtime/utils.py), reproduced with its arithmetic.
 #include <algorithm>
+#include <map>
 // GCC 12 reports a false "may be used uninitialized" inside libstdc++'s <regex> at -O1 with the
 // sanitizers; the regex is only compiled and searched here.
 #pragma GCC diagnostic push
@@ -8,9 +9,42 @@
 #include <regex>
 #pragma GCC diagnostic pop
 
+#include "sim/core/error.hpp"
 #include "sim/plan/partition.hpp"
 
 namespace trainsim {
+
+namespace {
+
+constexpr std::size_t kMaxTypePattern = 256;
+
+// A type:REGEX pattern compiled as Python's re.search reads it (ECMAScript, case-insensitive).
+// With libstdc++, matched by its Thompson-NFA executor, in time polynomial in the pattern and the
+// name: its default backtracking one ran for hours on "(.*)*(.*)*(.*)*Z". Back-references are then
+// refused, and a pattern of more than 100,000 NFA states; a long pattern overflowed the stack of
+// the recursive parser, hence the length bound.
+std::regex type_regex(const std::string& pattern) {
+  auto flags = std::regex::ECMAScript | std::regex::icase;
+#if defined(__GLIBCXX__)
+  flags |= std::regex_constants::__polynomial;
+#endif
+  return std::regex(pattern, flags);
+}
+
+}  // namespace
+
+void check_deepspeed_type_pattern(const std::string& pattern, const std::string& where) {
+  if (pattern.size() > kMaxTypePattern) {
+    fail_input(where, "deepspeed-type: takes a regular expression of at most " +
+                          std::to_string(kMaxTypePattern) + " characters, got " +
+                          std::to_string(pattern.size()));
+  }
+  try {
+    type_regex(pattern);
+  } catch (const std::regex_error& e) {
+    fail_input(where, "invalid regular expression \"" + pattern + "\": " + e.what());
+  }
+}
 
 std::vector<std::int64_t> deepspeed_partition_uniform(std::int64_t num_items,
                                                       std::int64_t num_parts) {
@@ -133,10 +167,16 @@ Partition deepspeed_partition(const Model& model, const PartitionSpec& spec, std
     parts = deepspeed_partition_balanced(layer_params, pp);
     method = "deepspeed-parameters";
   } else {
-    const std::regex re(spec.argument, std::regex::icase);
+    const std::regex re = type_regex(spec.argument);
+    std::map<BlockKind, std::int64_t> matches;  // one search per class name, not per layer
     std::vector<std::int64_t> binary;
     for (const auto& b : layers) {
-      binary.push_back(std::regex_search(deepspeed_layer_name(model, b.kind), re) ? 1 : 0);
+      auto it = matches.find(b.kind);
+      if (it == matches.end()) {
+        it = matches.emplace(b.kind, std::regex_search(deepspeed_layer_name(model, b.kind), re))
+                 .first;
+      }
+      binary.push_back(it->second);
     }
     parts = deepspeed_partition_balanced(binary, pp);
     method = "deepspeed-type:" + spec.argument;

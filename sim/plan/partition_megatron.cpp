@@ -2,6 +2,7 @@
 // (megatron/core/transformer/transformer_block.py, get_num_layers_to_build) and explicit
 // layouts (megatron/core/transformer/pipeline_parallel_layer_layout.py).
 #include <cctype>
+#include <charconv>
 
 #include "sim/core/error.hpp"
 #include "sim/plan/partition.hpp"
@@ -124,16 +125,16 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
     if (c != ',' && c != ' ') s += c;
   }
   // Unroll (...)*N, then x*N, each once over the string as Megatron's regex substitutions
-  // (r'\(([^)]+)\)\*(\d+)' then r'(.)\*(\d+)') do.
+  // (r'\(([^)]+)\)\*(\d+)' then r'(.)\*(\d+)') do. The bound is on the whole expansion: many
+  // repetitions, each within it, once built hundreds of megabytes.
   constexpr std::size_t kMaxLength = 1'000'000;
-  const auto repeat = [&](const std::string& unit, const std::string& digits) {
-    const auto times = std::stoull(digits);
-    if (times > kMaxLength || unit.size() * times > kMaxLength) {
+  const auto repeat = [&](std::string& out, const std::string& unit, const std::string& digits) {
+    std::size_t times = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), times);
+    if (ec != std::errc() || times > kMaxLength || out.size() + unit.size() * times > kMaxLength) {
       fail_input(where, "layout expands beyond " + std::to_string(kMaxLength) + " characters");
     }
-    std::string out;
-    for (unsigned long long k = 0; k < times; ++k) out += unit;
-    return out;
+    for (std::size_t k = 0; k < times; ++k) out += unit;
   };
   const auto digits_at = [](const std::string& text, std::size_t pos) {
     std::size_t end = pos;
@@ -147,7 +148,7 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
         s[close + 1] == '*') {
       const std::string digits = digits_at(s, close + 2);
       if (!digits.empty()) {
-        groups += repeat(s.substr(i + 1, close - i - 1), digits);
+        repeat(groups, s.substr(i + 1, close - i - 1), digits);
         i = close + 2 + digits.size();
         continue;
       }
@@ -159,7 +160,7 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
     if (i + 1 < groups.size() && groups[i + 1] == '*') {
       const std::string digits = digits_at(groups, i + 2);
       if (!digits.empty()) {
-        s += repeat(std::string(1, groups[i]), digits);
+        repeat(s, std::string(1, groups[i]), digits);
         i += 2 + digits.size();
         continue;
       }

@@ -12,15 +12,19 @@ constexpr double kGiga = 1e9;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kMicro = 1e-6;
-const RealRange kFraction{0.0, false, 1.0, true};
-const RealRange kNonNegative{0.0, true};
-// Physical bounds, far beyond any machine built: a value past them is a typo or a unit mistake,
-// and would otherwise reach the engine as an absurd (or infinite) time.
-const RealRange kTflops{0.0, false, 1e5, true};     // 100 PFLOP/s per GPU
-const RealRange kGiBytes{0.0, false, 65536, true};  // 64 TiB per GPU
-const RealRange kGBps{0.0, false, 1e6, true};       // 1 PB/s
-const RealRange kGbps{0.0, false, 1e6, true};       // 1 Pb/s per NIC
-const RealRange kLatencyUs{0.0, true, 1e6, true};   // one second
+// Physical bounds, far beyond any machine built either way: a value past them is a typo or a unit
+// mistake, and would otherwise reach the engine as an absurd (or infinite) time (an NVLink of
+// 1e-300 GB/s printed a step of 1e62 s; 2^62 nodes per leaf overflowed the topology).
+const RealRange kEfficiency{0.01, true, 1.0, true};         // 1 % to 100 % of the sheet's peak
+const RealRange kTflops{0.1, true, 1e5, true};              // 100 GFLOP/s to 100 PFLOP/s per GPU
+const RealRange kGiBytes{0.0, false, 65536, true};          // 64 TiB per GPU
+const RealRange kMiBytes{0.0, true, 65536 * 1024.0, true};  // overheads: at most 64 TiB
+const RealRange kGiBytesOrNone{0.0, true, 65536, true};
+const RealRange kGBps{0.1, true, 1e6, true};       // 100 MB/s to 1 PB/s
+const RealRange kGbps{1.0, true, 1e6, true};       // 1 Gb/s to 1 Pb/s per NIC
+const RealRange kLatencyUs{0.0, true, 1e6, true};  // one second
+const IntRange kGpusPerNode{1, 4096};
+const IntRange kNodesPerLeaf{1, std::int64_t{1} << 20};  // the most GPUs trainsim simulates
 }  // namespace
 
 Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
@@ -40,31 +44,31 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
   gpu.finish();
 
   auto node = o.object("node");
-  p.node.gpus_per_node = node.integer("gpus_per_node");
+  p.node.gpus_per_node = node.integer("gpus_per_node", kGpusPerNode);
   p.node.nvlink_bandwidth = node.number("nvlink_bandwidth_GBps", kGBps) * kGiga;
   p.node.nvlink_latency = node.number("nvlink_latency_us", kLatencyUs) * kMicro;
   node.finish();
 
   auto net = o.object("network");
-  p.network.nics_per_node = net.integer("nics_per_node");
+  p.network.nics_per_node = net.integer("nics_per_node", kGpusPerNode);
   if (p.network.nics_per_node != p.node.gpus_per_node) {
     net.fail("nics_per_node", "must equal node.gpus_per_node (one NIC per GPU), got " +
                                   std::to_string(p.network.nics_per_node));
   }
   p.network.nic_bandwidth = net.number("nic_bandwidth_Gbps", kGbps) * kGiga / 8.0;
   p.network.nic_latency = net.number("nic_latency_us", kLatencyUs) * kMicro;
-  p.network.nodes_per_leaf = net.integer("nodes_per_leaf");
+  p.network.nodes_per_leaf = net.integer("nodes_per_leaf", kNodesPerLeaf);
   p.network.leaf_oversubscription = net.number("leaf_oversubscription", {1.0, true, 1000.0, true});
   p.network.spine_latency = net.number("spine_latency_us", kLatencyUs) * kMicro;
   net.finish();
 
   auto eff = o.object("efficiency");
-  p.efficiency.gemm = eff.number("gemm", kFraction);
-  p.efficiency.gemm_fp8 = eff.optional_number("gemm_fp8", kFraction).value_or(p.efficiency.gemm);
-  p.efficiency.attention = eff.number("attention", kFraction);
-  p.efficiency.memory = eff.number("memory", kFraction);
-  p.efficiency.nvlink = eff.number("nvlink", kFraction);
-  p.efficiency.network = eff.number("network", kFraction);
+  p.efficiency.gemm = eff.number("gemm", kEfficiency);
+  p.efficiency.gemm_fp8 = eff.optional_number("gemm_fp8", kEfficiency).value_or(p.efficiency.gemm);
+  p.efficiency.attention = eff.number("attention", kEfficiency);
+  p.efficiency.memory = eff.number("memory", kEfficiency);
+  p.efficiency.nvlink = eff.number("nvlink", kEfficiency);
+  p.efficiency.network = eff.number("network", kEfficiency);
   eff.finish();
 
   if (auto overlap = o.optional_object("overlap")) {
@@ -91,6 +95,9 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
   if (auto db = o.optional_string("kernel_database")) {
     const auto path = std::filesystem::path(file).parent_path() / *db;
     std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      o.fail("kernel_database", path.string() + " is a directory, not a JSON file");
+    }
     if (!std::filesystem::is_regular_file(path, ec)) {
       o.fail("kernel_database", "no such file: " + path.string());
     }
@@ -100,8 +107,8 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
   }
 
   if (auto mem = o.optional_object("memory")) {
-    p.memory.allocated = mem->number("allocated_overhead_MiB", kNonNegative) * kMiB;
-    p.memory.reserved = mem->number("runtime_reserved_GiB", kNonNegative) * kGiB;
+    p.memory.allocated = mem->number("allocated_overhead_MiB", kMiBytes) * kMiB;
+    p.memory.reserved = mem->number("runtime_reserved_GiB", kGiBytesOrNone) * kGiB;
     p.memory.fragmentation = mem->number("fragmentation", {0.0, true, 1.0, true});
     mem->finish();
   }

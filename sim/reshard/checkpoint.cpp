@@ -69,6 +69,11 @@ void read_index(const std::filesystem::path& dir, CheckpointListing& out) {
     files[f.lexically_normal().generic_string()].insert(name);
   }
   for (const auto& [file, names] : files) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(dir / file, ec)) {
+      fail_input(where + ": $.weight_map." + *names.begin(),
+                 "names " + file + ", which is not in the checkpoint directory");
+    }
     SafetensorsHeader h = read_safetensors_header(dir / file, file);
     std::set<std::string> found;
     for (auto& t : h.tensors) {
@@ -136,6 +141,9 @@ void scan(const std::filesystem::path& dir, CheckpointListing& out) {
 
 CheckpointListing read_checkpoint(const std::filesystem::path& dir) {
   std::error_code ec;
+  if (std::filesystem::is_regular_file(dir, ec)) {
+    fail_input("--checkpoint", dir.string() + " is a file; give the checkpoint's directory");
+  }
   if (!std::filesystem::is_directory(dir, ec))
     fail_input("--checkpoint", "no such directory: " + dir.string());
   CheckpointListing out;

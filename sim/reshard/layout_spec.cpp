@@ -63,6 +63,10 @@ Plan parse_layout(const std::string& text, const std::string& flag, Plan base) {
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
+    if (item.empty()) {
+      fail_input(flag, "has an empty item (two commas in a row, or one at an end) in '" + text +
+                           "'; write key=value items such as tp=2,pp=1,dp=4");
+    }
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) {
       fail_input(flag, "expected key=value items separated by commas (e.g. tp=2,pp=1,dp=4), got '" +

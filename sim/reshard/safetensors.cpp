@@ -35,7 +35,7 @@ std::int64_t non_negative(const nlohmann::json& v, const std::string& where) {
     return v.get<std::int64_t>();
   }
   if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
-    fail_input(where, "must be a non-negative integer, got " + v.dump());
+    fail_input(where, "must be a non-negative integer, got " + json_excerpt(v));
   }
   return v.get<std::int64_t>();
 }
@@ -64,7 +64,7 @@ SavedTensor read_entry(const std::string& name, const nlohmann::json& e, const s
     const std::string w = at(where, name, "shape[" + std::to_string(i) + "]");
     const std::int64_t d = non_negative(e["shape"][i], w);
     if (d > 0 && numel > kMaxInt / size / d) {
-      fail_input(at(where, name, "shape"), "overflows: " + e["shape"].dump() + " x " +
+      fail_input(at(where, name, "shape"), "overflows: " + json_excerpt(e["shape"]) + " x " +
                                                std::to_string(size) + " bytes exceeds 2^63 - 1");
     }
     numel *= d;
@@ -80,7 +80,7 @@ SavedTensor read_entry(const std::string& name, const nlohmann::json& e, const s
   if (end < begin || end - begin != t.bytes) {
     fail_input(at(where, name, "data_offsets"),
                off.dump() + " holds " + std::to_string(end >= begin ? end - begin : -1) +
-                   " bytes, but " + t.dtype + " " + e["shape"].dump() + " needs " +
+                   " bytes, but " + t.dtype + " " + json_excerpt(e["shape"]) + " needs " +
                    std::to_string(t.bytes));
   }
   return t;

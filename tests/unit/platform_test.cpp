@@ -137,7 +137,7 @@ TEST(Platform, StrictInput) {
       "p.json: $.network.nics_per_node: must equal node.gpus_per_node (one NIC per GPU), got 4");
   bad = j;
   bad["efficiency"]["gemm"] = 1.2;
-  expect_error(bad, "p.json: $.efficiency.gemm: must be a number > 0 and <= 1, got 1.2");
+  expect_error(bad, "p.json: $.efficiency.gemm: must be a number >= 0.01 and <= 1, got 1.2");
   // Physical bounds: an NVLink latency of 1e30 s, a BF16 peak of 1e308 TFLOP/s.
   bad = j;
   bad["node"]["nvlink_latency_us"] = 1e30;
@@ -146,8 +146,23 @@ TEST(Platform, StrictInput) {
   bad = j;
   bad["gpu"]["peak_dense_tflops"]["bf16"] = 1e308;
   expect_error(bad,
-               "p.json: $.gpu.peak_dense_tflops.bf16: must be a number > 0 and <= 1e+05, got "
+               "p.json: $.gpu.peak_dense_tflops.bf16: must be a number >= 0.1 and <= 1e+05, got "
                "1e+308");
+  // ... and below: 1e-300 GB/s of NVLink, 2^62 nodes per leaf switch, 2^40 GPUs per node.
+  bad = j;
+  bad["node"]["nvlink_bandwidth_GBps"] = 1e-300;
+  expect_error(bad,
+               "p.json: $.node.nvlink_bandwidth_GBps: must be a number >= 0.1 and <= 1e+06, got "
+               "1e-300");
+  bad = j;
+  bad["network"]["nodes_per_leaf"] = std::int64_t{1} << 62;
+  expect_error(bad,
+               "p.json: $.network.nodes_per_leaf: must be an integer in [1, 1048576], got "
+               "4611686018427387904");
+  bad = j;
+  bad["node"]["gpus_per_node"] = std::int64_t{1} << 40;
+  expect_error(bad,
+               "p.json: $.node.gpus_per_node: must be an integer in [1, 4096], got 1099511627776");
   bad = j;
   bad["node"]["nvlink_bandwidth"] = 450;
   expect_error(bad,
@@ -160,10 +175,12 @@ TEST(Platform, StrictInput) {
                "allocated_overhead_MiB, fragmentation, runtime_reserved_GiB)");
   bad = j;
   bad["memory"]["runtime_reserved_GiB"] = -1;
-  expect_error(bad, "p.json: $.memory.runtime_reserved_GiB: must be a number >= 0, got -1");
+  expect_error(bad,
+               "p.json: $.memory.runtime_reserved_GiB: must be a number >= 0 and <= 65536, got -1");
   bad = j;
   bad["gpu"]["hbm_bandwidth_GBps"] = -1;
-  expect_error(bad, "p.json: $.gpu.hbm_bandwidth_GBps: must be a number > 0 and <= 1e+06, got -1");
+  expect_error(bad,
+               "p.json: $.gpu.hbm_bandwidth_GBps: must be a number >= 0.1 and <= 1e+06, got -1");
 }
 
 }  // namespace
