@@ -318,11 +318,21 @@ int list_catalog(std::ostream& out) {
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {
-    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    if (args.empty()) {
+      fail_input("trainsim",
+                 "needs a command: run, check, compare, validate, reshard, sweep or "
+                 "list (see trainsim --help)");
+    }
+    const bool help = args[0] == "--help" || args[0] == "-h" || args[0] == "help";
+    // "trainsim help run" is "trainsim run --help".
+    if (help && args.size() == 2) return run_cli({args[1], "--help"}, out, err);
+    if (help) {
+      if (args.size() > 1) fail_input(args[0], "takes no arguments besides a command's name");
       out << top_help();
-      return args.empty() ? kExitBadInput : kExitOk;
+      return kExitOk;
     }
     if (args[0] == "--version") {
+      if (args.size() > 1) fail_input("--version", "takes no arguments");
       out << "trainsim " << version() << "\n";
       return kExitOk;
     }

@@ -11,6 +11,11 @@ namespace trainsim {
 
 namespace {
 
+// "a string \"x\"", "null": the value a message says it got.
+std::string got(const nlohmann::json& value) {
+  return value.is_null() ? "null" : json_type_name(value) + " " + json_excerpt(value);
+}
+
 class HfReader {
  public:
   HfReader(const nlohmann::json& j, std::string file, std::string path = "$")
@@ -144,6 +149,10 @@ void read_sliding_window(HfReader& r, Model& m) {
   m.local_attention.size = r.integer("sliding_window");
   if (!r.present("layer_types")) return;
   const auto& types = r.json().at("layer_types");
+  if (!types.is_array()) {
+    r.fail("layer_types",
+           "must be an array of \"full_attention\" and \"sliding_attention\", got " + got(types));
+  }
   std::int64_t every = 0;
   for (std::size_t i = 0; i < types.size(); ++i) {
     if (types[i] == "full_attention") {
@@ -233,7 +242,7 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
   JsonObject top(j, file);
   const auto& archs = top.raw("architectures");
   if (!archs.is_array() || archs.empty() || !archs[0].is_string()) {
-    top.fail("architectures", "must be a non-empty array of strings");
+    top.fail("architectures", "must be a non-empty array of strings, got " + got(archs));
   }
   const std::string arch = archs[0].get<std::string>();
   HfReader r(j, file);
@@ -258,7 +267,7 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
       read_llama4_text(r, m);
     } else {
       const auto& text = top.raw("text_config");
-      if (!text.is_object()) top.fail("text_config", "must be an object");
+      if (!text.is_object()) top.fail("text_config", "must be an object, got " + got(text));
       HfReader tr(text, file, "$.text_config");
       read_llama4_text(tr, m);
     }

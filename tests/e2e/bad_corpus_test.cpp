@@ -83,7 +83,6 @@ class BadCorpus : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadCorpus, FailsWithItsErrorLine) {
   const BadCase& c = GetParam();
-  ASSERT_FALSE(c.args.empty()) << c.error;
   const std::string tmp = test::make_temp_dir();
   std::vector<std::string> args;
   for (const auto& a : c.args) args.push_back(substituted(a, tmp));

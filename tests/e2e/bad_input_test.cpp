@@ -230,6 +230,12 @@ TEST_F(BadInput, UsageErrors) {
   const auto help = test::run_trainsim({"list", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_EQ(help.out.rfind("usage: trainsim list", 0), 0u);
+  // "help CMD" and "--help CMD" are "CMD --help".
+  for (const char* word : {"help", "--help"}) {
+    const auto run = test::run_trainsim({word, "run"});
+    EXPECT_EQ(run.exit_code, 0);
+    EXPECT_EQ(run.out, test::run_trainsim({"run", "--help"}).out);
+  }
 }
 
 // One GPU is "1 GPU", a plan with no pipeline has no bubble (not a rounding error below 0), and
