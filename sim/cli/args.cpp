@@ -275,6 +275,14 @@ po::variables_map parse_command_line(const std::string& command,
                                      const std::vector<std::string>& args,
                                      const po::options_description& options,
                                      const char* positional) {
+  // Boost formats its errors by replacing %canonical_option% and the like with the flag as
+  // typed, again until none is left: a flag holding such a placeholder never returns.
+  for (const std::string& a : args) {
+    if (a.starts_with("-") && a.substr(0, a.find('=')).find('%') != std::string::npos) {
+      fail_input("trainsim " + command,
+                 "unrecognised option '" + a + "' (see trainsim " + command + " --help)");
+    }
+  }
   po::positional_options_description free;
   free.add(positional, -1);
   po::variables_map vm;

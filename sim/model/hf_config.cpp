@@ -11,6 +11,8 @@ namespace trainsim {
 
 namespace {
 
+constexpr std::int64_t kMaxConfigInteger = (std::int64_t{1} << 31) - 1;
+
 // "a string \"x\"", "null": the value a message says it got.
 std::string got(const nlohmann::json& value) {
   return value.is_null() ? "null" : json_type_name(value) + " " + json_excerpt(value);
@@ -22,9 +24,11 @@ class HfReader {
       : j_(j), o_(j, std::move(file), std::move(path)) {}
 
   bool present(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
-  std::int64_t integer(const char* key) { return o_.integer(key); }
+  // Every size a config holds is far below 2^31; the bound keeps the sums and products the
+  // readers form (MLA head sizes, shared experts x width, 4 x n_embd) from overflowing.
+  std::int64_t integer(const char* key) { return o_.integer(key, {1, kMaxConfigInteger}); }
   std::int64_t integer_or(const char* key, std::int64_t fallback) {
-    return present(key) ? o_.integer(key) : fallback;
+    return present(key) ? integer(key) : fallback;
   }
   bool boolean_or(const char* key, bool fallback) {
     return present(key) ? o_.boolean(key) : fallback;
