@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <sstream>
 
 #include "sim/core/error.hpp"
@@ -271,6 +272,19 @@ namespace {
 // Parses `args` of `trainsim COMMAND` against `options`, the free arguments into `positional`;
 // one InputError line on bad usage. Abbreviated flags are refused: they would change meaning as
 // flags are added.
+// Whether `arg` holds a %word% (Boost's message placeholders are such words).
+bool holds_placeholder(const std::string& arg) {
+  for (auto open = arg.find('%'); open != std::string::npos; open = arg.find('%', open + 1)) {
+    std::size_t end = open + 1;
+    while (end < arg.size() &&
+           (std::isalpha(static_cast<unsigned char>(arg[end])) != 0 || arg[end] == '_')) {
+      ++end;
+    }
+    if (end > open + 1 && end < arg.size() && arg[end] == '%') return true;
+  }
+  return false;
+}
+
 po::variables_map parse_command_line(const std::string& command,
                                      const std::vector<std::string>& args,
                                      const po::options_description& options,
@@ -278,7 +292,7 @@ po::variables_map parse_command_line(const std::string& command,
   // Boost formats its errors by replacing %canonical_option% and the like with the flag as
   // typed, again until none is left: a flag holding such a placeholder never returns.
   for (const std::string& a : args) {
-    if (a.starts_with("-") && a.substr(0, a.find('=')).find('%') != std::string::npos) {
+    if (a.starts_with("-") && holds_placeholder(a)) {
       fail_input("trainsim " + command,
                  "unrecognised option '" + a + "' (see trainsim " + command + " --help)");
     }
