@@ -1,6 +1,7 @@
 #include "sim/cli/sweep_spec.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
@@ -20,8 +21,10 @@ std::string flag_text(const nlohmann::json& v, const std::string& where) {
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
   if (v.is_number_float()) {
+    // 8192.0 as 8192; a value beyond int64 stays as written (converting it is undefined), for
+    // the field's check to refuse.
     const double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<std::int64_t>(d))) {
+    if (std::abs(d) < 0x1p63 && d == std::trunc(d)) {
       return std::to_string(static_cast<std::int64_t>(d));
     }
     return v.dump();

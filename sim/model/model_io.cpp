@@ -194,8 +194,9 @@ Model parse_model_json(const nlohmann::json& j, const std::string& file) {
   if (auto mla = o.optional_object("mla")) {
     m.mla.q_lora_rank = mla->optional_integer("q_lora_rank").value_or(0);
     m.mla.kv_lora_rank = mla->integer("kv_lora_rank", {1});
-    m.mla.qk_nope_head_dim = mla->integer("qk_nope_head_dim", {1});
-    m.mla.qk_rope_head_dim = mla->integer("qk_rope_head_dim", {1});
+    // Bounded here, not only in validate_model(): their sum is the head size.
+    m.mla.qk_nope_head_dim = mla->integer("qk_nope_head_dim", {1, kMaxWidth});
+    m.mla.qk_rope_head_dim = mla->integer("qk_rope_head_dim", {1, kMaxWidth});
     m.mla.v_head_dim = mla->integer("v_head_dim", {1});
     mla->finish();
     m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;

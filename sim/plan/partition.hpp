@@ -118,8 +118,8 @@ std::vector<std::int64_t> deepspeed_partition_balanced(const std::vector<std::in
 /// Class names a DeepSpeed PipelineModule of Megatron-DeepSpeed's GPT gives the blocks (what
 /// type:REGEX matches, case-insensitively).
 std::string deepspeed_layer_name(const Model& model, BlockKind kind);
-/// Checks a type:REGEX pattern: at most 256 characters, a regular expression without
-/// back-references (matched in polynomial time); InputError naming `where`.
+/// Checks a type:REGEX pattern: at most 256 characters, no number over 9 digits, a regular
+/// expression without back-references (matched in polynomial time); InputError naming `where`.
 void check_deepspeed_type_pattern(const std::string& pattern, const std::string& where);
 
 /// DeepSpeed PipelineModule's _partition_layers over the layers embedding, decoders, final norm

@@ -17,6 +17,20 @@ namespace trainsim {
 namespace {
 
 constexpr std::size_t kMaxTypePattern = 256;
+// libstdc++ reads a repetition count or a back-reference's number into a long unchecked: twenty
+// digits were signed overflow (undefined behaviour) before the pattern was refused.
+constexpr std::size_t kMaxPatternDigits = 9;
+
+// The longest run of decimal digits in `pattern`.
+std::size_t longest_number(const std::string& pattern) {
+  std::size_t longest = 0;
+  std::size_t run = 0;
+  for (char c : pattern) {
+    run = c >= '0' && c <= '9' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
 
 // A type:REGEX pattern compiled as Python's re.search reads it (ECMAScript, case-insensitive).
 // With libstdc++, matched by its Thompson-NFA executor, in time polynomial in the pattern and the
@@ -38,6 +52,10 @@ void check_deepspeed_type_pattern(const std::string& pattern, const std::string&
     fail_input(where, "deepspeed-type: takes a regular expression of at most " +
                           std::to_string(kMaxTypePattern) + " characters, got " +
                           std::to_string(pattern.size()));
+  }
+  if (longest_number(pattern) > kMaxPatternDigits) {
+    fail_input(where, "deepspeed-type: takes numbers of at most " +
+                          std::to_string(kMaxPatternDigits) + " digits in its regular expression");
   }
   try {
     type_regex(pattern);
