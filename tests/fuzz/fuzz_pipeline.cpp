@@ -5,9 +5,11 @@
 // run_or_check() runs them. Plans beyond 64 GPUs or 64 micro-batches are skipped, and models cut
 // to 16 layers, so that one input takes milliseconds; a step time that is not a positive finite
 // number is a finding.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include <nlohmann/json.hpp>
 

@@ -110,6 +110,10 @@ grouped() { echo "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\
 # Executions of a finished run (libFuzzer prints its final stats on a crash too).
 executions_of() { awk '/stat::number_of_executed_units:/ { n = $2 } END { print n + 0 }' "$1"; }
 
+# The scenario and safetensors targets write each input to a file: on tmpfs where there is one.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  export TMPDIR=/dev/shm
+fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$out/logs"
