@@ -27,7 +27,7 @@ MIXTRAL = ["--model", "mixtral-8x7b", "--tp", "2", "--sp", "--pp", "4", "--vp", 
            "interleaved", "--cp", "2", "--ep", "8", "--seq-len", "8192", "--zero", "1"]
 DEEPSEEK = ["--model", "deepseek-v3", "--tp", "2", "--sp", "--pp", "8", "--vp", "4", "--schedule",
             "interleaved", "--ep", "64", "--etp", "1", "--seq-len", "4096", "--zero", "1",
-            "--partition", "Et|(tt|)*30L"]
+            "--partition", "Et|(tt|)*30mL"]
 
 
 def series():

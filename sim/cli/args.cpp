@@ -56,6 +56,11 @@ po::options_description plan_options() {
   add("moe-capacity-factor", s("X"),
       "tokens an expert takes at most, over the mean; the rest are dropped (default 0: "
       "dropless)");
+  add("mtp-num-layers", s("N"),
+      "multi-token-prediction modules trained after the last decoder layer, each a decoder "
+      "layer like the last with its own projection, norms and loss through the shared LM head "
+      "(Megatron-Core; a layout places them with m; default: the model's own, DeepSeek-V3's 1; "
+      "0 trains none)");
   add("vp", s("N"),
       "model chunks (virtual stages) per GPU for --schedule interleaved: the layers are split into "
       "pp x vp virtual stages, chunk c of stage s being virtual stage c x pp + s (default 1)");

@@ -91,6 +91,11 @@ const std::vector<PlanField>& plan_fields() {
     f.push_back({"moe_imbalance", FieldType::kReal, {}, {}, {}, &Plan::moe_imbalance, {1.0}});
     f.push_back(
         {"moe_capacity_factor", FieldType::kReal, {}, {}, {}, &Plan::moe_capacity_factor, {0.0}});
+    f.push_back({"mtp_num_layers",
+                 FieldType::kInt,
+                 {0, Model::kMaxMtpLayers},
+                 {},
+                 [](Plan& p, std::int64_t v, const std::string&) { p.mtp_num_layers = v; }});
     integer("vp", {}, &Plan::vp);
     f.push_back({"sp", FieldType::kBool, {}, {}, [](Plan& p, std::int64_t v, const std::string&) {
                    p.sp = v != 0;
@@ -442,7 +447,7 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   if (req.engine) in.engine = engine_of(*req.engine);
   in.model_path = *model_path;
   in.platform_path = *platform_path;
-  in.model = load_model(in.model_path);
+  in.model = trained_model(load_model(in.model_path), in.plan);
   in.platform = load_platform(in.platform_path);
   if (req.kernel_db) use_kernel_database(in.platform, *req.kernel_db);
   validate_plan(in.plan, in.model, in.platform, in.origin);

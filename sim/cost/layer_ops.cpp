@@ -7,6 +7,7 @@
 #include "sim/cost/attention_ops.hpp"
 #include "sim/cost/kernel_specs.hpp"
 #include "sim/cost/moe_ops.hpp"
+#include "sim/cost/mtp_ops.hpp"
 
 namespace trainsim {
 
@@ -365,6 +366,9 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
       } else {
         decoder_forward(s, p);
       }
+      break;
+    case BlockKind::kMtp:
+      mtp_module(s, p, backward);
       break;
     case BlockKind::kEmbedding:
       if (backward) {

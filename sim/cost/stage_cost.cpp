@@ -155,8 +155,11 @@ bool is_weight_gradient(const KernelSpec& k) {
 
 }  // namespace
 
-double block_output_bytes(BlockKind kind, const LayerShape& shape) {
-  switch (kind) {
+double block_output_bytes(const Block& block, const LayerShape& shape) {
+  switch (block.kind) {
+    case BlockKind::kMtp:
+      return static_cast<double>(block.layer + 2) * shape.sharded_tokens() * shape.hidden *
+             shape.act_bytes;
     case BlockKind::kLmHead:
       return shape.tokens * shape.vocab * shape.act_bytes;
     case BlockKind::kCast:
@@ -168,14 +171,27 @@ double block_output_bytes(BlockKind kind, const LayerShape& shape) {
   }
 }
 
+std::int64_t block_runs(BlockKind kind, const Model& model) {
+  const bool per_loss =
+      kind == BlockKind::kLmHead || kind == BlockKind::kCast || kind == BlockKind::kLoss;
+  return per_loss ? 1 + model.mtp_layers : 1;
+}
+
 BlockCost block_cost(const Model& model, const Platform& platform, const Plan& plan,
                      BlockKind kind) {
-  const LayerShape shape =
-      layer_shape(model, plan, padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp));
+  const std::int64_t vocab = padded_vocab(model.vocab_size, plan.vocab_multiple(), plan.tp);
+  const LayerShape shape = layer_shape(model, plan, vocab);
   BlockCost c;
   const Costing costing(platform, plan);
-  add_pass(c.forward, to_string(kind), block_pass(kind, false, shape), 1, costing);
-  add_pass(c.backward, to_string(kind), block_pass(kind, true, shape), 1, costing);
+  const std::int64_t runs = block_runs(kind, model);
+  add_pass(c.forward, to_string(kind), block_pass(kind, false, shape), runs, costing);
+  add_pass(c.backward, to_string(kind), block_pass(kind, true, shape), runs, costing);
+  if (kind == BlockKind::kMtp) {
+    // The module's decoder layer.
+    const LayerShape layer = layer_shape(model, plan, vocab, mtp_layer_is_moe(model));
+    add_pass(c.forward, "decoder", block_pass(BlockKind::kDecoder, false, layer), 1, costing);
+    add_pass(c.backward, "decoder", block_pass(BlockKind::kDecoder, true, layer), 1, costing);
+  }
   return c;
 }
 
@@ -284,17 +300,22 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   const Costing costing(platform, plan);
 
   // What an empty stage passes on: the hidden states it received.
-  double message = block_output_bytes(BlockKind::kDecoder, shape);
+  double message = block_output_bytes(Block{BlockKind::kDecoder}, shape);
   for (std::int64_t s = 0; s < partition.num_stages(); ++s) {
     StageCost sc;
     const DecoderKinds decoders = decoder_kinds(model, partition, s);
     // Blocks run in model order; decoder kernels are costed once per kind and repeated per layer.
     bool decoders_added = false;
+    bool mtp_embedding_counted = false;
     const auto& range = partition.stages[static_cast<std::size_t>(s)];
     for (auto i = range.begin; i < range.end; ++i) {
       const auto kind = partition.blocks[static_cast<std::size_t>(i)].kind;
-      if (kind != BlockKind::kDecoder) {
+      if (kind == BlockKind::kMtp) {
         add_block_passes(sc, kind, shape, 1, plan, costing);
+        add_block_passes(sc, BlockKind::kDecoder, mtp_layer_is_moe(model) ? shape : dense_shape, 1,
+                         plan, costing);
+      } else if (kind != BlockKind::kDecoder) {
+        add_block_passes(sc, kind, shape, block_runs(kind, model), plan, costing);
       } else if (!decoders_added) {
         decoders_added = true;
         // Dense layers first (a pass's collectives keep the order of their first kind).
@@ -318,6 +339,22 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
           if (moe) sc.expert_params_per_gpu += layer_experts;
           break;
         }
+        case BlockKind::kMtp: {
+          // Its decoder layer, the projection split over TP, three norms replicated.
+          const bool moe = mtp_layer_is_moe(model);
+          const std::int64_t projection = 2 * model.hidden_size * model.hidden_size / plan.tp;
+          sc.params += mtp_module_params(model);
+          sc.params_per_gpu += (moe ? moe_rank : dense_rank) + projection +
+                               3 * norm_params(model, model.hidden_size);
+          sc.gemm_params_per_gpu += (moe ? moe_gemms : dense_gemms) + projection;
+          if (moe) sc.expert_params_per_gpu += layer_experts;
+          // The module embeds the tokens ahead: away from the embedding's stage, with a copy.
+          if (!partition.holds(s, BlockKind::kEmbedding) && !mtp_embedding_counted) {
+            sc.params_per_gpu += vocab_rows * model.hidden_size;
+          }
+          mtp_embedding_counted = true;
+          break;
+        }
         case BlockKind::kFinalNorm:
           sc.params += pc.final_norm;
           sc.params_per_gpu += pc.final_norm;
@@ -334,8 +371,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
           break;
       }
     }
-    if (const Block* last = partition.last_block(s))
-      message = block_output_bytes(last->kind, shape);
+    if (const Block* last = partition.last_block(s)) message = block_output_bytes(*last, shape);
     sc.p2p_bytes = message;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * kGradReduceBytes;
     add_amax_reductions(sc);

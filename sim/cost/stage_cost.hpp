@@ -106,7 +106,12 @@ std::int64_t layer_params_per_rank(const Model& model, const Plan& plan, bool mo
 /// Parameters of one MoE layer's routed experts held by each GPU (0 for a dense model).
 std::int64_t expert_params_per_rank(const Model& model, const Plan& plan);
 
-/// Bytes of the tensor a block hands to the next one, per micro-batch on one TP rank.
-double block_output_bytes(BlockKind kind, const LayerShape& shape);
+/// Bytes of the tensor a block hands to the next one, per micro-batch on one TP rank (a
+/// multi-token-prediction module passes the main hidden states and each module's so far, as
+/// Megatron-Core concatenates them).
+double block_output_bytes(const Block& block, const LayerShape& shape);
+/// How often a block runs per micro-batch: the LM head and the loss once more for each
+/// multi-token-prediction module of the model, every other block once.
+std::int64_t block_runs(BlockKind kind, const Model& model);
 
 }  // namespace trainsim

@@ -38,6 +38,7 @@ std::vector<std::int64_t> deepspeed_layer_params(const Model& model, const Plan&
       case BlockKind::kLmHead:
         out.push_back(rows * model.hidden_size);
         break;
+      case BlockKind::kMtp:  // DeepSpeed builds none (validate_plan)
       case BlockKind::kCast:
       case BlockKind::kLoss:
         break;
@@ -121,7 +122,9 @@ Partition balanced_partition(const Model& model, const Platform& platform, const
   std::vector<std::int64_t> cut(best.size(), -1);
   best[idx(0, 0)] = 0.0;
   // A stage starts with the embedding, a decoder layer or the final norm, so the final norm, LM
-  // head and loss stay together (Megatron's L) and the partition is a Megatron layout.
+  // head and loss stay together (Megatron's L), the multi-token-prediction modules stay with the
+  // last decoder layer (one stage, the last chunk of its rank) and the partition is a Megatron
+  // layout.
   const auto may_start = [&](std::int64_t k) {
     const auto kind = blocks[static_cast<std::size_t>(k)].kind;
     return k == 0 || kind == BlockKind::kDecoder || kind == BlockKind::kFinalNorm;

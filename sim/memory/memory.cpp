@@ -119,7 +119,9 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
                               const ActivationOptions& o) {
   const Shape s = shape_of(model, plan);
   const double T = s.tokens;
-  const double logits = T * d(padded_vocab) / s.t;  // elements per GPU
+  // Logits elements per GPU, of the main model and of each multi-token-prediction module.
+  const double runs = d(1 + model.mtp_layers);
+  const double logits = T * d(padded_vocab) / s.t * runs;
   const LayerActivations moe_layer = layer_activations(model, plan, o, true);
   const LayerActivations dense_layer = layer_activations(model, plan, o, false);
   const ParamCount pc = count_params(model);
@@ -144,12 +146,23 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
         largest_block = std::max(largest_block, d(layer_params_per_rank(model, plan, moe)));
         break;
       }
+      case BlockKind::kMtp: {
+        // Its decoder layer's; the token ids ahead, the two norms' inputs, the projection's
+        // input (both norms' outputs) and the final norm's input.
+        const LayerActivations& layer = mtp_layer_is_moe(model) ? moe_layer : dense_layer;
+        f.saved += layer.saved + kTokenIdBytes * T + 5.0 * kActBytes * T * s.h / s.r;
+        f.backward_transient = std::max(f.backward_transient, layer.recompute);
+        largest_block =
+            std::max(largest_block, d(layer_params_per_rank(model, plan, mtp_layer_is_moe(model))));
+        break;
+      }
       case BlockKind::kFinalNorm:
+        f.saved += kActBytes * T * s.h / s.r;  // the norm's input
+        break;
       case BlockKind::kLmHead:
-        f.saved += kActBytes * T * s.h / s.r;  // the norm's input; the LM head's input
-        if (partition.blocks[static_cast<std::size_t>(i)].kind == BlockKind::kLmHead) {
-          largest_block = std::max(largest_block, d(padded_vocab) / s.t * s.h);
-        }
+        // Its input, once for the main model and once for each multi-token-prediction module.
+        f.saved += kActBytes * T * s.h / s.r * runs;
+        largest_block = std::max(largest_block, d(padded_vocab) / s.t * s.h);
         break;
       case BlockKind::kCast:
         break;  // its fp32 output is the loss's input, counted there
@@ -157,13 +170,15 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
         // Vocabulary-parallel cross-entropy: an fp32 copy of the logits turned into the softmax
         // in place and kept for the backward; the BF16 logits live beside it while the loss
         // runs, and the BF16 logits gradient beside it in the backward.
+        // With multi-token prediction every module's softmax is kept; their BF16 logits and
+        // gradients come one at a time.
         f.saved += kFp32 * logits;
         if (partition.holds(stage, BlockKind::kLmHead)) {
-          f.forward_transient = std::max(f.forward_transient, kActBytes * logits);
+          f.forward_transient = std::max(f.forward_transient, kActBytes * logits / runs);
         } else {
           f.saved += kActBytes * logits;  // received from the previous stage, held
         }
-        f.backward_transient = std::max(f.backward_transient, kActBytes * logits);
+        f.backward_transient = std::max(f.backward_transient, kActBytes * logits / runs);
         break;
       }
     }

@@ -27,8 +27,13 @@ class HfReader {
   // Every size a config holds is far below 2^31; the bound keeps the sums and products the
   // readers form (MLA head sizes, shared experts x width, 4 x n_embd) from overflowing.
   std::int64_t integer(const char* key) { return o_.integer(key, {1, kMaxConfigInteger}); }
+  /// A key whose absence means 0 may also say 0 (n_shared_experts, first_k_dense_replace).
   std::int64_t integer_or(const char* key, std::int64_t fallback) {
-    return present(key) ? integer(key) : fallback;
+    if (!present(key)) return fallback;
+    return o_.integer(key, {fallback == 0 ? 0 : 1, kMaxConfigInteger});
+  }
+  std::int64_t integer_or(const char* key, std::int64_t fallback, IntRange range) {
+    return present(key) ? o_.integer(key, range) : fallback;
   }
   bool boolean_or(const char* key, bool fallback) {
     return present(key) ? o_.boolean(key) : fallback;
@@ -105,6 +110,7 @@ void read_deepseek(HfReader& r, Model& m) {
     r.fail("moe_layer_freq", "only 1 (every layer after the dense ones) is supported");
   }
   m.moe.router_bias = r.string_or("topk_method", "greedy") == "noaux_tc";
+  m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, {0, Model::kMaxMtpLayers});
 }
 
 // Qwen3 and Qwen3-MoE: a per-head RMSNorm on queries and keys; MoE layers every
@@ -220,14 +226,6 @@ std::string hf_model_name(const nlohmann::json& j, const std::string& file) {
 // Keys present in the config that change the cost of training but that this reader leaves out:
 // noted on the model, so that a run says what its numbers do not include.
 void note_unmodelled(HfReader& r, Model& m, const std::string& arch) {
-  if (const auto mtp = r.integer_or("num_nextn_predict_layers", 0); mtp > 0) {
-    m.unmodelled.push_back(
-        {r.note("num_nextn_predict_layers",
-                std::to_string(mtp) + " multi-token-prediction layer" + (mtp == 1 ? "" : "s") +
-                    " (about a decoder layer each, with its own loss) not simulated: their "
-                    "FLOPs, parameters and memory are left out"),
-         "read the step time and memory as lower bounds"});
-  }
   const bool reads_window = arch == "MistralForCausalLM" || arch == "GptOssForCausalLM";
   const bool window_on = r.present("sliding_window") && r.boolean_or("use_sliding_window", true);
   if (window_on && !reads_window) {

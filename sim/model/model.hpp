@@ -110,6 +110,13 @@ struct Model {
   MoeSpec moe;
   MlaSpec mla;
   LocalAttention local_attention;
+  /// Multi-token-prediction modules trained after the last decoder layer (DeepSeek-V3's
+  /// num_nextn_predict_layers, Megatron-Core's --mtp-num-layers): module k predicts token k + 1
+  /// ahead from the main model's hidden states and the embedding of the token k ahead, through
+  /// two norms, a projection of 2 x hidden to hidden, one decoder layer like the model's last, a
+  /// norm and the shared LM head with its own loss. Not counted in the published totals.
+  std::int64_t mtp_layers = 0;
+  static constexpr std::int64_t kMaxMtpLayers = 16;
   PublishedParams published;
   /// Keys of the file that change the cost but are not simulated (a Hugging Face config's
   /// multi-token prediction, say); a run warns of them.

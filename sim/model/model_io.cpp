@@ -212,6 +212,7 @@ Model parse_model_json(const nlohmann::json& j, const std::string& file) {
   m.qk_norm = o.optional_boolean("qk_norm").value_or(false);
   m.sandwich_norms = o.optional_boolean("sandwich_norms").value_or(false);
   m.attention_sinks = o.optional_boolean("attention_sinks").value_or(false);
+  m.mtp_layers = o.optional_integer("mtp_layers", {0, Model::kMaxMtpLayers}).value_or(0);
   if (auto pub = o.optional_object("published_params")) {
     m.published.total = pub->optional_integer("total").value_or(0);
     m.published.embedding = pub->optional_integer("embedding").value_or(0);

@@ -113,4 +113,14 @@ std::int64_t active_params(const Model& m) {
   return active - c.moe_layers * idle * mlp_params(m, m.moe.expert_ffn_hidden_size);
 }
 
+bool mtp_layer_is_moe(const Model& m) {
+  return is_moe_layer(m, m.num_layers - 1);
+}
+
+std::int64_t mtp_module_params(const Model& m) {
+  const ParamCount c = count_params(m);
+  const std::int64_t h = m.hidden_size;
+  return 3 * norm_params(m, h) + 2 * h * h + c.layer(mtp_layer_is_moe(m));
+}
+
 }  // namespace trainsim

@@ -38,6 +38,13 @@ std::int64_t total_params(const Model& m);
 /// input embeddings (a row is read, nothing multiplied; a tied matrix counts as the output
 /// layer).
 std::int64_t active_params(const Model& m);
+/// Whether the multi-token-prediction modules' decoder layer is an MoE layer: it is built like
+/// the model's last decoder layer (Megatron-Core's MTP spec; DeepSeek-V3's layer 61).
+bool mtp_layer_is_moe(const Model& m);
+/// Parameters of one multi-token-prediction module as Megatron-Core builds it: the embedding
+/// norm, the hidden-state norm, the projection of 2 x hidden to hidden, its decoder layer and its
+/// final norm; the embedding and the LM head are the main model's, shared.
+std::int64_t mtp_module_params(const Model& m);
 /// Parameters of decoder layer `layer` (from 0).
 std::int64_t layer_params(const Model& m, std::int64_t layer);
 /// Norm parameters per normalised vector of `width` (weight, plus bias for LayerNorm).

@@ -10,6 +10,8 @@ const char* to_string(BlockKind kind) {
       return "embedding";
     case BlockKind::kDecoder:
       return "decoder";
+    case BlockKind::kMtp:
+      return "mtp";
     case BlockKind::kFinalNorm:
       return "final_norm";
     case BlockKind::kLmHead:
@@ -40,13 +42,17 @@ std::int64_t Partition::num_blocks(std::int64_t stage) const {
   return r.end - r.begin;
 }
 
-std::int64_t Partition::decoders(std::int64_t stage) const {
+std::int64_t Partition::count(std::int64_t stage, BlockKind kind) const {
   const auto& r = range_of(*this, stage);
-  std::int64_t count = 0;
+  std::int64_t n = 0;
   for (auto i = r.begin; i < r.end; ++i) {
-    if (block_at(*this, i).kind == BlockKind::kDecoder) ++count;
+    if (block_at(*this, i).kind == kind) ++n;
   }
-  return count;
+  return n;
+}
+
+std::int64_t Partition::decoders(std::int64_t stage) const {
+  return count(stage, BlockKind::kDecoder);
 }
 
 bool Partition::holds(std::int64_t stage, BlockKind kind) const {
@@ -75,6 +81,10 @@ std::vector<std::string> Partition::labels(std::int64_t stage) const {
   std::vector<std::string> out;
   for (auto i = r.begin; i < r.end; ++i) {
     const auto& b = block_at(*this, i);
+    if (b.kind == BlockKind::kMtp) {
+      out.push_back("mtp " + std::to_string(b.layer));
+      continue;
+    }
     if (b.kind != BlockKind::kDecoder) {
       out.emplace_back(to_string(b.kind));
       continue;
@@ -104,6 +114,9 @@ std::string Partition::megatron_layout() const {
     const auto t = decoders(s);
     if (t == 1) out += 't';
     if (t > 1) out += "t*" + std::to_string(t);
+    const auto m = count(s, BlockKind::kMtp);
+    if (m == 1) out += 'm';
+    if (m > 1) out += "m*" + std::to_string(m);
     if (holds(s, BlockKind::kLoss)) out += 'L';
   }
   return out;
@@ -113,6 +126,7 @@ std::vector<Block> model_blocks(const Model& model, bool with_cast) {
   std::vector<Block> blocks;
   blocks.push_back({BlockKind::kEmbedding});
   for (std::int64_t l = 0; l < model.num_layers; ++l) blocks.push_back({BlockKind::kDecoder, l});
+  for (std::int64_t k = 0; k < model.mtp_layers; ++k) blocks.push_back({BlockKind::kMtp, k});
   blocks.push_back({BlockKind::kFinalNorm});
   blocks.push_back({BlockKind::kLmHead});
   if (with_cast) blocks.push_back({BlockKind::kCast});

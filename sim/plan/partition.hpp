@@ -12,14 +12,16 @@
 
 namespace trainsim {
 
-enum class BlockKind { kEmbedding, kDecoder, kFinalNorm, kLmHead, kCast, kLoss };
+/// kMtp: one multi-token-prediction module (its norms, projection, decoder layer and norm; its
+/// logits and loss are the LM head's and the loss's, which run once more for each module).
+enum class BlockKind { kEmbedding, kDecoder, kMtp, kFinalNorm, kLmHead, kCast, kLoss };
 const char* to_string(BlockKind kind);
 /// Whether a block has trainable parameters (the cast and the loss have none).
 bool has_parameters(BlockKind kind);
 
 struct Block {
   BlockKind kind;
-  std::int64_t layer = -1;  // decoder index, -1 for other blocks
+  std::int64_t layer = -1;  // decoder (or multi-token-prediction module) index, else -1
 };
 
 struct StageRange {
@@ -45,6 +47,8 @@ struct Partition {
   }
   std::int64_t num_blocks(std::int64_t stage) const;
   std::int64_t decoders(std::int64_t stage) const;
+  /// Blocks of `kind` in the stage.
+  std::int64_t count(std::int64_t stage, BlockKind kind) const;
   bool holds(std::int64_t stage, BlockKind kind) const;
   /// Whether any block of the stage has trainable parameters.
   bool has_parameters(std::int64_t stage) const;
@@ -89,9 +93,11 @@ std::vector<Block> model_blocks(const Model& model, bool with_cast = false);
 Partition megatron_uniform_partition(const Model& model, const Plan& plan,
                                      const PlanOrigin& origin);
 
-/// A Megatron-LM layout: E embedding, t decoder layer, L loss (final norm, LM head, loss), | stage
-/// boundary, x*N and (...)*N repetition, commas ignored. Must have pp stages, one E first and one
-/// L last; fewer t than the model has layers is built as written (dropped_layers).
+/// A Megatron-LM layout: E embedding, t decoder layer, m multi-token-prediction module, L loss
+/// (final norm, LM head, loss), | stage boundary, x*N and (...)*N repetition, commas ignored.
+/// Must have pp stages, one E first and one L last, as many m as the model's mtp_layers, all in
+/// one stage after every t (Megatron-Core's rules); fewer t than the model has layers is built as
+/// written (dropped_layers).
 Partition megatron_layout_partition(const Model& model, const std::string& layout, std::int64_t pp,
                                     std::int64_t vp, const std::string& where);
 

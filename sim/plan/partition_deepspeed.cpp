@@ -159,6 +159,8 @@ std::string deepspeed_layer_name(const Model& model, BlockKind kind) {
       return "EmbeddingPipe";
     case BlockKind::kDecoder:
       return "ParallelTransformerLayerPipe";
+    case BlockKind::kMtp:
+      return "MultiTokenPrediction";  // never built: DeepSpeed has none (validate_plan)
     case BlockKind::kFinalNorm:
       return model.norm == NormKind::kLayerNorm ? "MixedFusedLayerNorm" : "MixedFusedRMSNorm";
     case BlockKind::kLmHead:

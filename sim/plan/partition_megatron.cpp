@@ -15,9 +15,10 @@ std::string n(std::int64_t v) {
   return std::to_string(v);
 }
 
-// Virtual stage s holds counts[s] decoders; the embedding goes first, the loss blocks last.
+// Virtual stage s holds counts[s] decoders; the embedding goes first, the multi-token-prediction
+// modules and the loss blocks last (Megatron-Core builds the modules on the last stage).
 Partition from_decoder_counts(std::string method, const std::vector<std::int64_t>& counts,
-                              std::int64_t model_layers, std::int64_t chunks) {
+                              std::int64_t model_layers, std::int64_t chunks, std::int64_t mtp) {
   std::int64_t built = 0;
   for (auto c : counts) built += c;
   Partition p;
@@ -25,6 +26,7 @@ Partition from_decoder_counts(std::string method, const std::vector<std::int64_t
   p.chunks = chunks;
   p.blocks.push_back({BlockKind::kEmbedding});
   for (std::int64_t l = 0; l < built; ++l) p.blocks.push_back({BlockKind::kDecoder, l});
+  for (std::int64_t k = 0; k < mtp; ++k) p.blocks.push_back({BlockKind::kMtp, k});
   p.blocks.push_back({BlockKind::kFinalNorm});
   p.blocks.push_back({BlockKind::kLmHead});
   p.blocks.push_back({BlockKind::kLoss});
@@ -91,7 +93,7 @@ Partition megatron_uniform_partition(const Model& model, const Plan& plan,
     for (auto& c : counts) c = per;
     if (first >= 0) counts.front() = first;
     if (last >= 0) counts.back() = last;
-    return from_decoder_counts("uniform", counts, L, v);
+    return from_decoder_counts("uniform", counts, L, v, model.mtp_layers);
   }
 
   if (emb || loss) {
@@ -110,13 +112,57 @@ Partition megatron_uniform_partition(const Model& model, const Plan& plan,
     if (counts.front() < 0 || counts.back() < 0) {
       fail_input(origin.of(field), "leaves no room for the embedding or loss on its stage");
     }
-    return from_decoder_counts("uniform", counts, L, v);
+    return from_decoder_counts("uniform", counts, L, v, model.mtp_layers);
   }
 
   // Plain rule: num_layers // pp per stage (any remainder is not built).
   for (auto& c : counts) c = L / p;
-  return from_decoder_counts("uniform", counts, L, v);
+  return from_decoder_counts("uniform", counts, L, v, model.mtp_layers);
 }
+
+namespace {
+
+// Megatron-Core's rules for the multi-token-prediction modules of a layout
+// (pipeline_parallel_layer_layout.py): as many m as the model trains, after every decoder
+// layer, all in one virtual stage, the last model chunk of its pipeline rank.
+void check_mtp_placement(const std::vector<std::string>& stages, std::int64_t mtp_layers,
+                         std::int64_t pp, const std::string& where) {
+  std::int64_t count = 0;
+  std::int64_t holder = -1;
+  bool decoder_after = false;
+  for (std::size_t v = 0; v < stages.size(); ++v) {
+    for (char c : stages[v]) {
+      if (c == 'm') {
+        ++count;
+        if (holder >= 0 && holder != static_cast<std::int64_t>(v)) {
+          fail_input(where, "all multi-token-prediction modules (m) must be in one stage");
+        }
+        holder = static_cast<std::int64_t>(v);
+      }
+      if (c == 't' && count > 0) decoder_after = true;
+    }
+  }
+  if (count != mtp_layers) {
+    fail_input(where, "the layout has " + n(count) + " multi-token-prediction module" +
+                          (count == 1 ? "" : "s") + " (m) but the model trains " + n(mtp_layers) +
+                          (mtp_layers > 0 ? " (--mtp-num-layers 0 trains none)"
+                                          : " (--mtp-num-layers sets how many)"));
+  }
+  if (decoder_after) {
+    fail_input(where,
+               "decoder layers (t) must all come before the multi-token-prediction "
+               "modules (m)");
+  }
+  const auto chunks = static_cast<std::int64_t>(stages.size()) / pp;
+  if (holder >= 0 && holder / pp != chunks - 1) {
+    fail_input(where,
+               "the multi-token-prediction modules (m) must be in the last model chunk "
+               "of their pipeline rank (Megatron-Core's rule), not in chunk " +
+                   n(holder / pp + 1) + " of " + n(chunks));
+  }
+}
+
+}  // namespace
 
 Partition megatron_layout_partition(const Model& model, const std::string& layout, std::int64_t pp,
                                     std::int64_t vp, const std::string& where) {
@@ -171,13 +217,12 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
   for (char c : s) {
     if (c == '|') {
       stages.emplace_back();
-    } else if (c == 'E' || c == 't' || c == 'L') {
+    } else if (c == 'E' || c == 't' || c == 'm' || c == 'L') {
       stages.back() += c;
-    } else if (c == 'm') {
-      fail_input(where, "multi-token-prediction layers (m) are not supported");
     } else {
       fail_input(where, std::string("invalid layout character '") + c +
-                            "' (E embedding, t decoder layer, L loss, | stage boundary)");
+                            "' (E embedding, t decoder layer, m multi-token-prediction module, L "
+                            "loss, | stage boundary)");
     }
   }
   if (static_cast<std::int64_t>(stages.size()) != pp * vp) {
@@ -202,6 +247,7 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
   if (losses != 1 || stages.back().empty() || stages.back().back() != 'L') {
     fail_input(where, "the layout must end with the loss L, exactly once");
   }
+  check_mtp_placement(stages, model.mtp_layers, pp, where);
   if (decoders > model.num_layers) {
     fail_input(where, "the layout has " + n(decoders) + " decoder layers but the model has " +
                           n(model.num_layers));
@@ -211,12 +257,14 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
   p.chunks = vp;
   p.dropped_layers = model.num_layers - decoders;
   std::int64_t layer = 0;
+  std::int64_t mtp = 0;
   for (const auto& st : stages) {
     StageRange r;
     r.begin = static_cast<std::int64_t>(p.blocks.size());
     for (char c : st) {
       if (c == 'E') p.blocks.push_back({BlockKind::kEmbedding});
       if (c == 't') p.blocks.push_back({BlockKind::kDecoder, layer++});
+      if (c == 'm') p.blocks.push_back({BlockKind::kMtp, mtp++});
       if (c == 'L') {
         p.blocks.push_back({BlockKind::kFinalNorm});
         p.blocks.push_back({BlockKind::kLmHead});

@@ -172,9 +172,23 @@ void validate_context_parallelism(const Plan& plan, const Model& model, const Pl
 
 }  // namespace
 
+Model trained_model(Model model, const Plan& plan) {
+  if (plan.mtp_num_layers) {
+    model.mtp_layers = *plan.mtp_num_layers;
+  } else if (plan.effective_framework() != Framework::kMegatron) {
+    model.mtp_layers = 0;
+  }
+  return model;
+}
+
 void validate_plan(const Plan& plan, const Model& model, const Platform& platform,
                    const PlanOrigin& origin) {
   if (plan.seq_len <= 0) fail_input(origin.of("seq_len"), "is required (a positive integer)");
+  if (model.mtp_layers > 0 && plan.effective_framework() != Framework::kMegatron) {
+    fail_input(origin.of("mtp_num_layers"),
+               std::string("multi-token prediction is Megatron-Core's; ") +
+                   to_string(plan.effective_framework()) + " builds none (use 0)");
+  }
   // Bounds that keep every product below int64 and the task graph within a machine's memory.
   constexpr std::int64_t kMaxGpus = std::int64_t{1} << 20;
   constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 24;

@@ -73,6 +73,10 @@ struct Plan {
   /// Megatron-LM's --fp8-param-gather (FP8 runs, distributed optimizer): the GEMM weights kept in
   /// FP8 (no BF16 copy) and all-gathered in FP8, 1 byte an element.
   bool fp8_param_gather = false;
+  /// Multi-token-prediction modules trained after the last decoder layer (Megatron-Core's
+  /// --mtp-num-layers). Unset: the model's own (DeepSeek-V3's 1) under Megatron; none under
+  /// nanotron and DeepSpeed, which build none.
+  std::optional<std::int64_t> mtp_num_layers;
   std::int64_t vp = 1;
   bool sp = false;
   std::int64_t mbs = 1;
@@ -139,6 +143,10 @@ struct Plan {
 
 /// The pipeline schedule the plan runs: its kind, stages, micro-batches, chunks and groups.
 ScheduleConfig schedule_config(const Plan& plan);
+
+/// The model as the plan trains it: with the multi-token-prediction modules --mtp-num-layers
+/// asks for (unset: the model's own under Megatron, none under nanotron and DeepSpeed).
+Model trained_model(Model model, const Plan& plan);
 
 /// Where each plan field was set ("--tp" or "scenarios/x.json: $.plan.tp"), so feasibility errors
 /// name what the user wrote. Fields not present default to their flag.

@@ -45,6 +45,8 @@ Report make_report(const ReportInputs& in) {
   r.padded_vocab = in.costs.padded_vocab;
   r.model_params = total_params(in.model);
   r.model_active_params = in.model.moe.is_moe() ? active_params(in.model) : r.model_params;
+  r.mtp_layers = in.model.mtp_layers;
+  r.mtp_params = r.mtp_layers * mtp_module_params(in.model);
 
   const double step = in.sim.step_time_s;
   const double gbs = static_cast<double>(in.plan.sequences_per_step());

@@ -107,6 +107,9 @@ struct Report {
   std::int64_t padded_vocab = 0;
   std::int64_t model_params = 0;
   std::int64_t model_active_params = 0;  // a token passes through (MoE); model_params if dense
+  /// Multi-token-prediction modules trained (beyond model_params), and their own parameters.
+  std::int64_t mtp_layers = 0;
+  std::int64_t mtp_params = 0;
 
   double step_time_s = 0;
   /// The band the platform's calibration gives a prediction (ResidualBand: 80 % of measured

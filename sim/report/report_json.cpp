@@ -67,6 +67,8 @@ std::string report_json(const Report& r) {
   j["padded_vocab"] = r.padded_vocab;
   j["model_params"] = r.model_params;
   j["model_active_params"] = r.model_active_params;
+  j["mtp_num_layers"] = r.mtp_layers;
+  j["mtp_params"] = r.mtp_params;
   j["step_time_s"] = r.step_time_s;
   j["step_time_p10_s"] = r.step_time_p10_s;
   j["step_time_p90_s"] = r.step_time_p90_s;

@@ -102,6 +102,10 @@ std::string report_text(const Report& r) {
   if (r.model_active_params != r.model_params) {
     o << ", " << format_grouped(r.model_active_params) << " active per token";
   }
+  if (r.mtp_layers > 0) {
+    o << "; " << r.mtp_layers << " multi-token-prediction module" << (r.mtp_layers == 1 ? "" : "s")
+      << " with " << format_grouped(r.mtp_params) << " parameters more";
+  }
   o << "\n";
   o << "plan: tp " << p.tp << ", pp " << p.pp;
   if (p.vp > 1) o << " x vp " << p.vp;

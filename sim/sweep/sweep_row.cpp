@@ -63,8 +63,9 @@ void price(SweepRow& row, const Model& model, const Platform& platform, const Pl
 
 }  // namespace
 
-SweepRow evaluate_sweep_plan(const Model& model, const Platform& platform, const Plan& plan,
+SweepRow evaluate_sweep_plan(const Model& base, const Platform& platform, const Plan& plan,
                              std::int64_t index, CollectiveShapes* shapes) {
+  const Model model = trained_model(base, plan);
   SweepRow row;
   row.index = index;
   row.gpus = plan.world_size();

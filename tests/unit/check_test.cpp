@@ -359,18 +359,14 @@ TEST(Diagnostics, FixesCompareWithTheGivenBaseline) {
 }
 
 // A Hugging Face config's keys that change the cost but are not simulated, each a warning naming
-// its file and key; a sliding window only once the sequence is longer than the window.
+// its file and key; a sliding window only once the sequence is longer than the window. DeepSeek's
+// num_nextn_predict_layers is read (multi-token prediction), not warned of.
 TEST(Diagnostics, UnmodelledConfigKeysAreWarnedOf) {
   const std::string v3 = test::data_path("hf/deepseek-v3/config.json");
   const auto c = check_model(v3, {{"seq_len", "4096"}, {"tp", "8"}, {"pp", "1"}, {"dp", "1"}});
-  const auto mtp = c.with_id("unmodelled-config-key");
-  ASSERT_EQ(mtp.size(), 1u);
-  EXPECT_EQ(mtp[0]->severity, Severity::kWarning);
-  EXPECT_EQ(mtp[0]->message,
-            v3 + ": $.num_nextn_predict_layers: 1 multi-token-prediction layer (about a decoder "
-                 "layer each, with its own loss) not simulated: their FLOPs, parameters and "
-                 "memory are left out");
-  EXPECT_EQ(mtp[0]->fix, "read the step time and memory as lower bounds");
+  // Its multi-token-prediction module is modelled now: nothing left to warn of.
+  EXPECT_EQ(c.in.model.mtp_layers, 1);
+  EXPECT_TRUE(c.with_id("unmodelled-config-key").empty());
   // Qwen2 with its window switched on: silent within the window, a warning past it.
   nlohmann::json qwen =
       nlohmann::json::parse(test::read_file(test::data_path("hf/qwen2-0.5b/config.json")));

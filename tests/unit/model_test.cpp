@@ -193,15 +193,39 @@ TEST(ModelFlops, MatchesPublishedMoeCounts) {
 // MLA and shared experts written out for DeepSeek-V3 at 4096 tokens: per token and layer,
 // forward, 2 FLOPs per attention weight (q_a, q_b, kv_a, kv_b, o: 187,105,280 without the two
 // latent norms), QK^T over 192 and AV over 128 per head; 3 dense layers of 3 x 7168 x 18432
-// and 58 MoE layers of 8 routed and 1 shared expert of 3 x 7168 x 2048.
+// and 58 MoE layers of 8 routed and 1 shared expert of 3 x 7168 x 2048; its multi-token-
+// prediction module as Megatron-LM counts it: one more MoE layer, its 2h x h projection and three
+// norms, and the logits a second time.
 TEST(ModelFlops, DeepSeekV3WrittenOut) {
   const double s = 4096, h = 7168;
   const double attention = 2.0 * 187'105'280 + 2.0 * s * 128 * (192 + 128);
   const double dense = attention + 2.0 * 3 * h * 18432;
   const double moe = attention + 2.0 * 3 * h * (8 + 1) * 2048;
-  const double expected = 3.0 * s * (3 * dense + 58 * moe + 2.0 * h * 129280);
-  EXPECT_NEAR(model_flops_per_sample(test::catalog_model("deepseek-v3"), 4096), expected,
-              1e-12 * expected);
+  const double logits = 2.0 * h * 129280;
+  const double main = 3.0 * s * (3 * dense + 58 * moe + logits);
+  const double mtp = 3.0 * s * (moe + 2.0 * (2 * h * h + 3 * h) + logits);
+  Model ds = test::catalog_model("deepseek-v3");
+  ASSERT_EQ(ds.mtp_layers, 1);
+  EXPECT_NEAR(model_flops_per_sample(ds, 4096), main + mtp, 1e-12 * (main + mtp));
+  ds.mtp_layers = 0;
+  EXPECT_NEAR(model_flops_per_sample(ds, 4096), main, 1e-12 * main);
+}
+
+// DeepSeek-V3's multi-token-prediction module: an MoE layer like layer 60, eh_proj of 2 x 7168 x
+// 7168 and three RMSNorms. Hugging Face's checkpoint stores it with its own copies of the
+// embedding and the output head: with them the 685B (to the nearest billion) of the model card;
+// ours is 684.49B, the card's figure also counts the FP8 checkpoint's scaling factors (one per
+// 128 x 128 block, about 0.04B).
+TEST(ModelParams, DeepSeekV3MultiTokenPrediction) {
+  const Model ds = test::catalog_model("deepseek-v3");
+  const std::int64_t h = 7168;
+  EXPECT_TRUE(mtp_layer_is_moe(ds));
+  EXPECT_EQ(mtp_module_params(ds), layer_params(ds, 60) + 2 * h * h + 3 * h);
+  EXPECT_EQ(mtp_module_params(ds), 11'610'068'224);
+  const double checkpoint =
+      static_cast<double>(total_params(ds) + mtp_module_params(ds) + 2 * 129280 * h);
+  EXPECT_NEAR(checkpoint, 685e9, 0.001 * 685e9);
+  EXPECT_EQ(total_params(ds), 671'026'419'200);  // the published 671B: the main model alone
 }
 
 // Megatron-LM's num_floating_point_operations, written out independently.
@@ -237,7 +261,7 @@ TEST(ModelJson, StrictSchema) {
                "tiny.json: $.hidden_sise: unknown key (known keys here: attention_sinks, bias, "
                "ffn_hidden_size, ffn_kind, head_dim, hidden_size, local_attention, "
                "max_position_embeddings, mla, "
-               "moe, name, norm, notes, num_attention_heads, num_kv_heads, num_layers, "
+               "moe, mtp_layers, name, norm, notes, num_attention_heads, num_kv_heads, num_layers, "
                "position_embedding, published_params, qk_norm, sandwich_norms, source, "
                "tied_embeddings, vocab_size)");
   j = base;

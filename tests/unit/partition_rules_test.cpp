@@ -170,10 +170,55 @@ TEST(MegatronRule, Layouts) {
             "--partition: the layout must start with the embedding E, exactly once");
   EXPECT_EQ(error("Et*6|t*7L", 2),
             "--partition: the layout has 13 decoder layers but the model has 12");
-  EXPECT_EQ(
-      error("Et*6|x*6L", 2),
-      "--partition: invalid layout character 'x' (E embedding, t decoder layer, L loss, | stage "
-      "boundary)");
+  EXPECT_EQ(error("Et*6|x*6L", 2),
+            "--partition: invalid layout character 'x' (E embedding, t decoder layer, m "
+            "multi-token-prediction module, L loss, | stage boundary)");
+  EXPECT_EQ(error("Et*6|t*6mL", 2),
+            "--partition: the layout has 1 multi-token-prediction module (m) but the model "
+            "trains 0 (--mtp-num-layers sets how many)");
+}
+
+// Megatron-Core's rules for multi-token-prediction modules in a layout
+// (pipeline_parallel_layer_layout.py): as many as the model trains, after every decoder layer,
+// in one stage, the last model chunk of its rank; each module runs in its stage and hands on the
+// main hidden states with its own.
+TEST(MegatronRule, LayoutsWithMultiTokenPrediction) {
+  Model m = seed_model("nanotron-12l");
+  m.mtp_layers = 2;
+  auto layout = [&](const std::string& s, std::int64_t pp, std::int64_t vp) {
+    return megatron_layout_partition(m, s, pp, vp, "--partition");
+  };
+  const Partition p = layout("Et*6|t*6m*2L", 2, 1);
+  EXPECT_EQ(p.labels(1), (std::vector<std::string>{"decoder 6-11", "mtp 0", "mtp 1", "final_norm",
+                                                   "lm_head", "loss"}));
+  EXPECT_EQ(p.megatron_layout(), "Et*6|t*6m*2L");
+  EXPECT_EQ(p.count(1, BlockKind::kMtp), 2);
+  // Standalone: the modules in the last chunk of rank 0, the loss alone on rank 1.
+  EXPECT_EQ(layout("Et*4|t*4|t*4mm|L", 2, 2).count(2, BlockKind::kMtp), 2);
+  auto error = [&](const std::string& s, std::int64_t pp, std::int64_t vp) {
+    try {
+      layout(s, pp, vp);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error("Et*6|t*6mL", 2, 1),
+            "--partition: the layout has 1 multi-token-prediction module (m) but the model "
+            "trains 2 (--mtp-num-layers 0 trains none)");
+  EXPECT_EQ(error("Et*6m|t*6mL", 2, 1),
+            "--partition: all multi-token-prediction modules (m) must be in one stage");
+  EXPECT_EQ(error("Et*6|mmt*6L", 2, 1),
+            "--partition: decoder layers (t) must all come before the multi-token-prediction "
+            "modules (m)");
+  EXPECT_EQ(error("Et*6|t*6mm||L", 2, 2),
+            "--partition: the multi-token-prediction modules (m) must be in the last model chunk "
+            "of their pipeline rank (Megatron-Core's rule), not in chunk 1 of 2");
+  // Without a layout Megatron-Core builds them on the last stage.
+  Plan plan;
+  plan.pp = 2;
+  const Partition uniform = megatron_uniform_partition(m, plan, {});
+  EXPECT_EQ(uniform.megatron_layout(), "Et*6|t*6m*2L");
 }
 
 TEST(PartitionSpec, Names) {

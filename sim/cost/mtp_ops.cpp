@@ -1,0 +1,45 @@
+#include "sim/cost/mtp_ops.hpp"
+
+#include <string>
+
+#include "sim/cost/kernel_specs.hpp"
+
+namespace trainsim {
+
+// The embedding of the tokens ahead, the norms of that embedding and of the hidden states,
+// their concatenation projected from 2h to h by a column-parallel linear whose output is
+// gathered back whole, and the module's final norm. With sequence parallelism the projection's
+// input is all-gathered first and its gradient reduce-scattered; without, its input gradient is
+// all-reduced. Every collective runs after the kernels.
+void mtp_module(const LayerShape& s, BlockPass& p, bool backward) {
+  const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
+  const double per_rank = h / static_cast<double>(s.tp);
+  const std::string norm = to_string(s.norm);
+  const auto tp = [&p](CollectiveKind kind, double bytes) {
+    add_collective(p.collectives, {kind, Dim::kTP, bytes, 1});
+  };
+  auto& k = p.kernels;
+  if (!backward) {
+    k.push_back(elementwise("embedding", "embedding", T, h));
+    k.push_back(elementwise("enorm", norm, S, h));
+    k.push_back(elementwise("hnorm", norm, S, h));
+    linear(k, "eh_proj", T, 2.0 * h, per_rank, s.gemm_dtype);
+    k.push_back(elementwise("final_norm", norm, S, h));
+    if (s.tp > 1) {
+      tp(CollectiveKind::kAllReduce, T * h * e);  // the vocabulary-parallel embedding's parts
+      if (s.sp) tp(CollectiveKind::kAllGather, T * 2.0 * h * e);
+      tp(CollectiveKind::kAllGather, T * h * e);  // the projection's output, whole
+    }
+    return;
+  }
+  k.push_back(elementwise("final_norm.grad", norm + ".grad", S, h));
+  gemm_backward(k, "eh_proj", T, 2.0 * h, per_rank, s.gemm_dtype);
+  k.push_back(elementwise("enorm.grad", norm + ".grad", S, h));
+  k.push_back(elementwise("hnorm.grad", norm + ".grad", S, h));
+  k.push_back(elementwise("embedding.grad", "embedding.grad", T, h));
+  if (s.tp > 1) {
+    tp(s.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, T * 2.0 * h * e);
+  }
+}
+
+}  // namespace trainsim
