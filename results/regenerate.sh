@@ -173,10 +173,10 @@ print("| %s | %s | `%s` | %s | %s | %+.1f %% | %.1f s, %.0f %% | %.0f %% |" % (
     100 * ep / r["step_time_s"], 100 * (share["measured"] + share["interpolated"])))
 PY
   done <<'RUNS'
-DeepSeek-V3, 1,024 GPUs, BF16;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL
-DeepSeek-V3, 1,024 GPUs, FP8;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --precision fp8
-DeepSeek-V3, 1,024 GPUs, BF16, EP overlap;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --overlap-moe-expert-parallel-comm
-DeepSeek-V3, 1,024 GPUs, FP8, EP overlap;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --precision fp8 --overlap-moe-expert-parallel-comm
+DeepSeek-V3, 1,024 GPUs, BF16;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp
+DeepSeek-V3, 1,024 GPUs, FP8;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp --precision fp8
+DeepSeek-V3, 1,024 GPUs, BF16, EP overlap;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp --overlap-moe-expert-parallel-comm
+DeepSeek-V3, 1,024 GPUs, FP8, EP overlap;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp --precision fp8 --overlap-moe-expert-parallel-comm
 Qwen3-30B-A3B, 16 GPUs, FP8;26.04.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
 Qwen3-30B-A3B, 16 GPUs, FP8, EP overlap;26.04.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8 --overlap-moe-expert-parallel-comm
 Qwen3-30B-A3B, 16 GPUs, FP8;26.02.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 2 --vp 12 --schedule interleaved --ep 8 --dp 8 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
@@ -189,11 +189,12 @@ Where a row misses by more than 8 %:
 - DeepSeek-V3: the 25.09 recipe overlapped each micro-batch's expert all-to-alls with another's
   compute (weight gradients delayed) and dispatched through DeepEP. Without the overlap trainsim
   exposes every all-to-all and predicts the step far slower; with
-  `--overlap-moe-expert-parallel-comm` the all-to-alls hide behind the layers' compute. DeepEP's
-  kernels and the delayed weight gradients are not modelled; nor are the multi-token-prediction
-  layer the recipe's layout ends with (its `m`) and its recomputation of the MLA up-projections
-  and the MLPs, which would slow the step. Which precision the row ran is not printed; both are
-  shown.
+  `--overlap-moe-expert-parallel-comm` the all-to-alls hide behind the layers' compute. The
+  recipe's multi-token-prediction module (the `m` of its layout: one more MoE layer, its
+  projection and a second pass through the LM head and loss, on the last stage) and its
+  recomputation of the MLA up-projections and the dense MLPs are modelled and priced in these
+  rows. DeepEP's kernels and the delayed weight gradients are not modelled. Which precision the
+  row ran is not printed; both are shown.
 - Qwen3-30B-A3B: priced too fast, cause not established. At EP 16 across two nodes the exposed
   all-to-alls make up for it (the current recipe overlaps them, and with that overlap the row is
   fast too; whether 26.04.01 ran with it is not printed); at PP 2 and EP 8 on one node nothing

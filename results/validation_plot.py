@@ -49,9 +49,9 @@ CAUSES = {
     ("Grok-1 314B (MoE) FP8", ""): MOE_FP8,
     ("Llama4 Maverick 400B (MoE) FP8", ""): MOE_FP8,
     ("DeepSeek-V3 671B (MoE)", ""): (
-        "not modelled: the recipe's multi-token-prediction layer (one more MoE layer and LM head), "
-        "its recomputation (the table does not say which modules) and its pipeline layout "
-        "(trainsim's balanced split of the 61 layers stands for it)"),
+        "not modelled: the recipe's recomputation (the table does not say which modules) and its "
+        "pipeline layout (trainsim's balanced split of the 61 layers and the multi-token-prediction "
+        "module stands for it)"),
     ("Grok-1 314B (MoE) BF16 512 GPUs", "v25.05.05"): (
         "not established: the only BF16 row with expert TP 1 under TP 4 (the experts' "
         "all-to-all over a group that re-divides the TP ranks), and the only one trainsim "

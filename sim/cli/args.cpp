@@ -108,6 +108,11 @@ po::options_description plan_options() {
       "activation recomputation, replayed as work before each backward: none (default); "
       "selective (the attention core, Megatron-LM's --recompute-granularity selective); full "
       "(every decoder layer's forward, --recompute-granularity full --recompute-method uniform)");
+  add("recompute-modules", s("LIST"),
+      "what --recompute selective rebuilds, comma-separated (Megatron-Core's --recompute-modules): "
+      "core_attn (default: the attention core), layernorm (the two norms), mla_up_proj (MLA's "
+      "up-projections and RoPE), mlp (a dense layer's MLP), moe (an MoE layer's MLP, its "
+      "all-to-alls run again), moe_act (the experts' activation), shared_experts");
   add("attention-backend", s("NAME"),
       "flash (default): one fused attention kernel; unfused: Megatron-LM's "
       "--attention-backend unfused (and its 2021 implementation), QK^T and PV as batched GEMMs "

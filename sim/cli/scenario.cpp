@@ -19,7 +19,8 @@ namespace trainsim {
 
 namespace {
 
-enum class FieldType { kInt, kBool, kChoice, kString, kRankOrder, kReal };
+// kParsed: a string with a syntax of its own, checked by the field's `check`.
+enum class FieldType { kInt, kBool, kChoice, kString, kParsed, kReal };
 
 struct PlanField {
   std::string name;
@@ -29,6 +30,7 @@ struct PlanField {
   std::function<void(Plan&, std::int64_t, const std::string&)> set;
   double Plan::*real = nullptr;  // kReal: the member set, within real_range
   RealRange real_range = {};
+  std::function<void(const std::string& where, const std::string& value)> check = nullptr;
 };
 
 Precision precision_of(const std::string& s) {
@@ -53,6 +55,25 @@ Recompute recompute_of(const std::string& s) {
   if (s == "selective") return Recompute::kSelective;
   if (s == "full") return Recompute::kFull;
   return Recompute::kNone;
+}
+
+// A rank order, or the reason it is not one.
+void check_rank_order(const std::string& where, const std::string& value) {
+  if (!parse_rank_order(value)) {
+    fail_input(where,
+               "must name tp, cp, ep, dp and pp once each, innermost first, joined by '-' "
+               "(Megatron-LM's default: tp-cp-ep-dp-pp), got '" +
+                   value + "'");
+  }
+}
+
+// Recompute modules as Megatron-Core names them, or the reason they are not.
+void check_recompute_modules(const std::string& where, const std::string& value) {
+  if (!parse_recompute_modules(value)) {
+    fail_input(where, "must name modules among " + recompute_module_names() +
+                          ", each once, joined by ',' (Megatron-LM's default: core_attn), got '" +
+                          value + "'");
+  }
 }
 
 const std::vector<PlanField>& plan_fields() {
@@ -124,6 +145,16 @@ const std::vector<PlanField>& plan_fields() {
          {},
          {"none", "selective", "full"},
          [](Plan& p, std::int64_t, const std::string& s) { p.recompute = recompute_of(s); }});
+    f.push_back({"recompute_modules",
+                 FieldType::kParsed,
+                 {},
+                 {},
+                 [](Plan& p, std::int64_t, const std::string& s) {
+                   p.recompute_modules = *parse_recompute_modules(s);
+                 },
+                 nullptr,
+                 {},
+                 check_recompute_modules});
     f.push_back({"attention_backend",
                  FieldType::kChoice,
                  {},
@@ -162,10 +193,13 @@ const std::vector<PlanField>& plan_fields() {
     integer("microbatch_group_size_per_vp_stage", {1}, &Plan::microbatch_group_size_per_vp_stage);
     f.push_back(
         {"rank_order",
-         FieldType::kRankOrder,
+         FieldType::kParsed,
          {},
          {},
-         [](Plan& p, std::int64_t, const std::string& s) { p.rank_order = *parse_rank_order(s); }});
+         [](Plan& p, std::int64_t, const std::string& s) { p.rank_order = *parse_rank_order(s); },
+         nullptr,
+         {},
+         check_rank_order});
     const auto flag = [&f](std::string name, bool Plan::*member) {
       f.push_back({std::move(name),
                    FieldType::kBool,
@@ -186,16 +220,6 @@ const std::vector<PlanField>& plan_fields() {
     return f;
   }();
   return fields;
-}
-
-// A rank order, or the reason it is not one.
-void check_rank_order(const std::string& where, const std::string& value) {
-  if (!parse_rank_order(value)) {
-    fail_input(where,
-               "must name tp, cp, ep, dp and pp once each, innermost first, joined by '-' "
-               "(Megatron-LM's default: tp-cp-ep-dp-pp), got '" +
-                   value + "'");
-  }
 }
 
 std::string flag_of(const std::string& field) {
@@ -252,8 +276,8 @@ void apply_flag(Plan& plan, const PlanField& field, const std::string& value) {
       if (value.empty()) fail_input(flag, "must not be empty");
       field.set(plan, 0, value);
       break;
-    case FieldType::kRankOrder:
-      check_rank_order(flag, value);
+    case FieldType::kParsed:
+      field.check(flag, value);
       field.set(plan, 0, value);
       break;
     case FieldType::kReal: {
@@ -286,9 +310,9 @@ void apply_json(Plan& plan, const PlanField& field, JsonObject& o) {
     case FieldType::kString:
       field.set(plan, 0, o.string(field.name));
       break;
-    case FieldType::kRankOrder: {
+    case FieldType::kParsed: {
       const std::string value = o.string(field.name);
-      check_rank_order(o.where(field.name), value);
+      field.check(o.where(field.name), value);
       field.set(plan, 0, value);
       break;
     }

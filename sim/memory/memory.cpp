@@ -63,32 +63,39 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   const Shape s = shape_of(model, plan);
   const double T = s.tokens;
   const double up = is_gated(model.ffn_kind) ? 2.0 : 1.0;
+  const bool moe = model.moe.is_moe() && moe_layer;
   // Split by TP: the MLP-up output (the activation's input, gate included) and the activation's
   // output.
   double mlp = kActBytes * T * (up + 1.0) * d(model.ffn_hidden_size) / s.t;
-  if (model.moe.is_moe() && moe_layer) {
+  double expert_act = 0, shared = 0;
+  if (moe) {
     // The rows the GPU's experts compute (sim/cost/moe_ops.hpp): their gathered inputs, up
     // outputs and activations, for the busiest GPU.
     const auto& m = model.moe;
     const double etp = d(plan.expert_tp());
     const double rows = routed_expert_rows(layer_shape(model, plan, 0));
-    mlp = kActBytes * rows * (s.h + (up + 1.0) * d(m.expert_ffn_hidden_size) / etp);
+    expert_act = kActBytes * rows * d(m.expert_ffn_hidden_size) / etp;
     // The shared expert beside them: a dense MLP's.
-    mlp += kActBytes * T * (up + 1.0) * d(m.shared_expert_ffn_hidden_size) / s.t;
+    shared = kActBytes * T * (up + 1.0) * d(m.shared_expert_ffn_hidden_size) / s.t;
+    mlp = kActBytes * rows * (s.h + (up + 1.0) * d(m.expert_ffn_hidden_size) / etp) + shared;
   }
 
   // Replicated over TP (split by SP): the two norms' inputs, the QKV and MLP-up inputs (the norms'
   // outputs) and the two hidden dropout masks.
+  const double norm_outputs = 2.0 * kActBytes * T * s.h / s.r;
   double replicated = 4.0 * kActBytes * T * s.h;
   if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
   // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input).
   std::int64_t attention = 2 * model.q_size() + 2 * model.kv_size();
+  double up_projections = 0;  // MLA: what its up-projections and RoPE write
   if (model.mla.is_mla()) {
     // MLA: the down-projections' outputs (whole on every TP rank) and their norms' outputs (the
     // up-projections' inputs), then per head Q, K and V, and the attention output.
     const auto& a = model.mla;
-    attention = 2 * model.q_size() +
-                model.num_attention_heads * (a.qk_nope_head_dim + a.v_head_dim) + model.v_size();
+    const std::int64_t qkv =
+        2 * model.q_size() + model.num_attention_heads * (a.qk_nope_head_dim + a.v_head_dim);
+    attention = qkv + model.v_size();
+    up_projections = kActBytes * T * d(qkv) / s.t;
     replicated += 2.0 * kActBytes * T * d(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);
   }
   const double sharded = kActBytes * T * d(attention) / s.t + mlp;
@@ -100,11 +107,23 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
     case Recompute::kNone:
       a.saved = all;
       break;
-    case Recompute::kSelective:
-      // Megatron's selective recomputation checkpoints the attention core.
-      a.saved = all - core;
-      a.recompute = core;
+    case Recompute::kSelective: {
+      // What the modules drop after the forward and rebuild before the backward.
+      const auto on = [&plan](RecomputeModule m) { return (plan.recompute_modules & m) != 0; };
+      double dropped = on(kRecomputeCoreAttn) ? core : 0.0;
+      if (on(kRecomputeLayernorm)) dropped += norm_outputs;
+      if (on(kRecomputeMlaUpProj)) dropped += up_projections;
+      if (!moe && on(kRecomputeMlp)) dropped += mlp;
+      if (moe && on(kRecomputeMoe)) {
+        dropped += mlp;
+      } else if (moe) {
+        if (on(kRecomputeMoeAct)) dropped += expert_act;
+        if (on(kRecomputeSharedExperts)) dropped += shared;
+      }
+      a.saved = all - dropped;
+      a.recompute = dropped;
       break;
+    }
     case Recompute::kFull:
       // Each layer keeps only its input; its backward rebuilds everything else.
       a.saved = kActBytes * T * s.h / s.r;

@@ -184,6 +184,14 @@ Model trained_model(Model model, const Plan& plan) {
 void validate_plan(const Plan& plan, const Model& model, const Platform& platform,
                    const PlanOrigin& origin) {
   if (plan.seq_len <= 0) fail_input(origin.of("seq_len"), "is required (a positive integer)");
+  if (plan.recompute_modules != kRecomputeCoreAttn && plan.recompute != Recompute::kSelective) {
+    fail_input(origin.of("recompute_modules"),
+               std::string("needs --recompute selective (got ") + to_string(plan.recompute) + ")");
+  }
+  if ((plan.recompute_modules & kRecomputeMlaUpProj) != 0 && !model.mla.is_mla()) {
+    fail_input(origin.of("recompute_modules"),
+               "mla_up_proj needs a model with multi-head latent attention (Megatron-Core's rule)");
+  }
   if (model.mtp_layers > 0 && plan.effective_framework() != Framework::kMegatron) {
     fail_input(origin.of("mtp_num_layers"),
                std::string("multi-token prediction is Megatron-Core's; ") +

@@ -9,6 +9,7 @@
 
 #include "sim/model/model.hpp"
 #include "sim/plan/dims.hpp"
+#include "sim/plan/recompute_modules.hpp"
 #include "sim/platform/platform.hpp"
 #include "sim/schedule/schedule.hpp"
 
@@ -86,6 +87,9 @@ struct Plan {
   ScheduleKind schedule = ScheduleKind::k1F1B;
   std::string partition = "uniform";  // a rule name or a Megatron layout string
   Recompute recompute = Recompute::kNone;
+  /// What --recompute selective rebuilds (RecomputeModule flags; Megatron-Core's default: the
+  /// attention core).
+  std::uint32_t recompute_modules = kRecomputeCoreAttn;
   AttentionBackend attention_backend = AttentionBackend::kFlash;
   std::int64_t zero = 0;
   /// Pad the vocabulary to a multiple of this x tp; 0: the framework's default.

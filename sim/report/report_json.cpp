@@ -46,6 +46,9 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
       {"fp8_param_gather", p.fp8_param_gather},
       {"overlap_p2p_comm", p.p2p_overlap()},
       {"rank_order", to_string(p.rank_order)}};
+  if (p.recompute == Recompute::kSelective) {
+    j["recompute_modules"] = recompute_modules_text(p.recompute_modules);
+  }
   if (p.schedule == ScheduleKind::kInterleaved) {
     j["microbatch_group_size_per_vp_stage"] =
         p.microbatch_group_size_per_vp_stage > 0 ? p.microbatch_group_size_per_vp_stage : p.pp;

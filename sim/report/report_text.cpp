@@ -121,8 +121,11 @@ std::string report_text(const Report& r) {
     << (r.microbatches == 1 ? " micro-batch per step" : " micro-batches per step")
     << (p.gbs > 0 ? "" : " (no --gbs: mbs x dp sequences, Megatron-LM's default)") << "\n";
   std::vector<std::string> extras;
-  if (p.recompute != Recompute::kNone)
+  if (p.recompute == Recompute::kSelective && p.recompute_modules != kRecomputeCoreAttn) {
+    extras.push_back("selective recompute (" + recompute_modules_text(p.recompute_modules) + ")");
+  } else if (p.recompute != Recompute::kNone) {
     extras.push_back(std::string(to_string(p.recompute)) + " recompute");
+  }
   if (p.attention_backend == AttentionBackend::kUnfused) extras.push_back("unfused attention");
   if (p.moe_dispatcher != MoeDispatcher::kAllToAll) extras.push_back("all-gather token dispatch");
   if (p.moe_imbalance != 1.0) {
