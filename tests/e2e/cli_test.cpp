@@ -666,3 +666,58 @@ TEST(Cli, HelpTeachesTheSchedules) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// DeepSeek-V3's recipe options from the command line: the multi-token-prediction module the
+// model trains (its parameters beside the published count, in the text and in the JSON) and
+// selective recomputation by module, named in both.
+TEST(Cli, MultiTokenPredictionAndRecomputeModulesInTheReport) {
+  const std::vector<std::string> args = {"run",
+                                         "--model",
+                                         "deepseek-v3",
+                                         "--platform",
+                                         "h100-sxm-ndr",
+                                         "--tp",
+                                         "2",
+                                         "--sp",
+                                         "--pp",
+                                         "2",
+                                         "--dp",
+                                         "4",
+                                         "--ep",
+                                         "8",
+                                         "--etp",
+                                         "1",
+                                         "--seq-len",
+                                         "4096",
+                                         "--gbs",
+                                         "8",
+                                         "--engine",
+                                         "analytic",
+                                         "--recompute",
+                                         "selective",
+                                         "--recompute-modules",
+                                         "mlp,mla_up_proj"};
+  const auto text = test::run_trainsim(args);
+  ASSERT_LE(text.exit_code, 1) << text.err;
+  EXPECT_NE(text.out.find("model: 671,026,419,200 parameters, 36,625,618,432 active per token; 1 "
+                          "multi-token-prediction module with 11,610,068,224 parameters more\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("selective recompute (mla_up_proj,mlp)"), std::string::npos);
+  EXPECT_NE(text.out.find("decoder 30-59, mtp 0, final_norm, lm_head, loss"), std::string::npos)
+      << text.out;
+  auto json_args = args;
+  json_args.insert(json_args.end(), {"--format", "json", "--mtp-num-layers", "2"});
+  const auto json = test::run_trainsim(json_args);
+  ASSERT_LE(json.exit_code, 1) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["mtp_num_layers"], 2);
+  EXPECT_EQ(j["mtp_params"].get<std::int64_t>(), 2 * std::int64_t{11'610'068'224});
+  EXPECT_EQ(j["plan"]["recompute_modules"], "mla_up_proj,mlp");
+}
+
+}  // namespace
+}  // namespace trainsim
