@@ -72,7 +72,10 @@ LayerShape with_local_attention(const Model& model, LayerShape shape) {
   const LocalAttention& a = model.local_attention;
   const auto size = static_cast<double>(a.size);
   if (a.kind == LocalAttention::Kind::kChunked) shape.local_block = size;
-  if (a.kind == LocalAttention::Kind::kSliding) shape.local_block = 2 * size;
+  if (a.kind == LocalAttention::Kind::kSliding) {
+    shape.local_block = 2 * size;
+    shape.sliding = true;
+  }
   return shape;
 }
 
@@ -231,6 +234,15 @@ KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass, 
           launches};
 }
 
+// Whether a local attention layer keeps its locality under the plan's context parallelism: with
+// none, a2a (the whole sequence on 1/cp of the heads) and all-gather (Transformer Engine limits
+// each step to the keys the window sees). The p2p ring computes every block whole; a chunked
+// attention under CP is costed whole too.
+bool local_under_cp(const LayerShape& s) {
+  if (s.cp == 1 || s.cp_comm == CpComm::kA2A) return true;
+  return s.cp_comm == CpComm::kAllGather && s.sliding;
+}
+
 // The fused attention of one pass. Context parallelism by ring (p2p, and allgather's two halves)
 // cuts the sequence in 2 x cp chunks of c = s / 2cp, rank i holding chunks i and 2cp-1-i. Its
 // step on its own K/V is causal over its 2c tokens; each of the cp - 1 other steps is a full
@@ -241,10 +253,13 @@ KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass, 
 void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
   const auto pass = backward ? AttentionPass::kBackward : AttentionPass::kForward;
   const std::string name = backward ? "attention.grad" : "attention";
-  if (s.cp == 1 && s.local_block > 0 && s.local_block < s.seq) {
-    // Local attention: causal blocks of local_block tokens (a context-parallel one is costed
-    // whole).
-    const auto blocks = static_cast<std::int64_t>(std::ceil(s.seq / s.local_block));
+  if (s.local_block > 0 && s.local_block < s.seq && local_under_cp(s)) {
+    // Local attention: causal blocks of local_block tokens over the whole sequence (a2a runs
+    // it on 1/cp of the heads); all-gather CP over the rank's 1/cp of the queries, each chunk
+    // against the keys its window sees (Transformer Engine's per-step KV ranges).
+    const double tokens =
+        s.cp_comm == CpComm::kAllGather ? s.seq / static_cast<double>(s.cp) : s.seq;
+    const auto blocks = static_cast<std::int64_t>(std::ceil(tokens / s.local_block));
     k.push_back(attention(name, s, pass, s.local_block, true, blocks));
     return;
   }

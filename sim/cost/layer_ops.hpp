@@ -105,6 +105,7 @@ struct LayerShape {
   /// flash attention costs as (a chunk; two windows for a sliding window, whose s x w scores
   /// equal causal blocks of 2w); 0: the whole sequence.
   double local_block = 0;
+  bool sliding = false;  // a sliding window (not a chunk)
   NormKind norm = NormKind::kRMSNorm;
   FfnKind ffn_kind = FfnKind::kSwiGLU;
   /// Mixture of experts: the decoder's MLP is a router, the token dispatch and the experts.

@@ -156,6 +156,12 @@ void validate_context_parallelism(const Plan& plan, const Model& model, const Pl
     fail_input(origin.of("attention_backend"),
                "context parallelism runs in Transformer Engine's fused attention; use flash");
   }
+  if (plan.cp_comm == CpComm::kP2P &&
+      model.local_attention.kind == LocalAttention::Kind::kSliding) {
+    fail_input(origin.of("cp_comm_type"),
+               "Transformer Engine runs sliding-window attention under context parallelism only "
+               "with a2a or allgather (got p2p)");
+  }
   if (plan.cp_comm == CpComm::kA2A) {
     for (const auto& [what, heads] : {std::pair{"attention heads", model.num_attention_heads},
                                       std::pair{"KV heads", model.num_kv_heads}}) {

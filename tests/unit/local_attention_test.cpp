@@ -3,6 +3,7 @@
 // causal blocks (a chunk, or two windows: s x w scores), the global layers' over the sequence.
 #include <gtest/gtest.h>
 
+#include "sim/core/error.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/model/model.hpp"
 #include "tests/support/support.hpp"
@@ -42,9 +43,13 @@ TEST(LocalAttention, CatalogAndHuggingFaceAgree) {
 
 // (sequence, launches) of every forward attention kernel of stage 0, in order.
 std::vector<std::pair<std::int64_t, std::int64_t>> attention_kernels(const Model& m,
-                                                                     std::int64_t seq) {
+                                                                     std::int64_t seq,
+                                                                     std::int64_t cp = 1,
+                                                                     CpComm comm = CpComm::kP2P) {
   Plan p;
-  p.tp = 8;
+  p.tp = cp > 1 ? 4 : 8;
+  p.cp = cp;
+  p.cp_comm = comm;
   p.ep = 8;
   p.gbs = 8;
   p.seq_len = seq;
@@ -79,6 +84,45 @@ TEST(LocalAttention, LocalLayersCostedAsCausalBlocks) {
   EXPECT_EQ(global, 12);
   EXPECT_EQ(chunks, 36 * 4);
   for (const auto& [s, n] : attention_kernels(maverick, 8192)) EXPECT_EQ(s, 8192);
+}
+
+// Under context parallelism, as Transformer Engine runs it: a2a gives each rank the whole
+// sequence on 1/cp of the heads, so a window stays local over all of it; all-gather gives each
+// rank 1/cp of the queries, each against the keys its window sees; the p2p ring has no sliding
+// window (Transformer Engine asserts), so such a plan is refused; chunked attention under CP is
+// costed as the ring or gather computes it, whole.
+TEST(LocalAttention, UnderContextParallelism) {
+  const Model oss = test::catalog_model("gpt-oss-120b");
+  using Kernels = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  EXPECT_EQ(attention_kernels(oss, 8192, 2, CpComm::kA2A), (Kernels{{8192, 18}, {256, 18 * 32}}));
+  // (the global layers' first step: the rank's own 2 chunks, causal; the steps over the other
+  // ranks' keys are .ring kernels)
+  EXPECT_EQ(attention_kernels(oss, 8192, 2, CpComm::kAllGather),
+            (Kernels{{4096, 18}, {256, 18 * 16}}));
+  Plan p2p;
+  p2p.tp = 4;
+  p2p.sp = true;
+  p2p.cp = 2;
+  p2p.dp = 4;
+  p2p.ep = 8;
+  p2p.seq_len = 8192;
+  p2p.gbs = 4;
+  try {
+    validate_plan(p2p, oss, test::catalog_platform("h100-sxm-ndr"), {});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--cp-comm-type: Transformer Engine runs sliding-window attention under context "
+              "parallelism only with a2a or allgather (got p2p)");
+  }
+  p2p.cp_comm = CpComm::kAllGather;
+  EXPECT_NO_THROW(validate_plan(p2p, oss, test::catalog_platform("h100-sxm-ndr"), {}));
+  // Llama 4's chunks under all-gather CP: every layer's attention as a global one's (the rank's
+  // own 2 chunks of 8,192, then the other rank's keys).
+  for (const auto& [s, n] :
+       attention_kernels(test::catalog_model("llama4-maverick"), 32768, 2, CpComm::kAllGather)) {
+    EXPECT_EQ(s, 16384);
+  }
 }
 
 }  // namespace
