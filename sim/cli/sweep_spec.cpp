@@ -6,6 +6,7 @@
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
+#include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
 
 namespace trainsim {
@@ -14,6 +15,7 @@ namespace {
 
 // The most plans one sweep file may name.
 constexpr std::int64_t kMaxPlans = 100'000'000;
+constexpr std::int64_t kMaxGpus = std::int64_t{1} << 20;  // as validate_plan
 
 // A JSON scalar as a flag would take it; InputError at `where` for anything else.
 std::string flag_text(const nlohmann::json& v, const std::string& where) {
@@ -55,6 +57,11 @@ std::vector<std::int64_t> read_gpus(JsonObject& o) {
   const auto one = [&](const nlohmann::json& x, const std::string& where) {
     if (!x.is_number_integer() || x.get<std::int64_t>() < 1) {
       fail_input(where, "must be a positive integer, got " + json_excerpt(x));
+    }
+    if (x.get<std::int64_t>() > kMaxGpus) {
+      fail_input(where, "must be at most " + format_grouped(kMaxGpus) +
+                            " GPUs, the most trainsim simulates, got " +
+                            format_grouped(x.get<std::int64_t>()));
     }
     gpus.push_back(x.get<std::int64_t>());
   };
@@ -135,7 +142,10 @@ SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& f
   spec.top = o.optional_integer("top").value_or(spec.top);
   o.finish();
   if (sweep_size(spec) > kMaxPlans) {
-    fail_input(file.string(), "names more than " + std::to_string(kMaxPlans) + " plans");
+    fail_input(o.where(o.has("vary") ? "vary" : "gpus"),
+               "names more than " + format_grouped(kMaxPlans) +
+                   " plans (the GPU counts times the values of each field): vary fewer fields "
+                   "or split the sweep");
   }
   return spec;
 }
