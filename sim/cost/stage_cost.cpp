@@ -269,12 +269,24 @@ bool recomputed(const KernelSpec& k, std::uint32_t modules, const LayerShape& sh
   return on(kRecomputeSharedExperts) && shared;
 }
 
-// The selective recomputation of one decoder layer: its modules' kernels; a recomputed MoE MLP
-// sends its tokens to their experts and back again.
+// The selective recomputation of one decoder layer: its modules' kernels; a recomputed dense
+// MLP its TP collectives again (the input gathered and the output reduce-scattered with sequence
+// parallelism, else the output all-reduced); a recomputed MoE MLP sends its tokens to their
+// experts and back again.
 BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, const Plan& plan) {
   BlockPass out = filtered(
       fwd, [&](const KernelSpec& k) { return recomputed(k, plan.recompute_modules, shape); },
       false);
+  if (!shape.is_moe() && (plan.recompute_modules & kRecomputeMlp) != 0 && shape.tp > 1) {
+    const double T = shape.tokens, h = shape.hidden, e = shape.act_bytes;
+    if (shape.sp) {
+      const double gathered = shape.gemm_dtype == DType::kFP8 ? 1.0 : e;
+      add_collective(out.collectives, {CollectiveKind::kAllGather, Dim::kTP, T * h * gathered, 1});
+      add_collective(out.collectives, {CollectiveKind::kReduceScatter, Dim::kTP, T * h * e, 1});
+    } else {
+      add_collective(out.collectives, {CollectiveKind::kAllReduce, Dim::kTP, T * h * e, 1});
+    }
+  }
   if (shape.is_moe() && (plan.recompute_modules & kRecomputeMoe) != 0) {
     for (const auto& c : fwd.collectives) {
       if (c.dim == Dim::kEP) add_collective(out.collectives, c);

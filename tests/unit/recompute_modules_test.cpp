@@ -115,6 +115,29 @@ TEST(RecomputeModules, KernelsEachModuleRunsAgain) {
   EXPECT_GT(moe.ep_forward_calls, 0);
   EXPECT_EQ(moe.ep_calls, moe.ep_forward_calls);
   EXPECT_EQ(recomputed_by(kRecomputeMoeAct).ep_calls, 0);
+  // A recomputed dense MLP gathers its input and reduce-scatters its output again (TP 2 with
+  // SP): once per dense layer, the three of them; the attention core needs no collective.
+  const auto tp_calls = [](std::uint32_t modules) {
+    Model m = test::catalog_model("deepseek-v3");
+    m.num_layers = 4;
+    m.mtp_layers = 0;
+    const Plan plan = selective(modules);
+    const CostModel c = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan,
+                                      test::uniform_partition(m, 1));
+    std::vector<CollectiveLoad> out;
+    for (const auto& x : c.stages[0].recompute.collectives) {
+      if (x.dim == Dim::kTP) out.push_back(x);
+    }
+    return out;
+  };
+  const auto mlp = tp_calls(kRecomputeMlp);
+  ASSERT_EQ(mlp.size(), 2u);
+  EXPECT_EQ(mlp[0].kind, CollectiveKind::kAllGather);
+  EXPECT_EQ(mlp[0].count, 3);
+  EXPECT_DOUBLE_EQ(mlp[0].bytes, 3 * 4096.0 * 7168 * 2);
+  EXPECT_EQ(mlp[1].kind, CollectiveKind::kReduceScatter);
+  EXPECT_EQ(mlp[1].count, 3);
+  EXPECT_TRUE(tp_calls(kRecomputeCoreAttn).empty());
 }
 
 // What each module drops, per layer, against the same layer without recomputation: a dense
