@@ -138,6 +138,26 @@ VARIANTS
 } > "$out"
 echo "wrote $out"
 
+# DeepSeek-V3's 25.09 recipe on 1,024 GPUs with and without its recomputation of the MLA
+# up-projections and dense MLPs: the memory per GPU of each pipeline stage.
+out="$here/moe/deepseek-v3-recompute-modules.txt"
+{
+  echo "deepseek-v3 on 1,024 GPUs: tp 2 (sp, tp comm overlap), pp 8 x vp 4 (Et|(tt|)*30mL), ep 64"
+  echo "(etp 1, expert all-to-all overlap), dp 64, mbs 1, gbs 8192, seq 4096, zero 1 with"
+  echo "overlapped gradient reduce and parameter gather, analytic engine"
+  for recompute in "none" "selective --recompute-modules mla_up_proj,mlp"; do
+    read -r -a flags <<<"--recompute $recompute"
+    "$bin" run --model deepseek-v3 --platform h100-sxm-ndr --tp 2 --sp --tp-comm-overlap --pp 8 \
+      --vp 4 --schedule interleaved --partition 'Et|(tt|)*30mL' --ep 64 --etp 1 \
+      --overlap-moe-expert-parallel-comm --dp 64 --mbs 1 --gbs 8192 --seq-len 4096 --zero 1 \
+      --overlap-grad-reduce --overlap-param-gather --engine analytic "${flags[@]}" > "$tmp" || true
+    echo
+    echo "--recompute $recompute: $(awk '/^step time/ { print $3 " s"; exit }' "$tmp") step"
+    sed -n '/^memory/,/^$/p' "$tmp" | sed '/^$/d'
+  done
+} > "$out"
+echo "wrote $out"
+
 # MoE recipes with published H100 throughput (NVIDIA Megatron-Bridge's performance summary,
 # releases 25.09 to 26.04.01): DeepSeek-V3 on 1,024 GPUs and Qwen3-30B-A3B on 16, predicted
 # tokens/s per GPU (analytic engine) against the published ones.
