@@ -158,7 +158,7 @@ void diagnostics(std::ostringstream& o, const Report& r) {
 std::string report_html(const HtmlInputs& in) {
   const Report& r = in.report;
   std::ostringstream o;
-  const std::string title = r.model + " on " + r.platform + " (" + std::to_string(r.gpus) +
+  const std::string title = r.model + " on " + r.platform + " (" + format_grouped(r.gpus) +
                             " GPUs)" + (r.scenario.empty() ? "" : ": " + r.scenario);
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
     << escape_markup(title) << "</title>\n<style>\n"

@@ -28,7 +28,7 @@ std::string stage_range(std::int64_t first, std::int64_t last) {
 }
 
 std::string collective_row(const CollectiveStat& c) {
-  const std::string group = std::to_string(c.members) + " GPUs, " + std::to_string(c.nodes) +
+  const std::string group = format_grouped(c.members) + " GPUs, " + format_grouped(c.nodes) +
                             (c.nodes == 1 ? " node" : " nodes");
   return pad_right(to_string(c.comm), 5) + pad_right(to_string(c.kind), 16) + pad_right(group, 22) +
          pad_right(format_grouped(c.calls), 8) + pad_right(format_bytes(c.bytes), 12) +
@@ -95,8 +95,8 @@ std::string report_text(const Report& r) {
   std::ostringstream o;
   const auto& p = r.plan;
   o << "trainsim " << r.provenance.trainsim_version << ": " << r.model << " on " << r.platform
-    << " (" << r.gpus << (r.gpus == 1 ? " GPU, " : " GPUs, ") << r.nodes
-    << (r.nodes == 1 ? " node" : " nodes") << ")\n";
+    << " (" << format_grouped(r.gpus) << (r.gpus == 1 ? " GPU, " : " GPUs, ")
+    << format_grouped(r.nodes) << (r.nodes == 1 ? " node" : " nodes") << ")\n";
   if (!r.scenario.empty()) o << "scenario: " << r.scenario << "\n";
   o << "model: " << format_grouped(r.model_params) << " parameters";
   if (r.model_active_params != r.model_params) {
@@ -240,8 +240,8 @@ std::string report_text(const Report& r) {
   }
   o << (first ? "none" : "") << "; engine " << r.provenance.engine;
   if (r.provenance.replayed_gpus < r.gpus) {
-    o << " (symmetric: " << r.provenance.replayed_gpus << " of " << r.gpus
-      << " GPUs replayed, one per pipeline stage"
+    o << " (symmetric: " << format_grouped(r.provenance.replayed_gpus) << " of "
+      << format_grouped(r.gpus) << " GPUs replayed, one per pipeline stage"
       << (r.provenance.replayed_gpus > r.plan.pp ? " and class of pipeline route)" : ")");
   } else if (!r.provenance.why_full_replay.empty()) {
     o << " (every GPU replayed: " << r.provenance.why_full_replay << ")";

@@ -55,19 +55,19 @@ std::string memory_fix(PlanSpace& space) {
   if (!fits.empty()) return fix;
   const std::int64_t gpus = space.plan().world_size();
   if (auto f = fastest_fitting_plan(space, gpus)) {
-    return "no single change fits; the fastest plan on the same " + std::to_string(gpus) +
+    return "no single change fits; the fastest plan on the same " + format_grouped(gpus) +
            " GPUs that does: " + fit_text(space, *f);
   }
   for (std::int64_t more = 2 * gpus; more <= kMoreGpus * gpus; more *= 2) {
     auto f = fastest_fitting_plan(space, more);
     if (!f) continue;
-    return "no plan on " + std::to_string(gpus) +
-           " GPUs fits; the smallest cluster that does has " + std::to_string(more) +
+    return "no plan on " + format_grouped(gpus) +
+           " GPUs fits; the smallest cluster that does has " + format_grouped(more) +
            " GPUs, and its fastest plan is " + plan_changes(space.plan(), f->plan) + " (peak " +
            format_bytes(*f->peak_bytes) + "): step " + format_seconds(f->step_time_s) + ", " +
            format_grouped(std::llround(f->tokens_per_s)) + " tokens/s";
   }
-  return "no plan of up to " + std::to_string(kMoreGpus * gpus) +
+  return "no plan of up to " + format_grouped(kMoreGpus * gpus) +
          " GPUs fits at this batch and sequence length";
 }
 
