@@ -81,8 +81,9 @@ void validate_expert_parallelism(const Plan& plan, const Model& model, const Pla
   if (plan.ep > 1 && plan.tp > 1 && !plan.sp) {
     // Megatron-LM: "When using expert parallelism and tensor parallelism, sequence parallelism
     // must be used."
-    fail_input(origin.of("sp"), "expert parallelism with --tp " + n(plan.tp) +
-                                    " needs --sp (sequence parallelism), as in Megatron-LM");
+    fail_input(origin.of("sp"), "expert parallelism with " + origin.name("tp") + " " + n(plan.tp) +
+                                    " needs " + origin.name("sp") +
+                                    " (sequence parallelism), as in Megatron-LM");
   }
   // A token goes to top-k distinct experts: an expert takes at most every token, k / E of them
   // on average.
@@ -98,7 +99,8 @@ void validate_expert_parallelism(const Plan& plan, const Model& model, const Pla
   }
   if (plan.moe_a2a_overlap && (plan.ep == 1 || plan.moe_dispatcher != MoeDispatcher::kAllToAll)) {
     fail_input(origin.of("overlap_moe_expert_parallel_comm"),
-               "overlaps the expert all-to-alls: needs --ep > 1 and the alltoall dispatcher");
+               "overlaps the expert all-to-alls: needs " + origin.name("ep") +
+                   " > 1 and the alltoall dispatcher");
   }
 }
 

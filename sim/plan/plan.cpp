@@ -117,6 +117,15 @@ ScheduleConfig schedule_config(const Plan& plan) {
   return c;
 }
 
+std::string PlanOrigin::name(const std::string& field) const {
+  std::string flag = "--";
+  for (char c : field) flag += c == '_' ? '-' : c;
+  // A layout given to another flag ("--from pp") is not set by --pp; a scenario's value is.
+  auto it = where.find(field);
+  const bool other_flag = it != where.end() && it->second.starts_with("--") && it->second != flag;
+  return other_flag ? field : flag;
+}
+
 std::string PlanOrigin::of(const std::string& field) const {
   auto it = where.find(field);
   if (it != where.end()) return it->second;
@@ -148,7 +157,7 @@ void validate_context_parallelism(const Plan& plan, const Model& model, const Pl
   if (plan.seq_len % chunks != 0) {
     fail_input(origin.of("seq_len"),
                "must be divisible by 2 x cp" + std::string(plan.sp ? " x tp" : "") + " = " +
-                   n(chunks) + " with --cp " + n(plan.cp) +
+                   n(chunks) + " with " + origin.name("cp") + " " + n(plan.cp) +
                    " (the sequence is cut in 2 x cp chunks for causal load balance), got " +
                    n(plan.seq_len));
   }
@@ -170,7 +179,7 @@ void validate_context_parallelism(const Plan& plan, const Model& model, const Pl
                    "a2a splits the heads over tp x cp = " + n(plan.tp * plan.cp) +
                        ", which must "
                        "divide the " +
-                       what + " (" + n(heads) + "); use p2p or a smaller --cp");
+                       what + " (" + n(heads) + "); use p2p or a smaller " + origin.name("cp"));
       }
     }
   }
@@ -191,8 +200,9 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
                    const PlanOrigin& origin) {
   if (plan.seq_len <= 0) fail_input(origin.of("seq_len"), "is required (a positive integer)");
   if (plan.recompute_modules != kRecomputeCoreAttn && plan.recompute != Recompute::kSelective) {
-    fail_input(origin.of("recompute_modules"),
-               std::string("needs --recompute selective (got ") + to_string(plan.recompute) + ")");
+    fail_input(
+        origin.of("recompute_modules"),
+        "needs " + origin.name("recompute") + " selective (got " + to_string(plan.recompute) + ")");
   }
   if ((plan.recompute_modules & kRecomputeMlaUpProj) != 0 && !model.mla.is_mla()) {
     fail_input(origin.of("recompute_modules"),
@@ -234,20 +244,23 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   const double replayed = static_cast<double>(gpus) * static_cast<double>(plan.vp) *
                           static_cast<double>(plan.num_microbatches());
   if (replayed > kMaxReplayedPasses) {
-    fail_input(origin.of("gbs"),
-               "gives " + format_grouped(plan.num_microbatches()) + " micro-batches per step on " +
-                   format_grouped(gpus) + " GPUs" +
-                   (plan.vp > 1 ? " x " + n(plan.vp) + " chunks" : "") +
-                   ": more than the 100,000,000 passes per step trainsim can replay; use a "
-                   "larger --mbs or a smaller --gbs");
+    fail_input(
+        origin.of("gbs"),
+        "gives " + format_grouped(plan.num_microbatches()) + " micro-batches per step on " +
+            format_grouped(gpus) + " GPUs" + (plan.vp > 1 ? " x " + n(plan.vp) + " chunks" : "") +
+            ": more than the 100,000,000 passes per step trainsim can replay; use a larger " +
+            origin.name("mbs") + " or a smaller " + origin.name("gbs"));
   }
   if (plan.vp > 1 && plan.schedule != ScheduleKind::kInterleaved) {
-    fail_input(origin.of("vp"), "virtual stages need --schedule interleaved (got " +
-                                    std::string(to_string(plan.schedule)) + ")");
+    fail_input(origin.of("vp"), "virtual stages need " + origin.name("schedule") +
+                                    " interleaved (got " + std::string(to_string(plan.schedule)) +
+                                    ")");
   }
   if (plan.schedule == ScheduleKind::kInterleaved) {
-    if (plan.vp < 2) fail_input(origin.of("schedule"), "interleaved needs --vp 2 or more");
-    if (plan.pp < 2) fail_input(origin.of("schedule"), "interleaved needs --pp 2 or more");
+    if (plan.vp < 2)
+      fail_input(origin.of("schedule"), "interleaved needs " + origin.name("vp") + " 2 or more");
+    if (plan.pp < 2)
+      fail_input(origin.of("schedule"), "interleaved needs " + origin.name("pp") + " 2 or more");
   }
   if (plan.microbatch_group_size_per_vp_stage > 0 && plan.schedule != ScheduleKind::kInterleaved) {
     fail_input(origin.of("microbatch_group_size_per_vp_stage"),
@@ -260,26 +273,29 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
                "always posts them asynchronously");
   }
   if (plan.tp_comm_overlap && plan.tp == 1) {
-    fail_input(origin.of("tp_comm_overlap"), "needs --tp 2 or more");
+    fail_input(origin.of("tp_comm_overlap"), "needs " + origin.name("tp") + " 2 or more");
   }
   if (plan.tp_comm_overlap && !plan.sp) {
     // Megatron-LM: "Tensor parallel communication/GEMM overlap can happen only when sequence
     // parallelism is enabled".
-    fail_input(origin.of("tp_comm_overlap"), "needs --sp (sequence parallelism)");
+    fail_input(origin.of("tp_comm_overlap"),
+               "needs " + origin.name("sp") + " (sequence parallelism)");
   }
   if (plan.overlap_param_gather && !plan.distributed_optimizer()) {
-    fail_input(origin.of("overlap_param_gather"),
-               "needs the distributed optimizer (--zero 1 or more), as in Megatron-LM");
+    fail_input(origin.of("overlap_param_gather"), "needs the distributed optimizer (" +
+                                                      origin.name("zero") +
+                                                      " 1 or more), as in Megatron-LM");
   }
   if (plan.fp8_param_gather &&
       (plan.precision != Precision::kFP8 || !plan.distributed_optimizer())) {
     fail_input(origin.of("fp8_param_gather"),
-               "needs --precision fp8 and the distributed optimizer (--zero 1 or more), as in "
-               "Megatron-LM");
+               "needs " + origin.name("precision") + " fp8 and the distributed optimizer (" +
+                   origin.name("zero") + " 1 or more), as in Megatron-LM");
   }
   if (plan.overlap_param_gather && !plan.overlap_grad_reduce) {
     fail_input(origin.of("overlap_param_gather"),
-               "needs --overlap-grad-reduce, as in Megatron-LM (the gathers reuse its buckets)");
+               "needs " + origin.name("overlap_grad_reduce") +
+                   ", as in Megatron-LM (the gathers reuse its buckets)");
   }
   if (plan.zero < 0 || plan.zero > 3) {
     fail_input(origin.of("zero"), "must be a ZeRO stage in [0, 3], got " + n(plan.zero));
@@ -287,7 +303,8 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   if (plan.zero >= 2 && plan.pp > 1) {
     fail_input(origin.of("zero"),
                "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism "
-               "(DeepSpeed's PipelineEngine asserts it); use --zero 1 or --pp 1");
+               "(DeepSpeed's PipelineEngine asserts it); use " +
+                   origin.name("zero") + " 1 or " + origin.name("pp") + " 1");
   }
   if (plan.precision == Precision::kFP8 && platform.gpu.peak_fp8_flops <= 0) {
     fail_input(origin.of("precision"), "fp8 needs FP8 tensor cores; " + platform.gpu.name +
@@ -307,7 +324,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
                                      " = " + n(per_step) + "), got " + n(plan.gbs));
   }
   if (plan.sp && plan.tp == 1) {
-    fail_input(origin.of("sp"), "sequence parallelism needs --tp 2 or more");
+    fail_input(origin.of("sp"), "sequence parallelism needs " + origin.name("tp") + " 2 or more");
   }
   validate_context_parallelism(plan, model, origin);
   validate_expert_parallelism(plan, model, origin);

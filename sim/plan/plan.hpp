@@ -157,6 +157,9 @@ Model trained_model(Model model, const Plan& plan);
 struct PlanOrigin {
   std::map<std::string, std::string> where;
   std::string of(const std::string& field) const;
+  /// How a message names another field: its flag ("--pp"), which sets it over a scenario's
+  /// value too, or the name a layout given to another flag writes ("pp" of --from pp=2).
+  std::string name(const std::string& field) const;
 };
 
 /// Feasibility rules of the plan for this model and platform. Throws InputError naming the flag
