@@ -142,35 +142,36 @@ SafetensorsHeader parse_safetensors_header(const std::string& text, std::int64_t
 
 SafetensorsHeader read_safetensors_header(const std::filesystem::path& path,
                                           const std::string& name) {
+  const std::string where = path.string();  // messages name the file as found
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
-  if (ec) fail_input(name, "cannot read: " + ec.message());
+  if (ec) fail_input(where, "cannot read: " + ec.message());
   const auto file_bytes = static_cast<std::int64_t>(size);
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail_input(name, "cannot open");
+  if (!in) fail_input(where, "cannot open");
   if (file_bytes < 8) {
-    fail_input(name, "truncated: " + std::to_string(file_bytes) +
-                         " bytes, shorter than safetensors' 8-byte header length");
+    fail_input(where, "truncated: " + std::to_string(file_bytes) +
+                          " bytes, shorter than safetensors' 8-byte header length");
   }
   unsigned char raw[8] = {};
   in.read(reinterpret_cast<char*>(raw), 8);
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | raw[i];
   if (n > static_cast<std::uint64_t>(file_bytes - 8)) {
-    fail_input(name, "header length " + std::to_string(n) + " exceeds the " +
-                         std::to_string(file_bytes - 8) +
-                         " bytes after it (truncated or not a "
-                         "safetensors file)");
+    fail_input(where, "header length " + std::to_string(n) + " exceeds the " +
+                          std::to_string(file_bytes - 8) +
+                          " bytes after it (truncated or not a "
+                          "safetensors file)");
   }
   if (n > static_cast<std::uint64_t>(kMaxSafetensorsHeader)) {
-    fail_input(name, "header length " + std::to_string(n) + " exceeds safetensors' limit of " +
-                         std::to_string(kMaxSafetensorsHeader) + " bytes");
+    fail_input(where, "header length " + std::to_string(n) + " exceeds safetensors' limit of " +
+                          std::to_string(kMaxSafetensorsHeader) + " bytes");
   }
   std::string text(static_cast<std::size_t>(n), '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
-  if (!in) fail_input(name, "truncated while reading the header");
+  if (!in) fail_input(where, "truncated while reading the header");
   SafetensorsHeader h =
-      parse_safetensors_header(text, file_bytes - 8 - static_cast<std::int64_t>(n), name);
+      parse_safetensors_header(text, file_bytes - 8 - static_cast<std::int64_t>(n), where);
   h.file_bytes = file_bytes;
   for (auto& t : h.tensors) t.file = name;
   return h;

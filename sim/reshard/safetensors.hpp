@@ -35,7 +35,8 @@ inline constexpr std::int64_t kMaxSafetensorsHeader = 100'000'000;
 /// Bytes per element of a safetensors dtype ("BF16" 2, "F32" 4, ...); 0 for an unknown one.
 std::int64_t dtype_bytes(const std::string& dtype);
 
-/// Reads and checks the header of `path`; `name` is how messages and SavedTensor::file call it.
+/// Reads and checks the header of `path` (messages name it so); `name` is how SavedTensor::file
+/// calls it (relative to the checkpoint).
 /// InputError ("PATH: ...", with the tensor and key at fault) for a truncated file, a header length
 /// beyond the file or the limit, a header that is not a JSON object, an unknown dtype, negative
 /// or overflowing shapes, offsets that disagree with the shape, overlap, leave holes or run past

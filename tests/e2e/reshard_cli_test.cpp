@@ -93,12 +93,13 @@ TEST(ReshardCli, HostileCheckpointExitsTwo) {
   test::write_raw(dir + "/model.safetensors", 1u << 30, "{\"a\": 1}");
   EXPECT_EQ(bad_input({"reshard", "--model", "llama3.1-8b", "--from", "tp=1", "--to", "tp=2",
                        "--checkpoint", dir}),
-            "model.safetensors: header length 1073741824 exceeds the 8 bytes after it (truncated "
-            "or not a safetensors file)");
+            dir +
+                "/model.safetensors: header length 1073741824 exceeds the 8 bytes after it "
+                "(truncated or not a safetensors file)");
   test::write_safetensors(dir + "/model.safetensors", "\x01\x02 not json", 0);
   EXPECT_EQ(bad_input({"reshard", "--model", "llama3.1-8b", "--from", "tp=1", "--to", "tp=2",
                        "--checkpoint", dir}),
-            "model.safetensors: the header is not valid JSON (not a safetensors file?)");
+            dir + "/model.safetensors: the header is not valid JSON (not a safetensors file?)");
 }
 
 TEST(ReshardCli, BadInputNamesTheFlag) {

@@ -15,12 +15,15 @@ class Safetensors : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = test::make_temp_dir(); }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  // The message of the InputError reading `name` raises.
+  // The message of the InputError reading `name` raises, which names the file by its path: the
+  // folder is cut here.
   std::string error(const std::string& name) const {
     try {
       read_safetensors_header(path(name), name);
     } catch (const InputError& e) {
-      return e.what();
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(dir_ + "/", 0), 0u) << what;
+      return what.substr(what.rfind(dir_ + "/", 0) == 0 ? dir_.size() + 1 : 0);
     }
     return "(no error)";
   }
