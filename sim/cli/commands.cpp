@@ -297,6 +297,11 @@ int list_catalog(std::ostream& out) {
       out << "; " << m.moe.num_experts << " experts, top " << m.moe.experts_per_token << ", "
           << format_grouped(active_params(m)) << " active";
     }
+    if (m.mtp_layers > 0) {
+      out << "; " << m.mtp_layers << " multi-token-prediction module"
+          << (m.mtp_layers == 1 ? "" : "s") << ", "
+          << format_grouped(m.mtp_layers * mtp_module_params(m)) << " parameters more";
+    }
     out << "\n";
   }
   out << "platforms:\n";

@@ -323,6 +323,10 @@ TEST(Cli, ListShowsTheCatalog) {
   EXPECT_NE(r.out.find("  llama3.1-8b     8,030,261,248 parameters, 32 layers"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("  h100-sxm-ndr    NVIDIA H100 SXM5 80GB, 8 per node"), std::string::npos);
+  EXPECT_NE(r.out.find("36,625,618,432 active; 1 multi-token-prediction module, 11,610,068,224 "
+                       "parameters more\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("  llama3.1-70b-64gpu"), std::string::npos);
   // The seed scenarios (the framework failures) under their folder, and found by name.
   EXPECT_NE(r.out.find("scenarios/seeds/ (run or check them by name too):\n  colossalai-6108\n"),
