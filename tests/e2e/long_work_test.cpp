@@ -78,7 +78,8 @@ TEST(LongWork, TheLargestPlanAnswers) {
       {"run", scenario(), "--dp", "65536", "--gbs", "65536", "--engine", "analytic"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(
-      r.out.rfind("trainsim 0.1.0: llama3.1-70b on h100-sxm-ndr (1,048,576 GPUs, 131,072 nodes)\n", 0),
+      r.out.rfind("trainsim 0.1.0: llama3.1-70b on h100-sxm-ndr (1,048,576 GPUs, 131,072 nodes)\n",
+                  0),
       0u)
       << r.out;
   EXPECT_NE(r.out.find("\nstep time "), std::string::npos);
