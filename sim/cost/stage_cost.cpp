@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <memory>
-#include <string_view>
 
 #include "sim/cost/fp8_amax.hpp"
 #include "sim/cost/pass_groups.hpp"
+#include "sim/cost/recompute_ops.hpp"
 #include "sim/cost/tp_overlap.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/partition.hpp"
@@ -240,59 +239,6 @@ DecoderKinds decoder_kinds(const Model& model, const Partition& partition, std::
     }
   }
   return k;
-}
-
-// The name of a decoder kernel without its FP8 cast's suffix ("q_up.fp8_cast" is q_up's).
-bool named(const KernelSpec& k, std::initializer_list<std::string_view> names) {
-  const std::string_view base = std::string_view(k.name).substr(0, k.name.find('.'));
-  for (auto n : names) {
-    if (base == n) return true;
-  }
-  return false;
-}
-
-// Whether --recompute selective re-runs a decoder layer's forward kernel: the modules'
-// (sim/plan/recompute_modules.hpp), the dense MLP's only on dense layers and the MoE MLP's only
-// on MoE layers, as Megatron-Core applies them.
-bool recomputed(const KernelSpec& k, std::uint32_t modules, const LayerShape& shape) {
-  const auto on = [modules](RecomputeModule m) { return (modules & m) != 0; };
-  if (on(kRecomputeCoreAttn) && k.name.starts_with("attention")) return true;
-  if (on(kRecomputeLayernorm) && named(k, {"input_norm", "post_attention_norm"})) return true;
-  if (on(kRecomputeMlaUpProj) && shape.is_mla() && named(k, {"q_up", "kv_up", "q_proj", "rope"}))
-    return true;
-  if (!shape.is_moe()) return on(kRecomputeMlp) && named(k, {"mlp_up", "activation", "mlp_down"});
-  const bool shared = named(k, {"shared_up", "shared_activation", "shared_down"});
-  if (on(kRecomputeMoe) && (shared || named(k, {"router", "permute", "expert_up",
-                                                "expert_activation", "expert_down", "unpermute"})))
-    return true;
-  if (on(kRecomputeMoeAct) && named(k, {"expert_activation"})) return true;
-  return on(kRecomputeSharedExperts) && shared;
-}
-
-// The selective recomputation of one decoder layer: its modules' kernels; a recomputed dense
-// MLP its TP collectives again (the input gathered and the output reduce-scattered with sequence
-// parallelism, else the output all-reduced); a recomputed MoE MLP sends its tokens to their
-// experts and back again.
-BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, const Plan& plan) {
-  BlockPass out = filtered(
-      fwd, [&](const KernelSpec& k) { return recomputed(k, plan.recompute_modules, shape); },
-      false);
-  if (!shape.is_moe() && (plan.recompute_modules & kRecomputeMlp) != 0 && shape.tp > 1) {
-    const double T = shape.tokens, h = shape.hidden, e = shape.act_bytes;
-    if (shape.sp) {
-      const double gathered = shape.gemm_dtype == DType::kFP8 ? 1.0 : e;
-      add_collective(out.collectives, {CollectiveKind::kAllGather, Dim::kTP, T * h * gathered, 1});
-      add_collective(out.collectives, {CollectiveKind::kReduceScatter, Dim::kTP, T * h * e, 1});
-    } else {
-      add_collective(out.collectives, {CollectiveKind::kAllReduce, Dim::kTP, T * h * e, 1});
-    }
-  }
-  if (shape.is_moe() && (plan.recompute_modules & kRecomputeMoe) != 0) {
-    for (const auto& c : fwd.collectives) {
-      if (c.dim == Dim::kEP) add_collective(out.collectives, c);
-    }
-  }
-  return out;
 }
 
 // The passes of `count` blocks of one kind and shape, with what --recompute re-runs.
