@@ -222,12 +222,6 @@ const std::vector<PlanField>& plan_fields() {
   return fields;
 }
 
-std::string flag_of(const std::string& field) {
-  std::string flag = "--";
-  for (char c : field) flag += c == '_' ? '-' : c;
-  return flag;
-}
-
 void apply_flag(Plan& plan, const PlanField& field, const std::string& value) {
   const std::string flag = flag_of(field.name);
   switch (field.type) {

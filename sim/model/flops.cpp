@@ -38,7 +38,7 @@ double model_flops_per_sample(const Model& m, std::int64_t seq_len, bool causal)
   // Multi-token-prediction modules count as layers like the last (Megatron-LM's count), with
   // their projection of 2h to h and three norms, and the logits once more each.
   const double mtp = d(m.mtp_layers);
-  double layers = (d(m.num_layers) + mtp) * dense + mtp * (2.0 * 2.0 * h * h + 2.0 * 3.0 * h);
+  double layers = (d(m.num_layers) + mtp) * dense;
   if (m.moe.is_moe()) {
     // A token passes through top-k experts and the shared one; the router is not counted
     // (Megatron-LM's num_floating_point_operations does not count it either).
@@ -46,9 +46,9 @@ double model_flops_per_sample(const Model& m, std::int64_t seq_len, bool causal)
                            m.moe.shared_expert_ffn_hidden_size);
     const double moe = attention + 2.0 * gated * h * width;
     const double n_moe = d(moe_layer_count(m)) + (mtp_layer_is_moe(m) ? mtp : 0.0);
-    layers = n_moe * moe + (d(m.num_layers) + mtp - n_moe) * dense +
-             mtp * (2.0 * 2.0 * h * h + 2.0 * 3.0 * h);
+    layers = n_moe * moe + (d(m.num_layers) + mtp - n_moe) * dense;
   }
+  layers += mtp * (2.0 * 2.0 * h * h + 2.0 * 3.0 * h);
   const double logits_fwd = 2.0 * h * d(m.vocab_size) * (1.0 + mtp);
   // Backward is twice the forward (data and weight gradients).
   return 3.0 * s * (layers + logits_fwd);

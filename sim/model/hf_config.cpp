@@ -29,8 +29,7 @@ class HfReader {
   std::int64_t integer(const char* key) { return o_.integer(key, {1, kMaxConfigInteger}); }
   /// A key whose absence means 0 may also say 0 (n_shared_experts, first_k_dense_replace).
   std::int64_t integer_or(const char* key, std::int64_t fallback) {
-    if (!present(key)) return fallback;
-    return o_.integer(key, {fallback == 0 ? 0 : 1, kMaxConfigInteger});
+    return integer_or(key, fallback, {fallback == 0 ? 0 : 1, kMaxConfigInteger});
   }
   std::int64_t integer_or(const char* key, std::int64_t fallback, IntRange range) {
     return present(key) ? o_.integer(key, range) : fallback;

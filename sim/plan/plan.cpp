@@ -117,9 +117,14 @@ ScheduleConfig schedule_config(const Plan& plan) {
   return c;
 }
 
-std::string PlanOrigin::name(const std::string& field) const {
+std::string flag_of(const std::string& field) {
   std::string flag = "--";
   for (char c : field) flag += c == '_' ? '-' : c;
+  return flag;
+}
+
+std::string PlanOrigin::name(const std::string& field) const {
+  const std::string flag = flag_of(field);
   // A layout given to another flag ("--from pp") is not set by --pp; a scenario's value is.
   auto it = where.find(field);
   const bool other_flag = it != where.end() && it->second.starts_with("--") && it->second != flag;
@@ -129,9 +134,7 @@ std::string PlanOrigin::name(const std::string& field) const {
 std::string PlanOrigin::of(const std::string& field) const {
   auto it = where.find(field);
   if (it != where.end()) return it->second;
-  std::string flag = "--";
-  for (char c : field) flag += c == '_' ? '-' : c;
-  return flag;
+  return flag_of(field);
 }
 
 namespace {

@@ -152,6 +152,9 @@ ScheduleConfig schedule_config(const Plan& plan);
 /// asks for (unset: the model's own under Megatron, none under nanotron and DeepSpeed).
 Model trained_model(Model model, const Plan& plan);
 
+/// The command-line flag of a plan field: "--seq-len" for seq_len.
+std::string flag_of(const std::string& field);
+
 /// Where each plan field was set ("--tp" or "scenarios/x.json: $.plan.tp"), so feasibility errors
 /// name what the user wrote. Fields not present default to their flag.
 struct PlanOrigin {
