@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "sim/core/catalog.hpp"
+#include "sim/core/error.hpp"
 #include "sim/platform/platform.hpp"
 
 extern char** environ;
@@ -31,6 +32,15 @@ Model catalog_model(const std::string& name) {
 
 Platform catalog_platform(const std::string& name) {
   return load_platform(source_dir() + "/platforms/" + name + ".json");
+}
+
+std::string plan_error(const Plan& plan, const Model& model) {
+  try {
+    validate_plan(plan, model, catalog_platform("h100-sxm-ndr"), {});
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(valid)";
 }
 
 Partition uniform_partition(const Model& model, std::int64_t pp) {

@@ -18,6 +18,8 @@ std::string source_dir();
 std::string data_path(const std::string& relative);  // under tests/data
 Model catalog_model(const std::string& name);
 Platform catalog_platform(const std::string& name);
+/// The message validate_plan raises for `plan` and `model` on h100-sxm-ndr, or "(valid)".
+std::string plan_error(const Plan& plan, const Model& model);
 
 /// Megatron-LM's uniform partition of `model` over `pp` stages.
 Partition uniform_partition(const Model& model, std::int64_t pp);

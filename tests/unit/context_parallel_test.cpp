@@ -5,7 +5,6 @@
 #include <string>
 
 #include "sim/collective/group_collectives.hpp"
-#include "sim/core/error.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/cost/tp_overlap.hpp"
 #include "sim/graph/builder.hpp"
@@ -27,45 +26,36 @@ Plan cp_plan(std::int64_t cp, CpComm comm = CpComm::kP2P) {
   return p;
 }
 
-std::string error_of(const Plan& p, const Model& m) {
-  try {
-    validate_plan(p, m, test::catalog_platform("h100-sxm-ndr"), {});
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(valid)";
-}
-
 TEST(ContextParallel, MegatronRulesOneLineEach) {
   const Model m = test::catalog_model("llama3.1-8b");  // 32 heads, 8 KV heads
   Plan p = cp_plan(4);
-  EXPECT_EQ(error_of(p, m), "(valid)");
+  EXPECT_EQ(test::plan_error(p, m), "(valid)");
   p.seq_len = 8196;
-  EXPECT_EQ(error_of(p, m),
+  EXPECT_EQ(test::plan_error(p, m),
             "--seq-len: must be divisible by 2 x cp = 8 with --cp 4 (the sequence is cut in 2 x "
             "cp chunks for causal load balance), got 8196");
   p = cp_plan(4);
   p.tp = 8;
   p.sp = true;
   p.seq_len = 8192 + 32;
-  EXPECT_EQ(error_of(p, m),
+  EXPECT_EQ(test::plan_error(p, m),
             "--seq-len: must be divisible by 2 x cp x tp = 64 with --cp 4 (the sequence is cut "
             "in 2 x cp chunks for causal load balance), got 8224");
   p = cp_plan(4, CpComm::kA2A);
   p.tp = 4;
-  EXPECT_EQ(error_of(p, m),
+  EXPECT_EQ(test::plan_error(p, m),
             "--cp-comm-type: a2a splits the heads over tp x cp = 16, which must divide the KV "
             "heads (8); use p2p or a smaller --cp");
   p.tp = 2;
-  EXPECT_EQ(error_of(p, m), "(valid)");
+  EXPECT_EQ(test::plan_error(p, m), "(valid)");
   p = cp_plan(2);
   p.attention_backend = AttentionBackend::kUnfused;
-  EXPECT_EQ(error_of(p, m),
+  EXPECT_EQ(test::plan_error(p, m),
             "--attention-backend: context parallelism runs in Transformer Engine's fused "
             "attention; use flash");
   p = cp_plan(2);
   p.gpus = 8;
-  EXPECT_EQ(error_of(p, m), "--gpus: is 8 but tp x pp x dp x cp = 1 x 1 x 2 x 2 = 4");
+  EXPECT_EQ(test::plan_error(p, m), "--gpus: is 8 but tp x pp x dp x cp = 1 x 1 x 2 x 2 = 4");
 }
 
 // Megatron's order tp-cp-ep-dp-pp at tp 2, cp 2, dp 2, pp 2: a CP group steps over a TP group;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <string>
 
-#include "sim/core/error.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/memory/memory.hpp"
@@ -28,51 +27,44 @@ Plan ep_plan(std::int64_t tp, std::int64_t dp, std::int64_t ep, std::int64_t etp
   return p;
 }
 
-std::string error_of(const Plan& p, const Model& m) {
-  try {
-    validate_plan(p, m, test::catalog_platform("h100-sxm-ndr"), {});
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(valid)";
-}
-
 using Ranks = std::vector<std::int64_t>;
 
 TEST(ExpertParallel, MegatronRulesOneLineEach) {
   const Model m = test::catalog_model("mixtral-8x7b");  // 8 experts
-  EXPECT_EQ(error_of(ep_plan(1, 8, 8), m), "(valid)");
-  EXPECT_EQ(error_of(ep_plan(1, 6, 3), m), "--ep: must divide the number of experts (8), got 3");
+  EXPECT_EQ(test::plan_error(ep_plan(1, 8, 8), m), "(valid)");
+  EXPECT_EQ(test::plan_error(ep_plan(1, 6, 3), m),
+            "--ep: must divide the number of experts (8), got 3");
   // etp = tp: EP re-divides dp x cp only.
-  EXPECT_EQ(error_of(ep_plan(2, 2, 4), m),
+  EXPECT_EQ(test::plan_error(ep_plan(2, 2, 4), m),
             "--ep: ep x etp = 4 x 2 must divide tp x cp x dp = 2 x 1 x 2 = 4 (with etp = tp: ep "
             "must divide dp x cp = 2)");
-  EXPECT_EQ(error_of(ep_plan(2, 2, 4, 1), m), "(valid)");  // etp 1: EP over tp x dp
-  EXPECT_EQ(error_of(ep_plan(4, 2, 2, 2), m),
+  EXPECT_EQ(test::plan_error(ep_plan(2, 2, 4, 1), m), "(valid)");  // etp 1: EP over tp x dp
+  EXPECT_EQ(test::plan_error(ep_plan(4, 2, 2, 2), m),
             "--etp: must be 1 or tp (4): other expert tensor-parallel sizes are not modelled yet");
   Plan no_sp = ep_plan(2, 4, 4);
   no_sp.sp = false;
-  EXPECT_EQ(error_of(no_sp, m),
+  EXPECT_EQ(test::plan_error(no_sp, m),
             "--sp: expert parallelism with --tp 2 needs --sp (sequence parallelism), as in "
             "Megatron-LM");
   Plan overlap = ep_plan(1, 8, 1);
   overlap.moe_a2a_overlap = true;
-  EXPECT_EQ(error_of(overlap, m),
+  EXPECT_EQ(test::plan_error(overlap, m),
             "--overlap-moe-expert-parallel-comm: overlaps the expert all-to-alls: needs --ep > 1 "
             "and the alltoall dispatcher");
   Plan skew = ep_plan(1, 8, 8);
   skew.moe_imbalance = 4.5;  // at most 8 / 2: every token's two experts
-  EXPECT_EQ(error_of(skew, m), "--moe-imbalance: must be in [1, experts / top-k = 4], got 4.5");
+  EXPECT_EQ(test::plan_error(skew, m),
+            "--moe-imbalance: must be in [1, experts / top-k = 4], got 4.5");
   Plan order = ep_plan(2, 4, 2);
   order.rank_order = *parse_rank_order("tp-cp-ep-pp-dp");
   order.pp = 2;
   order.gbs = 8;
-  EXPECT_EQ(error_of(order, m),
+  EXPECT_EQ(test::plan_error(order, m),
             "--rank-order: puts pipeline stages on different GPUs in the dense and the expert "
             "layers (tp-cp-ep-pp-dp); Megatron-Core requires the same pipeline groups: use "
             "tp-cp-ep-dp-pp");
   const Model dense = test::catalog_model("llama3.1-8b");
-  EXPECT_EQ(error_of(ep_plan(1, 8, 2), dense),
+  EXPECT_EQ(test::plan_error(ep_plan(1, 8, 2), dense),
             "--ep: expert parallelism applies to mixture-of-experts models; llama3.1-8b is dense");
 }
 
