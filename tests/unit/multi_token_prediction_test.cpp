@@ -122,7 +122,6 @@ TEST(MultiTokenPrediction, StandaloneStageHandsOnBothHiddenStates) {
 // Memory of the module's stage: its layer's activations, five hidden-sized tensors and its token
 // ids more, and the logits' fp32 softmax kept twice.
 TEST(MultiTokenPrediction, ActivationsOfTheModule) {
-  const Platform platform = test::catalog_platform("h100-sxm-ndr");
   const Plan plan = mtp_plan();
   Model with = short_deepseek();
   Model without = with;
