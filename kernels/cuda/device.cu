@@ -4,6 +4,7 @@
 #include <cudnn.h>
 
 #include <fstream>
+#include <numeric>
 #include <vector>
 
 #include "kernels/cuda/check.cuh"
@@ -49,6 +50,15 @@ __global__ void abs_kernel(float* p, std::size_t count) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     p[i] = fabsf(p[i]);
+  }
+}
+
+// i -> (a i + b) mod count, a coprime to count: every value of [0, count) appears once.
+__global__ void permutation_kernel(std::int32_t* p, std::size_t count, std::uint64_t a,
+                                   std::uint64_t b) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    p[i] = static_cast<std::int32_t>((a * i + b) % count);
   }
 }
 
@@ -189,6 +199,15 @@ void gpu_spin(cudaStream_t stream, double seconds) {
 
 void make_non_negative_f32(void* ptr, std::size_t count, cudaStream_t stream) {
   abs_kernel<<<grid_for(count), 256, 0, stream>>>(static_cast<float*>(ptr), count);
+  TS_LAUNCHED();
+}
+
+void fill_permutation(void* ptr, std::size_t count, std::uint64_t seed, cudaStream_t stream) {
+  // The step near count / golden ratio, so that neighbouring entries land far apart.
+  std::uint64_t a = static_cast<std::uint64_t>(static_cast<double>(count) * 0.6180339887) | 1;
+  while (std::gcd(a, static_cast<std::uint64_t>(count)) != 1) ++a;
+  permutation_kernel<<<grid_for(count), 256, 0, stream>>>(static_cast<std::int32_t*>(ptr), count, a,
+                                                          seed % count);
   TS_LAUNCHED();
 }
 

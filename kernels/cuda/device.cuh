@@ -50,6 +50,9 @@ void fill_random(void* ptr, std::size_t count, Elem elem, std::uint64_t seed, fl
                  std::int32_t int_range = 1, cudaStream_t stream = nullptr);
 /// Replaces each of `count` fp32 values by its absolute value.
 void make_non_negative_f32(void* ptr, std::size_t count, cudaStream_t stream = nullptr);
+/// A permutation of [0, count) into `count` int32 values (a routing map: every row once).
+void fill_permutation(void* ptr, std::size_t count, std::uint64_t seed,
+                      cudaStream_t stream = nullptr);
 /// A poison value (NaN, or -1 for integers) so that unwritten outputs are caught.
 void fill_poison(void* ptr, std::size_t count, Elem elem, cudaStream_t stream = nullptr);
 /// How many of `count` BF16 values are NaN or infinite (poisoned outputs left unwritten).

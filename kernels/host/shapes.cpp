@@ -240,14 +240,17 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
   }
   // Memory-bound grid: every op at power-of-two element counts (rows of 4096; the optimizer's
   // flat buffers as one row).
-  constexpr std::int64_t kCols = 4096;
   for (const auto& op : memory_ops()) {
     if (!op.in_suite) continue;
     const bool flat = op.name == "adam" || op.name == "grad_norm" || op.name == "copy";
     for (auto elements : pow2_grid(opt.memory_grid_lo, opt.memory_grid_hi)) {
-      const MemoryShape s = flat ? MemoryShape{std::string(op.name), 1, elements}
-                                 : MemoryShape{std::string(op.name), elements / kCols, kCols};
-      add_unique(out, seen, s);
+      if (flat) {
+        add_unique(out, seen, MemoryShape{std::string(op.name), 1, elements});
+        continue;
+      }
+      for (auto cols : op.grid_cols) {
+        add_unique(out, seen, MemoryShape{std::string(op.name), elements / cols, cols});
+      }
     }
   }
   return out;
@@ -314,8 +317,15 @@ std::vector<KernelShape> offgrid_shapes(const SuiteOptions& opt, std::size_t per
     const bool flat = op.name == "adam" || op.name == "grad_norm" || op.name == "copy";
     for (std::size_t i = 0; i < per_family; ++i) {
       const auto elements = rng.log_uniform(mlo, mhi, 512);
-      const auto cols = flat ? elements : rng.log_uniform(1024, 16384, 512);
-      const auto rows = flat ? 1 : std::max<std::int64_t>(1, elements / cols);
+      // Between the grid's widths (a router's experts), else 1024 to 16384 wide.
+      const auto [lo, hi] = std::minmax_element(op.grid_cols.begin(), op.grid_cols.end());
+      const bool narrow = *hi < 1024;
+      const auto cols = flat ? elements
+                        : narrow
+                            ? rng.log_uniform(static_cast<double>(*lo), static_cast<double>(*hi), 8)
+                            : rng.log_uniform(1024, 16384, 512);
+      const auto m = op.row_multiple;
+      const auto rows = flat ? 1 : std::max<std::int64_t>(m, elements / cols / m * m);
       add_unique(out, seen, MemoryShape{std::string(op.name), rows, cols});
     }
   }

@@ -10,8 +10,10 @@
 # and backward: kernels/torch/attention.py), grouped_gemm, attention-graph (the C++ suite's cuDNN
 # graph forward, a cross-check), fa2 (PyTorch's FlashAttention-2 on FlashAttention's benchmark
 # shapes, to compare the method with its published figures); and, on request, offgrid (shapes
-# between the grid points, to check the interpolation on measurements) and repeat (the default
-# scenario's kernels again, for the run-to-run spread). Then merge them:
+# between the grid points, to check the interpolation on measurements), repeat (the default
+# scenario's kernels again, for the run-to-run spread) and routing (only the MoE routing and FP8
+# cast-transpose kernels, part of memory: to add them to a database measured before the suite
+# had them). Then merge them:
 #
 #   build/trainsim_kernels --merge platforms/h100-sxm/kernels.json \
 #       OUTDIR/gemm.json OUTDIR/memory.json OUTDIR/grouped_gemm.json OUTDIR/attention.json
@@ -26,7 +28,7 @@
 # LD_LIBRARY_PATH where cuBLASLt, cuDNN or Google Benchmark are not on the loader's path (the
 # script adds the directories of PyTorch's cuDNN and cuBLAS wheels when it finds them).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 out=${1:?usage: kernels/tools/measure_gpu.sh OUTDIR [GROUP...]}
 shift
 groups=("$@")
@@ -105,6 +107,8 @@ EOF
 }
 
 version=$("$bin" --version 2>/dev/null || echo "")
+routing_ops=(moe_router moe_router.grad moe_permute moe_permute.grad moe_unpermute
+  moe_unpermute.grad fp8_cast_transpose)
 for g in "${groups[@]}"; do
   case $g in
     smoke)
@@ -118,6 +122,8 @@ for g in "${groups[@]}"; do
       ;;
     gemm) suite gemm 300 --ops gemm --out "$out/gemm.json" ;;
     memory) suite memory 60 --ops memory --out "$out/memory.json" ;;
+    routing)
+      suite routing 150 --ops "$(tr ' ' , <<<"${routing_ops[*]}")" --out "$out/routing.json" ;;
     grouped_gemm) suite grouped_gemm 200 --ops grouped_gemm --out "$out/grouped_gemm.json" ;;
     attention-graph)
       suite attention-graph 60 --ops attention --out "$out/attention-graph.json" ;;

@@ -71,6 +71,10 @@ struct MemoryShape {
 using KernelShape = std::variant<GemmShape, AttentionShape, MemoryShape>;
 
 /// A memory-bound op and the bytes it moves per element of its rows x cols.
+/// Experts each token is routed to in the CUDA suite's permutation kernels (DeepSeek-V3's and
+/// Qwen3-MoE's top-k): their bytes per routed element below are at this top-k.
+inline constexpr int kSuiteTopK = 8;
+
 struct MemoryOp {
   std::string_view name;
   double bytes_per_element;
@@ -78,6 +82,10 @@ struct MemoryOp {
   /// The CUDA suite (kernels/) has a kernel for it and measures it; false: roofline-timed until
   /// one is written.
   bool in_suite = true;
+  /// Row widths the suite measures it at (a router's columns are its experts).
+  std::vector<std::int64_t> grid_cols = {4096};
+  /// Its kernel takes rows in multiples of this (whole tokens of kSuiteTopK routed rows).
+  std::int64_t row_multiple = 1;
 };
 /// Every memory-bound op the cost model uses (and "copy", the bandwidth ceiling).
 const std::vector<MemoryOp>& memory_ops();

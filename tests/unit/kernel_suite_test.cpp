@@ -163,8 +163,14 @@ TEST(KernelSuiteShapes, Grids) {
   const auto mem = kernels::filter_ops(shapes, {"memory"});
   const auto suite_ops = std::count_if(memory_ops().begin(), memory_ops().end(),
                                        [](const MemoryOp& op) { return op.in_suite; });
-  EXPECT_EQ(mem.size(), static_cast<std::size_t>(suite_ops) * 13u);  // 2^16 to 2^28 elements
-  EXPECT_FALSE(contains(mem, MemoryShape{"fp8_cast_transpose", 256, 4096}));
+  // 2^16 to 2^28 elements: 13 shapes an op, the two routers' at each of six widths (experts)
+  EXPECT_EQ(mem.size(), static_cast<std::size_t>(suite_ops - 2) * 13u + 2u * 6u * 13u);
+  EXPECT_FALSE(contains(mem, MemoryShape{"scale_mask_softmax", 256, 4096}));  // not timed
+  EXPECT_TRUE(contains(mem, MemoryShape{"fp8_cast_transpose", 256, 4096}));
+  EXPECT_TRUE(contains(mem, MemoryShape{"moe_router", 8192, 8}));
+  EXPECT_TRUE(contains(mem, MemoryShape{"moe_router.grad", 256, 256}));
+  EXPECT_FALSE(contains(mem, MemoryShape{"moe_router", 16, 4096}));
+  EXPECT_TRUE(contains(mem, MemoryShape{"moe_unpermute.grad", 16, 4096}));
   EXPECT_TRUE(contains(mem, MemoryShape{"adam", 1, 1 << 20}));
   EXPECT_TRUE(contains(mem, MemoryShape{"rmsnorm", 256, 4096}));
   // MHA at head sizes 64, 128, 192 x 8, 16, 32 heads x 6 sequences, causal and not, both
@@ -234,6 +240,12 @@ TEST(KernelSuiteShapes, OffGridShapes) {
     } else {
       const auto& m = std::get<MemoryShape>(s);
       EXPECT_EQ(m.cols % 8, 0);  // the memory-bound kernels' vector width
+      const MemoryOp& op = *find_memory_op(m.op);
+      EXPECT_EQ(m.rows % op.row_multiple, 0) << m.op;  // whole tokens of top-8 rows
+      if (m.op.rfind("moe_router", 0) == 0) {
+        EXPECT_GE(m.cols, 8);  // between the narrowest and widest router measured
+        EXPECT_LE(m.cols, 256);
+      }
     }
   }
   EXPECT_EQ(gemms, 10u);  // 5 per element type
