@@ -82,8 +82,19 @@ void moe_collectives(const LayerShape& s, const MoeWork& w, BlockPass& p, bool b
 // tensor-parallel like a dense MLP (column-parallel up, row-parallel down) on all the layer's
 // tokens: with sequence parallelism its input gathered over TP and its output
 // reduce-scattered, else its output all-reduced.
+void shared_expert_collectives(const LayerShape& s, BlockPass& p) {
+  const double T = s.tokens, h = s.hidden, e = s.act_bytes;
+  if (s.tp == 1) return;
+  if (!s.sp) {
+    add_collective(p.collectives, {CollectiveKind::kAllReduce, Dim::kTP, T * h * e, 1});
+    return;
+  }
+  add_collective(p.collectives, {CollectiveKind::kAllGather, Dim::kTP, T * h * e, 1});
+  add_collective(p.collectives, {CollectiveKind::kReduceScatter, Dim::kTP, T * h * e, 1});
+}
+
 void shared_expert(const LayerShape& s, BlockPass& p, bool backward) {
-  const double T = s.tokens, h = s.hidden, f = s.moe.shared_ffn, e = s.act_bytes;
+  const double T = s.tokens, h = s.hidden, f = s.moe.shared_ffn;
   auto& k = p.kernels;
   const std::string act = to_string(s.ffn_kind);
   if (backward) {
@@ -95,13 +106,7 @@ void shared_expert(const LayerShape& s, BlockPass& p, bool backward) {
     k.push_back(elementwise("shared_activation", act, T, f));
     linear(k, "shared_down", T, f, h, s.gemm_dtype);
   }
-  if (s.tp == 1) return;
-  if (!s.sp) {
-    add_collective(p.collectives, {CollectiveKind::kAllReduce, Dim::kTP, T * h * e, 1});
-    return;
-  }
-  add_collective(p.collectives, {CollectiveKind::kAllGather, Dim::kTP, T * h * e, 1});
-  add_collective(p.collectives, {CollectiveKind::kReduceScatter, Dim::kTP, T * h * e, 1});
+  shared_expert_collectives(s, p);
 }
 
 }  // namespace
@@ -120,6 +125,11 @@ void moe_forward(const LayerShape& s, BlockPass& p) {
   k.push_back(elementwise("unpermute", "moe_unpermute", w.routed, h));
   moe_collectives(s, w, p, false);
   if (m.shared_ffn > 0) shared_expert(s, p, false);
+}
+
+void moe_recompute_collectives(const LayerShape& s, bool routed, bool shared, BlockPass& p) {
+  if (routed) moe_collectives(s, work_of(s), p, false);
+  if (shared && s.moe.shared_ffn > 0) shared_expert_collectives(s, p);
 }
 
 void moe_backward(const LayerShape& s, BlockPass& p) {

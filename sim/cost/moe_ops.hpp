@@ -12,5 +12,9 @@ namespace trainsim {
 void moe_forward(const LayerShape& s, BlockPass& p);
 /// Appends its backward's.
 void moe_backward(const LayerShape& s, BlockPass& p);
+/// Appends what a recomputed MoE MLP communicates again: the routed part's dispatch and combine
+/// over EP (all-to-all or all-gather) and its tokens' gather and scatter over expert TP
+/// (`routed`), and the shared expert's TP collectives (`shared`).
+void moe_recompute_collectives(const LayerShape& s, bool routed, bool shared, BlockPass& p);
 
 }  // namespace trainsim

@@ -3,6 +3,8 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "sim/cost/moe_ops.hpp"
+
 namespace trainsim {
 
 namespace {
@@ -51,10 +53,10 @@ BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, con
       add_collective(out.collectives, {CollectiveKind::kAllReduce, Dim::kTP, T * h * e, 1});
     }
   }
-  if (shape.is_moe() && (plan.recompute_modules & kRecomputeMoe) != 0) {
-    for (const auto& c : fwd.collectives) {
-      if (c.dim == Dim::kEP) add_collective(out.collectives, c);
-    }
+  if (shape.is_moe()) {
+    const bool moe = (plan.recompute_modules & kRecomputeMoe) != 0;
+    const bool shared = moe || (plan.recompute_modules & kRecomputeSharedExperts) != 0;
+    moe_recompute_collectives(shape, moe, shared, out);
   }
   return out;
 }

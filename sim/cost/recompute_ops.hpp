@@ -9,7 +9,8 @@ namespace trainsim {
 /// The selective recomputation of one decoder layer from its forward pass: its modules' kernels;
 /// a recomputed dense MLP its TP collectives again (the input gathered and the output
 /// reduce-scattered with sequence parallelism, else the output all-reduced); a recomputed MoE
-/// MLP sends its tokens to their experts and back again.
+/// MLP sends its tokens to their experts and back again, with their expert-TP gather and
+/// scatter; a recomputed shared expert (alone or in the MoE MLP) its TP collectives.
 BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, const Plan& plan);
 
 }  // namespace trainsim

@@ -4,6 +4,7 @@
 // kept between forward and backward, in closed forms.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -129,6 +130,43 @@ TEST(RecomputeModules, KernelsEachModuleRunsAgain) {
   EXPECT_EQ(mlp[1].kind, CollectiveKind::kReduceScatter);
   EXPECT_EQ(mlp[1].count, 3);
   EXPECT_TRUE(tp_calls(kRecomputeCoreAttn).empty());
+}
+
+// A recomputed MoE MLP's TP collectives, on the MoE layer of the same cut (TP 2 with SP): its
+// shared expert gathers its input and reduce-scatters its output again, T x h each; with expert
+// TP 2 its routed tokens too, the GPU's T / tp tokens x top-8 x etp rows.
+TEST(RecomputeModules, MoeMlpTensorParallelCollectivesRunAgain) {
+  const double T = 4096, h = 7168, bf16 = 2, topk = 8;
+  const auto tp_calls = [](std::uint32_t modules, std::int64_t etp) {
+    Model m = test::catalog_model("deepseek-v3");
+    m.num_layers = 4;
+    m.mtp_layers = 0;
+    Plan plan = selective(modules);
+    plan.etp = etp;
+    const CostModel c = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan,
+                                      test::uniform_partition(m, 1));
+    std::map<CollectiveKind, CollectiveLoad> out;
+    for (const auto& x : c.stages[0].recompute.collectives) {
+      if (x.dim == Dim::kTP) out[x.kind] = x;
+    }
+    return out;
+  };
+  for (const auto modules : {kRecomputeSharedExperts, kRecomputeMoe}) {
+    const auto shared = tp_calls(modules, 1);
+    ASSERT_EQ(shared.size(), 2u) << modules;
+    EXPECT_EQ(shared.at(CollectiveKind::kAllGather).count, 1);
+    EXPECT_DOUBLE_EQ(shared.at(CollectiveKind::kAllGather).bytes, T * h * bf16);
+    EXPECT_DOUBLE_EQ(shared.at(CollectiveKind::kReduceScatter).bytes, T * h * bf16);
+  }
+  const auto etp2 = tp_calls(kRecomputeMoe, 2);
+  const double routed = T / 2 * topk * 2 * h * bf16;
+  EXPECT_EQ(etp2.at(CollectiveKind::kAllGather).count, 2);
+  EXPECT_DOUBLE_EQ(etp2.at(CollectiveKind::kAllGather).bytes, T * h * bf16 + routed);
+  EXPECT_DOUBLE_EQ(etp2.at(CollectiveKind::kReduceScatter).bytes, T * h * bf16 + routed);
+  // The shared expert alone gathers only its own tokens; the expert activation none.
+  EXPECT_DOUBLE_EQ(tp_calls(kRecomputeSharedExperts, 2).at(CollectiveKind::kAllGather).bytes,
+                   T * h * bf16);
+  EXPECT_TRUE(tp_calls(kRecomputeMoeAct, 2).empty());
 }
 
 // What each module drops, per layer, against the same layer without recomputation: a dense
