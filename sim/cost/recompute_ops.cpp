@@ -43,6 +43,16 @@ BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, con
   for (const auto& k : fwd.kernels) {
     if (recomputed(k, plan.recompute_modules, shape)) out.kernels.push_back(k);
   }
+  if ((plan.recompute_modules & kRecomputeCoreAttn) != 0) {
+    // Under context parallelism the attention core crosses the CP group again: the ring
+    // exchange beside its steps, or the all-gather or all-to-alls around it.
+    for (const auto& c : fwd.collectives) {
+      if (c.dim == Dim::kCP) add_collective(out.collectives, c);
+    }
+    for (const auto& o : fwd.overlaps) {
+      if (o.dim == Dim::kCP) out.overlaps.push_back(o);
+    }
+  }
   if (!shape.is_moe() && (plan.recompute_modules & kRecomputeMlp) != 0 && shape.tp > 1) {
     const double T = shape.tokens, h = shape.hidden, e = shape.act_bytes;
     if (shape.sp) {

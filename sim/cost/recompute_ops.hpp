@@ -6,7 +6,8 @@
 
 namespace trainsim {
 
-/// The selective recomputation of one decoder layer from its forward pass: its modules' kernels;
+/// The selective recomputation of one decoder layer from its forward pass: its modules' kernels,
+/// the attention core with its context-parallel exchange (as Transformer Engine re-runs it);
 /// a recomputed dense MLP its TP collectives again (the input gathered and the output
 /// reduce-scattered with sequence parallelism, else the output all-reduced); a recomputed MoE
 /// MLP sends its tokens to their experts and back again, with their expert-TP gather and

@@ -181,6 +181,47 @@ TEST(ContextParallel, RingStepOverlapInClosedForm) {
   }
 }
 
+// Selective recomputation runs the attention core again before the backward, and with it the
+// ring exchange (across nodes here, where it stalls): the forward's K/V traffic once more, its
+// stall too; without CP nothing crosses a CP group.
+TEST(ContextParallel, RecomputedAttentionExchangesAgain) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  for (const CpComm comm : {CpComm::kP2P, CpComm::kAllGather, CpComm::kA2A}) {
+    SCOPED_TRACE(to_string(comm));
+    Plan p = cp_plan(2, comm);
+    p.dp = 8;
+    p.gbs = 8;
+    p.seq_len = 4096;
+    p.rank_order = *parse_rank_order("tp-dp-ep-cp-pp");
+    p.recompute = Recompute::kSelective;
+    const auto sc = compute_costs(m, pf, p, test::uniform_partition(m, 1)).stages[0];
+    std::vector<CollectiveLoad> fwd, again;
+    for (const auto& c : sc.forward.collectives) {
+      if (c.dim == Dim::kCP) fwd.push_back(c);
+    }
+    for (const auto& c : sc.recompute.collectives) {
+      if (c.dim == Dim::kCP) again.push_back(c);
+    }
+    ASSERT_FALSE(fwd.empty());
+    ASSERT_EQ(again.size(), fwd.size());
+    for (std::size_t i = 0; i < fwd.size(); ++i) {
+      EXPECT_EQ(again[i].kind, fwd[i].kind);
+      EXPECT_EQ(again[i].count, fwd[i].count);
+      EXPECT_DOUBLE_EQ(again[i].bytes, fwd[i].bytes);
+      EXPECT_EQ(again[i].alongside, fwd[i].alongside);
+    }
+    EXPECT_DOUBLE_EQ(sc.recompute.cp_stall_s, sc.forward.cp_stall_s);
+    if (comm == CpComm::kP2P) {
+      EXPECT_GT(sc.recompute.cp_stall_s, 0);
+    }
+  }
+  Plan whole = cp_plan(1);
+  whole.recompute = Recompute::kSelective;
+  const auto sc = compute_costs(m, pf, whole, test::uniform_partition(m, 1)).stages[0];
+  for (const auto& c : sc.recompute.collectives) EXPECT_NE(c.dim, Dim::kCP);
+}
+
 // All-to-all (Ulysses): the whole sequence's attention on 1/cp of the heads, four all-to-alls
 // of the rank's Q, K, V and output per pass, on the compute stream.
 TEST(ContextParallel, AllToAllTradesTheSequenceSplitForAHeadSplit) {
