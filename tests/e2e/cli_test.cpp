@@ -60,7 +60,7 @@ TEST_P(GoldenReport, MatchesWithinTolerance) {
     EXPECT_NEAR(got[key].get<double>(), w, 1e-6 * std::abs(w)) << key;
   }
   for (const char* section : {"exposed_comm_s", "overlapped_comm_s"}) {
-    for (const char* kind : {"tp", "pp", "dp"}) {
+    for (const char* kind : {"tp", "pp", "dp", "cp", "ep"}) {
       const double w = want[section][kind];
       EXPECT_NEAR(got[section][kind].get<double>(), w, 1e-6 * std::abs(w) + 1e-12)
           << section << " " << kind;
@@ -78,7 +78,9 @@ TEST_P(GoldenReport, MatchesWithinTolerance) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenReport,
-                         ::testing::Values("llama3.1-70b-64gpu", "nemotron4-340b"),
+                         ::testing::Values("llama3.1-70b-64gpu", "nemotron4-340b",
+                                           "llama3.1-8b-cp2-8gpu", "qwen3-30b-a3b-16gpu",
+                                           "deepseek-v3-1024gpu"),
                          scenario_test_name);
 
 TEST(Cli, FlagsOverrideTheScenario) {

@@ -78,5 +78,77 @@ TEST(Published, FiguresAreTheReferenceSetsRows) {
   }
 }
 
+nlohmann::json scenario_file(const std::string& name) {
+  return nlohmann::json::parse(
+      test::read_file(test::source_dir() + "/scenarios/" + name + ".json"));
+}
+
+nlohmann::json reference_rows(const std::string& file) {
+  return nlohmann::json::parse(
+             test::read_file(test::source_dir() + "/tests/validation/refdata/" + file))
+      .at("rows");
+}
+
+// The MoE scenarios' figures are Megatron-Bridge's rows (model and release as the source names
+// them): the row's tokens/s per GPU as a step time, the row's layout, batch and sequence.
+TEST(Published, MoeScenariosAreMegatronBridgeRows) {
+  const auto rows = reference_rows("megatron_bridge_perf_summary_h100.json");
+  for (const auto& [name, model] : {std::pair{"deepseek-v3-1024gpu", "DeepSeekV3 (dropless)"},
+                                    std::pair{"qwen3-30b-a3b-16gpu", "Qwen3_30B_a3B"}}) {
+    SCOPED_TRACE(name);
+    const auto scenario = scenario_file(name);
+    const auto& plan = scenario.at("plan");
+    const std::int64_t gpus = plan.at("tp").get<std::int64_t>() *
+                              plan.at("pp").get<std::int64_t>() * plan.at("dp").get<std::int64_t>();
+    ASSERT_EQ(scenario.at("published").size(), 1u);
+    const auto& f = scenario.at("published")[0];
+    const std::string source = f.at("source");
+    int matches = 0;
+    for (const auto& row : rows) {
+      if (row.at("model") != model ||
+          source.find(" release " + row.at("release").get<std::string>() + " ") ==
+              std::string::npos) {
+        continue;
+      }
+      ++matches;
+      EXPECT_EQ(row.at("n_gpus"), gpus);
+      for (const char* key : {"tp", "pp", "ep", "mbs", "gbs", "seq_len"}) {
+        EXPECT_EQ(row.at(key), plan.at(key)) << key;
+      }
+      EXPECT_EQ(row.at("vp").is_null() ? 1 : row.at("vp").get<std::int64_t>(), plan.value("vp", 1));
+      const double tokens = plan.at("gbs").get<double>() * plan.at("seq_len").get<double>();
+      EXPECT_NEAR(
+          f.at("step_time_s").get<double>(),
+          tokens / (static_cast<double>(gpus) * row.at("tokens_per_s_per_gpu").get<double>()),
+          5e-4);
+    }
+    EXPECT_EQ(matches, 1) << source;
+  }
+}
+
+// The context-parallel scenario's figures are the DGX Cloud rows of Llama 3.1 8B with CP 2 on 8
+// GPUs, one per release.
+TEST(Published, ContextParallelScenarioIsTheDgxCloudRows) {
+  const auto scenario = scenario_file("llama3.1-8b-cp2-8gpu");
+  const auto& plan = scenario.at("plan");
+  for (const auto& f : scenario.at("published")) {
+    const std::string source = f.at("source");
+    int matches = 0;
+    for (const auto& row : reference_rows("nvidia_dgxc_benchmarking_h100.json")) {
+      if (row.at("model") != "Llama3.1 8B" || row.at("precision") != "BF16" ||
+          row.at("n_gpus") != 8 || row.value("cp", 1) != 2 ||
+          source.find(" " + row.at("source").at("tag").get<std::string>()) == std::string::npos) {
+        continue;
+      }
+      ++matches;
+      EXPECT_EQ(row.at("step_time_s"), f.at("step_time_s"));
+      for (const char* key : {"tp", "pp", "cp", "mbs", "gbs", "seq_len"}) {
+        EXPECT_EQ(row.at(key), plan.at(key)) << key;
+      }
+    }
+    EXPECT_EQ(matches, 1) << source;
+  }
+}
+
 }  // namespace
 }  // namespace trainsim
