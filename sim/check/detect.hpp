@@ -31,6 +31,9 @@ std::vector<Finding> find_cp_ring_exposed(const CheckContext& context);
 std::vector<Finding> find_expert_imbalance(const CheckContext& context);
 /// An expert-parallel group spanning nodes (its fix is withdrawn where no alternative is faster).
 std::vector<Finding> find_ep_across_nodes(const CheckContext& context);
+/// Expert all-to-alls on the compute stream taking a large share of a stage's passes (withdrawn
+/// where overlapping them is no faster).
+std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context);
 /// A sequence past the positions the model was trained on; configuration keys that change the
 /// cost but are not modelled (the model's `unmodelled` notes).
 std::vector<Finding> find_model_beyond_modelled(const CheckContext& context);

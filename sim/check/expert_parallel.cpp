@@ -1,13 +1,15 @@
-// Expert parallelism's two defects. A skewed router (--moe-imbalance) makes the GPU holding the
+// Expert parallelism's three defects. A skewed router (--moe-imbalance) makes the GPU holding the
 // busiest expert compute more rows than the others, and every GPU waits for it at the combine.
 // An expert-parallel group the rank order spreads over more nodes than it needs sends its
-// all-to-alls over InfiniBand where NVLink would carry them.
+// all-to-alls over InfiniBand where NVLink would carry them. All-to-alls left on the compute
+// stream stop every MoE layer twice a pass where another micro-batch's compute could hide them.
 #include <cmath>
 #include <string>
 
 #include "sim/check/detect.hpp"
 #include "sim/core/format.hpp"
 #include "sim/cost/layer_ops.hpp"
+#include "sim/cost/pass_groups.hpp"
 #include "sim/plan/layout.hpp"
 
 namespace trainsim {
@@ -17,6 +19,10 @@ namespace {
 // The share of a stage's forward and backward the busiest GPU's extra expert rows may take
 // before it is a defect.
 constexpr double kImbalanceThreshold = 0.10;
+
+// The share of a stage's forward and backward (with their collectives) the expert all-to-alls
+// on the compute stream may take before it is a defect.
+constexpr double kA2aExposedThreshold = 0.10;
 
 // Seconds of a pass the expert kernels (grouped GEMMs, their activation) spend beyond what the
 // balanced load would: they scale with the rows, `load` times the balanced ones.
@@ -85,6 +91,44 @@ std::vector<Finding> find_ep_across_nodes(const CheckContext& context) {
               ": every MoE layer's token all-to-alls, forward and backward, cross InfiniBand "
               "instead of NVLink";
   return {{std::move(d), EpWithinNode{}}};
+}
+
+std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context) {
+  const Plan& plan = context.plan;
+  if (plan.ep < 2 || plan.moe_a2a_overlap || plan.moe_dispatcher != MoeDispatcher::kAllToAll) {
+    return {};
+  }
+  const PassGroups groups(context.platform, plan);
+  std::size_t worst = 0;
+  double worst_share = 0, worst_seconds = 0;
+  const auto& stages = context.costs.stages;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    double a2a = 0;
+    for (const PassCost* pass : {&stages[s].forward, &stages[s].backward}) {
+      for (const auto& c : pass->collectives) {
+        if (c.dim == Dim::kEP && c.kind == CollectiveKind::kAllToAll && c.count > 0) {
+          a2a += groups.choose(c.dim, c.kind, c.bytes, c.count).seconds;
+        }
+      }
+    }
+    const double stage = context.stage_times[s];
+    if (stage > 0 && a2a / stage > worst_share) {
+      worst = s;
+      worst_share = a2a / stage;
+      worst_seconds = a2a;
+    }
+  }
+  if (worst_share <= kA2aExposedThreshold) return {};
+  Diagnostic d;
+  d.id = "ep-a2a-exposed";
+  d.severity = Severity::kWarning;
+  d.stage = static_cast<std::int64_t>(worst) % plan.pp;
+  d.message =
+      "the expert-parallel all-to-alls run on the compute stream: every MoE layer waits "
+      "for its tokens to reach their experts and come back, forward and backward (" +
+      format_seconds(worst_seconds) + " per micro-batch, " + format_fixed(100 * worst_share, 1) +
+      " % of the stage's forward and backward with their collectives)";
+  return {{std::move(d), EpOverlapped{}}};
 }
 
 }  // namespace trainsim

@@ -63,6 +63,10 @@ struct ExpertLoadSpread {};
 /// the rank order, or an EP a node wide (or narrower). Withdrawn where none is faster.
 struct EpWithinNode {};
 
+/// The expert all-to-alls overlapped with another micro-batch's compute
+/// (--overlap-moe-expert-parallel-comm), on the same GPUs. Withdrawn where it is no faster.
+struct EpOverlapped {};
+
 /// Nothing to search: the fix is advice detection already knows (the model, not the plan, is
 /// beyond what is modelled).
 struct Advice {
@@ -71,7 +75,7 @@ struct Advice {
 
 using FixRequest = std::variant<FitInMemory, DefectFreePartition, BalancedPartition, DivisibleBatch,
                                 FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, CpRingHidden,
-                                ExpertLoadSpread, EpWithinNode, Advice>;
+                                ExpertLoadSpread, EpWithinNode, EpOverlapped, Advice>;
 
 /// A diagnostic as detection leaves it (fix text empty) with the fix to search for.
 struct Finding {

@@ -90,6 +90,11 @@ struct FixWriter {
     return priced_alternatives(
         ep_within_node_alternatives(space.plan(), space.platform().node.gpus_per_node), true);
   }
+  std::string operator()(const EpOverlapped&) const {
+    Plan p = space.plan();
+    p.moe_a2a_overlap = true;
+    return priced_alternatives({p}, true);
+  }
   // Each alternative that fits, the fastest first; with `faster_only`, only those faster than
   // the plan.
   std::string priced_alternatives(const std::vector<Plan>& plans, bool faster_only = false) const;
@@ -186,8 +191,13 @@ std::vector<Diagnostic> write_fixes(PlanSpace& space, std::vector<Finding> findi
       continue;
     }
     f.diagnostic.fix = fix_text(space, f.fix);
-    // An EP group across nodes is a defect only where a placement on NVLink is faster.
-    if (std::holds_alternative<EpWithinNode>(f.fix) && f.diagnostic.fix.empty()) continue;
+    // An EP group across nodes is a defect only where a placement on NVLink is faster; exposed
+    // all-to-alls only where overlapping them is.
+    if ((std::holds_alternative<EpWithinNode>(f.fix) ||
+         std::holds_alternative<EpOverlapped>(f.fix)) &&
+        f.diagnostic.fix.empty()) {
+      continue;
+    }
     out.push_back(std::move(f.diagnostic));
   }
   return out;

@@ -24,6 +24,7 @@ std::string plan_changes(const Plan& from, const Plan& to) {
     add("--moe-capacity-factor " + format_fixed(to.moe_capacity_factor, 2) +
         " (tokens over it dropped)");
   }
+  if (to.moe_a2a_overlap && !from.moe_a2a_overlap) add("--overlap-moe-expert-parallel-comm");
   if (to.rank_order != from.rank_order) add("--rank-order " + to_string(to.rank_order));
   return out;
 }

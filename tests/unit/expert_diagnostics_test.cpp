@@ -1,6 +1,7 @@
-// Expert parallelism's diagnostics: a skewed expert load that dominates a stage, and an
-// expert-parallel group the rank order spreads over nodes, each with fixes priced on the same
-// GPUs (Mixtral 8x7B on 64 GPUs, results/moe/mixtral-8x7b.txt's plan).
+// Expert parallelism's diagnostics: a skewed expert load that dominates a stage, an
+// expert-parallel group the rank order spreads over nodes, and all-to-alls left on the compute
+// stream, each with fixes priced on the same GPUs (Mixtral 8x7B on 64 GPUs,
+// results/moe/mixtral-8x7b.txt's plan).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -80,6 +81,34 @@ TEST(ExpertDiagnostics, AllToAllAcrossNodesWhenANodeWouldDo) {
       << found[0].fix;
   EXPECT_NE(found[0].fix.find("(-"), std::string::npos);  // faster
   EXPECT_TRUE(diagnostics("ep-across-nodes", {}).empty());
+}
+
+// Across two nodes the expert all-to-alls take 13 % of a stage's passes on the compute stream;
+// overlapping them with another micro-batch's compute is the fix, priced and faster. On NVLink
+// (Megatron's order) they take under 10 %, and with the overlap on nothing is exposed.
+TEST(ExpertDiagnostics, AllToAllsExposedOnTheComputeStream) {
+  const auto found = diagnostics("ep-a2a-exposed", {{"rank_order", "tp-dp-ep-cp-pp"}});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].severity, Severity::kWarning);
+  const std::string& m = found[0].message;
+  EXPECT_EQ(m.rfind("the expert-parallel all-to-alls run on the compute stream: every MoE layer "
+                    "waits for its tokens to reach their experts and come back, forward and "
+                    "backward (",
+                    0),
+            0u)
+      << m;
+  const auto at = m.find(" ms per micro-batch, ");
+  ASSERT_NE(at, std::string::npos) << m;
+  const double share = std::stod(m.substr(at + 21));
+  EXPECT_GT(share, 10.0);
+  EXPECT_LT(share, 20.0);
+  EXPECT_EQ(found[0].fix.rfind("--overlap-moe-expert-parallel-comm (same GPUs): step ", 0), 0u)
+      << found[0].fix;
+  EXPECT_NE(found[0].fix.find("(-"), std::string::npos);  // faster
+  EXPECT_TRUE(diagnostics("ep-a2a-exposed", {}).empty());
+  EXPECT_TRUE(diagnostics("ep-a2a-exposed", {{"rank_order", "tp-dp-ep-cp-pp"},
+                                             {"overlap_moe_expert_parallel_comm", "true"}})
+                  .empty());
 }
 
 }  // namespace
