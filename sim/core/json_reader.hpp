@@ -2,8 +2,6 @@
 // Strict reading of JSON inputs: every key must be known, every number in range, and every
 // error names the file and the JSON path ("models/x.json: $.hidden_size: must be ...").
 #include <cstdint>
-#include <filesystem>
-#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
@@ -13,19 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/core/json_text.hpp"
+
 namespace trainsim {
-
-/// Reads and parses a JSON file; InputError on a missing file or malformed JSON (with line:column).
-nlohmann::json load_json_file(const std::filesystem::path& path);
-/// Parses JSON text; `source` names it in error messages.
-nlohmann::json parse_json_text(std::string_view text, std::string_view source);
-
-/// Reads a JSON file as load_json_file() does, but hands each element of the top-level array
-/// `key` to `element` (with its index) as soon as it is read and does not keep it: the document
-/// returned holds that array empty. A large table then never exists as one whole tree.
-nlohmann::json load_json_file_streaming(
-    const std::filesystem::path& path, std::string_view key,
-    const std::function<void(const nlohmann::json&, std::size_t)>& element);
 
 struct IntRange {
   std::int64_t min = 1;
@@ -80,11 +68,5 @@ class JsonObject {
   std::string path_;
   std::set<std::string, std::less<>> used_;
 };
-
-/// Describes a JSON value's type for error messages ("a string", "an array", ...).
-std::string json_type_name(const nlohmann::json& value);
-/// A value as an error message quotes it: its JSON text, cut short (with "...") past 60 bytes,
-/// however large or deeply nested the value (dump() would recurse through all of it).
-std::string json_excerpt(const nlohmann::json& value);
 
 }  // namespace trainsim
