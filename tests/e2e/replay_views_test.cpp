@@ -1,0 +1,308 @@
+// What a replay can be looked at as: the task graph, the Chrome trace, the pipeline diagram, the
+// one-page HTML report, and plans side by side (trainsim compare); the binary in a child process.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+const std::string kScenario = test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json";
+
+TEST(Cli, DumpGraphWritesTheTaskGraph) {
+  const std::string path = test::make_temp_dir() + "/graph.json";
+  const auto r = test::run_trainsim({"run", kScenario, "--dump-graph", path, "--full-simulation"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto g = nlohmann::json::parse(test::read_file(path));
+  EXPECT_EQ(g["ranks"].size(), 64u);
+}
+
+// The Chrome trace of a replay: one GPU per stage, its passes and transfers, and a memory counter
+// whose maximum is the stage's peak_memory_bytes in the report and which ends at its least (every
+// activation freed). Checked on 1F1B and on an interleaved plan with recomputation, the
+// distributed optimizer and overlapped parameter gathers (forward passes split into pieces).
+void expect_trace_matches_report(const std::vector<std::string>& flags, std::int64_t passes) {
+  const std::string path = test::make_temp_dir() + "/trace.json";
+  std::vector<std::string> args = {"run", kScenario, "--format", "json", "--trace", path};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const auto r = test::run_trainsim(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto trace = nlohmann::json::parse(test::read_file(path));
+  const auto& events = trace["traceEvents"];
+  const auto stages = report["stages"].size();
+  for (std::size_t s = 0; s < stages; ++s) {
+    double peak = 0, least = -1, last = -1, previous_ts = -1;
+    std::int64_t forwards = 0, backwards = 0;
+    std::set<std::string> seen;
+    for (const auto& e : events) {
+      if (e["pid"] != s) continue;
+      if (e["ph"] == "C") {
+        const double gib = e["args"]["GiB"];
+        peak = std::max(peak, gib);
+        if (least < 0 || gib < least) least = gib;
+        last = gib;
+        EXPECT_GT(e["ts"].get<double>(), previous_ts);  // one sample per instant
+        previous_ts = e["ts"];
+      } else if (e["ph"] == "X") {
+        EXPECT_GE(e["dur"].get<double>(), 0.0);
+        // A pass split into pieces (parameter gathers) counts once.
+        if (e["cat"] != "forward" && e["cat"] != "backward") continue;
+        const std::string pass = e["cat"].get<std::string>() + " " +
+                                 e["args"]["micro-batch"].dump() + " " + e["args"]["chunk"].dump();
+        if (e["cat"] == "forward" && seen.insert(pass).second) ++forwards;
+        if (e["cat"] == "backward" && seen.insert(pass).second) ++backwards;
+      }
+    }
+    const double want = report["stages"][s]["peak_memory_bytes"].get<double>() / (1 << 30);
+    EXPECT_NEAR(peak, want, 1e-9 * want) << "stage " << s;
+    EXPECT_NEAR(last, least, 1e-9 * least) << "stage " << s;  // back to model state alone
+    EXPECT_EQ(forwards, passes) << "stage " << s;
+    EXPECT_EQ(backwards, passes) << "stage " << s;
+  }
+}
+
+TEST(Cli, TraceFollowsTheReplayAndTheMemoryModel) {
+  expect_trace_matches_report({}, 32);  // 1F1B: 32 micro-batches
+  // Interleaved, vp 2: 32 micro-batches x 2 chunks per stage.
+  expect_trace_matches_report(
+      {"--engine", "analytic", "--schedule", "interleaved", "--vp", "2", "--recompute", "full",
+       "--sp", "--zero", "1", "--overlap-grad-reduce", "--overlap-param-gather"},
+      64);
+  // The same inputs give the same trace, byte for byte.
+  const std::string dir = test::make_temp_dir();
+  for (const char* name : {"/a.json", "/b.json"}) {
+    ASSERT_EQ(test::run_trainsim({"run", kScenario, "--engine", "analytic", "--schedule", "zb-h1",
+                                  "--trace", dir + name})
+                  .exit_code,
+              0);
+  }
+  EXPECT_EQ(test::read_file(dir + "/a.json"), test::read_file(dir + "/b.json"));
+}
+
+// Each op once, with its details: no two slices alike on a track, every slice's `args` naming
+// what it is, an arrow from every pipeline send to its receive on the next or previous stage,
+// no empty track, and one memory sample per instant.
+TEST(Cli, TraceSlicesAreDistinctAndCarryTheirDetails) {
+  const std::string path = test::make_temp_dir() + "/trace.json";
+  const auto r = test::run_trainsim({"run", kScenario, "--engine", "analytic", "--trace", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto trace = nlohmann::json::parse(test::read_file(path));
+  std::set<std::tuple<std::int64_t, std::int64_t, double, std::string>> slices;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> slices_on_track;
+  std::set<std::pair<std::int64_t, std::int64_t>> named_tracks;
+  std::map<std::int64_t, double> last_counter;
+  std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> flows;  // id -> (from, to) pid
+  std::int64_t sends = 0, forwards = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string ph = e["ph"];
+    const std::int64_t pid = e["pid"];
+    if (ph == "X") {
+      const std::int64_t tid = e["tid"];
+      ++slices_on_track[{pid, tid}];
+      // One slice per op: no twin with its name, track and start.
+      EXPECT_TRUE(slices.insert({pid, tid, e["ts"].get<double>(), e["name"]}).second) << e.dump();
+      ASSERT_TRUE(e.contains("args")) << e.dump();
+      if (e["cat"] == "forward") {
+        ++forwards;
+        EXPECT_GT(e["args"]["GFLOP"].get<double>(), 0.0);
+        EXPECT_TRUE(e["args"].contains("kernel launches by time source"));
+        EXPECT_NE(e["name"].get<std::string>().find("decoder"), std::string::npos) << e.dump();
+      }
+      if (e["cat"] == "pp") {
+        const std::int64_t peer = e["args"]["peer stage"];
+        EXPECT_EQ(std::abs(peer - pid), 1) << e.dump();
+        EXPECT_GT(e["args"]["MB"].get<double>(), 0.0);
+        if (e["args"]["direction"] == "send") ++sends;
+      }
+    } else if (ph == "M" && e["name"] == "thread_name") {
+      named_tracks.insert({pid, e["tid"].get<std::int64_t>()});
+    } else if (ph == "C") {
+      if (last_counter.count(pid)) {
+        EXPECT_GT(e["ts"].get<double>(), last_counter[pid]);
+      }
+      last_counter[pid] = e["ts"];
+    } else if (ph == "s") {
+      flows[e["id"]].first = pid;
+    } else if (ph == "f") {
+      flows[e["id"]].second = pid;
+    }
+  }
+  // Llama 3.1 70B at pp 4: 32 micro-batches, forwards on each of 4 stages.
+  EXPECT_EQ(forwards, 4 * 32);
+  for (const auto& track : named_tracks) EXPECT_GT(slices_on_track[track], 0);
+  for (const auto& [track, count] : slices_on_track) EXPECT_TRUE(named_tracks.count(track));
+  // Every send between the traced GPUs has its arrow: activations down and gradients up, one per
+  // micro-batch and stage boundary each way.
+  EXPECT_EQ(sends, 2 * 3 * 32);
+  EXPECT_EQ(static_cast<std::int64_t>(flows.size()), sends);
+  for (const auto& [id, ends] : flows) EXPECT_EQ(std::abs(ends.first - ends.second), 1);
+}
+
+// The start tags of `text` that begin with `prefix`, each up to its closing '>'.
+std::vector<std::string> elements(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (auto at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+    out.push_back(text.substr(at, text.find('>', at) - at + 1));
+  }
+  return out;
+}
+
+// The value of attribute `name` in the first tag of `element` that has it ("" when none).
+std::string attribute(const std::string& element, const std::string& name) {
+  const std::string key = " " + name + "=\"";
+  const auto at = element.find(key);
+  if (at == std::string::npos) return "";
+  const auto start = at + key.size();
+  return element.substr(start, element.find('"', start) - start);
+}
+
+// The pipeline diagram drawn from the replay: per stage, one box per forward and per backward
+// pass, at the trace's times on the diagram's own scale (a pass run in pieces from its first
+// piece's start to its last one's end). 1F1B, then interleaved with overlapped parameter gathers.
+void expect_svg_matches_trace(const std::vector<std::string>& flags, std::int64_t passes) {
+  const std::string dir = test::make_temp_dir();
+  std::vector<std::string> args = {"run",   kScenario,         "--engine", "analytic",
+                                   "--svg", dir + "/pipe.svg", "--trace",  dir + "/trace.json"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const auto r = test::run_trainsim(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string svg = test::read_file(dir + "/pipe.svg");
+  const auto trace = nlohmann::json::parse(test::read_file(dir + "/trace.json"));
+  const double ms_per_px = std::stod(attribute(svg, "data-ms-per-px"));
+  const double origin = std::stod(attribute(svg, "data-origin-x"));
+  // The trace's passes: (stage, pass, micro-batch, chunk) -> first start and last end, in ms.
+  std::map<std::tuple<std::int64_t, std::string, std::int64_t, std::int64_t>,
+           std::pair<double, double>>
+      want;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || (e["cat"] != "forward" && e["cat"] != "backward")) continue;
+    const auto key = std::make_tuple(e["pid"].get<std::int64_t>(), e["cat"].get<std::string>(),
+                                     e["args"]["micro-batch"].get<std::int64_t>(),
+                                     e["args"]["chunk"].get<std::int64_t>());
+    const double start = e["ts"].get<double>() / 1e3, end = start + e["dur"].get<double>() / 1e3;
+    auto [it, fresh] = want.try_emplace(key, start, end);
+    if (!fresh) it->second = {std::min(it->second.first, start), std::max(it->second.second, end)};
+  }
+  std::map<std::pair<std::int64_t, std::string>, std::int64_t> boxes;
+  for (const std::string& b : elements(svg, "<rect class=\"pass ")) {
+    const std::string kind = attribute(b, "class");
+    if (kind != "pass F" && kind != "pass B") continue;
+    const std::string pass = kind == "pass F" ? "forward" : "backward";
+    const auto key = std::make_tuple(std::stoll(attribute(b, "data-stage")), pass,
+                                     std::stoll(attribute(b, "data-mb")),
+                                     std::stoll(attribute(b, "data-chunk")));
+    ASSERT_TRUE(want.count(key)) << b;
+    const auto [start, end] = want[key];
+    EXPECT_NEAR(std::stod(attribute(b, "x")), origin + start / ms_per_px, 0.01) << b;
+    EXPECT_NEAR(std::stod(attribute(b, "width")), (end - start) / ms_per_px, 0.01) << b;
+    ++boxes[{std::get<0>(key), pass}];
+  }
+  EXPECT_EQ(svg.find("merged"), std::string::npos);
+  for (std::int64_t s = 0; s < 4; ++s) {
+    EXPECT_EQ((boxes[{s, "forward"}]), passes) << "stage " << s;
+    EXPECT_EQ((boxes[{s, "backward"}]), passes) << "stage " << s;
+  }
+}
+
+TEST(Cli, PipelineDiagramMatchesTheReplay) {
+  expect_svg_matches_trace({}, 32);
+  expect_svg_matches_trace({"--schedule", "interleaved", "--vp", "2", "--sp", "--zero", "1",
+                            "--overlap-grad-reduce", "--overlap-param-gather"},
+                           64);
+}
+
+// The report as one page that opens with no network: nothing fetched (no script, stylesheet,
+// image source, import or url()), the only URL the SVG namespace; the summary, the pipeline
+// diagram, a row and a memory curve per stage, and the diagnostics.
+TEST(Cli, HtmlReportIsSelfContained) {
+  const std::string path = test::make_temp_dir() + "/report.html";
+  const auto r = test::run_trainsim(
+      {"run", kScenario, "--engine", "analytic", "--format", "json", "--html", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const std::string html = test::read_file(path);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* external : {"<script", "<link", "src=", "@import", "url(", "https://"}) {
+    EXPECT_EQ(html.find(external), std::string::npos) << external;
+  }
+  std::string rest = html;
+  for (auto at = rest.find("http://"); at != std::string::npos; at = rest.find("http://", at + 1)) {
+    EXPECT_EQ(rest.compare(at, 26, "http://www.w3.org/2000/svg"), 0) << rest.substr(at, 40);
+  }
+  char step[32];
+  std::snprintf(step, sizeof step, "%.3f s (P10-P90", report["step_time_s"].get<double>());
+  EXPECT_NE(html.find(step), std::string::npos) << step;
+  EXPECT_NE(html.find("<rect class=\"pass F\""), std::string::npos);  // the pipeline diagram
+  const auto stages = report["stages"].size();
+  std::size_t curves = 0;
+  for (auto at = html.find("<polyline"); at != std::string::npos;
+       at = html.find("<polyline", at + 1)) {
+    ++curves;
+  }
+  EXPECT_EQ(curves, stages);
+  for (std::size_t s = 0; s < stages; ++s) {
+    EXPECT_NE(html.find("stage " + std::to_string(s) + ": peak "), std::string::npos) << s;
+  }
+  EXPECT_NE(html.find("<h2>Diagnostics</h2>"), std::string::npos);
+}
+
+// Plans side by side: each column's step is the one `trainsim run` gives for the same inputs, the
+// diagrams share one time axis, and bad --set values are exit 2 naming the flag.
+TEST(Cli, CompareShowsPlansSideBySide) {
+  const std::string dir = test::make_temp_dir();
+  const auto r = test::run_trainsim({"compare", kScenario, "--set", "schedule=interleaved,vp=2",
+                                     "--format", "json", "--html", dir + "/compare.html"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto columns = nlohmann::json::parse(r.out);
+  ASSERT_EQ(columns.size(), 2u);
+  EXPECT_EQ(columns[1]["label"], "schedule=interleaved,vp=2");
+  EXPECT_EQ(columns[1]["plan"]["vp"], 2);
+  const std::vector<std::vector<std::string>> runs = {{},
+                                                      {"--schedule", "interleaved", "--vp", "2"}};
+  for (std::size_t c = 0; c < runs.size(); ++c) {
+    std::vector<std::string> args = {"run", kScenario, "--engine", "analytic", "--format", "json"};
+    args.insert(args.end(), runs[c].begin(), runs[c].end());
+    const auto run = test::run_trainsim(args);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto report = nlohmann::json::parse(run.out);
+    EXPECT_DOUBLE_EQ(columns[c]["step_time_s"].get<double>(), report["step_time_s"].get<double>());
+    EXPECT_DOUBLE_EQ(columns[c]["tokens_per_s"].get<double>(),
+                     report["tokens_per_s"].get<double>());
+  }
+  // One time axis: every diagram on the page has the same scale.
+  const std::string html = test::read_file(dir + "/compare.html");
+  std::set<std::string> scales;
+  std::size_t diagrams = 0;
+  for (const std::string& svg : elements(html, "<svg ")) {
+    scales.insert(attribute(svg, "data-ms-per-px"));
+    ++diagrams;
+  }
+  EXPECT_EQ(diagrams, 2u);
+  EXPECT_EQ(scales.size(), 1u);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // SimGrid runs one simulation per process: refused up front, not a crash at the second column.
+  const auto simgrid = test::run_trainsim(
+      {"compare", kScenario, "--set", "schedule=interleaved,vp=2", "--engine", "simgrid"});
+  EXPECT_EQ(simgrid.exit_code, 2);
+  EXPECT_EQ(simgrid.err.rfind("trainsim: error: --engine: compare replays its columns on the "
+                              "analytic engine",
+                              0),
+            0u)
+      << simgrid.err;
+  // Bad input: exit 2, the flag named.
+  const auto bad = test::run_trainsim({"compare", kScenario, "--set", "tpp=2"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--set: 'tpp' is not a plan field"), std::string::npos) << bad.err;
+  EXPECT_EQ(test::run_trainsim({"compare", kScenario}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace trainsim

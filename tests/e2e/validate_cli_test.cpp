@@ -1,0 +1,106 @@
+// trainsim validate as users run it: the reference sets, row by row, and what is not one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+// trainsim validate against NVIDIA's DGX Cloud step times: every row either predicted, in one
+// half of the split, or skipped with its reason; the halves' errors add up to the whole.
+TEST(Cli, ValidateDgxCloudStepTimes) {
+  const std::string reference =
+      test::source_dir() + "/tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json";
+  const auto r = test::run_trainsim({"validate", reference, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto set = nlohmann::json::parse(r.out)["validation"][0];
+  EXPECT_EQ(set["rows_total"], 173);
+  EXPECT_EQ(set["expressed"], 108);  // 42 of them mixture-of-experts rows
+  std::int64_t predicted = 0;
+  double sum = 0;
+  for (const auto& x : set["rows"]) {
+    if (x.contains("skipped")) {
+      EXPECT_FALSE(x["skipped"].get<std::string>().empty());
+      continue;
+    }
+    ++predicted;
+    EXPECT_TRUE(x["half"] == "fit" || x["half"] == "check") << x;
+    EXPECT_GT(x["predicted_s"].get<double>(), 0.0) << x;
+    sum += std::abs(x["error"].get<double>());
+  }
+  EXPECT_EQ(predicted, 108);
+  const auto& h = set["halves"];
+  EXPECT_EQ(h["fit"]["rows"].get<std::int64_t>() + h["check"]["rows"].get<std::int64_t>(), 108);
+  EXPECT_NEAR(h["fit"]["mean_abs_error"].get<double>() * h["fit"]["rows"].get<double>() +
+                  h["check"]["mean_abs_error"].get<double>() * h["check"]["rows"].get<double>(),
+              sum, 1e-9);
+  EXPECT_NEAR(set["mean_abs_error"].get<double>(), sum / 108, 1e-12);
+}
+
+// trainsim validate against the Megatron-LM CI memory measurements in the repository.
+TEST(Cli, ValidateMegatronCiMemory) {
+  const std::string out = test::make_temp_dir() + "/validation.json";
+  const auto r = test::run_trainsim({"validate", "--format", "json", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::read_file(out), r.out);
+  const auto set = nlohmann::json::parse(r.out)["validation"][0];
+  EXPECT_EQ(set["reference"], "megatron_lm_ci_golden_values_h100.json");
+  EXPECT_EQ(set["rows_total"], 139);
+  EXPECT_EQ(set["expressed"], 35);
+  // Interleaved rows: 12 layers over pp 4 at one layer per virtual stage is vp 3, Megatron-LM's
+  // micro-batch groups as the run set them; the last physical stage is measured.
+  bool interleaved = false;
+  for (const auto& x : set["rows"]) {
+    if (x["name"] != "gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_tunable_overlap") continue;
+    interleaved = true;
+    EXPECT_NE(x["setup"].get<std::string>().find("vp 3 (groups of 5)"), std::string::npos) << x;
+    EXPECT_EQ(x["stage"], 3);
+    EXPECT_LT(std::abs(x["error"].get<double>()), 0.01) << x;
+  }
+  EXPECT_TRUE(interleaved);
+  // The targets: mean error under 5 %, max under 10 %.
+  EXPECT_LT(set["mean_abs_error"].get<double>(), 0.05);
+  EXPECT_LT(set["max_abs_error"].get<double>(), 0.10);
+  // The fitted overhead is one number; fitting it without each row in turn keeps the targets.
+  EXPECT_LT(set["leave_one_out_mean_abs_error"].get<double>(), 0.05);
+  EXPECT_LT(set["leave_one_out_max_abs_error"].get<double>(), 0.10);
+  EXPECT_NEAR(set["overhead_fit_bytes"].get<double>(), set["allocated_overhead_bytes"],
+              0.1 * 1024 * 1024);
+  // One row by hand: 12 layers of hidden 512, tp 1, pp 1, mbs 4 x 1024 tokens (T = 4096),
+  // vocabulary 50,257 padded to 50,304, tied, learned positions, full recomputation, dropout.
+  const nlohmann::json* row = nullptr;
+  for (const auto& x : set["rows"]) {
+    if (x["name"] == "gpt3_mcore_te_tp1_pp1_resume_torch_dist_uniform_full_recompute") row = &x;
+  }
+  ASSERT_NE(row, nullptr);
+  const double T = 4096, h = 512, V = 50304;
+  const double params = 12 * (3 * h * h + 3 * h + h * h + h + 8 * h * h + 5 * h + 4 * h) + V * h +
+                        1024 * h + 2 * h;  // 64,109,568
+  EXPECT_DOUBLE_EQ(params, 64109568);
+  const double state = 18 * params;
+  const double saved = 12 * 2 * T * h   // each layer's input (full recomputation)
+                       + 8 * T + T * h  // token ids, embedding dropout mask
+                       + 2 * 2 * T * h  // final norm and LM head inputs
+                       + 4 * T * V;     // fp32 softmax of the loss
+  const double transient = 2 * T * V;   // BF16 logits beside it while the loss runs
+  const double overhead = 114.5 * 1024 * 1024;
+  EXPECT_NEAR((*row)["predicted_bytes"].get<double>(), state + saved + transient + overhead, 1.0);
+  EXPECT_DOUBLE_EQ((*row)["measured_bytes"].get<double>(), 2561334272.0);
+}
+
+TEST(Cli, ValidateRejectsWhatIsNotAReferenceSet) {
+  auto r = test::run_trainsim({"validate", "missing.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "trainsim: error: missing.json: no such file\n");
+  const std::string model = test::source_dir() + "/models/llama3.1-8b.json";
+  r = test::run_trainsim({"validate", model});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a reference set trainsim can validate against"), std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace trainsim
