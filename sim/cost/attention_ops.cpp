@@ -4,11 +4,26 @@
 
 namespace trainsim {
 
+namespace {
+
+// Megatron-Core's q_layernorm and k_layernorm (Qwen3's QK-norm): the model's norm over each head
+// of the queries and of the keys, one row per token and head.
+void qk_norms(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
+  const auto d = static_cast<double>(s.head_dim);
+  const std::string op = std::string(to_string(s.norm)) + (backward ? ".grad" : "");
+  const std::string suffix = backward ? ".grad" : "";
+  k.push_back(elementwise("q_layernorm" + suffix, op, s.tokens * s.q / d, d));
+  k.push_back(elementwise("k_layernorm" + suffix, op, s.tokens * s.kv / d, d));
+}
+
+}  // namespace
+
 void attention_in_forward(std::vector<KernelSpec>& k, const LayerShape& s) {
   const double T = s.tokens, h = s.hidden;
   const DType g = s.gemm_dtype;
   if (!s.is_mla()) {
     linear(k, "qkv_proj", T, h, s.q + 2.0 * s.kv, g);
+    if (s.qk_norm) qk_norms(k, s, false);
     if (s.rope) k.push_back(elementwise("rope", "rope", T, s.q + s.kv));
     return;
   }
@@ -31,6 +46,7 @@ void attention_in_backward(std::vector<KernelSpec>& k, const LayerShape& s) {
   const DType g = s.gemm_dtype;
   if (!s.is_mla()) {
     if (s.rope) k.push_back(elementwise("rope.grad", "rope.grad", T, s.q + s.kv));
+    if (s.qk_norm) qk_norms(k, s, true);
     gemm_backward(k, "qkv_proj", T, h, s.q + 2.0 * s.kv, g);
     return;
   }

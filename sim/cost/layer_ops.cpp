@@ -49,6 +49,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.up_factor = is_gated(model.ffn_kind) ? 2.0 : 1.0;
   s.vocab = static_cast<double>(padded_vocab) / t;
   s.rope = model.position_embedding == PositionEmbedding::kRope;
+  s.qk_norm = model.qk_norm;
   s.sp = plan.sp;
   s.tp_comm_overlap = plan.tp_comm_overlap;
   s.batch = plan.mbs;

@@ -85,8 +85,10 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   const double norm_outputs = 2.0 * kActBytes * T * s.h / s.r;
   double replicated = 4.0 * kActBytes * T * s.h;
   if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
-  // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input).
+  // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input);
+  // with QK-norm also Q and K before it (the norms' inputs).
   std::int64_t attention = 2 * model.q_size() + 2 * model.kv_size();
+  if (model.qk_norm && !model.mla.is_mla()) attention += model.q_size() + model.kv_size();
   double up_projections = 0;  // MLA: what its up-projections and RoPE write
   if (model.mla.is_mla()) {
     // MLA: the down-projections' outputs (whole on every TP rank) and their norms' outputs (the

@@ -65,6 +65,40 @@ TEST(MoeModel, MlaGemmsOnATpRank) {
                            [](const KernelSpec& k) { return k.name == "qkv_proj"; }));
 }
 
+// Qwen3's QK-norm at TP 2 (16 query heads and 2 KV heads of 128 per rank), 4096 tokens: an
+// RMSNorm over each head of the queries and of the keys between the QKV projection and RoPE,
+// one row per token and head, and its gradient; each layer keeps Q and K before the norm too.
+TEST(MoeModel, QkNormPerHeadBeforeRope) {
+  const Model m = test::catalog_model("qwen3-30b-a3b");
+  ASSERT_TRUE(m.qk_norm);
+  const Plan plan = moe_plan(2, 1, 8, 8);
+  const LayerShape s = layer_shape(m, plan, 151936, true);
+  const BlockPass fwd = block_pass(BlockKind::kDecoder, false, s);
+  const BlockPass bwd = block_pass(BlockKind::kDecoder, true, s);
+  EXPECT_EQ(kernel(fwd, "q_layernorm").shape,
+            (KernelShape{MemoryShape{"rmsnorm", 4096 * 16, 128}}));
+  EXPECT_EQ(kernel(fwd, "k_layernorm").shape, (KernelShape{MemoryShape{"rmsnorm", 4096 * 2, 128}}));
+  EXPECT_EQ(kernel(bwd, "q_layernorm.grad").shape,
+            (KernelShape{MemoryShape{"rmsnorm.grad", 4096 * 16, 128}}));
+  EXPECT_EQ(kernel(bwd, "k_layernorm.grad").shape,
+            (KernelShape{MemoryShape{"rmsnorm.grad", 4096 * 2, 128}}));
+  const auto at = [&](const BlockPass& p, const std::string& name) {
+    return std::find_if(p.kernels.begin(), p.kernels.end(),
+                        [&](const KernelSpec& k) { return k.name == name; }) -
+           p.kernels.begin();
+  };
+  EXPECT_LT(at(fwd, "qkv_proj"), at(fwd, "q_layernorm"));
+  EXPECT_LT(at(fwd, "k_layernorm"), at(fwd, "rope"));
+  Model without = m;
+  without.qk_norm = false;
+  const BlockPass plain =
+      block_pass(BlockKind::kDecoder, false, layer_shape(without, plan, 151936, true));
+  EXPECT_EQ(fwd.kernels.size(), plain.kernels.size() + 2);
+  const double saved =
+      layer_activations(m, plan, {}, true).saved - layer_activations(without, plan, {}, true).saved;
+  EXPECT_DOUBLE_EQ(saved, 2.0 * 4096 * (32 * 128 + 4 * 128) / 2);
+}
+
 // The shared expert is a dense gated MLP over all 4096 tokens, split over TP: up 7168 ->
 // 2 x 2048 / 2, down 1024 -> 7168; with SP its input gathered and output reduce-scattered over
 // TP, 4096 x 7168 x 2 bytes each way, beside the attention's and the experts' calls.
