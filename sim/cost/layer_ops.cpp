@@ -50,6 +50,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.vocab = static_cast<double>(padded_vocab) / t;
   s.rope = model.position_embedding == PositionEmbedding::kRope;
   s.qk_norm = model.qk_norm;
+  s.sandwich_norms = model.sandwich_norms;
   s.sp = plan.sp;
   s.tp_comm_overlap = plan.tp_comm_overlap;
   s.batch = plan.mbs;
@@ -327,6 +328,7 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
   attention_in_forward(k, s);
   attention_core(k, s, false);
   linear(k, "out_proj", T, s.v, h, g);
+  if (s.sandwich_norms) k.push_back(elementwise("attention_output_norm", norm_op(s), S, h));
   k.push_back(elementwise("residual_add", "add", S, h));
   k.push_back(elementwise("post_attention_norm", norm_op(s), S, h));
   if (s.is_moe()) {
@@ -336,6 +338,7 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
     k.push_back(elementwise("activation", act_op(s), T, s.ffn));
     linear(k, "mlp_down", T, s.ffn, h, g);
   }
+  if (s.sandwich_norms) k.push_back(elementwise("mlp_output_norm", norm_op(s), S, h));
   k.push_back(elementwise("residual_add", "add", S, h));
   if (s.tp > 1) decoder_forward_tp(s, p);
   if (s.cp > 1) decoder_cp(s, p, false);
@@ -346,6 +349,9 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
   const DType g = s.gemm_dtype;
   auto& k = p.kernels;
   k.push_back(elementwise("residual_add.grad", "add", S, h));
+  if (s.sandwich_norms) {
+    k.push_back(elementwise("mlp_output_norm.grad", norm_op(s) + ".grad", S, h));
+  }
   if (s.is_moe()) {
     moe_backward(s, p);
   } else {
@@ -355,6 +361,9 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
   }
   k.push_back(elementwise("post_attention_norm.grad", norm_op(s) + ".grad", S, h));
   k.push_back(elementwise("residual_add.grad", "add", S, h));
+  if (s.sandwich_norms) {
+    k.push_back(elementwise("attention_output_norm.grad", norm_op(s) + ".grad", S, h));
+  }
   gemm_backward(k, "out_proj", T, s.v, h, g);
   // FlashAttention's backward does 2.5x the forward FLOPs (its benchmark convention).
   attention_core(k, s, true);

@@ -84,6 +84,8 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   // outputs) and the two hidden dropout masks.
   const double norm_outputs = 2.0 * kActBytes * T * s.h / s.r;
   double replicated = 4.0 * kActBytes * T * s.h;
+  // Sandwich norms (Grok-1): the attention and MLP outputs, their inputs.
+  if (model.sandwich_norms) replicated += 2.0 * kActBytes * T * s.h;
   if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
   // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input);
   // with QK-norm also Q and K before it (the norms' inputs).

@@ -99,6 +99,33 @@ TEST(MoeModel, QkNormPerHeadBeforeRope) {
   EXPECT_DOUBLE_EQ(saved, 2.0 * 4096 * (32 * 128 + 4 * 128) / 2);
 }
 
+// Grok-1's sandwich norms at TP 4 with SP: an RMSNorm on the attention output and one on the MLP
+// output, before each residual add, on the GPU's 4096 / 4 tokens of 6144, and their gradients;
+// each layer keeps their inputs too.
+TEST(MoeModel, SandwichNormsOnTheAttentionAndMlpOutputs) {
+  const Model m = test::catalog_model("grok-1");
+  ASSERT_TRUE(m.sandwich_norms);
+  Plan plan = moe_plan(4, 1, 2, 2);
+  plan.etp = 4;
+  const LayerShape s = layer_shape(m, plan, 131072, true);
+  const BlockPass fwd = block_pass(BlockKind::kDecoder, false, s);
+  const BlockPass bwd = block_pass(BlockKind::kDecoder, true, s);
+  const KernelShape rows{MemoryShape{"rmsnorm", 1024, 6144}};
+  EXPECT_EQ(kernel(fwd, "attention_output_norm").shape, rows);
+  EXPECT_EQ(kernel(fwd, "mlp_output_norm").shape, rows);
+  const KernelShape grad{MemoryShape{"rmsnorm.grad", 1024, 6144}};
+  EXPECT_EQ(kernel(bwd, "attention_output_norm.grad").shape, grad);
+  EXPECT_EQ(kernel(bwd, "mlp_output_norm.grad").shape, grad);
+  Model without = m;
+  without.sandwich_norms = false;
+  const LayerShape plain = layer_shape(without, plan, 131072, true);
+  EXPECT_EQ(fwd.kernels.size(), block_pass(BlockKind::kDecoder, false, plain).kernels.size() + 2);
+  EXPECT_EQ(bwd.kernels.size(), block_pass(BlockKind::kDecoder, true, plain).kernels.size() + 2);
+  const double saved =
+      layer_activations(m, plan, {}, true).saved - layer_activations(without, plan, {}, true).saved;
+  EXPECT_DOUBLE_EQ(saved, 2.0 * 2 * 4096 * 6144 / 4);
+}
+
 // The shared expert is a dense gated MLP over all 4096 tokens, split over TP: up 7168 ->
 // 2 x 2048 / 2, down 1024 -> 7168; with SP its input gathered and output reduce-scattered over
 // TP, 4096 x 7168 x 2 bytes each way, beside the attention's and the experts' calls.
