@@ -36,6 +36,9 @@ std::string why_not(const SweepContext& c, std::int64_t index) {
 
 // Plan `index` replayed on SimGrid in a child process; its step time, or nullopt if it failed.
 std::optional<double> simgrid_step(const SweepContext& c, std::int64_t index) {
+  // Nothing buffered may reach the child: SimGrid flushes the standard streams there, and would
+  // print what the parent had written but not yet flushed a second time.
+  std::fflush(nullptr);
   int p[2];
   if (::pipe(p) != 0) return std::nullopt;
   const pid_t pid = ::fork();

@@ -109,6 +109,9 @@ TEST(SweepCli, BestPlanReplayedOnSimGridAsRunReplaysIt) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto at = r.out.find("on SimGrid (flows sharing links) against the analytic engine:\n");
   ASSERT_NE(at, std::string::npos) << r.out;
+  // Printed once: the replays run in child processes, which must not repeat what the parent had
+  // written to the pipe's buffer before them.
+  EXPECT_EQ(r.out.find("fastest 1 plans"), r.out.rfind("fastest 1 plans")) << r.out;
   // The fastest plan's fields, from its CSV row.
   const std::string csv = test::read_file(s.dir + "/g.csv");
   std::istringstream rows(csv);
