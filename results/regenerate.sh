@@ -158,6 +158,17 @@ out="$here/moe/deepseek-v3-recompute-modules.txt"
 } > "$out"
 echo "wrote $out"
 
+# Capacity planning for an MoE model: DeepSeek-V3 on 512 to 2,048 GPUs, the layouts and expert
+# parallelism that fit, the fastest ones and the SimGrid replays of the best three.
+out="$here/moe/deepseek-v3-sweep.txt"
+{
+  echo "build/trainsim sweep scenarios/sweeps/deepseek-v3-512-2048gpu.json --out plans.csv --jobs 2"
+  echo
+  "$bin" sweep scenarios/sweeps/deepseek-v3-512-2048gpu.json --out "$tmp.csv" --jobs 2 2>/dev/null
+} > "$out"
+rm -f "$tmp.csv"
+echo "wrote $out"
+
 # MoE recipes with published H100 throughput (NVIDIA Megatron-Bridge's performance summary,
 # releases 25.09 to 26.04.01): DeepSeek-V3 on 1,024 GPUs and Qwen3-30B-A3B on 16, predicted
 # tokens/s per GPU (analytic engine) against the published ones.
