@@ -1,5 +1,6 @@
 #include "sim/cost/moe_ops.hpp"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,20 @@ MoeWork work_of(const LayerShape& s) {
   w.rows = routed_expert_rows(s);
   w.per_expert = w.rows / static_cast<double>(m.local);
   return w;
+}
+
+// FP8 grouped GEMMs take each expert's rows in multiples of 16: where an expert's count is not
+// one, Megatron-Core's grouped MLP copies the routed tokens into a padded buffer before the
+// experts and back out after them (Transformer Engine's Fp8Padding and Fp8Unpadding, which
+// return their input when every count is aligned; their gradients the other way). Balanced
+// routing (the default, as the recipes' forced load balancing makes it) gives every expert the
+// mean; a skewed load gives counts that differ, and so unaligned ones.
+constexpr double kFp8RowAlignment = 16;
+
+bool fp8_padded(const LayerShape& s, const MoeWork& w) {
+  if (s.gemm_dtype != DType::kFP8) return false;
+  if (s.moe.load != 1.0) return true;
+  return std::fmod(w.per_expert, kFp8RowAlignment) != 0.0;
 }
 
 // The layer's GEMMs and attention of a pass, by kernel name: what an overlapped all-to-all runs
@@ -119,9 +134,11 @@ void moe_forward(const LayerShape& s, BlockPass& p) {
   k.push_back(gemm("router", w.tokens, h, experts, DType::kBF16));
   k.push_back(elementwise("router.topk", "moe_router", w.tokens, experts));
   k.push_back(elementwise("permute", "moe_permute", w.routed, h));
+  if (fp8_padded(s, w)) k.push_back(elementwise("expert_pad", "copy", w.rows, h));
   linear(k, "expert_up", w.per_expert, h, s.up_factor * m.ffn, s.gemm_dtype, m.local);
   k.push_back(elementwise("expert_activation", to_string(s.ffn_kind), w.rows, m.ffn));
   linear(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, m.local);
+  if (fp8_padded(s, w)) k.push_back(elementwise("expert_unpad", "copy", w.rows, h));
   k.push_back(elementwise("unpermute", "moe_unpermute", w.routed, h));
   moe_collectives(s, w, p, false);
   if (m.shared_ffn > 0) shared_expert(s, p, false);
@@ -139,10 +156,12 @@ void moe_backward(const LayerShape& s, BlockPass& p) {
   auto& k = p.kernels;
   if (m.shared_ffn > 0) shared_expert(s, p, true);
   k.push_back(elementwise("unpermute.grad", "moe_unpermute.grad", w.routed, h));
+  if (fp8_padded(s, w)) k.push_back(elementwise("expert_unpad.grad", "copy", w.rows, h));
   gemm_backward(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, m.local);
   k.push_back(elementwise("expert_activation.grad", std::string(to_string(s.ffn_kind)) + ".grad",
                           w.rows, m.ffn));
   gemm_backward(k, "expert_up", w.per_expert, h, s.up_factor * m.ffn, s.gemm_dtype, m.local);
+  if (fp8_padded(s, w)) k.push_back(elementwise("expert_pad.grad", "copy", w.rows, h));
   k.push_back(elementwise("permute.grad", "moe_permute.grad", w.routed, h));
   k.push_back(elementwise("router.topk.grad", "moe_router.grad", w.tokens, experts));
   gemm_backward(k, "router", w.tokens, h, experts, DType::kBF16);

@@ -29,8 +29,9 @@ bool recomputed(const KernelSpec& k, std::uint32_t modules, const LayerShape& sh
     return true;
   if (!shape.is_moe()) return on(kRecomputeMlp) && named(k, {"mlp_up", "activation", "mlp_down"});
   const bool shared = named(k, {"shared_up", "shared_activation", "shared_down"});
-  if (on(kRecomputeMoe) && (shared || named(k, {"router", "permute", "expert_up",
-                                                "expert_activation", "expert_down", "unpermute"})))
+  if (on(kRecomputeMoe) &&
+      (shared || named(k, {"router", "permute", "expert_pad", "expert_up", "expert_activation",
+                           "expert_down", "expert_unpad", "unpermute"})))
     return true;
   if (on(kRecomputeMoeAct) && named(k, {"expert_activation"})) return true;
   return on(kRecomputeSharedExperts) && shared;

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "sim/cost/stage_cost.hpp"
 #include "sim/memory/memory.hpp"
@@ -124,6 +126,37 @@ TEST(MoeModel, SandwichNormsOnTheAttentionAndMlpOutputs) {
   const double saved =
       layer_activations(m, plan, {}, true).saved - layer_activations(without, plan, {}, true).saved;
   EXPECT_DOUBLE_EQ(saved, 2.0 * 2 * 4096 * 6144 / 4);
+}
+
+// FP8 grouped GEMMs take each expert's rows in multiples of 16. Mixtral 8x7B at EP 8, one expert
+// per GPU: balanced, its 4096 x 2 rows are aligned and nothing is copied; skewed, the counts
+// differ and the routed rows are copied into a padded buffer before the experts and out after
+// them (and back in the backward), rows x 4096 each; BF16 GEMMs need no padding.
+TEST(MoeModel, Fp8ExpertRowsPaddedWhereUnaligned) {
+  const Model m = test::catalog_model("mixtral-8x7b");
+  const auto names = [&](double imbalance, Precision precision) {
+    Plan plan = moe_plan(1, 1, 8, 8);
+    plan.moe_imbalance = imbalance;
+    plan.precision = precision;
+    const LayerShape s = layer_shape(m, plan, 32000, true);
+    std::vector<std::string> out;
+    for (bool backward : {false, true}) {
+      for (const auto& k : block_pass(BlockKind::kDecoder, backward, s).kernels) {
+        if (k.name.rfind("expert_pad", 0) == 0 || k.name.rfind("expert_unpad", 0) == 0) {
+          EXPECT_EQ(k.shape,
+                    (KernelShape{MemoryShape{"copy", std::llround(routed_expert_rows(s)), 4096}}))
+              << k.name;
+          out.push_back(k.name);
+        }
+      }
+    }
+    return out;
+  };
+  EXPECT_TRUE(names(1.0, Precision::kFP8).empty());
+  EXPECT_EQ(names(1.5, Precision::kFP8),
+            (std::vector<std::string>{"expert_pad", "expert_unpad", "expert_unpad.grad",
+                                      "expert_pad.grad"}));
+  EXPECT_TRUE(names(1.5, Precision::kBF16).empty());
 }
 
 // The shared expert is a dense gated MLP over all 4096 tokens, split over TP: up 7168 ->
