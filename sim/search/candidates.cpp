@@ -261,6 +261,29 @@ std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_nod
     p.recompute = r;
     out.push_back(p);
   }
+  // A plan with context or expert parallelism: half and twice the CP (data parallelism taking the
+  // rest), half and twice the EP (within the same data-parallel GPUs).
+  if (plan.cp > 1) {
+    Plan p = plan;
+    p.cp /= 2;
+    p.dp *= 2;
+    if (plan.cp % 2 == 0) out.push_back(p);
+    if (plan.dp % 2 == 0) {
+      p = plan;
+      p.cp *= 2;
+      p.dp /= 2;
+      out.push_back(p);
+    }
+  }
+  if (plan.ep > 1) {
+    Plan p = plan;
+    p.ep *= 2;
+    out.push_back(p);
+    if (plan.ep % 2 == 0) {
+      p.ep = plan.ep / 2;
+      out.push_back(p);
+    }
+  }
   return out;
 }
 

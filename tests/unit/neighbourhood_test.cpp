@@ -2,6 +2,8 @@
 // step away is much faster, with what dominates its own step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/model/model.hpp"
@@ -79,6 +81,23 @@ TEST(Neighbourhood, NeighboursAreOneStepAwayOnTheSameGpus) {
   for (const Plan& q : plans) EXPECT_EQ(q.world_size(), 16);
   // pp 2 and 1, pp 8, tp 4, tp 1, interleaved vp 2, mbs 4 and 1, two recomputations.
   EXPECT_EQ(plans.size(), 10u);
+  // With CP 2 and EP 2 also CP 1 (dp 4), CP 4 (dp 1), EP 4 and EP 1.
+  p.cp = 2;
+  p.dp = 1;
+  p.tp = 2;
+  p.pp = 2;
+  p.ep = 2;
+  const auto more = neighbouring_plans(p, 8);
+  for (const Plan& q : more) EXPECT_EQ(q.world_size(), 8);
+  const auto has = [&](std::int64_t cp, std::int64_t dp, std::int64_t ep) {
+    return std::any_of(more.begin(), more.end(), [&](const Plan& q) {
+      return q.cp == cp && q.dp == dp && q.ep == ep && q.tp == 2 && q.pp == 2;
+    });
+  };
+  EXPECT_TRUE(has(1, 2, 2));
+  EXPECT_TRUE(has(2, 1, 4));
+  EXPECT_TRUE(has(2, 1, 1));
+  EXPECT_FALSE(has(4, 0, 2));  // dp 1 cannot halve
 }
 
 }  // namespace
