@@ -12,12 +12,13 @@ namespace {
 constexpr double kSecondsPerDay = 86400;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-// The plan's columns: the report's plan fields, the interleaved schedule's group size included
-// (blank for other schedules).
+// The plan's columns: the report's plan fields, the interleaved schedule's group size and the
+// selective recomputation's modules included (blank for other schedules and recomputations).
 const std::vector<std::string>& plan_columns() {
   static const std::vector<std::string> columns = [] {
     Plan p;
     p.schedule = ScheduleKind::kInterleaved;
+    p.recompute = Recompute::kSelective;
     std::vector<std::string> c;
     const nlohmann::ordered_json plan = plan_json(p, "");
     for (auto it = plan.begin(); it != plan.end(); ++it) c.push_back(it.key());
@@ -66,7 +67,10 @@ std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
   std::vector<std::string> f = {std::to_string(row.index), std::to_string(row.gpus)};
   const nlohmann::ordered_json plan =
       row.plan ? plan_json(*row.plan, row.partition) : nlohmann::ordered_json::object();
-  for (const auto& key : plan_columns()) f.push_back(plan.contains(key) ? cell(plan[key]) : "");
+  // Quoted where a value holds a comma (recompute_modules' list).
+  for (const auto& key : plan_columns()) {
+    f.push_back(plan.contains(key) ? quoted(cell(plan[key])) : "");
+  }
   const bool priced = row.status == SweepStatus::kOk;
   f.push_back(to_string(row.status));
   f.push_back(quoted(row.reason));

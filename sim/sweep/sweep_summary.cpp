@@ -24,8 +24,14 @@ std::string label(const std::map<std::string, std::string>& f) {
   for (const char* key : kOptionalFields) {
     if (f.at(key) != "1") s += " " + std::string(key) + " " + f.at(key);
   }
+  if (f.at("cp") != "1" && f.at("cp_comm_type") != "p2p") s += " " + f.at("cp_comm_type");
+  if (f.at("ep") != "1" && f.at("etp") != f.at("tp")) s += " etp " + f.at("etp");
+  if (f.at("overlap_moe_expert_parallel_comm") == "true") s += " ep-overlap";
   s += " " + f.at("schedule");
   if (f.at("recompute") != "none") s += " recompute " + f.at("recompute");
+  if (f.at("recompute") == "selective" && f.at("recompute_modules") != "core_attn") {
+    s += " (" + f.at("recompute_modules") + ")";
+  }
   if (f.at("sp") == "true") s += " sp";
   if (f.at("zero") != "0") s += " zero " + f.at("zero");
   if (f.at("precision") != "bf16") s += " " + f.at("precision");

@@ -2,6 +2,8 @@
 // judged and priced, its CSV line read back, and the Pareto front.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/cli/sweep_spec.hpp"
 #include "sim/core/error.hpp"
 #include "sim/sweep/sweep_csv.hpp"
@@ -110,6 +112,37 @@ TEST(SweepRow, PricedRowAndItsCsvLine) {
   // A line cut short by a kill is not a row.
   EXPECT_FALSE(sweep_csv_index(body.substr(0, body.size() / 2)));
   EXPECT_FALSE(sweep_csv_index(sweep_csv_header()));
+}
+
+// An MoE plan with selective recomputation by module: the modules' list (a comma inside) is one
+// quoted cell that reads back, and the label names the expert TP, the all-to-all overlap and the
+// modules.
+TEST(SweepRow, ExpertPlanWithRecomputedModulesReadsBack) {
+  Model m = test::catalog_model("mixtral-8x7b");
+  m.num_layers = 2;
+  Plan p;
+  p.dp = 8;
+  p.ep = 8;
+  p.etp = 1;
+  p.moe_a2a_overlap = true;
+  p.gbs = 64;
+  p.seq_len = 4096;
+  p.zero = 1;
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeCoreAttn | kRecomputeMoeAct;
+  const SweepRow row = evaluate_sweep_plan(m, test::catalog_platform("h100-sxm-ndr"), p, 3);
+  ASSERT_EQ(row.status, SweepStatus::kOk) << row.reason;
+  const std::string line = sweep_csv_line(row, {});
+  const auto cells = split_csv_line(line.substr(0, line.size() - 1));
+  const auto& columns = sweep_csv_columns();
+  ASSERT_EQ(cells.size(), columns.size());
+  const auto at = std::find(columns.begin(), columns.end(), "recompute_modules") - columns.begin();
+  EXPECT_EQ(cells[static_cast<std::size_t>(at)], "core_attn,moe_act");
+  const auto entries = sweep_entries({line.substr(0, line.size() - 1)});
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].plan,
+            "tp 1 pp 1 dp 8 mbs 1 ep 8 ep-overlap 1f1b recompute selective (core_attn,moe_act) "
+            "zero 1");
 }
 
 TEST(SweepRow, RefusedByMemoryWithItsPeak) {
