@@ -42,6 +42,13 @@ Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp) {
   return p;
 }
 
+Plan with_cp_dp(const Plan& plan, std::int64_t cp, std::int64_t dp) {
+  Plan p = plan;
+  p.cp = cp;
+  p.dp = dp;
+  return p;
+}
+
 std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_node) {
   std::vector<Plan> out;
   auto with = [&](auto change) {
@@ -65,12 +72,7 @@ std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_
   }
   if (auto deeper = one_more_stage(plan)) with([&](Plan& p) { p = *deeper; });
   if (plan.dp % 2 == 0) with([&](Plan& p) { p = with_tp_dp(plan, plan.tp * 2, plan.dp / 2); });
-  if (plan.dp % 2 == 0) {
-    with([&](Plan& p) {
-      p.cp = plan.cp * 2;
-      p.dp = plan.dp / 2;
-    });
-  }
+  if (plan.dp % 2 == 0) with([&](Plan& p) { p = with_cp_dp(plan, plan.cp * 2, plan.dp / 2); });
   if (plan.mbs > 1 && plan.mbs % 2 == 0) with([](Plan& p) { p.mbs /= 2; });
   return out;
 }
@@ -166,9 +168,7 @@ std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model) {
     out.push_back(p);
   }
   if (plan.cp % 2 == 0) {
-    Plan p = plan;
-    p.cp = plan.cp / 2;
-    p.dp = plan.dp * 2;
+    const Plan p = with_cp_dp(plan, plan.cp / 2, plan.dp * 2);
     if (divides_batch(p)) out.push_back(p);
   }
   return out;
@@ -264,16 +264,8 @@ std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_nod
   // A plan with context or expert parallelism: half and twice the CP (data parallelism taking the
   // rest), half and twice the EP (within the same data-parallel GPUs).
   if (plan.cp > 1) {
-    Plan p = plan;
-    p.cp /= 2;
-    p.dp *= 2;
-    if (plan.cp % 2 == 0) out.push_back(p);
-    if (plan.dp % 2 == 0) {
-      p = plan;
-      p.cp *= 2;
-      p.dp /= 2;
-      out.push_back(p);
-    }
+    if (plan.cp % 2 == 0) out.push_back(with_cp_dp(plan, plan.cp / 2, plan.dp * 2));
+    if (plan.dp % 2 == 0) out.push_back(with_cp_dp(plan, plan.cp * 2, plan.dp / 2));
   }
   if (plan.ep > 1) {
     Plan p = plan;
