@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/check/detect.hpp"
+#include "sim/check/stage_share.hpp"
 #include "sim/core/format.hpp"
 #include "sim/plan/layout.hpp"
 
@@ -26,31 +27,23 @@ std::string where_ring_runs(const Plan& plan, std::int64_t gpus_per_node) {
 std::vector<Finding> find_cp_ring_exposed(const CheckContext& context) {
   const Plan& plan = context.plan;
   if (plan.cp < 2 || plan.cp_comm != CpComm::kP2P) return {};
-  std::size_t worst = 0;
-  double worst_share = 0;
   const auto& stages = context.costs.stages;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const double pass = stages[s].forward.seconds + stages[s].backward.seconds;
-    const double stall = stages[s].forward.cp_stall_s + stages[s].backward.cp_stall_s;
-    if (pass > 0 && stall / pass > worst_share) {
-      worst = s;
-      worst_share = stall / pass;
-    }
-  }
-  if (worst_share <= kCpStallThreshold) return {};
-  const StageCost& sc = stages[worst];
+  const StageShare worst = largest_share(stages.size(), [&](std::size_t s) {
+    return std::pair{stages[s].forward.cp_stall_s + stages[s].backward.cp_stall_s,
+                     stages[s].forward.seconds + stages[s].backward.seconds};
+  });
+  if (worst.share <= kCpStallThreshold) return {};
   const std::int64_t tokens = plan.mbs * plan.seq_len / plan.cp;
   Diagnostic d;
   d.id = "cp-ring-exposed";
   d.severity = Severity::kWarning;
-  d.stage = static_cast<std::int64_t>(worst) % plan.pp;
+  d.stage = static_cast<std::int64_t>(worst.stage) % plan.pp;
   d.message = "context parallelism of " + std::to_string(plan.cp) +
               " by ring (p2p) stalls the attention: each GPU's " + format_grouped(tokens) +
               " tokens per micro-batch make ring steps too short to hide their K/V transfers " +
               where_ring_runs(plan, context.platform.node.gpus_per_node) + " (" +
-              format_seconds(sc.forward.cp_stall_s + sc.backward.cp_stall_s) +
-              " per micro-batch, " + format_fixed(100 * worst_share, 1) +
-              " % of the stage's forward and backward)";
+              format_seconds(worst.part) + " per micro-batch, " +
+              format_fixed(100 * worst.share, 1) + " % of the stage's forward and backward)";
   return {{std::move(d), CpRingHidden{}}};
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/check/detect.hpp"
+#include "sim/check/stage_share.hpp"
 #include "sim/core/format.hpp"
 #include "sim/cost/layer_ops.hpp"
 #include "sim/cost/pass_groups.hpp"
@@ -45,30 +46,23 @@ std::vector<Finding> find_expert_imbalance(const CheckContext& context) {
   const double load =
       expert_rank_load(model.moe.num_experts, local, plan.moe_imbalance, plan.moe_capacity_factor);
   if (load <= 1.0) return {};
-  std::size_t worst = 0;
-  double worst_share = 0, worst_extra = 0;
   const auto& stages = context.costs.stages;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const double pass = stages[s].forward.seconds + stages[s].backward.seconds;
-    const double extra = extra_expert_seconds(stages[s].forward, load) +
-                         extra_expert_seconds(stages[s].backward, load);
-    if (pass > 0 && extra / pass > worst_share) {
-      worst = s;
-      worst_share = extra / pass;
-      worst_extra = extra;
-    }
-  }
-  if (worst_share <= kImbalanceThreshold) return {};
+  const StageShare worst = largest_share(stages.size(), [&](std::size_t s) {
+    return std::pair{extra_expert_seconds(stages[s].forward, load) +
+                         extra_expert_seconds(stages[s].backward, load),
+                     stages[s].forward.seconds + stages[s].backward.seconds};
+  });
+  if (worst.share <= kImbalanceThreshold) return {};
   Diagnostic d;
   d.id = "expert-imbalance";
   d.severity = Severity::kWarning;
-  d.stage = static_cast<std::int64_t>(worst) % plan.pp;
+  d.stage = static_cast<std::int64_t>(worst.stage) % plan.pp;
   d.message =
       "expert load imbalance: the busiest expert takes " + format_fixed(plan.moe_imbalance, 2) +
       " times the mean tokens, so the GPU holding it (" + std::to_string(local) + " of the " +
       std::to_string(model.moe.num_experts) + " experts) computes " + format_fixed(load, 2) +
       " times the balanced rows and every GPU waits for it at the combine: " +
-      format_seconds(worst_extra) + " per micro-batch, " + format_fixed(100 * worst_share, 1) +
+      format_seconds(worst.part) + " per micro-batch, " + format_fixed(100 * worst.share, 1) +
       " % of the stage's forward and backward";
   return {{std::move(d), ExpertLoadSpread{}}};
 }
@@ -99,10 +93,8 @@ std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context) {
     return {};
   }
   const PassGroups groups(context.platform, plan);
-  std::size_t worst = 0;
-  double worst_share = 0, worst_seconds = 0;
   const auto& stages = context.costs.stages;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
+  const StageShare worst = largest_share(stages.size(), [&](std::size_t s) {
     double a2a = 0;
     for (const PassCost* pass : {&stages[s].forward, &stages[s].backward}) {
       for (const auto& c : pass->collectives) {
@@ -111,22 +103,17 @@ std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context) {
         }
       }
     }
-    const double stage = context.stage_times[s];
-    if (stage > 0 && a2a / stage > worst_share) {
-      worst = s;
-      worst_share = a2a / stage;
-      worst_seconds = a2a;
-    }
-  }
-  if (worst_share <= kA2aExposedThreshold) return {};
+    return std::pair{a2a, context.stage_times[s]};
+  });
+  if (worst.share <= kA2aExposedThreshold) return {};
   Diagnostic d;
   d.id = "ep-a2a-exposed";
   d.severity = Severity::kWarning;
-  d.stage = static_cast<std::int64_t>(worst) % plan.pp;
+  d.stage = static_cast<std::int64_t>(worst.stage) % plan.pp;
   d.message =
       "the expert-parallel all-to-alls run on the compute stream: every MoE layer waits "
       "for its tokens to reach their experts and come back, forward and backward (" +
-      format_seconds(worst_seconds) + " per micro-batch, " + format_fixed(100 * worst_share, 1) +
+      format_seconds(worst.part) + " per micro-batch, " + format_fixed(100 * worst.share, 1) +
       " % of the stage's forward and backward with their collectives)";
   return {{std::move(d), EpOverlapped{}}};
 }
