@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <string_view>
 
 namespace trainsim::kernels {
 
@@ -125,16 +127,23 @@ std::vector<std::size_t> top_k(const std::vector<double>& row, std::size_t k) {
 std::optional<std::vector<std::vector<double>>> routing_reference(
     const std::string& op, std::size_t rows, std::size_t cols,
     const std::vector<std::vector<float>>& tensors) {
+  using Reference = Outputs (*)(std::size_t, std::size_t, const Tensors&);
+  static const std::map<std::string_view, Reference> references = {
+      {"moe_router", router},
+      {"moe_router.grad", router_grad},
+      {"moe_permute",
+       [](std::size_t R, std::size_t C, const Tensors& t) { return permute(R, C, t, false); }},
+      {"moe_permute.grad",
+       [](std::size_t R, std::size_t C, const Tensors& t) { return permute(R, C, t, true); }},
+      {"moe_unpermute", unpermute},
+      {"moe_unpermute.grad", unpermute_grad},
+      {"fp8_cast_transpose", cast_transpose}};
+  // Any other op is not one of these: say so before widening its tensors.
+  const auto it = references.find(op);
+  if (it == references.end()) return std::nullopt;
   Tensors t;
   for (const auto& v : tensors) t.emplace_back(v.begin(), v.end());
-  if (op == "moe_router") return router(rows, cols, t);
-  if (op == "moe_router.grad") return router_grad(rows, cols, t);
-  if (op == "moe_permute") return permute(rows, cols, t, false);
-  if (op == "moe_permute.grad") return permute(rows, cols, t, true);
-  if (op == "moe_unpermute") return unpermute(rows, cols, t);
-  if (op == "moe_unpermute.grad") return unpermute_grad(rows, cols, t);
-  if (op == "fp8_cast_transpose") return cast_transpose(rows, cols, t);
-  return std::nullopt;
+  return it->second(rows, cols, t);
 }
 
 }  // namespace trainsim::kernels
