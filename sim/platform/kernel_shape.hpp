@@ -70,11 +70,11 @@ struct MemoryShape {
 
 using KernelShape = std::variant<GemmShape, AttentionShape, MemoryShape>;
 
-/// A memory-bound op and the bytes it moves per element of its rows x cols.
 /// Experts each token is routed to in the CUDA suite's permutation kernels (DeepSeek-V3's and
 /// Qwen3-MoE's top-k): their bytes per routed element below are at this top-k.
 inline constexpr int kSuiteTopK = 8;
 
+/// A memory-bound op and the bytes it moves per element of its rows x cols.
 struct MemoryOp {
   std::string_view name;
   double bytes_per_element;
