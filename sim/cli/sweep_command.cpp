@@ -239,8 +239,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   std::map<std::int64_t, std::string> rows = read_rows(part);
   const std::vector<SweepEntry> entries = finish(csv, rows);
-  // Flushed before the SimGrid replays fork, so that no child repeats it.
-  out << sweep_summary(entries, o.top.value_or(spec.top)) << std::flush;
+  out << sweep_summary(entries, o.top.value_or(spec.top));
   out << simgrid_replays(context, ranked(entries), o.simgrid_top);
   std::filesystem::remove(part);
   return 0;
