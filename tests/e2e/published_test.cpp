@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -49,35 +50,6 @@ TEST(Published, FlagsThatChangeTheRecipeWithholdTheComparison) {
   EXPECT_EQ(r.out.find("(trainsim +"), std::string::npos);
 }
 
-// Each published figure of the scenario is a row of NVIDIA's DGX Cloud table with the
-// scenario's model, GPU count, layout, batch and sequence, under the release the source names.
-TEST(Published, FiguresAreTheReferenceSetsRows) {
-  const auto scenario = nlohmann::json::parse(test::read_file(kDefault));
-  const auto table = nlohmann::json::parse(test::read_file(
-      test::source_dir() + "/tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json"));
-  const auto& plan = scenario.at("plan");
-  const std::int64_t gpus = plan.at("tp").get<std::int64_t>() * plan.at("pp").get<std::int64_t>() *
-                            plan.at("dp").get<std::int64_t>();
-  for (const auto& f : scenario.at("published")) {
-    const std::string source = f.at("source");
-    int matches = 0;
-    for (const auto& row : table.at("rows")) {
-      if (row.at("model") != "Nemotron4 340B" || row.at("precision") != "BF16" ||
-          row.at("n_gpus") != gpus || row.value("task", "") != "pretrain") {
-        continue;
-      }
-      const std::string tag = row.at("source").at("tag");
-      if (source.find(" " + tag) == std::string::npos) continue;
-      ++matches;
-      EXPECT_EQ(row.at("step_time_s"), f.at("step_time_s")) << tag;
-      for (const char* key : {"tp", "pp", "vp", "mbs", "gbs", "seq_len"}) {
-        EXPECT_EQ(row.at(key), plan.at(key)) << tag << " " << key;
-      }
-    }
-    EXPECT_EQ(matches, 1) << source;
-  }
-}
-
 nlohmann::json scenario_file(const std::string& name) {
   return nlohmann::json::parse(
       test::read_file(test::source_dir() + "/scenarios/" + name + ".json"));
@@ -87,6 +59,42 @@ nlohmann::json reference_rows(const std::string& file) {
   return nlohmann::json::parse(
              test::read_file(test::source_dir() + "/tests/validation/refdata/" + file))
       .at("rows");
+}
+
+// Each published figure of a scenario is a row of NVIDIA's DGX Cloud table with the scenario's
+// model, precision, GPU count and CP, under the release the source names, and its `keys` are the
+// scenario's.
+void expect_dgx_cloud_rows(const std::string& name, const std::string& model,
+                           std::initializer_list<const char*> keys) {
+  SCOPED_TRACE(name);
+  const auto scenario = scenario_file(name);
+  const auto& plan = scenario.at("plan");
+  const std::int64_t cp = plan.value("cp", 1);
+  const std::int64_t gpus = plan.at("tp").get<std::int64_t>() * plan.at("pp").get<std::int64_t>() *
+                            cp * plan.at("dp").get<std::int64_t>();
+  const auto& rows = reference_rows("nvidia_dgxc_benchmarking_h100.json");
+  for (const auto& f : scenario.at("published")) {
+    const std::string source = f.at("source");
+    int matches = 0;
+    for (const auto& row : rows) {
+      const std::int64_t row_cp = row.at("cp").is_null() ? 1 : row.at("cp").get<std::int64_t>();
+      if (row.at("model") != model || row.at("precision") != "BF16" || row.at("n_gpus") != gpus ||
+          row_cp != cp || row.value("task", "") != "pretrain") {
+        continue;
+      }
+      const std::string tag = row.at("source").at("tag");
+      if (source.find(" " + tag) == std::string::npos) continue;
+      ++matches;
+      EXPECT_EQ(row.at("step_time_s"), f.at("step_time_s")) << tag;
+      for (const char* key : keys) EXPECT_EQ(row.at(key), plan.at(key)) << tag << " " << key;
+    }
+    EXPECT_EQ(matches, 1) << source;
+  }
+}
+
+TEST(Published, FiguresAreTheReferenceSetsRows) {
+  expect_dgx_cloud_rows("nemotron4-340b", "Nemotron4 340B",
+                        {"tp", "pp", "vp", "mbs", "gbs", "seq_len"});
 }
 
 // The MoE scenarios' figures are Megatron-Bridge's rows (model and release as the source names
@@ -129,25 +137,8 @@ TEST(Published, MoeScenariosAreMegatronBridgeRows) {
 // The context-parallel scenario's figures are the DGX Cloud rows of Llama 3.1 8B with CP 2 on 8
 // GPUs, one per release.
 TEST(Published, ContextParallelScenarioIsTheDgxCloudRows) {
-  const auto scenario = scenario_file("llama3.1-8b-cp2-8gpu");
-  const auto& plan = scenario.at("plan");
-  for (const auto& f : scenario.at("published")) {
-    const std::string source = f.at("source");
-    int matches = 0;
-    for (const auto& row : reference_rows("nvidia_dgxc_benchmarking_h100.json")) {
-      if (row.at("model") != "Llama3.1 8B" || row.at("precision") != "BF16" ||
-          row.at("n_gpus") != 8 || row.value("cp", 1) != 2 ||
-          source.find(" " + row.at("source").at("tag").get<std::string>()) == std::string::npos) {
-        continue;
-      }
-      ++matches;
-      EXPECT_EQ(row.at("step_time_s"), f.at("step_time_s"));
-      for (const char* key : {"tp", "pp", "cp", "mbs", "gbs", "seq_len"}) {
-        EXPECT_EQ(row.at(key), plan.at(key)) << key;
-      }
-    }
-    EXPECT_EQ(matches, 1) << source;
-  }
+  expect_dgx_cloud_rows("llama3.1-8b-cp2-8gpu", "Llama3.1 8B",
+                        {"tp", "pp", "cp", "mbs", "gbs", "seq_len"});
 }
 
 }  // namespace
