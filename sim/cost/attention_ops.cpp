@@ -10,8 +10,8 @@ namespace {
 // of the queries and of the keys, one row per token and head.
 void qk_norms(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
   const auto d = static_cast<double>(s.head_dim);
-  const std::string op = std::string(to_string(s.norm)) + (backward ? ".grad" : "");
   const std::string suffix = backward ? ".grad" : "";
+  const std::string op = to_string(s.norm) + suffix;
   k.push_back(elementwise("q_layernorm" + suffix, op, s.tokens * s.q / d, d));
   k.push_back(elementwise("k_layernorm" + suffix, op, s.tokens * s.kv / d, d));
 }
