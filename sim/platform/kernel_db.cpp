@@ -66,8 +66,14 @@ std::string KernelDatabase::family_key(const KernelShape& shape) const {
 
 namespace {
 
+bool width_is_an_axis(const MemoryShape& m) {
+  const MemoryOp* op = find_memory_op(m.op);
+  return op != nullptr && op->width_is_an_axis;
+}
+
 // Interpolation axes of a shape: GEMM m, n, k; attention batch x heads and sequence (published:
-// sequence only); memory-bound rows x cols. Returns how many.
+// sequence only); memory-bound rows x cols, or rows and cols where the width is an axis of its
+// own (MemoryOp::width_is_an_axis). Returns how many.
 std::size_t axes(const KernelShape& shape, KernelDbKind kind, Coords& x) {
   x = {};
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
@@ -84,6 +90,10 @@ std::size_t axes(const KernelShape& shape, KernelDbKind kind, Coords& x) {
     return 2;
   }
   const auto& m = std::get<MemoryShape>(shape);
+  if (width_is_an_axis(m)) {
+    x = {static_cast<double>(m.rows), static_cast<double>(m.cols)};
+    return 2;
+  }
   x[0] = static_cast<double>(m.rows) * static_cast<double>(m.cols);
   return 1;
 }
@@ -95,7 +105,8 @@ std::vector<int> axis_powers(const KernelShape& shape, KernelDbKind kind) {
   if (std::holds_alternative<AttentionShape>(shape)) {
     return kind == KernelDbKind::kPublished ? std::vector<int>{2} : std::vector<int>{1, 2};
   }
-  return {1};
+  return width_is_an_axis(std::get<MemoryShape>(shape)) ? std::vector<int>{1, 1}
+                                                        : std::vector<int>{1};
 }
 
 // Among points at the same coordinates, the one closest to the query in what the axes omit:

@@ -93,12 +93,16 @@ const std::vector<MemoryOp>& memory_ops() {
        "a mixture-of-experts router's softmax and top-k: read the BF16 logits, write fp32 "
        "probabilities (rows = tokens, cols = experts)",
        true,
-       {8, 16, 32, 64, 128, 256}},
+       {8, 16, 32, 64, 128, 256},
+       1,
+       true},
       {"moe_router.grad",
        10,
        "read the probabilities and their gradient, write the logits'",
        true,
-       {8, 16, 32, 64, 128, 256}},
+       {8, 16, 32, 64, 128, 256},
+       1,
+       true},
       // The permutation to the experts and back, per routed element (rows = tokens x top-k, cols
       // = hidden), at the suite's top-8: each token's row read (written) once for its 8 rows.
       {"moe_permute",

@@ -86,6 +86,10 @@ struct MemoryOp {
   std::vector<std::int64_t> grid_cols = {4096};
   /// Its kernel takes rows in multiples of this (whole tokens of kSuiteTopK routed rows).
   std::int64_t row_multiple = 1;
+  /// Its time per byte depends on the row width (a router's top-k passes over its experts run
+  /// one after another: 12 times the bytes per second at 256 experts as at 8 on an H100), so a
+  /// database interpolates it in rows and width, not in bytes alone.
+  bool width_is_an_axis = false;
 };
 /// Every memory-bound op the cost model uses (and "copy", the bandwidth ceiling).
 const std::vector<MemoryOp>& memory_ops();

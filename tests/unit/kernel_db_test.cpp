@@ -6,7 +6,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "kernels/host/published.hpp"
 #include "kernels/host/shapes.hpp"
 #include "sim/core/error.hpp"
 #include "sim/cost/stage_cost.hpp"
@@ -76,12 +75,6 @@ std::vector<KernelShape> grid_shapes() {
   return kernels::suite_shapes({}, opt);
 }
 
-const KernelDatabase& published_h100() {
-  static const KernelDatabase db =
-      load_kernel_database(test::source_dir() + "/platforms/h100-sxm/kernels-published.json");
-  return db;
-}
-
 KernelDbEntry entry(KernelShape shape, double seconds) {
   KernelDbEntry e;
   e.shape = std::move(shape);
@@ -131,6 +124,31 @@ TEST(KernelDb, InterpolatesTimeLinearlyInSizeBetweenBrackets) {
   const double want =
       (1 - tm) * (1 - tn) * 1e-5 + tm * (1 - tn) * 2e-5 + (1 - tm) * tn * 3e-5 + tm * tn * 5e-5;
   EXPECT_NEAR(two.lookup(GemmShape{1536, 1280, 512})->seconds, want, 1e-15);
+}
+
+// A router's time per byte depends on its width (its top-k passes over the experts run one
+// after another), so its rows and its width are two axes: bilinear in each, and two routers of
+// the same bytes keep their own times.
+TEST(KernelDb, RouterWidthIsAnAxisOfItsOwn) {
+  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(),
+                          {entry(MemoryShape{"moe_router", 4096, 128}, 10e-6),
+                           entry(MemoryShape{"moe_router", 4096, 256}, 14e-6),
+                           entry(MemoryShape{"moe_router", 8192, 128}, 16e-6),
+                           entry(MemoryShape{"moe_router", 8192, 256}, 22e-6)});
+  // 8192 x 128 and 4096 x 256 move the same bytes.
+  EXPECT_DOUBLE_EQ(db.lookup(MemoryShape{"moe_router", 8192, 128})->seconds, 16e-6);
+  EXPECT_DOUBLE_EQ(db.lookup(MemoryShape{"moe_router", 4096, 256})->seconds, 14e-6);
+  const auto mid = db.lookup(MemoryShape{"moe_router", 4096, 192});
+  ASSERT_TRUE(mid);
+  EXPECT_EQ(mid->match, KernelDbMatch::kInterpolated);
+  EXPECT_NEAR(mid->seconds, 12e-6, 1e-15);
+  EXPECT_NEAR(db.lookup(MemoryShape{"moe_router", 6144, 192})->seconds, 15.5e-6, 1e-15);
+  // Narrower than every measured router: below the range, the roofline's.
+  EXPECT_FALSE(db.lookup(MemoryShape{"moe_router", 8192, 64}));
+  // Other memory-bound ops stay one axis of bytes: rmsnorm 8192 x 2048 is 4096 x 4096's time.
+  const KernelDatabase norm(KernelDbKind::kMeasured, test_meta(),
+                            {entry(MemoryShape{"rmsnorm", 4096, 4096}, 10e-6)});
+  EXPECT_DOUBLE_EQ(norm.lookup(MemoryShape{"rmsnorm", 8192, 2048})->seconds, 10e-6);
 }
 
 // Above the measured range, or inside it where no cell has all its corners measured, the rate of
@@ -351,8 +369,6 @@ TEST(KernelDb, PlatformReferencesItsDatabase) {
   EXPECT_EQ(h100.kernel_db_name, "h100-sxm/kernels.json");
   EXPECT_EQ(h100.kernel_db->meta().gpu_name, "NVIDIA H100 80GB HBM3");
   EXPECT_FALSE(test::catalog_platform("a100-sxm-hdr").kernel_db);
-  // The published database stays beside it, for --kernel-db.
-  EXPECT_EQ(published_h100().entries().size(), 26u);  // 2 GEMM ceilings, 24 FA2 rows
 
   const std::string dir = test::make_temp_dir();
   auto j =
@@ -365,45 +381,6 @@ TEST(KernelDb, PlatformReferencesItsDatabase) {
     EXPECT_EQ(std::string(e.what()),
               dir + "/p.json: $.kernel_database: no such file: " + dir + "/missing.json");
   }
-}
-
-// The committed published database is what the generator makes from the reference files.
-TEST(PublishedDb, ReproducibleFromRefdata) {
-  const auto db = kernels::build_published_database(
-      test::source_dir() + "/tests/validation/refdata", "tests/validation/refdata");
-  EXPECT_EQ(kernel_database_json(db),
-            test::read_file(test::source_dir() + "/platforms/h100-sxm/kernels-published.json"));
-  EXPECT_DOUBLE_EQ(*db.meta().gemm_bf16_tflops, 794.5);
-  EXPECT_DOUBLE_EQ(*db.meta().gemm_fp8_tflops, 1402.6);
-  for (const auto& e : db.entries()) {
-    EXPECT_EQ(e.source.rfind("tests/validation/refdata/", 0), 0u) << e.source;
-  }
-}
-
-TEST(PublishedDb, FlashAttentionRowsGiveBothPassesTheirRate) {
-  const auto& db = published_h100();
-  // Llama 3.1 70B at TP 4: 16 query heads, 2 KV heads, head dim 128, causal. The fwd+bwd row at
-  // seq 8192 (batch 2, 16 heads, MHA) measured 308 TFLOP/s.
-  AttentionShape a{1, 8192, 16, 2, 128, true, AttentionPass::kForward};
-  EXPECT_NEAR(db.lookup(a)->seconds, shape_flops(a) / 308e12, 1e-15);
-  a.pass = AttentionPass::kBackward;
-  EXPECT_NEAR(db.lookup(a)->seconds, shape_flops(a) / 308e12, 1e-15);
-  // Between rows: the rate interpolated in log sequence length (294 at 4096, 308 at 8192).
-  a.seq = 6144;
-  const double t = std::log2(6144.0 / 4096.0);
-  const double rate = std::exp((1 - t) * std::log(294e12) + t * std::log(308e12));
-  EXPECT_NEAR(db.lookup(a)->seconds, shape_flops(a) / rate, 1e-15);
-  // Head dim 64, non-causal, seq 16384: 296 TFLOP/s.
-  const AttentionShape b{4, 16384, 8, 8, 64, false, AttentionPass::kForward};
-  EXPECT_NEAR(db.lookup(b)->seconds, shape_flops(b) / 296e12, 1e-15);
-  // No row at 32k, none at head dim 192: the roofline.
-  a.seq = 32768;
-  EXPECT_FALSE(db.lookup(a));
-  EXPECT_FALSE(db.lookup(AttentionShape{1, 8192, 8, 1, 192, true, AttentionPass::kForward}));
-  // The GEMM ceiling only at the shape it was measured at.
-  EXPECT_NEAR(db.lookup(GemmShape{2048, 2048, 13312})->seconds,
-              2.0 * 2048 * 2048 * 13312 / 794.5e12, 1e-15);
-  EXPECT_FALSE(db.lookup(GemmShape{2048, 2048, 8192}));
 }
 
 // ---- The cost model's use of the database.
