@@ -79,12 +79,14 @@ Plan dgxc_plan(const Fields& f) {
   p.etp = f.integer("etp").value_or(0);
   // NeMo's pre-training defaults: sequence parallelism with TP, the distributed optimizer with
   // its gradient reduce-scatter and parameter all-gather overlapped, TP communication overlapped
-  // with the GEMMs, no recomputation.
+  // with the GEMMs, no recomputation; its FP8 mixed-precision recipes keep FP8 primary weights
+  // (fp8_param_gather).
   p.sp = p.tp > 1;
   p.zero = 1;
   p.overlap_grad_reduce = true;
   p.overlap_param_gather = true;
   p.tp_comm_overlap = p.tp > 1;
+  p.fp8_param_gather = p.precision == Precision::kFP8;
   return p;
 }
 
@@ -157,7 +159,8 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "trainsim's step time (analytic engine, symmetric replay) for the row's model, layout, "
       "batch, sequence and precision with NeMo's pre-training defaults: sequence parallelism "
       "with TP, the distributed optimizer with overlapped gradient reduce-scatter and parameter "
-      "all-gather, TP communication overlapped with its GEMMs, no recomputation");
+      "all-gather, TP communication overlapped with its GEMMs, no recomputation, FP8 primary "
+      "weights in FP8 rows");
   set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
     return dgxc_row(row, file, path, platform);
   });

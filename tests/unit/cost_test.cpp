@@ -6,6 +6,7 @@
 #include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/partition.hpp"
+#include "sim/platform/kernel_db.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -117,12 +118,16 @@ TEST(CostModel, Fp8DecoderGemmsAndABf16LmHead) {
 
 // Transformer Engine quantises each FP8 GEMM's activation operand before the forward GEMM and
 // its output gradient before the backward GEMMs: 4 bytes per element (read BF16, write FP8 and
-// its transpose), timed by the roofline at the platform's memory bandwidth.
+// its transpose), timed as the H100 suite measured the cast-transpose at that shape, and by
+// the roofline at the platform's memory bandwidth without a database.
 TEST(CostModel, Fp8GemmOperandsAreCastFirst) {
   const Model m = test::catalog_model("llama3.1-8b");
   Plan p = plan_of(2, 1, 4096);
   p.precision = Precision::kFP8;
-  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  Platform platform = test::catalog_platform("h100-sxm-ndr");
+  const auto measured = compute_costs(m, platform, p, test::uniform_partition(m, 1));
+  const auto db_hit = platform.kernel_db->lookup(MemoryShape{"fp8_cast_transpose", 4096, 4096});
+  platform.kernel_db = nullptr;
   const auto fp8 = compute_costs(m, platform, p, test::uniform_partition(m, 1));
   p.precision = Precision::kBF16;
   const auto bf16 = compute_costs(m, platform, p, test::uniform_partition(m, 1));
@@ -136,6 +141,12 @@ TEST(CostModel, Fp8GemmOperandsAreCastFirst) {
   const double tokens = 4096, h = 4096, ffn = 14336.0 / 2;
   const auto* up = find(s.forward, "decoder.mlp_up.fp8_cast");
   ASSERT_NE(up, nullptr);
+  const auto* up_measured = find(measured.stages[0].forward, "decoder.mlp_up.fp8_cast");
+  ASSERT_NE(up_measured, nullptr);
+  ASSERT_TRUE(db_hit.has_value());
+  EXPECT_EQ(db_hit->match, KernelDbMatch::kExact);
+  EXPECT_EQ(up_measured->time.source, TimeSource::kMeasured);
+  EXPECT_DOUBLE_EQ(up_measured->time.seconds, db_hit->seconds);
   EXPECT_DOUBLE_EQ(up->bytes, tokens * h * 4);
   EXPECT_EQ(up->count, 32);
   EXPECT_EQ(up->time.source, TimeSource::kRoofline);
