@@ -24,6 +24,8 @@ def family(e):
         return "%s %s %s" % (e["op"], e["dtype"], e.get("layout", "tn"))
     if e["op"] == "attention":
         return "attention %s" % e["pass"]
+    if e["op"].startswith("moe_router"):  # bound by its top-k passes, not its bytes
+        return "router (softmax and top-k, and its gradient)"
     size = e.get("rows", 1) * e.get("cols", 1)
     return "memory-bound, %s" % ("2^24 elements or more" if size >= 1 << 24 else "smaller")
 

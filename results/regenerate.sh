@@ -138,6 +138,22 @@ VARIANTS
 } > "$out"
 echo "wrote $out"
 
+# The expert diagnostics README quotes: the Mixtral 8x7B plan above (tp 1, ep 8) with a skewed
+# expert load, and with a rank order that spreads its EP groups over two nodes.
+out="$here/moe/mixtral-8x7b-diagnostics.txt"
+mixtral=(--model mixtral-8x7b --platform h100-sxm-ndr --seq-len 4096 --tp 1 --pp 4 --vp 8
+  --schedule interleaved --dp 16 --ep 8 --etp 1 --gbs 256 --zero 1 --overlap-grad-reduce
+  --overlap-param-gather --recompute full)
+{
+  for extra in "--moe-imbalance 1.5" "--rank-order tp-dp-ep-cp-pp"; do
+    echo "build/trainsim check ${mixtral[*]} $extra"
+    # shellcheck disable=SC2086 # the extra flags are words
+    "$bin" check "${mixtral[@]}" $extra || true
+    echo
+  done
+} > "$out"
+echo "wrote $out"
+
 # DeepSeek-V3's 25.09 recipe on 1,024 GPUs with and without its recomputation of the MLA
 # up-projections and dense MLPs: the memory per GPU of each pipeline stage.
 out="$here/moe/deepseek-v3-recompute-modules.txt"
@@ -165,6 +181,20 @@ out="$here/moe/deepseek-v3-sweep.txt"
   echo "build/trainsim sweep scenarios/sweeps/deepseek-v3-512-2048gpu.json --out plans.csv --jobs 2"
   echo
   "$bin" sweep scenarios/sweeps/deepseek-v3-512-2048gpu.json --out "$tmp.csv" --jobs 2 2>/dev/null
+  echo
+  echo "On 1,024 GPUs (plans.csv), the plans that fit by tokens/s; * the recipe's layout:"
+  python3 - "$tmp.csv" <<'EOF'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["gpus"] == "1024" and r["status"] == "ok"]
+rows.sort(key=lambda r: -float(r["tokens_per_s"]))
+print(" rank    tp  pp  vp  ep   step (s)  diagnostics")
+for i, r in enumerate(rows, 1):
+    recipe = (r["tp"], r["pp"], r["vp"], r["ep"]) == ("2", "8", "4", "64")
+    if i <= 5 or recipe:
+        print("%s%4d %5s %3s %3s %3s %10.3f  %s" % ("*" if recipe else " ", i, r["tp"], r["pp"],
+              r["vp"], r["ep"], float(r["step_s"]), r["diagnostics"] or "-"))
+print("%d plans fit on 1,024 GPUs" % len(rows))
+EOF
 } > "$out"
 rm -f "$tmp.csv"
 echo "wrote $out"

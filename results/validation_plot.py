@@ -43,8 +43,9 @@ def scale(r):
 # none today (the Nemotron-4 15B FP8 TP 4 rows it once named were the LM head priced at the FP8
 # peak); the mixture-of-experts rows, all checking rows, have suspects, not established causes.
 MOE_FP8 = ("not established; first suspect: Transformer Engine's FP8 work around the expert "
-           "GEMMs (each expert's tokens quantised, its scaling factors and amax updated) is "
-           "priced like a dense layer's casts, and the same recipes in BF16 are far closer")
+           "GEMMs is priced as one measured cast-transpose over all the routed rows, where TE "
+           "quantises each local expert's tokens apart (a kernel per expert, with its scaling "
+           "factors and amax), and the same recipes in BF16 are far closer")
 CAUSES = {
     ("Grok-1 314B (MoE) FP8", ""): MOE_FP8,
     ("Llama4 Maverick 400B (MoE) FP8", ""): MOE_FP8,

@@ -34,13 +34,13 @@ TEST(ValidateMoeLayer, AllToAllRowsExpressedTheOthersSayWhy) {
   EXPECT_LT(std::fabs(bf16.error()), 0.40) << bf16.predicted;
   EXPECT_GT(bf16.predicted, fp8.predicted * 1.3);
   // The DeepSeek proxy's shared expert (2048 wide) runs beside its 32 routed ones: BF16 slow by
-  // the same GEMM rates as Mixtral's, FP8 fast by 10.9 %: its top-8 permutation kernels are
-  // roofline-priced at the bytes they move (2.25 per routed element) until a GPU times them.
+  // the same GEMM rates as Mixtral's, FP8 fast by 9.4 % with its router, top-8 permutations and
+  // FP8 casts timed by the H100 database (10.9 % when the roofline priced them).
   const ValidationRow& ds_bf16 = *by_name.at("deepseek_a2a_tp1ep8_bf16");
   const ValidationRow& ds_fp8 = *by_name.at("deepseek_a2a_tp1ep8_fp8");
   ASSERT_FALSE(ds_bf16.skipped);
   ASSERT_FALSE(ds_fp8.skipped);
-  EXPECT_LT(std::fabs(ds_fp8.error()), 0.12) << ds_fp8.predicted;
+  EXPECT_LT(std::fabs(ds_fp8.error()), 0.10) << ds_fp8.predicted;
   EXPECT_LT(std::fabs(ds_bf16.error()), 0.40) << ds_bf16.predicted;
   EXPECT_EQ(*by_name.at("mixtral_deepep_tp1ep8_bf16")->skipped,
             "DeepEP / HybridEP dispatch kernels (flex/deepep) not modelled");
