@@ -210,7 +210,8 @@ out="$here/moe/published_runs.md"
   echo "(tests/validation/refdata/megatron_bridge_perf_summary_h100.json, with each row's source and"
   echo "what its recipe ran); predicted: \`trainsim run ARGS"
   echo "--engine analytic\` on h100-sxm-ndr with ZeRO 1 and overlapped gradient reduction and"
-  echo "parameter gather; error: predicted over published throughput, minus 1 (negative: trainsim"
+  echo "parameter gather (FP8 runs with FP8 primary weights, as the recipes' FP8 precision configs"
+  echo "set fp8_param_gather); error: predicted over published throughput, minus 1 (negative: trainsim"
   echo "predicts a slower step). Written by results/regenerate.sh."
   echo
   echo "| run | release | ARGS | published tokens/s/GPU | predicted | error | EP exposed, share of step | kernel time measured or interpolated |"
@@ -235,12 +236,12 @@ print("| %s | %s | `%s` | %s | %s | %+.1f %% | %.1f s, %.0f %% | %.0f %% |" % (
 PY
   done <<'RUNS'
 DeepSeek-V3, 1,024 GPUs, BF16;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp
-DeepSeek-V3, 1,024 GPUs, FP8;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp --precision fp8
+DeepSeek-V3, 1,024 GPUs, FP8;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp --precision fp8 --fp8-param-gather
 DeepSeek-V3, 1,024 GPUs, BF16, EP overlap;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp --overlap-moe-expert-parallel-comm
-DeepSeek-V3, 1,024 GPUs, FP8, EP overlap;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp --precision fp8 --overlap-moe-expert-parallel-comm
-Qwen3-30B-A3B, 16 GPUs, FP8;26.04.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
-Qwen3-30B-A3B, 16 GPUs, FP8, EP overlap;26.04.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8 --overlap-moe-expert-parallel-comm
-Qwen3-30B-A3B, 16 GPUs, FP8;26.02.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 2 --vp 12 --schedule interleaved --ep 8 --dp 8 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8
+DeepSeek-V3, 1,024 GPUs, FP8, EP overlap;25.09 (precision not printed);DeepSeekV3 (dropless);--model deepseek-v3 --tp 2 --pp 8 --vp 4 --schedule interleaved --ep 64 --etp 1 --dp 64 --sp --tp-comm-overlap --mbs 1 --gbs 8192 --seq-len 4096 --partition Et|(tt|)*30mL --recompute selective --recompute-modules mla_up_proj,mlp --precision fp8 --fp8-param-gather --overlap-moe-expert-parallel-comm
+Qwen3-30B-A3B, 16 GPUs, FP8;26.04.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8 --fp8-param-gather
+Qwen3-30B-A3B, 16 GPUs, FP8, EP overlap;26.04.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 1 --ep 16 --dp 16 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8 --fp8-param-gather --overlap-moe-expert-parallel-comm
+Qwen3-30B-A3B, 16 GPUs, FP8;26.02.01;Qwen3_30B_a3B;--model qwen3-30b-a3b --tp 1 --pp 2 --vp 12 --schedule interleaved --ep 8 --dp 8 --mbs 1 --gbs 1024 --seq-len 4096 --precision fp8 --fp8-param-gather
 Qwen3-30B-A3B, 16 GPUs, token drop;25.09 (precision not printed);Qwen3_30B_a3B (tokendrop);--model qwen3-30b-a3b --tp 1 --pp 2 --vp 24 --schedule interleaved --ep 8 --dp 8 --mbs 2 --gbs 512 --seq-len 4096 --moe-capacity-factor 1.0
 RUNS
   cat <<'TEXT'
