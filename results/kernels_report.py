@@ -10,6 +10,7 @@ import json
 import os
 import statistics
 import subprocess
+import tempfile
 import sys
 
 import svgplot
@@ -296,7 +297,48 @@ def interpolation_section():
                ["trainsim_kernel_db"] + cmd[2:]), ""]
     return out + table + ["", "The run-to-run spread (next section) is the floor under these "
                           "errors: a kernel measured twice does not give the same time either.",
-                          ""]
+                          ""] + routing_offgrid_section()
+
+
+# The MoE routing kernels measured between the grid points (offgrid-routing.json), by group:
+# (label, op prefixes, which shapes: None for all, else the least rows).
+ROUTING_GROUPS = [
+    ("router and its gradient (widths between the grid's)", ("moe_router",), None),
+    ("permutations, 1,024 tokens or more (rows >= 8,192)", ("moe_permute", "moe_unpermute"), 8192),
+    ("permutations, fewer tokens", ("moe_permute", "moe_unpermute"), -8192),
+    ("FP8 cast-transpose", ("fp8_cast_transpose",), None),
+]
+
+
+def routing_offgrid_section():
+    """Off-grid errors of the routing kernels, per group (interpolated and nearest shapes
+    together), from `trainsim_kernel_db interpolation` on each group's shapes of
+    measurements/offgrid-routing.json."""
+    path = os.path.join(ROOT, MEAS, "offgrid-routing.json")
+    if not os.path.exists(path):
+        return []
+    measured = json.load(open(path))
+    out = ["The MoE routing kernels between the grid points (`measurements/offgrid-routing.json`, "
+           "%d shapes: `trainsim_kernels --offgrid 24` on the routing ops), per group:" %
+           len(measured["entries"]), "",
+           "| kernels | n | mean | max |", "|---|---|---|---|"]
+    for label, prefixes, rows in ROUTING_GROUPS:
+        entries = [e for e in measured["entries"] if e["op"].startswith(prefixes) and (
+            rows is None or (e["rows"] >= rows if rows > 0 else e["rows"] < -rows))]
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(dict(measured, entries=entries), f)
+        cmd = [os.path.join(BUILD, "trainsim_kernel_db"), "interpolation", DB, "--offgrid", f.name]
+        res = json.loads(subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True,
+                                        text=True).stdout)
+        os.unlink(f.name)
+        errors = [s for s in res["offgrid"].values()]
+        n = sum(s["count"] for s in errors)
+        mean = sum(s["mean"] * s["count"] for s in errors) / n
+        out.append("| %s | %d | %.1f %% | %.1f %% |" % (
+            label, n, 100 * mean, 100 * max(s["max"] for s in errors)))
+    return out + ["", "Few tokens make each token's block's latency, which grows with the row's "
+                  "width, the cost; the grid holds one width (4,096), so bytes alone misprice "
+                  "them. A training micro-batch routes thousands of tokens.", ""]
 
 
 def repeat_diffs(db, meas=MEAS):

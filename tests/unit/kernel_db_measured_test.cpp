@@ -201,6 +201,37 @@ TEST_P(Measured, EveryKernelPassedItsCheck) {
 INSTANTIATE_TEST_SUITE_P(Gpus, Measured, ::testing::Values(kH100, kH200),
                          [](const auto& p) { return std::string(p.param.dir).substr(0, 4); });
 
+// The H100's routing kernels measured between the grid points (offgrid-routing.json): the router
+// across widths between the grid's (8.1 % on average, its width an axis of its own), the
+// permutations at the token counts a micro-batch routes (1,024 tokens or more: 2.5 %) and the
+// FP8 cast-transpose (5.4 %). At fewer tokens the permutations miss by 26 % on average: each
+// token's block then costs its latency, which bytes alone do not give (results/kernels.md).
+TEST(MeasuredH100, RoutingKernelsOffTheGrid) {
+  const auto measured = measurement(kH100, "offgrid-routing.json").entries();
+  auto mean_error = [&](auto keep) {
+    std::vector<KernelDbEntry> kept;
+    for (const auto& e : measured) {
+      if (keep(std::get<MemoryShape>(e.shape))) kept.push_back(e);
+    }
+    std::vector<double> all;
+    for (const auto& [cls, e] : kernels::offgrid_errors(database(kH100), kept)) {
+      all.insert(all.end(), e.begin(), e.end());
+    }
+    EXPECT_GE(all.size(), 20u);
+    return mean(all);
+  };
+  auto starts = [](const MemoryShape& m, const char* prefix) { return m.op.rfind(prefix, 0) == 0; };
+  auto permutation = [&](const MemoryShape& m) {
+    return starts(m, "moe_permute") || starts(m, "moe_unpermute");
+  };
+  EXPECT_LT(mean_error([&](const MemoryShape& m) { return starts(m, "moe_router"); }), 0.10);
+  EXPECT_LT(mean_error([&](const MemoryShape& m) { return permutation(m) && m.rows >= 8192; }),
+            0.05);
+  EXPECT_GT(mean_error([&](const MemoryShape& m) { return permutation(m) && m.rows < 8192; }),
+            0.15);
+  EXPECT_LT(mean_error([&](const MemoryShape& m) { return m.op == "fp8_cast_transpose"; }), 0.08);
+}
+
 // The H200 is the H100's chip with faster memory: on the shapes both databases hold, GEMMs
 // run at the H100's speed (median within 3 %), and memory-bound kernels of 2^24 elements or
 // more gain from HBM3e (4.8 against 3.35 TB/s on the sheets; the copy ceilings measured
