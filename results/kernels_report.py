@@ -301,12 +301,18 @@ def interpolation_section():
 
 
 # The MoE routing kernels measured between the grid points (offgrid-routing.json), by group:
-# (label, op prefixes, which shapes: None for all, else the least rows).
+# (label, which entries).
+def _permutation(e):
+    return e["op"].startswith(("moe_permute", "moe_unpermute"))
+
+
 ROUTING_GROUPS = [
-    ("router and its gradient (widths between the grid's)", ("moe_router",), None),
-    ("permutations, 1,024 tokens or more (rows >= 8,192)", ("moe_permute", "moe_unpermute"), 8192),
-    ("permutations, fewer tokens", ("moe_permute", "moe_unpermute"), -8192),
-    ("FP8 cast-transpose", ("fp8_cast_transpose",), None),
+    ("router and its gradient (widths between the grid's)",
+     lambda e: e["op"].startswith("moe_router")),
+    ("permutations, 1,024 tokens or more (rows >= 8,192)",
+     lambda e: _permutation(e) and e["rows"] >= 8192),
+    ("permutations, fewer tokens", lambda e: _permutation(e) and e["rows"] < 8192),
+    ("FP8 cast-transpose", lambda e: e["op"] == "fp8_cast_transpose"),
 ]
 
 
@@ -322,9 +328,8 @@ def routing_offgrid_section():
            "%d shapes: `trainsim_kernels --offgrid 24` on the routing ops), per group:" %
            len(measured["entries"]), "",
            "| kernels | n | mean | max |", "|---|---|---|---|"]
-    for label, prefixes, rows in ROUTING_GROUPS:
-        entries = [e for e in measured["entries"] if e["op"].startswith(prefixes) and (
-            rows is None or (e["rows"] >= rows if rows > 0 else e["rows"] < -rows))]
+    for label, keep in ROUTING_GROUPS:
+        entries = [e for e in measured["entries"] if keep(e)]
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(dict(measured, entries=entries), f)
         cmd = [os.path.join(BUILD, "trainsim_kernel_db"), "interpolation", DB, "--offgrid", f.name]
