@@ -1,10 +1,10 @@
 #include "sim/cli/args.hpp"
 
-#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cctype>
 #include <sstream>
 
+#include "sim/cli/plan_flags.hpp"
 #include "sim/core/error.hpp"
 
 namespace po = boost::program_options;
@@ -12,139 +12,6 @@ namespace po = boost::program_options;
 namespace trainsim {
 
 namespace {
-
-// Plan flags that are switches (no value).
-const std::vector<std::string> kSwitches = {"sp",
-                                            "account-for-embedding-in-pipeline-split",
-                                            "account-for-loss-in-pipeline-split",
-                                            "overlap-grad-reduce",
-                                            "overlap-param-gather",
-                                            "tp-comm-overlap",
-                                            "overlap-moe-expert-parallel-comm",
-                                            "fp8-param-gather",
-                                            "no-overlap-p2p-comm"};
-
-po::options_description plan_options() {
-  po::options_description d("Plan (Megatron-LM names; a flag overrides the scenario's value)");
-  auto s = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
-  auto add = d.add_options();
-  add("tp", s("N"), "tensor-parallel size: splits every layer's matrices over N GPUs of a node");
-  add("pp", s("N"), "pipeline-parallel size: splits the layers into N stages");
-  add("dp", s("N"), "data-parallel size: N replicas, gradients all-reduced each step");
-  add("cp", s("N"),
-      "context-parallel size: splits each sequence over N GPUs (in 2N chunks, rank i holding "
-      "chunks i and 2N-1-i so that causal attention balances); activations shrink N-fold, "
-      "weights are replicated and their gradients reduced over dp x cp (default 1)");
-  add("cp-comm-type", s("NAME"),
-      "how attention crosses the CP group (Megatron-LM's --cp-comm-type): p2p (default; K/V "
-      "blocks around a ring, each transfer beside the previous block's attention), a2a "
-      "(all-to-alls swap the sequence split for a head split; heads divisible by tp x cp), "
-      "allgather (K/V all-gathered before the attention, not overlapped)");
-  add("ep", s("N"),
-      "expert-parallel size: each mixture-of-experts layer's experts split over N GPUs, which "
-      "re-divide the dense layers' dp x cp (x tp / etp) GPUs; tokens reach their experts by "
-      "all-to-all over the EP group (default 1)");
-  add("etp", s("N"),
-      "expert tensor-parallel size: each expert's matrices split over N GPUs, 1 or tp "
-      "(Megatron-LM's --expert-tensor-parallel-size; default tp)");
-  add("moe-token-dispatcher-type", s("NAME"),
-      "how tokens reach their experts: alltoall (default) or allgather (hidden states gathered "
-      "over the EP group, outputs reduce-scattered)");
-  add("moe-imbalance", s("X"),
-      "load of the busiest expert over the mean (default 1: balanced); the step waits for the "
-      "GPU holding it, at most experts / top-k");
-  add("moe-capacity-factor", s("X"),
-      "tokens an expert takes at most, over the mean; the rest are dropped (default 0: "
-      "dropless)");
-  add("mtp-num-layers", s("N"),
-      "multi-token-prediction modules trained after the last decoder layer, each a decoder "
-      "layer like the last with its own projection, norms and loss through the shared LM head "
-      "(Megatron-Core; a layout places them with m; default: the model's own, DeepSeek-V3's 1; "
-      "0 trains none)");
-  add("vp", s("N"),
-      "model chunks (virtual stages) per GPU for --schedule interleaved: the layers are split into "
-      "pp x vp virtual stages, chunk c of stage s being virtual stage c x pp + s (default 1)");
-  add("sp", po::bool_switch(),
-      "sequence parallelism: elementwise work split over the TP group; each TP all-reduce "
-      "becomes an all-gather before a GEMM and a reduce-scatter after one, the same total "
-      "traffic (needs --tp >= 2)");
-  add("mbs", s("N"), "micro-batch size in sequences (default 1)");
-  add("gbs", s("N"),
-      "global batch size in sequences; micro-batches per step = gbs / (mbs x dp), which must "
-      "divide evenly (else a gbs-not-divisible error)");
-  add("seq-len", s("N"), "sequence length in tokens (required)");
-  add("schedule", s("NAME"),
-      "pipeline schedule: gpipe; 1f1b (default; Megatron-LM's non-interleaved); interleaved "
-      "(Megatron-LM's interleaved 1F1B, needs --vp >= 2); zb-h1 (zero bubble H1, Qi et al. 2024: "
-      "backward split into input-gradient B and weight-gradient W, W filling the bubbles)");
-  add("microbatch-group-size-per-vp-stage", s("N"),
-      "interleaved: micro-batches run per model chunk before moving to the next (Megatron-LM's "
-      "--microbatch-group-size-per-virtual-pipeline-stage; default pp)");
-  add("rank-order", s("ORDER"),
-      "how GPU numbers enumerate the parallel dimensions, innermost first: tp-cp-ep-dp-pp "
-      "(Megatron-LM's default: a TP group on one node, pipeline stages outermost) or any order "
-      "of the five, e.g. tp-cp-ep-pp-dp (Megatron-LM's --use-tp-pp-dp-mapping)");
-  add("partition", s("RULE"),
-      "layer-to-stage rule: uniform (Megatron-LM, the default), nanotron, deepspeed-uniform, "
-      "deepspeed-parameters, deepspeed-type:REGEX, balanced (trainsim: the fastest contiguous "
-      "split, found exactly), or a Megatron layout such as \"Et*3|t*4|t*4|t*3L\" (E embedding, "
-      "t decoder layer, L loss, | stage boundary)");
-  add("decoder-first-pipeline-num-layers", s("N"),
-      "Megatron-LM: decoder layers on the first stage (uniform partition)");
-  add("decoder-last-pipeline-num-layers", s("N"),
-      "Megatron-LM: decoder layers on the last stage (uniform partition)");
-  add("account-for-embedding-in-pipeline-split", po::bool_switch(),
-      "Megatron-LM: count the embedding as one layer of the first stage (uniform partition)");
-  add("account-for-loss-in-pipeline-split", po::bool_switch(),
-      "Megatron-LM: count the loss as one layer of the last stage (uniform partition)");
-  add("framework", s("NAME"),
-      "whose rules apply where frameworks differ (vocabulary padding, the errors they raise): "
-      "megatron (default), nanotron, deepspeed, colossalai; inferred from --partition nanotron or "
-      "deepspeed-*");
-  add("vocab-divisible-by", s("N"),
-      "pad the vocabulary to a multiple of N x tp (default: the framework's, Megatron 128, "
-      "ColossalAI 64, nanotron 1)");
-  add("recompute", s("NAME"),
-      "activation recomputation, replayed as work before each backward: none (default); "
-      "selective (the attention core, Megatron-LM's --recompute-granularity selective); full "
-      "(every decoder layer's forward, --recompute-granularity full --recompute-method uniform)");
-  add("recompute-modules", s("LIST"),
-      "what --recompute selective rebuilds, comma-separated (Megatron-Core's --recompute-modules): "
-      "core_attn (default: the attention core), layernorm (the two norms), mla_up_proj (MLA's "
-      "up-projections and RoPE), mlp (a dense layer's MLP), moe (an MoE layer's MLP, its "
-      "all-to-alls run again), moe_act (the experts' activation), shared_experts");
-  add("attention-backend", s("NAME"),
-      "flash (default): one fused attention kernel; unfused: Megatron-LM's "
-      "--attention-backend unfused (and its 2021 implementation), QK^T and PV as batched GEMMs "
-      "around a softmax over the s x s scores, which are also kept for the backward");
-  add("zero", s("N"),
-      "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
-      "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "
-      "parameters also sharded and gathered before every pass");
-  add("overlap-moe-expert-parallel-comm", po::bool_switch(),
-      "run the expert all-to-alls beside the MoE layer's compute (Megatron-Core's overlap of "
-      "one micro-batch's dispatch with another's compute); needs --ep > 1 and the alltoall "
-      "dispatcher");
-  add("fp8-param-gather", po::bool_switch(),
-      "FP8 primary weights: the decoder's GEMM weights kept in FP8 instead of BF16 and "
-      "all-gathered in FP8 by the distributed optimizer (needs --precision fp8 and --zero >= 1)");
-  add("overlap-grad-reduce", po::bool_switch(),
-      "reduce gradients over DP in buckets of max(40M, 1M x dp) parameters during the backward "
-      "(Megatron-LM default: off, one bucket at the end)");
-  add("overlap-param-gather", po::bool_switch(),
-      "distributed optimizer: all-gather the updated parameters during the next forward "
-      "(needs --zero >= 1 and --overlap-grad-reduce; Megatron-LM default: off)");
-  add("tp-comm-overlap", po::bool_switch(),
-      "run each TP all-gather and reduce-scatter beside the GEMM it feeds or follows "
-      "(Transformer Engine's userbuffers), the pass waiting where one outlasts its GEMM; needs "
-      "--sp (default off: the forward's TP communication exposed)");
-  add("no-overlap-p2p-comm", po::bool_switch(),
-      "interleaved: wait for pipeline sends and receives on the compute stream (Megatron-LM's "
-      "--no-overlap-p2p-communication; by default they run on their own streams)");
-  add("precision", s("NAME"), "bf16 (default) or fp8 GEMMs");
-  add("gpus", s("N"), "cluster size; must equal tp x pp x dp x cp when given");
-  return d;
-}
 
 po::options_description io_options(const std::string& command) {
   po::options_description d("Inputs and output");
@@ -483,7 +350,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {
     const auto& name = o->long_name();
-    if (std::find(kSwitches.begin(), kSwitches.end(), name) != kSwitches.end()) {
+    if (is_plan_switch(name)) {
       if (!vm[name].as<bool>()) continue;
       // --no-X sets field X to false.
       if (name.starts_with("no-")) {
