@@ -49,6 +49,9 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
   if (p.recompute == Recompute::kSelective) {
     j["recompute_modules"] = recompute_modules_text(p.recompute_modules);
   }
+  // As given (--mtp-num-layers); unset, the model's own, which the report's top-level
+  // mtp_num_layers gives.
+  if (p.mtp_num_layers) j["mtp_num_layers"] = *p.mtp_num_layers;
   if (p.schedule == ScheduleKind::kInterleaved) {
     j["microbatch_group_size_per_vp_stage"] =
         p.microbatch_group_size_per_vp_stage > 0 ? p.microbatch_group_size_per_vp_stage : p.pp;

@@ -12,13 +12,15 @@ namespace {
 constexpr double kSecondsPerDay = 86400;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-// The plan's columns: the report's plan fields, the interleaved schedule's group size and the
-// selective recomputation's modules included (blank for other schedules and recomputations).
+// The plan's columns: the report's plan fields, the interleaved schedule's group size, the
+// selective recomputation's modules and the multi-token-prediction modules included (blank for
+// other schedules and recomputations, and where the model's own count applies).
 const std::vector<std::string>& plan_columns() {
   static const std::vector<std::string> columns = [] {
     Plan p;
     p.schedule = ScheduleKind::kInterleaved;
     p.recompute = Recompute::kSelective;
+    p.mtp_num_layers = 0;
     std::vector<std::string> c;
     const nlohmann::ordered_json plan = plan_json(p, "");
     for (auto it = plan.begin(); it != plan.end(); ++it) c.push_back(it.key());

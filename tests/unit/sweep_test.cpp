@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "sim/cli/sweep_spec.hpp"
 #include "sim/core/error.hpp"
@@ -143,6 +144,32 @@ TEST(SweepRow, ExpertPlanWithRecomputedModulesReadsBack) {
   EXPECT_EQ(entries[0].plan,
             "tp 1 pp 1 dp 8 mbs 1 ep 8 ep-overlap 1f1b recompute selective (core_attn,moe_act) "
             "zero 1");
+}
+
+// Plans that differ only in their multi-token-prediction modules write different rows: the
+// count as given, blank where the model's own applies (as the report's plan echoes it).
+TEST(SweepRow, MultiTokenPredictionModulesHaveAColumn) {
+  Model m = test::catalog_model("llama3.1-8b");
+  m.num_layers = 2;
+  Plan p;
+  p.dp = 8;
+  p.gbs = 64;
+  p.seq_len = 4096;
+  p.zero = 1;
+  const auto& columns = sweep_csv_columns();
+  const auto at = static_cast<std::size_t>(
+      std::find(columns.begin(), columns.end(), "mtp_num_layers") - columns.begin());
+  ASSERT_LT(at, columns.size());
+  auto cell = [&](std::optional<std::int64_t> mtp) {
+    p.mtp_num_layers = mtp;
+    const SweepRow row = evaluate_sweep_plan(m, test::catalog_platform("h100-sxm-ndr"), p, 0);
+    EXPECT_EQ(row.status, SweepStatus::kOk) << row.reason;
+    const std::string line = sweep_csv_line(row, {});
+    return split_csv_line(line.substr(0, line.size() - 1)).at(at);
+  };
+  EXPECT_EQ(cell(std::nullopt), "");
+  EXPECT_EQ(cell(0), "0");
+  EXPECT_EQ(cell(1), "1");
 }
 
 TEST(SweepRow, RefusedByMemoryWithItsPeak) {
