@@ -5,12 +5,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "sim/core/error.hpp"
@@ -114,10 +117,17 @@ class TempFile {
 
   int fd() const { return fd_; }
 
-  // Names the anonymous file (under a fresh temp name, then renamed over the path: link cannot
-  // replace a file), or renames the named one.
+  // Names the anonymous file: the path itself where nothing is there yet, else a fresh temp name
+  // renamed over the path (link cannot replace a file); or renames the named temp file.
   void commit() {
     const SignalsHeld held;
+    if (name_.empty() && link_to_path()) {
+      const int closed = ::close(fd_);
+      fd_ = -1;
+      if (closed != 0) fail_write(path_, errno);
+      committed_ = true;
+      return;
+    }
     if (name_.empty()) link_anonymous();
     const int closed = ::close(fd_);
     fd_ = -1;
@@ -126,8 +136,21 @@ class TempFile {
   }
 
  private:
+  std::string proc_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+
+  // A new file: named at once, no temp name ever exists. False where the path exists.
+  bool link_to_path() {
+    if (::linkat(AT_FDCWD, proc_path().c_str(), AT_FDCWD, path_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      return true;
+    }
+    if (errno != EEXIST) fail_write(path_, errno);
+    return false;
+  }
+
+  // A replaced file: SIGKILL between this link and the rename after it leaves the temp name,
+  // `<path>.tmp-<pid>-<n>`, which the next write of the path removes (remove_stale_temps).
   void link_anonymous() {
-    const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+    const std::string proc = proc_path();
     for (int attempt = 0;; ++attempt) {
       const std::string name =
           path_.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
@@ -147,6 +170,34 @@ class TempFile {
   std::optional<TempFileRegistration> registration_;
   bool committed_ = false;
 };
+
+// Removes what runs killed between naming a replacement and renaming it left beside `path`:
+// `<path>.tmp-<pid>-<n>` of a process that no longer exists.
+void remove_stale_temps(const fs::path& path) {
+  const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const std::string prefix = path.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path entry = it->path();
+    const std::string name = entry.filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const std::string_view rest = std::string_view(name).substr(prefix.size());
+    const auto dash = rest.find('-');
+    if (dash == std::string_view::npos || dash == 0 || dash + 1 == rest.size() ||
+        rest.find_first_not_of("0123456789", dash + 1) != std::string_view::npos) {
+      continue;
+    }
+    pid_t pid = 0;
+    const auto parsed = std::from_chars(rest.data(), rest.data() + dash, pid);
+    if (parsed.ec != std::errc() || parsed.ptr != rest.data() + dash || pid <= 0 ||
+        pid == ::getpid()) {
+      continue;
+    }
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // running, or not ours to judge
+    std::error_code ignored;
+    fs::remove(entry, ignored);
+  }
+}
 
 }  // namespace
 
@@ -175,6 +226,7 @@ void write_file_atomically(const fs::path& path, std::string_view content) {
   const mode_t mask = ::umask(0);
   ::umask(mask);
   const mode_t mode = existing ? existing->st_mode & 07777 : static_cast<mode_t>(0666 & ~mask);
+  remove_stale_temps(path);
   TempFile temp(path);
   ::fchmod(temp.fd(), mode);
   if (!write_all(temp.fd(), content) || ::fsync(temp.fd()) != 0) fail_write(path, errno);

@@ -129,7 +129,10 @@ TEST(Outputs, ADirectoryIsNamedAsOne) {
 }
 
 // Killed at reproducible random moments of a run that replaces three files: each is the previous
-// file or the complete new one, never a mix, and no temp file is left.
+// file or the complete new one, never a mix. SIGINT leaves no temp file. SIGKILL cannot be held
+// off for the two calls that name a replacement and rename it over the old file: a kill between
+// them leaves that temp name, `<file>.tmp-<pid>-<n>` of the killed run, and the next write of the
+// file removes it.
 TEST(Outputs, KillAtRandomMomentsLeavesWholeFilesAndNoTemp) {
   const std::string dir = test::make_temp_dir();
   const std::vector<std::string> names = {"t.json", "d.svg", "p.html"};
@@ -153,8 +156,29 @@ TEST(Outputs, KillAtRandomMomentsLeavesWholeFilesAndNoTemp) {
       const std::string now = test::read_file(dir + "/" + n);
       EXPECT_TRUE(now == "previous " + n || now == complete[n]) << n << " after kill " << i;
     }
-    EXPECT_TRUE(temp_files(dir).empty()) << "after kill " << i;
+    for (const auto& name : temp_files(dir)) {
+      EXPECT_EQ(i % 2, 1) << name << " after SIGINT " << i;
+      EXPECT_NE(name.find(".tmp-" + std::to_string(running.pid) + "-"), std::string::npos)
+          << name << " after kill " << i;
+    }
   }
+  ASSERT_EQ(test::run_trainsim(args).exit_code, 0);
+  EXPECT_TRUE(temp_files(dir).empty());
+}
+
+// A file written where none was is given its name directly (whole), and a dead run's leftover
+// temp name beside it is removed; a live process's, and other names, are kept.
+TEST(Outputs, ADeadRunsLeftoverTempIsRemovedByTheNextWrite) {
+  const std::string dir = test::make_temp_dir();
+  // Process ids are below 2^22 on Linux: 4,999,999 runs nowhere.
+  test::write_file(dir + "/d.svg.tmp-4999999-0", "left by a killed run");
+  test::write_file(dir + "/d.svg.tmp-" + std::to_string(::getpid()) + "-0", "a live process's");
+  test::write_file(dir + "/d.svg.tmp-notes", "not a temp name of ours");
+  ASSERT_EQ(test::run_trainsim(run_args({"--svg", dir + "/d.svg"})).exit_code, 0);
+  EXPECT_EQ(test::read_file(dir + "/d.svg"), reference_svg());
+  EXPECT_FALSE(fs::exists(dir + "/d.svg.tmp-4999999-0"));
+  EXPECT_TRUE(fs::exists(dir + "/d.svg.tmp-" + std::to_string(::getpid()) + "-0"));
+  EXPECT_TRUE(fs::exists(dir + "/d.svg.tmp-notes"));
 }
 
 }  // namespace
