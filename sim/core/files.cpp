@@ -121,17 +121,13 @@ class TempFile {
   // renamed over the path (link cannot replace a file); or renames the named temp file.
   void commit() {
     const SignalsHeld held;
-    if (name_.empty() && link_to_path()) {
-      const int closed = ::close(fd_);
-      fd_ = -1;
-      if (closed != 0) fail_write(path_, errno);
-      committed_ = true;
-      return;
-    }
-    if (name_.empty()) link_anonymous();
+    const bool at_path = name_.empty() && link_to_path();
+    if (!at_path && name_.empty()) link_anonymous();
     const int closed = ::close(fd_);
     fd_ = -1;
-    if (closed != 0 || std::rename(name_.data(), path_.c_str()) != 0) fail_write(path_, errno);
+    if (closed != 0 || (!at_path && std::rename(name_.data(), path_.c_str()) != 0)) {
+      fail_write(path_, errno);
+    }
     committed_ = true;
   }
 
