@@ -350,7 +350,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {
     const auto& name = o->long_name();
-    if (is_plan_switch(name)) {
+    if (o->semantic()->max_tokens() == 0) {  // a switch: po::bool_switch()
       if (!vm[name].as<bool>()) continue;
       // --no-X sets field X to false.
       if (name.starts_with("no-")) {

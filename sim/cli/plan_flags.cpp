@@ -1,25 +1,12 @@
 #include "sim/cli/plan_flags.hpp"
 
-#include <algorithm>
 #include <boost/program_options.hpp>
-#include <vector>
 
 namespace po = boost::program_options;
 
 namespace trainsim {
 
 namespace {
-
-// Plan flags that are switches (no value).
-const std::vector<std::string> kSwitches = {"sp",
-                                            "account-for-embedding-in-pipeline-split",
-                                            "account-for-loss-in-pipeline-split",
-                                            "overlap-grad-reduce",
-                                            "overlap-param-gather",
-                                            "tp-comm-overlap",
-                                            "overlap-moe-expert-parallel-comm",
-                                            "fp8-param-gather",
-                                            "no-overlap-p2p-comm"};
 
 po::typed_value<std::string>* value(const char* value_name) {
   return po::value<std::string>()->value_name(value_name);
@@ -166,10 +153,6 @@ po::options_description plan_options() {
   add_batch_and_schedule_flags(d);
   add_memory_and_overlap_flags(d);
   return d;
-}
-
-bool is_plan_switch(const std::string& name) {
-  return std::find(kSwitches.begin(), kSwitches.end(), name) != kSwitches.end();
 }
 
 }  // namespace trainsim
