@@ -44,11 +44,15 @@ std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string
   std::error_code ec;
   std::filesystem::path as_path(spec);
   if (std::filesystem::is_regular_file(as_path, ec)) return as_path;
-  if (std::filesystem::is_directory(as_path, ec)) {
+  // A bare name is a catalog entry even where the working directory holds a folder so named
+  // (results/ has one per scenario): only a path, or a name the catalog lacks, is that folder.
+  const bool is_directory = std::filesystem::is_directory(as_path, ec);
+  const auto not_a_file = [&] {
     fail_input(where, std::string(spec) + " is a directory, not a JSON file");
-  }
+  };
   bool looks_like_path = spec.find('/') != std::string_view::npos ||
                          (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
+  if (looks_like_path && is_directory) not_a_file();
   if (looks_like_path) fail_input(where, "no such file: " + std::string(spec));
   std::vector<std::string> shelves = {std::string(folder)};
   for (auto& shelf : catalog_shelves(folder)) shelves.push_back(std::move(shelf));
@@ -58,6 +62,7 @@ std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string
     if (std::filesystem::is_regular_file(entry, ec)) return entry;
     for (const auto& n : catalog_names(shelf)) known += (known.empty() ? "" : ", ") + n;
   }
+  if (is_directory) not_a_file();
   fail_input(where, "unknown " + std::string(folder) + " entry \"" + std::string(spec) +
                         "\" (known: " + (known.empty() ? "none found" : known) +
                         "; or give a path to a .json file)");

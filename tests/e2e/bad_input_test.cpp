@@ -199,6 +199,30 @@ TEST_F(BadInput, MissingModelOrPlatform) {
       0u);
 }
 
+// A bare name is the catalog's entry even run from a folder holding a directory so named (as
+// results/ holds one per scenario); a path to that directory, or a name the catalog lacks, is
+// the directory and refused as one.
+TEST_F(BadInput, BareNameIsTheCatalogEntryBesideAFolderOfThatName) {
+  std::filesystem::create_directory(dir_ + "/llama3.1-8b");
+  std::filesystem::create_directory(dir_ + "/llama9");
+  const std::vector<std::string> run = {"run",  "--platform", "h100-sxm-ndr", "--seq-len",
+                                        "128",  "--engine",   "analytic",     "--format",
+                                        "json", "--model"};
+  auto args = run;
+  args.push_back("llama3.1-8b");
+  const auto ok = test::run_trainsim(args, dir_);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("\"step_time_s\""), std::string::npos);
+  args.back() = "./llama3.1-8b";
+  auto r = test::run_trainsim(args, dir_);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "trainsim: error: --model: ./llama3.1-8b is a directory, not a JSON file\n");
+  args.back() = "llama9";
+  r = test::run_trainsim(args, dir_);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "trainsim: error: --model: llama9 is a directory, not a JSON file\n");
+}
+
 TEST_F(BadInput, TensorParallelMustDivideHeads) {
   auto path =
       file("s.json", scenario(R"({"tp": 3, "pp": 4, "dp": 4, "gbs": 96, "seq_len": 8192})"));

@@ -170,7 +170,7 @@ std::string read_file(const std::string& path) {
   return slurp(path);
 }
 
-RunningTrainsim start_trainsim(const std::vector<std::string>& args) {
+RunningTrainsim start_trainsim(const std::vector<std::string>& args, const std::string& cwd) {
   char out_tmpl[] = "/tmp/trainsim-test-out-XXXXXX";
   char err_tmpl[] = "/tmp/trainsim-test-err-XXXXXX";
   int out_fd = ::mkstemp(out_tmpl);
@@ -180,6 +180,7 @@ RunningTrainsim start_trainsim(const std::vector<std::string>& args) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
   posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   std::vector<std::string> argv_s = {TRAINSIM_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -206,8 +207,8 @@ CommandResult RunningTrainsim::finish() {
   return r;
 }
 
-CommandResult run_trainsim(const std::vector<std::string>& args) {
-  return start_trainsim(args).finish();
+CommandResult run_trainsim(const std::vector<std::string>& args, const std::string& cwd) {
+  return start_trainsim(args, cwd).finish();
 }
 
 }  // namespace trainsim::test

@@ -48,8 +48,8 @@ struct CommandResult {
   std::string out;
   std::string err;
 };
-/// Runs the trainsim binary with `args` (no shell), capturing both streams.
-CommandResult run_trainsim(const std::vector<std::string>& args);
+/// Runs the trainsim binary with `args` (no shell), capturing both streams; in `cwd` when given.
+CommandResult run_trainsim(const std::vector<std::string>& args, const std::string& cwd = "");
 
 /// The binary started and running; finish() waits for it and reads its streams.
 struct RunningTrainsim {
@@ -57,7 +57,7 @@ struct RunningTrainsim {
   std::string out_path, err_path;
   CommandResult finish();
 };
-RunningTrainsim start_trainsim(const std::vector<std::string>& args);
+RunningTrainsim start_trainsim(const std::vector<std::string>& args, const std::string& cwd = "");
 
 /// A fresh empty directory under the system temp dir, and a file writer for fixtures.
 std::string make_temp_dir();
