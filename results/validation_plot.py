@@ -42,10 +42,61 @@ def scale(r):
 # fitted): (model and precision, release tag) -> cause; the first match wins. The dense rows have
 # none today (the Nemotron-4 15B FP8 TP 4 rows it once named were the LM head priced at the FP8
 # peak); the mixture-of-experts rows, all checking rows, have suspects, not established causes.
-MOE_FP8 = ("not established; first suspect: Transformer Engine's FP8 work around the expert "
-           "GEMMs is priced as one measured cast-transpose over all the routed rows, where TE "
-           "quantises each local expert's tokens apart (a kernel per expert, with its scaling "
-           "factors and amax), and the same recipes in BF16 are far closer")
+MOE_FP8 = ("not established. Ruled out: a quantisation kernel per expert (Transformer Engine 1.12 "
+           "and 2.x quantise all local experts' inputs, and their output gradients, in one fused "
+           "multi-tensor launch, as priced). What it shows: %s; %s. Megatron-LM's MoE-layer "
+           "benchmark shows the same excess (`results/moe/moe_layer_validation.md`). Next "
+           "suspect: the FP8 expert GEMMs as Transformer Engine's grouped linear layer runs them "
+           "(its cuBLAS calls, FP8 scaling and wgrad accumulation), which the suite (one cuBLASLt "
+           "call) does not time: a GPU with Transformer Engine is needed")
+KERNELS = os.path.join(ROOT, "platforms", "h100-sxm", "kernels.json")
+
+
+def db_fp8_speedups():
+    """Median BF16 / FP8 time of the H100 database's GEMMs of a TFLOP or more, grouped (the
+    experts') and plain, over the shapes timed in both precisions."""
+    with open(KERNELS) as f:
+        entries = json.load(f)["entries"]
+    times = {}
+    for x in entries:
+        if x["op"] in ("gemm", "grouped_gemm"):
+            key = (x["op"], x["m"], x["n"], x["k"], x.get("groups", 1))
+            times.setdefault(key, {})[x["dtype"]] = x["median_us"]
+    ratios = {"gemm": [], "grouped_gemm": []}
+    for (op, m, n, k, g), t in times.items():
+        if "bf16" in t and "fp8" in t and 2 * m * n * k * g >= 1e12:
+            ratios[op].append(t["bf16"] / t["fp8"])
+    med = {op: sorted(r)[len(r) // 2] for op, r in ratios.items() if r}
+    return ("the database's FP8 grouped GEMMs of a TFLOP or more run x%.2f as fast as in BF16 "
+            "(median), its plain GEMMs x%.2f" % (med["grouped_gemm"], med["gemm"]))
+
+
+def twin_speedup(r, rows):
+    """(measured, predicted) step of the row's BF16 twin (same model, GPU count and release)
+    over the row's own; None without a twin."""
+    twin = next((b for b in rows if b["name"] == r["name"].replace(" FP8 ", " BF16 ")), None)
+    if twin is None:
+        return None
+    return twin["measured_s"] / r["measured_s"], twin["predicted_s"] / r["predicted_s"]
+
+
+def moe_fp8_evidence(r, rows):
+    """The FP8 speed-up of the row against its BF16 twin, and the range of that excess over the
+    dense rows' twins, as the rows give them."""
+    own = twin_speedup(r, rows)
+    if own is None:
+        return "no BF16 twin row to compare"
+    dense = [twin_speedup(d, rows) for d in rows
+             if " FP8 " in d["name"] and "(MoE)" not in d["name"]]
+    dense = [p / m - 1 for m, p in (x for x in dense if x)]
+    text = ("its BF16 twin row takes x%.2f its step as measured, x%.2f as predicted (%+.0f %%)" %
+            (own[0], own[1], 100 * (own[1] / own[0] - 1)))
+    if dense:
+        text += ("; over the dense rows' twins the predicted speed-up is %+.0f to %+.0f %% of the "
+                 "measured" % (100 * min(dense), 100 * max(dense)))
+    return text
+
+
 CAUSES = {
     ("Grok-1 314B (MoE) FP8", ""): MOE_FP8,
     ("Llama4 Maverick 400B (MoE) FP8", ""): MOE_FP8,
@@ -63,9 +114,11 @@ CAUSES = {
 }
 
 
-def cause(r):
+def cause(r, rows):
     for (part, tag), text in CAUSES.items():
         if part in r["name"] and tag in r["name"]:
+            if text is MOE_FP8:
+                return text % (moe_fp8_evidence(r, rows), db_fp8_speedups())
             return text
     return "cause not yet identified"
 
@@ -241,7 +294,7 @@ def write_markdown(rows, band, halves, path, a100, ci, readme):
     lines += ["", "Rows over 8 %% (%d)%s" % (len(over), ":" if over else ": none."), ""]
     for r in over:
         lines.append("- %s: %+.1f %% (%s half). Likely cause: %s." %
-                     (r["name"], 100 * r["error"], r["half"], cause(r)))
+                     (r["name"], 100 * r["error"], r["half"], cause(r, done)))
     lines += ["", "%d of %d rows expressed; every row in `results/validation.csv`, the plot in "
               "`results/validation/dgxc_step_time.svg` (A100: `sc21_step_time.svg`)." % (len(done), len(rows))]
     write_a100(a100, lines)
