@@ -101,9 +101,11 @@ CAUSES = {
     ("Grok-1 314B (MoE) FP8", ""): MOE_FP8,
     ("Llama4 Maverick 400B (MoE) FP8", ""): MOE_FP8,
     ("DeepSeek-V3 671B (MoE)", ""): (
-        "not modelled: the recipe's recomputation (the table does not say which modules) and its "
-        "pipeline layout (trainsim's balanced split of the 61 layers and the multi-token-prediction "
-        "module stands for it)"),
+        "not established. The benchmark's script is expressed (NeMo's pretrain_deepseek_v3.py at "
+        "the commit its setup pins: its pipeline split, recomputation of MLA's up-projections, no "
+        "TP overlap, capacity factor 1), which brought these rows closer. Largest exposed item "
+        "left: the expert-parallel all-to-all over 64 GPUs on 8 nodes, priced from InfiniBand's "
+        "rate with no measurement of NCCL's all-to-all at that size to check it against"),
     ("Grok-1 314B (MoE) BF16 512 GPUs", "v25.05.05"): (
         "not established: the only BF16 row with expert TP 1 under TP 4 (the experts' "
         "all-to-all over a group that re-divides the TP ranks), and the only one trainsim "

@@ -90,6 +90,30 @@ Plan dgxc_plan(const Fields& f) {
   return p;
 }
 
+// What a row's benchmark script sets beyond NeMo's defaults, where the script is known. The
+// DeepSeek-V3 rows (v25.05.05) run NeMo's scripts/performance/llm/pretrain_deepseek_v3.py at the
+// commit the benchmark's setup.sh pins (7a8f1cc, NeMo r2.3.0): selective recomputation of MLA's
+// up-projections only (--recompute_modules mla_up_proj); Megatron's uneven pipeline split with
+// 64 / pp - 1 layers in the first stage and 64 / pp - 2 in the last (the multi-token-prediction
+// module and the LM head beside them); TP communication not overlapped (its comm-overlap
+// callback sets tp_comm_overlap False); token dropping with capacity factor 1 and expert inputs
+// padded to it (MegatronTokenDropCallback), which under balanced routing computes what dropless
+// routing does. Returns what it set, for the row's setup; empty for other rows.
+std::string apply_benchmark_script(const std::string& model, Plan& p) {
+  if (model != "DeepSeek-V3 671B (MoE)" || p.pp < 2 || 64 % p.pp != 0) return "";
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeMlaUpProj;
+  p.decoder_first_pipeline_num_layers = 64 / p.pp - 1;
+  p.decoder_last_pipeline_num_layers = 64 / p.pp - 2;
+  p.tp_comm_overlap = false;
+  p.moe_capacity_factor = 1.0;
+  std::ostringstream out;
+  out << "first stage " << p.decoder_first_pipeline_num_layers << " layers, last "
+      << p.decoder_last_pipeline_num_layers
+      << ", recompute mla_up_proj, no TP overlap, capacity factor 1";
+  return out.str();
+}
+
 ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const std::string& path,
                        const Platform& platform) {
   const Fields f(j, file, path);
@@ -121,9 +145,11 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   }
   Plan plan = dgxc_plan(f);
   const auto layers = f.integer("num_layers");
-  // Megatron-Core splits layers pp does not divide unevenly (the recipes of DeepSeek-V3's 61
-  // layers); trainsim's balanced rule stands for the recipe's layout.
-  if (layers && *layers % (plan.pp * plan.vp) != 0) plan.partition = "balanced";
+  const std::string script = apply_benchmark_script(model, plan);
+  // Where the script's split is not known and pp does not divide the layers, trainsim's balanced
+  // rule stands for the recipe's layout.
+  const bool uneven = plan.decoder_first_pipeline_num_layers >= 0;
+  if (!uneven && layers && *layers % (plan.pp * plan.vp) != 0) plan.partition = "balanced";
   std::ostringstream setup;
   setup << catalog_model(model) << ", tp " << plan.tp << " pp " << plan.pp;
   if (plan.vp > 1) setup << " x vp " << plan.vp;
@@ -131,7 +157,9 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   if (plan.ep > 1) setup << " ep " << plan.ep << " etp " << plan.expert_tp();
   if (layers) setup << ", " << *layers << " layers";
   setup << " dp " << plan.dp << ", mbs " << plan.mbs << ", gbs " << plan.gbs << ", seq "
-        << plan.seq_len << ", " << to_string(plan.precision);
+        << plan.seq_len << ", ";
+  if (!script.empty()) setup << script << ", ";
+  setup << to_string(plan.precision);
   row.setup = setup.str();
   predict_step_time(
       row,
@@ -160,7 +188,8 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "batch, sequence and precision with NeMo's pre-training defaults: sequence parallelism "
       "with TP, the distributed optimizer with overlapped gradient reduce-scatter and parameter "
       "all-gather, TP communication overlapped with its GEMMs, no recomputation, FP8 primary "
-      "weights in FP8 rows");
+      "weights in FP8 rows; where the row's benchmark script is known (DeepSeek-V3), what it "
+      "sets beyond them");
   set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
     return dgxc_row(row, file, path, platform);
   });

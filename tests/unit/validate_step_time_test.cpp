@@ -64,6 +64,56 @@ TEST(ValidateStepTime, PredictionIsTheSimulatedStepOfTheRowsPlan) {
   EXPECT_DOUBLE_EQ(row.error(), (step - 2.83) / 2.83);
 }
 
+// A DeepSeek-V3 row runs what its benchmark script sets (NeMo's pretrain_deepseek_v3.py at the
+// pinned commit): 64 / pp - 1 layers first, 64 / pp - 2 last, selective recomputation of MLA's
+// up-projections, TP communication not overlapped, capacity factor 1.
+TEST(ValidateStepTime, DeepSeekRowsRunTheirBenchmarkScript) {
+  auto j = recipe_row("DeepSeek-V3 671B (MoE)", "BF16", 512);
+  j["tp"] = 2;
+  j["pp"] = 8;
+  j["vp"] = 1;
+  j["ep"] = 64;
+  j["etp"] = 1;
+  j["mbs"] = 1;
+  j["gbs"] = 4096;
+  j["num_layers"] = 61;
+  j["source"]["tag"] = "v25.05.05";
+  const auto set = validate_rows(nlohmann::json::array({j}));
+  ASSERT_EQ(set.rows.size(), 1u);
+  const auto& row = set.rows[0];
+  ASSERT_FALSE(row.skipped) << *row.skipped;
+  EXPECT_EQ(
+      row.setup,
+      "deepseek-v3, tp 2 pp 8 ep 64 etp 1, 61 layers dp 32, mbs 1, gbs 4096, seq 4096, first "
+      "stage 7 layers, last 6, recompute mla_up_proj, no TP overlap, capacity factor 1, bf16");
+  Plan p;
+  p.tp = 2;
+  p.pp = 8;
+  p.dp = 32;
+  p.ep = 64;
+  p.etp = 1;
+  p.mbs = 1;
+  p.gbs = 4096;
+  p.seq_len = 4096;
+  p.sp = true;
+  p.zero = 1;
+  p.overlap_grad_reduce = p.overlap_param_gather = true;
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeMlaUpProj;
+  p.decoder_first_pipeline_num_layers = 7;
+  p.decoder_last_pipeline_num_layers = 6;
+  p.moe_capacity_factor = 1.0;
+  Model m = test::catalog_model("deepseek-v3");
+  m.num_layers = 61;
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const double step = evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s;
+  EXPECT_DOUBLE_EQ(row.predicted, step);
+  // The script's split puts 7 + 6 x 8 + 6 = 61 layers on the stages, not trainsim's balanced one.
+  p.decoder_first_pipeline_num_layers = p.decoder_last_pipeline_num_layers = -1;
+  p.partition = "balanced";
+  EXPECT_NE(row.predicted, evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s);
+}
+
 const ValidationSet& dgxc_set() {
   static const ValidationSet set =
       validate_reference(
