@@ -116,7 +116,10 @@ void add_memory_and_overlap_flags(po::options_description& d) {
   add("attention-backend", s("NAME"),
       "flash (default): one fused attention kernel; unfused: Megatron-LM's "
       "--attention-backend unfused (and its 2021 implementation), QK^T and PV as batched GEMMs "
-      "around a softmax over the s x s scores, which are also kept for the backward");
+      "around a softmax over the s x s scores, which are also kept for the backward; "
+      "flash-attn2: Transformer Engine with NVTE_FUSED_ATTN=0 (the flash-attn package's "
+      "FlashAttention-2 kernels in place of cuDNN's), the database's time x the platform's "
+      "flash_attn2_time_factor");
   add("zero", s("N"),
       "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
       "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "

@@ -158,10 +158,11 @@ const std::vector<PlanField>& plan_fields() {
     f.push_back({"attention_backend",
                  FieldType::kChoice,
                  {},
-                 {"flash", "unfused"},
+                 {"flash", "unfused", "flash-attn2"},
                  [](Plan& p, std::int64_t, const std::string& s) {
-                   p.attention_backend =
-                       s == "unfused" ? AttentionBackend::kUnfused : AttentionBackend::kFlash;
+                   p.attention_backend = s == "unfused"       ? AttentionBackend::kUnfused
+                                         : s == "flash-attn2" ? AttentionBackend::kFlashAttn2
+                                                              : AttentionBackend::kFlash;
                  }});
     integer("zero", {0, 3}, &Plan::zero);
     // Bounded as reshard's layouts bound it: 2^62 overflowed the padding multiple (x tp) to a

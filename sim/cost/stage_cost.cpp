@@ -69,15 +69,20 @@ std::int64_t layer_params_per_rank(const Model& m, const Plan& plan, bool moe_la
 namespace {
 
 // What every kernel of a plan's step is costed with: the platform, the calibrated factor on
-// compute-bound kernels for the plan's GPU count (each kernel's precision is its shape's) and
-// the groups the overlapped TP and CP calls are priced on.
+// compute-bound kernels for the plan's GPU count (each kernel's precision is its shape's), the
+// attention backend's factor on the database's fused attention, and the groups the overlapped TP
+// and CP calls are priced on.
 struct Costing {
   const Platform& platform;
   double compute_factor;
+  double attention_factor;
   PassGroups groups;
   Costing(const Platform& p, const Plan& plan)
       : platform(p),
         compute_factor(compute_time_factor(p.calibration, plan.world_size())),
+        attention_factor(plan.attention_backend == AttentionBackend::kFlashAttn2
+                             ? p.flash_attn2_time_factor.value_or(1.0)
+                             : 1.0),
         groups(p, plan) {}
 };
 
@@ -125,6 +130,7 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     if (k.kind == KernelKind::kGemm || k.kind == KernelKind::kAttention) {
       kc.time.seconds *= costing.compute_factor;
     }
+    if (k.kind == KernelKind::kAttention) kc.time.seconds *= costing.attention_factor;
     pass.seconds += kc.time.seconds * static_cast<double>(kc.count);
     pass.kernels.push_back(std::move(kc));
   }

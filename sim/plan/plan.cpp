@@ -40,7 +40,15 @@ const char* to_string(Recompute r) {
 }
 
 const char* to_string(AttentionBackend a) {
-  return a == AttentionBackend::kUnfused ? "unfused" : "flash";
+  switch (a) {
+    case AttentionBackend::kUnfused:
+      return "unfused";
+    case AttentionBackend::kFlashAttn2:
+      return "flash-attn2";
+    case AttentionBackend::kFlash:
+      break;
+  }
+  return "flash";
 }
 
 const char* to_string(CpComm c) {
@@ -210,6 +218,13 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   if ((plan.recompute_modules & kRecomputeMlaUpProj) != 0 && !model.mla.is_mla()) {
     fail_input(origin.of("recompute_modules"),
                "mla_up_proj needs a model with multi-head latent attention (Megatron-Core's rule)");
+  }
+  if (plan.attention_backend == AttentionBackend::kFlashAttn2 &&
+      !platform.flash_attn2_time_factor) {
+    fail_input(origin.of("attention_backend"),
+               "flash-attn2 needs the platform's attention_backends.flash_attn2_time_factor "
+               "(FlashAttention-2's time over the kernel database's fused attention); " +
+                   platform.name + " has none");
   }
   if (model.mtp_layers > 0 && plan.effective_framework() != Framework::kMegatron) {
     fail_input(origin.of("mtp_num_layers"),

@@ -26,7 +26,11 @@ enum class Framework { kMegatron, kNanotron, kDeepSpeed, kColossalAI };
 /// default), or Megatron-LM's unfused path (--attention-backend unfused, and the 2021 local
 /// implementation): batched QK^T and PV GEMMs around a fused scale-mask-softmax over the
 /// materialised s x s scores.
-enum class AttentionBackend { kFlash, kUnfused };
+/// How attention runs: flash, one fused kernel as the kernel database times it (cuDNN's, which
+/// Transformer Engine picks by default); unfused, QK^T and PV as batched GEMMs around a softmax;
+/// flash-attn2, Transformer Engine with NVTE_FUSED_ATTN=0, the FlashAttention-2 kernels of the
+/// flash-attn package, the database's time x the platform's flash_attn2_time_factor.
+enum class AttentionBackend { kFlash, kUnfused, kFlashAttn2 };
 
 /// How context parallelism runs attention over the sequence split across the CP group
 /// (Megatron-LM's --cp-comm-type, Transformer Engine's implementations):

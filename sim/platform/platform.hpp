@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -92,6 +93,10 @@ struct Platform {
   std::filesystem::path kernel_db_path;  // resolved
   RuntimeMemory memory;
   StorageSpec storage{kDefaultStorageReadBandwidth};
+  /// FlashAttention-2's time over the kernel database's fused attention (cuDNN's) at the same
+  /// shape, for --attention-backend flash-attn2 (optional "attention_backends" block); unset:
+  /// the platform cannot price that backend.
+  std::optional<double> flash_attn2_time_factor;
 
   double nvlink_link_bandwidth() const { return node.nvlink_bandwidth * efficiency.nvlink; }
   double nic_link_bandwidth() const { return network.nic_bandwidth * efficiency.network; }

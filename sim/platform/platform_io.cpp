@@ -77,6 +77,12 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
     overlap->finish();
   }
 
+  if (auto backends = o.optional_object("attention_backends")) {
+    p.flash_attn2_time_factor =
+        backends->optional_number("flash_attn2_time_factor", {1.0, true, 10.0, true});
+    backends->finish();
+  }
+
   if (auto cal = o.optional_object("calibration")) {
     Calibration& c = p.calibration;
     // Each key optional (neutral when absent); bounds are what a physical value can be.

@@ -126,7 +126,9 @@ std::string report_text(const Report& r) {
   } else if (p.recompute != Recompute::kNone) {
     extras.push_back(std::string(to_string(p.recompute)) + " recompute");
   }
-  if (p.attention_backend == AttentionBackend::kUnfused) extras.push_back("unfused attention");
+  if (p.attention_backend != AttentionBackend::kFlash) {
+    extras.push_back(std::string(to_string(p.attention_backend)) + " attention");
+  }
   if (p.moe_dispatcher != MoeDispatcher::kAllToAll) extras.push_back("all-gather token dispatch");
   if (p.moe_imbalance != 1.0) {
     extras.push_back("busiest expert " + format_fixed(p.moe_imbalance, 2) + "x the mean load");
