@@ -262,10 +262,12 @@ Where a row misses by more than 8 %:
   fast too; whether 26.04.01 ran with it is not printed); at PP 2 and EP 8 on one node nothing
   does, and the published rows barely differ between the two layouts. Not the cause: its
   experts' grouped GEMMs, now measured (the last column: most of its kernel time measured or
-  interpolated), moved the predictions by under 3 %. Candidates left: the launch and host
-  overhead of a model made of many small kernels (the recipe captures the router and the
-  preprocessing in CUDA graphs); the router, permutation and FP8 cast kernels, priced by the
-  roofline (the suite has no kernel for them yet); FP8's amax reduction (not modelled).
+  interpolated), moved the predictions by under 3 %; nor are the router, permutation and FP8
+  cast-transpose kernels, measured since (they moved these rows by 0.5 to 2.2 %), or FP8's amax
+  reduction, priced since. Candidates left: the launch and host overhead of a model made of many
+  small kernels (the recipe captures the router and the preprocessing in CUDA graphs); its
+  routing without forced load balancing, whose busiest expert trainsim's balanced default does
+  not see; HybridEP's dispatch.
 TEXT
 } > "$out"
 echo "wrote $out"

@@ -90,24 +90,40 @@ Plan dgxc_plan(const Fields& f) {
   return p;
 }
 
-// What a row's benchmark script sets beyond NeMo's defaults, where the script is known. The
-// DeepSeek-V3 rows (v25.05.05) run NeMo's scripts/performance/llm/pretrain_deepseek_v3.py at the
-// commit the benchmark's setup.sh pins (7a8f1cc, NeMo r2.3.0): selective recomputation of MLA's
-// up-projections only (--recompute_modules mla_up_proj); Megatron's uneven pipeline split with
-// 64 / pp - 1 layers in the first stage and 64 / pp - 2 in the last (the multi-token-prediction
-// module and the LM head beside them); TP communication not overlapped (its comm-overlap
-// callback sets tp_comm_overlap False); token dropping with capacity factor 1 and expert inputs
-// padded to it (MegatronTokenDropCallback), which under balanced routing computes what dropless
-// routing does. Returns what it set, for the row's setup; empty for other rows.
-std::string apply_benchmark_script(const std::string& model, Plan& p) {
-  if (model != "DeepSeek-V3 671B (MoE)" || p.pp < 2 || 64 % p.pp != 0) return "";
+// Whether a row's benchmark ran Transformer Engine with NVTE_FUSED_ATTN=0, its FlashAttention-2
+// kernels in place of cuDNN's: the NeMo launcher configurations (configure.sh) of Grok-1 in
+// v24.11.1 and v25.04.02 and of Nemotron-4 340B in v24.11.1 export it; those of Nemotron-4 15B
+// and Llama 3.1 8B, and NeMo's performance scripts (every v25.05.05 row, v25.04.02's Nemotron
+// and Llama), set NVTE_FUSED_ATTN=1.
+bool runs_flash_attn2(const std::string& model, const std::string& tag) {
+  if (model == "Grok-1 314B (MoE)") return tag == "v24.11.1" || tag == "v25.04.02";
+  return model == "Nemotron4 340B" && tag == "v24.11.1";
+}
+
+// What a row's benchmark script sets beyond NeMo's defaults, where the script is known: the
+// attention backend above, and for the DeepSeek-V3 rows (v25.05.05) what NeMo's
+// scripts/performance/llm/pretrain_deepseek_v3.py sets at the commit the benchmark's setup.sh
+// pins (7a8f1cc, NeMo r2.3.0): selective recomputation of MLA's up-projections only
+// (--recompute_modules mla_up_proj); Megatron's uneven pipeline split with 64 / pp - 1 layers in
+// the first stage and 64 / pp - 2 in the last (the multi-token-prediction module and the LM head
+// beside them); TP communication not overlapped (its comm-overlap callback sets tp_comm_overlap
+// False); token dropping with capacity factor 1 and expert inputs padded to it
+// (MegatronTokenDropCallback), which under balanced routing computes what dropless routing
+// does. Returns what it set, for the row's setup; empty where nothing.
+std::string apply_benchmark_script(const std::string& model, const std::string& tag, Plan& p) {
+  std::ostringstream out;
+  if (runs_flash_attn2(model, tag)) {
+    p.attention_backend = AttentionBackend::kFlashAttn2;
+    out << "flash-attn2 attention";
+  }
+  if (model != "DeepSeek-V3 671B (MoE)" || p.pp < 2 || 64 % p.pp != 0) return out.str();
   p.recompute = Recompute::kSelective;
   p.recompute_modules = kRecomputeMlaUpProj;
   p.decoder_first_pipeline_num_layers = 64 / p.pp - 1;
   p.decoder_last_pipeline_num_layers = 64 / p.pp - 2;
   p.tp_comm_overlap = false;
   p.moe_capacity_factor = 1.0;
-  std::ostringstream out;
+  if (out.tellp() > 0) out << ", ";
   out << "first stage " << p.decoder_first_pipeline_num_layers << " layers, last "
       << p.decoder_last_pipeline_num_layers
       << ", recompute mla_up_proj, no TP overlap, capacity factor 1";
@@ -145,7 +161,7 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   }
   Plan plan = dgxc_plan(f);
   const auto layers = f.integer("num_layers");
-  const std::string script = apply_benchmark_script(model, plan);
+  const std::string script = apply_benchmark_script(model, tag, plan);
   // Where the script's split is not known and pp does not divide the layers, trainsim's balanced
   // rule stands for the recipe's layout.
   const bool uneven = plan.decoder_first_pipeline_num_layers >= 0;
@@ -188,8 +204,8 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "batch, sequence and precision with NeMo's pre-training defaults: sequence parallelism "
       "with TP, the distributed optimizer with overlapped gradient reduce-scatter and parameter "
       "all-gather, TP communication overlapped with its GEMMs, no recomputation, FP8 primary "
-      "weights in FP8 rows; where the row's benchmark script is known (DeepSeek-V3), what it "
-      "sets beyond them");
+      "weights in FP8 rows; where the row's benchmark configuration is known, what it sets "
+      "beyond them (FlashAttention-2 where it exports NVTE_FUSED_ATTN=0; DeepSeek-V3's script)");
   set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
     return dgxc_row(row, file, path, platform);
   });
