@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "sim/core/error.hpp"
 #include "sim/platform/kernel_db.hpp"
@@ -96,6 +97,21 @@ TEST(Platform, CalibrationBlock) {
         std::string(e.what()),
         "p.json: $.calibration.sustained_compute: must be a number >= 0.25 and <= 1, got 1.5");
   }
+}
+
+// h200-sxm-ndr has no step times to fit on: its file says it takes h100-sxm-ndr's calibration,
+// overlap slowdown and FlashAttention-2 factor (the same software on the same compute units).
+// Held here so that a refit of the H100 cannot leave the H200 on the old values again.
+TEST(Platform, H200TakesTheH100Calibration) {
+  const auto read = [](const std::string& name) {
+    std::ifstream in(test::source_dir() + "/platforms/" + name + ".json");
+    return nlohmann::json::parse(in);
+  };
+  const auto h100 = read("h100-sxm-ndr");
+  const auto h200 = read("h200-sxm-ndr");
+  EXPECT_EQ(h200.at("calibration"), h100.at("calibration"));
+  EXPECT_EQ(h200.at("overlap"), h100.at("overlap"));
+  EXPECT_EQ(h200.at("attention_backends"), h100.at("attention_backends"));
 }
 
 TEST(Platform, ExpectedMaximumOfNormals) {
