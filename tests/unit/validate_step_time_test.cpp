@@ -114,6 +114,27 @@ TEST(ValidateStepTime, DeepSeekRowsRunTheirBenchmarkScript) {
   EXPECT_NE(row.predicted, evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s);
 }
 
+// The rows whose benchmark configuration exports NVTE_FUSED_ATTN=0 (NeMo's launcher configure.sh
+// of Grok-1 in v24.11.1 and v25.04.02, of Nemotron-4 340B in v24.11.1) run FlashAttention-2;
+// NeMo's performance scripts (v25.05.05) and the other launcher configurations run cuDNN's.
+TEST(ValidateStepTime, RowsRunTheAttentionTheirConfigurationSets) {
+  const auto setup_of = [](const std::string& model, const std::string& tag) {
+    auto j = recipe_row(model, "BF16", 8);
+    j["tp"] = 8;
+    j["mbs"] = 1;
+    j["gbs"] = 8;
+    j["num_layers"] = 2;
+    j["source"]["tag"] = tag;
+    const auto set = validate_rows(nlohmann::json::array({j}));
+    EXPECT_FALSE(set.rows.at(0).skipped);
+    return set.rows.at(0).setup;
+  };
+  const std::string fa2 = "flash-attn2 attention";
+  EXPECT_NE(setup_of("Nemotron4 340B", "v24.11.1").find(fa2), std::string::npos);
+  EXPECT_EQ(setup_of("Nemotron4 340B", "v25.05.05").find(fa2), std::string::npos);
+  EXPECT_EQ(setup_of("Nemotron4 15B", "v24.11.1").find(fa2), std::string::npos);
+}
+
 const ValidationSet& dgxc_set() {
   static const ValidationSet set =
       validate_reference(
