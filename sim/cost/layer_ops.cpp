@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "sim/cost/attention_core.hpp"
 #include "sim/cost/attention_ops.hpp"
 #include "sim/cost/kernel_specs.hpp"
 #include "sim/cost/moe_ops.hpp"
@@ -223,93 +224,6 @@ void decoder_cp(const LayerShape& s, BlockPass& p, bool backward) {
                                      T * (2.0 * s.q + 2.0 * s.kv) * e, 4, false});
       return;
   }
-}
-
-// Flash attention of `seq` queries and keys (causal: over the unmasked half of the scores),
-// `launches` times.
-KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass, double seq,
-                     bool causal, std::int64_t launches, std::int64_t head_split = 1) {
-  KernelShape shape =
-      AttentionShape{s.batch, whole(seq), s.heads / head_split, s.kv_heads / head_split, s.head_dim,
-                     causal,  pass,       DType::kBF16};
-  return {std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape,
-          launches};
-}
-
-// Whether a local attention layer keeps its locality under the plan's context parallelism: with
-// none, a2a (the whole sequence on 1/cp of the heads) and all-gather (Transformer Engine limits
-// each step to the keys the window sees). The p2p ring computes every block whole; a chunked
-// attention under CP is costed whole too.
-bool local_under_cp(const LayerShape& s) {
-  if (s.cp == 1 || s.cp_comm == CpComm::kA2A) return true;
-  return s.cp_comm == CpComm::kAllGather && s.sliding;
-}
-
-// The fused attention of one pass. Context parallelism by ring (p2p, and allgather's two halves)
-// cuts the sequence in 2 x cp chunks of c = s / 2cp, rank i holding chunks i and 2cp-1-i. Its
-// step on its own K/V is causal over its 2c tokens; each of the cp - 1 other steps is a full
-// block, Transformer Engine's: half the queries against all the keys (c by 2c: the tiles of
-// half the heads of a 2c block) on the steps from ranks after it, all the queries against half
-// the keys (2c by c: two blocks of c) on those before it. Ranks differ in the mix; the mean rank
-// has half of each. Every rank does 1/cp of the causal work.
-void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
-  const auto pass = backward ? AttentionPass::kBackward : AttentionPass::kForward;
-  const std::string name = backward ? "attention.grad" : "attention";
-  if (s.local_block > 0 && s.local_block < s.seq && local_under_cp(s)) {
-    // Local attention: causal blocks of local_block tokens over the whole sequence (a2a runs
-    // it on 1/cp of the heads); all-gather CP over the rank's 1/cp of the queries, each chunk
-    // against the keys its window sees (Transformer Engine's per-step KV ranges).
-    const double tokens =
-        s.cp_comm == CpComm::kAllGather ? s.seq / static_cast<double>(s.cp) : s.seq;
-    const auto blocks = static_cast<std::int64_t>(std::ceil(tokens / s.local_block));
-    k.push_back(attention(name, s, pass, s.local_block, true, blocks));
-    return;
-  }
-  if (s.cp == 1 || s.cp_comm == CpComm::kA2A) {
-    k.push_back(attention(name, s, pass, s.seq, true, 1));
-    return;
-  }
-  const double chunk = s.seq / (2.0 * static_cast<double>(s.cp));
-  k.push_back(attention(name, s, pass, 2 * chunk, true, 1));
-  std::int64_t long_keys = s.cp / 2;                           // steps of c queries by 2c keys
-  if (s.heads % 2 != 0 || s.kv_heads % 2 != 0) long_keys = 0;  // as blocks of c instead
-  if (long_keys > 0)
-    k.push_back(attention(name + ".ring", s, pass, 2 * chunk, false, long_keys, 2));
-  const std::int64_t short_keys = s.cp - 1 - long_keys;  // steps of 2c queries by c keys
-  if (short_keys > 0) {
-    k.push_back(attention(name + ".ring_halves", s, pass, chunk, false, 2 * short_keys));
-  }
-}
-
-// A batched GEMM: b x heads products [m x k] @ [k x n], as one grouped shape.
-KernelSpec batched_gemm(std::string name, const LayerShape& s, double m, double k, double n) {
-  KernelShape shape =
-      GemmShape{whole(m), whole(n), whole(k), DType::kBF16, s.batch * s.heads, GemmLayout::kTN};
-  return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape, 1};
-}
-
-// The attention core of one pass. Flash: one fused kernel. Unfused (Megatron-LM's CoreAttention):
-// the full s x s scores of every head (the causal mask does not skip work), softmax in place.
-void attention_core(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
-  if (!s.unfused_attention) {
-    flash_attention(k, s, backward);
-    return;
-  }
-  const double n = s.seq, d = static_cast<double>(s.head_dim);
-  const double rows = static_cast<double>(s.batch * s.heads) * n;
-  if (!backward) {
-    k.push_back(batched_gemm("attention.scores", s, n, d, n));  // Q K^T
-    k.push_back(
-        memory("attention.softmax", KernelKind::kElementwise, "scale_mask_softmax", rows, n));
-    k.push_back(batched_gemm("attention.context", s, n, n, d));  // P V
-    return;
-  }
-  k.push_back(batched_gemm("attention.context.dgrad", s, n, d, n));  // dP = dO V^T
-  k.push_back(batched_gemm("attention.context.vgrad", s, n, n, d));  // dV = P^T dO
-  k.push_back(memory("attention.softmax.grad", KernelKind::kElementwise, "scale_mask_softmax.grad",
-                     rows, n));
-  k.push_back(batched_gemm("attention.scores.qgrad", s, n, n, d));  // dQ = dS K
-  k.push_back(batched_gemm("attention.scores.kgrad", s, n, n, d));  // dK = dS^T Q
 }
 
 std::string norm_op(const LayerShape& s) {
