@@ -80,20 +80,26 @@ def twin_speedup(r, rows):
     return twin["measured_s"] / r["measured_s"], twin["predicted_s"] / r["predicted_s"]
 
 
-def moe_fp8_evidence(r, rows):
-    """The FP8 speed-up of the row against its BF16 twin, and the range of that excess over the
-    dense rows' twins, as the rows give them."""
+def own_fp8_speedup(r, rows):
+    """The FP8 speed-up of the row against its BF16 twin, measured and predicted."""
     own = twin_speedup(r, rows)
     if own is None:
         return "no BF16 twin row to compare"
+    return ("its BF16 twin row takes x%.2f its step as measured, x%.2f as predicted (%+.0f %%)" %
+            (own[0], own[1], 100 * (own[1] / own[0] - 1)))
+
+
+def fp8_context(rows):
+    """What every FP8 MoE row's cause compares it with, worked out once: the range of the
+    predicted over the measured FP8 speed-up on the dense rows' twins, and the database's FP8
+    GEMM speed-ups."""
     dense = [twin_speedup(d, rows) for d in rows
              if " FP8 " in d["name"] and "(MoE)" not in d["name"]]
     dense = [p / m - 1 for m, p in (x for x in dense if x)]
-    text = ("its BF16 twin row takes x%.2f its step as measured, x%.2f as predicted (%+.0f %%)" %
-            (own[0], own[1], 100 * (own[1] / own[0] - 1)))
+    text = db_fp8_speedups()
     if dense:
-        text += ("; over the dense rows' twins the predicted speed-up is %+.0f to %+.0f %% of the "
-                 "measured" % (100 * min(dense), 100 * max(dense)))
+        text = ("over the dense rows' twins the predicted speed-up is %+.0f to %+.0f %% of the "
+                "measured; " % (100 * min(dense), 100 * max(dense))) + text
     return text
 
 
@@ -116,11 +122,12 @@ CAUSES = {
 }
 
 
-def cause(r, rows):
+def cause(r, rows, context):
+    """The row's likely cause; `context` is fp8_context(rows)."""
     for (part, tag), text in CAUSES.items():
         if part in r["name"] and tag in r["name"]:
             if text is MOE_FP8:
-                return text % (moe_fp8_evidence(r, rows), db_fp8_speedups())
+                return text % (own_fp8_speedup(r, rows), context)
             return text
     return "cause not yet identified"
 
@@ -194,6 +201,7 @@ def write_a100(result, lines):
                      (r["name"], r["setup"], r["half"], r["measured_s"], r["predicted_s"],
                       100 * r["error"]))
     over = [r for r in done if abs(r["error"]) > 0.08]
+    context = fp8_context(done)
     lines += ["", "Rows over 8 %% (%d)%s" % (len(over), ":" if over else ": none.")]
     unfused = unfused_share() if over else 0
     for r in over:
@@ -293,10 +301,11 @@ def write_markdown(rows, band, halves, path, a100, ci, readme):
                      (halves[half]["in_band"], halves[half]["rows"],
                       "fitting" if half == "fit" else "checking"))
     over = [r for r in done if abs(r["error"]) > 0.08]
+    context = fp8_context(done)
     lines += ["", "Rows over 8 %% (%d)%s" % (len(over), ":" if over else ": none."), ""]
     for r in over:
         lines.append("- %s: %+.1f %% (%s half). Likely cause: %s." %
-                     (r["name"], 100 * r["error"], r["half"], cause(r, done)))
+                     (r["name"], 100 * r["error"], r["half"], cause(r, done, context)))
     lines += ["", "%d of %d rows expressed; every row in `results/validation.csv`, the plot in "
               "`results/validation/dgxc_step_time.svg` (A100: `sc21_step_time.svg`)." % (len(done), len(rows))]
     write_a100(a100, lines)
