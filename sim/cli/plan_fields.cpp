@@ -178,6 +178,7 @@ void pipeline_and_overlap_fields(FieldTable& t) {
   t.flag("tp_comm_overlap", &Plan::tp_comm_overlap);
   t.flag("overlap_moe_expert_parallel_comm", &Plan::moe_a2a_overlap);
   t.flag("fp8_param_gather", &Plan::fp8_param_gather);
+  t.flag("grad_reduce_in_bf16", &Plan::grad_reduce_in_bf16);
   t.add({"overlap_p2p_comm",
          FieldType::kBool,
          {},

@@ -131,6 +131,10 @@ void add_memory_and_overlap_flags(po::options_description& d) {
   add("fp8-param-gather", po::bool_switch(),
       "FP8 primary weights: the decoder's GEMM weights kept in FP8 instead of BF16 and "
       "all-gathered in FP8 by the distributed optimizer (needs --precision fp8 and --zero >= 1)");
+  add("grad-reduce-in-bf16", po::bool_switch(),
+      "accumulate and reduce gradients over DP in BF16 (2 bytes each) instead of fp32 "
+      "(Megatron-LM's flag; NeMo's FP8 recipes and grad_sync_dtype bf16 do this): half the "
+      "data-parallel bytes, and the optimizer steps on an fp32 copy of its shard");
   add("overlap-grad-reduce", po::bool_switch(),
       "reduce gradients over DP in buckets of max(40M, 1M x dp) parameters during the backward "
       "(Megatron-LM default: off, one bucket at the end)");

@@ -378,7 +378,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     }
     if (const Block* last = partition.last_block(s)) message = block_output_bytes(*last, shape);
     sc.p2p_bytes = message;
-    sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * kGradReduceBytes;
+    sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * grad_reduce_bytes(plan);
     add_amax_reductions(sc);
     add_optimizer(sc, plan, costing);
     cm.stages.push_back(std::move(sc));

@@ -49,9 +49,9 @@ struct StageCost {
   /// Message to the next stage (and its gradient back): the output of the stage's last block,
   /// hidden states in BF16 after a decoder, logits after the LM head, fp32 logits after a cast.
   double p2p_bytes = 0;
-  double grad_bytes = 0;            // data-parallel gradient reduction buffer per GPU (fp32)
-  PassCost optimizer;               // once per step
-  std::int64_t params = 0;          // logical parameters of the stage's blocks
+  double grad_bytes = 0;    // data-parallel gradient reduction buffer per GPU (fp32 or BF16)
+  PassCost optimizer;       // once per step
+  std::int64_t params = 0;  // logical parameters of the stage's blocks
   std::int64_t params_per_gpu = 0;  // held by each GPU of the stage: TP shard, padded vocabulary
   /// The part of params_per_gpu in experts that expert parallelism splits (0 without EP): their
   /// gradients reduce over the expert-data-parallel group, not the data-parallel one.
@@ -69,8 +69,12 @@ struct CostModel {
 /// Bytes moved per parameter by the Adam step with fp32 master weights and moments: read the
 /// fp32 gradient, master weight and two moments; write those three and the BF16 weight.
 inline constexpr double kAdamBytesPerParam = 4 * 4 + 3 * 4 + 2;
-/// Gradient all-reduce element size: Megatron-LM reduces BF16 training gradients in fp32.
+/// Gradient all-reduce element size: Megatron-LM reduces BF16 training gradients in fp32, or in
+/// BF16 with --grad-reduce-in-bf16.
 inline constexpr double kGradReduceBytes = 4;
+inline double grad_reduce_bytes(const Plan& plan) {
+  return plan.grad_reduce_in_bf16 ? 2.0 : kGradReduceBytes;
+}
 
 /// A kernel's time: from the platform's kernel-timing database when it holds or brackets the
 /// shape (measured, interpolated or published), else the roofline at the precision of the

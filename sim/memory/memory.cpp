@@ -47,12 +47,17 @@ double attention_core(const Model& model, const Shape& s, const ActivationOption
 
 }  // namespace
 
-ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp) {
+ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp,
+                       bool bf16_grads) {
   const double p = d(params_per_gpu);
   const double shard = 1.0 / d(dp);
   ModelState m;
   m.weights = kWeightBytes * p * (zero >= 3 ? shard : 1.0);
-  m.gradients = kGradBytes * p * (zero >= 2 ? shard : 1.0);
+  // BF16 gradients: the optimizer steps on an fp32 copy of the part it updates (Megatron-LM's
+  // "fp16 param, fp16 grads": 20 B a parameter, 4 + 16 / dp with the distributed optimizer).
+  const double stepped = zero >= 1 ? shard : 1.0;
+  m.gradients = bf16_grads ? kWeightBytes * p * (zero >= 2 ? shard : 1.0) + kGradBytes * p * stepped
+                           : kGradBytes * p * (zero >= 2 ? shard : 1.0);
   m.master_weights = kMasterBytes * p * (zero >= 1 ? shard : 1.0);
   m.optimizer = kOptimizerBytes * p * (zero >= 1 ? shard : 1.0);
   return m;
@@ -208,7 +213,9 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
   }
   // ZeRO working set: one block's full gradients before their reduce-scatter (stage >= 2); the
   // gathered weights of the running and the prefetched block (stage 3).
-  if (plan.zero >= 2) f.backward_transient += kGradBytes * largest_block;
+  if (plan.zero >= 2) {
+    f.backward_transient += (plan.grad_reduce_in_bf16 ? kWeightBytes : kGradBytes) * largest_block;
+  }
   if (plan.zero >= 3) {
     f.forward_transient += 2.0 * kWeightBytes * largest_block;
     f.backward_transient += 2.0 * kWeightBytes * largest_block;
@@ -262,8 +269,10 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
       footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab, options));
     }
     // Experts split by EP share their state over the expert-data-parallel ranks.
-    sm.state = model_state(params - experts, plan.zero, plan.data_shards());
-    sm.state += model_state(experts, plan.zero, plan.expert_data_shards());
+    sm.state =
+        model_state(params - experts, plan.zero, plan.data_shards(), plan.grad_reduce_in_bf16);
+    sm.state +=
+        model_state(experts, plan.zero, plan.expert_data_shards(), plan.grad_reduce_in_bf16);
     // FP8 (Transformer Engine): each GEMM weight is also held quantised, with its transpose for
     // the data gradient (1 byte each), cached from the first micro-batch to the step's end. With
     // FP8 primary weights (--fp8-param-gather) the quantised weight replaces the BF16 one.

@@ -38,7 +38,7 @@ struct ActivationOptions {
 inline constexpr double kWeightBytes = 2;  // BF16 weights used by forward and backward
 /// FP8 runs: an E4M3 copy of each GEMM weight and of its transpose (Transformer Engine).
 inline constexpr double kFp8WeightCopyBytes = 2;
-inline constexpr double kGradBytes = 4;       // fp32 main gradients
+inline constexpr double kGradBytes = 4;       // fp32 main gradients (BF16: kWeightBytes)
 inline constexpr double kMasterBytes = 4;     // fp32 master weights
 inline constexpr double kOptimizerBytes = 8;  // Adam first and second moments, fp32
 
@@ -61,8 +61,10 @@ struct ModelState {
 /// The model state of `params_per_gpu` parameters under ZeRO stage `zero` over `dp` ranks
 /// sharing them (Plan::data_shards):
 /// 1 (Megatron's distributed optimizer) shards master weights and moments, 2 also gradients,
-/// 3 also weights.
-ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp);
+/// 3 also weights. `bf16_grads` (--grad-reduce-in-bf16): BF16 gradients, and the fp32 copy of
+/// them the optimizer steps on (counted with the gradients).
+ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp,
+                       bool bf16_grads = false);
 
 /// One decoder layer, one micro-batch, one GPU: of a mixture-of-experts model, an MoE layer, or
 /// with `moe_layer` false one of its dense layers.

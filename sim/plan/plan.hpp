@@ -78,6 +78,10 @@ struct Plan {
   /// Megatron-LM's --fp8-param-gather (FP8 runs, distributed optimizer): the GEMM weights kept in
   /// FP8 (no BF16 copy) and all-gathered in FP8, 1 byte an element.
   bool fp8_param_gather = false;
+  /// Megatron-LM's --grad-reduce-in-bf16 (Megatron-Core's grad_reduce_in_fp32 false, NeMo's
+  /// grad_sync_dtype bf16): gradients accumulated and reduced over DP in BF16, 2 bytes an
+  /// element, instead of the fp32 main gradients Megatron-LM keeps for BF16 training.
+  bool grad_reduce_in_bf16 = false;
   /// Multi-token-prediction modules trained after the last decoder layer (Megatron-Core's
   /// --mtp-num-layers). Unset: the model's own (DeepSeek-V3's 1) under Megatron; none under
   /// nanotron and DeepSpeed, which build none.

@@ -44,6 +44,7 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
       {"tp_comm_overlap", p.tp_comm_overlap},
       {"overlap_moe_expert_parallel_comm", p.moe_a2a_overlap},
       {"fp8_param_gather", p.fp8_param_gather},
+      {"grad_reduce_in_bf16", p.grad_reduce_in_bf16},
       {"overlap_p2p_comm", p.p2p_overlap()},
       {"rank_order", to_string(p.rank_order)}};
   if (p.recompute == Recompute::kSelective) {

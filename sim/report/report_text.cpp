@@ -144,6 +144,7 @@ std::string report_text(const Report& r) {
   if (p.tp_comm_overlap) extras.push_back("tp comm overlap");
   if (p.moe_a2a_overlap) extras.push_back("expert all-to-all overlap");
   if (p.fp8_param_gather) extras.push_back("fp8 param gather");
+  if (p.grad_reduce_in_bf16) extras.push_back("bf16 grad reduce");
   if (p.p2p_overlap()) extras.push_back("overlap p2p comm");
   if (!extras.empty()) o << "      " << join(extras) << "\n";
   o << "\n";

@@ -131,7 +131,9 @@ std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
   }
   const RuntimeMemory& rt = c.platform.memory;
   const auto need = [&](std::int64_t zero) {
-    return device_bytes(rt, model_state(worst_params, zero, plan.dp).total() + rt.allocated);
+    return device_bytes(
+        rt,
+        model_state(worst_params, zero, plan.dp, plan.grad_reduce_in_bf16).total() + rt.allocated);
   };
   const double bytes = need(plan.zero);
   const double capacity = c.platform.gpu.memory_bytes;
