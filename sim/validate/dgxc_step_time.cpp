@@ -100,10 +100,23 @@ bool runs_flash_attn2(const std::string& model, const std::string& tag) {
   return model == "Nemotron4 340B" && tag == "v24.11.1";
 }
 
+// Whether a row's benchmark reduced its gradients in BF16 (--grad-reduce-in-bf16): the NeMo
+// launcher configurations (YAML) of every v24.11.1 recipe and of Grok-1 in v25.04.02 set
+// optim.grad_sync_dtype bf16, which NeMo 1 hands Megatron-Core as grad_reduce_in_fp32 False; NeMo
+// 2's performance scripts (v25.04.02's Nemotron and Llama, every v25.05.05 row) set the
+// precision plugin's grad_reduce_in_fp32 False for FP8 (scripts/performance/utils.py and each
+// script's FP8 branch), and Grok-1's for BF16 too (pretrain_grok1_314b.py's performance
+// optimisations); their BF16 runs keep NeMo's default, fp32.
+bool reduces_grads_in_bf16(const std::string& model, const std::string& tag, Precision precision) {
+  const bool grok = model == "Grok-1 314B (MoE)";
+  if (tag == "v24.11.1" || (grok && tag == "v25.04.02")) return true;
+  return precision == Precision::kFP8 || grok;
+}
+
 // What a row's benchmark script sets beyond NeMo's defaults, where the script is known: the
-// attention backend above, and for the DeepSeek-V3 rows (v25.05.05) what NeMo's
-// scripts/performance/llm/pretrain_deepseek_v3.py sets at the commit the benchmark's setup.sh
-// pins (7a8f1cc, NeMo r2.3.0): selective recomputation of MLA's up-projections only
+// attention backend and the gradients' type above, and for the DeepSeek-V3 rows (v25.05.05) what
+// NeMo's scripts/performance/llm/pretrain_deepseek_v3.py sets at the commit the benchmark's
+// setup.sh pins (7a8f1cc, NeMo r2.3.0): selective recomputation of MLA's up-projections only
 // (--recompute_modules mla_up_proj); Megatron's uneven pipeline split with 64 / pp - 1 layers in
 // the first stage and 64 / pp - 2 in the last (the multi-token-prediction module and the LM head
 // beside them); TP communication not overlapped (its comm-overlap callback sets tp_comm_overlap
@@ -115,6 +128,11 @@ std::string apply_benchmark_script(const std::string& model, const std::string& 
   if (runs_flash_attn2(model, tag)) {
     p.attention_backend = AttentionBackend::kFlashAttn2;
     out << "flash-attn2 attention";
+  }
+  if (reduces_grads_in_bf16(model, tag, p.precision)) {
+    p.grad_reduce_in_bf16 = true;
+    if (out.tellp() > 0) out << ", ";
+    out << "bf16 grad reduce";
   }
   if (model != "DeepSeek-V3 671B (MoE)" || p.pp < 2 || 64 % p.pp != 0) return out.str();
   p.recompute = Recompute::kSelective;
@@ -205,7 +223,8 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "with TP, the distributed optimizer with overlapped gradient reduce-scatter and parameter "
       "all-gather, TP communication overlapped with its GEMMs, no recomputation, FP8 primary "
       "weights in FP8 rows; where the row's benchmark configuration is known, what it sets "
-      "beyond them (FlashAttention-2 where it exports NVTE_FUSED_ATTN=0; DeepSeek-V3's script)");
+      "beyond them (FlashAttention-2 where it exports NVTE_FUSED_ATTN=0; gradients reduced in BF16 "
+      "where it sets grad_sync_dtype bf16 or grad_reduce_in_fp32 False; DeepSeek-V3's script)");
   set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
     return dgxc_row(row, file, path, platform);
   });

@@ -56,6 +56,7 @@ TEST(ValidateStepTime, PredictionIsTheSimulatedStepOfTheRowsPlan) {
   p.sp = true;
   p.zero = 1;
   p.overlap_grad_reduce = p.overlap_param_gather = p.tp_comm_overlap = true;
+  p.grad_reduce_in_bf16 = true;  // v24.11.1's configuration: optim.grad_sync_dtype bf16
   const Model m = test::catalog_model("nemotron4-15b");
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
   const double step = evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s;
@@ -135,6 +136,36 @@ TEST(ValidateStepTime, RowsRunTheAttentionTheirConfigurationSets) {
   EXPECT_EQ(setup_of("Nemotron4 15B", "v24.11.1").find(fa2), std::string::npos);
 }
 
+// Gradients reduced in BF16 where the row's configuration says so: every NeMo launcher YAML of
+// v24.11.1 (and Grok-1's of v25.04.02) sets optim.grad_sync_dtype bf16; NeMo 2's performance
+// scripts set grad_reduce_in_fp32 False for FP8, and Grok-1's for BF16 too.
+TEST(ValidateStepTime, RowsReduceGradientsInTheTypeTheirConfigurationSets) {
+  const auto setup_of = [](const std::string& model, const std::string& precision,
+                           const std::string& tag) {
+    auto j = recipe_row(model, precision, 8);
+    j["tp"] = 8;
+    j["mbs"] = 1;
+    j["gbs"] = 8;
+    j["num_layers"] = 2;
+    j["source"]["tag"] = tag;
+    const auto set = validate_rows(nlohmann::json::array({j}));
+    EXPECT_FALSE(set.rows.at(0).skipped);
+    return set.rows.at(0).setup;
+  };
+  const auto bf16_grads = [&](const std::string& model, const std::string& precision,
+                              const std::string& tag) {
+    return setup_of(model, precision, tag).find("bf16 grad reduce") != std::string::npos;
+  };
+  EXPECT_TRUE(bf16_grads("Nemotron4 15B", "BF16", "v24.11.1"));
+  EXPECT_TRUE(bf16_grads("Nemotron4 15B", "FP8", "v24.11.1"));
+  EXPECT_FALSE(bf16_grads("Nemotron4 15B", "BF16", "v25.04.02"));
+  EXPECT_TRUE(bf16_grads("Nemotron4 15B", "FP8", "v25.04.02"));
+  EXPECT_FALSE(bf16_grads("Nemotron4 340B", "BF16", "v25.05.05"));
+  EXPECT_TRUE(bf16_grads("Nemotron4 340B", "FP8", "v25.05.05"));
+  EXPECT_TRUE(bf16_grads("Grok-1 314B (MoE)", "BF16", "v25.04.02"));
+  EXPECT_TRUE(bf16_grads("Grok-1 314B (MoE)", "BF16", "v25.05.05"));
+}
+
 const ValidationSet& dgxc_set() {
   static const ValidationSet set =
       validate_reference(
@@ -190,8 +221,8 @@ TEST(ValidateStepTime, MoeRowsWhereTheyStand) {
   EXPECT_EQ(all.errors_of("", "").rows, 42);
   EXPECT_LE(all.errors_of("", "").max, 0.25);
   std::int64_t pessimistic = 0;
-  for (const auto& r : all.rows) pessimistic += r.error() > 0 ? 1 : 0;
-  EXPECT_EQ(pessimistic, 1);  // Grok-1 BF16 512 GPUs with expert TP 1 (v25.05.05)
+  for (const auto& r : all.rows) pessimistic += r.error() > 0.01 ? 1 : 0;
+  EXPECT_EQ(pessimistic, 1);  // over 1 % slow: Grok-1 BF16 512 GPUs with expert TP 1 (v25.05.05)
   double bf16_max = 0;
   for (const auto& r : all.rows) {
     if (r.name.find(" BF16 ") != std::string::npos && r.setup.find("etp 4") != std::string::npos)
