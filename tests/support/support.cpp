@@ -43,6 +43,24 @@ std::string plan_error(const Plan& plan, const Model& model) {
   return "(valid)";
 }
 
+KernelDbMeta synthetic_db_meta() {
+  KernelDbMeta m;
+  m.gpu_name = "test GPU";
+  m.date = "2026-01-01T00:00:00Z";
+  m.suite_version = "test";
+  m.driver = "0";
+  m.cuda_runtime = "0";
+  m.method = "synthetic";
+  return m;
+}
+
+KernelDbEntry db_entry(KernelShape shape, double seconds) {
+  KernelDbEntry e;
+  e.shape = std::move(shape);
+  e.median_s = seconds;
+  return e;
+}
+
 Partition uniform_partition(const Model& model, std::int64_t pp) {
   Plan plan;
   plan.pp = pp;

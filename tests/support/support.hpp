@@ -10,6 +10,7 @@
 #include "sim/model/model.hpp"
 #include "sim/plan/partition.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/platform/kernel_db.hpp"
 #include "sim/platform/platform.hpp"
 
 namespace trainsim::test {
@@ -20,6 +21,11 @@ Model catalog_model(const std::string& name);
 Platform catalog_platform(const std::string& name);
 /// The message validate_plan raises for `plan` and `model` on h100-sxm-ndr, or "(valid)".
 std::string plan_error(const Plan& plan, const Model& model);
+
+/// Metadata of a hand-made kernel database (a test GPU, a fixed date, method "synthetic").
+KernelDbMeta synthetic_db_meta();
+/// A kernel-database entry: `shape` with median time `seconds` and no spread.
+KernelDbEntry db_entry(KernelShape shape, double seconds);
 
 /// Megatron-LM's uniform partition of `model` over `pp` stages.
 Partition uniform_partition(const Model& model, std::int64_t pp);

@@ -8,8 +8,6 @@
 
 #include "kernels/host/shapes.hpp"
 #include "sim/core/error.hpp"
-#include "sim/cost/stage_cost.hpp"
-#include "sim/plan/partition.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -43,17 +41,6 @@ double synthetic(const KernelShape& s) {
   return synthetic_memory(std::get<MemoryShape>(s));
 }
 
-KernelDbMeta test_meta() {
-  KernelDbMeta m;
-  m.gpu_name = "test GPU";
-  m.date = "2026-01-01T00:00:00Z";
-  m.suite_version = "test";
-  m.driver = "0";
-  m.cuda_runtime = "0";
-  m.method = "synthetic";
-  return m;
-}
-
 KernelDatabase synthetic_db(const std::vector<KernelShape>& shapes) {
   std::vector<KernelDbEntry> entries;
   for (const auto& s : shapes) {
@@ -62,7 +49,7 @@ KernelDatabase synthetic_db(const std::vector<KernelShape>& shapes) {
     e.median_s = synthetic(s);
     entries.push_back(e);
   }
-  return KernelDatabase(KernelDbKind::kMeasured, test_meta(), std::move(entries));
+  return KernelDatabase(KernelDbKind::kMeasured, test::synthetic_db_meta(), std::move(entries));
 }
 
 // The suite's grids without any catalog shape.
@@ -75,18 +62,11 @@ std::vector<KernelShape> grid_shapes() {
   return kernels::suite_shapes({}, opt);
 }
 
-KernelDbEntry entry(KernelShape shape, double seconds) {
-  KernelDbEntry e;
-  e.shape = std::move(shape);
-  e.median_s = seconds;
-  return e;
-}
-
 TEST(KernelDb, ExactHit) {
   const GemmShape g{8192, 3072, 4096, DType::kBF16};
   const KernelDatabase db(
-      KernelDbKind::kMeasured, test_meta(),
-      {entry(g, 123e-6), entry(GemmShape{8192, 3072, 4096, DType::kFP8}, 7e-5)});
+      KernelDbKind::kMeasured, test::synthetic_db_meta(),
+      {test::db_entry(g, 123e-6), test::db_entry(GemmShape{8192, 3072, 4096, DType::kFP8}, 7e-5)});
   const auto hit = db.lookup(g);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->match, KernelDbMatch::kExact);
@@ -99,27 +79,29 @@ TEST(KernelDb, ExactHit) {
 TEST(KernelDb, InterpolatesTimeLinearlyInSizeBetweenBrackets) {
   // Memory-bound: 1M and 4M elements bracket 2M; the time is linear in bytes in between.
   const MemoryShape a{"rmsnorm", 256, 4096}, b{"rmsnorm", 1024, 4096}, q{"rmsnorm", 512, 4096};
-  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(), {entry(a, 10e-6), entry(b, 20e-6)});
+  const KernelDatabase db(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                          {test::db_entry(a, 10e-6), test::db_entry(b, 20e-6)});
   const auto hit = db.lookup(q);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->match, KernelDbMatch::kInterpolated);
   EXPECT_NEAR(hit->seconds, 10e-6 + 10e-6 / 3.0, 1e-15);
   // Along one GEMM axis: m = 8192 between 4096 and 65536 is 1/15 of the way in FLOPs.
-  const KernelDatabase gdb(
-      KernelDbKind::kMeasured, test_meta(),
-      {entry(GemmShape{4096, 1024, 2048}, 100e-6), entry(GemmShape{65536, 1024, 2048}, 1000e-6)});
+  const KernelDatabase gdb(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                           {test::db_entry(GemmShape{4096, 1024, 2048}, 100e-6),
+                            test::db_entry(GemmShape{65536, 1024, 2048}, 1000e-6)});
   EXPECT_NEAR(gdb.lookup(GemmShape{8192, 1024, 2048})->seconds, 100e-6 + 900e-6 / 15.0, 1e-15);
   // The tightest bracket wins: a measurement at 16384 narrows the cell.
-  const KernelDatabase tight(
-      KernelDbKind::kMeasured, test_meta(),
-      {entry(GemmShape{4096, 1024, 2048}, 100e-6), entry(GemmShape{65536, 1024, 2048}, 1000e-6),
-       entry(GemmShape{16384, 1024, 2048}, 300e-6)});
+  const KernelDatabase tight(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                             {test::db_entry(GemmShape{4096, 1024, 2048}, 100e-6),
+                              test::db_entry(GemmShape{65536, 1024, 2048}, 1000e-6),
+                              test::db_entry(GemmShape{16384, 1024, 2048}, 300e-6)});
   EXPECT_NEAR(tight.lookup(GemmShape{8192, 1024, 2048})->seconds, 100e-6 + 200e-6 / 3.0, 1e-15);
   // Two axes at once: bilinear in m and n.
-  const KernelDatabase two(
-      KernelDbKind::kMeasured, test_meta(),
-      {entry(GemmShape{1024, 1024, 512}, 1e-5), entry(GemmShape{2048, 1024, 512}, 2e-5),
-       entry(GemmShape{1024, 2048, 512}, 3e-5), entry(GemmShape{2048, 2048, 512}, 5e-5)});
+  const KernelDatabase two(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                           {test::db_entry(GemmShape{1024, 1024, 512}, 1e-5),
+                            test::db_entry(GemmShape{2048, 1024, 512}, 2e-5),
+                            test::db_entry(GemmShape{1024, 2048, 512}, 3e-5),
+                            test::db_entry(GemmShape{2048, 2048, 512}, 5e-5)});
   const double tm = 512.0 / 1024.0, tn = 256.0 / 1024.0;  // m = 1536, n = 1280
   const double want =
       (1 - tm) * (1 - tn) * 1e-5 + tm * (1 - tn) * 2e-5 + (1 - tm) * tn * 3e-5 + tm * tn * 5e-5;
@@ -130,11 +112,11 @@ TEST(KernelDb, InterpolatesTimeLinearlyInSizeBetweenBrackets) {
 // after another), so its rows and its width are two axes: bilinear in each, and two routers of
 // the same bytes keep their own times.
 TEST(KernelDb, RouterWidthIsAnAxisOfItsOwn) {
-  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(),
-                          {entry(MemoryShape{"moe_router", 4096, 128}, 10e-6),
-                           entry(MemoryShape{"moe_router", 4096, 256}, 14e-6),
-                           entry(MemoryShape{"moe_router", 8192, 128}, 16e-6),
-                           entry(MemoryShape{"moe_router", 8192, 256}, 22e-6)});
+  const KernelDatabase db(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                          {test::db_entry(MemoryShape{"moe_router", 4096, 128}, 10e-6),
+                           test::db_entry(MemoryShape{"moe_router", 4096, 256}, 14e-6),
+                           test::db_entry(MemoryShape{"moe_router", 8192, 128}, 16e-6),
+                           test::db_entry(MemoryShape{"moe_router", 8192, 256}, 22e-6)});
   // 8192 x 128 and 4096 x 256 move the same bytes.
   EXPECT_DOUBLE_EQ(db.lookup(MemoryShape{"moe_router", 8192, 128})->seconds, 16e-6);
   EXPECT_DOUBLE_EQ(db.lookup(MemoryShape{"moe_router", 4096, 256})->seconds, 14e-6);
@@ -146,17 +128,17 @@ TEST(KernelDb, RouterWidthIsAnAxisOfItsOwn) {
   // Narrower than every measured router: below the range, the roofline's.
   EXPECT_FALSE(db.lookup(MemoryShape{"moe_router", 8192, 64}));
   // Other memory-bound ops stay one axis of bytes: rmsnorm 8192 x 2048 is 4096 x 4096's time.
-  const KernelDatabase norm(KernelDbKind::kMeasured, test_meta(),
-                            {entry(MemoryShape{"rmsnorm", 4096, 4096}, 10e-6)});
+  const KernelDatabase norm(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                            {test::db_entry(MemoryShape{"rmsnorm", 4096, 4096}, 10e-6)});
   EXPECT_DOUBLE_EQ(norm.lookup(MemoryShape{"rmsnorm", 8192, 2048})->seconds, 10e-6);
 }
 
 // Above the measured range, or inside it where no cell has all its corners measured, the rate of
 // the nearest measured shape (log distance summed over the axes); never below the range.
 TEST(KernelDb, NearestMeasuredRateAboveTheRangeOrWithoutACompleteCell) {
-  const KernelDatabase db(
-      KernelDbKind::kMeasured, test_meta(),
-      {entry(GemmShape{1024, 1024, 1024}, 5e-6), entry(GemmShape{2048, 1024, 1024}, 9e-6)});
+  const KernelDatabase db(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                          {test::db_entry(GemmShape{1024, 1024, 1024}, 5e-6),
+                           test::db_entry(GemmShape{2048, 1024, 1024}, 9e-6)});
   const auto above = db.lookup(GemmShape{4096, 1024, 1024});  // beyond the largest m
   ASSERT_TRUE(above);
   EXPECT_EQ(above->match, KernelDbMatch::kNearest);
@@ -170,16 +152,16 @@ TEST(KernelDb, NearestMeasuredRateAboveTheRangeOrWithoutACompleteCell) {
   EXPECT_EQ(db.lookup(GemmShape{1536, 1024, 1024})->match, KernelDbMatch::kInterpolated);
   EXPECT_FALSE(db.lookup(MemoryShape{"add", 16, 4096}));  // no such op in the database
   // Bracketed on m and n, but the cell lacks two corners: the nearer diagonal point's rate.
-  const KernelDatabase diagonal(
-      KernelDbKind::kMeasured, test_meta(),
-      {entry(GemmShape{1024, 1024, 1024}, 5e-6), entry(GemmShape{2048, 2048, 1024}, 16e-6)});
+  const KernelDatabase diagonal(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                                {test::db_entry(GemmShape{1024, 1024, 1024}, 5e-6),
+                                 test::db_entry(GemmShape{2048, 2048, 1024}, 16e-6)});
   const auto mid = diagonal.lookup(GemmShape{1536, 1536, 1024});
   ASSERT_TRUE(mid);
   EXPECT_EQ(mid->match, KernelDbMatch::kNearest);
   EXPECT_NEAR(mid->seconds, 16e-6 * 9.0 / 16.0, 1e-15);
   // Memory-bound ops scale by bytes.
-  const KernelDatabase mem(KernelDbKind::kMeasured, test_meta(),
-                           {entry(MemoryShape{"rmsnorm", 256, 4096}, 10e-6)});
+  const KernelDatabase mem(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                           {test::db_entry(MemoryShape{"rmsnorm", 256, 4096}, 10e-6)});
   EXPECT_NEAR(mem.lookup(MemoryShape{"rmsnorm", 1024, 4096})->seconds, 40e-6, 1e-15);
 }
 
@@ -233,8 +215,9 @@ TEST(KernelDb, AttentionPrefersTheSameGqaRatio) {
   const AttentionShape mha{1, 4096, 16, 16, 128, true, AttentionPass::kForward};
   const AttentionShape gqa{1, 4096, 16, 2, 128, true, AttentionPass::kForward};
   const AttentionShape big{1, 16384, 16, 2, 128, true, AttentionPass::kForward};
-  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(),
-                          {entry(mha, 1e-3), entry(gqa, 0.9e-3), entry(big, 12e-3)});
+  const KernelDatabase db(
+      KernelDbKind::kMeasured, test::synthetic_db_meta(),
+      {test::db_entry(mha, 1e-3), test::db_entry(gqa, 0.9e-3), test::db_entry(big, 12e-3)});
   // Between seq 4096 and 16384 at GQA 8: the GQA point is the lower corner; the FLOPs grow as
   // s^2, so seq 8192 is (8192^2 - 4096^2) / (16384^2 - 4096^2) = 1/5 of the way.
   const AttentionShape q{1, 8192, 16, 2, 128, true, AttentionPass::kForward};
@@ -254,10 +237,10 @@ TEST(KernelDb, GroupedGemmShapes) {
   EXPECT_DOUBLE_EQ(shape_flops(g), 4 * 2.0 * 2048 * 28672 * 4096);
   EXPECT_DOUBLE_EQ(shape_bytes(g), 4 * 2.0 * (2048.0 * 4096 + 4096.0 * 28672 + 2048.0 * 28672));
   EXPECT_EQ(op_name(GemmShape{2048, 28672, 4096}), "gemm");
-  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(),
-                          {entry(GemmShape{1024, 4096, 4096, DType::kBF16, 4}, 100e-6),
-                           entry(GemmShape{4096, 4096, 4096, DType::kBF16, 4}, 400e-6),
-                           entry(GemmShape{2048, 4096, 4096}, 1e-3)});
+  const KernelDatabase db(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                          {test::db_entry(GemmShape{1024, 4096, 4096, DType::kBF16, 4}, 100e-6),
+                           test::db_entry(GemmShape{4096, 4096, 4096, DType::kBF16, 4}, 400e-6),
+                           test::db_entry(GemmShape{2048, 4096, 4096}, 1e-3)});
   EXPECT_EQ(db.family_key(GemmShape{1, 1, 1, DType::kFP8, 8}), "grouped_gemm/fp8/g8");
   EXPECT_EQ(db.family_key(GemmShape{1, 1, 1, DType::kBF16}), "gemm/bf16");
   // m = 2048 is a third of the way from 1024 to 4096 in FLOPs; the plain GEMM of the same m, n,
@@ -273,7 +256,8 @@ TEST(KernelDb, GemmLayouts) {
   EXPECT_EQ(shape_label(nn), "gemm bf16 nn m=8192 n=4096 k=3072");
   EXPECT_EQ(shape_label(GemmShape{8192, 4096, 3072}), "gemm bf16 m=8192 n=4096 k=3072");
   EXPECT_DOUBLE_EQ(shape_flops(nn), shape_flops(GemmShape{8192, 4096, 3072}));
-  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(), {entry(nn, 1e-4)});
+  const KernelDatabase db(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                          {test::db_entry(nn, 1e-4)});
   EXPECT_EQ(db.family_key(nn), "gemm/bf16/nn");
   EXPECT_FALSE(db.lookup(GemmShape{8192, 4096, 3072}));  // the tn GEMM is not measured
   const std::string text = kernel_database_json(db);
@@ -292,15 +276,15 @@ TEST(KernelDb, GemmLayouts) {
 }
 
 TEST(KernelDb, JsonRoundTrip) {
-  std::vector<KernelDbEntry> entries = {entry(GemmShape{8192, 3072, 4096}, 1e-4),
-                                        entry(MemoryShape{"adam", 1, 1 << 20}, 2e-5)};
+  std::vector<KernelDbEntry> entries = {test::db_entry(GemmShape{8192, 3072, 4096}, 1e-4),
+                                        test::db_entry(MemoryShape{"adam", 1, 1 << 20}, 2e-5)};
   entries[0].p10_s = 0.9e-4;
   entries[0].p90_s = 1.2e-4;
   entries[0].repetitions = 50;
   entries.push_back(
-      entry(AttentionShape{2, 8192, 16, 2, 128, true, AttentionPass::kBackward}, 3e-3));
-  entries.push_back(entry(GemmShape{2048, 28672, 4096, DType::kFP8, 4}, 5e-4));
-  KernelDbMeta meta = test_meta();
+      test::db_entry(AttentionShape{2, 8192, 16, 2, 128, true, AttentionPass::kBackward}, 3e-3));
+  entries.push_back(test::db_entry(GemmShape{2048, 28672, 4096, DType::kFP8, 4}, 5e-4));
+  KernelDbMeta meta = test::synthetic_db_meta();
   meta.sm_clock_MHz = 1980;
   meta.copy_GBps = 2900;
   const KernelDatabase db(KernelDbKind::kMeasured, meta, entries);
@@ -321,8 +305,8 @@ TEST(KernelDb, JsonRoundTrip) {
 }
 
 TEST(KernelDb, StrictInput) {
-  const KernelDatabase db(KernelDbKind::kMeasured, test_meta(),
-                          {entry(GemmShape{8192, 3072, 4096}, 1e-4)});
+  const KernelDatabase db(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                          {test::db_entry(GemmShape{8192, 3072, 4096}, 1e-4)});
   const auto good = nlohmann::json::parse(kernel_database_json(db));
   auto expect_error = [](const nlohmann::json& bad, const std::string& expected) {
     try {
@@ -381,80 +365,6 @@ TEST(KernelDb, PlatformReferencesItsDatabase) {
     EXPECT_EQ(std::string(e.what()),
               dir + "/p.json: $.kernel_database: no such file: " + dir + "/missing.json");
   }
-}
-
-// ---- The cost model's use of the database.
-
-Plan plan_of(std::int64_t tp, std::int64_t seq) {
-  Plan p;
-  p.tp = tp;
-  p.seq_len = seq;
-  return p;
-}
-
-TEST(KernelTime, SourcePerKernel) {
-  Platform pf = test::catalog_platform("a100-sxm-hdr");
-  const GemmShape g{4096, 3072, 4096};
-  const KernelSpec spec{"qkv", KernelKind::kGemm, shape_flops(g), shape_bytes(g), g};
-  EXPECT_EQ(kernel_time(pf, spec).source, TimeSource::kRoofline);
-  pf.kernel_db = std::make_shared<const KernelDatabase>(
-      KernelDbKind::kMeasured, test_meta(),
-      std::vector<KernelDbEntry>{entry(g, 1e-4), entry(GemmShape{8192, 3072, 4096}, 2e-4)});
-  EXPECT_EQ(kernel_time(pf, spec).source, TimeSource::kMeasured);
-  EXPECT_DOUBLE_EQ(kernel_time(pf, spec).seconds, 1e-4);
-  const GemmShape mid{6144, 3072, 4096};
-  const auto t = kernel_time(pf, {"x", KernelKind::kGemm, 0, 0, mid});
-  EXPECT_EQ(t.source, TimeSource::kInterpolated);
-  EXPECT_NEAR(t.seconds, 1.5e-4, 1e-12);  // same rate at both ends: linear in m
-  const GemmShape out{16384, 3072, 4096};
-  const KernelSpec far{"x", KernelKind::kGemm, shape_flops(out), shape_bytes(out), out};
-  EXPECT_EQ(kernel_time(pf, far).source, TimeSource::kNearest);
-  EXPECT_NEAR(kernel_time(pf, far).seconds, 4e-4, 1e-12);  // 8192's rate, twice the FLOPs
-  const GemmShape small{2048, 3072, 4096};
-  const KernelSpec below{"x", KernelKind::kGemm, shape_flops(small), shape_bytes(small), small};
-  EXPECT_EQ(kernel_time(pf, below).source, TimeSource::kRoofline);
-  EXPECT_DOUBLE_EQ(
-      kernel_time(pf, below).seconds,
-      roofline_time(pf, Precision::kBF16, KernelKind::kGemm, below.flops, below.bytes).seconds);
-}
-
-// Off the database, a GEMM runs at the roofline of its own operands: the LM head of an FP8 plan
-// stays in BF16 and must not be priced at the FP8 peak.
-TEST(KernelTime, RooflineAtTheKernelsOwnPrecision) {
-  Platform pf = test::catalog_platform("h100-sxm-ndr");
-  pf.kernel_db = nullptr;
-  GemmShape g{16384, 64000, 6144};
-  const KernelSpec bf16{"lm_head", KernelKind::kGemm, shape_flops(g), shape_bytes(g), g};
-  g.dtype = DType::kFP8;
-  const KernelSpec fp8{"mlp_up", KernelKind::kGemm, shape_flops(g), shape_bytes(g), g};
-  const double flops = 2.0 * 16384 * 64000 * 6144;
-  EXPECT_NEAR(kernel_time(pf, bf16).seconds, flops / (pf.gpu.peak_bf16_flops * pf.efficiency.gemm),
-              1e-12);
-  EXPECT_NEAR(kernel_time(pf, fp8).seconds,
-              flops / (pf.gpu.peak_fp8_flops * pf.efficiency.gemm_fp8), 1e-12);
-  EXPECT_GT(kernel_time(pf, bf16).seconds, 1.5 * kernel_time(pf, fp8).seconds);
-}
-
-// Every kernel's FLOPs and bytes are those of its shape, for every catalog model.
-TEST(KernelTime, SpecsFollowTheirShapes) {
-  for (const auto& name : {"llama3.1-8b", "mixtral-8x7b", "gpt3-175b", "nemotron4-340b"}) {
-    const Model m = test::catalog_model(name);
-    for (std::int64_t tp : {1, 8}) {
-      const auto cm = compute_costs(m, test::catalog_platform("a100-sxm-hdr"), plan_of(tp, 4096),
-                                    test::uniform_partition(m, 2));
-      for (const auto& s : cm.stages) {
-        for (const auto* pass : {&s.forward, &s.backward, &s.optimizer}) {
-          for (const auto& k : pass->kernels) {
-            EXPECT_EQ(k.flops, shape_flops(k.shape)) << k.name;
-            EXPECT_EQ(k.bytes, shape_bytes(k.shape)) << k.name;
-            EXPECT_GT(k.bytes, 0) << k.name;
-          }
-        }
-      }
-    }
-  }
-  EXPECT_EQ(find_memory_op("adam")->bytes_per_element, kAdamBytesPerParam);
-  EXPECT_EQ(find_memory_op("grad_norm")->bytes_per_element, kGradReduceBytes);
 }
 
 }  // namespace
