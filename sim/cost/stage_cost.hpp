@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/cost/layer_ops.hpp"
+#include "sim/cost/rank_params.hpp"
 #include "sim/model/model.hpp"
 #include "sim/plan/partition.hpp"
 #include "sim/plan/plan.hpp"
@@ -99,16 +100,6 @@ struct BlockCost {
 };
 BlockCost block_cost(const Model& model, const Platform& platform, const Plan& plan,
                      BlockKind kind);
-
-/// Parameters of one dense decoder layer held by each TP rank: sharded projections, replicated
-/// norms, row-parallel biases and MLA's down-projections.
-std::int64_t layer_params_per_rank(const Model& model, std::int64_t tp);
-/// One decoder layer's under a plan: of a mixture-of-experts model, an MoE layer (the experts
-/// split over ep x etp, the router replicated, the shared expert split over TP) or, with
-/// `moe_layer` false, one of its dense layers.
-std::int64_t layer_params_per_rank(const Model& model, const Plan& plan, bool moe_layer = true);
-/// Parameters of one MoE layer's routed experts held by each GPU (0 for a dense model).
-std::int64_t expert_params_per_rank(const Model& model, const Plan& plan);
 
 /// Bytes of the tensor a block hands to the next one, per micro-batch on one TP rank (a
 /// multi-token-prediction module passes the main hidden states and each module's so far, as
