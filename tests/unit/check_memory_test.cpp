@@ -1,0 +1,98 @@
+// The out-of-memory diagnostic: which stage, by how much, and the fixes that fit, fastest first.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "sim/core/format.hpp"
+#include "sim/memory/memory.hpp"
+#include "tests/unit/check_support.hpp"
+
+namespace trainsim {
+namespace {
+
+// Llama 3.1 8B unsharded on 8 GPUs: 18 bytes x 8,030,261,248 parameters = 134.62 GiB of model
+// state per GPU. Of the single changes, only ZeRO-3 fits; the fix names it with its peak and step
+// time, and leaves out ZeRO-1 (re-checked: it does not fit).
+TEST(Diagnostics, OutOfMemoryNamesTheStageAndFixesThatFit) {
+  InputRequest req;
+  req.model = "llama3.1-8b";
+  req.platform = "h100-sxm-ndr";
+  req.plan_flags = {{"tp", "1"}, {"pp", "1"}, {"dp", "8"}, {"seq_len", "8192"}, {"gbs", "8"}};
+  const ResolvedInputs in = resolve_inputs(req);
+  const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
+  const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
+  const auto diagnostics = diagnose(in.model, in.platform, in.plan, part, costs);
+  const Diagnostic* oom = nullptr;
+  for (const auto& d : diagnostics) {
+    if (d.id == "oom") oom = &d;
+  }
+  ASSERT_NE(oom, nullptr);
+  EXPECT_EQ(oom->severity, Severity::kError);
+  EXPECT_EQ(oom->stage, 0);
+  const MemoryModel mm = compute_memory(in.model, in.platform, in.plan, part, costs);
+  EXPECT_FALSE(mm.fits());
+  EXPECT_TRUE(contains(oom->message, "stage 0 needs " + format_bytes(mm.stages[0].peak_bytes) +
+                                         " per GPU at its peak, more than the GPU's 80.00 GiB"))
+      << oom->message;
+  EXPECT_EQ(format_bytes(18.0 * 8030261248.0), "134.62 GiB");
+  EXPECT_TRUE(contains(oom->message, "model state 134.62 GiB")) << oom->message;
+  EXPECT_TRUE(contains(oom->message, "1 micro-batch in flight")) << oom->message;
+
+  auto memory_with = [&](std::int64_t zero) {
+    Plan p = in.plan;
+    p.zero = zero;
+    const Partition pp = build_partition(in.model, in.platform, p);
+    return compute_memory(in.model, in.platform, p, pp,
+                          compute_costs(in.model, in.platform, p, pp));
+  };
+  const MemoryModel z3 = memory_with(3);
+  ASSERT_TRUE(z3.fits());
+  EXPECT_FALSE(memory_with(1).fits());
+  EXPECT_TRUE(
+      contains(oom->fix, "--zero 3 (peak " + format_bytes(z3.stages[0].peak_bytes) + "): step "))
+      << oom->fix;
+  EXPECT_FALSE(contains(oom->fix, "--zero 1")) << oom->fix;
+  EXPECT_FALSE(contains(oom->fix, "--recompute")) << oom->fix;
+}
+
+// The ColossalAI seed (Llama 3.1 70B, tp 8, pp 4, dp 2, no sequence parallelism) does not fit
+// either; of the single changes that do, the fix lists the fastest first: sequence parallelism
+// (it shards the activations and shortens the step) before full recomputation.
+TEST(Diagnostics, OutOfMemoryFixesFastestFirst) {
+  const auto seed = check("seeds/colossalai-6108");
+  const auto oom = seed.with_id("oom");
+  ASSERT_EQ(oom.size(), 1u);
+  const std::string& fix = oom[0]->fix;
+  const auto sp = fix.find("--sp (peak ");
+  const auto full = fix.find("--recompute full (peak ");
+  ASSERT_NE(sp, std::string::npos) << fix;
+  ASSERT_NE(full, std::string::npos) << fix;
+  EXPECT_LT(sp, full) << fix;
+  // Each alternative's step, in the order listed, is no faster than the one before.
+  std::vector<double> steps;
+  for (auto at = fix.find("): step "); at != std::string::npos; at = fix.find("): step ", at + 1)) {
+    steps.push_back(std::stod(fix.substr(at + 8)));
+  }
+  ASSERT_GE(steps.size(), 2u) << fix;
+  EXPECT_TRUE(std::is_sorted(steps.begin(), steps.end())) << fix;
+}
+
+// GPipe holds all 64 micro-batches of activations on every stage; 1F1B at most pp. Switching the
+// schedule alone fits, and the fix says so with the 1F1B plan's own peak.
+TEST(Diagnostics, OutOfMemoryUnderGPipeProposesOneFOneB) {
+  const auto gpipe =
+      check("llama3.1-70b-64gpu",
+            {{"schedule", "gpipe"}, {"sp", "true"}, {"zero", "1"}, {"pp", "8"}, {"dp", "2"}});
+  const auto oom = gpipe.with_id("oom");
+  ASSERT_EQ(oom.size(), 1u);
+  EXPECT_TRUE(contains(oom[0]->message, "with 64 micro-batches in flight")) << oom[0]->message;
+  EXPECT_EQ(oom[0]->fix.rfind("--schedule 1f1b (peak ", 0), 0u) << oom[0]->fix;
+  // The same plan under 1F1B fits: no oom.
+  const auto one_f_one_b =
+      check("llama3.1-70b-64gpu", {{"sp", "true"}, {"zero", "1"}, {"pp", "8"}, {"dp", "2"}});
+  EXPECT_TRUE(one_f_one_b.with_id("oom").empty());
+}
+
+}  // namespace
+}  // namespace trainsim
