@@ -218,7 +218,6 @@ def write_a100(result, lines):
                      (r["name"], r["setup"], r["half"], r["measured_s"], r["predicted_s"],
                       100 * r["error"]))
     over = [r for r in done if abs(r["error"]) > 0.08]
-    context = fp8_context(done)
     lines += ["", "Rows over 8 %% (%d)%s" % (len(over), ":" if over else ": none.")]
     unfused = unfused_share() if over else 0
     for r in over:

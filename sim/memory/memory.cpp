@@ -214,7 +214,7 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
   // ZeRO working set: one block's full gradients before their reduce-scatter (stage >= 2); the
   // gathered weights of the running and the prefetched block (stage 3).
   if (plan.zero >= 2) {
-    f.backward_transient += (plan.grad_reduce_in_bf16 ? kWeightBytes : kGradBytes) * largest_block;
+    f.backward_transient += grad_reduce_bytes(plan) * largest_block;
   }
   if (plan.zero >= 3) {
     f.forward_transient += 2.0 * kWeightBytes * largest_block;

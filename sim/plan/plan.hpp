@@ -22,14 +22,12 @@ enum class Recompute { kNone, kSelective, kFull };
 /// defect raises). Megatron-DeepSpeed follows Megatron's padding.
 enum class Framework { kMegatron, kNanotron, kDeepSpeed, kColossalAI };
 
-/// How the attention core runs: one fused flash-attention kernel (Transformer Engine, the
-/// default), or Megatron-LM's unfused path (--attention-backend unfused, and the 2021 local
-/// implementation): batched QK^T and PV GEMMs around a fused scale-mask-softmax over the
-/// materialised s x s scores.
-/// How attention runs: flash, one fused kernel as the kernel database times it (cuDNN's, which
-/// Transformer Engine picks by default); unfused, QK^T and PV as batched GEMMs around a softmax;
-/// flash-attn2, Transformer Engine with NVTE_FUSED_ATTN=0, the FlashAttention-2 kernels of the
-/// flash-attn package, the database's time x the platform's flash_attn2_time_factor.
+/// How the attention core runs: flash, one fused kernel as the kernel database times it (cuDNN's,
+/// which Transformer Engine picks by default); unfused, Megatron-LM's path (--attention-backend
+/// unfused, and the 2021 local implementation), batched QK^T and PV GEMMs around a fused
+/// scale-mask-softmax over the materialised s x s scores; flash-attn2, Transformer Engine with
+/// NVTE_FUSED_ATTN=0, the FlashAttention-2 kernels of the flash-attn package, the database's time x
+/// the platform's flash_attn2_time_factor.
 enum class AttentionBackend { kFlash, kUnfused, kFlashAttn2 };
 
 /// How context parallelism runs attention over the sequence split across the CP group

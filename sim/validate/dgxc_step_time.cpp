@@ -125,14 +125,17 @@ bool reduces_grads_in_bf16(const std::string& model, const std::string& tag, Pre
 // does. Returns what it set, for the row's setup; empty where nothing.
 std::string apply_benchmark_script(const std::string& model, const std::string& tag, Plan& p) {
   std::ostringstream out;
+  const auto says = [&out](const std::string& what) {
+    if (out.tellp() > 0) out << ", ";
+    out << what;
+  };
   if (runs_flash_attn2(model, tag)) {
     p.attention_backend = AttentionBackend::kFlashAttn2;
-    out << "flash-attn2 attention";
+    says("flash-attn2 attention");
   }
   if (reduces_grads_in_bf16(model, tag, p.precision)) {
     p.grad_reduce_in_bf16 = true;
-    if (out.tellp() > 0) out << ", ";
-    out << "bf16 grad reduce";
+    says("bf16 grad reduce");
   }
   if (model != "DeepSeek-V3 671B (MoE)" || p.pp < 2 || 64 % p.pp != 0) return out.str();
   p.recompute = Recompute::kSelective;
@@ -141,10 +144,9 @@ std::string apply_benchmark_script(const std::string& model, const std::string& 
   p.decoder_last_pipeline_num_layers = 64 / p.pp - 2;
   p.tp_comm_overlap = false;
   p.moe_capacity_factor = 1.0;
-  if (out.tellp() > 0) out << ", ";
-  out << "first stage " << p.decoder_first_pipeline_num_layers << " layers, last "
-      << p.decoder_last_pipeline_num_layers
-      << ", recompute mla_up_proj, no TP overlap, capacity factor 1";
+  says("first stage " + std::to_string(p.decoder_first_pipeline_num_layers) + " layers, last " +
+       std::to_string(p.decoder_last_pipeline_num_layers) +
+       ", recompute mla_up_proj, no TP overlap, capacity factor 1");
   return out.str();
 }
 

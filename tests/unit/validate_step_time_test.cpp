@@ -115,46 +115,38 @@ TEST(ValidateStepTime, DeepSeekRowsRunTheirBenchmarkScript) {
   EXPECT_NE(row.predicted, evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s);
 }
 
+// The setup a small row of `model` (8 GPUs at TP 8, two layers) runs under release `tag`: what
+// its benchmark configuration set, as validate reports it.
+std::string small_row_setup(const std::string& model, const std::string& precision,
+                            const std::string& tag) {
+  auto j = recipe_row(model, precision, 8);
+  j["tp"] = 8;
+  j["mbs"] = 1;
+  j["gbs"] = 8;
+  j["num_layers"] = 2;
+  j["source"]["tag"] = tag;
+  const auto set = validate_rows(nlohmann::json::array({j}));
+  EXPECT_FALSE(set.rows.at(0).skipped);
+  return set.rows.at(0).setup;
+}
+
 // The rows whose benchmark configuration exports NVTE_FUSED_ATTN=0 (NeMo's launcher configure.sh
 // of Grok-1 in v24.11.1 and v25.04.02, of Nemotron-4 340B in v24.11.1) run FlashAttention-2;
 // NeMo's performance scripts (v25.05.05) and the other launcher configurations run cuDNN's.
 TEST(ValidateStepTime, RowsRunTheAttentionTheirConfigurationSets) {
-  const auto setup_of = [](const std::string& model, const std::string& tag) {
-    auto j = recipe_row(model, "BF16", 8);
-    j["tp"] = 8;
-    j["mbs"] = 1;
-    j["gbs"] = 8;
-    j["num_layers"] = 2;
-    j["source"]["tag"] = tag;
-    const auto set = validate_rows(nlohmann::json::array({j}));
-    EXPECT_FALSE(set.rows.at(0).skipped);
-    return set.rows.at(0).setup;
-  };
   const std::string fa2 = "flash-attn2 attention";
-  EXPECT_NE(setup_of("Nemotron4 340B", "v24.11.1").find(fa2), std::string::npos);
-  EXPECT_EQ(setup_of("Nemotron4 340B", "v25.05.05").find(fa2), std::string::npos);
-  EXPECT_EQ(setup_of("Nemotron4 15B", "v24.11.1").find(fa2), std::string::npos);
+  EXPECT_NE(small_row_setup("Nemotron4 340B", "BF16", "v24.11.1").find(fa2), std::string::npos);
+  EXPECT_EQ(small_row_setup("Nemotron4 340B", "BF16", "v25.05.05").find(fa2), std::string::npos);
+  EXPECT_EQ(small_row_setup("Nemotron4 15B", "BF16", "v24.11.1").find(fa2), std::string::npos);
 }
 
 // Gradients reduced in BF16 where the row's configuration says so: every NeMo launcher YAML of
 // v24.11.1 (and Grok-1's of v25.04.02) sets optim.grad_sync_dtype bf16; NeMo 2's performance
 // scripts set grad_reduce_in_fp32 False for FP8, and Grok-1's for BF16 too.
 TEST(ValidateStepTime, RowsReduceGradientsInTheTypeTheirConfigurationSets) {
-  const auto setup_of = [](const std::string& model, const std::string& precision,
-                           const std::string& tag) {
-    auto j = recipe_row(model, precision, 8);
-    j["tp"] = 8;
-    j["mbs"] = 1;
-    j["gbs"] = 8;
-    j["num_layers"] = 2;
-    j["source"]["tag"] = tag;
-    const auto set = validate_rows(nlohmann::json::array({j}));
-    EXPECT_FALSE(set.rows.at(0).skipped);
-    return set.rows.at(0).setup;
-  };
-  const auto bf16_grads = [&](const std::string& model, const std::string& precision,
-                              const std::string& tag) {
-    return setup_of(model, precision, tag).find("bf16 grad reduce") != std::string::npos;
+  const auto bf16_grads = [](const std::string& model, const std::string& precision,
+                             const std::string& tag) {
+    return small_row_setup(model, precision, tag).find("bf16 grad reduce") != std::string::npos;
   };
   EXPECT_TRUE(bf16_grads("Nemotron4 15B", "BF16", "v24.11.1"));
   EXPECT_TRUE(bf16_grads("Nemotron4 15B", "FP8", "v24.11.1"));
