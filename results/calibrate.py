@@ -8,6 +8,7 @@ Parameters (the platform file's "calibration" block; see README, Accuracy):
   sustained_compute  share of the kernel database's rate that GEMMs and attention sustain in a step
   gpu_speed_spread   relative spread of one GPU's speed; a synchronous step waits for the slowest
   compute_slowdown   (the "overlap" block) how much slower compute runs beside communication
+  sustained_fp8_gemm further share of their database rate that FP8 GEMMs sustain in a step
 The fit minimises the mean absolute log error of predicted against measured step time over the
 rows of the fitting half only (the split is fixed: README, Accuracy), by Nelder-Mead from the
 neutral values, restarted from its best point until a restart gains nothing. The band
@@ -46,6 +47,7 @@ PARAMETERS = [
     ("calibration", "sustained_compute", 1.0, 0.5, 1.0, 0.1),
     ("calibration", "gpu_speed_spread", 0.0, 0.0, 0.1, 0.01),
     ("overlap", "compute_slowdown", 0.0, 0.0, 0.5, 0.1),
+    ("calibration", "sustained_fp8_gemm", 1.0, 0.5, 1.0, 0.05),
 ]
 
 

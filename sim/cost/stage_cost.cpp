@@ -24,11 +24,13 @@ namespace {
 struct Costing {
   const Platform& platform;
   double compute_factor;
+  double fp8_gemm_factor;
   double attention_factor;
   PassGroups groups;
   Costing(const Platform& p, const Plan& plan)
       : platform(p),
         compute_factor(compute_time_factor(p.calibration, plan.world_size())),
+        fp8_gemm_factor(compute_time_factor(p.calibration, plan.world_size(), true)),
         attention_factor(plan.attention_backend == AttentionBackend::kFlashAttn2
                              ? p.flash_attn2_time_factor.value_or(1.0)
                              : 1.0),
@@ -77,7 +79,7 @@ void add_pass(PassCost& pass, const std::string& prefix, const BlockPass& block,
     kc.shape = k.shape;
     kc.time = kernel_time(platform, k);
     if (k.kind == KernelKind::kGemm || k.kind == KernelKind::kAttention) {
-      kc.time.seconds *= costing.compute_factor;
+      kc.time.seconds *= is_fp8_gemm(k.shape) ? costing.fp8_gemm_factor : costing.compute_factor;
     }
     if (k.kind == KernelKind::kAttention) kc.time.seconds *= costing.attention_factor;
     pass.seconds += kc.time.seconds * static_cast<double>(kc.count);

@@ -36,8 +36,10 @@ double expected_max_standard_normal(std::int64_t n) {
   return standard_normal_quantile((x - 0.375) / (x + 0.25));
 }
 
-double compute_time_factor(const Calibration& c, std::int64_t gpus) {
-  return (1 + c.gpu_speed_spread * expected_max_standard_normal(gpus)) / c.sustained_compute;
+double compute_time_factor(const Calibration& c, std::int64_t gpus, bool fp8_gemm) {
+  const double factor =
+      (1 + c.gpu_speed_spread * expected_max_standard_normal(gpus)) / c.sustained_compute;
+  return fp8_gemm ? factor / c.sustained_fp8_gemm : factor;
 }
 
 }  // namespace trainsim

@@ -45,6 +45,12 @@ struct Calibration {
   /// inside a training step: power-limited clocks under continuous load, caches and memory shared
   /// with the kernels around them. 1: as measured in isolation.
   double sustained_compute = 1;
+  /// Further share of their database rate that FP8 GEMMs sustain in a step, beyond
+  /// sustained_compute: a fitted parameter, 1 where the FP8 and BF16 GEMMs of a training step
+  /// keep the same fraction of their isolated rates. The likely physical cause of a value below 1
+  /// is the power limit: FP8 tensor-core work draws more power per second than BF16 work, so the
+  /// clocks drop further under continuous FP8 load than in a short timed loop.
+  double sustained_fp8_gemm = 1;
   /// Relative spread (standard deviation) of one GPU's compute speed across a cluster. A
   /// synchronous step runs at the pace of its slowest GPU: compute-bound kernels take
   /// 1 + spread x E[max of N standard normals] times longer on N GPUs.
@@ -60,7 +66,8 @@ double expected_max_standard_normal(std::int64_t n);
 /// Phi^-1(p) for 0 < p < 1 (Acklam's rational approximation, relative error below 1.2e-9).
 double standard_normal_quantile(double p);
 
-/// Factor on a compute-bound kernel's measured time in a step run on `gpus` GPUs.
-double compute_time_factor(const Calibration& c, std::int64_t gpus);
+/// Factor on a compute-bound kernel's measured time in a step run on `gpus` GPUs; an FP8 GEMM
+/// (`fp8_gemm`) takes 1 / sustained_fp8_gemm on top.
+double compute_time_factor(const Calibration& c, std::int64_t gpus, bool fp8_gemm = false);
 
 }  // namespace trainsim

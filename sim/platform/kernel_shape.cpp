@@ -167,6 +167,11 @@ double attention_forward_flops(const AttentionShape& a) {
 
 }  // namespace
 
+bool is_fp8_gemm(const KernelShape& shape) {
+  const auto* g = std::get_if<GemmShape>(&shape);
+  return g != nullptr && g->dtype == DType::kFP8;
+}
+
 double shape_flops(const KernelShape& shape) {
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
     return 2.0 * static_cast<double>(g->groups) * static_cast<double>(g->m) *

@@ -97,6 +97,8 @@ const MemoryOp* find_memory_op(std::string_view name);
 
 /// "gemm", "grouped_gemm", "attention" (any pass), or the memory-bound op's name.
 std::string op_name(const KernelShape& shape);
+/// Whether the shape is a GEMM (plain or grouped) on FP8 operands.
+bool is_fp8_gemm(const KernelShape& shape);
 double shape_flops(const KernelShape& shape);
 /// Bytes moved through device memory (the cost model's count); 0 for an unknown memory op.
 double shape_bytes(const KernelShape& shape);

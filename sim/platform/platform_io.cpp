@@ -90,6 +90,7 @@ Platform parse_platform_json(const nlohmann::json& j, const std::string& file) {
       return cal->optional_number(key, range).value_or(neutral);
     };
     c.sustained_compute = value("sustained_compute", {0.25, true, 1.0, true}, 1.0);
+    c.sustained_fp8_gemm = value("sustained_fp8_gemm", {0.25, true, 1.0, true}, 1.0);
     c.gpu_speed_spread = value("gpu_speed_spread", {0.0, true, 0.2, true}, 0.0);
     c.band.p10 = value("residual_p10", {-0.5, true, 0.0, true}, 0.0);
     c.band.p90 = value("residual_p90", {0.0, true, 0.5, true}, 0.0);

@@ -54,13 +54,17 @@ bool is_moe_kernel(const KernelCost& k) {
 }
 
 // The MoE part of a decoder pass: its kernels, then its collectives one after another. With
-// `raw`, compute-bound kernels as the database times them, without the calibration's factor.
-double moe_seconds(const PassCost& pass, const PassGroups& groups, double raw = 1.0) {
+// `raw`, compute-bound kernels as the database times them, without the calibration's factor for
+// `gpus` GPUs (an FP8 GEMM's own).
+double moe_seconds(const PassCost& pass, const PassGroups& groups, const Calibration* raw = nullptr,
+                   std::int64_t gpus = 1) {
   double s = 0;
   for (const auto& k : pass.kernels) {
     if (!is_moe_kernel(k)) continue;
     const bool compute = k.kind == KernelKind::kGemm || k.kind == KernelKind::kAttention;
-    s += k.time.seconds * static_cast<double>(k.count) / (compute ? raw : 1.0);
+    const double factor =
+        raw && compute ? compute_time_factor(*raw, gpus, is_fp8_gemm(k.shape)) : 1.0;
+    s += k.time.seconds * static_cast<double>(k.count) / factor;
   }
   // TP 1 in every row: the expert-parallel calls are the layer's only ones.
   for (const auto& c : pass.collectives) {
@@ -105,9 +109,12 @@ ValidationRow moe_row(const nlohmann::json& j, const std::string& file, const st
   const double forward = moe_seconds(cost.forward, groups);
   const double backward = moe_seconds(cost.backward, groups);
   row.predicted = forward + backward;
-  const double factor = compute_time_factor(platform.calibration, plan.world_size());
-  const double raw =
-      moe_seconds(cost.forward, groups, factor) + moe_seconds(cost.backward, groups, factor);
+  const Calibration& cal = platform.calibration;
+  const auto gpus = plan.world_size();
+  const double factor = compute_time_factor(cal, gpus);
+  const double fp8_factor = compute_time_factor(cal, gpus, true);
+  const double raw = moe_seconds(cost.forward, groups, &cal, gpus) +
+                     moe_seconds(cost.backward, groups, &cal, gpus);
   std::ostringstream setup;
   setup << model.moe.num_experts << " experts top-" << model.moe.experts_per_token << " of "
         << model.ffn_hidden_size << ", h " << model.hidden_size << ", tp " << plan.tp << " ep "
@@ -117,8 +124,9 @@ ValidationRow moe_row(const nlohmann::json& j, const std::string& file, const st
   note.precision(3);
   note << "forward " << forward * 1e3 << " ms (measured " << *fwd << "), backward "
        << backward * 1e3 << " ms (measured " << *bwd << "); with the database's GEMM times "
-       << "alone, without the end-to-end calibration's factor " << factor
-       << " on them: " << raw * 1e3 << " ms (" << (raw - row.measured) / row.measured * 100
+       << "alone, without the end-to-end calibration's factor " << factor;
+  if (plan.precision == Precision::kFP8) note << " (FP8 GEMMs " << fp8_factor << ")";
+  note << " on them: " << raw * 1e3 << " ms (" << (raw - row.measured) / row.measured * 100
        << " %)";
   if (plan.precision == Precision::kFP8) {
     note << "; measured with blockwise FP8 scaling, priced as per-tensor";

@@ -179,28 +179,6 @@ TEST(CostModel, Fp8GemmOperandsAreCastFirst) {
   EXPECT_EQ(find(s.backward, "lm_head.grad_fp8_cast"), nullptr);
 }
 
-// The platform's calibration scales compute-bound kernels (GEMMs, attention) only, by
-// 1 / sustained_compute and the wait for the slowest of the plan's GPUs.
-TEST(CostModel, CalibrationScalesComputeBoundKernels) {
-  const Model m = test::catalog_model("llama3.1-8b");
-  Platform platform = test::catalog_platform("h100-sxm-ndr");
-  platform.calibration = Calibration{};
-  Plan p = plan_of(2, 1, 4096);
-  p.dp = 8;
-  const auto plain = compute_costs(m, platform, p, test::uniform_partition(m, 1));
-  platform.calibration.sustained_compute = 0.8;
-  platform.calibration.gpu_speed_spread = 0.03;
-  const auto scaled = compute_costs(m, platform, p, test::uniform_partition(m, 1));
-  const double factor = (1 + 0.03 * expected_max_standard_normal(16)) / 0.8;
-  const auto& a = plain.stages[0].forward.kernels;
-  const auto& b = scaled.stages[0].forward.kernels;
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const bool compute = a[i].kind == KernelKind::kGemm || a[i].kind == KernelKind::kAttention;
-    EXPECT_DOUBLE_EQ(b[i].time.seconds, a[i].time.seconds * (compute ? factor : 1.0)) << a[i].name;
-  }
-}
-
 TEST(CostModel, TpOneHasNoAllReduces) {
   const Model m = test::catalog_model("llama3.1-8b");
   const auto cm = compute_costs(m, test::catalog_platform("h100-sxm-ndr"), plan_of(1, 2, 4096),

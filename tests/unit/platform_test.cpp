@@ -88,6 +88,21 @@ TEST(Platform, CalibrationBlock) {
   // 1 GPU waits for no other; 1024 for the slowest of 1024 (Blom: 3.234 standard deviations).
   EXPECT_DOUBLE_EQ(compute_time_factor(c, 1), 1 / 0.8);
   EXPECT_NEAR(compute_time_factor(c, 1024), (1 + 0.02 * 3.2341) / 0.8, 1e-4);
+  // An FP8 GEMM's factor: the common one, then 1 / sustained_fp8_gemm (neutral 1 when absent).
+  EXPECT_DOUBLE_EQ(compute_time_factor(c, 1, true), 1 / 0.8);
+  j["calibration"]["sustained_fp8_gemm"] = 0.9;
+  EXPECT_DOUBLE_EQ(compute_time_factor(parse_platform_json(j, "p.json").calibration, 1, true),
+                   1 / 0.8 / 0.9);
+  j["calibration"]["sustained_fp8_gemm"] = 0.1;
+  try {
+    parse_platform_json(j, "p.json");
+    ADD_FAILURE() << "an FP8 sustained rate below a quarter accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        "p.json: $.calibration.sustained_fp8_gemm: must be a number >= 0.25 and <= 1, got 0.1");
+  }
+  j["calibration"].erase("sustained_fp8_gemm");
   j["calibration"]["sustained_compute"] = 1.5;
   try {
     parse_platform_json(j, "p.json");
