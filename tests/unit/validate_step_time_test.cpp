@@ -182,13 +182,10 @@ ValidationSet checking_rows(const std::string& part, bool moe) {
 // The accuracy guard: the checking half of the DGX Cloud dense rows, which the platform's
 // calibration never saw (results/calibrate.py fits on the fitting half), held to the issue's
 // targets: BF16 mean 3 % and max 8 %, FP8 mean 5 % (max 8 % here too), and the P10-P90 band
-// holding the measured step on 80 % of the rows. The band misses that: 23 of 36 (64 %). It held
-// 25 until the recipes that export NVTE_FUSED_ATTN=0 ran FlashAttention-2 (Grok-1, and Nemotron-4
-// 340B in v24.11.1): the refit moved compute_slowdown from 0.115 to 0.026, most of what it
-// had stood for on the fitting half's Nemotron-4 340B rows now priced as their attention, and
-// three Nemotron-4 15B FP8 TP 4 rows of v24.11.1, whose TP overlap it slows less, fell 4-5 %
-// below their bands while one Llama 3.1 8B FP8 row came inside (README, Accuracy). A 36-row
-// sample's coverage has a standard deviation of 6.7 points; the guard is that no row more leaves.
+// holding the measured step on 80 % of the rows: 29 of 36 (80.6 %) since the FP8 GEMMs took their
+// own sustained rate (sustained_fp8_gemm, README, Accuracy); 23 before, when one factor for both
+// precisions left the FP8 rows 2-6 % fast and the BF16 ones slow. A 36-row sample's coverage has
+// a standard deviation of 6.7 points; the guard is that no row more leaves.
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto bf16 = checking_rows(" BF16 ", false).errors_of("", "");
   const auto fp8 = checking_rows(" FP8 ", false).errors_of("", "");
@@ -200,14 +197,15 @@ TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   EXPECT_LE(fp8.max, 0.080);
   const auto [inside, checking] = checking_rows("", false).in_band("check");
   EXPECT_EQ(checking, 36);
-  EXPECT_GE(inside, 23);
+  EXPECT_GE(inside, 29);
 }
 
 // The mixture-of-experts rows (Grok-1, DeepSeek-V3, Llama 4 Maverick), all checking rows: where
 // they stand, not yet the dense targets (README, Accuracy, names the causes). BF16 Grok-1 and
-// Llama 4 with expert TP = TP within 9 % (the 2-layer proxies on 8 GPUs furthest); every MoE row
-// optimistic but one, none off by more than 25 %; FP8 rows further off than BF16 ones (their
-// speed-up over BF16 is predicted above the measured one, cause not established).
+// Llama 4 with expert TP = TP within 12 % (the 2- and 4-layer proxies on 8 and 16 GPUs
+// furthest), within 7 % at 32 GPUs and more; every MoE row optimistic but one, none off by more
+// than 25 %; FP8 rows further off than BF16 ones (their speed-up over BF16 is predicted above
+// the measured one, cause not established).
 TEST(ValidateStepTime, MoeRowsWhereTheyStand) {
   const auto all = checking_rows("", true);
   EXPECT_EQ(all.errors_of("", "").rows, 42);
@@ -215,12 +213,17 @@ TEST(ValidateStepTime, MoeRowsWhereTheyStand) {
   std::int64_t pessimistic = 0;
   for (const auto& r : all.rows) pessimistic += r.error() > 0.01 ? 1 : 0;
   EXPECT_EQ(pessimistic, 1);  // over 1 % slow: Grok-1 BF16 512 GPUs with expert TP 1 (v25.05.05)
-  double bf16_max = 0;
+  double bf16_max = 0, bf16_max_32 = 0;
   for (const auto& r : all.rows) {
-    if (r.name.find(" BF16 ") != std::string::npos && r.setup.find("etp 4") != std::string::npos)
-      bf16_max = std::max(bf16_max, std::abs(r.error()));
+    if (r.name.find(" BF16 ") == std::string::npos || r.setup.find("etp 4") == std::string::npos)
+      continue;
+    bf16_max = std::max(bf16_max, std::abs(r.error()));
+    const bool proxy_on_8_or_16 =
+        r.name.find(" 8 GPUs") != std::string::npos || r.name.find(" 16 GPUs") != std::string::npos;
+    if (!proxy_on_8_or_16) bf16_max_32 = std::max(bf16_max_32, std::abs(r.error()));
   }
-  EXPECT_LE(bf16_max, 0.09);
+  EXPECT_LE(bf16_max, 0.12);
+  EXPECT_LE(bf16_max_32, 0.07);
   EXPECT_GT(checking_rows(" FP8 ", true).errors_of("", "").mean,
             checking_rows(" BF16 ", true).errors_of("", "").mean);
 }
