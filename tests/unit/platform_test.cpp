@@ -12,6 +12,16 @@
 namespace trainsim {
 namespace {
 
+// A platform file that must be refused with exactly `expected` (its JSON path named).
+void expect_error(const nlohmann::json& bad, const std::string& expected) {
+  try {
+    parse_platform_json(bad, "p.json");
+    ADD_FAILURE() << "no error, expected " << expected;
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+}
+
 TEST(Platform, H100SheetInSIUnits) {
   const Platform p = test::catalog_platform("h100-sxm-ndr");
   EXPECT_EQ(p.name, "h100-sxm-ndr");
@@ -93,25 +103,13 @@ TEST(Platform, CalibrationBlock) {
   j["calibration"]["sustained_fp8_gemm"] = 0.9;
   EXPECT_DOUBLE_EQ(compute_time_factor(parse_platform_json(j, "p.json").calibration, 1, true),
                    1 / 0.8 / 0.9);
-  j["calibration"]["sustained_fp8_gemm"] = 0.1;
-  try {
-    parse_platform_json(j, "p.json");
-    ADD_FAILURE() << "an FP8 sustained rate below a quarter accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(
-        std::string(e.what()),
-        "p.json: $.calibration.sustained_fp8_gemm: must be a number >= 0.25 and <= 1, got 0.1");
-  }
+  j["calibration"]["sustained_fp8_gemm"] = 0.1;  // below a quarter of the measured rate
+  expect_error(
+      j, "p.json: $.calibration.sustained_fp8_gemm: must be a number >= 0.25 and <= 1, got 0.1");
   j["calibration"].erase("sustained_fp8_gemm");
-  j["calibration"]["sustained_compute"] = 1.5;
-  try {
-    parse_platform_json(j, "p.json");
-    ADD_FAILURE() << "a sustained rate above the measured one accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(
-        std::string(e.what()),
-        "p.json: $.calibration.sustained_compute: must be a number >= 0.25 and <= 1, got 1.5");
-  }
+  j["calibration"]["sustained_compute"] = 1.5;  // above the measured rate
+  expect_error(
+      j, "p.json: $.calibration.sustained_compute: must be a number >= 0.25 and <= 1, got 1.5");
 }
 
 // h200-sxm-ndr has no step times to fit on: its file says it takes h100-sxm-ndr's calibration,
@@ -153,14 +151,6 @@ TEST(Platform, StrictInput) {
   std::ifstream in(test::source_dir() + "/platforms/h100-sxm-ndr.json");
   auto j = nlohmann::json::parse(in);
   j.erase("kernel_database");  // its path resolves next to the platform file, not "p.json"
-  auto expect_error = [](nlohmann::json bad, const std::string& expected) {
-    try {
-      parse_platform_json(bad, "p.json");
-      ADD_FAILURE() << "no error, expected " << expected;
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()), expected);
-    }
-  };
   auto bad = j;
   bad["network"]["nics_per_node"] = 4;
   expect_error(
