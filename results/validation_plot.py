@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 import svgplot
+from validation_causes import cause, fp8_context
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
@@ -36,117 +37,6 @@ def errors(rows):
 def scale(r):
     gpus = int(r["name"].split(" GPUs")[0].split()[-1])
     return "16-64 GPUs" if gpus <= 64 else "128-512 GPUs" if gpus <= 512 else "1024-2048 GPUs"
-
-
-# Likely causes of the rows over 8 %, by what the rows share (written by reading the rows, not
-# fitted): (model and precision, release tag) -> cause; the first match wins. The dense rows have
-# none today (the Nemotron-4 15B FP8 TP 4 rows it once named were the LM head priced at the FP8
-# peak); the mixture-of-experts rows, all checking rows, have suspects, not established causes.
-MOE_FP8 = ("not established. Ruled out: a quantisation kernel per expert (Transformer Engine 1.12 "
-           "and 2.x quantise all local experts' inputs, and their output gradients, in one fused "
-           "multi-tensor launch, as priced). What it shows: %s; %s. Megatron-LM's MoE-layer "
-           "benchmark shows the same excess (`results/moe/moe_layer_validation.md`). Next "
-           "suspect: the FP8 expert GEMMs as Transformer Engine's grouped linear layer runs them "
-           "(its cuBLAS calls, FP8 scaling and wgrad accumulation), which the suite (one cuBLASLt "
-           "call) does not time: a GPU with Transformer Engine is needed")
-KERNELS = os.path.join(ROOT, "platforms", "h100-sxm", "kernels.json")
-
-
-ETP1_TWIN = (
-    "not established: the only BF16 row with expert TP 1 under TP 4 (the experts' all-to-all "
-    "over a group that re-divides the TP ranks), and the only one trainsim predicts more than "
-    "1 %% slow. The same layout at expert TP 4 (v24.11.1: NeMo 1, FlashAttention-2), with the "
-    "same FLOPs per GPU, measured %.2f s and is predicted %+.1f %%; trainsim puts %.2f s between "
-    "the two layouts (the TP 4 experts' all-to-all across nodes and their TP gathers, and the "
-    "slower attention), the measurements %.2f s. Either this run's kernels ran faster than the "
-    "calibration's sustained rate (its compute alone, as priced, exceeds its measured step) or "
-    "the older run lost more to communication than trainsim prices")
-
-
-def db_fp8_speedups():
-    """Median BF16 / FP8 time of the H100 database's GEMMs of a TFLOP or more, grouped (the
-    experts') and plain, over the shapes timed in both precisions."""
-    with open(KERNELS) as f:
-        entries = json.load(f)["entries"]
-    times = {}
-    for x in entries:
-        if x["op"] in ("gemm", "grouped_gemm"):
-            key = (x["op"], x["m"], x["n"], x["k"], x.get("groups", 1))
-            times.setdefault(key, {})[x["dtype"]] = x["median_us"]
-    ratios = {"gemm": [], "grouped_gemm": []}
-    for (op, m, n, k, g), t in times.items():
-        if "bf16" in t and "fp8" in t and 2 * m * n * k * g >= 1e12:
-            ratios[op].append(t["bf16"] / t["fp8"])
-    med = {op: sorted(r)[len(r) // 2] for op, r in ratios.items() if r}
-    return ("the database's FP8 grouped GEMMs of a TFLOP or more run x%.2f as fast as in BF16 "
-            "(median), its plain GEMMs x%.2f" % (med["grouped_gemm"], med["gemm"]))
-
-
-def twin_speedup(r, rows):
-    """(measured, predicted) step of the row's BF16 twin (same model, GPU count and release)
-    over the row's own; None without a twin."""
-    twin = next((b for b in rows if b["name"] == r["name"].replace(" FP8 ", " BF16 ")), None)
-    if twin is None:
-        return None
-    return twin["measured_s"] / r["measured_s"], twin["predicted_s"] / r["predicted_s"]
-
-
-def own_fp8_speedup(r, rows):
-    """The FP8 speed-up of the row against its BF16 twin, measured and predicted."""
-    own = twin_speedup(r, rows)
-    if own is None:
-        return "no BF16 twin row to compare"
-    return ("its BF16 twin row takes x%.2f its step as measured, x%.2f as predicted (%+.0f %%)" %
-            (own[0], own[1], 100 * (own[1] / own[0] - 1)))
-
-
-def fp8_context(rows):
-    """What every FP8 MoE row's cause compares it with, worked out once: the range of the
-    predicted over the measured FP8 speed-up on the dense rows' twins, and the database's FP8
-    GEMM speed-ups."""
-    dense = [twin_speedup(d, rows) for d in rows
-             if " FP8 " in d["name"] and "(MoE)" not in d["name"]]
-    dense = [p / m - 1 for m, p in (x for x in dense if x)]
-    text = db_fp8_speedups()
-    if dense:
-        text = ("over the dense rows' twins the predicted speed-up is %+.0f to %+.0f %% of the "
-                "measured; " % (100 * min(dense), 100 * max(dense))) + text
-    return text
-
-
-CAUSES = {
-    ("Grok-1 314B (MoE) FP8", ""): MOE_FP8,
-    ("Llama4 Maverick 400B (MoE) FP8", ""): MOE_FP8,
-    ("DeepSeek-V3 671B (MoE)", ""): (
-        "not established. The benchmark's script is expressed (NeMo's pretrain_deepseek_v3.py at "
-        "the commit its setup pins: its pipeline split, recomputation of MLA's up-projections, no "
-        "TP overlap, capacity factor 1), which brought these rows closer. Largest exposed item "
-        "left: the expert-parallel all-to-all over 64 GPUs on 8 nodes, priced from InfiniBand's "
-        "rate with no measurement of NCCL's all-to-all at that size to check it against"),
-    ("Grok-1 314B (MoE) BF16 512 GPUs", "v25.05.05"): ETP1_TWIN,
-    ("Grok-1 314B (MoE) BF16", ""): (
-        "not established: proxies with 2 to 8 of the 64 layers, where the work outside the "
-        "layers (embedding and LM head of a 131,072-word vocabulary, the optimizer) weighs most"),
-}
-
-
-def etp1_twin(r, rows):
-    """The Grok-1 row at expert TP 1 beside the same layout at expert TP 4 (v24.11.1)."""
-    twin = next(t for t in rows if t["name"] == r["name"].replace("v25.05.05", "v24.11.1"))
-    return (twin["measured_s"], 100 * twin["error"], twin["predicted_s"] - r["predicted_s"],
-            twin["measured_s"] - r["measured_s"])
-
-
-def cause(r, rows, context):
-    """The row's likely cause; `context` is fp8_context(rows)."""
-    for (part, tag), text in CAUSES.items():
-        if part in r["name"] and tag in r["name"]:
-            if text is MOE_FP8:
-                return text % (own_fp8_speedup(r, rows), context)
-            if text is ETP1_TWIN:
-                return text % etp1_twin(r, rows)
-            return text
-    return "cause not yet identified"
 
 
 # Why A100 rows miss by over 8 % (written by reading the rows, not fitted): row name part -> cause.
