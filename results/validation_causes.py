@@ -3,6 +3,7 @@ share (written by reading the rows, not fitted), with the figures that test it w
 the rows themselves. Used by validation_plot.py."""
 import json
 import os
+import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -10,13 +11,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # fitted): (model and precision, release tag) -> cause; the first match wins. The dense rows have
 # none today (the Nemotron-4 15B FP8 TP 4 rows it once named were the LM head priced at the FP8
 # peak); the mixture-of-experts rows, all checking rows, have suspects, not established causes.
-MOE_FP8 = ("not established. Ruled out: a quantisation kernel per expert (Transformer Engine 1.12 "
-           "and 2.x quantise all local experts' inputs, and their output gradients, in one fused "
-           "multi-tensor launch, as priced). What it shows: %s; %s. Megatron-LM's MoE-layer "
-           "benchmark shows the same excess (`results/moe/moe_layer_validation.md`). Next "
-           "suspect: the FP8 expert GEMMs as Transformer Engine's grouped linear layer runs them "
-           "(its cuBLAS calls, FP8 scaling and wgrad accumulation), which the suite (one cuBLASLt "
-           "call) does not time: a GPU with Transformer Engine is needed")
+MOE_FP8 = ("not established.%s What it shows: %s; %s. Megatron-LM's MoE-layer benchmark shows "
+           "the same excess (`results/moe/moe_layer_validation.md`). Next suspect: the FP8 expert "
+           "GEMMs as Transformer Engine runs them (its cuBLAS calls, FP8 scaling and wgrad "
+           "accumulation), which the suite (one cuBLASLt call) does not time: a GPU with "
+           "Transformer Engine is needed")
+# Said of the FP8 runs whose experts are one grouped GEMM (not of NeMo's Grok-1 launcher runs,
+# whose experts are sequential: SEQUENTIAL_RUNS).
+GROUPED_QUANTISATION = (
+    " Ruled out: a quantisation kernel per expert (Transformer Engine 1.12 and 2.x's grouped "
+    "linear layer quantises all local experts' inputs, and their output gradients, in one fused "
+    "multi-tensor launch, as priced).")
+SEQUENTIAL_RUNS = [("Grok-1", "v24.11.1"), ("Grok-1", "v25.04.02")]
 KERNELS = os.path.join(ROOT, "platforms", "h100-sxm", "kernels.json")
 
 
@@ -92,9 +98,7 @@ CAUSES = {
         "left: the expert-parallel all-to-all over 64 GPUs on 8 nodes, priced from InfiniBand's "
         "rate with no measurement of NCCL's all-to-all at that size to check it against"),
     ("Grok-1 314B (MoE) BF16 512 GPUs", "v25.05.05"): ETP1_TWIN,
-    ("Grok-1 314B (MoE) BF16", ""): (
-        "not established: proxies with 2 to 8 of the 64 layers, where the work outside the "
-        "layers (embedding and LM head of a 131,072-word vocabulary, the optimizer) weighs most"),
+    ("Grok-1 314B (MoE) BF16", ""): "not established",
 }
 
 
@@ -105,13 +109,72 @@ def etp1_twin(r, rows):
             twin["measured_s"] - r["measured_s"])
 
 
+# The Grok-1 runs of NeMo's launcher (v24.11.1, v25.04.02) on one pipeline stage without CP:
+# proxies of 2 or 4 layers whose expert parallelism, and so the experts each GPU holds, differs.
+LOCAL_EXPERTS = (
+    "Not the work outside the layers: the %d- and %d-GPU runs hold the same %d layers, embedding "
+    "and LM head per GPU and miss by %+.1f and %+.1f %%. What falls with the experts each GPU "
+    "holds is the miss per micro-batch and layer (measured minus predicted step, over "
+    "micro-batches x layers): %s ms with %s local experts (EP %s), %+.2f ms per local expert "
+    "(least squares). These runs set `moe_grouped_gemm` off (NeMo's Grok-1 launcher "
+    "configurations): Megatron-Core's sequential experts, each local expert its own MLP of "
+    "Transformer Engine layers (its own input quantisation in FP8), which trainsim prices as one "
+    "grouped GEMM; what a local expert costs beyond its GEMMs' time is the suspect, and timing it "
+    "needs a GPU with Megatron-Core")
+
+
+def plan_numbers(setup):
+    """(ep, pp, layers, micro-batches per step) of a row's setup text, cp or None."""
+    num = {k: int(re.search(r"\b%s (\d+)" % k, setup).group(1)) for k in ["ep", "pp", "dp", "mbs"]}
+    layers = int(re.search(r"(\d+) layers", setup).group(1))
+    gbs = int(re.search(r"gbs (\d+)", setup).group(1))
+    cp = re.search(r"\bcp (\d+)", setup)
+    return num["ep"], num["pp"], layers, gbs // (num["mbs"] * num["dp"]), cp
+
+
+def local_expert_miss(r, rows):
+    """For a Grok-1 run on one stage without CP, LOCAL_EXPERTS filled from its release's and
+    precision's runs of that kind; None for any other row."""
+    if not r["name"].startswith("Grok-1"):
+        return None
+    _, pp, _, _, cp = plan_numbers(r["setup"])
+    if pp != 1 or cp:
+        return None
+    key = r["name"].split(" GPUs")[0].rsplit(" ", 1)[0], r["name"].split("(")[-1]
+    same = [x for x in rows if (x["name"].split(" GPUs")[0].rsplit(" ", 1)[0],
+                                x["name"].split("(")[-1]) == key]
+    with open(os.path.join(ROOT, "models", "grok-1.json")) as f:
+        experts = json.load(f)["moe"]["num_experts"]
+    points = {}  # local experts -> (miss per micro-batch and layer in ms, layers, error, ep, gpus)
+    for x in same:
+        e, p, layers, mbs, c = plan_numbers(x["setup"])
+        if p == 1 and not c:
+            miss = (x["measured_s"] - x["predicted_s"]) / (mbs * layers)
+            gpus = int(x["name"].split(" GPUs")[0].rsplit(" ", 1)[1])
+            points[experts // e] = (1e3 * miss, layers, 100 * x["error"], e, gpus)
+    if len(points) < 3:
+        return None
+    local = sorted(points, reverse=True)
+    mx = sum(local) / len(local)
+    my = sum(points[k][0] for k in local) / len(local)
+    slope = sum((k - mx) * (points[k][0] - my) for k in local) / sum((k - mx) ** 2 for k in local)
+    two, one = points[local[-2]], points[local[-1]]
+    return LOCAL_EXPERTS % (
+        two[4], one[4], one[1], two[2], one[2], ", ".join("%.2f" % points[k][0] for k in local),
+        ", ".join(str(k) for k in local), ", ".join(str(points[k][3]) for k in local), slope)
+
+
 def cause(r, rows, context):
     """The row's likely cause; `context` is fp8_context(rows)."""
     for (part, tag), text in CAUSES.items():
         if part in r["name"] and tag in r["name"]:
             if text is MOE_FP8:
-                return text % (own_fp8_speedup(r, rows), context)
-            if text is ETP1_TWIN:
-                return text % etp1_twin(r, rows)
-            return text
+                sequential = any(r["name"].startswith(m) and t in r["name"]
+                                 for m, t in SEQUENTIAL_RUNS)
+                text = text % ("" if sequential else GROUPED_QUANTISATION,
+                               own_fp8_speedup(r, rows), context)
+            elif text is ETP1_TWIN:
+                text = text % etp1_twin(r, rows)
+            experts = local_expert_miss(r, rows)
+            return text + (". " + experts if experts else "")
     return "cause not yet identified"
