@@ -15,6 +15,16 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256;
 
+/// Blocks of kThreads for `work` items of a grid-stride loop: at least 1, at most 65,536.
+inline std::size_t grid_size(std::size_t work) {
+  const std::size_t b = (work + kThreads - 1) / kThreads;
+  return b == 0 ? 1 : (b > 65536 ? 65536 : b);
+}
+
+#define TS_GRID_STRIDE(i, n)                                                                     \
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+
 struct alignas(16) Pack8 {
   bf16 v[8];
 };

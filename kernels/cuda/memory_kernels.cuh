@@ -1,7 +1,8 @@
 #pragma once
 // The suite's memory-bound ops as the runner (memory_runner.cu) sees them: each op's tensors and
-// its launch. The kernels themselves: memory_kernels.cu (a training step's elementwise, row and
-// optimizer ops) and routing_kernels.cu (an MoE layer's routing, FP8 cast-transpose).
+// its launch. The kernels themselves: memory_kernels.cu (a training step's elementwise and
+// optimizer ops), row_kernels.cu (norms, embedding, cross-entropy) and routing_kernels.cu (an MoE
+// layer's routing, FP8 cast-transpose).
 #include <cuda_runtime.h>
 
 #include <cstddef>
