@@ -140,7 +140,10 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
     auto it = req.plan_flags.find(field.name);
     if (it == req.plan_flags.end()) continue;
     apply_flag(in.plan, field, it->second);
-    in.origin.where[field.name] = flag_of(field.name);
+    // A switch that turns a field off is the field's flag with "no-" (--no-overlap-p2p-comm).
+    const bool off = field.type == FieldType::kBool && it->second == "false";
+    in.origin.where[field.name] =
+        off ? "--no-" + flag_of(field.name).substr(2) : flag_of(field.name);
   }
   if (req.engine) in.engine = engine_of(*req.engine);
   in.model_path = *model_path;

@@ -315,7 +315,7 @@ TEST_F(BadInput, ScheduleOptionsNameTheirFlagOrPath) {
             "--overlap-param-gather: needs the distributed optimizer (--zero 1 or more), as in "
             "Megatron-LM");
   EXPECT_EQ(fails({"run", s, "--no-overlap-p2p-comm"})
-                .rfind("--overlap-p2p-comm: applies to the interleaved schedule only", 0),
+                .rfind("--no-overlap-p2p-comm: applies to the interleaved schedule only", 0),
             0u);
   EXPECT_EQ(fails({"run", s, "--recompute", "some"}),
             "--recompute: must be one of {none, selective, full}, got 'some'");
