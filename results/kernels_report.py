@@ -137,25 +137,28 @@ def layout_section(db, run_json):
 def grouped_section(db):
     out = ["## Grouped GEMMs (MoE experts)", "",
            "One strided-batched cuBLASLt launch over the local experts, equal tokens per expert; "
-           "4096 tokens per GPU, expert TP 1, the first linear layer's forward (gate and up):", "",
+           "4096 tokens per GPU, the first linear layer's forward (gate and up), expert TP 1 but "
+           "where named; beside it, where the database has that shape, one expert's GEMM as a "
+           "plain launch (how sequential experts, `--no-moe-grouped-gemm`, are priced):", "",
            "| layer | experts | EP | local experts | tokens per expert | n x k | BF16 TFLOP/s | "
-           "FP8 TFLOP/s |", "|---|---|---|---|---|---|---|---|"]
+           "FP8 TFLOP/s | one expert, plain: BF16 | FP8 |", "|---|---|---|---|---|---|---|---|---|---|"]
     layers = [("mixtral-8x7b", 8, 2, 4096, 14336), ("deepseek-v3", 256, 8, 7168, 2048),
               ("deepseek-proxy-32e", 32, 8, 7168, 2048), ("grok-1", 8, 2, 6144, 32768),
-              ("llama4-maverick", 128, 1, 5120, 8192)]
-    index = {shape_key(e): e for e in db["entries"] if e["op"] == "grouped_gemm"}
+              ("grok-1, expert TP 4", 8, 2, 6144, 8192), ("llama4-maverick", 128, 1, 5120, 8192)]
+    index = {shape_key(e): e for e in db["entries"] if e["op"] in ("grouped_gemm", "gemm")}
     for name, experts, topk, hidden, ffn in layers:
         for ep in (1, 2, 4, 8, 16, 32, 64, 128):
             groups, m = experts // ep, 4096 * topk * ep // experts
             if experts % ep or groups < 2 or groups > 32:
                 continue
             rates = []
-            for dtype in ("bf16", "fp8"):
-                e = index.get(shape_key({"op": "grouped_gemm", "dtype": dtype, "groups": groups,
-                                         "m": m, "n": 2 * ffn, "k": hidden}))
-                rates.append("%.0f" % tflops(e) if e else "-")
-            out.append("| %s | %d | %d | %d | %d | %d x %d | %s | %s |" % (
-                name, experts, ep, groups, m, 2 * ffn, hidden, rates[0], rates[1]))
+            for op, extra in (("grouped_gemm", {"groups": groups}), ("gemm", {})):
+                for dtype in ("bf16", "fp8"):
+                    e = index.get(shape_key(dict({"op": op, "dtype": dtype, "m": m,
+                                                  "n": 2 * ffn, "k": hidden}, **extra)))
+                    rates.append("%.0f" % tflops(e) if e else "-")
+            out.append("| %s | %d | %d | %d | %d | %d x %d | %s |" % (
+                name, experts, ep, groups, m, 2 * ffn, hidden, " | ".join(rates)))
     return out + [""]
 
 

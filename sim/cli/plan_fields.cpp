@@ -123,6 +123,7 @@ void layout_fields(FieldTable& t) {
       });
   t.real("moe_imbalance", &Plan::moe_imbalance, {1.0});
   t.real("moe_capacity_factor", &Plan::moe_capacity_factor, {0.0});
+  t.flag("moe_grouped_gemm", &Plan::moe_grouped_gemm);
   t.add({"mtp_num_layers",
          FieldType::kInt,
          {0, Model::kMaxMtpLayers},

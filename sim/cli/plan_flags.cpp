@@ -44,6 +44,11 @@ void add_parallel_flags(po::options_description& d) {
   add("moe-capacity-factor", s("X"),
       "tokens an expert takes at most, over the mean; the rest are dropped (default 0: "
       "dropless)");
+  add("no-moe-grouped-gemm", po::bool_switch(),
+      "Megatron-Core's sequential experts (Megatron-LM without --moe-grouped-gemm): each local "
+      "expert its own MLP, its GEMMs, activation and FP8 quantisation launched once per expert "
+      "over that expert's tokens; by default the local experts run as one grouped GEMM per "
+      "projection");
   add("mtp-num-layers", s("N"),
       "multi-token-prediction modules trained after the last decoder layer, each a decoder "
       "layer like the last with its own projection, norms and loss through the shared LM head "

@@ -45,6 +45,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
     m.load = expert_rank_load(m.experts, m.local, plan.moe_imbalance, plan.moe_capacity_factor);
     m.dispatcher = plan.moe_dispatcher;
     m.a2a_overlap = plan.moe_a2a_overlap;
+    m.grouped = plan.moe_grouped_gemm;
     m.shared_ffn = static_cast<double>(model.moe.shared_expert_ffn_hidden_size) / t;
   }
   s.up_factor = is_gated(model.ffn_kind) ? 2.0 : 1.0;

@@ -124,6 +124,7 @@ struct LayerShape {
     MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
     double shared_ffn = 0;     // the shared expert's width per TP rank (0: none)
     bool a2a_overlap = false;  // Plan::moe_a2a_overlap
+    bool grouped = true;       // Plan::moe_grouped_gemm
   } moe;
   bool is_moe() const { return moe.experts > 0; }
   /// Multi-head latent attention (DeepSeek): the down-projections whole on every TP rank

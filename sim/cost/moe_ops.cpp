@@ -45,6 +45,27 @@ bool fp8_padded(const LayerShape& s, const MoeWork& w) {
   return std::fmod(w.per_expert, kFp8RowAlignment) != 0.0;
 }
 
+// How the local experts' MLP is launched. Grouped (--moe-grouped-gemm): each kernel once over all
+// of them. Sequential (Megatron-Core's SequentialMLP): the same kernels once per local expert
+// over its own rows, and the experts' outputs concatenated after them (their gradients split
+// back by a copy before them); one local expert runs as grouped.
+struct ExpertLaunches {
+  std::int64_t groups;    // GEMM groups per launch
+  std::int64_t launches;  // launches of each kernel per pass
+  double rows;            // rows of the elementwise kernels per launch
+  bool concat() const { return launches > 1; }
+};
+
+ExpertLaunches launches_of(const LayerShape& s, const MoeWork& w) {
+  if (s.moe.grouped || s.moe.local == 1) return {s.moe.local, 1, w.rows};
+  return {1, s.moe.local, w.per_expert};
+}
+
+// Each kernel added from `first` on launched `times` per pass.
+void repeat_from(std::vector<KernelSpec>& k, std::size_t first, std::int64_t times) {
+  for (std::size_t i = first; i < k.size(); ++i) k[i].launches *= times;
+}
+
 // The layer's GEMMs and attention of a pass, by kernel name: what an overlapped all-to-all runs
 // beside (sim/cost/tp_overlap: it stalls the pass only where it outlasts them).
 std::vector<std::string> layer_compute(const LayerShape& s, bool backward) {
@@ -135,9 +156,13 @@ void moe_forward(const LayerShape& s, BlockPass& p) {
   k.push_back(elementwise("router.topk", "moe_router", w.tokens, experts));
   k.push_back(elementwise("permute", "moe_permute", w.routed, h));
   if (fp8_padded(s, w)) k.push_back(elementwise("expert_pad", "copy", w.rows, h));
-  linear(k, "expert_up", w.per_expert, h, s.up_factor * m.ffn, s.gemm_dtype, m.local);
-  k.push_back(elementwise("expert_activation", to_string(s.ffn_kind), w.rows, m.ffn));
-  linear(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, m.local);
+  const ExpertLaunches x = launches_of(s, w);
+  const std::size_t first = k.size();
+  linear(k, "expert_up", w.per_expert, h, s.up_factor * m.ffn, s.gemm_dtype, x.groups);
+  k.push_back(elementwise("expert_activation", to_string(s.ffn_kind), x.rows, m.ffn));
+  linear(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, x.groups);
+  repeat_from(k, first, x.launches);
+  if (x.concat()) k.push_back(elementwise("expert_concat", "copy", w.rows, h));
   if (fp8_padded(s, w)) k.push_back(elementwise("expert_unpad", "copy", w.rows, h));
   k.push_back(elementwise("unpermute", "moe_unpermute", w.routed, h));
   moe_collectives(s, w, p, false);
@@ -157,10 +182,14 @@ void moe_backward(const LayerShape& s, BlockPass& p) {
   if (m.shared_ffn > 0) shared_expert(s, p, true);
   k.push_back(elementwise("unpermute.grad", "moe_unpermute.grad", w.routed, h));
   if (fp8_padded(s, w)) k.push_back(elementwise("expert_unpad.grad", "copy", w.rows, h));
-  gemm_backward(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, m.local);
+  const ExpertLaunches x = launches_of(s, w);
+  if (x.concat()) k.push_back(elementwise("expert_concat.grad", "copy", w.rows, h));
+  const std::size_t first = k.size();
+  gemm_backward(k, "expert_down", w.per_expert, m.ffn, h, s.gemm_dtype, x.groups);
   k.push_back(elementwise("expert_activation.grad", std::string(to_string(s.ffn_kind)) + ".grad",
-                          w.rows, m.ffn));
-  gemm_backward(k, "expert_up", w.per_expert, h, s.up_factor * m.ffn, s.gemm_dtype, m.local);
+                          x.rows, m.ffn));
+  gemm_backward(k, "expert_up", w.per_expert, h, s.up_factor * m.ffn, s.gemm_dtype, x.groups);
+  repeat_from(k, first, x.launches);
   if (fp8_padded(s, w)) k.push_back(elementwise("expert_pad.grad", "copy", w.rows, h));
   k.push_back(elementwise("permute.grad", "moe_permute.grad", w.routed, h));
   k.push_back(elementwise("router.topk.grad", "moe_router.grad", w.tokens, experts));

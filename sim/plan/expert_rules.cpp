@@ -32,6 +32,7 @@ void refuse_on_dense(const Plan& plan, const Model& model, const PlanOrigin& ori
   if (plan.moe_imbalance != 1.0) fail_input(origin.of("moe_imbalance"), dense);
   if (plan.moe_capacity_factor != 0.0) fail_input(origin.of("moe_capacity_factor"), dense);
   if (plan.moe_a2a_overlap) fail_input(origin.of("overlap_moe_expert_parallel_comm"), dense);
+  if (!plan.moe_grouped_gemm) fail_input(origin.of("moe_grouped_gemm"), dense);
   if (plan.moe_dispatcher != MoeDispatcher::kAllToAll) {
     fail_input(origin.of("moe_token_dispatcher_type"), dense);
   }

@@ -70,6 +70,11 @@ struct Plan {
   /// Tokens an expert takes at most, over the mean (--moe-expert-capacity-factor); the rest are
   /// dropped. 0: no capacity, nothing dropped (dropless).
   double moe_capacity_factor = 0.0;
+  /// Megatron-Core's --moe-grouped-gemm: a GPU's local experts run as one grouped GEMM per
+  /// projection (the default here, as every published recipe sets it). False: its sequential
+  /// experts (Megatron-LM's default), each local expert its own MLP whose GEMMs, activation and
+  /// FP8 quantisation are their own launches over that expert's tokens.
+  bool moe_grouped_gemm = true;
   /// Megatron-Core's --overlap-moe-expert-parallel-comm: the expert all-to-alls run on their own
   /// stream beside the layer's compute, exposed only where they outlast it.
   bool moe_a2a_overlap = false;

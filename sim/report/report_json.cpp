@@ -26,6 +26,7 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
       {"moe_token_dispatcher_type", to_string(p.moe_dispatcher)},
       {"moe_imbalance", p.moe_imbalance},
       {"moe_capacity_factor", p.moe_capacity_factor},
+      {"moe_grouped_gemm", p.moe_grouped_gemm},
       {"vp", p.vp},
       {"sp", p.sp},
       {"mbs", p.mbs},

@@ -136,6 +136,7 @@ std::string report_text(const Report& r) {
   if (p.moe_capacity_factor > 0) {
     extras.push_back("expert capacity " + format_fixed(p.moe_capacity_factor, 2) + "x the mean");
   }
+  if (!p.moe_grouped_gemm) extras.push_back("sequential experts");
   if (p.zero == 1 || p.zero == 2)
     extras.push_back("distributed optimizer (zero " + std::to_string(p.zero) + ")");
   if (p.zero == 3) extras.push_back("zero 3");

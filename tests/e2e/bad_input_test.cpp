@@ -317,6 +317,8 @@ TEST_F(BadInput, ScheduleOptionsNameTheirFlagOrPath) {
   EXPECT_EQ(fails({"run", s, "--no-overlap-p2p-comm"})
                 .rfind("--no-overlap-p2p-comm: applies to the interleaved schedule only", 0),
             0u);
+  EXPECT_EQ(fails({"run", s, "--no-moe-grouped-gemm"}),
+            "--no-moe-grouped-gemm: applies to mixture-of-experts models; llama3.1-70b is dense");
   EXPECT_EQ(fails({"run", s, "--recompute", "some"}),
             "--recompute: must be one of {none, selective, full}, got 'some'");
   auto path = file("v.json", scenario(R"({"tp": 4, "pp": 4, "dp": 4, "seq_len": 8192, "gbs": 128,

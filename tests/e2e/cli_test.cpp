@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "tests/support/support.hpp"
 
@@ -255,6 +257,33 @@ TEST(Cli, ReportNamesTheParameterCount) {
   EXPECT_NE(r.out.find("\nmodel: 46,702,792,704 parameters, 12,748,853,248 active per token\n"),
             std::string::npos)
       << r.out;
+}
+
+// --no-moe-grouped-gemm: Megatron-Core's sequential experts, named in the plan line and in the
+// JSON plan, each expert GEMM launched once per local expert (Mixtral at EP 2: 4 local experts).
+TEST(Cli, SequentialExpertsAreAPlanSwitch) {
+  const std::vector<std::string> args = {
+      "run",  "--model", "mixtral-8x7b", "--platform", "h100-sxm-ndr", "--ep",    "2",
+      "--dp", "8",       "--seq-len",    "4096",       "--engine",     "analytic"};
+  auto sequential = args;
+  sequential.push_back("--no-moe-grouped-gemm");
+  auto r = test::run_trainsim(sequential);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("sequential experts"), std::string::npos) << r.out;
+  sequential.insert(sequential.end(), {"--format", "json"});
+  auto grouped = args;
+  grouped.insert(grouped.end(), {"--format", "json"});
+  const auto js = nlohmann::json::parse(test::run_trainsim(sequential).out);
+  const auto jg = nlohmann::json::parse(test::run_trainsim(grouped).out);
+  EXPECT_EQ(js["plan"]["moe_grouped_gemm"], false);
+  EXPECT_EQ(jg["plan"]["moe_grouped_gemm"], true);
+  const auto launches = [](const nlohmann::json& j) {
+    for (const auto& k : j["provenance"]["kernels"]) {
+      if (k["pass"] == "forward" && k["name"] == "decoder.expert_up") return k["count"].get<int>();
+    }
+    return 0;
+  };
+  EXPECT_EQ(launches(js), 4 * launches(jg));
 }
 
 TEST(Cli, InterleavedReportGroupsChunksByStage) {

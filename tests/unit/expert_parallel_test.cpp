@@ -154,6 +154,61 @@ TEST(ExpertParallel, MoeLayerWorkAndTrafficInClosedForm) {
   EXPECT_DOUBLE_EQ(gather.bytes, T * h * 2.0 + T * k * h * 2.0);
 }
 
+const KernelSpec& kernel_named(const BlockPass& p, const std::string& name) {
+  const auto it = std::find_if(p.kernels.begin(), p.kernels.end(),
+                               [&](const KernelSpec& x) { return x.name == name; });
+  EXPECT_NE(it, p.kernels.end()) << name;
+  return *it;
+}
+
+bool has_kernel(const BlockPass& p, const std::string& name) {
+  return std::any_of(p.kernels.begin(), p.kernels.end(),
+                     [&](const KernelSpec& x) { return x.name == name; });
+}
+
+// Megatron-Core's sequential experts (--moe-grouped-gemm off): Mixtral 8x7b at EP 2, 4 local
+// experts of 2,048 rows each. Each expert's GEMMs are plain GEMMs of its own rows, launched once
+// per expert (in FP8 with its own quantisation), its activation likewise; the outputs are
+// concatenated after them and their gradients split back by a copy of the rows before them. The
+// FLOPs are the grouped GEMM's; one local expert runs as grouped.
+TEST(ExpertParallel, SequentialExpertsLaunchOncePerLocalExpert) {
+  const Model m = test::catalog_model("mixtral-8x7b");
+  // Each GPU takes the tokens its 4 of the 8 experts are routed from both EP ranks: T x k rows.
+  const double T = 4096, h = 4096, f = 14336, k = 2, local = 4, rows = T * k;
+  Plan p = ep_plan(1, 8, 2);
+  p.precision = Precision::kFP8;
+  const BlockPass grouped = block_pass(BlockKind::kDecoder, false, layer_shape(m, p, 32000));
+  p.moe_grouped_gemm = false;
+  const LayerShape s = layer_shape(m, p, 32000);
+  const BlockPass fwd = block_pass(BlockKind::kDecoder, false, s);
+  const BlockPass bwd = block_pass(BlockKind::kDecoder, true, s);
+  EXPECT_DOUBLE_EQ(flops_of(fwd, "expert_"), flops_of(grouped, "expert_"));
+  EXPECT_DOUBLE_EQ(flops_of(fwd, "expert_"), 2.0 * rows * h * f * 3.0);
+  for (const auto* name : {"expert_up", "expert_down"}) {
+    const KernelSpec& g = kernel_named(fwd, name);
+    EXPECT_EQ(g.launches, local) << name;
+    EXPECT_EQ(std::get<GemmShape>(g.shape).groups, 1) << name;
+    EXPECT_EQ(std::get<GemmShape>(g.shape).m, rows / local) << name;
+    EXPECT_EQ(kernel_named(fwd, std::string(name) + ".fp8_cast").launches, local) << name;
+    EXPECT_EQ(kernel_named(bwd, std::string(name) + ".wgrad").launches, local) << name;
+    EXPECT_EQ(kernel_named(bwd, std::string(name) + ".grad_fp8_cast").launches, local) << name;
+  }
+  EXPECT_EQ(std::get<GemmShape>(kernel_named(grouped, "expert_up").shape).groups, local);
+  const KernelSpec& act = kernel_named(fwd, "expert_activation");
+  EXPECT_EQ(act.launches, local);
+  EXPECT_DOUBLE_EQ(act.bytes * local, kernel_named(grouped, "expert_activation").bytes);
+  // The concatenation: read and write the rows' hidden states once each way (2 bytes each).
+  EXPECT_DOUBLE_EQ(kernel_named(fwd, "expert_concat").bytes, rows * h * 2.0 * 2.0);
+  EXPECT_DOUBLE_EQ(kernel_named(bwd, "expert_concat.grad").bytes, rows * h * 2.0 * 2.0);
+  EXPECT_FALSE(has_kernel(grouped, "expert_concat"));
+  // EP 8: one local expert, whose sequential MLP is the grouped one.
+  Plan one = ep_plan(1, 8, 8);
+  one.moe_grouped_gemm = false;
+  const BlockPass single = block_pass(BlockKind::kDecoder, false, layer_shape(m, one, 32000));
+  EXPECT_EQ(kernel_named(single, "expert_up").launches, 1);
+  EXPECT_FALSE(has_kernel(single, "expert_concat"));
+}
+
 TEST(ExpertParallel, ExpertWeightsAndStateSplitByEp) {
   const Model m = test::catalog_model("mixtral-8x7b");
   const double expert = 3.0 * 4096 * 14336;
