@@ -118,9 +118,11 @@ LOCAL_EXPERTS = (
     "micro-batches x layers): %s ms with %s local experts (EP %s), %+.2f ms per local expert "
     "(least squares). These runs set `moe_grouped_gemm` off (NeMo's Grok-1 launcher "
     "configurations): Megatron-Core's sequential experts, each local expert its own MLP of "
-    "Transformer Engine layers (its own input quantisation in FP8), which trainsim prices as one "
-    "grouped GEMM; what a local expert costs beyond its GEMMs' time is the suspect, and timing it "
-    "needs a GPU with Megatron-Core")
+    "Transformer Engine layers, priced so (`--no-moe-grouped-gemm`: each expert's GEMMs, "
+    "activation and FP8 quantisation launched over its own rows, the database's plain GEMMs, "
+    "which it times faster than the grouped GEMM of the same experts). So the miss is not in the "
+    "experts' GEMMs as timed: what a sequential expert costs beyond them is the suspect, and "
+    "timing it needs a GPU with Megatron-Core")
 
 
 def plan_numbers(setup):

@@ -100,6 +100,13 @@ bool runs_flash_attn2(const std::string& model, const std::string& tag) {
   return model == "Nemotron4 340B" && tag == "v24.11.1";
 }
 
+// Whether a row's benchmark ran Megatron-Core's sequential experts: the NeMo launcher
+// configurations (YAML) of Grok-1 in v24.11.1 and v25.04.02 set moe_grouped_gemm false; NeMo 2's
+// performance scripts (every v25.05.05 MoE row) keep their recipes' grouped GEMM.
+bool runs_sequential_experts(const std::string& model, const std::string& tag) {
+  return model == "Grok-1 314B (MoE)" && (tag == "v24.11.1" || tag == "v25.04.02");
+}
+
 // Whether a row's benchmark reduced its gradients in BF16 (--grad-reduce-in-bf16): the NeMo
 // launcher configurations (YAML) of every v24.11.1 recipe and of Grok-1 in v25.04.02 set
 // optim.grad_sync_dtype bf16, which NeMo 1 hands Megatron-Core as grad_reduce_in_fp32 False; NeMo
@@ -132,6 +139,10 @@ std::string apply_benchmark_script(const std::string& model, const std::string& 
   if (runs_flash_attn2(model, tag)) {
     p.attention_backend = AttentionBackend::kFlashAttn2;
     says("flash-attn2 attention");
+  }
+  if (runs_sequential_experts(model, tag)) {
+    p.moe_grouped_gemm = false;
+    says("sequential experts");
   }
   if (reduces_grads_in_bf16(model, tag, p.precision)) {
     p.grad_reduce_in_bf16 = true;
@@ -225,8 +236,9 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "with TP, the distributed optimizer with overlapped gradient reduce-scatter and parameter "
       "all-gather, TP communication overlapped with its GEMMs, no recomputation, FP8 primary "
       "weights in FP8 rows; where the row's benchmark configuration is known, what it sets "
-      "beyond them (FlashAttention-2 where it exports NVTE_FUSED_ATTN=0; gradients reduced in BF16 "
-      "where it sets grad_sync_dtype bf16 or grad_reduce_in_fp32 False; DeepSeek-V3's script)");
+      "beyond them (FlashAttention-2 where it exports NVTE_FUSED_ATTN=0; sequential experts where "
+      "it sets moe_grouped_gemm false; gradients reduced in BF16 where it sets grad_sync_dtype "
+      "bf16 or grad_reduce_in_fp32 False; DeepSeek-V3's script)");
   set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
     return dgxc_row(row, file, path, platform);
   });

@@ -140,6 +140,28 @@ TEST(ValidateStepTime, RowsRunTheAttentionTheirConfigurationSets) {
   EXPECT_EQ(small_row_setup("Nemotron4 15B", "BF16", "v24.11.1").find(fa2), std::string::npos);
 }
 
+// Sequential experts where the row's configuration turns the grouped GEMM off: NeMo's launcher
+// YAML of Grok-1 in v24.11.1 and v25.04.02 sets moe_grouped_gemm false; NeMo 2's performance
+// scripts (v25.05.05) keep the recipe's grouped GEMM.
+TEST(ValidateStepTime, RowsRunTheExpertsTheirConfigurationSets) {
+  const std::string sequential = "sequential experts";
+  const auto grok = [](const std::string& tag) {
+    auto j = recipe_row("Grok-1 314B (MoE)", "BF16", 8);
+    j["tp"] = 4;
+    j["ep"] = 2;
+    j["mbs"] = 1;
+    j["gbs"] = 8;
+    j["num_layers"] = 2;
+    j["source"]["tag"] = tag;
+    const auto set = validate_rows(nlohmann::json::array({j}));
+    EXPECT_FALSE(set.rows.at(0).skipped);
+    return set.rows.at(0).setup;
+  };
+  EXPECT_NE(grok("v24.11.1").find(sequential), std::string::npos);
+  EXPECT_NE(grok("v25.04.02").find(sequential), std::string::npos);
+  EXPECT_EQ(grok("v25.05.05").find(sequential), std::string::npos);
+}
+
 // Gradients reduced in BF16 where the row's configuration says so: every NeMo launcher YAML of
 // v24.11.1 (and Grok-1's of v25.04.02) sets optim.grad_sync_dtype bf16; NeMo 2's performance
 // scripts set grad_reduce_in_fp32 False for FP8, and Grok-1's for BF16 too.
@@ -202,10 +224,11 @@ TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
 
 // The mixture-of-experts rows (Grok-1, DeepSeek-V3, Llama 4 Maverick), all checking rows: where
 // they stand, not yet the dense targets (README, Accuracy, names the causes). BF16 Grok-1 and
-// Llama 4 with expert TP = TP within 12 % (the 2- and 4-layer proxies on 8 and 16 GPUs
-// furthest), within 7 % at 32 GPUs and more; every MoE row optimistic but one, none off by more
-// than 25 %; FP8 rows further off than BF16 ones (their speed-up over BF16 is predicted above
-// the measured one, cause not established).
+// Llama 4 with expert TP = TP within 17 % (the 2- and 4-layer proxies on 8 and 16 GPUs
+// furthest: their sequential experts, 4 and 2 a GPU, priced as the database's plain GEMMs, miss
+// what each local expert costs beyond its GEMMs), within 7 % at 32 GPUs and more; every MoE row
+// optimistic but one, none off by more than 25 %; FP8 rows further off than BF16 ones (their
+// speed-up over BF16 is predicted above the measured one, cause not established).
 TEST(ValidateStepTime, MoeRowsWhereTheyStand) {
   const auto all = checking_rows("", true);
   EXPECT_EQ(all.errors_of("", "").rows, 42);
@@ -222,7 +245,7 @@ TEST(ValidateStepTime, MoeRowsWhereTheyStand) {
         r.name.find(" 8 GPUs") != std::string::npos || r.name.find(" 16 GPUs") != std::string::npos;
     if (!proxy_on_8_or_16) bf16_max_32 = std::max(bf16_max_32, std::abs(r.error()));
   }
-  EXPECT_LE(bf16_max, 0.12);
+  EXPECT_LE(bf16_max, 0.17);
   EXPECT_LE(bf16_max_32, 0.07);
   EXPECT_GT(checking_rows(" FP8 ", true).errors_of("", "").mean,
             checking_rows(" BF16 ", true).errors_of("", "").mean);
