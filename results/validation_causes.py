@@ -1,6 +1,7 @@
 """Why the DGX Cloud step-time rows over 8 % miss: each row's likely cause, by what the rows
 share (written by reading the rows, not fitted), with the figures that test it worked out from
 the rows themselves. Used by validation_plot.py."""
+import functools
 import json
 import os
 import re
@@ -125,6 +126,20 @@ LOCAL_EXPERTS = (
     "timing it needs a GPU with Megatron-Core")
 
 
+def name_parts(name):
+    """(model and precision, GPUs, release tag) of a row's name, e.g. "Grok-1 314B (MoE) BF16 8
+    GPUs (v24.11.1)" -> ("Grok-1 314B (MoE) BF16", 8, "v24.11.1")."""
+    family, gpus = name.split(" GPUs")[0].rsplit(" ", 1)
+    return family, int(gpus), name.rsplit("(", 1)[-1].rstrip(")")
+
+
+@functools.lru_cache(maxsize=None)
+def grok_experts():
+    """Grok-1's routed experts, from the catalog."""
+    with open(os.path.join(ROOT, "models", "grok-1.json")) as f:
+        return json.load(f)["moe"]["num_experts"]
+
+
 def plan_numbers(setup):
     """(ep, pp, layers, micro-batches per step) of a row's setup text, cp or None."""
     num = {k: int(re.search(r"\b%s (\d+)" % k, setup).group(1)) for k in ["ep", "pp", "dp", "mbs"]}
@@ -142,18 +157,16 @@ def local_expert_miss(r, rows):
     _, pp, _, _, cp = plan_numbers(r["setup"])
     if pp != 1 or cp:
         return None
-    key = r["name"].split(" GPUs")[0].rsplit(" ", 1)[0], r["name"].split("(")[-1]
-    same = [x for x in rows if (x["name"].split(" GPUs")[0].rsplit(" ", 1)[0],
-                                x["name"].split("(")[-1]) == key]
-    with open(os.path.join(ROOT, "models", "grok-1.json")) as f:
-        experts = json.load(f)["moe"]["num_experts"]
+    family, _, tag = name_parts(r["name"])
     points = {}  # local experts -> (miss per micro-batch and layer in ms, layers, error, ep, gpus)
-    for x in same:
+    for x in rows:
+        x_family, gpus, x_tag = name_parts(x["name"])
+        if (x_family, x_tag) != (family, tag):
+            continue
         e, p, layers, mbs, c = plan_numbers(x["setup"])
         if p == 1 and not c:
             miss = (x["measured_s"] - x["predicted_s"]) / (mbs * layers)
-            gpus = int(x["name"].split(" GPUs")[0].rsplit(" ", 1)[1])
-            points[experts // e] = (1e3 * miss, layers, 100 * x["error"], e, gpus)
+            points[grok_experts() // e] = (1e3 * miss, layers, 100 * x["error"], e, gpus)
     if len(points) < 3:
         return None
     local = sorted(points, reverse=True)

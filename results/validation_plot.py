@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 import svgplot
-from validation_causes import cause, fp8_context
+from validation_causes import cause, fp8_context, name_parts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
@@ -35,7 +35,7 @@ def errors(rows):
 
 
 def scale(r):
-    gpus = int(r["name"].split(" GPUs")[0].split()[-1])
+    gpus = name_parts(r["name"])[1]
     return "16-64 GPUs" if gpus <= 64 else "128-512 GPUs" if gpus <= 512 else "1024-2048 GPUs"
 
 
