@@ -145,21 +145,10 @@ TEST(ValidateStepTime, RowsRunTheAttentionTheirConfigurationSets) {
 // scripts (v25.05.05) keep the recipe's grouped GEMM.
 TEST(ValidateStepTime, RowsRunTheExpertsTheirConfigurationSets) {
   const std::string sequential = "sequential experts";
-  const auto grok = [](const std::string& tag) {
-    auto j = recipe_row("Grok-1 314B (MoE)", "BF16", 8);
-    j["tp"] = 4;
-    j["ep"] = 2;
-    j["mbs"] = 1;
-    j["gbs"] = 8;
-    j["num_layers"] = 2;
-    j["source"]["tag"] = tag;
-    const auto set = validate_rows(nlohmann::json::array({j}));
-    EXPECT_FALSE(set.rows.at(0).skipped);
-    return set.rows.at(0).setup;
-  };
-  EXPECT_NE(grok("v24.11.1").find(sequential), std::string::npos);
-  EXPECT_NE(grok("v25.04.02").find(sequential), std::string::npos);
-  EXPECT_EQ(grok("v25.05.05").find(sequential), std::string::npos);
+  const std::string grok = "Grok-1 314B (MoE)";
+  EXPECT_NE(small_row_setup(grok, "BF16", "v24.11.1").find(sequential), std::string::npos);
+  EXPECT_NE(small_row_setup(grok, "BF16", "v25.04.02").find(sequential), std::string::npos);
+  EXPECT_EQ(small_row_setup(grok, "BF16", "v25.05.05").find(sequential), std::string::npos);
 }
 
 // Gradients reduced in BF16 where the row's configuration says so: every NeMo launcher YAML of
