@@ -104,6 +104,8 @@ mkdir -p "$here/moe"
 "$bin" validate tests/validation/refdata/megatron_lm_moe_layer_perf_h100.json \
   > "$here/moe/moe_layer_validation.md"
 echo "wrote $here/moe/moe_layer_validation.md"
+# What an MoE layer's expert MLP costs beyond its kernels, as measured on lent GPUs.
+python3 "$here/moe/expert_mlp.py"
 out="$here/moe/mixtral-8x7b.txt"
 {
   echo "mixtral-8x7b on 64 GPUs (8 nodes), pp 4 x vp 8, gbs 256, seq 4096, zero 1 with overlapped"
