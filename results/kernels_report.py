@@ -12,6 +12,7 @@ import statistics
 import subprocess
 
 import svgplot
+from kernel_db_accumulate import accumulate_section
 from kernel_db_checks import interpolation_section, repeat_diffs, repeat_section
 from kernel_db_files import (BUILD, DB, MEAS, PUBLISHED_DB, REF, ROOT, flops, load, pct, shape_key,
                              tflops, write_markdown)
@@ -122,7 +123,8 @@ def layout_section(db, run_json):
         if k["kind"] != "gemm" or layout is None or k["shape"] in seen:
             continue
         seen.add(k["shape"])
-        m, n, kk = (int(w.split("=")[1]) for w in k["shape"].split()[2:5])
+        dims = dict(w.split("=") for w in k["shape"].split() if "=" in w)
+        m, n, kk = int(dims["m"]), int(dims["n"]), int(dims["k"])
         e = laid.get((m, n, kk, layout))
         if e:
             out.append("| %s (%s) | %.1f us | %.1f us | %s |" % (
@@ -308,6 +310,8 @@ def predictions_section():
 
 def main():
     db, platform = load(DB), load("platforms/h100-sxm-ndr.json")
+    # The sections below read the plain GEMMs; the accumulating ones have their own section.
+    db = dict(db, entries=[e for e in db["entries"] if not e.get("accumulate")])
     plots = os.path.join(ROOT, "results", "kernels")
     os.makedirs(plots, exist_ok=True)
     predictions, default_run = predictions_section()
@@ -318,7 +322,7 @@ def main():
              "number below comes from those files." % (DB, MEAS), ""]
     lines += machine_section(db) + gemm_section(db, platform, plots)
     lines += training_gemms_section(default_run) + layout_section(db, default_run)
-    lines += grouped_section(db)
+    lines += grouped_section(db) + accumulate_section()
     lines += attention_section(db) + memory_section(db, platform)
     lines += interpolation_section() + repeat_section(db) + predictions
     write_markdown("kernels.md", lines)

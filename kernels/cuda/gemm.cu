@@ -4,7 +4,9 @@
 // layouts of a data and a weight gradient. FP32 accumulation. The algorithm is cuBLASLt's first
 // heuristic choice for the shape. FP8 as Transformer Engine runs it: E4M3 inputs with per-tensor
 // scales, BF16 output. A grouped GEMM (an MoE layer's local experts, equal tokens per expert as
-// under balanced routing) is one strided-batched cuBLASLt launch over the groups.
+// under balanced routing) is one strided-batched cuBLASLt launch over the groups. An accumulating
+// GEMM (GemmShape::accumulate) adds its product into an FP32 C in the epilogue, beta = 1, as
+// Transformer Engine runs a weight gradient into Megatron-LM's FP32 main gradient.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -91,7 +93,8 @@ class GemmRunner final : public KernelRunner {
       fill_random(w_.back().get(), groups * n * k, in_elem_, 2 * static_cast<std::uint64_t>(s) + 2,
                   1.0f);
     }
-    c_ = DeviceBuffer(groups * m * n * 2);
+    c_ = DeviceBuffer(groups * m * n * out_size());
+    if (g.accumulate) fill_random(c_.get(), groups * m * n, Elem::kF32, 97, 1.0f);
     workspace_ = DeviceBuffer(kWorkspaceBytes);
     build(in_type);
     TS_CUDA(cudaStreamSynchronize(ctx.stream));
@@ -104,7 +107,7 @@ class GemmRunner final : public KernelRunner {
 
   void launch(int iteration) override {
     const auto s = static_cast<std::size_t>(iteration % sets_);
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = beta_();
     TS_CUBLAS(cublasLtMatmul(handle_, desc_, &alpha, w_[s].get(), la_, a_[s].get(), lb_, &beta,
                              c_.get(), lc_, c_.get(), lc_, &heuristic_.algo, workspace_.get(),
                              kWorkspaceBytes, ctx_.stream));
@@ -166,8 +169,21 @@ class GemmRunner final : public KernelRunner {
     } else {
       layout(&lb_, in_type, k, m);  // A [m x k] row-major: k x m column-major
     }
-    layout(&lc_, CUDA_R_16BF, n, m);
+    layout(&lc_, g_.accumulate ? CUDA_R_32F : CUDA_R_16BF, n, m);
   }
+
+  std::size_t out_size() const { return g_.accumulate ? 4 : 2; }
+  // Element i of C (FP32 when accumulating, else BF16), on the host.
+  float output_at(std::size_t i) const {
+    float v = 0;
+    if (g_.accumulate) {
+      copy_to_host_as_float(static_cast<const float*>(c_.get()) + i, 1, Elem::kF32, &v);
+    } else {
+      copy_to_host_as_float(static_cast<const __nv_bfloat16*>(c_.get()) + i, 1, Elem::kBF16, &v);
+    }
+    return v;
+  }
+  float beta_() const { return g_.accumulate ? 1.0f : 0.0f; }
 
   void release() {
     for (auto* l : {&la_, &lb_, &lc_}) {
@@ -192,7 +208,7 @@ class GemmRunner final : public KernelRunner {
                                                              pref, kAlgos, found, &count);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS) return false;
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = beta_();
     for (int i = 0; i < count; ++i) {
       const cublasStatus_t run = cublasLtMatmul(
           handle_, desc_, &alpha, w_[0].get(), la_, a_[0].get(), lb_, &beta, c_.get(), lc_,
@@ -258,8 +274,11 @@ class GemmRunner final : public KernelRunner {
 void GemmRunner::check() {
   const auto m = static_cast<std::size_t>(g_.m), n = static_cast<std::size_t>(g_.n),
              k = static_cast<std::size_t>(g_.k), groups = static_cast<std::size_t>(g_.groups);
-  fill_poison(c_.get(), groups * m * n, Elem::kBF16, ctx_.stream);
-  launch(0);
+  // An accumulating GEMM's C is an input: its sampled elements are read before the launch and
+  // subtracted after it; a plain GEMM's C is poisoned, so that unwritten elements show.
+  std::vector<float> before;
+  if (!g_.accumulate) fill_poison(c_.get(), groups * m * n, Elem::kBF16, ctx_.stream);
+  TS_CUDA(cudaStreamSynchronize(ctx_.stream));
   // 256 sampled elements of C (over all groups, the corners included) against fp32 dot
   // products of the same inputs.
   constexpr int kSamples = 256;
@@ -276,6 +295,10 @@ void GemmRunner::check() {
     cols[i] = static_cast<std::int64_t>(g * n * k + (tn ? c * k : c));
     at[i] = (g * m + r) * n + c;
   }
+  if (g_.accumulate) {
+    for (std::size_t i = 0; i < kSamples; ++i) before.push_back(output_at(at[i]));
+  }
+  launch(0);
   const auto astep = static_cast<std::int64_t>(g_.layout == GemmLayout::kNT ? m : 1);
   const auto bstep = static_cast<std::int64_t>(g_.layout == GemmLayout::kTN ? 1 : n);
   DeviceBuffer d_rows(kSamples * sizeof(std::int64_t)), d_cols(kSamples * sizeof(std::int64_t)),
@@ -299,7 +322,7 @@ void GemmRunner::check() {
   }
   TS_LAUNCHED();
   TS_CUDA(cudaStreamSynchronize(ctx_.stream));
-  if (count_nonfinite_bf16(c_.get(), groups * m * n, ctx_.stream) != 0) {
+  if (!g_.accumulate && count_nonfinite_bf16(c_.get(), groups * m * n, ctx_.stream) != 0) {
     throw std::runtime_error(shape_label(g_) + ": output not fully written (or not finite)");
   }
   std::vector<float> ref(kSamples);
@@ -307,9 +330,7 @@ void GemmRunner::check() {
   const float scale = scaled_ ? kScaleA * kScaleB : 1.0f;
   double num = 0, den = 0;
   for (std::size_t i = 0; i < kSamples; ++i) {
-    float got = 0;
-    copy_to_host_as_float(static_cast<const __nv_bfloat16*>(c_.get()) + at[i], 1, Elem::kBF16,
-                          &got);
+    const double got = output_at(at[i]) - (g_.accumulate ? before[i] : 0.0f);
     const double want = static_cast<double>(ref[i]) * scale;
     num += (got - want) * (got - want);
     den += want * want;

@@ -51,7 +51,8 @@ KernelDatabase run_database(KernelDbMeta meta, const std::vector<KernelShape>& s
     if (selected.count(label) == 0) entries.push_back(e);
   }
   for (const auto& e : entries) {
-    if (const auto* g = std::get_if<GemmShape>(&e.shape); g && g->groups == 1) {
+    // The GEMM ceilings are plain GEMMs' (an accumulating one does more than its FLOPs).
+    if (const auto* g = std::get_if<GemmShape>(&e.shape); g && g->groups == 1 && !g->accumulate) {
       auto& ceiling = g->dtype == DType::kFP8 ? meta.gemm_fp8_tflops : meta.gemm_bf16_tflops;
       const double tflops = shape_flops(e.shape) / e.median_s / 1e12;
       if (!ceiling || tflops > *ceiling) ceiling = tflops;

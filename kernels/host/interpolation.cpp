@@ -7,7 +7,8 @@ namespace trainsim::kernels {
 std::string kernel_class(const KernelShape& shape) {
   if (std::holds_alternative<AttentionShape>(shape)) return "attention";
   if (std::holds_alternative<MemoryShape>(shape)) return "memory";
-  return op_name(shape);
+  // Accumulating GEMMs sit on a grid of their own, one value per octave instead of two.
+  return op_name(shape) + (std::get<GemmShape>(shape).accumulate ? " acc" : "");
 }
 
 namespace {

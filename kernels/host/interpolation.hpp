@@ -11,7 +11,7 @@
 
 namespace trainsim::kernels {
 
-/// gemm, grouped_gemm, attention or memory.
+/// gemm, grouped_gemm (either with " acc" when accumulating into FP32), attention or memory.
 std::string kernel_class(const KernelShape& shape);
 
 /// |interpolated / measured - 1| of each checked shape, by kernel class (summarize() them).

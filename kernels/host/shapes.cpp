@@ -36,7 +36,8 @@ void add_moe_shapes(const std::vector<Model>& models, const SuiteOptions& opt,
         for (auto precision : opt.precisions) {
           const DType dtype = precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
           for (auto tokens : opt.moe_tokens) {
-            for (const auto& s : moe_expert_shapes(l, ep, etp, tokens, dtype)) {
+            for (const auto& s :
+                 moe_expert_shapes(l, ep, etp, tokens, dtype, opt.accumulating_wgrads)) {
               add_unique(out, seen, s);
             }
           }
@@ -87,8 +88,12 @@ std::vector<KernelShape> model_shapes(const Model& model, std::int64_t tp, std::
                                       std::int64_t seq, Precision precision) {
   std::vector<KernelShape> out;
   std::set<std::string> seen;
-  for (const auto& k : model_kernels(model, tp, mbs, seq, precision))
-    add_unique(out, seen, k.shape);
+  for (const auto& k : model_kernels(model, tp, mbs, seq, precision)) {
+    KernelShape s = k.shape;
+    // The plain GEMM of each weight gradient; model_accumulating_gemms() the accumulating ones.
+    if (auto* g = std::get_if<GemmShape>(&s)) g->accumulate = false;
+    add_unique(out, seen, s);
+  }
   return out;
 }
 
@@ -100,6 +105,7 @@ std::vector<KernelShape> model_layout_gemms(const Model& model, std::int64_t tp,
     const auto* g = std::get_if<GemmShape>(&k.shape);
     if (g == nullptr) continue;
     GemmShape laid = *g;
+    laid.accumulate = false;
     if (ends_with(k.name, ".dgrad")) {
       laid.layout = GemmLayout::kNN;
     } else if (ends_with(k.name, ".wgrad")) {
@@ -108,6 +114,18 @@ std::vector<KernelShape> model_layout_gemms(const Model& model, std::int64_t tp,
       continue;
     }
     add_unique(out, seen, laid);
+  }
+  return out;
+}
+
+std::vector<KernelShape> model_accumulating_gemms(const Model& model, std::int64_t tp,
+                                                  std::int64_t mbs, std::int64_t seq,
+                                                  Precision precision) {
+  std::vector<KernelShape> out;
+  std::set<std::string> seen;
+  for (const auto& k : model_kernels(model, tp, mbs, seq, precision)) {
+    const auto* g = std::get_if<GemmShape>(&k.shape);
+    if (g != nullptr && g->accumulate) add_unique(out, seen, *g);
   }
   return out;
 }
@@ -152,7 +170,7 @@ const std::vector<MoeExperts>& published_moe_layers() {
 }
 
 std::vector<KernelShape> moe_expert_shapes(const MoeExperts& moe, std::int64_t ep, std::int64_t etp,
-                                           std::int64_t tokens, DType dtype) {
+                                           std::int64_t tokens, DType dtype, bool accumulate) {
   if (ep < 1 || etp < 1 || moe.experts % ep != 0 || moe.ffn % etp != 0) return {};
   const std::int64_t routed = tokens * moe.topk * ep;
   if (routed % moe.experts != 0) return {};
@@ -164,6 +182,7 @@ std::vector<KernelShape> moe_expert_shapes(const MoeExperts& moe, std::int64_t e
     out.push_back(GemmShape{m, outw, in, dtype, groups});
     out.push_back(GemmShape{m, in, outw, dtype, groups});
     out.push_back(GemmShape{in, outw, m, dtype, groups});
+    if (accumulate) out.push_back(GemmShape{in, outw, m, dtype, groups, GemmLayout::kTN, true});
   }
   return out;
 }
@@ -185,6 +204,14 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
       if (opt.bf16_layouts) {
         for (auto seq : opt.gemm_seqs) {
           for (const auto& s : model_layout_gemms(m, tp, 1, seq)) add_unique(out, seen, s);
+        }
+      }
+      for (auto precision : opt.precisions) {
+        for (auto seq : opt.gemm_seqs) {
+          if (!opt.accumulating_wgrads) break;
+          for (const auto& s : model_accumulating_gemms(m, tp, 1, seq, precision)) {
+            add_unique(out, seen, s);
+          }
         }
       }
       for (auto seq : opt.attention_seqs) {
@@ -212,6 +239,17 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
         for (auto n : g) {
           for (auto k : g) add_unique(out, seen, GemmShape{m, n, k, DType::kBF16, 1, layout});
         }
+      }
+    }
+  }
+  // Accumulating weight gradients at the powers of two, in each element type.
+  const auto p2 = pow2_grid(opt.gemm_grid_lo, opt.gemm_grid_hi);
+  for (auto precision : opt.accumulating_wgrads ? opt.precisions : std::vector<Precision>{}) {
+    const DType dtype = precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
+    for (auto m : p2) {
+      for (auto n : p2) {
+        for (auto k : p2)
+          add_unique(out, seen, GemmShape{m, n, k, dtype, 1, GemmLayout::kTN, true});
       }
     }
   }

@@ -28,6 +28,13 @@ std::vector<KernelShape> model_shapes(const Model& model, std::int64_t tp, std::
 std::vector<KernelShape> model_layout_gemms(const Model& model, std::int64_t tp, std::int64_t mbs,
                                             std::int64_t seq);
 
+/// The weight-gradient GEMMs the cost model prices as accumulating into FP32 main gradients
+/// (GemmShape::accumulate, Megatron-LM's gradient-accumulation fusion; model_shapes() gives
+/// their plain twins), in `precision`'s element type.
+std::vector<KernelShape> model_accumulating_gemms(const Model& model, std::int64_t tp,
+                                                  std::int64_t mbs, std::int64_t seq,
+                                                  Precision precision);
+
 /// Powers of two from `lo` to `hi` inclusive (both powers of two, lo <= hi).
 std::vector<std::int64_t> pow2_grid(std::int64_t lo, std::int64_t hi);
 /// `per_octave` log-spaced values per factor of two from `lo` to `hi` (powers of two): 1 gives
@@ -54,9 +61,11 @@ const std::vector<MoeExperts>& published_moe_layers();
 /// routing: experts / ep local experts (the groups), each receiving tokens x topk x ep / experts
 /// tokens (after the all-to-all); for each of the two linear layers (gate and up fused, then
 /// down) the forward, data-gradient and weight-gradient GEMMs in the cost model's orientation.
-/// A single local expert gives plain GEMMs. Empty when the split does not divide.
+/// A single local expert gives plain GEMMs. Empty when the split does not divide. With
+/// `accumulate`, each weight gradient is also given accumulating into FP32, after the three.
 std::vector<KernelShape> moe_expert_shapes(const MoeExperts& moe, std::int64_t ep, std::int64_t etp,
-                                           std::int64_t tokens, DType dtype);
+                                           std::int64_t tokens, DType dtype,
+                                           bool accumulate = false);
 
 struct SuiteOptions {
   std::vector<std::int64_t> tps{1, 2, 4, 8};
@@ -69,6 +78,9 @@ struct SuiteOptions {
   // BF16 GEMMs also in the nn and nt layouts: the catalog's data and weight gradients, and the
   // grid.
   bool bf16_layouts = true;
+  // Weight-gradient GEMMs also accumulating into FP32 (gradient-accumulation fusion): the
+  // catalog's and the MoE layers', in each element type, and the grid at powers of two.
+  bool accumulating_wgrads = true;
   std::int64_t memory_grid_lo = std::int64_t{1} << 16;  // elements of the memory-bound grid
   std::int64_t memory_grid_hi = std::int64_t{1} << 28;
   // Attention grid beside the catalog: multi-head attention, causal and not, both passes.

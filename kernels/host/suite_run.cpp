@@ -11,6 +11,15 @@ namespace trainsim::kernels {
 
 std::vector<KernelShape> selected_shapes(const SuiteRun& run, const std::vector<KernelShape>& all) {
   auto shapes = filter_ops(all, run.ops);
+  if (run.accumulating_only || run.accumulating_twins) {
+    std::erase_if(shapes, [](const KernelShape& s) {
+      const auto* g = std::get_if<GemmShape>(&s);
+      return g == nullptr || !g->accumulate;
+    });
+  }
+  if (run.accumulating_twins) {
+    for (auto& s : shapes) std::get<GemmShape>(s).accumulate = false;
+  }
   if (run.max_shapes_per_family > 0) {
     const KernelDatabase families;  // family_key() of a measured database
     std::map<std::string, std::size_t> taken;

@@ -23,12 +23,15 @@ struct SuiteRun {
   std::size_t offgrid = 0;  // > 0: time offgrid_shapes(offgrid per family) instead of the suite
   std::string out;          // the database to write
   bool resume = false;      // keep the entries `out` already has; time the rest
+  bool accumulating_only = false;   // only GEMMs accumulating into FP32 (GemmShape::accumulate)
+  bool accumulating_twins = false;  // their plain twins instead (the same GEMMs writing BF16)
   bool list_only = false;
   bool list_json = false;                   // --list prints the shapes as a JSON array
   std::vector<std::string> benchmark_args;  // passed on to Google Benchmark
 };
 
-/// The shapes a run selects from `all` (ops, then at most max_shapes_per_family of each kernel
+/// The shapes a run selects from `all` (ops, the accumulating GEMMs alone when asked, then at
+/// most max_shapes_per_family of each kernel
 /// family: op, element type, pass, head size, mask, groups; then at most max_shapes), in the
 /// order they are timed.
 std::vector<KernelShape> selected_shapes(const SuiteRun& run, const std::vector<KernelShape>& all);

@@ -73,6 +73,11 @@ what to time:
   --memory-grid LO:HI    elements of the memory-bound grid, powers of two (65536:268435456)
   --offgrid N            instead of the suite's shapes, N of each kernel family between the
                          grid points (always the same ones), to check the interpolation
+  --accumulating-only    only the weight-gradient GEMMs that accumulate into FP32 (Megatron-LM's
+                         gradient-accumulation fusion): to add them to a database measured
+                         before the suite had them
+  --accumulating-twins   their plain twins (the same GEMMs writing BF16), timed like them: the
+                         accumulation's share without the spread between runs
   --max-shapes N         the first N selected shapes only
   --max-shapes-per-family N  the first N of each kernel family only (op, element type, pass,
                          head size, mask, groups): a quick check of every kernel
@@ -144,6 +149,8 @@ const std::map<std::string, Setter>& value_flags() {
 const std::map<std::string, bool kernels::SuiteRun::*>& switches() {
   static const std::map<std::string, bool kernels::SuiteRun::*> flags = {
       {"--resume", &kernels::SuiteRun::resume},
+      {"--accumulating-only", &kernels::SuiteRun::accumulating_only},
+      {"--accumulating-twins", &kernels::SuiteRun::accumulating_twins},
       {"--list", &kernels::SuiteRun::list_only},
       {"--json", &kernels::SuiteRun::list_json},
   };

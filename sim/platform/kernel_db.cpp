@@ -50,6 +50,7 @@ std::string KernelDatabase::family_key(const KernelShape& shape) const {
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
     std::string key = op_name(shape) + "/" + to_string(g->dtype);
     if (g->layout != GemmLayout::kTN) key += std::string("/") + to_string(g->layout);
+    if (g->accumulate) key += "/acc";
     if (g->groups > 1) key += "/g" + std::to_string(g->groups);
     return key;
   }

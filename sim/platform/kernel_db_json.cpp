@@ -31,6 +31,7 @@ KernelShape parse_shape(JsonObject& o) {
         o.fail("layout", "FP8 GEMMs run in the tn layout on Hopper, got " + *layout);
       }
     }
+    g.accumulate = o.optional_boolean("accumulate").value_or(false);
     g.m = o.integer("m");
     g.n = o.integer("n");
     g.k = o.integer("k");
@@ -193,6 +194,7 @@ nlohmann::ordered_json kernel_shape_json(const KernelShape& shape) {
     o["op"] = op_name(shape);
     o["dtype"] = to_string(g->dtype);
     if (g->layout != GemmLayout::kTN) o["layout"] = to_string(g->layout);
+    if (g->accumulate) o["accumulate"] = true;
     if (g->groups > 1) o["groups"] = g->groups;
     o["m"] = g->m;
     o["n"] = g->n;

@@ -196,7 +196,8 @@ double shape_bytes(const KernelShape& shape) {
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
     const double m = static_cast<double>(g->m), n = static_cast<double>(g->n),
                  k = static_cast<double>(g->k);
-    return static_cast<double>(g->groups) * (m * k + k * n + m * n) * e;
+    const double c = g->accumulate ? 8.0 : e;  // FP32 C read and D written, or BF16 C written
+    return static_cast<double>(g->groups) * ((m * k + k * n) * e + m * n * c);
   }
   if (const auto* a = std::get_if<AttentionShape>(&shape)) {
     // Q, K, V in and O out; the backward pass also reads O and dO and writes dQ, dK, dV.
@@ -235,6 +236,7 @@ std::string shape_label(const KernelShape& shape) {
       o += ' ';
       o += to_string(g->layout);
     }
+    if (g->accumulate) o += " acc";
     if (g->groups > 1) num(" g=", g->groups);
     num(" m=", g->m);
     num(" n=", g->n);

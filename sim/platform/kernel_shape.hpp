@@ -29,7 +29,10 @@ std::optional<GemmLayout> parse_gemm_layout(std::string_view s);
 /// C[m x n] = A[m x k] B[k x n]: 2mnk FLOPs; reads A and B, writes C (2 bytes per element,
 /// also for FP8, as the cost model has always counted). With `groups` > 1, a grouped GEMM: that
 /// many independent products of the same m, n, k in one launch (an MoE layer's experts, each
-/// with m tokens routed to it), op "grouped_gemm", `groups` times the FLOPs and bytes.
+/// with m tokens routed to it), op "grouped_gemm", `groups` times the FLOPs and bytes. With
+/// `accumulate`, the product is added into an FP32 C in the epilogue (D = C + A B, C read and
+/// D written in FP32, 8 bytes per element of C instead of 2): a weight gradient under
+/// Megatron-LM's gradient-accumulation fusion, which adds it into the FP32 main gradient.
 struct GemmShape {
   std::int64_t m = 0;
   std::int64_t n = 0;
@@ -37,6 +40,7 @@ struct GemmShape {
   DType dtype = DType::kBF16;
   std::int64_t groups = 1;
   GemmLayout layout = GemmLayout::kTN;
+  bool accumulate = false;
   bool operator==(const GemmShape&) const = default;
 };
 
@@ -103,7 +107,8 @@ double shape_flops(const KernelShape& shape);
 /// Bytes moved through device memory (the cost model's count); 0 for an unknown memory op.
 double shape_bytes(const KernelShape& shape);
 /// One line: "gemm bf16 m=8192 n=3072 k=4096", "gemm bf16 nn m=8192 n=4096 k=3072" (a layout
-/// other than tn is named), "grouped_gemm fp8 g=8 m=2048 n=28672 k=4096",
+/// other than tn is named), "gemm bf16 acc m=4096 n=8192 k=2048" (accumulated into FP32),
+/// "grouped_gemm fp8 g=8 m=2048 n=28672 k=4096",
 /// "attention fwd bf16 b=1 s=8192 h=16 kv=2 d=128 causal", "rmsnorm rows=8192 cols=8192".
 std::string shape_label(const KernelShape& shape);
 

@@ -275,6 +275,29 @@ TEST(KernelDb, GemmLayouts) {
   }
 }
 
+// A weight gradient accumulated into FP32 (gradient-accumulation fusion) is a GEMM of its own:
+// named in the label, its own family, written only when set; its C is read and written in FP32.
+TEST(KernelDb, AccumulatingGemms) {
+  const GemmShape acc{6144, 16384, 2048, DType::kFP8, 1, GemmLayout::kTN, true};
+  const GemmShape plain{6144, 16384, 2048, DType::kFP8};
+  EXPECT_EQ(shape_label(acc), "gemm fp8 acc m=6144 n=16384 k=2048");
+  EXPECT_DOUBLE_EQ(shape_flops(acc), shape_flops(plain));
+  // A and B in 2 bytes, C: 2 bytes written, or 4 read and 4 written.
+  EXPECT_DOUBLE_EQ(shape_bytes(plain), (6144.0 * 2048 + 2048.0 * 16384 + 6144.0 * 16384) * 2);
+  EXPECT_DOUBLE_EQ(shape_bytes(acc) - shape_bytes(plain), 6144.0 * 16384 * 6);
+  const KernelDatabase db(KernelDbKind::kMeasured, test::synthetic_db_meta(),
+                          {test::db_entry(acc, 3e-4), test::db_entry(plain, 2e-4)});
+  EXPECT_EQ(db.family_key(acc), "gemm/fp8/acc");
+  EXPECT_DOUBLE_EQ(db.lookup(acc)->seconds, 3e-4);
+  EXPECT_DOUBLE_EQ(db.lookup(plain)->seconds, 2e-4);
+  const auto j = nlohmann::json::parse(kernel_database_json(db));
+  EXPECT_EQ(j["entries"][0]["accumulate"], true);
+  EXPECT_FALSE(j["entries"][1].contains("accumulate"));
+  const auto back = parse_kernel_database_json(j, "db.json");
+  EXPECT_EQ(back.entries()[0].shape, KernelShape(acc));
+  EXPECT_EQ(back.entries()[1].shape, KernelShape(plain));
+}
+
 TEST(KernelDb, JsonRoundTrip) {
   std::vector<KernelDbEntry> entries = {test::db_entry(GemmShape{8192, 3072, 4096}, 1e-4),
                                         test::db_entry(MemoryShape{"adam", 1, 1 << 20}, 2e-5)};
@@ -319,8 +342,8 @@ TEST(KernelDb, StrictInput) {
   auto bad = good;
   bad["entries"][0]["mm"] = 1;
   expect_error(bad,
-               "db.json: $.entries[0].mm: unknown key (known keys here: dtype, k, layout, m, "
-               "median_us, n, op, p10_us, p90_us, repetitions, source)");
+               "db.json: $.entries[0].mm: unknown key (known keys here: accumulate, dtype, k, "
+               "layout, m, median_us, n, op, p10_us, p90_us, repetitions, source)");
   bad = good;
   bad["entries"][0]["m"] = 0;
   expect_error(bad, "db.json: $.entries[0].m: must be an integer >= 1, got 0");

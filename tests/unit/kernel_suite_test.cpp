@@ -87,6 +87,46 @@ TEST(KernelSuiteShapes, GradientLayouts) {
   for (const auto& s : laid) EXPECT_NE(std::get<GemmShape>(s).layout, GemmLayout::kTN);
 }
 
+// The weight gradients accumulating into FP32: Llama 3.1 8B at TP 2 and 8192 tokens has five
+// weight-gradient GEMMs (QKV, output, gate and up, down, LM head), the forward's {m, n, k}
+// turned to {k, n, m}; the suite times them beside their plain twins.
+TEST(KernelSuiteShapes, AccumulatingWeightGradients) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const auto acc = kernels::model_accumulating_gemms(m, 2, 1, 8192, Precision::kFP8);
+  EXPECT_EQ(acc.size(), 5u);
+  EXPECT_TRUE(contains(acc, GemmShape{4096, 3072, 8192, DType::kFP8, 1, GemmLayout::kTN, true}));
+  // The LM head stays BF16 in an FP8 run (Megatron-Core's output layer).
+  EXPECT_TRUE(contains(acc, GemmShape{4096, 64128, 8192, DType::kBF16, 1, GemmLayout::kTN, true}));
+  for (const auto& s : acc) EXPECT_TRUE(std::get<GemmShape>(s).accumulate);
+  kernels::SuiteOptions opt;
+  opt.tps = {2};
+  opt.gemm_seqs = {8192};
+  const auto all = kernels::suite_shapes({m}, opt);
+  for (const auto& s : acc) EXPECT_TRUE(contains(all, s));
+  // The grid at powers of two, in both element types: 6^3 each.
+  EXPECT_TRUE(contains(all, GemmShape{512, 16384, 1024, DType::kBF16, 1, GemmLayout::kTN, true}));
+  opt.accumulating_wgrads = false;
+  const auto without = kernels::suite_shapes({m}, opt);
+  for (const auto& s : without) {
+    const auto* g = std::get_if<GemmShape>(&s);
+    EXPECT_TRUE(g == nullptr || !g->accumulate);
+  }
+  kernels::SuiteRun run;
+  run.shapes = opt;
+  run.accumulating_only = true;
+  const auto only = kernels::selected_shapes(run, all);
+  EXPECT_EQ(only.size(), all.size() - without.size());
+  run.accumulating_only = false;
+  run.accumulating_twins = true;
+  const auto twins = kernels::selected_shapes(run, all);
+  ASSERT_EQ(twins.size(), only.size());
+  for (std::size_t i = 0; i < twins.size(); ++i) {
+    auto g = std::get<GemmShape>(only[i]);
+    g.accumulate = false;
+    EXPECT_EQ(twins[i], KernelShape(g));
+  }
+}
+
 TEST(KernelSuiteShapes, TpFeasibility) {
   const Model m = test::catalog_model("llama3.1-8b");
   EXPECT_TRUE(kernels::tp_feasible(m, 8));
@@ -125,11 +165,20 @@ TEST(KernelSuiteShapes, EnumerationMatchesTheCostModel) {
             if (std::holds_alternative<GemmShape>(k.shape)) from_cost.insert(exact_key(k.shape));
           }
         }
+        // The cost model's GEMMs are model_shapes()' but for the weight gradients, which it
+        // prices accumulating (model_accumulating_gemms()); model_shapes() has their plain twins.
         std::set<std::string> enumerated;
         for (const auto& s : kernels::model_shapes(m, tp, 1, 4096, precision)) {
           if (std::holds_alternative<GemmShape>(s)) enumerated.insert(exact_key(s));
         }
-        EXPECT_EQ(enumerated, from_cost) << m.name << " tp " << tp;
+        for (const auto& s : kernels::model_accumulating_gemms(m, tp, 1, 4096, precision)) {
+          EXPECT_TRUE(from_cost.count(exact_key(s))) << m.name << " tp " << tp;
+          auto plain = std::get<GemmShape>(s);
+          plain.accumulate = false;
+          EXPECT_TRUE(enumerated.count(exact_key(plain))) << m.name << " tp " << tp;
+          enumerated.insert(exact_key(s));
+        }
+        for (const auto& k : from_cost) EXPECT_TRUE(enumerated.count(k)) << m.name << " " << k;
         gemms += static_cast<int>(from_cost.size());
       }
     }
@@ -151,13 +200,17 @@ TEST(KernelSuiteShapes, Grids) {
   opt.moe_etps = {};  // no MoE layers
   const auto shapes = kernels::suite_shapes({}, opt);
   const auto gemm = kernels::filter_ops(shapes, {"gemm"});
-  // {1024, 1536, 2048, 3072, 4096}^3 in BF16 and in FP8 (tn), and in BF16 nn and nt
-  EXPECT_EQ(gemm.size(), 4u * 125u);
+  // {1024, 1536, 2048, 3072, 4096}^3 in BF16 and in FP8 (tn), and in BF16 nn and nt; and,
+  // accumulating into FP32, {1024, 2048, 4096}^3 in each element type
+  EXPECT_EQ(gemm.size(), 4u * 125u + 2u * 27u);
+  EXPECT_TRUE(contains(gemm, GemmShape{1024, 4096, 2048, DType::kFP8, 1, GemmLayout::kTN, true}));
+  EXPECT_FALSE(contains(gemm, GemmShape{1536, 4096, 2048, DType::kFP8, 1, GemmLayout::kTN, true}));
   EXPECT_TRUE(contains(gemm, GemmShape{1536, 4096, 3072, DType::kFP8}));
   EXPECT_TRUE(contains(gemm, GemmShape{1536, 4096, 3072, DType::kBF16, 1, GemmLayout::kNT}));
   EXPECT_FALSE(contains(gemm, GemmShape{1536, 4096, 3072, DType::kFP8, 1, GemmLayout::kNN}));
   opt.bf16_layouts = false;
-  EXPECT_EQ(kernels::filter_ops(kernels::suite_shapes({}, opt), {"gemm"}).size(), 2u * 125u);
+  EXPECT_EQ(kernels::filter_ops(kernels::suite_shapes({}, opt), {"gemm"}).size(),
+            2u * 125u + 2u * 27u);
   opt.bf16_layouts = true;
   EXPECT_TRUE(kernels::filter_ops(shapes, {"grouped_gemm"}).empty());
   const auto mem = kernels::filter_ops(shapes, {"memory"});
@@ -207,6 +260,13 @@ TEST(KernelSuiteShapes, MoeExpertGemms) {
             KernelShape(GemmShape{8192, 28672, 4096}));
   EXPECT_TRUE(kernels::moe_expert_shapes(mixtral, 3, 1, 4096, DType::kBF16).empty());
   EXPECT_TRUE(kernels::moe_expert_shapes(mixtral, 2, 3, 4096, DType::kBF16).empty());
+  // Asked for, each weight gradient also accumulating into FP32, after its linear's three.
+  const auto acc = kernels::moe_expert_shapes(mixtral, 2, 1, 4096, DType::kBF16, true);
+  ASSERT_EQ(acc.size(), 8u);
+  EXPECT_EQ(acc[3],
+            KernelShape(GemmShape{4096, 28672, 2048, DType::kBF16, 4, GemmLayout::kTN, true}));
+  EXPECT_EQ(acc[7],
+            KernelShape(GemmShape{14336, 4096, 2048, DType::kBF16, 4, GemmLayout::kTN, true}));
   // The suite: every MoE layer, both element types, 1 to 32 local experts.
   kernels::SuiteOptions opt;
   const auto grouped = kernels::filter_ops(kernels::suite_shapes({}, opt), {"grouped_gemm"});
@@ -265,13 +325,15 @@ TEST(KernelSuiteRun, SelectionAndRepetitions) {
     EXPECT_TRUE(families.insert(any.family_key(s)).second) << shape_label(s);
     EXPECT_NE(op_name(s), "gemm");
   }
-  // grouped GEMMs: 2 element types x the group counts 2 to 32, and the cost model's own grouped
-  // data and weight gradients of Mixtral's 8 local experts (at EP 1) in the nn and nt layouts;
-  // attention: 2 passes x head sizes 64, 128, 192 x causal or not
+  // grouped GEMMs: 2 element types x the group counts 2 to 32, plain and accumulating into FP32
+  // (the weight gradients), and the cost model's own grouped data and weight gradients of
+  // Mixtral's 8 local experts (at EP 1) in the nn and nt layouts; attention: 2 passes x head
+  // sizes 64, 128, 192 x causal or not
   EXPECT_EQ(families.count("grouped_gemm/fp8/g32"), 1u);
   EXPECT_EQ(families.count("attention/bwd/bf16/d192/full"), 1u);
   EXPECT_EQ(families.count("grouped_gemm/bf16/nt/g8"), 1u);
-  EXPECT_EQ(some.size(), 2u * 5u + 2u + 2u * 3u * 2u);
+  EXPECT_EQ(families.count("grouped_gemm/fp8/acc/g4"), 1u);
+  EXPECT_EQ(some.size(), 2u * 2u * 5u + 2u + 2u * 3u * 2u);
   run.max_shapes = 3;
   EXPECT_EQ(kernels::selected_shapes(run, all).size(), 3u);
 
