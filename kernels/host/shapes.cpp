@@ -88,12 +88,8 @@ std::vector<KernelShape> model_shapes(const Model& model, std::int64_t tp, std::
                                       std::int64_t seq, Precision precision) {
   std::vector<KernelShape> out;
   std::set<std::string> seen;
-  for (const auto& k : model_kernels(model, tp, mbs, seq, precision)) {
-    KernelShape s = k.shape;
-    // The plain GEMM of each weight gradient; model_accumulating_gemms() the accumulating ones.
-    if (auto* g = std::get_if<GemmShape>(&s)) g->accumulate = false;
-    add_unique(out, seen, s);
-  }
+  for (const auto& k : model_kernels(model, tp, mbs, seq, precision))
+    add_unique(out, seen, k.shape);
   return out;
 }
 
@@ -105,7 +101,6 @@ std::vector<KernelShape> model_layout_gemms(const Model& model, std::int64_t tp,
     const auto* g = std::get_if<GemmShape>(&k.shape);
     if (g == nullptr) continue;
     GemmShape laid = *g;
-    laid.accumulate = false;
     if (ends_with(k.name, ".dgrad")) {
       laid.layout = GemmLayout::kNN;
     } else if (ends_with(k.name, ".wgrad")) {
@@ -125,7 +120,10 @@ std::vector<KernelShape> model_accumulating_gemms(const Model& model, std::int64
   std::set<std::string> seen;
   for (const auto& k : model_kernels(model, tp, mbs, seq, precision)) {
     const auto* g = std::get_if<GemmShape>(&k.shape);
-    if (g != nullptr && g->accumulate) add_unique(out, seen, *g);
+    if (g == nullptr || !ends_with(k.name, ".wgrad")) continue;
+    GemmShape acc = *g;
+    acc.accumulate = true;
+    add_unique(out, seen, acc);
   }
   return out;
 }

@@ -28,9 +28,8 @@ std::vector<KernelShape> model_shapes(const Model& model, std::int64_t tp, std::
 std::vector<KernelShape> model_layout_gemms(const Model& model, std::int64_t tp, std::int64_t mbs,
                                             std::int64_t seq);
 
-/// The weight-gradient GEMMs the cost model prices as accumulating into FP32 main gradients
-/// (GemmShape::accumulate, Megatron-LM's gradient-accumulation fusion; model_shapes() gives
-/// their plain twins), in `precision`'s element type.
+/// The weight-gradient GEMMs of model_shapes() accumulating into FP32 (GemmShape::accumulate),
+/// as Megatron-LM's gradient-accumulation fusion runs them, in `precision`'s element type.
 std::vector<KernelShape> model_accumulating_gemms(const Model& model, std::int64_t tp,
                                                   std::int64_t mbs, std::int64_t seq,
                                                   Precision precision);

@@ -9,10 +9,8 @@ std::int64_t whole(double x) {
   return std::llround(x);
 }
 
-KernelSpec gemm(std::string name, double m, double k, double n, DType dtype, std::int64_t groups,
-                bool accumulate) {
-  KernelShape shape =
-      GemmShape{whole(m), whole(n), whole(k), dtype, groups, GemmLayout::kTN, accumulate};
+KernelSpec gemm(std::string name, double m, double k, double n, DType dtype, std::int64_t groups) {
+  KernelShape shape = GemmShape{whole(m), whole(n), whole(k), dtype, groups};
   return {std::move(name), KernelKind::kGemm, shape_flops(shape), shape_bytes(shape), shape, 1};
 }
 
@@ -35,13 +33,13 @@ void linear(std::vector<KernelSpec>& k, const std::string& name, double m, doubl
 }
 
 void gemm_backward(std::vector<KernelSpec>& k, const std::string& name, double m, double kk,
-                   double n, DType dtype, std::int64_t groups, bool fused_accumulation) {
+                   double n, DType dtype, std::int64_t groups) {
   const double rows = m * static_cast<double>(groups);
   if (dtype == DType::kFP8) {
     k.push_back(elementwise(name + ".grad_fp8_cast", "fp8_cast_transpose", rows, n));
   }
   k.push_back(gemm(name + ".dgrad", m, n, kk, dtype, groups));
-  k.push_back(gemm(name + ".wgrad", kk, m, n, dtype, groups, fused_accumulation));
+  k.push_back(gemm(name + ".wgrad", kk, m, n, dtype, groups));
 }
 
 }  // namespace trainsim

@@ -15,9 +15,9 @@ std::int64_t whole(double x);
 
 /// A GEMM [m x k] @ [k x n]: 2mkn FLOPs; reads both operands and writes the result. With
 /// `groups` > 1, that many such products in one launch (a grouped GEMM: an MoE layer's local
-/// experts, m rows each); with `accumulate`, the result is added into an FP32 buffer.
+/// experts, m rows each).
 KernelSpec gemm(std::string name, double m, double k, double n, DType dtype,
-                std::int64_t groups = 1, bool accumulate = false);
+                std::int64_t groups = 1);
 
 /// A memory-bound op over rows x cols elements (memory_ops() gives its bytes per element).
 KernelSpec memory(std::string name, KernelKind kind, std::string op, double rows, double cols);
@@ -31,11 +31,7 @@ void linear(std::vector<KernelSpec>& k, const std::string& name, double m, doubl
 
 /// Backward of a GEMM (grouped alike): the data gradient and the weight gradient, each as many
 /// FLOPs as forward. In FP8 the output gradient [m x n] is quantised (and transposed) first.
-/// The weight gradient accumulates into the FP32 main gradient in the GEMM's epilogue
-/// (Megatron-LM's gradient-accumulation fusion, on in every recipe the validation reads) unless
-/// `fused_accumulation` is false (a weight outside Transformer Engine's layers, such as the
-/// MoE router's, whose gradient autograd writes and the data-parallel hook adds).
 void gemm_backward(std::vector<KernelSpec>& k, const std::string& name, double m, double kk,
-                   double n, DType dtype, std::int64_t groups = 1, bool fused_accumulation = true);
+                   double n, DType dtype, std::int64_t groups = 1);
 
 }  // namespace trainsim

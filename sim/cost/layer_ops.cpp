@@ -19,7 +19,6 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.tp = plan.tp;
   s.cp = plan.cp;
   s.cp_comm = plan.cp_comm;
-  s.fp32_main_grads = !plan.grad_reduce_in_bf16;
   const double seq = static_cast<double>(plan.seq_len), cp = static_cast<double>(plan.cp);
   s.tokens = static_cast<double>(plan.mbs) * seq / cp;
   s.hidden = static_cast<double>(model.hidden_size);
@@ -291,20 +290,6 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
 
 }  // namespace
 
-namespace {
-
-// Weight gradients accumulated into BF16 main gradients: priced as plain GEMMs.
-void plain_weight_gradients(std::vector<KernelSpec>& kernels) {
-  for (auto& k : kernels) {
-    auto* g = std::get_if<GemmShape>(&k.shape);
-    if (g == nullptr || !g->accumulate) continue;
-    g->accumulate = false;
-    k.bytes = shape_bytes(k.shape);
-  }
-}
-
-}  // namespace
-
 KernelSpec optimizer_kernel(std::string name, std::string op, std::int64_t params) {
   KernelShape shape = MemoryShape{std::move(op), 1, params};
   return {std::move(name), KernelKind::kOptimizer, 0.0, shape_bytes(shape), shape, 1};
@@ -366,7 +351,6 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
       }
       break;
   }
-  if (!s.fp32_main_grads) plain_weight_gradients(p.kernels);
   return p;
 }
 

@@ -94,10 +94,6 @@ struct LayerShape {
   /// Plan::tp_comm_overlap: Transformer Engine's userbuffers overlap of the forward's TP
   /// all-gathers and reduce-scatters and the backward's gradient all-gathers with their GEMMs.
   bool tp_comm_overlap = false;
-  /// The weight gradients accumulate into FP32 main gradients (not Plan::grad_reduce_in_bf16):
-  /// their GEMMs are priced as the database's FP32-accumulating ones. Into BF16 main gradients
-  /// they are priced as plain GEMMs (the suite does not time a BF16 accumulation).
-  bool fp32_main_grads = true;
   /// Tokens of the norms and residual adds on this rank.
   double sharded_tokens() const { return sp ? tokens / static_cast<double>(tp) : tokens; }
   // Integer shapes for the kernel-timing database.

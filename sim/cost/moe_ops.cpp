@@ -193,7 +193,7 @@ void moe_backward(const LayerShape& s, BlockPass& p) {
   if (fp8_padded(s, w)) k.push_back(elementwise("expert_pad.grad", "copy", w.rows, h));
   k.push_back(elementwise("permute.grad", "moe_permute.grad", w.routed, h));
   k.push_back(elementwise("router.topk.grad", "moe_router.grad", w.tokens, experts));
-  gemm_backward(k, "router", w.tokens, h, experts, DType::kBF16, 1, false);
+  gemm_backward(k, "router", w.tokens, h, experts, DType::kBF16);
   moe_collectives(s, w, p, true);
 }
 

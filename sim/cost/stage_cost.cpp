@@ -153,25 +153,9 @@ BlockCost block_cost(const Model& model, const Platform& platform, const Plan& p
   return c;
 }
 
-namespace {
-
-// The database's time for `shape`; a GEMM accumulating into FP32 that the database holds no
-// family of (a database measured before the suite timed them, or a published one) is priced as
-// the plain GEMM of its shape.
-std::optional<KernelDbHit> lookup(const KernelDatabase& db, const KernelShape& shape) {
-  auto hit = db.lookup(shape);
-  const auto* g = std::get_if<GemmShape>(&shape);
-  if (hit || g == nullptr || !g->accumulate) return hit;
-  GemmShape plain = *g;
-  plain.accumulate = false;
-  return db.lookup(plain);
-}
-
-}  // namespace
-
 KernelTime kernel_time(const Platform& platform, const KernelSpec& kernel) {
   if (platform.kernel_db) {
-    if (auto hit = lookup(*platform.kernel_db, kernel.shape)) {
+    if (auto hit = platform.kernel_db->lookup(kernel.shape)) {
       TimeSource source = TimeSource::kInterpolated;
       if (hit->match == KernelDbMatch::kExact) source = TimeSource::kMeasured;
       if (hit->match == KernelDbMatch::kNearest) source = TimeSource::kNearest;

@@ -2,12 +2,9 @@
 // off the database, and every kernel's FLOPs and bytes those of its shape.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <memory>
-#include <string>
 #include <vector>
 
-#include "sim/cost/layer_ops.hpp"
 #include "sim/cost/roofline.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/platform/kernel_db.hpp"
@@ -65,44 +62,6 @@ TEST(KernelTime, RooflineAtTheKernelsOwnPrecision) {
   EXPECT_NEAR(kernel_time(pf, fp8).seconds,
               flops / (pf.gpu.peak_fp8_flops * pf.efficiency.gemm_fp8), 1e-12);
   EXPECT_GT(kernel_time(pf, bf16).seconds, 1.5 * kernel_time(pf, fp8).seconds);
-}
-
-// Weight gradients accumulate into FP32 main gradients in their GEMM's epilogue (Megatron-LM's
-// gradient-accumulation fusion), but for the MoE router's, outside Transformer Engine; into BF16
-// main gradients (--grad-reduce-in-bf16) they are priced as plain GEMMs. A database without the
-// accumulating GEMMs prices them as the plain ones of their shape.
-TEST(KernelTime, WeightGradientsAccumulateIntoTheMainGradient) {
-  const Model m = test::catalog_model("mixtral-8x7b");
-  Plan plan = plan_of(1, 4096);
-  auto wgrads = [&m](const Plan& p) {
-    const LayerShape s = layer_shape(m, p, m.vocab_size);
-    std::map<std::string, bool> acc;
-    for (const auto& k : block_pass(BlockKind::kDecoder, true, s).kernels) {
-      if (k.name.ends_with(".wgrad")) acc[k.name] = std::get<GemmShape>(k.shape).accumulate;
-    }
-    return acc;
-  };
-  const auto fp32 = wgrads(plan);
-  EXPECT_TRUE(fp32.at("qkv_proj.wgrad"));
-  EXPECT_TRUE(fp32.at("expert_up.wgrad"));
-  EXPECT_FALSE(fp32.at("router.wgrad"));
-  plan.grad_reduce_in_bf16 = true;
-  for (const auto& [name, acc] : wgrads(plan)) EXPECT_FALSE(acc) << name;
-
-  Platform pf = test::catalog_platform("h100-sxm-ndr");
-  const GemmShape plain{4096, 14336, 2048};
-  GemmShape acc = plain;
-  acc.accumulate = true;
-  const KernelSpec spec{"mlp_up.wgrad", KernelKind::kGemm, shape_flops(acc), shape_bytes(acc), acc};
-  pf.kernel_db = std::make_shared<const KernelDatabase>(
-      KernelDbKind::kMeasured, test::synthetic_db_meta(),
-      std::vector<KernelDbEntry>{test::db_entry(plain, 1e-4)});
-  EXPECT_DOUBLE_EQ(kernel_time(pf, spec).seconds, 1e-4);
-  EXPECT_EQ(kernel_time(pf, spec).source, TimeSource::kMeasured);
-  pf.kernel_db = std::make_shared<const KernelDatabase>(
-      KernelDbKind::kMeasured, test::synthetic_db_meta(),
-      std::vector<KernelDbEntry>{test::db_entry(plain, 1e-4), test::db_entry(acc, 1.3e-4)});
-  EXPECT_DOUBLE_EQ(kernel_time(pf, spec).seconds, 1.3e-4);
 }
 
 // Every kernel's FLOPs and bytes are those of its shape, for every catalog model.

@@ -195,12 +195,8 @@ ValidationSet checking_rows(const std::string& part, bool moe) {
 // targets: BF16 mean 3 % and max 8 %, FP8 mean 5 % (max 8 % here too), and the P10-P90 band
 // holding the measured step on 80 % of the rows: 29 of 36 (80.6 %) since the FP8 GEMMs took their
 // own sustained rate (sustained_fp8_gemm, README, Accuracy); 23 before, when one factor for both
-// precisions left the FP8 rows 2-6 % fast and the BF16 ones slow; 26 since the weight gradients
-// accumulate into FP32 main gradients as measured, when the refitted band's lower edge passed
-// four Nemotron-4 15B BF16 rows of v25.04.02 by under 0.4 % of their step (their errors fell,
-// +3.5 -> +3.2 %) and a Llama 3.1 8B BF16 row by 1.3 % (+4.3 -> +4.9 %), while two Llama 3.1 8B
-// rows came in. A 36-row sample's coverage has a standard
-// deviation of 6.7 points; the guard is that no row more leaves.
+// precisions left the FP8 rows 2-6 % fast and the BF16 ones slow. A 36-row sample's coverage has
+// a standard deviation of 6.7 points; the guard is that no row more leaves.
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto bf16 = checking_rows(" BF16 ", false).errors_of("", "");
   const auto fp8 = checking_rows(" FP8 ", false).errors_of("", "");
@@ -212,7 +208,7 @@ TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   EXPECT_LE(fp8.max, 0.080);
   const auto [inside, checking] = checking_rows("", false).in_band("check");
   EXPECT_EQ(checking, 36);
-  EXPECT_GE(inside, 26);
+  EXPECT_GE(inside, 29);
 }
 
 // The mixture-of-experts rows (Grok-1, DeepSeek-V3, Llama 4 Maverick), all checking rows: where
