@@ -121,11 +121,12 @@ LOCAL_EXPERTS = (
     "configurations): Megatron-Core's sequential experts, each local expert its own MLP of "
     "Transformer Engine layers, priced so (`--no-moe-grouped-gemm`: each expert's GEMMs, "
     "activation and FP8 quantisation launched over its own rows, the database's plain GEMMs, "
-    "which it times faster than the grouped GEMM of the same experts). Timed on a lent H100 "
-    "(`results/moe/expert_mlp.md`, BF16), a layer of these experts takes the GPU as long with 4 local "
-    "experts as with 1 but for the FP32 main-gradient accumulation (about 1 ms of the 3 between "
-    "them); the rest lies outside the kernels plain PyTorch runs, Transformer Engine's modules "
-    "per expert the suspect")
+    "which it times faster than the grouped GEMM of the same experts). Timed in BF16 on a lent "
+    "H100 (`results/moe/expert_mlp.md`), a layer of these experts takes the GPU as long with 4 "
+    "local experts as with 1 but for the main-gradient accumulation (about 1 ms of the 3 "
+    "between them into FP32; these runs accumulate into BF16, a third of the bytes); the rest "
+    "lies outside the kernels plain PyTorch runs, Transformer Engine's modules per expert the "
+    "suspect")
 
 
 def name_parts(name):

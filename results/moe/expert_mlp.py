@@ -137,10 +137,12 @@ def chain_summary(run):
             "weights accumulated instead of one's); autograd from Python (which also adds each "
             "weight gradient into `.grad`) takes %.2f-%.2f ms more wall clock than that GPU "
             "time, about the same for 4, 2 or 1 experts. Running experts one after "
-            "another costs the GPU nothing of its own here; what the Grok-1 proxies' steps "
-            "hold per local expert beyond trainsim's prediction (`results/validation.md`) is "
-            "then the accumulation and work outside these kernels (the framework's own "
-            "modules per expert, which plain PyTorch does not reproduce)." % (
+            "another costs the GPU nothing of its own here. The Grok-1 launcher's runs keep "
+            "their main gradients in BF16 (`grad_sync_dtype: bf16`), whose accumulation moves "
+            "a third of these FP32 bytes (not timed here), so most of what those runs' steps "
+            "hold per local expert beyond trainsim's prediction (`results/validation.md`) lies "
+            "outside these kernels (the framework's own modules per expert, which plain "
+            "PyTorch does not reproduce)." % (
                 g, 1e3 * plain, 1e3 * fused, 1e3 * min(walls), 1e3 * max(walls)))
 
 
