@@ -172,6 +172,24 @@ class GemmRunner final : public KernelRunner {
     layout(&lc_, g_.accumulate ? CUDA_R_32F : CUDA_R_16BF, n, m);
   }
 
+  // Sampled elements of C (the corners first): the offsets of their row of A and column of B
+  // over all groups (see GemmLayout), and their index in C.
+  void sample_elements(std::vector<std::int64_t>& rows, std::vector<std::int64_t>& cols,
+                       std::vector<std::size_t>& at) const {
+    const auto m = static_cast<std::size_t>(g_.m), n = static_cast<std::size_t>(g_.n),
+               k = static_cast<std::size_t>(g_.k), groups = static_cast<std::size_t>(g_.groups);
+    const bool nt = g_.layout == GemmLayout::kNT, tn = g_.layout == GemmLayout::kTN;
+    std::mt19937_64 rng(42);
+    for (std::size_t i = 0; i < at.size(); ++i) {
+      std::size_t g = rng() % groups, r = rng() % m, c = rng() % n;
+      if (i == 0) g = r = c = 0;
+      if (i == 1) g = groups - 1, r = m - 1, c = n - 1;
+      rows[i] = static_cast<std::int64_t>(g * m * k + (nt ? r : r * k));
+      cols[i] = static_cast<std::int64_t>(g * n * k + (tn ? c * k : c));
+      at[i] = (g * m + r) * n + c;
+    }
+  }
+
   std::size_t out_size() const { return g_.accumulate ? 4 : 2; }
   // Element i of C (FP32 when accumulating, else BF16), on the host.
   float output_at(std::size_t i) const {
@@ -273,7 +291,7 @@ class GemmRunner final : public KernelRunner {
 
 void GemmRunner::check() {
   const auto m = static_cast<std::size_t>(g_.m), n = static_cast<std::size_t>(g_.n),
-             k = static_cast<std::size_t>(g_.k), groups = static_cast<std::size_t>(g_.groups);
+             groups = static_cast<std::size_t>(g_.groups);
   // An accumulating GEMM's C is an input: its sampled elements are read before the launch and
   // subtracted after it; a plain GEMM's C is poisoned, so that unwritten elements show.
   std::vector<float> before;
@@ -282,19 +300,9 @@ void GemmRunner::check() {
   // 256 sampled elements of C (over all groups, the corners included) against fp32 dot
   // products of the same inputs.
   constexpr int kSamples = 256;
-  std::mt19937_64 rng(42);
   std::vector<std::int64_t> rows(kSamples), cols(kSamples);
   std::vector<std::size_t> at(kSamples);
-  for (std::size_t i = 0; i < kSamples; ++i) {
-    std::size_t g = rng() % groups, r = rng() % m, c = rng() % n;
-    if (i == 0) g = r = c = 0;
-    if (i == 1) g = groups - 1, r = m - 1, c = n - 1;
-    // Offsets of row r of A and column c of B in group g (see GemmLayout).
-    const bool nt = g_.layout == GemmLayout::kNT, tn = g_.layout == GemmLayout::kTN;
-    rows[i] = static_cast<std::int64_t>(g * m * k + (nt ? r : r * k));
-    cols[i] = static_cast<std::int64_t>(g * n * k + (tn ? c * k : c));
-    at[i] = (g * m + r) * n + c;
-  }
+  sample_elements(rows, cols, at);
   if (g_.accumulate) {
     for (std::size_t i = 0; i < kSamples; ++i) before.push_back(output_at(at[i]));
   }

@@ -185,6 +185,47 @@ std::vector<KernelShape> moe_expert_shapes(const MoeExperts& moe, std::int64_t e
   return out;
 }
 
+namespace {
+
+// Every m, n, k of `axis` as GEMMs like `like` (its element type, layout, accumulation).
+void add_gemm_cube(const std::vector<std::int64_t>& axis, GemmShape like,
+                   std::vector<KernelShape>& out, std::set<std::string>& seen) {
+  for (auto m : axis) {
+    for (auto n : axis) {
+      for (auto k : axis) {
+        like.m = m;
+        like.n = n;
+        like.k = k;
+        add_unique(out, seen, like);
+      }
+    }
+  }
+}
+
+// The GEMM grids: every m, n, k on the octave grid in each element type; the BF16 grid again in
+// the data- and weight-gradient layouts; the weight gradients accumulating into FP32 at the
+// powers of two, in each element type.
+void add_gemm_grids(const SuiteOptions& opt, std::vector<KernelShape>& out,
+                    std::set<std::string>& seen) {
+  const auto g = octave_grid(opt.gemm_grid_lo, opt.gemm_grid_hi, opt.gemm_grid_per_octave);
+  auto dtype_of = [](Precision p) { return p == Precision::kFP8 ? DType::kFP8 : DType::kBF16; };
+  for (auto precision : opt.precisions) {
+    add_gemm_cube(g, GemmShape{0, 0, 0, dtype_of(precision)}, out, seen);
+  }
+  if (opt.bf16_layouts) {
+    for (auto layout : {GemmLayout::kNN, GemmLayout::kNT}) {
+      add_gemm_cube(g, GemmShape{0, 0, 0, DType::kBF16, 1, layout}, out, seen);
+    }
+  }
+  if (!opt.accumulating_wgrads) return;
+  const auto p2 = pow2_grid(opt.gemm_grid_lo, opt.gemm_grid_hi);
+  for (auto precision : opt.precisions) {
+    add_gemm_cube(p2, GemmShape{0, 0, 0, dtype_of(precision), 1, GemmLayout::kTN, true}, out, seen);
+  }
+}
+
+}  // namespace
+
 std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const SuiteOptions& opt) {
   std::vector<KernelShape> out;
   std::set<std::string> seen;
@@ -220,37 +261,7 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
     }
   }
   add_moe_shapes(models, opt, out, seen);
-  // GEMM grid: every m, n, k on the octave grid, in each element type.
-  const auto g = octave_grid(opt.gemm_grid_lo, opt.gemm_grid_hi, opt.gemm_grid_per_octave);
-  for (auto precision : opt.precisions) {
-    const DType dtype = precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
-    for (auto m : g) {
-      for (auto n : g) {
-        for (auto k : g) add_unique(out, seen, GemmShape{m, n, k, dtype});
-      }
-    }
-  }
-  // The BF16 grid again in the data- and weight-gradient layouts.
-  if (opt.bf16_layouts) {
-    for (auto layout : {GemmLayout::kNN, GemmLayout::kNT}) {
-      for (auto m : g) {
-        for (auto n : g) {
-          for (auto k : g) add_unique(out, seen, GemmShape{m, n, k, DType::kBF16, 1, layout});
-        }
-      }
-    }
-  }
-  // Accumulating weight gradients at the powers of two, in each element type.
-  const auto p2 = pow2_grid(opt.gemm_grid_lo, opt.gemm_grid_hi);
-  for (auto precision : opt.accumulating_wgrads ? opt.precisions : std::vector<Precision>{}) {
-    const DType dtype = precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
-    for (auto m : p2) {
-      for (auto n : p2) {
-        for (auto k : p2)
-          add_unique(out, seen, GemmShape{m, n, k, dtype, 1, GemmLayout::kTN, true});
-      }
-    }
-  }
+  add_gemm_grids(opt, out, seen);
   // Attention grid: multi-head attention at the grid head sizes, causal and not, both passes;
   // then FlashAttention's harness shapes.
   for (bool causal : {true, false}) {
