@@ -58,9 +58,8 @@ def accumulate_section():
             "The twins against the database's own entries of the same shapes, timed in earlier "
             "calls at 50 to 200 ms per shape instead of 30: %d shapes, median %s, 10th to 90th "
             "percentile %s to %s. That spread between runs is as large as the accumulation at a "
-            "dense layer's depth, so the cost model does not yet price weight gradients from "
-            "the accumulating entries against the database's plain ones: it waits for the "
-            "same-run ratio (README, Kernel timings)." % (
+            "dense layer's depth; the cost model does not yet price weight gradients from the "
+            "accumulating entries (README, Kernel timings, says why)." % (
                 len(drift), pct(statistics.median(drift) - 1), pct(drift[len(drift) // 10] - 1),
                 pct(drift[9 * len(drift) // 10] - 1)), ""]
     return out
