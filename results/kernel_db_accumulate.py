@@ -10,6 +10,11 @@ DEPTHS = [(0, 1024, "k <= 1,024"), (1025, 2048, "2,048"), (2049, 4096, "4,096"),
           (4097, 8192, "8,192"), (8193, 1 << 30, "k > 8,192")]
 
 
+def plain_key(e):
+    """The shape key of an accumulating entry's plain twin."""
+    return shape_key(dict((k, v) for k, v in e.items() if k != "accumulate"))
+
+
 def twins():
     """(accumulating entry, its plain twin's median) for every shape both files hold."""
     plain = {}
@@ -17,7 +22,7 @@ def twins():
         plain[shape_key(e)] = e["median_us"]
     out = []
     for e in load(MEAS + "/accumulate.json")["entries"]:
-        key = shape_key(dict((k, v) for k, v in e.items() if k != "accumulate"))
+        key = plain_key(e)
         if key in plain:
             out.append((e, plain[key]))
     return out
@@ -44,9 +49,7 @@ def accumulate_section():
                                            dtype.upper(), " | ".join(cells)))
     plain = {shape_key(e): e["median_us"] for e in load(DB)["entries"]
              if e["op"] in ("gemm", "grouped_gemm") and not e.get("accumulate")}
-    drift = sorted(t / plain[shape_key(dict((k, v) for k, v in e.items() if k != "accumulate"))]
-                   for e, t in pairs
-                   if shape_key(dict((k, v) for k, v in e.items() if k != "accumulate")) in plain)
+    drift = sorted(t / plain[plain_key(e)] for e, t in pairs if plain_key(e) in plain)
     shallow = [statistics.median([e["median_us"] / t for e, t in pairs
                                   if e["op"] == "grouped_gemm" and e["dtype"] == d and
                                   e["k"] <= 1024]) for d in ("bf16", "fp8")]

@@ -8,10 +8,13 @@ the same rows, grouped against sequential, and the share of its burst rate a GPU
 """
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 GPUS = [("H100", "h100-sxm", "h100-sxm-ndr"), ("H200", "h200-sxm", "h200-sxm-ndr")]
+sys.path.insert(0, os.path.dirname(HERE))
+from kernel_db_files import write_markdown  # noqa: E402  (results/, beside this folder)
 PATHS = ["bf16 out", "fp32 accumulate (fused)", "bf16 out + fp32 add"]
 
 
@@ -32,18 +35,32 @@ def smi_field(line, field):
     return pairs.get(field, "?")
 
 
+def calibration(platform):
+    with open(os.path.join(ROOT, "platforms", platform + ".json")) as f:
+        return json.load(f)["calibration"]
+
+
+def wgrad_shapes(d):
+    """The (m, n, k) of the weight-gradient GEMMs a run timed, in its order."""
+    return [(r["m"], r["n"], r["k"]) for r in d["kernels"]
+            if r["what"] == "wgrad" and r["path"] == "bf16 out"]
+
+
+def wgrad_times(d, shape):
+    """Seconds of one weight-gradient shape by path (BF16 out, FP32 accumulate, ...)."""
+    return {r["path"]: r["seconds"] for r in d["kernels"]
+            if r["what"] == "wgrad" and (r["m"], r["n"], r["k"]) == shape}
+
+
 def wgrad_table(runs):
     out = ["| m x n, k | " + " | ".join(
         "%s %s" % (g, p) for g, _, _ in runs for p in ("BF16 out (ms)", "FP32 accumulate (ms)",
                                                        "ratio")) + " |",
            "|---|" + "---:|" * (3 * len(runs))]
-    shapes = [(r["m"], r["n"], r["k"]) for r in runs[0][2]["kernels"]
-              if r["what"] == "wgrad" and r["path"] == "bf16 out"]
-    for m, n, k in shapes:
+    for m, n, k in wgrad_shapes(runs[0][2]):
         cells = []
         for _, _, d in runs:
-            t = {r["path"]: r["seconds"] for r in d["kernels"]
-                 if r["what"] == "wgrad" and (r["m"], r["n"], r["k"]) == (m, n, k)}
+            t = wgrad_times(d, (m, n, k))
             plain, fused = t["bf16 out"], t["fp32 accumulate (fused)"]
             cells += ["%.3f" % (1e3 * plain), "%.3f" % (1e3 * fused), "%.2f" % (fused / plain)]
         out.append("| %d x %d, %d | %s |" % (m, n, k, " | ".join(cells)))
@@ -97,8 +114,7 @@ def sustained_lines(runs):
                            g, r["dtype"].upper(), r["tflops_burst"], r["tflops_sustained"],
                            r["sustained_share"], smi_field(r["smi_after"], "clocks.sm"),
                            smi_field(r["smi_after"], "power.draw")))
-        with open(os.path.join(ROOT, "platforms", platform + ".json")) as f:
-            cal = json.load(f)["calibration"]
+        cal = calibration(platform)
         out.append("- %s's calibration, fitted on step times, holds `sustained_compute` %.4f "
                    "and `sustained_fp8_gemm` %.4f (FP8 GEMMs: their product, %.3f)." % (
                        platform, cal["sustained_compute"], cal.get("sustained_fp8_gemm", 1.0),
@@ -106,18 +122,16 @@ def sustained_lines(runs):
     return out
 
 
-def wgrad_ratio(d, m, n, k):
-    t = {r["path"]: r["seconds"] for r in d["kernels"]
-         if r["what"] == "wgrad" and (r["m"], r["n"], r["k"]) == (m, n, k)}
+def wgrad_ratio(d, shape):
+    t = wgrad_times(d, shape)
     return t["fp32 accumulate (fused)"] / t["bf16 out"]
 
 
 def wgrad_summary(run):
     g, _, d = run
-    rows = [(r["m"], r["n"], r["k"]) for r in d["kernels"]
-            if r["what"] == "wgrad" and r["path"] == "bf16 out"]
-    deep = [wgrad_ratio(d, *x) for x in rows if 4096 <= x[2] <= 8192]
-    expert = [wgrad_ratio(d, *x) for x in rows if x[2] == 2048]
+    rows = wgrad_shapes(d)
+    deep = [wgrad_ratio(d, x) for x in rows if 4096 <= x[2] <= 8192]
+    expert = [wgrad_ratio(d, x) for x in rows if x[2] == 2048]
     return ("On the %s the accumulation adds %.0f-%.0f %% at depth k 4,096 to 8,192 (a dense "
             "layer's tokens per micro-batch) and %.0f-%.0f %% at 2,048 (the rows of one of four "
             "local experts here): its m x n FP32 traffic is mostly hidden behind a deep "
@@ -151,8 +165,7 @@ def sustained_summary(run):
     share = {r["dtype"]: r["sustained_share"] for r in d.get("sustained_gemm", [])}
     if "bf16" not in share or "fp8" not in share:
         return ""
-    with open(os.path.join(ROOT, "platforms", platform + ".json")) as f:
-        cal = json.load(f)["calibration"]
+    cal = calibration(platform)
     fitted_bf16 = cal["sustained_compute"]
     fitted_fp8 = fitted_bf16 * cal.get("sustained_fp8_gemm", 1.0)
     above = fitted_bf16 > share["bf16"] and fitted_fp8 > share["fp8"]
@@ -215,9 +228,7 @@ def main():
         sustained_summary(runs[0]),
         "",
     ]
-    with open(os.path.join(HERE, "expert_mlp.md"), "w") as f:
-        f.write("\n".join(lines))
-    print("wrote results/moe/expert_mlp.md")
+    write_markdown(os.path.join("moe", "expert_mlp.md"), lines)
 
 
 if __name__ == "__main__":
