@@ -245,9 +245,8 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
           for (const auto& s : model_layout_gemms(m, tp, 1, seq)) add_unique(out, seen, s);
         }
       }
-      for (auto precision : opt.precisions) {
+      for (auto precision : opt.accumulating_wgrads ? opt.precisions : std::vector<Precision>{}) {
         for (auto seq : opt.gemm_seqs) {
-          if (!opt.accumulating_wgrads) break;
           for (const auto& s : model_accumulating_gemms(m, tp, 1, seq, precision)) {
             add_unique(out, seen, s);
           }
