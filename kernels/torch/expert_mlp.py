@@ -27,7 +27,6 @@ Four measurements, each printed as a table and written to --out:
 Every GEMM path is first checked against a float64 product of the same BF16 inputs.
 """
 import argparse
-import json
 import math
 import statistics
 import subprocess
@@ -35,6 +34,8 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+from attention import write  # beside this script: JSON through a temporary file and a rename
 
 HIDDEN, FFN = 6144, 8192  # per GPU: Grok-1's expert FFN 32768 over expert TP 4
 ROUTED_ROWS = 8192        # 4096 tokens x top-2 per GPU after the dispatcher
@@ -382,8 +383,7 @@ def main():
             result[name] = "failed: %r" % e
             print(name, result[name], flush=True)
         torch.cuda.empty_cache()
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        write(args.out, result)  # a temporary file, then renamed: a kill leaves the last one
 
 
 if __name__ == "__main__":
