@@ -18,8 +18,9 @@ std::string exact_key(const KernelShape& shape) {
 
 namespace {
 
-// At most this many measured values on each side of the query are tried per axis.
-constexpr std::size_t kBracketCandidates = 4;
+// At most this many cells (one bracket per axis) are tried, tightest first, before a query
+// falls back to the nearest measured shape: a bound on the search where no complete cell exists.
+constexpr std::size_t kMaxCellsTried = std::size_t{1} << 14;
 
 // Coordinates on the interpolation axes (at most three: GEMM m, n, k), unused ones 0.
 using Coords = std::array<double, 3>;
@@ -132,7 +133,7 @@ struct Bracket {
 };
 
 // Brackets of `q` on one axis from the measured values, tightest first: q itself when measured,
-// then pairs of a value below and a value above.
+// then every pair of a value below and a value above.
 std::vector<Bracket> brackets(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
@@ -140,11 +141,11 @@ std::vector<Bracket> brackets(std::vector<double> values, double q) {
   if (std::binary_search(values.begin(), values.end(), q)) out.push_back({q, q});
   std::vector<double> below;
   std::vector<double> above;
-  for (auto it = values.rbegin(); it != values.rend() && below.size() < kBracketCandidates; ++it) {
+  for (auto it = values.rbegin(); it != values.rend(); ++it) {
     if (*it < q) below.push_back(*it);
   }
   for (double v : values) {
-    if (v > q && above.size() < kBracketCandidates) above.push_back(v);
+    if (v > q) above.push_back(v);
   }
   for (double lo : below) {
     for (double hi : above) out.push_back({lo, hi});
@@ -180,39 +181,56 @@ std::optional<KernelDbHit> KernelDatabase::lookup(const KernelShape& shape) cons
 
 namespace {
 
-// A cell: one bracket per axis; tried tightest (smallest log volume) first, ties in the order
-// they were enumerated.
+// A cell: one bracket per axis (its index in the axis' list, tightest first) and the sum of the
+// brackets' log spans (the cell's log volume).
 struct Cell {
   double span = 0;
-  std::uint32_t order = 0;
-  std::array<std::uint8_t, 3> bracket{};
+  std::array<std::uint32_t, 3> bracket{};
 };
 
-// Heap order: the tightest cell (ties: the first enumerated) on top.
+// Heap order: the tightest cell on top; ties in the order of their brackets' indices.
 bool looser(const Cell& a, const Cell& b) {
-  return a.span > b.span || (a.span == b.span && a.order > b.order);
+  return a.span > b.span || (a.span == b.span && a.bracket > b.bracket);
 }
 
-// Every combination of one bracket per axis, as a heap that pops the tightest first.
-std::vector<Cell> cell_heap(const std::vector<std::vector<Bracket>>& per_axis) {
-  std::vector<Cell> cells{Cell{}};
-  for (std::size_t d = 0; d < per_axis.size(); ++d) {
-    std::vector<Cell> next;
-    next.reserve(cells.size() * per_axis[d].size());
-    for (const auto& c : cells) {
-      for (std::size_t b = 0; b < per_axis[d].size(); ++b) {
-        Cell n = c;
-        n.bracket[d] = static_cast<std::uint8_t>(b);
-        n.span += per_axis[d][b].span();
-        next.push_back(n);
-      }
-    }
-    cells = std::move(next);
+// Every combination of one bracket per axis, tightest first, made as it is asked for: a cell's
+// successors are itself with one bracket loosened, on its last loosened axis or a later one, so
+// that each cell has one predecessor and is made once.
+class CellQueue {
+ public:
+  explicit CellQueue(const std::vector<std::vector<Bracket>>& per_axis) : per_axis_(per_axis) {
+    Cell first;
+    for (const auto& axis : per_axis_) first.span += axis.front().span();
+    heap_.push_back(first);
   }
-  for (std::size_t i = 0; i < cells.size(); ++i) cells[i].order = static_cast<std::uint32_t>(i);
-  std::make_heap(cells.begin(), cells.end(), looser);
-  return cells;
-}
+  bool empty() const { return heap_.empty(); }
+  Cell pop() {
+    std::pop_heap(heap_.begin(), heap_.end(), looser);
+    const Cell cell = heap_.back();
+    heap_.pop_back();
+    std::size_t last = 0;
+    for (std::size_t d = 0; d < per_axis_.size(); ++d) {
+      if (cell.bracket[d] > 0) last = d;
+    }
+    for (std::size_t d = last; d < per_axis_.size(); ++d) {
+      const std::size_t b = cell.bracket[d];
+      if (b + 1 >= per_axis_[d].size()) continue;
+      Cell next = cell;
+      next.bracket[d] = static_cast<std::uint32_t>(b + 1);
+      next.span = 0;
+      for (std::size_t e = 0; e < per_axis_.size(); ++e) {
+        next.span += per_axis_[e][next.bracket[e]].span();
+      }
+      heap_.push_back(next);
+      std::push_heap(heap_.begin(), heap_.end(), looser);
+    }
+    return cell;
+  }
+
+ private:
+  const std::vector<std::vector<Bracket>>& per_axis_;
+  std::vector<Cell> heap_;
+};
 
 }  // namespace
 
@@ -253,11 +271,9 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
   if (above) return nearest(shape);  // above the measured range on some axis
 
   const std::size_t corners = std::size_t{1} << dims;
-  auto heap = cell_heap(per_axis);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), looser);
-    const Cell cell = heap.back();
-    heap.pop_back();
+  CellQueue queue(per_axis);
+  for (std::size_t tried = 0; tried < kMaxCellsTried && !queue.empty(); ++tried) {
+    const Cell cell = queue.pop();
     double value = 0;
     TimeSpread spread{0, 0};
     bool complete = true;

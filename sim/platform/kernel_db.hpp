@@ -8,17 +8,18 @@
 //  2. interpolation inside the shape's family (same op, element type and discrete attributes;
 //     see family_key()) between measured shapes that bracket the query on every axis (GEMM: m,
 //     n, k; attention: batch x heads, sequence; memory-bound: rows x cols, i.e. bytes). The
-//     brackets are searched in log space, tightest first (smallest log volume), on the measured
-//     (log-spaced) values until a cell with all its corners measured is found. Inside the cell
+//     brackets are searched in log space over all the measured values, tightest cell first
+//     (smallest log volume; each cell made only when the search reaches it), until a cell with
+//     all its corners measured is found (at most 16,384 cells tried). Inside the cell
 //     the time is multilinear in each axis' share of the FLOPs (bytes): along one axis, linear
 //     in FLOPs (bytes), which is exact for a kernel that runs at a constant rate after a fixed
 //     launch cost. (Log time linear in log FLOPs misses such a kernel by up to 1.5 % between
 //     points a factor 2 apart, 6 % between points a factor 4 apart.)
-//  3. nearest (measured databases): where no cell has all its corners measured (the grid is not
-//     a full product of its axes' values), or the query lies above the measured range on some
-//     axis, the rate (FLOP/s; bytes/s for memory-bound ops) of the nearest measured shape in log
-//     distance summed over the axes, applied to the query's FLOPs (bytes): a measured rate of a
-//     neighbouring shape knows the op's efficiency, the roofline only the best one.
+//  3. nearest (measured databases): where no cell tried has all its corners measured (the grid
+//     is not a full product of its axes' values), or the query lies above the measured range on
+//     some axis, the rate (FLOP/s; bytes/s for memory-bound ops) of the nearest measured shape
+//     in log distance summed over the axes, applied to the query's FLOPs (bytes): a measured
+//     rate of a neighbouring shape knows the op's efficiency, the roofline only the best one.
 //  4. nothing: a query below the measured range on any axis (a kernel smaller than any measured
 //     runs at an unknown fraction of its neighbour's rate), or any miss in a published
 //     database; the caller uses the roofline.

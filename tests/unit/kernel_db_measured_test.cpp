@@ -128,14 +128,14 @@ TEST_P(Measured, OffGridMeasurementsInterpolate) {
   // Shapes the grids never held (log-uniform m, n, k; heads; sequences; sizes): GEMM time
   // between grid points is not smooth (tile and wave quantization, per-shape algorithms), so
   // its error is larger than the held-back grid points'.
-  EXPECT_GE(errors["gemm"].size(), 120u);
+  EXPECT_GE(errors["gemm"].size(), 190u);
   EXPECT_LT(mean(errors["gemm"]), 0.07);
   EXPECT_LT(mean(errors["attention"]), GetParam().offgrid_attention_bound);
   EXPECT_LT(mean(errors["memory"]), 0.05);
-  // Shapes no complete cell brackets take the nearest measured shape's rate: a GEMM within 10 %
-  // on average (the roofline misses the same 65 GEMMs by 22 %).
-  EXPECT_GE(errors["gemm (nearest)"].size(), 40u);
-  EXPECT_LT(mean(errors["gemm (nearest)"]), 0.10);
+  // The search for a complete cell goes past the nearest measured values on each axis, so that
+  // almost every off-grid GEMM is interpolated (with the 4 nearest values on each side only, 65
+  // of the H100's 199 took the nearest shape's rate, 8.6 % off on average; all 199 then, 7.1 %).
+  EXPECT_LE(errors["gemm (nearest)"].size(), 5u);
 }
 
 // No rate above the sheet peaks: dense BF16 989 and FP8 1979 TFLOP/s, HBM3 3.35 TB/s on the

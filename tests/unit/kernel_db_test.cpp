@@ -165,6 +165,30 @@ TEST(KernelDb, NearestMeasuredRateAboveTheRangeOrWithoutACompleteCell) {
   EXPECT_NEAR(mem.lookup(MemoryShape{"rmsnorm", 1024, 4096})->seconds, 40e-6, 1e-15);
 }
 
+// A complete cell far out is found past many nearer measured values that form none: a grid
+// cell 1024-4096 on every axis, and ten other shapes (a later model's, say) whose m, n and k lie
+// closer to the query on each axis than the grid's, no two of them sharing a cell. The query
+// interpolates in the grid's cell, exactly for a time linear in FLOPs on each axis.
+TEST(KernelDb, CompleteCellBeyondNearerMeasuredValues) {
+  auto time = [](double m, double n, double k) { return 2e-6 + m * n * k * 1e-15; };
+  std::vector<KernelDbEntry> entries;
+  for (const std::int64_t m : {1024, 4096}) {
+    for (const std::int64_t n : {1024, 4096}) {
+      for (const std::int64_t k : {1024, 4096}) {
+        entries.push_back(test::db_entry(GemmShape{m, n, k}, time(m, n, k)));
+      }
+    }
+  }
+  for (std::int64_t v = 1700; v <= 2600; v += 100) {
+    entries.push_back(test::db_entry(GemmShape{v, 5000 - v, v + 100}, 1e-3));
+  }
+  const KernelDatabase db(KernelDbKind::kMeasured, test::synthetic_db_meta(), entries);
+  const auto hit = db.lookup(GemmShape{2048, 2048, 2048});
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->match, KernelDbMatch::kInterpolated);
+  EXPECT_NEAR(hit->seconds, time(2048, 2048, 2048), 1e-12);
+}
+
 TEST(KernelDb, HeldBackGridPointsInterpolateWithinFivePercent) {
   // Each interior GEMM grid point is left out in turn and interpolated from its neighbours
   // (a factor 2 away); likewise memory-bound and attention points.
