@@ -29,8 +29,7 @@ void Outputs::write(const std::string& path, std::string_view content, std::ostr
     out << content;
     return;
   }
-  write_output(path, content);
-  output_written(path);
+  write_expected_output(path, content);
 }
 
 }  // namespace trainsim

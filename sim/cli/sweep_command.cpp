@@ -120,8 +120,7 @@ std::vector<SweepEntry> finish(const std::filesystem::path& out,
     csv += line;
     lines.push_back(line.substr(0, line.size() - 1));
   }
-  write_output(out, csv);
-  output_written(out.string());
+  write_expected_output(out, csv);
   return sweep_entries(lines);
 }
 

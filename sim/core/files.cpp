@@ -241,6 +241,12 @@ void write_output(const fs::path& path, std::string_view content) {
   write_file_atomically(target, content);
 }
 
+void write_expected_output(const fs::path& path, std::string_view content) {
+  const InterruptsHeld held;
+  write_output(path, content);
+  output_written(path.string());
+}
+
 std::string output_identity(const fs::path& path) {
   if (path == "-") return "-";
   std::error_code ec;

@@ -19,6 +19,9 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 /// character device (a pipe, /dev/null, a terminal); a regular file atomically, keeping the mode
 /// of the file it replaces. A directory or block device is refused. InputError naming the path.
 void write_output(const std::filesystem::path& path, std::string_view content);
+/// write_output(), then the output marked written for the interrupt handler, with SIGINT and
+/// SIGTERM held until both are done: an interrupt never names as not written an output in place.
+void write_expected_output(const std::filesystem::path& path, std::string_view content);
 
 /// What an output path writes to, for telling two outputs apart: "-" for standard output, else
 /// the absolute path after following symlinks.

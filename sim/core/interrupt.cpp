@@ -84,6 +84,18 @@ void reset_interrupt_handlers() {
   std::signal(SIGTERM, SIG_DFL);
 }
 
+InterruptsHeld::InterruptsHeld() : previous_{} {
+  sigset_t held;
+  sigemptyset(&held);
+  sigaddset(&held, SIGINT);
+  sigaddset(&held, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &held, &previous_);
+}
+
+InterruptsHeld::~InterruptsHeld() {
+  ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
+
 TempFileRegistration::TempFileRegistration(std::string_view path) : slot_(-1) {
   for (int i = 0; i < kSlots; ++i) {
     if (temps[i].state == 0 && copy_path(temps[i].path, path)) {

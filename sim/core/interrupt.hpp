@@ -3,6 +3,7 @@
 // is kept in fixed buffers set up beforehand: the temporary files being written (removed), the
 // outputs a command promised and has not yet written (named in its last words), and a note (what
 // was kept, such as a sweep's partial file). Then the program dies of the signal, at once.
+#include <csignal>
 #include <string_view>
 
 namespace trainsim {
@@ -23,6 +24,19 @@ class TempFileRegistration {
 
  private:
   int slot_;
+};
+
+/// While alive, SIGINT and SIGTERM wait in this thread (blocked, then delivered when it ends): a
+/// step the handler must not split, such as putting an output in place and marking it written.
+class InterruptsHeld {
+ public:
+  InterruptsHeld();
+  ~InterruptsHeld();
+  InterruptsHeld(const InterruptsHeld&) = delete;
+  InterruptsHeld& operator=(const InterruptsHeld&) = delete;
+
+ private:
+  sigset_t previous_;
 };
 
 /// An output the command will write; the handler names those still pending.

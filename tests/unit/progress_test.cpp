@@ -43,5 +43,23 @@ TEST(Interrupt, NamesThePendingOutputsAndTheNote) {
   clear_expected_outputs();
 }
 
+volatile std::sig_atomic_t terms_seen = 0;
+
+// A SIGTERM raised while interrupts are held reaches its handler only when the hold ends.
+TEST(Interrupt, HeldUntilTheStepIsDone) {
+  struct sigaction counting {
+  }, previous{};
+  counting.sa_handler = [](int) { terms_seen = terms_seen + 1; };
+  sigemptyset(&counting.sa_mask);
+  ::sigaction(SIGTERM, &counting, &previous);
+  {
+    const InterruptsHeld held;
+    ::raise(SIGTERM);
+    EXPECT_EQ(terms_seen, 0);
+  }
+  EXPECT_EQ(terms_seen, 1);
+  ::sigaction(SIGTERM, &previous, nullptr);
+}
+
 }  // namespace
 }  // namespace trainsim
