@@ -224,12 +224,12 @@ void add_gemm_grids(const SuiteOptions& opt, std::vector<KernelShape>& out,
   }
 }
 
-}  // namespace
-
-std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const SuiteOptions& opt) {
-  std::vector<KernelShape> out;
-  std::set<std::string> seen;
-  // Catalog: GEMMs and memory-bound ops at the GEMM sequence lengths, attention at its own.
+// The catalog's kernels: GEMMs and memory-bound ops at the GEMM sequence lengths (the BF16
+// GEMMs also in the nn and nt layouts, the weight gradients also accumulating into FP32, where the
+// options ask), attention at its own lengths; every model at every TP it allows.
+void add_catalog_shapes(const std::vector<Model>& models, const SuiteOptions& opt,
+                        std::vector<KernelShape>& out, std::set<std::string>& seen) {
+  const auto acc_precisions = opt.accumulating_wgrads ? opt.precisions : std::vector<Precision>{};
   for (const auto& m : models) {
     for (auto tp : opt.tps) {
       if (!tp_feasible(m, tp)) continue;
@@ -240,12 +240,10 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
           }
         }
       }
-      if (opt.bf16_layouts) {
-        for (auto seq : opt.gemm_seqs) {
-          for (const auto& s : model_layout_gemms(m, tp, 1, seq)) add_unique(out, seen, s);
-        }
+      for (auto seq : opt.bf16_layouts ? opt.gemm_seqs : std::vector<std::int64_t>{}) {
+        for (const auto& s : model_layout_gemms(m, tp, 1, seq)) add_unique(out, seen, s);
       }
-      for (auto precision : opt.accumulating_wgrads ? opt.precisions : std::vector<Precision>{}) {
+      for (auto precision : acc_precisions) {
         for (auto seq : opt.gemm_seqs) {
           for (const auto& s : model_accumulating_gemms(m, tp, 1, seq, precision)) {
             add_unique(out, seen, s);
@@ -259,10 +257,12 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
       }
     }
   }
-  add_moe_shapes(models, opt, out, seen);
-  add_gemm_grids(opt, out, seen);
-  // Attention grid: multi-head attention at the grid head sizes, causal and not, both passes;
-  // then FlashAttention's harness shapes.
+}
+
+// Attention grid: multi-head attention at the grid head sizes, causal and not, both passes; then
+// FlashAttention's harness shapes.
+void add_attention_grids(const SuiteOptions& opt, std::vector<KernelShape>& out,
+                         std::set<std::string>& seen) {
   for (bool causal : {true, false}) {
     for (auto d : opt.attention_grid_head_dims) {
       for (auto h : opt.attention_grid_heads) {
@@ -284,8 +284,12 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
       }
     }
   }
-  // Memory-bound grid: every op at power-of-two element counts (rows of 4096; the optimizer's
-  // flat buffers as one row).
+}
+
+// Memory-bound grid: every op at power-of-two element counts (rows of its grid widths; the
+// optimizer's flat buffers as one row).
+void add_memory_grid(const SuiteOptions& opt, std::vector<KernelShape>& out,
+                     std::set<std::string>& seen) {
   for (const auto& op : memory_ops()) {
     if (!op.in_suite) continue;
     const bool flat = op.name == "adam" || op.name == "grad_norm" || op.name == "copy";
@@ -299,6 +303,18 @@ std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const Su
       }
     }
   }
+}
+
+}  // namespace
+
+std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const SuiteOptions& opt) {
+  std::vector<KernelShape> out;
+  std::set<std::string> seen;
+  add_catalog_shapes(models, opt, out, seen);
+  add_moe_shapes(models, opt, out, seen);
+  add_gemm_grids(opt, out, seen);
+  add_attention_grids(opt, out, seen);
+  add_memory_grid(opt, out, seen);
   return out;
 }
 
