@@ -120,7 +120,9 @@ std::vector<KernelShape> model_accumulating_gemms(const Model& model, std::int64
   std::set<std::string> seen;
   for (const auto& k : model_kernels(model, tp, mbs, seq, precision)) {
     const auto* g = std::get_if<GemmShape>(&k.shape);
-    if (g == nullptr || !ends_with(k.name, ".wgrad")) continue;
+    // The MoE router's weight is not a fused linear layer: its gradient goes to .grad and is
+    // added into the main gradient apart (Megatron-Core), not by the GEMM.
+    if (g == nullptr || !ends_with(k.name, ".wgrad") || k.name.rfind("router", 0) == 0) continue;
     GemmShape acc = *g;
     acc.accumulate = true;
     add_unique(out, seen, acc);

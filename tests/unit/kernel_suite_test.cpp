@@ -98,6 +98,12 @@ TEST(KernelSuiteShapes, AccumulatingWeightGradients) {
   // The LM head stays BF16 in an FP8 run (Megatron-Core's output layer).
   EXPECT_TRUE(contains(acc, GemmShape{4096, 64128, 8192, DType::kBF16, 1, GemmLayout::kTN, true}));
   for (const auto& s : acc) EXPECT_TRUE(std::get<GemmShape>(s).accumulate);
+  // An MoE model's: the experts' and attention's, not the router's (4096 x 128, its weight
+  // outside the fused linear layers).
+  const auto moe = kernels::model_accumulating_gemms(test::catalog_model("qwen3-30b-a3b"), 1, 1,
+                                                     4096, Precision::kBF16);
+  EXPECT_FALSE(moe.empty());
+  EXPECT_FALSE(contains(moe, GemmShape{2048, 128, 4096, DType::kBF16, 1, GemmLayout::kTN, true}));
   kernels::SuiteOptions opt;
   opt.tps = {2};
   opt.gemm_seqs = {8192};
