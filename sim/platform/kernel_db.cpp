@@ -25,13 +25,6 @@ constexpr std::size_t kMaxCellsTried = std::size_t{1} << 14;
 // Coordinates on the interpolation axes (at most three: GEMM m, n, k), unused ones 0.
 using Coords = std::array<double, 3>;
 
-struct Point {
-  Coords x{};        // coordinates (integer-valued, compared exactly)
-  double value = 0;  // measured: seconds; published: log(FLOP/s)
-  double tie = 0;    // distance to the query in the attributes the coordinates omit
-  TimeSpread spread;
-};
-
 double log_distance(double a, double b) {
   return std::abs(std::log(a) - std::log(b));
 }
@@ -45,6 +38,7 @@ KernelDatabase::KernelDatabase(KernelDbKind kind, KernelDbMeta meta,
     exact_.emplace(exact_key(entries_[i].shape), i);
     family_[family_key(entries_[i].shape)].push_back(i);
   }
+  index_points();
 }
 
 std::string KernelDatabase::family_key(const KernelShape& shape) const {
@@ -126,19 +120,36 @@ double tie_distance(const KernelShape& point, const KernelShape& query) {
   return 0.0;
 }
 
+// A pair of measured values around the query on one axis (lo = hi = the query where measured):
+// its log span, and the query's place in it (0 at lo, 1 at hi), linear in the axis' power of the
+// FLOPs (bytes), or in log space for a published database.
 struct Bracket {
   double lo = 0;
   double hi = 0;
-  double span() const { return std::log(hi) - std::log(lo); }
+  double span = 0;
+  double t = 0;
 };
+
+Bracket make_bracket(double lo, double hi, double q, int power, bool published) {
+  Bracket b{lo, hi, std::log(hi) - std::log(lo), 0};
+  if (hi > lo && published) {
+    b.t = (std::log(q) - std::log(lo)) / b.span;
+  } else if (hi > lo) {
+    const double l = std::pow(lo, power), h = std::pow(hi, power);
+    b.t = (std::pow(q, power) - l) / (h - l);
+  }
+  return b;
+}
 
 // Brackets of `q` on one axis from the measured values, tightest first: q itself when measured,
 // then every pair of a value below and a value above.
-std::vector<Bracket> brackets(std::vector<double> values, double q) {
+std::vector<Bracket> brackets(std::vector<double> values, double q, int power, bool published) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
   std::vector<Bracket> out;
-  if (std::binary_search(values.begin(), values.end(), q)) out.push_back({q, q});
+  if (std::binary_search(values.begin(), values.end(), q)) {
+    out.push_back(make_bracket(q, q, q, power, published));
+  }
   std::vector<double> below;
   std::vector<double> above;
   for (auto it = values.rbegin(); it != values.rend(); ++it) {
@@ -148,10 +159,10 @@ std::vector<Bracket> brackets(std::vector<double> values, double q) {
     if (v > q) above.push_back(v);
   }
   for (double lo : below) {
-    for (double hi : above) out.push_back({lo, hi});
+    for (double hi : above) out.push_back(make_bracket(lo, hi, q, power, published));
   }
   std::stable_sort(out.begin(), out.end(),
-                   [](const Bracket& a, const Bracket& b) { return a.span() < b.span(); });
+                   [](const Bracket& a, const Bracket& b) { return a.span < b.span; });
   return out;
 }
 
@@ -200,7 +211,7 @@ class CellQueue {
  public:
   explicit CellQueue(const std::vector<std::vector<Bracket>>& per_axis) : per_axis_(per_axis) {
     Cell first;
-    for (const auto& axis : per_axis_) first.span += axis.front().span();
+    for (const auto& axis : per_axis_) first.span += axis.front().span;
     heap_.push_back(first);
   }
   bool empty() const { return heap_.empty(); }
@@ -219,7 +230,7 @@ class CellQueue {
       next.bracket[d] = static_cast<std::uint32_t>(b + 1);
       next.span = 0;
       for (std::size_t e = 0; e < per_axis_.size(); ++e) {
-        next.span += per_axis_[e][next.bracket[e]].span();
+        next.span += per_axis_[e][next.bracket[e]].span;
       }
       heap_.push_back(next);
       std::push_heap(heap_.begin(), heap_.end(), looser);
@@ -234,29 +245,46 @@ class CellQueue {
 
 }  // namespace
 
+void KernelDatabase::index_points() {
+  for (const auto& [key, members] : family_) {
+    auto& by_coords = family_points_[key];
+    for (std::size_t i : members) {
+      Coords x{};
+      axes(entries_[i].shape, kind_, x);
+      by_coords[x].push_back(i);
+    }
+  }
+}
+
+namespace {
+
+// The coordinates of a cell's corner (bit d of `corner`: the high end on axis d) and its weight
+// in the multilinear interpolation of the query.
+double corner_weight(const std::vector<std::vector<Bracket>>& per_axis, const Cell& cell,
+                     std::size_t corner, Coords& x) {
+  double weight = 1;
+  x = {};
+  for (std::size_t d = 0; d < per_axis.size(); ++d) {
+    const Bracket& b = per_axis[d][cell.bracket[d]];
+    const bool high = ((corner >> d) & 1U) != 0;
+    x[d] = high ? b.hi : b.lo;
+    weight *= high ? b.t : 1.0 - b.t;
+  }
+  return weight;
+}
+
+}  // namespace
+
 std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape) const {
-  const auto fam = family_.find(family_key(shape));
-  if (fam == family_.end()) return std::nullopt;
-  Coords q{};
-  const std::size_t dims = axes(shape, kind_, q);
-  const std::vector<int> powers = axis_powers(shape, kind_);
+  const auto fam = family_points_.find(family_key(shape));
+  if (fam == family_points_.end()) return std::nullopt;
+  const auto& points = fam->second;
   // A measured database interpolates time linearly in each axis' share of the FLOPs (bytes); a
   // published one interpolates the rate in log space, as its rows were taken at other sizes.
   const bool published = kind_ == KernelDbKind::kPublished;
-
-  // Measured points by coordinates; where several share them, the closest in what the axes omit.
-  std::map<Coords, Point> points;
-  for (std::size_t i : fam->second) {
-    const auto& e = entries_[i];
-    Point p;
-    axes(e.shape, kind_, p.x);
-    p.value = published ? std::log(shape_flops(e.shape) / e.median_s) : e.median_s;
-    p.tie = tie_distance(e.shape, shape);
-    p.spread = e.spread();
-    auto [it, inserted] = points.emplace(p.x, p);
-    if (!inserted && p.tie < it->second.tie) it->second = p;
-  }
-
+  Coords q{};
+  const std::size_t dims = axes(shape, kind_, q);
+  const std::vector<int> powers = axis_powers(shape, kind_);
   std::vector<std::vector<Bracket>> per_axis(dims);
   bool above = false;
   for (std::size_t d = 0; d < dims; ++d) {
@@ -265,42 +293,45 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
     for (const auto& [x, _] : points) values.push_back(x[d]);
     // Smaller than any measured on one axis: no extrapolation, whatever the other axes.
     if (*std::min_element(values.begin(), values.end()) > q[d]) return std::nullopt;
-    per_axis[d] = brackets(std::move(values), q[d]);
+    per_axis[d] = brackets(std::move(values), q[d], powers[d], published);
     above = above || per_axis[d].empty();
   }
   if (above) return nearest(shape);  // above the measured range on some axis
 
-  const std::size_t corners = std::size_t{1} << dims;
+  // The entry at a corner: where several share its coordinates, the closest to the query in what
+  // the axes omit (the first of equals).
+  auto entry_at = [&](const Coords& x) -> const KernelDbEntry* {
+    const auto it = points.find(x);
+    if (it == points.end()) return nullptr;
+    const KernelDbEntry* best = nullptr;
+    double best_tie = 0;
+    for (std::size_t i : it->second) {
+      const double tie = tie_distance(entries_[i].shape, shape);
+      if (best == nullptr || tie < best_tie) {
+        best = &entries_[i];
+        best_tie = tie;
+      }
+    }
+    return best;
+  };
   CellQueue queue(per_axis);
   for (std::size_t tried = 0; tried < kMaxCellsTried && !queue.empty(); ++tried) {
     const Cell cell = queue.pop();
     double value = 0;
     TimeSpread spread{0, 0};
     bool complete = true;
-    for (std::size_t corner = 0; corner < corners && complete; ++corner) {
+    for (std::size_t corner = 0; corner < (std::size_t{1} << dims); ++corner) {
       Coords x{};
-      double weight = 1;
-      for (std::size_t d = 0; d < dims; ++d) {
-        const Bracket& b = per_axis[d][cell.bracket[d]];
-        const bool high = ((corner >> d) & 1U) != 0;
-        double t = 0;
-        if (b.hi > b.lo && published) {
-          t = (std::log(q[d]) - std::log(b.lo)) / b.span();
-        } else if (b.hi > b.lo) {
-          const double lo = std::pow(b.lo, powers[d]), hi = std::pow(b.hi, powers[d]);
-          t = (std::pow(q[d], powers[d]) - lo) / (hi - lo);
-        }
-        x[d] = high ? b.hi : b.lo;
-        weight *= high ? t : 1.0 - t;
-      }
-      auto it = points.find(x);
-      if (it == points.end()) {
+      const double weight = corner_weight(per_axis, cell, corner, x);
+      const KernelDbEntry* e = entry_at(x);
+      if (e == nullptr) {
         complete = false;
-      } else {
-        value += weight * it->second.value;
-        spread.p10 += weight * it->second.spread.p10;
-        spread.p90 += weight * it->second.spread.p90;
+        break;
       }
+      value += weight * (published ? std::log(shape_flops(e->shape) / e->median_s) : e->median_s);
+      const TimeSpread corner_spread = e->spread();
+      spread.p10 += weight * corner_spread.p10;
+      spread.p90 += weight * corner_spread.p90;
     }
     if (!complete) continue;
     return KernelDbHit{published ? shape_flops(shape) / std::exp(value) : value,

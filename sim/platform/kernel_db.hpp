@@ -28,6 +28,7 @@
 // backward kernel alike, whatever the batch, heads and GQA: the figure does not split the
 // passes, and it was taken at one batch x heads per sequence length. Between its sequence
 // lengths the rate is interpolated linearly in log sequence length.
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -117,6 +118,9 @@ class KernelDatabase {
   std::vector<KernelDbEntry> entries_;
   std::unordered_map<std::string, std::size_t> exact_;      // exact key -> entry
   std::map<std::string, std::vector<std::size_t>> family_;  // family key -> entries
+  /// Each family's entries by their coordinates on its interpolation axes, in entry order.
+  std::map<std::string, std::map<std::array<double, 3>, std::vector<std::size_t>>> family_points_;
+  void index_points();
   struct Memo {
     std::mutex mutex;
     std::unordered_map<std::string, std::optional<KernelDbHit>> hits;
