@@ -141,11 +141,10 @@ Bracket make_bracket(double lo, double hi, double q, int power, bool published) 
   return b;
 }
 
-// Brackets of `q` on one axis from the measured values, tightest first: q itself when measured,
-// then every pair of a value below and a value above.
-std::vector<Bracket> brackets(std::vector<double> values, double q, int power, bool published) {
-  std::sort(values.begin(), values.end());
-  values.erase(std::unique(values.begin(), values.end()), values.end());
+// Brackets of `q` on one axis from its distinct measured values (ascending), tightest first: q
+// itself when measured, then every pair of a value below and a value above.
+std::vector<Bracket> brackets(const std::vector<double>& values, double q, int power,
+                              bool published) {
   std::vector<Bracket> out;
   if (std::binary_search(values.begin(), values.end(), q)) {
     out.push_back(make_bracket(q, q, q, power, published));
@@ -247,11 +246,17 @@ class CellQueue {
 
 void KernelDatabase::index_points() {
   for (const auto& [key, members] : family_) {
-    auto& by_coords = family_points_[key];
+    FamilyPoints& family = family_points_[key];
     for (std::size_t i : members) {
       Coords x{};
       axes(entries_[i].shape, kind_, x);
-      by_coords[x].push_back(i);
+      family.by_coords[x].push_back(i);
+    }
+    for (std::size_t d = 0; d < family.axis_values.size(); ++d) {
+      auto& values = family.axis_values[d];
+      for (const auto& [x, _] : family.by_coords) values.push_back(x[d]);
+      std::sort(values.begin(), values.end());
+      values.erase(std::unique(values.begin(), values.end()), values.end());
     }
   }
 }
@@ -278,7 +283,7 @@ double corner_weight(const std::vector<std::vector<Bracket>>& per_axis, const Ce
 std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape) const {
   const auto fam = family_points_.find(family_key(shape));
   if (fam == family_points_.end()) return std::nullopt;
-  const auto& points = fam->second;
+  const auto& points = fam->second.by_coords;
   // A measured database interpolates time linearly in each axis' share of the FLOPs (bytes); a
   // published one interpolates the rate in log space, as its rows were taken at other sizes.
   const bool published = kind_ == KernelDbKind::kPublished;
@@ -288,12 +293,10 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
   std::vector<std::vector<Bracket>> per_axis(dims);
   bool above = false;
   for (std::size_t d = 0; d < dims; ++d) {
-    std::vector<double> values;
-    values.reserve(points.size());
-    for (const auto& [x, _] : points) values.push_back(x[d]);
+    const auto& values = fam->second.axis_values[d];
     // Smaller than any measured on one axis: no extrapolation, whatever the other axes.
-    if (*std::min_element(values.begin(), values.end()) > q[d]) return std::nullopt;
-    per_axis[d] = brackets(std::move(values), q[d], powers[d], published);
+    if (values.front() > q[d]) return std::nullopt;
+    per_axis[d] = brackets(values, q[d], powers[d], published);
     above = above || per_axis[d].empty();
   }
   if (above) return nearest(shape);  // above the measured range on some axis

@@ -118,8 +118,13 @@ class KernelDatabase {
   std::vector<KernelDbEntry> entries_;
   std::unordered_map<std::string, std::size_t> exact_;      // exact key -> entry
   std::map<std::string, std::vector<std::size_t>> family_;  // family key -> entries
-  /// Each family's entries by their coordinates on its interpolation axes, in entry order.
-  std::map<std::string, std::map<std::array<double, 3>, std::vector<std::size_t>>> family_points_;
+  /// A family's entries by their coordinates on its interpolation axes (in entry order), and
+  /// the distinct measured values on each axis, ascending.
+  struct FamilyPoints {
+    std::map<std::array<double, 3>, std::vector<std::size_t>> by_coords;
+    std::array<std::vector<double>, 3> axis_values;
+  };
+  std::map<std::string, FamilyPoints> family_points_;
   void index_points();
   struct Memo {
     std::mutex mutex;
