@@ -79,10 +79,14 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
     const auto& m = model.moe;
     const double etp = d(plan.expert_tp());
     const double rows = routed_expert_rows(layer_shape(model, plan, 0));
-    expert_act = kActBytes * rows * d(m.expert_ffn_hidden_size) / etp;
+    // The activation's output, weighted by the router's probabilities; after a plain (not
+    // gated) activation Megatron-Core has no fused weighted kernel and keeps the unweighted
+    // output too, the input of the multiplication by the probabilities.
+    const double weighting = up == 1.0 ? 2.0 : 1.0;
+    expert_act = kActBytes * rows * weighting * d(m.expert_ffn_hidden_size) / etp;
     // The shared expert beside them: a dense MLP's.
     shared = kActBytes * T * (up + 1.0) * d(m.shared_expert_ffn_hidden_size) / s.t;
-    mlp = kActBytes * rows * (s.h + (up + 1.0) * d(m.expert_ffn_hidden_size) / etp) + shared;
+    mlp = kActBytes * rows * (s.h + (up + weighting) * d(m.expert_ffn_hidden_size) / etp) + shared;
   }
 
   // Replicated over TP (split by SP): the two norms' inputs, the QKV and MLP-up inputs (the norms'

@@ -224,6 +224,33 @@ TEST(MoeModel, LeadingDenseLayersHoldDenseActivations) {
               1.0);
 }
 
+// The experts weight their activation's output by the router's probabilities. After SwiGLU
+// Megatron-Core's fused weighted kernel keeps its input and the weighted output only; after a
+// plain activation (GeLU, Megatron-LM CI's MoE runs) no fused kernel exists and the unweighted
+// output is kept too, as the multiplication's input. Mixtral 8x7B at EP 8, TP 1, 4096 tokens
+// each routed to 2 experts: 8192 rows of 4096 inputs on a GPU, and 14336 wide.
+TEST(MoeModel, PlainExpertActivationKeepsItsUnweightedOutput) {
+  const Model gated = test::catalog_model("mixtral-8x7b");
+  ASSERT_EQ(gated.ffn_kind, FfnKind::kSwiGLU);
+  Model plain = gated;
+  plain.ffn_kind = FfnKind::kGelu;
+  Plan plan = moe_plan(1, 1, 8, 8);
+  const double rows = 4096.0 * 2, h = 4096, f = 14336;
+  const LayerActivations a = layer_activations(gated, plan, {}, true);
+  const LayerActivations b = layer_activations(plain, plan, {}, true);
+  // SwiGLU: 2f up outputs and f weighted outputs; GeLU: f up outputs, f activation outputs and f
+  // weighted outputs. The same bytes either way; the rest of the layer is the same too.
+  EXPECT_DOUBLE_EQ(a.saved, b.saved);
+  const LayerActivations dense = layer_activations(gated, plan, {}, false);
+  EXPECT_NEAR(a.saved - dense.saved, 2.0 * (rows * (h + 3 * f) - 4096 * 3 * f), 1.0);
+  // Recomputing moe_act drops what the weighted activation keeps beyond its input: f per row
+  // after SwiGLU, 2f after GeLU.
+  plan.recompute = Recompute::kSelective;
+  plan.recompute_modules = kRecomputeMoeAct;
+  EXPECT_DOUBLE_EQ(layer_activations(gated, plan, {}, true).recompute, 2.0 * rows * f);
+  EXPECT_DOUBLE_EQ(layer_activations(plain, plan, {}, true).recompute, 2.0 * rows * 2 * f);
+}
+
 // --overlap-moe-expert-parallel-comm: the expert all-to-alls (dispatch and combine, 2 calls of
 // the routed tokens' hidden states) run beside the layer's GEMMs and attention on their own
 // stream, and the pass waits only for what outlasts them (bulk overlap: max(0, a2a - compute)).
