@@ -41,7 +41,16 @@ ValidationRow megatron_memory_row(const CiReference& ref, const nlohmann::json& 
         "GPU count not in the recipe; assumed 8 (one node), which does not change this "
         "stage's peak without the distributed optimizer";
   }
+  if (run.model.moe.is_moe()) {
+    // CI routes without forced balance and drops no tokens.
+    if (!row.note.empty()) row.note += "; ";
+    row.note +=
+        "routing balanced by an auxiliary loss or Sinkhorn, not forced, and no token dropped: "
+        "the measured GPU's experts may take more than their mean share of the tokens, which "
+        "trainsim's balanced default (--moe-imbalance 1) does not see";
+  }
   row.setup = run.setup;
+  row.fits_overhead = !run.model.moe.is_moe();
   try {
     validate_model(run.model, ref.file);
     validate_plan(run.plan, run.model, platform, {});

@@ -1,106 +1,15 @@
 #include "sim/validate/megatron_ci_run.hpp"
 
-#include <algorithm>
-#include <map>
 #include <sstream>
-#include <vector>
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/validate/megatron_ci_args.hpp"
 #include "sim/validate/reference_fields.hpp"
 
 namespace trainsim {
 
 namespace {
-
-// The arguments of model_config.yaml that the golden file leaves out, for one row.
-struct ExtraArgs {
-  bool present = false;
-  std::optional<std::int64_t> vocab_size;
-  std::string attention_backend = "auto";
-  std::string position_embedding = "learned_absolute";
-  bool disable_bias_linear = false;
-  std::int64_t decoder_first = -1;
-  std::int64_t decoder_last = -1;
-  bool account_for_embedding = false;
-  bool account_for_loss = false;
-  std::int64_t virtual_stages = 1;
-  std::int64_t microbatch_group = 0;      // interleaved: micro-batches per chunk group (0: pp)
-  std::optional<std::string> unmodelled;  // an argument whose memory trainsim does not model
-};
-
-// One launch argument of a row: what it sets, or that trainsim does not model its memory; an
-// argument neither modelled nor known to change no tensor is an error.
-void apply_launch_arg(ExtraArgs& a, const Fields& args, const std::string& key) {
-  // Arguments that change no tensor trainsim counts (scaling, fusion choices, data pipeline).
-  static const std::vector<std::string> no_memory_effect = {
-      "--rotary-interleaved",
-      "--no-rope-fusion",
-      "--fim-data",
-      "--ddp-average-in-collective",
-      "--no-create-attention-mask-in-dataloader",
-      "--apply-query-key-layer-scaling",
-      "--wgrad-deferral-limit",
-      "--overlap-p2p-communication-warmup-flush",
-      "--overlap-param-gather-with-optimizer-step",
-      "--calculate-per-token-loss",
-      "--decoupled-lr",
-      "--check-weight-hash-across-dp-replicas-interval",
-      "--disable-gloo-process-groups"};
-  static const std::map<std::string, std::string> unmodelled = {
-      {"--cross-entropy-loss-fusion", "fused cross-entropy (its buffers are not modelled)"},
-      {"--defer-embedding-wgrad-compute", "deferred embedding weight gradients not modelled"},
-      {"--qk-layernorm", "QK layernorm not modelled"},
-      {"--multi-latent-attention", "multi-latent attention not modelled"},
-      {"--num-distributed-optimizer-instances",
-       "several distributed-optimizer instances not modelled"}};
-  const char* k = key.c_str();
-  if (key == "--attention-backend") {
-    a.attention_backend = *args.string(k);
-  } else if (key == "--position-embedding-type") {
-    a.position_embedding = *args.string(k);
-  } else if (key == "--disable-bias-linear") {
-    a.disable_bias_linear = args.flag(k);
-  } else if (key == "--decoder-first-pipeline-num-layers") {
-    a.decoder_first = *args.integer(k);
-  } else if (key == "--decoder-last-pipeline-num-layers") {
-    a.decoder_last = *args.integer(k);
-  } else if (key == "--account-for-embedding-in-pipeline-split") {
-    a.account_for_embedding = args.flag(k);
-  } else if (key == "--account-for-loss-in-pipeline-split") {
-    a.account_for_loss = args.flag(k);
-  } else if (key == "--num-virtual-stages-per-pipeline-rank") {
-    a.virtual_stages = *args.integer(k);
-  } else if (key == "--microbatch-group-size-per-virtual-pipeline-stage") {
-    a.microbatch_group = *args.integer(k);
-  } else if (auto it = unmodelled.find(key); it != unmodelled.end()) {
-    if (!a.unmodelled) a.unmodelled = it->second;
-  } else if (std::find(no_memory_effect.begin(), no_memory_effect.end(), key) ==
-             no_memory_effect.end()) {
-    args.fail(key, "unknown launch argument (trainsim neither models nor ignores it)");
-  }
-}
-
-ExtraArgs read_extra_args(const nlohmann::json* supplement, const std::string& file,
-                          const std::string& test_case) {
-  ExtraArgs a;
-  if (supplement == nullptr || !supplement->contains("rows")) return a;
-  const auto& rows = supplement->at("rows");
-  if (!rows.is_object()) fail_input(file + ": $.rows", "must be an object keyed by test case");
-  if (!rows.contains(test_case)) return a;
-  const std::string path = "$.rows." + test_case;
-  const auto& entry = rows.at(test_case);
-  if (!entry.is_object()) fail_input(file + ": " + path, "must be an object");
-  a.present = true;
-  const Fields f(entry, file, path);
-  a.vocab_size = f.integer("vocab_size");
-  if (!entry.contains("args") || !entry.at("args").is_object()) {
-    fail_input(file + ": " + path + ".args", "must be an object of launch arguments");
-  }
-  const Fields args(entry.at("args"), file, path + ".args");
-  for (const auto& [key, value] : entry.at("args").items()) apply_launch_arg(a, args, key);
-  return a;
-}
 
 std::string family_skip(const std::string& family, const std::string& test_case) {
   if (family == "bert") return "BERT (encoder with a binary head), not a decoder-only GPT";
@@ -109,10 +18,9 @@ std::string family_skip(const std::string& family, const std::string& test_case)
     return "multimodal model (vision encoder)";
   }
   if (family == "hybrid") return "hybrid Mamba model";
-  if (family == "moe" || family == "mixtral") {
-    return "mixture of experts (expert parallelism not modelled)";
+  if (family != "gpt" && family != "moe" && family != "mixtral") {
+    return "model family \"" + family + "\" not modelled";
   }
-  if (family != "gpt") return "model family \"" + family + "\" not modelled";
   if (test_case.rfind("gpt_grpo", 0) == 0) {
     return "reinforcement-learning run (GRPO): generation memory not modelled";
   }
@@ -124,12 +32,10 @@ std::string unexpressed(const Fields& f, const std::string& name) {
   if (auto why = family_skip(f.string("model_family_dir").value_or(""), name); !why.empty()) {
     return why;
   }
-  if (f.integer("num_experts").value_or(0) > 0 || f.integer("ep").value_or(1) > 1) {
-    return "mixture of experts (expert parallelism not modelled)";
-  }
-  if (f.integer("cp").value_or(1) > 1) return "context parallelism not modelled";
   if (f.flag("megatron_fsdp")) return "Megatron FSDP not modelled";
-  if (f.has("fp8_format")) return "FP8 training (Transformer Engine's FP8 copies) not modelled";
+  if (const auto format = f.string("fp8_format"); format && *format != "hybrid") {
+    return "FP8 format " + *format + " not modelled (E4M3 forward, E5M2 gradients only)";
+  }
   if (f.flag("fp16")) return "fp16 mixed precision not modelled (BF16 only)";
   if (!f.integer("n_gpus") && f.flag("distributed_optimizer")) {
     return "GPU count unknown, and the distributed optimizer's shard depends on it";
@@ -148,7 +54,7 @@ std::int64_t required(const Fields& f, const char* key) {
 }
 
 // The row's GPT as Megatron-LM builds it from its arguments.
-Model ci_model(const Fields& f, const ExtraArgs& extra, const std::string& name,
+Model ci_model(const Fields& f, const CiLaunchArgs& extra, const std::string& name,
                const std::string& file) {
   Model m;
   m.name = name;
@@ -176,21 +82,60 @@ Model ci_model(const Fields& f, const ExtraArgs& extra, const std::string& name,
     m.position_embedding = PositionEmbedding::kLearned;
     m.max_position_embeddings = required(f, "seq_length");
   }
-  m.norm = NormKind::kLayerNorm;
+  if (extra.normalization == "RMSNorm") {
+    m.norm = NormKind::kRMSNorm;
+  } else if (extra.normalization == "LayerNorm") {
+    m.norm = NormKind::kLayerNorm;
+  } else {
+    f.fail("normalization", "unknown --normalization \"" + extra.normalization + "\"");
+  }
   m.qkv_bias = m.attention_output_bias = m.mlp_bias = !extra.disable_bias_linear;
+  // Megatron-Core's MoE: every layer routes (--moe-layer-freq 1), top-2 unless set, each
+  // expert as wide as the dense MLP unless set.
+  m.moe.num_experts = f.integer("num_experts").value_or(0);
+  if (m.moe.is_moe()) {
+    m.moe.experts_per_token = f.integer("moe_router_topk").value_or(2);
+    m.moe.expert_ffn_hidden_size = f.integer("moe_ffn_hidden_size").value_or(m.ffn_hidden_size);
+    m.moe.shared_expert_ffn_hidden_size = extra.shared_expert_ffn_hidden_size;
+  }
   return m;
 }
 
+// The expert layout and token dispatch of an MoE row (Megatron-Core's defaults where the config
+// is silent: expert tensor parallelism as tp, the allgather dispatcher, sequential experts).
+void set_moe_plan(const Fields& f, const CiLaunchArgs& extra, Plan& plan) {
+  plan.ep = f.integer("ep").value_or(1);
+  plan.etp = f.integer("etp").value_or(0);
+  if (extra.moe_dispatcher == "allgather") {
+    plan.moe_dispatcher = MoeDispatcher::kAllGather;
+  } else if (extra.moe_dispatcher == "alltoall") {
+    plan.moe_dispatcher = MoeDispatcher::kAllToAll;
+  } else {
+    f.fail("moe_token_dispatcher_type",
+           "dispatcher \"" + extra.moe_dispatcher + "\" not modelled (allgather, alltoall)");
+  }
+  plan.moe_grouped_gemm = extra.moe_grouped_gemm;
+  plan.moe_a2a_overlap = extra.moe_a2a_overlap;
+}
+
 // The row's plan on `gpus` GPUs.
-Plan ci_plan(const Fields& f, const ExtraArgs& extra, const Model& m, std::int64_t gpus) {
+Plan ci_plan(const Fields& f, const CiLaunchArgs& extra, const Model& m, std::int64_t gpus) {
   Plan plan;
-  plan.tp = required(f, "tp");
-  plan.pp = required(f, "pp");
-  plan.dp = gpus / (plan.tp * plan.pp);
+  plan.tp = f.integer("tp").value_or(1);  // Megatron-LM's default where absent
+  plan.pp = f.integer("pp").value_or(1);
+  plan.cp = f.integer("cp").value_or(1);
+  plan.dp = gpus / (plan.tp * plan.pp * plan.cp);
+  if (m.moe.is_moe()) set_moe_plan(f, extra, plan);
+  if (f.has("fp8_format")) plan.precision = Precision::kFP8;
+  plan.fp8_param_gather = extra.fp8_param_gather;
+  if (extra.tp_pp_dp_mapping) {
+    plan.rank_order = {Dim::kTP, Dim::kCP, Dim::kEP, Dim::kPP, Dim::kDP};
+  }
   plan.mbs = required(f, "micro_batch_size");
   plan.gbs = f.integer("global_batch_size").value_or(0);
   plan.seq_len = required(f, "seq_length");
-  plan.sp = f.flag("sequence_parallel");
+  // Megatron-LM turns sequence parallelism off at tensor-parallel size 1.
+  plan.sp = f.flag("sequence_parallel") && plan.tp > 1;
   plan.zero = f.flag("distributed_optimizer") ? 1 : 0;
   const std::string granularity = f.string("recompute_granularity").value_or("");
   plan.recompute = granularity == "full"        ? Recompute::kFull
@@ -227,12 +172,20 @@ Plan ci_plan(const Fields& f, const ExtraArgs& extra, const Model& m, std::int64
 }
 
 // The run in a few words.
-std::string ci_setup(const Model& m, const Plan& plan, const ExtraArgs& extra,
+std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra,
                      const ActivationOptions& options, bool local) {
   std::ostringstream setup;
   setup << m.num_layers << " x " << m.hidden_size << " (" << m.num_attention_heads << "/"
-        << m.num_kv_heads << " heads), tp " << plan.tp << " pp " << plan.pp << " dp " << plan.dp
-        << ", mbs " << plan.mbs << " x " << plan.seq_len;
+        << m.num_kv_heads << " heads)";
+  if (m.moe.is_moe()) {
+    setup << ", " << m.moe.num_experts << " experts top-" << m.moe.experts_per_token;
+  }
+  setup << ", tp " << plan.tp << " pp " << plan.pp;
+  if (plan.cp > 1) setup << " cp " << plan.cp;
+  if (plan.ep > 1) setup << " ep " << plan.ep;
+  if (m.moe.is_moe() && plan.expert_tp() != plan.tp) setup << " etp " << plan.expert_tp();
+  setup << " dp " << plan.dp << ", mbs " << plan.mbs << " x " << plan.seq_len;
+  if (plan.precision == Precision::kFP8) setup << ", fp8";
   if (plan.zero > 0) setup << ", dist-opt";
   if (plan.recompute != Recompute::kNone)
     setup << ", " << to_string(plan.recompute) << " recompute";
@@ -251,6 +204,7 @@ std::string ci_setup(const Model& m, const Plan& plan, const ExtraArgs& extra,
   if (extra.decoder_first >= 0 || extra.decoder_last >= 0) {
     setup << ", first/last stage " << extra.decoder_first << "/" << extra.decoder_last << " layers";
   }
+  if (!options.hidden_dropout && !options.attention_dropout) setup << ", no dropout";
   if (local) setup << ", local impl";
   return setup.str();
 }
@@ -289,11 +243,15 @@ CiRun read_ci_run(const CiReference& ref, const nlohmann::json& row, const std::
     run.skipped = why;
     return run;
   }
-  const ExtraArgs extra =
-      read_extra_args(ref.supplement ? &*ref.supplement : nullptr, ref.supplement_file, run.name);
+  const CiLaunchArgs extra = read_ci_launch_args(ref.supplement ? &*ref.supplement : nullptr,
+                                                 ref.supplement_file, run.name);
   if (!extra.present || extra.unmodelled) {
     run.skipped =
         extra.unmodelled.value_or("launch arguments beyond the golden file's subset not collected");
+    return run;
+  }
+  if (f.has("fp8_format") && extra.fp8_recipe != "delayed" && extra.fp8_recipe != "tensorwise") {
+    run.skipped = "FP8 recipe " + extra.fp8_recipe + " not modelled (per-tensor scaling only)";
     return run;
   }
   if (unmodelled_recompute(f)) {
@@ -303,9 +261,9 @@ CiRun read_ci_run(const CiReference& ref, const nlohmann::json& row, const std::
   run.gpus = f.integer("n_gpus");
   run.model = ci_model(f, extra, run.name, ref.file);
   run.plan = ci_plan(f, extra, run.model, run.gpus.value_or(8));
-  // Megatron-LM's defaults: dropout 0.1 on attention probabilities and hidden states.
-  run.options.hidden_dropout = true;
-  run.options.attention_dropout = true;
+  // Dropout as the launch arguments set it (Megatron-LM's default: 0.1 on both).
+  run.options.hidden_dropout = extra.hidden_dropout;
+  run.options.attention_dropout = extra.attention_dropout;
   run.options.flash_attention = run.plan.attention_backend != AttentionBackend::kUnfused;
   const bool local = f.string("transformer_impl").value_or("transformer_engine") == "local";
   run.setup = ci_setup(run.model, run.plan, extra, run.options, local);

@@ -31,6 +31,9 @@ struct ValidationRow {
   double measured = 0;
   double predicted = 0;
   double kernel_spread = 0;  // step time: the P10-P90 width of the plan's kernels (band scale)
+  /// Memory: whether the row joins the fit of the allocated overhead (a mixture-of-experts row
+  /// does not: its residual also holds the routing imbalance its run's data decided).
+  bool fits_overhead = true;
   double error() const { return (predicted - measured) / measured; }  // signed, relative
 };
 
@@ -48,9 +51,10 @@ struct ValidationSet {
   double mean_abs_error() const;  // over expressed rows; 0 when none
   /// The expressed row with the largest |error|; nullptr when none.
   const ValidationRow* worst() const;
-  /// Median over expressed rows of measured - (predicted - allocated_overhead): the fit of the
-  /// platform's allocated overhead (one number for every row).
+  /// Median over the expressed rows that fit the overhead of measured - (predicted -
+  /// allocated_overhead): the fit of the platform's allocated overhead (one number for every row).
   double overhead_fit() const;
+  std::int64_t overhead_fit_rows() const;
   /// Mean and max |error| when each row's overhead is the median fit on the other rows only.
   std::pair<double, double> leave_one_out_errors() const;
   /// Expressed rows whose name contains `part` (all with "") in half `half` (any with ""):

@@ -140,7 +140,13 @@ void memory_markdown(const ValidationSet& set, std::ostringstream& o) {
     << (worst ? percent(std::fabs(worst->error())) + " (" + worst->name + ")" : "n/a") << ".\n\n";
   o << "Calibration: measured minus predicted without the platform's allocated overhead ("
     << format_fixed(set.allocated_overhead / kMiB, 1) << " MiB in " << set.platform
-    << "), median over the expressed rows: " << format_fixed(set.overhead_fit() / kMiB, 1)
+    << "), median over the expressed rows";
+  if (set.overhead_fit_rows() < set.expressed()) {
+    o << " of dense models (" << set.overhead_fit_rows()
+      << "; a mixture-of-experts row's residual also holds the routing imbalance its run's data "
+         "decided)";
+  }
+  o << ": " << format_fixed(set.overhead_fit() / kMiB, 1)
     << " MiB. That median is the fit of memory.allocated_overhead_MiB: one number for every "
        "row. ";
   const auto [loo_mean, loo_max] = set.leave_one_out_errors();
@@ -224,6 +230,7 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
     } else {
       j["allocated_overhead_bytes"] = set.allocated_overhead;
       j["overhead_fit_bytes"] = set.overhead_fit();
+      j["overhead_fit_rows"] = set.overhead_fit_rows();
       j["leave_one_out_mean_abs_error"] = set.leave_one_out_errors().first;
       j["leave_one_out_max_abs_error"] = set.leave_one_out_errors().second;
       j["mean_abs_error_without_overhead"] = set.errors_without_overhead().first;

@@ -41,30 +41,37 @@ double median(std::vector<double> v) {
 double ValidationSet::overhead_fit() const {
   std::vector<double> residuals;
   for (const auto& r : rows) {
-    if (!r.skipped) residuals.push_back(r.measured - (r.predicted - allocated_overhead));
+    if (!r.skipped && r.fits_overhead) {
+      residuals.push_back(r.measured - (r.predicted - allocated_overhead));
+    }
   }
   return median(std::move(residuals));
 }
 
+std::int64_t ValidationSet::overhead_fit_rows() const {
+  return std::count_if(rows.begin(), rows.end(),
+                       [](const ValidationRow& r) { return !r.skipped && r.fits_overhead; });
+}
+
 std::pair<double, double> ValidationSet::leave_one_out_errors() const {
-  std::vector<const ValidationRow*> expressed_rows;
-  for (const auto& r : rows) {
-    if (!r.skipped) expressed_rows.push_back(&r);
-  }
   double sum = 0;
   double max = 0;
-  for (const auto* held_out : expressed_rows) {
+  std::int64_t n = 0;
+  for (const auto& held_out : rows) {
+    if (held_out.skipped) continue;
     std::vector<double> others;
-    for (const auto* r : expressed_rows) {
-      if (r != held_out) others.push_back(r->measured - (r->predicted - allocated_overhead));
+    for (const auto& r : rows) {
+      if (&r != &held_out && !r.skipped && r.fits_overhead) {
+        others.push_back(r.measured - (r.predicted - allocated_overhead));
+      }
     }
-    const double predicted = held_out->predicted - allocated_overhead + median(std::move(others));
-    const double error = std::fabs(predicted - held_out->measured) / held_out->measured;
+    const double predicted = held_out.predicted - allocated_overhead + median(std::move(others));
+    const double error = std::fabs(predicted - held_out.measured) / held_out.measured;
     sum += error;
     max = std::max(max, error);
+    ++n;
   }
-  const auto n = static_cast<double>(expressed_rows.size());
-  return {expressed_rows.empty() ? 0.0 : sum / n, max};
+  return {n == 0 ? 0.0 : sum / static_cast<double>(n), max};
 }
 
 std::pair<std::int64_t, std::int64_t> ValidationSet::in_band(const std::string& half) const {

@@ -1,0 +1,148 @@
+#include "sim/validate/megatron_ci_args.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "sim/core/error.hpp"
+#include "sim/validate/reference_fields.hpp"
+
+namespace trainsim {
+
+namespace {
+
+using Setter = std::function<void(CiLaunchArgs&, const Fields&, const char*)>;
+
+// A dropout argument: on unless its probability is 0.
+bool dropout_on(const Fields& args, const char* key) {
+  const auto p = args.number(key);
+  if (!p || *p < 0 || *p >= 1) args.fail(key, "must be a probability in [0, 1)");
+  return *p > 0;
+}
+
+// The arguments trainsim models, each with what it sets.
+const std::map<std::string, Setter>& modelled() {
+  static const std::map<std::string, Setter> setters = {
+      {"--attention-backend",
+       [](auto& a, const auto& f, auto k) { a.attention_backend = *f.string(k); }},
+      {"--position-embedding-type",
+       [](auto& a, const auto& f, auto k) { a.position_embedding = *f.string(k); }},
+      {"--normalization", [](auto& a, const auto& f, auto k) { a.normalization = *f.string(k); }},
+      {"--disable-bias-linear",
+       [](auto& a, const auto& f, auto k) { a.disable_bias_linear = f.flag(k); }},
+      {"--hidden-dropout",
+       [](auto& a, const auto& f, auto k) { a.hidden_dropout = dropout_on(f, k); }},
+      {"--attention-dropout",
+       [](auto& a, const auto& f, auto k) { a.attention_dropout = dropout_on(f, k); }},
+      {"--decoder-first-pipeline-num-layers",
+       [](auto& a, const auto& f, auto k) { a.decoder_first = *f.integer(k); }},
+      {"--decoder-last-pipeline-num-layers",
+       [](auto& a, const auto& f, auto k) { a.decoder_last = *f.integer(k); }},
+      {"--account-for-embedding-in-pipeline-split",
+       [](auto& a, const auto& f, auto k) { a.account_for_embedding = f.flag(k); }},
+      {"--account-for-loss-in-pipeline-split",
+       [](auto& a, const auto& f, auto k) { a.account_for_loss = f.flag(k); }},
+      {"--num-virtual-stages-per-pipeline-rank",
+       [](auto& a, const auto& f, auto k) { a.virtual_stages = *f.integer(k); }},
+      {"--microbatch-group-size-per-virtual-pipeline-stage",
+       [](auto& a, const auto& f, auto k) { a.microbatch_group = *f.integer(k); }},
+      {"--use-tp-pp-dp-mapping",
+       [](auto& a, const auto& f, auto k) { a.tp_pp_dp_mapping = f.flag(k); }},
+      {"--moe-token-dispatcher-type",
+       [](auto& a, const auto& f, auto k) { a.moe_dispatcher = *f.string(k); }},
+      {"--moe-grouped-gemm",
+       [](auto& a, const auto& f, auto k) { a.moe_grouped_gemm = f.flag(k); }},
+      {"--moe-shared-expert-intermediate-size",
+       [](auto& a, const auto& f, auto k) { a.shared_expert_ffn_hidden_size = *f.integer(k); }},
+      {"--overlap-moe-expert-parallel-comm",
+       [](auto& a, const auto& f, auto k) { a.moe_a2a_overlap = f.flag(k); }},
+      {"--fp8-recipe", [](auto& a, const auto& f, auto k) { a.fp8_recipe = *f.string(k); }},
+      {"--fp8-param-gather",
+       [](auto& a, const auto& f, auto k) { a.fp8_param_gather = f.flag(k); }}};
+  return setters;
+}
+
+// Arguments that change no tensor trainsim counts (scaling, fusion choices, data pipeline, load
+// balancing losses). --no-bias-gelu-fusion: the unfused bias-add and GeLU keep one input of the
+// same size as the fused kernel's. --moe-router-dtype: the router's tokens x experts scores in
+// fp32, kilobytes.
+const std::vector<std::string>& no_memory_effect() {
+  static const std::vector<std::string> keys = {"--rotary-interleaved",
+                                                "--no-rope-fusion",
+                                                "--fim-data",
+                                                "--ddp-average-in-collective",
+                                                "--no-create-attention-mask-in-dataloader",
+                                                "--apply-query-key-layer-scaling",
+                                                "--wgrad-deferral-limit",
+                                                "--overlap-p2p-communication-warmup-flush",
+                                                "--overlap-param-gather-with-optimizer-step",
+                                                "--calculate-per-token-loss",
+                                                "--decoupled-lr",
+                                                "--check-weight-hash-across-dp-replicas-interval",
+                                                "--disable-gloo-process-groups",
+                                                "--no-bias-gelu-fusion",
+                                                "--moe-router-load-balancing-type",
+                                                "--moe-aux-loss-coeff",
+                                                "--moe-router-dtype",
+                                                "--no-use-layer-wise-param-layout"};
+  return keys;
+}
+
+// Arguments whose memory trainsim does not model: the row is skipped with the reason.
+const std::map<std::string, std::string>& unmodelled() {
+  static const std::map<std::string, std::string> reasons = {
+      {"--cross-entropy-loss-fusion", "fused cross-entropy (its buffers are not modelled)"},
+      {"--defer-embedding-wgrad-compute", "deferred embedding weight gradients not modelled"},
+      {"--qk-layernorm", "QK layernorm not modelled"},
+      {"--multi-latent-attention",
+       "multi-latent attention (its launch arguments not yet mapped to the model)"},
+      {"--num-distributed-optimizer-instances",
+       "several distributed-optimizer instances not modelled"},
+      {"--use-transformer-engine-op-fuser",
+       "Transformer Engine's operation fuser (its fused MLP's saved tensors) not modelled"}};
+  return reasons;
+}
+
+void apply_launch_arg(CiLaunchArgs& a, const Fields& args, const std::string& key) {
+  const char* k = key.c_str();
+  if (!args.has(k)) args.fail(k, "must have a value");
+  if (auto set = modelled().find(key); set != modelled().end()) {
+    set->second(a, args, k);
+  } else if (auto why = unmodelled().find(key); why != unmodelled().end()) {
+    if (!a.unmodelled) a.unmodelled = why->second;
+  } else if (key == "--optimizer") {
+    const std::string optimizer = *args.string(k);
+    if (optimizer != "adam" && !a.unmodelled) {
+      a.unmodelled = "the " + optimizer + " optimizer (its state) not modelled (Adam only)";
+    }
+  } else if (std::find(no_memory_effect().begin(), no_memory_effect().end(), key) ==
+             no_memory_effect().end()) {
+    args.fail(k, "unknown launch argument (trainsim neither models nor ignores it)");
+  }
+}
+
+}  // namespace
+
+CiLaunchArgs read_ci_launch_args(const nlohmann::json* supplement, const std::string& file,
+                                 const std::string& test_case) {
+  CiLaunchArgs a;
+  if (supplement == nullptr || !supplement->contains("rows")) return a;
+  const auto& rows = supplement->at("rows");
+  if (!rows.is_object()) fail_input(file + ": $.rows", "must be an object keyed by test case");
+  if (!rows.contains(test_case)) return a;
+  const std::string path = "$.rows." + test_case;
+  const auto& entry = rows.at(test_case);
+  if (!entry.is_object()) fail_input(file + ": " + path, "must be an object");
+  a.present = true;
+  const Fields f(entry, file, path);
+  a.vocab_size = f.integer("vocab_size");
+  if (!entry.contains("args") || !entry.at("args").is_object()) {
+    fail_input(file + ": " + path + ".args", "must be an object of launch arguments");
+  }
+  const Fields args(entry.at("args"), file, path + ".args");
+  for (const auto& [key, value] : entry.at("args").items()) apply_launch_arg(a, args, key);
+  return a;
+}
+
+}  // namespace trainsim

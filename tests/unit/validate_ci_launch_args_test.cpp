@@ -1,0 +1,166 @@
+// The launch arguments of Megatron-LM's CI runs that their golden rows leave out: what each sets,
+// Megatron-LM's defaults where a config is silent, the arguments trainsim does not model (the row
+// is skipped with the reason) and an unknown argument (an input error naming its JSON path); and
+// the context-parallel and mixture-of-experts runs they complete, as model and plan.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.hpp"
+#include "sim/validate/megatron_ci_args.hpp"
+#include "sim/validate/megatron_ci_run.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+nlohmann::json supplement_with(const nlohmann::json& args) {
+  return {{"rows", {{"run", {{"config_commit", "c"}, {"vocab_size", 50257}, {"args", args}}}}}};
+}
+
+CiLaunchArgs read(const nlohmann::json& args) {
+  const auto supplement = supplement_with(args);
+  return read_ci_launch_args(&supplement, "model_args.json", "run");
+}
+
+std::string error_of(const nlohmann::json& args) {
+  try {
+    read(args);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CiLaunchArgs, MegatronDefaultsWhereTheConfigIsSilent) {
+  const CiLaunchArgs a = read(nlohmann::json::object());
+  EXPECT_TRUE(a.present);
+  EXPECT_EQ(a.vocab_size, 50257);
+  EXPECT_TRUE(a.hidden_dropout);
+  EXPECT_TRUE(a.attention_dropout);
+  EXPECT_EQ(a.moe_dispatcher, "allgather");
+  EXPECT_FALSE(a.moe_grouped_gemm);
+  EXPECT_EQ(a.normalization, "LayerNorm");
+  EXPECT_FALSE(a.unmodelled);
+  const auto none = supplement_with(nlohmann::json::object());
+  EXPECT_FALSE(read_ci_launch_args(&none, "model_args.json", "other").present);
+  EXPECT_FALSE(read_ci_launch_args(nullptr, "model_args.json", "run").present);
+}
+
+TEST(CiLaunchArgs, EachArgumentSetsItsField) {
+  const CiLaunchArgs a = read({{"--hidden-dropout", 0.0},
+                               {"--attention-dropout", 0.1},
+                               {"--moe-token-dispatcher-type", "alltoall"},
+                               {"--moe-grouped-gemm", true},
+                               {"--moe-shared-expert-intermediate-size", 512},
+                               {"--overlap-moe-expert-parallel-comm", true},
+                               {"--normalization", "RMSNorm"},
+                               {"--use-tp-pp-dp-mapping", true},
+                               {"--fp8-recipe", "tensorwise"},
+                               {"--fp8-param-gather", true},
+                               {"--moe-router-load-balancing-type", "sinkhorn"},
+                               {"--no-bias-gelu-fusion", true}});
+  EXPECT_FALSE(a.hidden_dropout);
+  EXPECT_TRUE(a.attention_dropout);
+  EXPECT_EQ(a.moe_dispatcher, "alltoall");
+  EXPECT_TRUE(a.moe_grouped_gemm);
+  EXPECT_EQ(a.shared_expert_ffn_hidden_size, 512);
+  EXPECT_TRUE(a.moe_a2a_overlap);
+  EXPECT_EQ(a.normalization, "RMSNorm");
+  EXPECT_TRUE(a.tp_pp_dp_mapping);
+  EXPECT_EQ(a.fp8_recipe, "tensorwise");
+  EXPECT_TRUE(a.fp8_param_gather);
+  EXPECT_FALSE(a.unmodelled);
+}
+
+TEST(CiLaunchArgs, UnmodelledArgumentsNameTheReason) {
+  EXPECT_EQ(*read({{"--optimizer", "muon"}}).unmodelled,
+            "the muon optimizer (its state) not modelled (Adam only)");
+  EXPECT_FALSE(read({{"--optimizer", "adam"}}).unmodelled);
+  EXPECT_NE(read({{"--use-transformer-engine-op-fuser", true}}).unmodelled->find("fuser"),
+            std::string::npos);
+}
+
+TEST(CiLaunchArgs, BadArgumentsAreInputErrorsNamingTheirPath) {
+  EXPECT_EQ(error_of({{"--no-such-flag", true}}),
+            "model_args.json: $.rows.run.args.--no-such-flag: unknown launch argument (trainsim "
+            "neither models nor ignores it)");
+  EXPECT_EQ(error_of({{"--hidden-dropout", 1.5}}),
+            "model_args.json: $.rows.run.args.--hidden-dropout: must be a probability in [0, 1)");
+  EXPECT_EQ(error_of({{"--moe-grouped-gemm", nullptr}}),
+            "model_args.json: $.rows.run.args.--moe-grouped-gemm: must have a value");
+}
+
+// The CI's runs as model and plan, from the files in the repository.
+const CiReference& reference() {
+  static const CiReference ref = load_ci_reference(
+      test::source_dir() + "/tests/validation/refdata/megatron_lm_ci_golden_values_h100.json");
+  return ref;
+}
+
+CiRun run_named(const std::string& name) {
+  const auto& rows = reference().rows();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].at("test_case") == name) {
+      return read_ci_run(reference(), rows[i], "$.rows[" + std::to_string(i) + "]");
+    }
+  }
+  throw std::runtime_error("no row " + name);
+}
+
+// tp 2 x pp 2 x cp 2 on 8 GPUs leaves dp 1; the config turns dropout off.
+TEST(CiLaunchArgs, ContextParallelRun) {
+  const CiRun run = run_named("gpt3_mcore_te_tp2_pp2_cp2");
+  ASSERT_FALSE(run.skipped) << *run.skipped;
+  EXPECT_EQ(run.plan.cp, 2);
+  EXPECT_EQ(run.plan.dp, 1);
+  EXPECT_TRUE(run.plan.sp);
+  EXPECT_FALSE(run.options.hidden_dropout);
+  EXPECT_FALSE(run.options.attention_dropout);
+  EXPECT_FALSE(run.model.moe.is_moe());
+}
+
+// Megatron-Core's MoE defaults: the allgather dispatcher and sequential experts where the config
+// names neither, expert TP as TP; sequence parallelism off at TP 1 although the row lists it.
+TEST(CiLaunchArgs, MixtureOfExpertsRuns) {
+  const CiRun sinkhorn = run_named("gpt3_mcore_cp2_pp2_ep2_te_4experts2parallel_nondeterministic");
+  ASSERT_FALSE(sinkhorn.skipped) << *sinkhorn.skipped;
+  EXPECT_EQ(sinkhorn.model.moe.num_experts, 4);
+  EXPECT_EQ(sinkhorn.model.moe.experts_per_token, 1);
+  EXPECT_EQ(sinkhorn.model.moe.expert_ffn_hidden_size, 4 * 512);
+  EXPECT_EQ(sinkhorn.plan.ep, 2);
+  EXPECT_EQ(sinkhorn.plan.cp, 2);
+  EXPECT_EQ(sinkhorn.plan.dp, 2);
+  EXPECT_EQ(sinkhorn.plan.expert_tp(), 1);
+  EXPECT_FALSE(sinkhorn.plan.sp);
+  EXPECT_EQ(sinkhorn.plan.moe_dispatcher, MoeDispatcher::kAllGather);
+  EXPECT_FALSE(sinkhorn.plan.moe_grouped_gemm);
+
+  const CiRun shared =
+      run_named("gpt3_moe_mcore_te_tp4_ep2_etp2_pp2_resume_torch_dist_dist_optimizer");
+  ASSERT_FALSE(shared.skipped);
+  EXPECT_EQ(shared.model.moe.experts_per_token, 2);
+  EXPECT_EQ(shared.model.moe.expert_ffn_hidden_size, 1024);
+  EXPECT_EQ(shared.model.moe.shared_expert_ffn_hidden_size, 512);
+  EXPECT_EQ(shared.plan.etp, 2);
+  EXPECT_EQ(shared.plan.moe_dispatcher, MoeDispatcher::kAllToAll);
+  EXPECT_TRUE(shared.plan.moe_grouped_gemm);
+
+  EXPECT_EQ(*run_named("gpt3_moe_mcore_te_ep8_resume_torch_dist_muon").skipped,
+            "the muon optimizer (its state) not modelled (Adam only)");
+}
+
+// FP8 as the golden row's fp8_format says, with the config's recipe and parameter gather.
+TEST(CiLaunchArgs, Fp8Run) {
+  const CiRun run =
+      run_named("gpt3_weekly_mcore_tp2_pp2_current_scaling_native_fp8_tp_pp_sp_tp_overlap");
+  ASSERT_FALSE(run.skipped);
+  EXPECT_EQ(run.plan.precision, Precision::kFP8);
+  EXPECT_TRUE(run.plan.fp8_param_gather);
+  EXPECT_EQ(run.model.norm, NormKind::kRMSNorm);
+}
+
+}  // namespace
+}  // namespace trainsim
