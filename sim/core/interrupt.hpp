@@ -5,6 +5,8 @@
 // was kept, such as a sweep's partial file). Then the program dies of the signal, at once.
 #include <csignal>
 #include <string_view>
+#include <thread>
+#include <utility>
 
 namespace trainsim {
 
@@ -38,6 +40,15 @@ class InterruptsHeld {
  private:
   sigset_t previous_;
 };
+
+/// A thread that never takes SIGINT or SIGTERM (it starts with them blocked, and keeps them so):
+/// the signals go to the thread that writes the outputs, so the handler never runs beside a step
+/// that thread holds them for. The creating thread's mask is as before.
+template <class Function>
+std::thread thread_without_interrupts(Function&& f) {
+  const InterruptsHeld held;
+  return std::thread(std::forward<Function>(f));
+}
 
 /// An output the command will write; the handler names those still pending.
 void expect_output(std::string_view path);

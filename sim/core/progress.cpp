@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "sim/core/format.hpp"
+#include "sim/core/interrupt.hpp"
 
 namespace trainsim {
 
@@ -52,7 +53,7 @@ ProgressLine::ProgressLine() {
           : setting == "never" ? Mode::kOff
           : ::isatty(2) == 1   ? Mode::kTerminal
                                : Mode::kOff;
-  if (mode_ != Mode::kOff) thread_ = std::thread([this] { draw_loop(); });
+  if (mode_ != Mode::kOff) thread_ = thread_without_interrupts([this] { draw_loop(); });
 }
 
 ProgressLine::~ProgressLine() {

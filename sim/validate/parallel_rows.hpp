@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/core/interrupt.hpp"
 #include "sim/validate/reference_fields.hpp"
 #include "sim/validate/validate.hpp"
 
@@ -41,7 +42,7 @@ std::vector<ValidationRow> parallel_rows(const nlohmann::json& rows, const std::
   const std::size_t threads =
       std::min<std::size_t>(todo.size(), std::max(1U, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (std::size_t t = 1; t < threads; ++t) pool.push_back(thread_without_interrupts(work));
   work();
   for (auto& t : pool) t.join();
   for (const auto& e : errors) {

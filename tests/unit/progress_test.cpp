@@ -1,8 +1,11 @@
 // The progress line's text, and what the interrupt handler says from the outputs announced.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <csignal>
 #include <cstring>
+#include <thread>
 
 #include "sim/core/interrupt.hpp"
 #include "sim/core/progress.hpp"
@@ -59,6 +62,28 @@ TEST(Interrupt, HeldUntilTheStepIsDone) {
   }
   EXPECT_EQ(terms_seen, 1);
   ::sigaction(SIGTERM, &previous, nullptr);
+}
+
+bool blocked_here(int signal) {
+  sigset_t now;
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &now);
+  return sigismember(&now, signal) == 1;
+}
+
+// The program's own threads (progress line, validation pool) start with SIGINT and SIGTERM
+// blocked and keep them so; the thread that made them keeps its mask.
+TEST(Interrupt, OwnThreadsNeverTakeThem) {
+  ASSERT_FALSE(blocked_here(SIGINT));
+  bool int_blocked = false, term_blocked = false;
+  std::thread worker = thread_without_interrupts([&] {
+    int_blocked = blocked_here(SIGINT);
+    term_blocked = blocked_here(SIGTERM);
+  });
+  worker.join();
+  EXPECT_TRUE(int_blocked);
+  EXPECT_TRUE(term_blocked);
+  EXPECT_FALSE(blocked_here(SIGINT));
+  EXPECT_FALSE(blocked_here(SIGTERM));
 }
 
 }  // namespace
