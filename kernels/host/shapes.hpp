@@ -4,6 +4,7 @@
 // simulator calls, so a measured database hits them exactly), plus log-spaced grids that let the
 // simulator interpolate shapes in between.
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -100,12 +101,17 @@ struct SuiteOptions {
 /// The whole suite for `models`: catalog shapes, then the grids; no duplicates, stable order.
 std::vector<KernelShape> suite_shapes(const std::vector<Model>& models, const SuiteOptions& opt);
 
-/// Shapes between the grid points, for checking the interpolation on measurements the grids do
-/// not hold: `per_family` of each GEMM element type (m, n, k log-uniform over the GEMM grid's
-/// range, multiples of 128), of each attention pass, head size and mask (MHA, 4 to 48 heads,
-/// sequence a multiple of 256 log-uniform over the attention sequences) and of each memory-bound
-/// op (rows x cols log-uniform over the memory grid, cols a multiple of 512 from 1024 to 16384;
-/// the flat optimizer ops as one row). The same `seed` gives the same shapes on every machine.
+/// Appends `shape` to `out` unless `seen` holds its exact key already (and records it).
+void add_unique(std::vector<KernelShape>& out, std::set<std::string>& seen,
+                const KernelShape& shape);
+
+/// Shapes between the grid points (offgrid_shapes.cpp), for checking the interpolation on
+/// measurements the grids do not hold: `per_family` of each GEMM element type (m, n, k log-uniform
+/// over the GEMM grid's range, multiples of 128), of each attention pass, head size and mask (MHA,
+/// 4 to 48 heads, sequence a multiple of 256 log-uniform over the attention sequences) and of each
+/// memory-bound op (rows x cols log-uniform over the memory grid, cols a multiple of 512 from 1024
+/// to 16384; the flat optimizer ops as one row). The same `seed` gives the same shapes on every
+/// machine.
 std::vector<KernelShape> offgrid_shapes(const SuiteOptions& opt, std::size_t per_family,
                                         std::uint64_t seed);
 
