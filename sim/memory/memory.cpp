@@ -63,55 +63,109 @@ ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int6
   return m;
 }
 
+namespace {
+
+// Bytes an element of the tensors a layer keeps as a GEMM's input for its weight gradient.
+// Transformer Engine keeps that input as it quantised it: in FP8 runs 1 byte an element (on Hopper
+// the transposed copy its backward GEMM reads), in BF16 runs the tensor itself, 2 bytes
+// (TransformerEngine#1764). Where another op keeps the BF16 tensor anyway (the attention output,
+// which fused attention keeps for its own backward; an MoE layer's norm output, which the router
+// keeps) the FP8 copy comes on top of it (TransformerEngine#1865).
+struct GemmInputBytes {
+  double alone;   // a tensor kept only as a GEMM's input
+  double beside;  // the extra copy beside a BF16 tensor another op keeps
+};
+
+GemmInputBytes gemm_input_bytes(const Plan& plan) {
+  if (plan.precision == Precision::kFP8) return {1.0, 1.0};
+  return {kActBytes, 0.0};
+}
+
+// What a layer's MLP keeps: `mlp` in all, `expert_act` the routed experts' activation outputs
+// (dropped with moe_act recomputation), `shared` the shared expert's.
+struct MlpActivations {
+  double mlp = 0, expert_act = 0, shared = 0;
+};
+
+MlpActivations mlp_activations(const Model& model, const Plan& plan, const Shape& s, bool moe) {
+  const double T = s.tokens;
+  const double up = is_gated(model.ffn_kind) ? 2.0 : 1.0;
+  const GemmInputBytes in = gemm_input_bytes(plan);
+  MlpActivations a;
+  // Split by TP: the MLP-up output (the activation's input, gate included) and the activation's
+  // output (the down projection's input).
+  if (!moe) {
+    a.mlp = T * (up * kActBytes + in.alone) * d(model.ffn_hidden_size) / s.t;
+    return a;
+  }
+  // The rows the GPU's experts compute (sim/cost/moe_ops.hpp): their gathered inputs, up
+  // outputs and activations, for the busiest GPU.
+  const auto& m = model.moe;
+  const double etp = d(plan.expert_tp());
+  const double rows = routed_expert_rows(layer_shape(model, plan, 0));
+  const double f = d(m.expert_ffn_hidden_size) / etp;
+  // The activation's output, weighted by the router's probabilities; after a plain (not gated)
+  // activation Megatron-Core has no fused weighted kernel and keeps the unweighted output too,
+  // the input of the multiplication by the probabilities.
+  const double unweighted = up == 1.0 ? kActBytes : 0.0;
+  a.expert_act = rows * (unweighted + in.alone) * f;
+  // The shared expert beside them: a dense MLP's.
+  a.shared = T * (up * kActBytes + in.alone) * d(m.shared_expert_ffn_hidden_size) / s.t;
+  a.mlp = rows * (in.alone * s.h + up * kActBytes * f) + a.expert_act + a.shared;
+  return a;
+}
+
+// What a layer's attention keeps beside its norms: `sharded` split by TP (Q and K for QK^T, V,
+// the attention output, the output projection's input, with its FP8 copy; with QK-norm also Q
+// and K before it, the norms' inputs); MLA's `latent` down-projection outputs and their norms'
+// outputs (the up-projections' inputs, whole on every TP rank) and `up_projections`, what its
+// up-projections and RoPE write (per head Q, K and V).
+struct AttentionActivations {
+  double sharded = 0, latent = 0, up_projections = 0;
+};
+
+AttentionActivations attention_activations(const Model& model, const Shape& s,
+                                           const GemmInputBytes& in) {
+  const double T = s.tokens;
+  AttentionActivations a;
+  std::int64_t attention = 2 * model.q_size() + 2 * model.kv_size();
+  if (model.qk_norm && !model.mla.is_mla()) attention += model.q_size() + model.kv_size();
+  if (model.mla.is_mla()) {
+    const auto& m = model.mla;
+    const std::int64_t qkv =
+        2 * model.q_size() + model.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim);
+    attention = qkv + model.v_size();
+    a.up_projections = kActBytes * T * d(qkv) / s.t;
+    a.latent = 2.0 * kActBytes * T * d(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
+  }
+  a.sharded = (kActBytes * d(attention) + in.beside * d(model.v_size())) * T / s.t;
+  return a;
+}
+
+}  // namespace
+
 LayerActivations layer_activations(const Model& model, const Plan& plan, const ActivationOptions& o,
                                    bool moe_layer) {
   const Shape s = shape_of(model, plan);
   const double T = s.tokens;
-  const double up = is_gated(model.ffn_kind) ? 2.0 : 1.0;
   const bool moe = model.moe.is_moe() && moe_layer;
-  // Split by TP: the MLP-up output (the activation's input, gate included) and the activation's
-  // output.
-  double mlp = kActBytes * T * (up + 1.0) * d(model.ffn_hidden_size) / s.t;
-  double expert_act = 0, shared = 0;
-  if (moe) {
-    // The rows the GPU's experts compute (sim/cost/moe_ops.hpp): their gathered inputs, up
-    // outputs and activations, for the busiest GPU.
-    const auto& m = model.moe;
-    const double etp = d(plan.expert_tp());
-    const double rows = routed_expert_rows(layer_shape(model, plan, 0));
-    // The activation's output, weighted by the router's probabilities; after a plain (not
-    // gated) activation Megatron-Core has no fused weighted kernel and keeps the unweighted
-    // output too, the input of the multiplication by the probabilities.
-    const double weighting = up == 1.0 ? 2.0 : 1.0;
-    expert_act = kActBytes * rows * weighting * d(m.expert_ffn_hidden_size) / etp;
-    // The shared expert beside them: a dense MLP's.
-    shared = kActBytes * T * (up + 1.0) * d(m.shared_expert_ffn_hidden_size) / s.t;
-    mlp = kActBytes * rows * (s.h + (up + weighting) * d(m.expert_ffn_hidden_size) / etp) + shared;
-  }
+  const auto [mlp, expert_act, shared] = mlp_activations(model, plan, s, moe);
+  const GemmInputBytes in = gemm_input_bytes(plan);
 
   // Replicated over TP (split by SP): the two norms' inputs, the QKV and MLP-up inputs (the norms'
-  // outputs) and the two hidden dropout masks.
-  const double norm_outputs = 2.0 * kActBytes * T * s.h / s.r;
-  double replicated = 4.0 * kActBytes * T * s.h;
+  // outputs) and the two hidden dropout masks. MLA's two down-projections share their input, one
+  // FP8 copy each; an MoE layer's router keeps its norm's output, the shared expert an FP8 copy.
+  const double qkv_input = model.mla.is_mla() ? kActBytes : in.alone;
+  const bool shared_expert = moe && model.moe.shared_expert_ffn_hidden_size > 0;
+  const double mlp_input = !moe ? in.alone : kActBytes + (shared_expert ? in.beside : 0.0);
+  const double norm_outputs = (qkv_input + mlp_input) * T * s.h / s.r;
+  double replicated = 2.0 * kActBytes * T * s.h + (qkv_input + mlp_input) * T * s.h;
   // Sandwich norms (Grok-1): the attention and MLP outputs, their inputs.
   if (model.sandwich_norms) replicated += 2.0 * kActBytes * T * s.h;
   if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
-  // Split by TP: Q and K (for QK^T), V, the attention output (the output projection's input);
-  // with QK-norm also Q and K before it (the norms' inputs).
-  std::int64_t attention = 2 * model.q_size() + 2 * model.kv_size();
-  if (model.qk_norm && !model.mla.is_mla()) attention += model.q_size() + model.kv_size();
-  double up_projections = 0;  // MLA: what its up-projections and RoPE write
-  if (model.mla.is_mla()) {
-    // MLA: the down-projections' outputs (whole on every TP rank) and their norms' outputs (the
-    // up-projections' inputs), then per head Q, K and V, and the attention output.
-    const auto& a = model.mla;
-    const std::int64_t qkv =
-        2 * model.q_size() + model.num_attention_heads * (a.qk_nope_head_dim + a.v_head_dim);
-    attention = qkv + model.v_size();
-    up_projections = kActBytes * T * d(qkv) / s.t;
-    replicated += 2.0 * kActBytes * T * d(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);
-  }
-  const double sharded = kActBytes * T * d(attention) / s.t + mlp;
+  const AttentionActivations att = attention_activations(model, s, in);
+  replicated += att.latent;
+  const double sharded = att.sharded + mlp;
   const double core = attention_core(model, s, o);
   const double all = replicated / s.r + sharded + core;
 
@@ -125,7 +179,7 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
       const auto on = [&plan](RecomputeModule m) { return (plan.recompute_modules & m) != 0; };
       double dropped = on(kRecomputeCoreAttn) ? core : 0.0;
       if (on(kRecomputeLayernorm)) dropped += norm_outputs;
-      if (on(kRecomputeMlaUpProj)) dropped += up_projections;
+      if (on(kRecomputeMlaUpProj)) dropped += att.up_projections;
       if (!moe && on(kRecomputeMlp)) dropped += mlp;
       if (moe && on(kRecomputeMoe)) {
         dropped += mlp;

@@ -180,6 +180,37 @@ TEST(Memory, LayerActivationsEveryVariant) {
   EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 4096);
 }
 
+// FP8 (Transformer Engine on Hopper): a GEMM keeps its input for the weight gradient as the FP8
+// transpose it quantised, 1 byte an element. The QKV and MLP-up inputs (the norms' outputs) and
+// the down projection's input (the activation's output) are kept by their GEMM alone: 2 -> 1
+// byte. The attention output is also kept by fused attention in BF16: its projection's FP8 copy
+// comes on top, +1 byte. The tiny model at T = 64: replicated 2 x T x h (1 byte less each) =
+// -8,192; split by TP 2: attention output copy T x 64 / 2 = +2,048, SwiGLU output T x 96 / 2 =
+// -3,072.
+TEST(Memory, Fp8KeepsEachGemmInputAsItsQuantisedTranspose) {
+  const Model m = tiny();
+  Plan plan = tiny_plan();
+  const ActivationOptions o;
+  const double bf16 = layer_activations(m, plan, o).saved;
+  plan.precision = Precision::kFP8;
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, bf16 - 8192 + 2048 - 3072);
+  // An MoE layer (Qwen3-30B-A3B at EP 8, TP 1, mbs 1 x 4096, no shared expert): the router keeps
+  // the MLP norm's output in BF16, so only the experts' inputs (rows x 2048) and down-projection
+  // inputs (rows x 768) and the QKV input (T x 2048) drop a byte, and the attention output
+  // (T x 4096) gains its copy; rows = 4096 x 8 routed.
+  const Model q = test::catalog_model("qwen3-30b-a3b");
+  Plan moe;
+  moe.ep = 8;
+  moe.dp = 8;
+  moe.seq_len = 4096;
+  moe.gbs = 64;
+  const double moe_bf16 = layer_activations(q, moe, o, true).saved;
+  moe.precision = Precision::kFP8;
+  const double T = 4096, rows = 4096.0 * 8;
+  EXPECT_DOUBLE_EQ(layer_activations(q, moe, o, true).saved,
+                   moe_bf16 - rows * (2048 + 768) - T * 2048 + T * 4096);
+}
+
 TEST(Memory, StageFootprintsEmbeddingAndLoss) {
   const Model m = tiny();
   const Plan plan = tiny_plan();
