@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <vector>
 
@@ -21,6 +22,17 @@ bool dropout_on(const Fields& args, const char* key) {
   return *p > 0;
 }
 
+// A string argument that must be one of `values`.
+std::string one_of(const Fields& args, const char* key, std::initializer_list<const char*> values) {
+  const std::string v = *args.string(key);
+  std::string known;
+  for (const char* x : values) {
+    if (v == x) return v;
+    known += std::string(known.empty() ? "" : ", ") + x;
+  }
+  args.fail(key, "\"" + v + "\" is not one of " + known);
+}
+
 // The arguments trainsim models, each with what it sets.
 const std::map<std::string, Setter>& modelled() {
   static const std::map<std::string, Setter> setters = {
@@ -28,7 +40,10 @@ const std::map<std::string, Setter>& modelled() {
        [](auto& a, const auto& f, auto k) { a.attention_backend = *f.string(k); }},
       {"--position-embedding-type",
        [](auto& a, const auto& f, auto k) { a.position_embedding = *f.string(k); }},
-      {"--normalization", [](auto& a, const auto& f, auto k) { a.normalization = *f.string(k); }},
+      {"--normalization",
+       [](auto& a, const auto& f, auto k) {
+         a.normalization = one_of(f, k, {"LayerNorm", "RMSNorm"});
+       }},
       {"--disable-bias-linear",
        [](auto& a, const auto& f, auto k) { a.disable_bias_linear = f.flag(k); }},
       {"--hidden-dropout",
@@ -50,7 +65,12 @@ const std::map<std::string, Setter>& modelled() {
       {"--use-tp-pp-dp-mapping",
        [](auto& a, const auto& f, auto k) { a.tp_pp_dp_mapping = f.flag(k); }},
       {"--moe-token-dispatcher-type",
-       [](auto& a, const auto& f, auto k) { a.moe_dispatcher = *f.string(k); }},
+       [](auto& a, const auto& f, auto k) {
+         a.moe_dispatcher = one_of(f, k, {"allgather", "alltoall", "flex"});
+         if (a.moe_dispatcher == "flex" && !a.unmodelled) {
+           a.unmodelled = "the flex token dispatcher (DeepEP, HybridEP) not modelled";
+         }
+       }},
       {"--moe-grouped-gemm",
        [](auto& a, const auto& f, auto k) { a.moe_grouped_gemm = f.flag(k); }},
       {"--moe-shared-expert-intermediate-size",

@@ -82,13 +82,7 @@ Model ci_model(const Fields& f, const CiLaunchArgs& extra, const std::string& na
     m.position_embedding = PositionEmbedding::kLearned;
     m.max_position_embeddings = required(f, "seq_length");
   }
-  if (extra.normalization == "RMSNorm") {
-    m.norm = NormKind::kRMSNorm;
-  } else if (extra.normalization == "LayerNorm") {
-    m.norm = NormKind::kLayerNorm;
-  } else {
-    f.fail("normalization", "unknown --normalization \"" + extra.normalization + "\"");
-  }
+  m.norm = extra.normalization == "RMSNorm" ? NormKind::kRMSNorm : NormKind::kLayerNorm;
   m.qkv_bias = m.attention_output_bias = m.mlp_bias = !extra.disable_bias_linear;
   // Megatron-Core's MoE: every layer routes (--moe-layer-freq 1), top-2 unless set, each
   // expert as wide as the dense MLP unless set.
@@ -102,18 +96,13 @@ Model ci_model(const Fields& f, const CiLaunchArgs& extra, const std::string& na
 }
 
 // The expert layout and token dispatch of an MoE row (Megatron-Core's defaults where the config
-// is silent: expert tensor parallelism as tp, the allgather dispatcher, sequential experts).
+// is silent: expert tensor parallelism as tp, the allgather dispatcher, sequential experts; the
+// flex dispatcher skips the row before this).
 void set_moe_plan(const Fields& f, const CiLaunchArgs& extra, Plan& plan) {
   plan.ep = f.integer("ep").value_or(1);
   plan.etp = f.integer("etp").value_or(0);
-  if (extra.moe_dispatcher == "allgather") {
-    plan.moe_dispatcher = MoeDispatcher::kAllGather;
-  } else if (extra.moe_dispatcher == "alltoall") {
-    plan.moe_dispatcher = MoeDispatcher::kAllToAll;
-  } else {
-    f.fail("moe_token_dispatcher_type",
-           "dispatcher \"" + extra.moe_dispatcher + "\" not modelled (allgather, alltoall)");
-  }
+  plan.moe_dispatcher =
+      extra.moe_dispatcher == "alltoall" ? MoeDispatcher::kAllToAll : MoeDispatcher::kAllGather;
   plan.moe_grouped_gemm = extra.moe_grouped_gemm;
   plan.moe_a2a_overlap = extra.moe_a2a_overlap;
 }

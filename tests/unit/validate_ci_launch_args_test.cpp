@@ -81,6 +81,8 @@ TEST(CiLaunchArgs, UnmodelledArgumentsNameTheReason) {
   EXPECT_FALSE(read({{"--optimizer", "adam"}}).unmodelled);
   EXPECT_NE(read({{"--use-transformer-engine-op-fuser", true}}).unmodelled->find("fuser"),
             std::string::npos);
+  EXPECT_EQ(*read({{"--moe-token-dispatcher-type", "flex"}}).unmodelled,
+            "the flex token dispatcher (DeepEP, HybridEP) not modelled");
 }
 
 TEST(CiLaunchArgs, BadArgumentsAreInputErrorsNamingTheirPath) {
@@ -91,6 +93,12 @@ TEST(CiLaunchArgs, BadArgumentsAreInputErrorsNamingTheirPath) {
             "model_args.json: $.rows.run.args.--hidden-dropout: must be a probability in [0, 1)");
   EXPECT_EQ(error_of({{"--moe-grouped-gemm", nullptr}}),
             "model_args.json: $.rows.run.args.--moe-grouped-gemm: must have a value");
+  EXPECT_EQ(error_of({{"--normalization", "GroupNorm"}}),
+            "model_args.json: $.rows.run.args.--normalization: \"GroupNorm\" is not one of "
+            "LayerNorm, RMSNorm");
+  EXPECT_EQ(error_of({{"--moe-token-dispatcher-type", "nccl"}}),
+            "model_args.json: $.rows.run.args.--moe-token-dispatcher-type: \"nccl\" is not one "
+            "of allgather, alltoall, flex");
 }
 
 // The CI's runs as model and plan, from the files in the repository.
