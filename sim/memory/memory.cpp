@@ -118,8 +118,8 @@ MlpActivations mlp_activations(const Model& model, const Plan& plan, const Shape
 // What a layer's attention keeps beside its norms: `sharded` split by TP (Q and K for QK^T, V,
 // the attention output, the output projection's input, with its FP8 copy; with QK-norm also Q
 // and K before it, the norms' inputs); MLA's `latent` down-projection outputs and their norms'
-// outputs (the up-projections' inputs, whole on every TP rank) and `up_projections`, what its
-// up-projections and RoPE write (per head Q, K and V).
+// outputs (the up-projections' inputs, in FP8 runs as their FP8 copies; whole on every TP rank)
+// and `up_projections`, what its up-projections and RoPE write (per head Q, K and V).
 struct AttentionActivations {
   double sharded = 0, latent = 0, up_projections = 0;
 };
@@ -136,7 +136,11 @@ AttentionActivations attention_activations(const Model& model, const Shape& s,
         2 * model.q_size() + model.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim);
     attention = qkv + model.v_size();
     a.up_projections = kActBytes * T * d(qkv) / s.t;
-    a.latent = 2.0 * kActBytes * T * d(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
+    // The latent norms run fused into the up-projections (Megatron-Core's layer-norm linear), so
+    // their outputs are GEMM inputs; the rotary key is not normed.
+    const double latents = d(m.q_lora_rank + m.kv_lora_rank);
+    a.latent = T * (kActBytes * (latents + d(m.qk_rope_head_dim)) + in.alone * latents +
+                    kActBytes * d(m.qk_rope_head_dim));
   }
   a.sharded = (kActBytes * d(attention) + in.beside * d(model.v_size())) * T / s.t;
   return a;

@@ -209,6 +209,18 @@ TEST(Memory, Fp8KeepsEachGemmInputAsItsQuantisedTranspose) {
   const double T = 4096, rows = 4096.0 * 8;
   EXPECT_DOUBLE_EQ(layer_activations(q, moe, o, true).saved,
                    moe_bf16 - rows * (2048 + 768) - T * 2048 + T * 4096);
+  // MLA (DeepSeek-V3's dense first layer, TP 1): the two down-projections each keep an FP8 copy
+  // of their shared input, as many bytes as the BF16 tensor; the latent norms run fused into the
+  // up-projections, so their outputs (1536 + 512 wide) drop a byte; the MLP's norm output
+  // (7168) and down-projection input (18432) drop a byte; the attention output (128 x 128) gains
+  // its copy.
+  const Model ds = test::catalog_model("deepseek-v3");
+  Plan mla = moe;
+  mla.precision = Precision::kBF16;
+  const double mla_bf16 = layer_activations(ds, mla, o, false).saved;
+  mla.precision = Precision::kFP8;
+  EXPECT_DOUBLE_EQ(layer_activations(ds, mla, o, false).saved,
+                   mla_bf16 - T * (1536 + 512) - T * 7168 - T * 18432 + T * 128 * 128);
 }
 
 TEST(Memory, StageFootprintsEmbeddingAndLoss) {
