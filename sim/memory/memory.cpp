@@ -87,10 +87,10 @@ struct MlpActivations {
   double mlp = 0, expert_act = 0, shared = 0;
 };
 
-MlpActivations mlp_activations(const Model& model, const Plan& plan, const Shape& s, bool moe) {
+MlpActivations mlp_activations(const Model& model, const Plan& plan, const Shape& s,
+                               const GemmInputBytes& in, bool moe) {
   const double T = s.tokens;
   const double up = is_gated(model.ffn_kind) ? 2.0 : 1.0;
-  const GemmInputBytes in = gemm_input_bytes(plan);
   MlpActivations a;
   // Split by TP: the MLP-up output (the activation's input, gate included) and the activation's
   // output (the down projection's input).
@@ -137,10 +137,9 @@ AttentionActivations attention_activations(const Model& model, const Shape& s,
     attention = qkv + model.v_size();
     a.up_projections = kActBytes * T * d(qkv) / s.t;
     // The latent norms run fused into the up-projections (Megatron-Core's layer-norm linear), so
-    // their outputs are GEMM inputs; the rotary key is not normed.
+    // their outputs are GEMM inputs; the rotary key is not normed (kept as written and as rotated).
     const double latents = d(m.q_lora_rank + m.kv_lora_rank);
-    a.latent = T * (kActBytes * (latents + d(m.qk_rope_head_dim)) + in.alone * latents +
-                    kActBytes * d(m.qk_rope_head_dim));
+    a.latent = T * ((kActBytes + in.alone) * latents + 2.0 * kActBytes * d(m.qk_rope_head_dim));
   }
   a.sharded = (kActBytes * d(attention) + in.beside * d(model.v_size())) * T / s.t;
   return a;
@@ -153,8 +152,8 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   const Shape s = shape_of(model, plan);
   const double T = s.tokens;
   const bool moe = model.moe.is_moe() && moe_layer;
-  const auto [mlp, expert_act, shared] = mlp_activations(model, plan, s, moe);
   const GemmInputBytes in = gemm_input_bytes(plan);
+  const auto [mlp, expert_act, shared] = mlp_activations(model, plan, s, in, moe);
 
   // Replicated over TP (split by SP): the two norms' inputs, the QKV and MLP-up inputs (the norms'
   // outputs) and the two hidden dropout masks. MLA's two down-projections share their input, one
@@ -163,7 +162,7 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   const bool shared_expert = moe && model.moe.shared_expert_ffn_hidden_size > 0;
   const double mlp_input = !moe ? in.alone : kActBytes + (shared_expert ? in.beside : 0.0);
   const double norm_outputs = (qkv_input + mlp_input) * T * s.h / s.r;
-  double replicated = 2.0 * kActBytes * T * s.h + (qkv_input + mlp_input) * T * s.h;
+  double replicated = 2.0 * kActBytes * T * s.h + norm_outputs * s.r;
   // Sandwich norms (Grok-1): the attention and MLP outputs, their inputs.
   if (model.sandwich_norms) replicated += 2.0 * kActBytes * T * s.h;
   if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
