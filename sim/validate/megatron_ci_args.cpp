@@ -33,37 +33,41 @@ std::string one_of(const Fields& args, const char* key, std::initializer_list<co
   args.fail(key, "\"" + v + "\" is not one of " + known);
 }
 
+// Setters of one field from the argument's value, by its type.
+Setter flag_into(bool CiLaunchArgs::*field) {
+  return [field](CiLaunchArgs& a, const Fields& f, const char* k) { a.*field = f.flag(k); };
+}
+Setter integer_into(std::int64_t CiLaunchArgs::*field) {
+  return [field](CiLaunchArgs& a, const Fields& f, const char* k) { a.*field = *f.integer(k); };
+}
+Setter dropout_into(bool CiLaunchArgs::*field) {
+  return [field](CiLaunchArgs& a, const Fields& f, const char* k) { a.*field = dropout_on(f, k); };
+}
+Setter string_into(std::string CiLaunchArgs::*field) {
+  return [field](CiLaunchArgs& a, const Fields& f, const char* k) { a.*field = *f.string(k); };
+}
+
 // The arguments trainsim models, each with what it sets.
 const std::map<std::string, Setter>& modelled() {
   static const std::map<std::string, Setter> setters = {
-      {"--attention-backend",
-       [](auto& a, const auto& f, auto k) { a.attention_backend = *f.string(k); }},
-      {"--position-embedding-type",
-       [](auto& a, const auto& f, auto k) { a.position_embedding = *f.string(k); }},
+      {"--attention-backend", string_into(&CiLaunchArgs::attention_backend)},
+      {"--position-embedding-type", string_into(&CiLaunchArgs::position_embedding)},
       {"--normalization",
        [](auto& a, const auto& f, auto k) {
          a.normalization = one_of(f, k, {"LayerNorm", "RMSNorm"});
        }},
-      {"--disable-bias-linear",
-       [](auto& a, const auto& f, auto k) { a.disable_bias_linear = f.flag(k); }},
-      {"--hidden-dropout",
-       [](auto& a, const auto& f, auto k) { a.hidden_dropout = dropout_on(f, k); }},
-      {"--attention-dropout",
-       [](auto& a, const auto& f, auto k) { a.attention_dropout = dropout_on(f, k); }},
-      {"--decoder-first-pipeline-num-layers",
-       [](auto& a, const auto& f, auto k) { a.decoder_first = *f.integer(k); }},
-      {"--decoder-last-pipeline-num-layers",
-       [](auto& a, const auto& f, auto k) { a.decoder_last = *f.integer(k); }},
+      {"--disable-bias-linear", flag_into(&CiLaunchArgs::disable_bias_linear)},
+      {"--hidden-dropout", dropout_into(&CiLaunchArgs::hidden_dropout)},
+      {"--attention-dropout", dropout_into(&CiLaunchArgs::attention_dropout)},
+      {"--decoder-first-pipeline-num-layers", integer_into(&CiLaunchArgs::decoder_first)},
+      {"--decoder-last-pipeline-num-layers", integer_into(&CiLaunchArgs::decoder_last)},
       {"--account-for-embedding-in-pipeline-split",
-       [](auto& a, const auto& f, auto k) { a.account_for_embedding = f.flag(k); }},
-      {"--account-for-loss-in-pipeline-split",
-       [](auto& a, const auto& f, auto k) { a.account_for_loss = f.flag(k); }},
-      {"--num-virtual-stages-per-pipeline-rank",
-       [](auto& a, const auto& f, auto k) { a.virtual_stages = *f.integer(k); }},
+       flag_into(&CiLaunchArgs::account_for_embedding)},
+      {"--account-for-loss-in-pipeline-split", flag_into(&CiLaunchArgs::account_for_loss)},
+      {"--num-virtual-stages-per-pipeline-rank", integer_into(&CiLaunchArgs::virtual_stages)},
       {"--microbatch-group-size-per-virtual-pipeline-stage",
-       [](auto& a, const auto& f, auto k) { a.microbatch_group = *f.integer(k); }},
-      {"--use-tp-pp-dp-mapping",
-       [](auto& a, const auto& f, auto k) { a.tp_pp_dp_mapping = f.flag(k); }},
+       integer_into(&CiLaunchArgs::microbatch_group)},
+      {"--use-tp-pp-dp-mapping", flag_into(&CiLaunchArgs::tp_pp_dp_mapping)},
       {"--moe-token-dispatcher-type",
        [](auto& a, const auto& f, auto k) {
          a.moe_dispatcher = one_of(f, k, {"allgather", "alltoall", "flex"});
@@ -71,15 +75,12 @@ const std::map<std::string, Setter>& modelled() {
            a.unmodelled = "the flex token dispatcher (DeepEP, HybridEP) not modelled";
          }
        }},
-      {"--moe-grouped-gemm",
-       [](auto& a, const auto& f, auto k) { a.moe_grouped_gemm = f.flag(k); }},
+      {"--moe-grouped-gemm", flag_into(&CiLaunchArgs::moe_grouped_gemm)},
       {"--moe-shared-expert-intermediate-size",
-       [](auto& a, const auto& f, auto k) { a.shared_expert_ffn_hidden_size = *f.integer(k); }},
-      {"--overlap-moe-expert-parallel-comm",
-       [](auto& a, const auto& f, auto k) { a.moe_a2a_overlap = f.flag(k); }},
-      {"--fp8-recipe", [](auto& a, const auto& f, auto k) { a.fp8_recipe = *f.string(k); }},
-      {"--fp8-param-gather",
-       [](auto& a, const auto& f, auto k) { a.fp8_param_gather = f.flag(k); }}};
+       integer_into(&CiLaunchArgs::shared_expert_ffn_hidden_size)},
+      {"--overlap-moe-expert-parallel-comm", flag_into(&CiLaunchArgs::moe_a2a_overlap)},
+      {"--fp8-recipe", string_into(&CiLaunchArgs::fp8_recipe)},
+      {"--fp8-param-gather", flag_into(&CiLaunchArgs::fp8_param_gather)}};
   return setters;
 }
 
