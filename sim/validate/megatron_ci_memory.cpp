@@ -42,15 +42,16 @@ ValidationRow megatron_memory_row(const CiReference& ref, const nlohmann::json& 
         "stage's peak without the distributed optimizer";
   }
   if (run.model.moe.is_moe()) {
-    // CI routes without forced balance and drops no tokens.
+    // CI routes without forced balance and drops no tokens; the row's residual holds what that
+    // routing did, so it is predicted with the fitted overhead and not fitted.
     if (!row.note.empty()) row.note += "; ";
     row.note +=
         "routing balanced by an auxiliary loss or Sinkhorn, not forced, and no token dropped: "
         "the measured GPU's experts may take more than their mean share of the tokens, which "
         "trainsim's balanced default (--moe-imbalance 1) does not see";
+    row.fits_overhead = false;
   }
   row.setup = run.setup;
-  row.fits_overhead = !run.model.moe.is_moe();
   try {
     validate_model(run.model, ref.file);
     validate_plan(run.plan, run.model, platform, {});

@@ -38,19 +38,28 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-double ValidationSet::overhead_fit() const {
+namespace {
+
+// Measured minus predicted without the overhead, over the expressed rows that fit it, `except`
+// left out (nullptr: none).
+std::vector<double> fit_residuals(const ValidationSet& set, const ValidationRow* except) {
   std::vector<double> residuals;
-  for (const auto& r : rows) {
-    if (!r.skipped && r.fits_overhead) {
-      residuals.push_back(r.measured - (r.predicted - allocated_overhead));
+  for (const auto& r : set.rows) {
+    if (&r != except && !r.skipped && r.fits_overhead) {
+      residuals.push_back(r.measured - (r.predicted - set.allocated_overhead));
     }
   }
-  return median(std::move(residuals));
+  return residuals;
+}
+
+}  // namespace
+
+double ValidationSet::overhead_fit() const {
+  return median(fit_residuals(*this, nullptr));
 }
 
 std::int64_t ValidationSet::overhead_fit_rows() const {
-  return std::count_if(rows.begin(), rows.end(),
-                       [](const ValidationRow& r) { return !r.skipped && r.fits_overhead; });
+  return static_cast<std::int64_t>(fit_residuals(*this, nullptr).size());
 }
 
 std::pair<double, double> ValidationSet::leave_one_out_errors() const {
@@ -59,13 +68,8 @@ std::pair<double, double> ValidationSet::leave_one_out_errors() const {
   std::int64_t n = 0;
   for (const auto& held_out : rows) {
     if (held_out.skipped) continue;
-    std::vector<double> others;
-    for (const auto& r : rows) {
-      if (&r != &held_out && !r.skipped && r.fits_overhead) {
-        others.push_back(r.measured - (r.predicted - allocated_overhead));
-      }
-    }
-    const double predicted = held_out.predicted - allocated_overhead + median(std::move(others));
+    const double predicted =
+        held_out.predicted - allocated_overhead + median(fit_residuals(*this, &held_out));
     const double error = std::fabs(predicted - held_out.measured) / held_out.measured;
     sum += error;
     max = std::max(max, error);
