@@ -237,6 +237,37 @@ TEST(ModelFlops, EqualsMegatronFormula) {
   EXPECT_NEAR(model_flops_per_sample(m, 4096), megatron, 1e-9 * megatron);
 }
 
+// The Megatron-MoE-ModelZoo rows state Megatron-LM's throughput count of late 2025, which takes
+// the causal half of the attention scores: the reference file's derived FLOPs per sample (from
+// that formula) are trainsim's causal count for the catalog model, and its derived tokens/s per
+// GPU follow from them.
+TEST(ModelFlops, ModelZooRowsCountAsMegatronLmDid) {
+  const auto ref = nlohmann::json::parse(test::read_file(
+      test::source_dir() + "/tests/validation/refdata/megatron_moe_modelzoo_h100.json"));
+  int rows = 0;
+  for (const auto& row : ref.at("rows")) {
+    SCOPED_TRACE(row.at("run").get<std::string>());
+    const Model m = test::catalog_model(row.at("catalog_model").get<std::string>());
+    const std::int64_t seq = row.at("seq_len");
+    const double flops = row.at("derived_model_flops_per_sample");
+    EXPECT_NEAR(model_flops_per_sample(m, seq, true), flops, 1e-12 * flops);
+    const double tflops = row.at("model_tflops_per_gpu");
+    const double per_gpu =
+        row.at("step_time_s").is_null()
+            ? tflops * 1e12 * static_cast<double>(seq) / flops
+            : row.at("gbs").get<double>() * static_cast<double>(seq) /
+                  (row.at("step_time_s").get<double>() * row.at("n_gpus").get<double>());
+    EXPECT_NEAR(row.at("derived_tokens_per_s_per_gpu").get<double>(), per_gpu, 0.05);
+    if (!row.at("step_time_s").is_null()) {  // its stated TFLOP/s is that count over its step
+      const double stated = row.at("gbs").get<double>() * flops /
+                            (row.at("step_time_s").get<double>() * row.at("n_gpus").get<double>());
+      EXPECT_NEAR(stated / 1e12, tflops, 0.005 * tflops);
+    }
+    ++rows;
+  }
+  EXPECT_EQ(rows, 5);
+}
+
 TEST(ModelJson, StrictSchema) {
   auto base = nlohmann::json::parse(R"({
     "name": "tiny", "hidden_size": 64, "num_layers": 2, "num_attention_heads": 4,
