@@ -61,6 +61,15 @@ ExpertLaunches launches_of(const LayerShape& s, const MoeWork& w) {
   return {1, s.moe.local, w.per_expert};
 }
 
+// The alltoall dispatcher receives its local experts' rows grouped by source GPU and sorts them
+// by local expert before the experts (Megatron-Core's permutation 2, sort_chunks_by_idxs, or a
+// transpose with a capacity), restoring the order after them: one copy of the received rows
+// each way, and their gradients back. One local expert needs none, nor the all-gather
+// dispatcher, whose permutation already groups the tokens by local expert.
+bool sorted_by_local_expert(const LayerShape& s) {
+  return s.moe.dispatcher == MoeDispatcher::kAllToAll && s.moe.local > 1;
+}
+
 // Each kernel added from `first` on launched `times` per pass.
 void repeat_from(std::vector<KernelSpec>& k, std::size_t first, std::int64_t times) {
   for (std::size_t i = first; i < k.size(); ++i) k[i].launches *= times;
@@ -155,6 +164,8 @@ void moe_forward(const LayerShape& s, BlockPass& p) {
   k.push_back(gemm("router", w.tokens, h, experts, DType::kBF16));
   k.push_back(elementwise("router.topk", "moe_router", w.tokens, experts));
   k.push_back(elementwise("permute", "moe_permute", w.routed, h));
+  const bool sorted = sorted_by_local_expert(s);
+  if (sorted) k.push_back(elementwise("expert_sort", "copy", w.rows, h));
   if (fp8_padded(s, w)) k.push_back(elementwise("expert_pad", "copy", w.rows, h));
   const ExpertLaunches x = launches_of(s, w);
   const std::size_t first = k.size();
@@ -164,6 +175,7 @@ void moe_forward(const LayerShape& s, BlockPass& p) {
   repeat_from(k, first, x.launches);
   if (x.concat()) k.push_back(elementwise("expert_concat", "copy", w.rows, h));
   if (fp8_padded(s, w)) k.push_back(elementwise("expert_unpad", "copy", w.rows, h));
+  if (sorted) k.push_back(elementwise("expert_unsort", "copy", w.rows, h));
   k.push_back(elementwise("unpermute", "moe_unpermute", w.routed, h));
   moe_collectives(s, w, p, false);
   if (m.shared_ffn > 0) shared_expert(s, p, false);
@@ -181,6 +193,8 @@ void moe_backward(const LayerShape& s, BlockPass& p) {
   auto& k = p.kernels;
   if (m.shared_ffn > 0) shared_expert(s, p, true);
   k.push_back(elementwise("unpermute.grad", "moe_unpermute.grad", w.routed, h));
+  const bool sorted = sorted_by_local_expert(s);
+  if (sorted) k.push_back(elementwise("expert_unsort.grad", "copy", w.rows, h));
   if (fp8_padded(s, w)) k.push_back(elementwise("expert_unpad.grad", "copy", w.rows, h));
   const ExpertLaunches x = launches_of(s, w);
   if (x.concat()) k.push_back(elementwise("expert_concat.grad", "copy", w.rows, h));
@@ -191,6 +205,7 @@ void moe_backward(const LayerShape& s, BlockPass& p) {
   gemm_backward(k, "expert_up", w.per_expert, h, s.up_factor * m.ffn, s.gemm_dtype, x.groups);
   repeat_from(k, first, x.launches);
   if (fp8_padded(s, w)) k.push_back(elementwise("expert_pad.grad", "copy", w.rows, h));
+  if (sorted) k.push_back(elementwise("expert_sort.grad", "copy", w.rows, h));
   k.push_back(elementwise("permute.grad", "moe_permute.grad", w.routed, h));
   k.push_back(elementwise("router.topk.grad", "moe_router.grad", w.tokens, experts));
   gemm_backward(k, "router", w.tokens, h, experts, DType::kBF16);

@@ -209,6 +209,38 @@ TEST(ExpertParallel, SequentialExpertsLaunchOncePerLocalExpert) {
   EXPECT_FALSE(has_kernel(single, "expert_concat"));
 }
 
+// The alltoall dispatcher's permutation 2 (Megatron-Core's sort_chunks_by_idxs): Mixtral 8x7b at
+// EP 2 receives its 4 local experts' T x k rows grouped by source GPU and sorts them by expert
+// before the experts, restoring the order after them; a copy of the rows each way (2 bytes read,
+// 2 written per element), and their gradients back. None with one local expert (EP 8) or with the
+// all-gather dispatcher, whose permutation groups the rows by local expert already.
+TEST(ExpertParallel, AllToAllRowsSortedByLocalExpert) {
+  const Model m = test::catalog_model("mixtral-8x7b");
+  const double T = 4096, h = 4096, k = 2;
+  Plan p = ep_plan(1, 8, 2);
+  const LayerShape s = layer_shape(m, p, 32000);
+  const BlockPass fwd = block_pass(BlockKind::kDecoder, false, s);
+  const BlockPass bwd = block_pass(BlockKind::kDecoder, true, s);
+  for (const auto* name : {"expert_sort", "expert_unsort"}) {
+    EXPECT_DOUBLE_EQ(kernel_named(fwd, name).bytes, T * k * h * 2.0 * 2.0) << name;
+    EXPECT_DOUBLE_EQ(kernel_named(bwd, std::string(name) + ".grad").bytes, T * k * h * 2.0 * 2.0);
+  }
+  // The busiest GPU sorts what it receives: with the busiest expert at 1.5x the mean, its GPU
+  // holds that one and 3 of the other 7, which share the remaining 6.5 means.
+  p.moe_imbalance = 1.5;
+  const BlockPass skewed = block_pass(BlockKind::kDecoder, false, layer_shape(m, p, 32000));
+  EXPECT_NEAR(kernel_named(skewed, "expert_sort").bytes,
+              (1.5 + 3.0 * 6.5 / 7.0) / 4.0 * kernel_named(fwd, "expert_sort").bytes,
+              h * 2.0 * 2.0);  // a kernel's rows are whole
+  EXPECT_FALSE(
+      has_kernel(block_pass(BlockKind::kDecoder, false, layer_shape(m, ep_plan(1, 8, 8), 32000)),
+                 "expert_sort"));
+  p = ep_plan(1, 8, 2);
+  p.moe_dispatcher = MoeDispatcher::kAllGather;
+  EXPECT_FALSE(
+      has_kernel(block_pass(BlockKind::kDecoder, false, layer_shape(m, p, 32000)), "expert_sort"));
+}
+
 TEST(ExpertParallel, ExpertWeightsAndStateSplitByEp) {
   const Model m = test::catalog_model("mixtral-8x7b");
   const double expert = 3.0 * 4096 * 14336;
