@@ -89,10 +89,8 @@ void write_published(const Report& r, std::ostringstream& o) {
   }
 }
 
-}  // namespace
-
-std::string report_text(const Report& r) {
-  std::ostringstream o;
+// The run's GPUs, the model and the plan, one line each.
+void write_header(const Report& r, std::ostringstream& o) {
   const auto& p = r.plan;
   o << "trainsim " << r.provenance.trainsim_version << ": " << r.model << " on " << r.platform
     << " (" << format_grouped(r.gpus) << (r.gpus == 1 ? " GPU, " : " GPUs, ")
@@ -120,6 +118,10 @@ std::string report_text(const Report& r) {
     << " partition; " << r.microbatches
     << (r.microbatches == 1 ? " micro-batch per step" : " micro-batches per step")
     << (p.gbs > 0 ? "" : " (no --gbs: mbs x dp sequences, Megatron-LM's default)") << "\n";
+}
+
+// The plan's options beyond its sizes, as the plan line's second line lists them.
+std::vector<std::string> plan_extras(const Plan& p) {
   std::vector<std::string> extras;
   if (p.recompute == Recompute::kSelective && p.recompute_modules != kRecomputeCoreAttn) {
     extras.push_back("selective recompute (" + recompute_modules_text(p.recompute_modules) + ")");
@@ -147,9 +149,11 @@ std::string report_text(const Report& r) {
   if (p.fp8_param_gather) extras.push_back("fp8 param gather");
   if (p.grad_reduce_in_bf16) extras.push_back("bf16 grad reduce");
   if (p.p2p_overlap()) extras.push_back("overlap p2p comm");
-  if (!extras.empty()) o << "      " << join(extras) << "\n";
-  o << "\n";
+  return extras;
+}
 
+// Step time, throughput, bubble and communication.
+void write_summary(const Report& r, std::ostringstream& o) {
   o << "step time            " << format_fixed(r.step_time_s, 3) << " s";
   if (r.step_time_p90_s > r.step_time_p10_s) {
     o << " (P10 " << format_fixed(r.step_time_p10_s, 3) << " s, P90 "
@@ -186,7 +190,10 @@ std::string report_text(const Report& r) {
   }
   if (any) o << " (hidden behind compute, mean per GPU)\n";
   o << "\n";
+}
 
+// Each stage's layers, parameters, pass times, peak memory and blocks.
+void write_stages(const Report& r, std::ostringstream& o) {
   o << pad_right("stage", 7) << pad_right("layers", 8) << pad_right("params/GPU", 16)
     << pad_right("fwd/mb", 11) << pad_right("bwd/mb", 11) << pad_right("compute", 11)
     << pad_right("peak mem", 12) << "blocks\n";
@@ -205,8 +212,10 @@ std::string report_text(const Report& r) {
       << (s.chunks.size() == 1 && s.chunks[0].empty() ? "(empty stage)" : blocks) << "\n";
   }
   o << "\n";
+}
 
-  // Where each stage's peak goes, per GPU.
+// Where each stage's peak goes, per GPU.
+void write_memory(const Report& r, std::ostringstream& o) {
   o << pad_right("memory", 7) << pad_right("weights", 12) << pad_right("grads", 12)
     << pad_right("optimizer", 12) << pad_right("activations", 12) << pad_right("in flight", 11)
     << pad_right("runtime", 12) << "peak\n";
@@ -220,7 +229,10 @@ std::string report_text(const Report& r) {
       << pad_right(format_bytes(m.runtime), 12) << format_bytes(s.peak_memory_bytes) << "\n";
   }
   o << "\n";
-  write_collectives(r, o);
+}
+
+// The diagnostics with their fixes.
+void write_diagnostics(const Report& r, std::ostringstream& o) {
   if (r.diagnostics.empty()) {
     o << "diagnostics: none\n";
   } else {
@@ -232,6 +244,10 @@ std::string report_text(const Report& r) {
       if (!d.fix.empty()) o << "      fix: " << d.fix << "\n";
     }
   }
+}
+
+// Where the kernel times came from and how the engine replayed the GPUs.
+void write_provenance(const Report& r, std::ostringstream& o) {
   o << "kernel times: ";
   bool first = true;
   for (TimeSource source : kTimeSources) {
@@ -251,6 +267,22 @@ std::string report_text(const Report& r) {
     o << " (every GPU replayed: " << r.provenance.why_full_replay << ")";
   }
   o << "\n";
+}
+
+}  // namespace
+
+std::string report_text(const Report& r) {
+  std::ostringstream o;
+  write_header(r, o);
+  const auto extras = plan_extras(r.plan);
+  if (!extras.empty()) o << "      " << join(extras) << "\n";
+  o << "\n";
+  write_summary(r, o);
+  write_stages(r, o);
+  write_memory(r, o);
+  write_collectives(r, o);
+  write_diagnostics(r, o);
+  write_provenance(r, o);
   return o.str();
 }
 
