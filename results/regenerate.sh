@@ -201,6 +201,13 @@ EOF
 rm -f "$tmp.csv"
 echo "wrote $out"
 
+# `trainsim run ARGS` as the published-throughput tables price a recipe: h100-sxm-ndr, ZeRO 1 with
+# overlapped gradient reduction and parameter gather, analytic engine; its JSON report into $tmp.
+predict() {
+  "$bin" run "$@" --platform h100-sxm-ndr --zero 1 --overlap-grad-reduce \
+    --overlap-param-gather --engine analytic --format json > "$tmp" || true
+}
+
 # Rows of a table of Megatron-Bridge runs with published H100 throughput (NVIDIA's performance
 # summary, tests/validation/refdata/megatron_bridge_perf_summary_h100.json): each stdin line
 # "name;release;model;ARGS" is predicted (tokens/s per GPU, analytic engine) against the row of
@@ -209,8 +216,7 @@ echo "wrote $out"
 published_rows() {
   while IFS=';' read -r name release model args; do
     read -r -a argv <<<"$args"
-    "$bin" run "${argv[@]}" --platform h100-sxm-ndr --zero 1 --overlap-grad-reduce \
-      --overlap-param-gather --engine analytic --format json > "$tmp" || true
+    predict "${argv[@]}"
     python3 - "$tmp" "$name" "$release" "$model" "$args" "${1:-}" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -361,8 +367,7 @@ echo "wrote $out"
 modelzoo_rows() {
   while IFS=';' read -r name args; do
     read -r -a argv <<<"$args"
-    "$bin" run "${argv[@]}" --platform h100-sxm-ndr --zero 1 --overlap-grad-reduce \
-      --overlap-param-gather --engine analytic --format json > "$tmp" || true
+    predict "${argv[@]}"
     python3 - "$tmp" "$name" "$args" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

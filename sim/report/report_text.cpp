@@ -89,38 +89,7 @@ void write_published(const Report& r, std::ostringstream& o) {
   }
 }
 
-// The run's GPUs, the model and the plan, one line each.
-void write_header(const Report& r, std::ostringstream& o) {
-  const auto& p = r.plan;
-  o << "trainsim " << r.provenance.trainsim_version << ": " << r.model << " on " << r.platform
-    << " (" << format_grouped(r.gpus) << (r.gpus == 1 ? " GPU, " : " GPUs, ")
-    << format_grouped(r.nodes) << (r.nodes == 1 ? " node" : " nodes") << ")\n";
-  if (!r.scenario.empty()) o << "scenario: " << r.scenario << "\n";
-  o << "model: " << format_grouped(r.model_params) << " parameters";
-  if (r.model_active_params != r.model_params) {
-    o << ", " << format_grouped(r.model_active_params) << " active per token";
-  }
-  if (r.mtp_layers > 0) {
-    o << "; " << r.mtp_layers << " multi-token-prediction module" << (r.mtp_layers == 1 ? "" : "s")
-      << " with " << format_grouped(r.mtp_params) << " parameters more";
-  }
-  o << "\n";
-  o << "plan: tp " << p.tp << ", pp " << p.pp;
-  if (p.vp > 1) o << " x vp " << p.vp;
-  o << ", dp " << p.dp << (p.sp ? " (sp)" : "");
-  if (p.cp > 1) o << ", cp " << p.cp << " (" << to_string(p.cp_comm) << ")";
-  if (p.ep > 1) {
-    o << ", ep " << p.ep;
-    if (p.expert_tp() != p.tp) o << " (etp " << p.expert_tp() << ")";
-  }
-  o << ", mbs " << p.mbs << ", gbs " << p.global_batch() << ", seq " << p.seq_len << ", "
-    << to_string(p.precision) << ", " << to_string(p.schedule) << ", " << r.partition
-    << " partition; " << r.microbatches
-    << (r.microbatches == 1 ? " micro-batch per step" : " micro-batches per step")
-    << (p.gbs > 0 ? "" : " (no --gbs: mbs x dp sequences, Megatron-LM's default)") << "\n";
-}
-
-// The plan's options beyond its sizes, as the plan line's second line lists them.
+// The plan's options beyond its sizes, as the plan's second line lists them.
 std::vector<std::string> plan_extras(const Plan& p) {
   std::vector<std::string> extras;
   if (p.recompute == Recompute::kSelective && p.recompute_modules != kRecomputeCoreAttn) {
@@ -150,6 +119,40 @@ std::vector<std::string> plan_extras(const Plan& p) {
   if (p.grad_reduce_in_bf16) extras.push_back("bf16 grad reduce");
   if (p.p2p_overlap()) extras.push_back("overlap p2p comm");
   return extras;
+}
+
+// The run's GPUs, the model and the plan (its sizes, then its options), and a blank line.
+void write_header(const Report& r, std::ostringstream& o) {
+  const auto& p = r.plan;
+  o << "trainsim " << r.provenance.trainsim_version << ": " << r.model << " on " << r.platform
+    << " (" << format_grouped(r.gpus) << (r.gpus == 1 ? " GPU, " : " GPUs, ")
+    << format_grouped(r.nodes) << (r.nodes == 1 ? " node" : " nodes") << ")\n";
+  if (!r.scenario.empty()) o << "scenario: " << r.scenario << "\n";
+  o << "model: " << format_grouped(r.model_params) << " parameters";
+  if (r.model_active_params != r.model_params) {
+    o << ", " << format_grouped(r.model_active_params) << " active per token";
+  }
+  if (r.mtp_layers > 0) {
+    o << "; " << r.mtp_layers << " multi-token-prediction module" << (r.mtp_layers == 1 ? "" : "s")
+      << " with " << format_grouped(r.mtp_params) << " parameters more";
+  }
+  o << "\n";
+  o << "plan: tp " << p.tp << ", pp " << p.pp;
+  if (p.vp > 1) o << " x vp " << p.vp;
+  o << ", dp " << p.dp << (p.sp ? " (sp)" : "");
+  if (p.cp > 1) o << ", cp " << p.cp << " (" << to_string(p.cp_comm) << ")";
+  if (p.ep > 1) {
+    o << ", ep " << p.ep;
+    if (p.expert_tp() != p.tp) o << " (etp " << p.expert_tp() << ")";
+  }
+  o << ", mbs " << p.mbs << ", gbs " << p.global_batch() << ", seq " << p.seq_len << ", "
+    << to_string(p.precision) << ", " << to_string(p.schedule) << ", " << r.partition
+    << " partition; " << r.microbatches
+    << (r.microbatches == 1 ? " micro-batch per step" : " micro-batches per step")
+    << (p.gbs > 0 ? "" : " (no --gbs: mbs x dp sequences, Megatron-LM's default)") << "\n";
+  const auto extras = plan_extras(p);
+  if (!extras.empty()) o << "      " << join(extras) << "\n";
+  o << "\n";
 }
 
 // Step time, throughput, bubble and communication.
@@ -274,9 +277,6 @@ void write_provenance(const Report& r, std::ostringstream& o) {
 std::string report_text(const Report& r) {
   std::ostringstream o;
   write_header(r, o);
-  const auto extras = plan_extras(r.plan);
-  if (!extras.empty()) o << "      " << join(extras) << "\n";
-  o << "\n";
   write_summary(r, o);
   write_stages(r, o);
   write_memory(r, o);

@@ -252,16 +252,17 @@ TEST(ModelFlops, ModelZooRowsCountAsMegatronLmDid) {
     const double flops = row.at("derived_model_flops_per_sample");
     EXPECT_NEAR(model_flops_per_sample(m, seq, true), flops, 1e-12 * flops);
     const double tflops = row.at("model_tflops_per_gpu");
-    const double per_gpu =
-        row.at("step_time_s").is_null()
-            ? tflops * 1e12 * static_cast<double>(seq) / flops
-            : row.at("gbs").get<double>() * static_cast<double>(seq) /
-                  (row.at("step_time_s").get<double>() * row.at("n_gpus").get<double>());
-    EXPECT_NEAR(row.at("derived_tokens_per_s_per_gpu").get<double>(), per_gpu, 0.05);
-    if (!row.at("step_time_s").is_null()) {  // its stated TFLOP/s is that count over its step
-      const double stated = row.at("gbs").get<double>() * flops /
-                            (row.at("step_time_s").get<double>() * row.at("n_gpus").get<double>());
-      EXPECT_NEAR(stated / 1e12, tflops, 0.005 * tflops);
+    const bool stepped = !row.at("step_time_s").is_null();
+    // Samples per second and GPU: from the stated step where the row gives one, else its TFLOP/s.
+    const double samples =
+        stepped ? row.at("gbs").get<double>() /
+                      (row.at("step_time_s").get<double>() * row.at("n_gpus").get<double>())
+                : tflops * 1e12 / flops;
+    EXPECT_NEAR(row.at("derived_tokens_per_s_per_gpu").get<double>(),
+                samples * static_cast<double>(seq), 0.05);
+    // Where both are stated, the TFLOP/s is that count over the step.
+    if (stepped) {
+      EXPECT_NEAR(samples * flops / 1e12, tflops, 0.005 * tflops);
     }
     ++rows;
   }
