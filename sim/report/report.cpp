@@ -29,10 +29,8 @@ void record_kernels(Provenance& prov, std::int64_t stage, const char* pass, cons
   }
 }
 
-}  // namespace
-
-Report make_report(const ReportInputs& in) {
-  Report r;
+// The run's identity and its whole-step figures: counts, throughput, the band around the step.
+void fill_headline(Report& r, const ReportInputs& in) {
   r.schema_version = kReportSchemaVersion;
   r.scenario = in.scenario;
   r.model = in.model.name;
@@ -50,24 +48,26 @@ Report make_report(const ReportInputs& in) {
 
   const double step = in.sim.step_time_s;
   const double gbs = static_cast<double>(in.plan.sequences_per_step());
-  const double gpus = static_cast<double>(r.gpus);
   r.step_time_s = step;
   const ResidualBand& band = in.platform.calibration.band;
-  const TimeSpread spread = kernel_spread(in.costs);
-  r.kernel_spread = spread.width();
+  r.kernel_spread = kernel_spread(in.costs).width();
   r.band_weighted = band.weighted() && r.kernel_spread > 0;
   r.step_time_p10_s = band.low(step, r.kernel_spread);
   r.step_time_p90_s = band.high(step, r.kernel_spread);
   r.published = in.published;
   r.tokens_per_s = gbs * static_cast<double>(in.plan.seq_len) / step;
-  const double flops = model_flops_per_sample(in.model, in.plan.seq_len) * gbs / step / gpus;
+  const double flops =
+      model_flops_per_sample(in.model, in.plan.seq_len) * gbs / step / static_cast<double>(r.gpus);
   r.model_tflops_per_gpu = flops / 1e12;
   r.mfu = flops / peak_flops(in.platform, in.plan.precision, KernelKind::kGemm);
+}
 
-  const Layout layout(in.plan);
-  const auto num_stages = in.plan.pp;
-  std::vector<std::int64_t> gpus_in_stage(static_cast<std::size_t>(num_stages), 0);
-  r.stages.resize(static_cast<std::size_t>(num_stages));
+// Each GPU's replayed time, summed into its stage (idle and exposed communication still totals
+// over the stage's GPUs) and averaged into the step's; returns the GPUs in each stage.
+std::vector<std::int64_t> sum_gpu_times(Report& r, const ReportInputs& in, const Layout& layout) {
+  const double step = in.sim.step_time_s, gpus = static_cast<double>(r.gpus);
+  std::vector<std::int64_t> gpus_in_stage(static_cast<std::size_t>(in.plan.pp), 0);
+  r.stages.resize(static_cast<std::size_t>(in.plan.pp));
   double idle_total = 0;
   for (std::int64_t rank = 0; rank < r.gpus; ++rank) {
     const auto& st = in.sim.gpu_stats(rank);
@@ -87,48 +87,41 @@ Report make_report(const ReportInputs& in) {
   }
   // Idle time summed over spans can come out a rounding error below zero: no bubble.
   r.bubble_fraction = std::max(0.0, idle_total / gpus / step);
+  return gpus_in_stage;
+}
 
-  const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, in.partition, in.costs);
-  std::map<std::string, double> time_by_source;
+// Stage sr's chunks: their blocks, parameters and pass times, their kernels into the provenance.
+void add_chunks(Report& r, StageReport& sr, const ReportInputs& in,
+                std::map<std::string, double>& time_by_source) {
   const double m = static_cast<double>(r.microbatches);
   const auto chunks = in.partition.chunks;
-  for (std::int64_t s = 0; s < num_stages; ++s) {
-    auto& sr = r.stages[static_cast<std::size_t>(s)];
-    const double n = static_cast<double>(gpus_in_stage[static_cast<std::size_t>(s)]);
-    sr.index = s;
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const auto v = c * num_stages + s;  // the virtual stage of chunk c
-      const auto& cost = in.costs.stages[static_cast<std::size_t>(v)];
-      if (chunks > 1) sr.virtual_stages.push_back(v);
-      sr.chunks.push_back(in.partition.labels(v));
-      sr.layers += in.partition.decoders(v);
-      sr.params += cost.params;
-      sr.params_per_gpu += cost.params_per_gpu;
-      sr.forward_s += cost.forward.seconds;
-      sr.backward_s += cost.backward.seconds;
-      sr.recompute_s += cost.recompute.seconds;
-      record_kernels(r.provenance, v, "forward", cost.forward, m, time_by_source);
-      record_kernels(r.provenance, v, "backward", cost.backward, m, time_by_source);
-      record_kernels(r.provenance, v, "recompute", cost.recompute, m, time_by_source);
-      record_kernels(r.provenance, v, "optimizer", cost.optimizer, 1.0, time_by_source);
-    }
-    sr.idle_s /= n;
-    const StageMemory& sm = memory.stages[static_cast<std::size_t>(s)];
-    sr.peak_memory_bytes = sm.peak_bytes;
-    const auto leader = in.sim.rank_of(layout.stage_leader(sr.index));
-    if (static_cast<std::size_t>(leader) < in.sim.collectives.size()) {
-      sr.collectives = in.sim.collectives[static_cast<std::size_t>(leader)];
-    }
-    sr.memory = {sm.state.weights,    sm.state.gradients,       sm.state.master_weights,
-                 sm.state.optimizer,  sm.activations_at_peak(), sm.timeline.peak_in_flight,
-                 sm.runtime_at_peak()};
-    for (auto& c : sr.exposed_comm_s) c /= n;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const auto v = c * in.plan.pp + sr.index;  // the virtual stage of chunk c
+    const auto& cost = in.costs.stages[static_cast<std::size_t>(v)];
+    if (chunks > 1) sr.virtual_stages.push_back(v);
+    sr.chunks.push_back(in.partition.labels(v));
+    sr.layers += in.partition.decoders(v);
+    sr.params += cost.params;
+    sr.params_per_gpu += cost.params_per_gpu;
+    sr.forward_s += cost.forward.seconds;
+    sr.backward_s += cost.backward.seconds;
+    sr.recompute_s += cost.recompute.seconds;
+    record_kernels(r.provenance, v, "forward", cost.forward, m, time_by_source);
+    record_kernels(r.provenance, v, "backward", cost.backward, m, time_by_source);
+    record_kernels(r.provenance, v, "recompute", cost.recompute, m, time_by_source);
+    record_kernels(r.provenance, v, "optimizer", cost.optimizer, 1.0, time_by_source);
   }
+}
+
+void fill_provenance(Report& r, const ReportInputs& in,
+                     const std::map<std::string, double>& time_by_source) {
   double total = 0;
   for (const auto& [_, t] : time_by_source) total += t;
   for (TimeSource source : kTimeSources) {
     const char* src = to_string(source);
-    r.provenance.kernel_time_share[src] = total > 0 ? time_by_source[src] / total : 0.0;
+    const auto it = time_by_source.find(src);
+    r.provenance.kernel_time_share[src] =
+        total > 0 && it != time_by_source.end() ? it->second / total : 0.0;
   }
   r.provenance.trainsim_version = std::string(version());
   r.provenance.engine = to_string(in.sim.engine);
@@ -137,6 +130,35 @@ Report make_report(const ReportInputs& in) {
       in.sim.ranks.empty() ? r.gpus : static_cast<std::int64_t>(in.sim.ranks.size());
   if (r.provenance.replayed_gpus == r.gpus) r.provenance.why_full_replay = in.why_full_replay;
   r.provenance.inputs = in.inputs;
+}
+
+}  // namespace
+
+Report make_report(const ReportInputs& in) {
+  Report r;
+  fill_headline(r, in);
+  const Layout layout(in.plan);
+  const auto gpus_in_stage = sum_gpu_times(r, in, layout);
+  const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, in.partition, in.costs);
+  std::map<std::string, double> time_by_source;
+  for (std::int64_t s = 0; s < in.plan.pp; ++s) {
+    auto& sr = r.stages[static_cast<std::size_t>(s)];
+    const double n = static_cast<double>(gpus_in_stage[static_cast<std::size_t>(s)]);
+    sr.index = s;
+    add_chunks(r, sr, in, time_by_source);
+    sr.idle_s /= n;
+    for (auto& c : sr.exposed_comm_s) c /= n;
+    const StageMemory& sm = memory.stages[static_cast<std::size_t>(s)];
+    sr.peak_memory_bytes = sm.peak_bytes;
+    sr.memory = {sm.state.weights,    sm.state.gradients,       sm.state.master_weights,
+                 sm.state.optimizer,  sm.activations_at_peak(), sm.timeline.peak_in_flight,
+                 sm.runtime_at_peak()};
+    const auto leader = in.sim.rank_of(layout.stage_leader(sr.index));
+    if (static_cast<std::size_t>(leader) < in.sim.collectives.size()) {
+      sr.collectives = in.sim.collectives[static_cast<std::size_t>(leader)];
+    }
+  }
+  fill_provenance(r, in, time_by_source);
   r.diagnostics = in.diagnostics;
   return r;
 }

@@ -61,8 +61,127 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
   return j;
 }
 
+namespace {
+
+using J = nlohmann::ordered_json;
+
+J published_json(const Report& r) {
+  J figures = J::array();
+  for (const auto& f : r.published.figures) {
+    J fj{{"step_time_s", f.step_time_s}, {"source", f.source}};
+    if (r.published.not_compared.empty()) fj["error"] = f.error_of(r.step_time_s);
+    figures.push_back(std::move(fj));
+  }
+  J j{{"step_times", std::move(figures)}};
+  if (!r.published.not_compared.empty()) j["not_compared"] = r.published.not_compared;
+  return j;
+}
+
+J memory_json(const StageReport::Memory& m) {
+  return J{{"weights_bytes", m.weights},
+           {"gradients_bytes", m.gradients},
+           {"master_weights_bytes", m.master_weights},
+           {"optimizer_bytes", m.optimizer},
+           {"activations_bytes", m.activations},
+           {"microbatches_in_flight", m.microbatches_in_flight},
+           {"runtime_bytes", m.runtime}};
+}
+
+J collectives_json(const std::vector<CollectiveStat>& cs) {
+  J out = J::array();
+  for (const auto& c : cs) {
+    out.push_back({{"dim", to_string(c.comm)},
+                   {"collective", to_string(c.kind)},
+                   {"algorithm", to_string(c.algorithm)},
+                   {"members", c.members},
+                   {"nodes", c.nodes},
+                   {"calls", c.calls},
+                   {"bytes", c.bytes},
+                   {"seconds", c.seconds},
+                   {"bus_bandwidth_bytes_per_s", c.bus_bandwidth}});
+  }
+  return out;
+}
+
+J stage_json(const StageReport& s) {
+  std::vector<std::string> blocks;
+  for (const auto& c : s.chunks) blocks.insert(blocks.end(), c.begin(), c.end());
+  J sj{{"index", s.index}, {"blocks", blocks}};
+  if (!s.virtual_stages.empty()) {
+    J chunks = J::array();
+    for (std::size_t c = 0; c < s.chunks.size(); ++c) {
+      chunks.push_back(J{{"virtual_stage", s.virtual_stages[c]}, {"blocks", s.chunks[c]}});
+    }
+    sj["chunks"] = std::move(chunks);
+  }
+  sj["layers"] = s.layers;
+  sj["params"] = s.params;
+  sj["params_per_gpu"] = s.params_per_gpu;
+  sj["forward_s"] = s.forward_s;
+  sj["backward_s"] = s.backward_s;
+  sj["recompute_s"] = s.recompute_s;
+  sj["compute_s"] = s.compute_s;
+  sj["exposed_comm_s"] = comm_json(s.exposed_comm_s);
+  sj["idle_s"] = s.idle_s;
+  sj["peak_memory_bytes"] = s.peak_memory_bytes;
+  sj["memory"] = memory_json(s.memory);
+  sj["collectives"] = collectives_json(s.collectives);
+  return sj;
+}
+
+J diagnostics_json(const std::vector<Diagnostic>& ds) {
+  J out = J::array();
+  for (const auto& d : ds) {
+    J dj{{"id", d.id}, {"severity", to_string(d.severity)}};
+    dj["stage"] = d.stage ? J(*d.stage) : J(nullptr);
+    dj["message"] = d.message;
+    dj["fix"] = d.fix;
+    out.push_back(std::move(dj));
+  }
+  return out;
+}
+
+J kernels_json(const std::vector<KernelRecord>& ks) {
+  J out = J::array();
+  for (const auto& k : ks) {
+    out.push_back(J{{"stage", k.stage},
+                    {"pass", k.pass},
+                    {"name", k.name},
+                    {"kind", k.kind},
+                    {"shape", k.shape},
+                    {"count", k.count},
+                    {"flops", k.flops},
+                    {"bytes", k.bytes},
+                    {"seconds", k.seconds},
+                    {"source", k.source}});
+  }
+  return out;
+}
+
+J provenance_json(const Provenance& p) {
+  J prov;
+  prov["trainsim_version"] = p.trainsim_version;
+  prov["engine"] = p.engine;
+  prov["replayed_gpus"] = p.replayed_gpus;
+  if (!p.why_full_replay.empty()) prov["why_full_replay"] = p.why_full_replay;
+  J inputs = J::array();
+  for (const auto& in : p.inputs) {
+    inputs.push_back(J{{"role", in.role}, {"name", in.name}, {"sha256", in.sha256}});
+  }
+  prov["inputs"] = std::move(inputs);
+  J share;
+  for (TimeSource source : kTimeSources) {
+    const char* src = to_string(source);
+    share[src] = p.kernel_time_share.at(src);
+  }
+  prov["kernel_time_share"] = std::move(share);
+  prov["kernels"] = kernels_json(p.kernels);
+  return prov;
+}
+
+}  // namespace
+
 std::string report_json(const Report& r) {
-  using J = nlohmann::ordered_json;
   J j;
   j["schema_version"] = r.schema_version;
   if (!r.scenario.empty()) j["scenario"] = r.scenario;
@@ -82,17 +201,7 @@ std::string report_json(const Report& r) {
   j["step_time_p90_s"] = r.step_time_p90_s;
   j["step_time_band"] = r.band_weighted ? "residuals x kernel spread" : "residuals";
   j["kernel_spread"] = r.kernel_spread;
-  if (!r.published.figures.empty()) {
-    J figures = J::array();
-    for (const auto& f : r.published.figures) {
-      J fj{{"step_time_s", f.step_time_s}, {"source", f.source}};
-      if (r.published.not_compared.empty()) fj["error"] = f.error_of(r.step_time_s);
-      figures.push_back(std::move(fj));
-    }
-    j["published"] = J{{"step_times", std::move(figures)}};
-    if (!r.published.not_compared.empty())
-      j["published"]["not_compared"] = r.published.not_compared;
-  }
+  if (!r.published.figures.empty()) j["published"] = published_json(r);
   j["tokens_per_s"] = r.tokens_per_s;
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["mfu"] = r.mfu;
@@ -101,92 +210,10 @@ std::string report_json(const Report& r) {
   j["exposed_comm_s"] = comm_json(r.exposed_comm_s);
   j["overlapped_comm_s"] = comm_json(r.overlapped_comm_s);
   J stages = J::array();
-  for (const auto& s : r.stages) {
-    std::vector<std::string> blocks;
-    for (const auto& c : s.chunks) blocks.insert(blocks.end(), c.begin(), c.end());
-    J sj{{"index", s.index}, {"blocks", blocks}};
-    if (!s.virtual_stages.empty()) {
-      J chunks = J::array();
-      for (std::size_t c = 0; c < s.chunks.size(); ++c) {
-        chunks.push_back(J{{"virtual_stage", s.virtual_stages[c]}, {"blocks", s.chunks[c]}});
-      }
-      sj["chunks"] = std::move(chunks);
-    }
-    sj["layers"] = s.layers;
-    sj["params"] = s.params;
-    sj["params_per_gpu"] = s.params_per_gpu;
-    sj["forward_s"] = s.forward_s;
-    sj["backward_s"] = s.backward_s;
-    sj["recompute_s"] = s.recompute_s;
-    sj["compute_s"] = s.compute_s;
-    sj["exposed_comm_s"] = comm_json(s.exposed_comm_s);
-    sj["idle_s"] = s.idle_s;
-    sj["peak_memory_bytes"] = s.peak_memory_bytes;
-    sj["memory"] = J{{"weights_bytes", s.memory.weights},
-                     {"gradients_bytes", s.memory.gradients},
-                     {"master_weights_bytes", s.memory.master_weights},
-                     {"optimizer_bytes", s.memory.optimizer},
-                     {"activations_bytes", s.memory.activations},
-                     {"microbatches_in_flight", s.memory.microbatches_in_flight},
-                     {"runtime_bytes", s.memory.runtime}};
-    J collectives = J::array();
-    for (const auto& c : s.collectives) {
-      collectives.push_back({{"dim", to_string(c.comm)},
-                             {"collective", to_string(c.kind)},
-                             {"algorithm", to_string(c.algorithm)},
-                             {"members", c.members},
-                             {"nodes", c.nodes},
-                             {"calls", c.calls},
-                             {"bytes", c.bytes},
-                             {"seconds", c.seconds},
-                             {"bus_bandwidth_bytes_per_s", c.bus_bandwidth}});
-    }
-    sj["collectives"] = std::move(collectives);
-    stages.push_back(std::move(sj));
-  }
+  for (const auto& s : r.stages) stages.push_back(stage_json(s));
   j["stages"] = std::move(stages);
-  J diags = J::array();
-  for (const auto& d : r.diagnostics) {
-    J dj{{"id", d.id}, {"severity", to_string(d.severity)}};
-    dj["stage"] = d.stage ? J(*d.stage) : J(nullptr);
-    dj["message"] = d.message;
-    dj["fix"] = d.fix;
-    diags.push_back(std::move(dj));
-  }
-  j["diagnostics"] = std::move(diags);
-  J prov;
-  prov["trainsim_version"] = r.provenance.trainsim_version;
-  prov["engine"] = r.provenance.engine;
-  prov["replayed_gpus"] = r.provenance.replayed_gpus;
-  if (!r.provenance.why_full_replay.empty()) {
-    prov["why_full_replay"] = r.provenance.why_full_replay;
-  }
-  J inputs = J::array();
-  for (const auto& in : r.provenance.inputs) {
-    inputs.push_back(J{{"role", in.role}, {"name", in.name}, {"sha256", in.sha256}});
-  }
-  prov["inputs"] = std::move(inputs);
-  J share;
-  for (TimeSource source : kTimeSources) {
-    const char* src = to_string(source);
-    share[src] = r.provenance.kernel_time_share.at(src);
-  }
-  prov["kernel_time_share"] = std::move(share);
-  J kernels = J::array();
-  for (const auto& k : r.provenance.kernels) {
-    kernels.push_back(J{{"stage", k.stage},
-                        {"pass", k.pass},
-                        {"name", k.name},
-                        {"kind", k.kind},
-                        {"shape", k.shape},
-                        {"count", k.count},
-                        {"flops", k.flops},
-                        {"bytes", k.bytes},
-                        {"seconds", k.seconds},
-                        {"source", k.source}});
-  }
-  prov["kernels"] = std::move(kernels);
-  j["provenance"] = std::move(prov);
+  j["diagnostics"] = diagnostics_json(r.diagnostics);
+  j["provenance"] = provenance_json(r.provenance);
   return j.dump(2) + "\n";
 }
 
