@@ -41,6 +41,8 @@ class HfReader {
     return present(key) ? o_.string(key) : fallback;
   }
   [[noreturn]] void fail(const char* key, const std::string& msg) const { o_.fail(key, msg); }
+  /// The raw value of a key that must be present (any type).
+  const nlohmann::json& raw(const char* key) { return o_.raw(key); }
   /// "FILE: $.key: msg", for a note rather than an error.
   std::string note(const char* key, const std::string& msg) const {
     return o_.where(key) + ": " + msg;
@@ -203,6 +205,136 @@ void read_grok1(HfReader& r, Model& m) {
   m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
 }
 
+void read_llama(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+}
+
+void read_mistral(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  read_sliding_window(r, m);
+}
+
+void read_qwen2(HfReader& r, Model& m) {
+  read_llama_like(r, m, true);
+}
+
+void read_mixtral(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.moe.num_experts = r.integer("num_local_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+}
+
+void read_qwen3_dense(HfReader& r, Model& m) {
+  read_qwen3(r, m, false);
+}
+
+void read_qwen3_moe(HfReader& r, Model& m) {
+  read_qwen3(r, m, true);
+}
+
+// The multimodal Llama 4 checkpoint holds the text model's keys in text_config.
+void read_llama4_multimodal(HfReader& r, Model& m) {
+  const auto& text = r.raw("text_config");
+  if (!text.is_object()) r.fail("text_config", "must be an object, got " + got(text));
+  HfReader tr(text, r.file(), "$.text_config");
+  read_llama4_text(tr, m);
+}
+
+void read_gpt2(HfReader& r, Model& m) {
+  m.hidden_size = r.integer("n_embd");
+  m.num_layers = r.integer("n_layer");
+  m.num_attention_heads = r.integer("n_head");
+  m.num_kv_heads = m.num_attention_heads;
+  m.ffn_hidden_size = r.integer_or("n_inner", 4 * m.hidden_size);
+  m.vocab_size = r.integer("vocab_size");
+  m.max_position_embeddings = r.integer("n_positions");
+  m.position_embedding = PositionEmbedding::kLearned;
+  m.norm = NormKind::kLayerNorm;
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
+  m.ffn_kind = activation_kind(r, "activation_function", "gelu_new", false);
+  m.qkv_bias = m.attention_output_bias = m.mlp_bias = true;
+}
+
+void read_gpt_neox(HfReader& r, Model& m) {
+  m.hidden_size = r.integer("hidden_size");
+  m.num_layers = r.integer("num_hidden_layers");
+  m.num_attention_heads = r.integer("num_attention_heads");
+  m.num_kv_heads = m.num_attention_heads;
+  m.ffn_hidden_size = r.integer("intermediate_size");
+  m.vocab_size = r.integer("vocab_size");
+  m.max_position_embeddings = r.integer_or("max_position_embeddings", 0);
+  m.position_embedding = PositionEmbedding::kRope;
+  m.norm = NormKind::kLayerNorm;
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+  m.ffn_kind = activation_kind(r, "hidden_act", "gelu", false);
+  bool bias = r.boolean_or("attention_bias", true);
+  m.qkv_bias = m.attention_output_bias = bias;
+  m.mlp_bias = true;
+}
+
+void read_nemotron(HfReader& r, Model& m) {
+  m.hidden_size = r.integer("hidden_size");
+  m.num_layers = r.integer("num_hidden_layers");
+  m.num_attention_heads = r.integer("num_attention_heads");
+  m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_attention_heads);
+  m.head_dim = r.integer_or("head_dim", r.integer_or("kv_channels", 0));
+  m.ffn_hidden_size = r.integer("intermediate_size");
+  m.vocab_size = r.integer("vocab_size");
+  m.max_position_embeddings = r.integer_or("max_position_embeddings", 0);
+  m.position_embedding = PositionEmbedding::kRope;
+  m.norm = NormKind::kLayerNorm;  // LayerNorm1P: weight and bias
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+  m.ffn_kind = activation_kind(r, "hidden_act", "relu2", false);
+  bool bias = r.boolean_or("attention_bias", false);
+  m.qkv_bias = m.attention_output_bias = bias;
+  m.mlp_bias = r.boolean_or("mlp_bias", false);
+}
+
+// Each architecture a config may name (its first "architectures" entry) and its reader; the
+// unsupported-architecture message lists the named ones in this order (aliases unlisted).
+struct ArchitectureReader {
+  const char* architecture;
+  void (*read)(HfReader&, Model&);
+  bool listed = true;
+};
+
+const ArchitectureReader kArchitectures[] = {
+    {"LlamaForCausalLM", read_llama},
+    {"MistralForCausalLM", read_mistral},
+    {"MixtralForCausalLM", read_mixtral},
+    {"Qwen2ForCausalLM", read_qwen2},
+    {"Qwen3ForCausalLM", read_qwen3_dense},
+    {"Qwen3MoeForCausalLM", read_qwen3_moe},
+    {"DeepseekV2ForCausalLM", read_deepseek},
+    {"DeepseekV3ForCausalLM", read_deepseek},
+    {"Llama4ForConditionalGeneration", read_llama4_multimodal},
+    {"Llama4ForCausalLM", read_llama4_text},
+    {"GptOssForCausalLM", read_gpt_oss},
+    {"Grok1ModelForCausalLM", read_grok1},
+    {"Grok1ForCausalLM", read_grok1, false},
+    {"GPT2LMHeadModel", read_gpt2},
+    {"GPTNeoXForCausalLM", read_gpt_neox},
+    {"NemotronForCausalLM", read_nemotron},
+};
+
+const ArchitectureReader* find_architecture(const std::string& arch) {
+  for (const auto& a : kArchitectures) {
+    if (arch == a.architecture) return &a;
+  }
+  return nullptr;
+}
+
+std::string supported_architectures() {
+  std::string out;
+  for (const auto& a : kArchitectures) {
+    if (!a.listed) continue;
+    if (!out.empty()) out += ", ";
+    out += a.architecture;
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace {
@@ -246,89 +378,15 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
     top.fail("architectures", "must be a non-empty array of strings, got " + got(archs));
   }
   const std::string arch = archs[0].get<std::string>();
+  const ArchitectureReader* reader = find_architecture(arch);
+  if (reader == nullptr) {
+    top.fail("architectures", "unsupported architecture \"" + arch +
+                                  "\" (supported: " + supported_architectures() + ")");
+  }
   HfReader r(j, file);
   Model m;
   m.source = "Hugging Face config.json (" + arch + ")";
-  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") {
-    read_llama_like(r, m, false);
-    if (arch == "MistralForCausalLM") read_sliding_window(r, m);
-  } else if (arch == "Qwen2ForCausalLM") {
-    read_llama_like(r, m, true);
-  } else if (arch == "MixtralForCausalLM") {
-    read_llama_like(r, m, false);
-    m.moe.num_experts = r.integer("num_local_experts");
-    m.moe.experts_per_token = r.integer("num_experts_per_tok");
-    m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
-  } else if (arch == "DeepseekV3ForCausalLM" || arch == "DeepseekV2ForCausalLM") {
-    read_deepseek(r, m);
-  } else if (arch == "Qwen3ForCausalLM" || arch == "Qwen3MoeForCausalLM") {
-    read_qwen3(r, m, arch == "Qwen3MoeForCausalLM");
-  } else if (arch == "Llama4ForConditionalGeneration" || arch == "Llama4ForCausalLM") {
-    if (arch == "Llama4ForCausalLM") {
-      read_llama4_text(r, m);
-    } else {
-      const auto& text = top.raw("text_config");
-      if (!text.is_object()) top.fail("text_config", "must be an object, got " + got(text));
-      HfReader tr(text, file, "$.text_config");
-      read_llama4_text(tr, m);
-    }
-  } else if (arch == "GptOssForCausalLM") {
-    read_gpt_oss(r, m);
-  } else if (arch == "Grok1ModelForCausalLM" || arch == "Grok1ForCausalLM") {
-    read_grok1(r, m);
-  } else if (arch == "GPT2LMHeadModel") {
-    m.hidden_size = r.integer("n_embd");
-    m.num_layers = r.integer("n_layer");
-    m.num_attention_heads = r.integer("n_head");
-    m.num_kv_heads = m.num_attention_heads;
-    m.ffn_hidden_size = r.integer_or("n_inner", 4 * m.hidden_size);
-    m.vocab_size = r.integer("vocab_size");
-    m.max_position_embeddings = r.integer("n_positions");
-    m.position_embedding = PositionEmbedding::kLearned;
-    m.norm = NormKind::kLayerNorm;
-    m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
-    m.ffn_kind = activation_kind(r, "activation_function", "gelu_new", false);
-    m.qkv_bias = m.attention_output_bias = m.mlp_bias = true;
-  } else if (arch == "GPTNeoXForCausalLM") {
-    m.hidden_size = r.integer("hidden_size");
-    m.num_layers = r.integer("num_hidden_layers");
-    m.num_attention_heads = r.integer("num_attention_heads");
-    m.num_kv_heads = m.num_attention_heads;
-    m.ffn_hidden_size = r.integer("intermediate_size");
-    m.vocab_size = r.integer("vocab_size");
-    m.max_position_embeddings = r.integer_or("max_position_embeddings", 0);
-    m.position_embedding = PositionEmbedding::kRope;
-    m.norm = NormKind::kLayerNorm;
-    m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-    m.ffn_kind = activation_kind(r, "hidden_act", "gelu", false);
-    bool bias = r.boolean_or("attention_bias", true);
-    m.qkv_bias = m.attention_output_bias = bias;
-    m.mlp_bias = true;
-  } else if (arch == "NemotronForCausalLM") {
-    m.hidden_size = r.integer("hidden_size");
-    m.num_layers = r.integer("num_hidden_layers");
-    m.num_attention_heads = r.integer("num_attention_heads");
-    m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_attention_heads);
-    m.head_dim = r.integer_or("head_dim", r.integer_or("kv_channels", 0));
-    m.ffn_hidden_size = r.integer("intermediate_size");
-    m.vocab_size = r.integer("vocab_size");
-    m.max_position_embeddings = r.integer_or("max_position_embeddings", 0);
-    m.position_embedding = PositionEmbedding::kRope;
-    m.norm = NormKind::kLayerNorm;  // LayerNorm1P: weight and bias
-    m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-    m.ffn_kind = activation_kind(r, "hidden_act", "relu2", false);
-    bool bias = r.boolean_or("attention_bias", false);
-    m.qkv_bias = m.attention_output_bias = bias;
-    m.mlp_bias = r.boolean_or("mlp_bias", false);
-  } else {
-    top.fail("architectures",
-             "unsupported architecture \"" + arch +
-                 "\" (supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, "
-                 "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
-                 "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, Llama4ForConditionalGeneration, "
-                 "Llama4ForCausalLM, GptOssForCausalLM, Grok1ModelForCausalLM, GPT2LMHeadModel, "
-                 "GPTNeoXForCausalLM, NemotronForCausalLM)");
-  }
+  reader->read(r, m);
   if (m.head_dim == 0) {
     if (m.hidden_size % m.num_attention_heads != 0) {
       r.fail("hidden_size", "is not divisible by num_attention_heads and head_dim is missing");

@@ -60,9 +60,10 @@ constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;
 constexpr double kMaxParams = 1e15;
 }  // namespace
 
-void validate_model(const Model& m, const std::string& file) {
-  auto where = [&](const char* key) { return file + ": $." + key; };
-  // Upper bounds far beyond any published model, which keep every count inside int64.
+namespace {
+
+// Upper bounds far beyond any published model, which keep every count inside int64.
+void check_limits(const Model& m, const std::string& file) {
   const struct {
     const char* key;
     std::int64_t value;
@@ -86,7 +87,7 @@ void validate_model(const Model& m, const std::string& file) {
       {"max_position_embeddings", m.max_position_embeddings, kMaxPositions}};
   for (const auto& l : limits) {
     if (l.value > l.limit) {
-      fail_input(where(l.key),
+      fail_input(file + ": $." + l.key,
                  "must be at most " + std::to_string(l.limit) + ", got " + std::to_string(l.value));
     }
   }
@@ -100,11 +101,15 @@ void validate_model(const Model& m, const std::string& file) {
   const double approx = static_cast<double>(m.num_layers) * (h * (2 * q + 2 * kv) + 3 * h * mlp) +
                         2 * h * static_cast<double>(m.vocab_size);
   if (approx > kMaxParams) {
-    fail_input(where("num_layers"), "with these widths the model has about " +
-                                        std::to_string(static_cast<std::int64_t>(approx / 1e12)) +
-                                        " trillion parameters; trainsim handles up to 1,000 "
-                                        "trillion");
+    fail_input(file + ": $.num_layers",
+               "with these widths the model has about " +
+                   std::to_string(static_cast<std::int64_t>(approx / 1e12)) +
+                   " trillion parameters; trainsim handles up to 1,000 trillion");
   }
+}
+
+void check_attention(const Model& m, const std::string& file) {
+  auto where = [&](const char* key) { return file + ": $." + key; };
   if (m.num_kv_heads > m.num_attention_heads) {
     fail_input(where("num_kv_heads"), "must not exceed num_attention_heads (" +
                                           std::to_string(m.num_attention_heads) + ")");
@@ -117,6 +122,10 @@ void validate_model(const Model& m, const std::string& file) {
   if (m.position_embedding == PositionEmbedding::kLearned && m.max_position_embeddings <= 0) {
     fail_input(where("max_position_embeddings"), "is required with learned position embeddings");
   }
+}
+
+void check_experts(const Model& m, const std::string& file) {
+  auto where = [&](const char* key) { return file + ": $." + key; };
   if (m.moe.is_moe() && m.moe.experts_per_token > m.moe.num_experts) {
     fail_input(where("moe.experts_per_token"),
                "must not exceed moe.num_experts (" + std::to_string(m.moe.num_experts) + ")");
@@ -134,6 +143,10 @@ void validate_model(const Model& m, const std::string& file) {
   if (m.moe.shared_expert_ffn_hidden_size < 0) {
     fail_input(where("moe.shared_expert_ffn_hidden_size"), "must be >= 0");
   }
+}
+
+void check_mla(const Model& m, const std::string& file) {
+  auto where = [&](const char* key) { return file + ": $." + key; };
   if (m.mla.is_mla() && m.mla.q_lora_rank < 0) {
     fail_input(where("mla.q_lora_rank"), "must be >= 0 (0: queries without a low-rank path)");
   }
@@ -143,11 +156,61 @@ void validate_model(const Model& m, const std::string& file) {
   }
 }
 
-Model parse_model_json(const nlohmann::json& j, const std::string& file) {
-  JsonObject o(j, file);
-  Model m;
-  m.name = o.string("name");
-  m.source = o.optional_string("source").value_or("");
+void read_bias(JsonObject bias, Model& m) {
+  m.qkv_bias = bias.optional_boolean("qkv").value_or(false);
+  m.attention_output_bias = bias.optional_boolean("attention_output").value_or(false);
+  m.mlp_bias = bias.optional_boolean("mlp").value_or(false);
+  bias.finish();
+}
+
+void read_moe(JsonObject moe, Model& m) {
+  m.moe.num_experts = moe.integer("num_experts", {2});
+  m.moe.experts_per_token = moe.integer("experts_per_token");
+  m.moe.expert_ffn_hidden_size =
+      moe.optional_integer("expert_ffn_hidden_size").value_or(m.ffn_hidden_size);
+  m.moe.shared_expert_ffn_hidden_size =
+      moe.optional_integer("shared_expert_ffn_hidden_size").value_or(0);
+  m.moe.first_dense_layers = moe.optional_integer("first_dense_layers").value_or(0);
+  m.moe.layer_interval = moe.optional_integer("layer_interval").value_or(1);
+  m.moe.router_bias = moe.optional_boolean("router_bias").value_or(false);
+  moe.finish();
+}
+
+void read_mla(JsonObject mla, Model& m) {
+  m.mla.q_lora_rank = mla.optional_integer("q_lora_rank").value_or(0);
+  m.mla.kv_lora_rank = mla.integer("kv_lora_rank", {1});
+  // Bounded here, not only in validate_model(): their sum is the head size.
+  m.mla.qk_nope_head_dim = mla.integer("qk_nope_head_dim", {1, kMaxWidth});
+  m.mla.qk_rope_head_dim = mla.integer("qk_rope_head_dim", {1, kMaxWidth});
+  m.mla.v_head_dim = mla.integer("v_head_dim", {1});
+  mla.finish();
+  m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+}
+
+void read_local_attention(JsonObject local, Model& m) {
+  m.local_attention.kind = local.choice("kind", {"sliding", "chunked"}) == "sliding"
+                               ? LocalAttention::Kind::kSliding
+                               : LocalAttention::Kind::kChunked;
+  m.local_attention.size = local.integer("size", {1});
+  m.local_attention.global_every = local.optional_integer("global_every", {0}).value_or(0);
+  local.finish();
+}
+
+void read_published_params(JsonObject pub, Model& m) {
+  m.published.total = pub.optional_integer("total").value_or(0);
+  m.published.embedding = pub.optional_integer("embedding").value_or(0);
+  m.published.non_embedding = pub.optional_integer("non_embedding").value_or(0);
+  m.published.active = pub.optional_integer("active").value_or(0);
+  m.published.active_with_embedding = pub.optional_boolean("active_with_embedding").value_or(false);
+  m.published.truncated = pub.optional_boolean("truncated").value_or(false);
+  if (!m.published.any()) pub.fail("total", "give at least one of total, embedding, non_embedding");
+  m.published.rounded_to = pub.optional_integer("rounded_to").value_or(1);
+  m.published.source = pub.string("source");
+  pub.finish();
+}
+
+// The widths every decoder layer shares: sizes, heads, FFN, vocabulary, positions and norm.
+void read_dimensions(JsonObject& o, Model& m) {
   m.hidden_size = o.integer("hidden_size");
   m.num_layers = o.integer("num_layers");
   m.num_attention_heads = o.integer("num_attention_heads");
@@ -173,60 +236,32 @@ Model parse_model_json(const nlohmann::json& j, const std::string& file) {
   m.max_position_embeddings = o.optional_integer("max_position_embeddings").value_or(0);
   m.norm = o.choice("norm", {"rmsnorm", "layernorm"}) == "rmsnorm" ? NormKind::kRMSNorm
                                                                    : NormKind::kLayerNorm;
-  if (auto bias = o.optional_object("bias")) {
-    m.qkv_bias = bias->optional_boolean("qkv").value_or(false);
-    m.attention_output_bias = bias->optional_boolean("attention_output").value_or(false);
-    m.mlp_bias = bias->optional_boolean("mlp").value_or(false);
-    bias->finish();
-  }
-  if (auto moe = o.optional_object("moe")) {
-    m.moe.num_experts = moe->integer("num_experts", {2});
-    m.moe.experts_per_token = moe->integer("experts_per_token");
-    m.moe.expert_ffn_hidden_size =
-        moe->optional_integer("expert_ffn_hidden_size").value_or(m.ffn_hidden_size);
-    m.moe.shared_expert_ffn_hidden_size =
-        moe->optional_integer("shared_expert_ffn_hidden_size").value_or(0);
-    m.moe.first_dense_layers = moe->optional_integer("first_dense_layers").value_or(0);
-    m.moe.layer_interval = moe->optional_integer("layer_interval").value_or(1);
-    m.moe.router_bias = moe->optional_boolean("router_bias").value_or(false);
-    moe->finish();
-  }
-  if (auto mla = o.optional_object("mla")) {
-    m.mla.q_lora_rank = mla->optional_integer("q_lora_rank").value_or(0);
-    m.mla.kv_lora_rank = mla->integer("kv_lora_rank", {1});
-    // Bounded here, not only in validate_model(): their sum is the head size.
-    m.mla.qk_nope_head_dim = mla->integer("qk_nope_head_dim", {1, kMaxWidth});
-    m.mla.qk_rope_head_dim = mla->integer("qk_rope_head_dim", {1, kMaxWidth});
-    m.mla.v_head_dim = mla->integer("v_head_dim", {1});
-    mla->finish();
-    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
-  }
-  if (auto local = o.optional_object("local_attention")) {
-    m.local_attention.kind = local->choice("kind", {"sliding", "chunked"}) == "sliding"
-                                 ? LocalAttention::Kind::kSliding
-                                 : LocalAttention::Kind::kChunked;
-    m.local_attention.size = local->integer("size", {1});
-    m.local_attention.global_every = local->optional_integer("global_every", {0}).value_or(0);
-    local->finish();
-  }
+}
+
+}  // namespace
+
+void validate_model(const Model& m, const std::string& file) {
+  check_limits(m, file);
+  check_attention(m, file);
+  check_experts(m, file);
+  check_mla(m, file);
+}
+
+Model parse_model_json(const nlohmann::json& j, const std::string& file) {
+  JsonObject o(j, file);
+  Model m;
+  m.name = o.string("name");
+  m.source = o.optional_string("source").value_or("");
+  read_dimensions(o, m);
+  if (auto bias = o.optional_object("bias")) read_bias(*bias, m);
+  if (auto moe = o.optional_object("moe")) read_moe(*moe, m);
+  if (auto mla = o.optional_object("mla")) read_mla(*mla, m);
+  if (auto local = o.optional_object("local_attention")) read_local_attention(*local, m);
   m.qk_norm = o.optional_boolean("qk_norm").value_or(false);
   m.sandwich_norms = o.optional_boolean("sandwich_norms").value_or(false);
   m.attention_sinks = o.optional_boolean("attention_sinks").value_or(false);
   m.mtp_layers = o.optional_integer("mtp_layers", {0, Model::kMaxMtpLayers}).value_or(0);
-  if (auto pub = o.optional_object("published_params")) {
-    m.published.total = pub->optional_integer("total").value_or(0);
-    m.published.embedding = pub->optional_integer("embedding").value_or(0);
-    m.published.non_embedding = pub->optional_integer("non_embedding").value_or(0);
-    m.published.active = pub->optional_integer("active").value_or(0);
-    m.published.active_with_embedding =
-        pub->optional_boolean("active_with_embedding").value_or(false);
-    m.published.truncated = pub->optional_boolean("truncated").value_or(false);
-    if (!m.published.any())
-      pub->fail("total", "give at least one of total, embedding, non_embedding");
-    m.published.rounded_to = pub->optional_integer("rounded_to").value_or(1);
-    m.published.source = pub->string("source");
-    pub->finish();
-  }
+  if (auto pub = o.optional_object("published_params")) read_published_params(*pub, m);
   o.allow({"notes"});
   o.finish();
   validate_model(m, file);
