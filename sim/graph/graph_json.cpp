@@ -76,6 +76,69 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
   return {{"groups", std::move(groups)}, {"ranks", std::move(ranks)}};
 }
 
+namespace {
+
+Group read_group(JsonObject o, std::int64_t num_ranks) {
+  Group grp;
+  grp.kind = enum_from(o, "kind", kCommKinds);
+  const auto& members = o.raw("members");
+  if (!members.is_array() || members.empty()) o.fail("members", "must be a non-empty array");
+  for (const auto& mbr : members) {
+    if (!mbr.is_number_integer() || mbr.get<std::int64_t>() < 0 ||
+        mbr.get<std::int64_t>() >= num_ranks) {
+      o.fail("members", "must hold rank numbers in [0, " + std::to_string(num_ranks - 1) + "]");
+    }
+    grp.members.push_back(mbr.get<std::int32_t>());
+  }
+  o.finish();
+  return grp;
+}
+
+// A p2p op's sends, then its receives, appended to the program's transfers.
+void read_transfers(JsonObject& o, Op& op, RankProgram& prog, IntRange rank_range) {
+  op.first_transfer = static_cast<std::uint32_t>(prog.transfers.size());
+  for (const char* side : {"sends", "recvs"}) {
+    const auto& list = o.raw(side);
+    if (!list.is_array()) o.fail(side, "must be an array");
+    for (std::size_t t = 0; t < list.size(); ++t) {
+      JsonObject to(list[t], o.file(), o.path() + "." + side + "[" + std::to_string(t) + "]");
+      Transfer tr;
+      tr.peer = static_cast<std::int32_t>(to.integer("peer", rank_range));
+      tr.channel = static_cast<std::int32_t>(to.integer("channel", {0}));
+      tr.bytes = to.number("bytes", {0.0, true});
+      to.finish();
+      prog.transfers.push_back(tr);
+    }
+    (side[0] == 's' ? op.num_sends : op.num_recvs) = static_cast<std::uint16_t>(list.size());
+  }
+}
+
+Op read_op(JsonObject o, RankProgram& prog, IntRange rank_range, IntRange group_range) {
+  Op op;
+  op.microbatch = static_cast<std::int32_t>(o.optional_integer("microbatch", {0}).value_or(-1));
+  auto type = o.choice("op", {"compute", "collective", "p2p"});
+  if (type == "compute") {
+    op.type = OpType::kCompute;
+    op.compute = enum_from(o, "kind", kComputeKinds);
+    op.seconds = o.number("seconds", {0.0, true});
+  } else if (type == "collective") {
+    op.type = OpType::kCollective;
+    op.comm = enum_from(o, "comm", kCommKinds);
+    op.collective = enum_from(o, "collective", kCollectives);
+    op.group = static_cast<std::int32_t>(o.integer("group", group_range));
+    op.bytes = o.number("bytes", {0.0, true});
+    op.count = static_cast<std::int32_t>(o.integer("count", {1, 1 << 30}));
+  } else {
+    op.type = OpType::kP2P;
+    op.comm = enum_from(o, "comm", kCommKinds);
+    read_transfers(o, op, prog, rank_range);
+  }
+  o.finish();
+  return op;
+}
+
+}  // namespace
+
 TaskGraph task_graph_from_json(const nlohmann::json& j, const std::string& file) {
   JsonObject top(j, file);
   TaskGraph g;
@@ -87,20 +150,8 @@ TaskGraph task_graph_from_json(const nlohmann::json& j, const std::string& file)
   const auto num_ranks = static_cast<std::int64_t>(ranks.size());
   const IntRange rank_range{0, num_ranks - 1};
   for (std::size_t i = 0; i < groups.size(); ++i) {
-    JsonObject o(groups[i], file, "$.groups[" + std::to_string(i) + "]");
-    Group grp;
-    grp.kind = enum_from(o, "kind", kCommKinds);
-    const auto& members = o.raw("members");
-    if (!members.is_array() || members.empty()) o.fail("members", "must be a non-empty array");
-    for (const auto& mbr : members) {
-      if (!mbr.is_number_integer() || mbr.get<std::int64_t>() < 0 ||
-          mbr.get<std::int64_t>() >= num_ranks) {
-        o.fail("members", "must hold rank numbers in [0, " + std::to_string(num_ranks - 1) + "]");
-      }
-      grp.members.push_back(mbr.get<std::int32_t>());
-    }
-    o.finish();
-    g.groups.push_back(std::move(grp));
+    g.groups.push_back(
+        read_group(JsonObject(groups[i], file, "$.groups[" + std::to_string(i) + "]"), num_ranks));
   }
   const IntRange group_range{0, static_cast<std::int64_t>(g.groups.size()) - 1};
   for (std::size_t r = 0; r < ranks.size(); ++r) {
@@ -113,41 +164,7 @@ TaskGraph task_graph_from_json(const nlohmann::json& j, const std::string& file)
     ro.finish();
     for (std::size_t k = 0; k < ops.size(); ++k) {
       JsonObject o(ops[k], file, rpath + ".ops[" + std::to_string(k) + "]");
-      Op op;
-      op.microbatch = static_cast<std::int32_t>(o.optional_integer("microbatch", {0}).value_or(-1));
-      auto type = o.choice("op", {"compute", "collective", "p2p"});
-      if (type == "compute") {
-        op.type = OpType::kCompute;
-        op.compute = enum_from(o, "kind", kComputeKinds);
-        op.seconds = o.number("seconds", {0.0, true});
-      } else if (type == "collective") {
-        op.type = OpType::kCollective;
-        op.comm = enum_from(o, "comm", kCommKinds);
-        op.collective = enum_from(o, "collective", kCollectives);
-        op.group = static_cast<std::int32_t>(o.integer("group", group_range));
-        op.bytes = o.number("bytes", {0.0, true});
-        op.count = static_cast<std::int32_t>(o.integer("count", {1, 1 << 30}));
-      } else {
-        op.type = OpType::kP2P;
-        op.comm = enum_from(o, "comm", kCommKinds);
-        op.first_transfer = static_cast<std::uint32_t>(prog.transfers.size());
-        for (const char* side : {"sends", "recvs"}) {
-          const auto& list = o.raw(side);
-          if (!list.is_array()) o.fail(side, "must be an array");
-          for (std::size_t t = 0; t < list.size(); ++t) {
-            JsonObject to(list[t], file, o.path() + "." + side + "[" + std::to_string(t) + "]");
-            Transfer tr;
-            tr.peer = static_cast<std::int32_t>(to.integer("peer", rank_range));
-            tr.channel = static_cast<std::int32_t>(to.integer("channel", {0}));
-            tr.bytes = to.number("bytes", {0.0, true});
-            to.finish();
-            prog.transfers.push_back(tr);
-          }
-          (side[0] == 's' ? op.num_sends : op.num_recvs) = static_cast<std::uint16_t>(list.size());
-        }
-      }
-      o.finish();
-      prog.ops.push_back(op);
+      prog.ops.push_back(read_op(std::move(o), prog, rank_range, group_range));
     }
     g.ranks.push_back(std::move(prog));
   }
