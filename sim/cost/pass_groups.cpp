@@ -12,7 +12,7 @@ PassGroups::PassGroups(const Platform& platform, const Plan& plan) {
   std::int64_t last = 0;
   std::array<Members, kNumDims> members;
   for (const Dim d : kPassDims) {
-    if (layout.size(d) < 2) continue;
+    if (layout.collective_size(d) < 2) continue;
     for (auto r : layout.group(d, 0)) {
       members[index_of(d)].push_back(static_cast<std::int32_t>(r));
       last = std::max(last, r);

@@ -33,7 +33,8 @@ class PassGroups {
 };
 
 /// The dimensions whose collectives run inside a pass (beside or after its kernels): tensor and
-/// context parallelism's, and the expert layers' token dispatch.
-inline constexpr std::array<Dim, 3> kPassDims = {Dim::kTP, Dim::kCP, Dim::kEP};
+/// context parallelism's, and the expert layers' token dispatch (over EP, and over expert TP
+/// where it differs from TP).
+inline constexpr std::array<Dim, 4> kPassDims = {Dim::kTP, Dim::kCP, Dim::kEP, Dim::kETP};
 
 }  // namespace trainsim

@@ -20,6 +20,8 @@ CommKind comm_kind(Dim d) {
       return CommKind::kPP;
     case Dim::kEDP:
       return CommKind::kDP;  // expert gradients: data-parallel traffic
+    case Dim::kETP:
+      return CommKind::kTP;  // the experts' tensor parallelism
     case Dim::kStage:
       return CommKind::kDP;  // FP8 amaxes: a synchronisation of the data-parallel replicas
   }

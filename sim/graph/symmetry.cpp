@@ -99,6 +99,8 @@ class Checker {
         return "pipeline";
       case Dim::kEDP:
         return "expert-data";
+      case Dim::kETP:
+        return "expert-tensor";
       case Dim::kStage:
         return "tensor-and-data";  // Megatron-Core's name for the group
     }

@@ -16,6 +16,8 @@ const char* to_string(Dim d) {
       return "pp";
     case Dim::kEDP:
       return "edp";
+    case Dim::kETP:
+      return "etp";
     case Dim::kStage:
       return "stage";
   }

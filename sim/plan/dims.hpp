@@ -10,13 +10,15 @@
 
 namespace trainsim {
 
-/// Tensor, context, expert, data and pipeline parallelism, and expert data parallelism: the
-/// ranks holding the same experts, over which their gradients are reduced (Megatron-Core's
-/// expert-data-parallel group), and a pipeline stage's every rank (tp x cp x dp: Megatron-Core's
+/// Tensor, context, expert, data and pipeline parallelism; expert data parallelism: the ranks
+/// holding the same experts, over which their gradients are reduced (Megatron-Core's
+/// expert-data-parallel group); expert tensor parallelism: the ranks splitting the same experts'
+/// matrices, over which the dispatcher gathers their tokens (Megatron-Core's expert
+/// tensor-parallel group); and a pipeline stage's every rank (tp x cp x dp: Megatron-Core's
 /// tensor-and-data-parallel group with context parallelism, over which Transformer Engine reduces
-/// FP8 amaxes). The first five enumerate ranks; the last two are derived from them.
-enum class Dim : std::uint8_t { kTP, kCP, kEP, kDP, kPP, kEDP, kStage };
-inline constexpr std::size_t kNumDims = 7;
+/// FP8 amaxes). The first five enumerate ranks; the last three are derived from them.
+enum class Dim : std::uint8_t { kTP, kCP, kEP, kDP, kPP, kEDP, kETP, kStage };
+inline constexpr std::size_t kNumDims = 8;
 /// The dimensions a rank order lists.
 inline constexpr std::size_t kNumOrderDims = 5;
 

@@ -57,8 +57,8 @@ class Layout {
   /// dimension's over its own.
   static std::vector<Dim> collective_dims(Dim d);
   /// The dimensions that have collective groups, the derived ones included.
-  static constexpr std::array<Dim, 6> kGroupDims = {Dim::kTP, Dim::kCP,  Dim::kEP,
-                                                    Dim::kDP, Dim::kEDP, Dim::kStage};
+  static constexpr std::array<Dim, 7> kGroupDims = {Dim::kTP,  Dim::kCP,  Dim::kEP,   Dim::kDP,
+                                                    Dim::kEDP, Dim::kETP, Dim::kStage};
   /// Members of a collective group along d: the product of collective_dims(d)'s sizes.
   std::int64_t collective_size(Dim d) const;
   /// `rank`'s collective group along d (group(collective_dims(d), rank)).
@@ -91,11 +91,12 @@ class Layout {
     std::array<std::int64_t, kNumOrderDims> size{};
     std::array<std::int64_t, kNumOrderDims> stride{};
   };
-  // The expert dimensions (EP, EDP) live in the expert radix, EDP in its data-parallel slot.
-  static bool is_expert(Dim d) { return d == Dim::kEP || d == Dim::kEDP; }
+  // The expert dimensions (EP, EDP, ETP) live in the expert radix, EDP in its data-parallel
+  // slot and ETP in its tensor-parallel one.
+  static bool is_expert(Dim d) { return d == Dim::kEP || d == Dim::kEDP || d == Dim::kETP; }
   static std::size_t slot(Dim d) {
     assert(d != Dim::kStage);
-    return index_of(d == Dim::kEDP ? Dim::kDP : d);
+    return index_of(d == Dim::kEDP ? Dim::kDP : d == Dim::kETP ? Dim::kTP : d);
   }
   const Radix& radix(Dim d) const { return is_expert(d) ? expert_ : dense_; }
   std::int64_t stride(Dim d) const { return radix(d).stride[slot(d)]; }
@@ -104,6 +105,7 @@ class Layout {
   Radix dense_;
   Radix expert_;
   bool has_edp_ = false;  // expert parallelism on: expert gradients reduced apart
+  bool has_etp_ = false;  // expert TP other than TP: the dispatcher's gathers on a group apart
   std::int64_t world_ = 1;
 };
 
