@@ -33,8 +33,8 @@ void add_parallel_flags(po::options_description& d) {
       "re-divide the dense layers' dp x cp (x tp / etp) GPUs; tokens reach their experts by "
       "all-to-all over the EP group (default 1)");
   add("etp", s("N"),
-      "expert tensor-parallel size: each expert's matrices split over N GPUs, 1 or tp "
-      "(Megatron-LM's --expert-tensor-parallel-size; default tp)");
+      "expert tensor-parallel size: each expert's matrices split over N GPUs, their tokens "
+      "gathered over them (Megatron-LM's --expert-tensor-parallel-size; default tp)");
   add("moe-token-dispatcher-type", s("NAME"),
       "how tokens reach their experts: alltoall (default) or allgather (hidden states gathered "
       "over the EP group, outputs reduce-scattered)");

@@ -83,9 +83,17 @@ LayerShape with_local_attention(const Model& model, LayerShape shape) {
   return shape;
 }
 
+bool experts_gather_tokens(const LayerShape& s) {
+  return s.moe.etp > 1 && (s.sp || s.tp == 1);
+}
+
+Dim expert_tp_dim(const LayerShape& s) {
+  return s.moe.etp == s.tp ? Dim::kTP : Dim::kETP;
+}
+
 double routed_expert_rows(const LayerShape& s) {
   const auto& m = s.moe;
-  const double gathered = s.sp && m.etp > 1 ? static_cast<double>(m.etp) : 1.0;
+  const double gathered = experts_gather_tokens(s) ? static_cast<double>(m.etp) : 1.0;
   return s.sharded_tokens() * m.topk * gathered * m.load;
 }
 

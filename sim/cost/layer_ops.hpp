@@ -152,8 +152,16 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
 /// The same layer with local attention (its local_block set from the model's).
 LayerShape with_local_attention(const Model& model, LayerShape shape);
 
+/// Whether the token dispatcher gathers the routed tokens over the expert tensor-parallel group
+/// before the experts (and reduce-scatters their outputs after): with expert TP, where the GPUs
+/// of that group hold different tokens (sequence parallelism, or no TP in the dense layers).
+bool experts_gather_tokens(const LayerShape& s);
+/// The group those gathers run over: TP's own where expert TP equals it, else the expert
+/// tensor-parallel group (the expert layers' re-division of the ranks, Layout).
+Dim expert_tp_dim(const LayerShape& s);
 /// Rows the busiest GPU's experts compute in an MoE layer, per micro-batch: its tokens (1/tp of
-/// them with SP) times top-k, gathered over expert TP with SP, times the busiest GPU's load.
+/// them with SP) times top-k, gathered over expert TP where experts_gather_tokens, times the
+/// busiest GPU's load.
 double routed_expert_rows(const LayerShape& s);
 
 /// Kernels and TP all-reduces of one block's forward or backward pass.

@@ -17,7 +17,7 @@ struct MoeWork {
   double routed = 0;  // (token, expert) pairs it dispatches: tokens x top-k
   double rows = 0;    // rows its experts compute, busiest GPU: with ETP gathered over TP
   double per_expert = 0;
-  bool etp_gather = false;  // expert TP with SP: routed tokens gathered over the TP group
+  bool etp_gather = false;  // routed tokens gathered over the expert TP group (expert_tp_dim)
 };
 
 MoeWork work_of(const LayerShape& s) {
@@ -25,7 +25,7 @@ MoeWork work_of(const LayerShape& s) {
   const auto& m = s.moe;
   w.tokens = s.sharded_tokens();
   w.routed = w.tokens * m.topk;
-  w.etp_gather = s.sp && m.etp > 1;
+  w.etp_gather = experts_gather_tokens(s);
   w.rows = routed_expert_rows(s);
   w.per_expert = w.rows / static_cast<double>(m.local);
   return w;
@@ -95,10 +95,10 @@ std::vector<std::string> layer_compute(const LayerShape& s, bool backward) {
 }
 
 // The dispatch and the combine, each way. All-to-all: the routed tokens over EP (the busiest
-// GPU receives `load` times the mean) and, with expert TP and SP, gathered over TP before the
-// experts and their outputs reduce-scattered after; with --overlap-moe-expert-parallel-comm the
-// all-to-alls run beside the layer's compute. All-gather: every token's hidden state gathered
-// over TP (with SP) and EP, the outputs reduce-scattered back.
+// GPU receives `load` times the mean) and, with expert TP, gathered over the expert TP group
+// before the experts and their outputs reduce-scattered after; with
+// --overlap-moe-expert-parallel-comm the all-to-alls run beside the layer's compute. All-gather:
+// every token's hidden state gathered over expert TP and EP, the outputs reduce-scattered back.
 void moe_collectives(const LayerShape& s, const MoeWork& w, BlockPass& p, bool backward) {
   const double h = s.hidden, e = s.act_bytes;
   const auto& m = s.moe;
@@ -107,8 +107,9 @@ void moe_collectives(const LayerShape& s, const MoeWork& w, BlockPass& p, bool b
     add_collective(p.collectives, {CollectiveKind::kReduceScatter, d, gathered, 1});
   };
   const double etp = w.etp_gather ? static_cast<double>(m.etp) : 1.0;
+  const Dim etp_dim = expert_tp_dim(s);
   if (m.dispatcher == MoeDispatcher::kAllGather) {
-    if (w.etp_gather) both_ways(Dim::kTP, etp * w.tokens * h * e);
+    if (w.etp_gather) both_ways(etp_dim, etp * w.tokens * h * e);
     if (m.ep > 1) both_ways(Dim::kEP, static_cast<double>(m.ep) * etp * w.tokens * h * e);
     return;
   }
@@ -120,7 +121,7 @@ void moe_collectives(const LayerShape& s, const MoeWork& w, BlockPass& p, bool b
                             OverlapMethod::kBulk, Dim::kEP});
     }
   }
-  if (w.etp_gather) both_ways(Dim::kTP, w.rows * h * e);
+  if (w.etp_gather) both_ways(etp_dim, w.rows * h * e);
 }
 
 // The shared expert: a dense gated MLP every token passes through beside the routed experts,

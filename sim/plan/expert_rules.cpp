@@ -53,10 +53,6 @@ void validate_expert_parallelism(const Plan& plan, const Model& model, const Pla
     fail_input(origin.of("ep"),
                "must divide the number of experts (" + n(moe.num_experts) + "), got " + n(plan.ep));
   }
-  if (etp != 1 && etp != plan.tp) {
-    fail_input(origin.of("etp"), "must be 1 or tp (" + n(plan.tp) +
-                                     "): other expert tensor-parallel sizes are not modelled yet");
-  }
   if (moe.expert_ffn_hidden_size % etp != 0) {
     fail_input(origin.of(plan.etp > 0 ? "etp" : "tp"), "must divide the expert FFN hidden size (" +
                                                            n(moe.expert_ffn_hidden_size) +
@@ -85,6 +81,14 @@ void validate_expert_parallelism(const Plan& plan, const Model& model, const Pla
     fail_input(origin.of("sp"), "expert parallelism with " + origin.name("tp") + " " + n(plan.tp) +
                                     " needs " + origin.name("sp") +
                                     " (sequence parallelism), as in Megatron-LM");
+  }
+  if (plan.tp > 1 && !plan.sp) {
+    // Megatron-Core's MoE layer (since 0.8): "During training, performance may degrade if MoE and
+    // tensor parallelism are enabled without also enabling sequence parallelism" (a ValueError).
+    fail_input(origin.of("sp"), "a mixture-of-experts model with " + origin.name("tp") + " " +
+                                    n(plan.tp) + " needs " + origin.name("sp") +
+                                    " (sequence parallelism): Megatron-Core refuses to train MoE "
+                                    "layers under tensor parallelism without it");
   }
   // A token goes to top-k distinct experts: an expert takes at most every token, k / E of them
   // on average.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "sim/cost/stage_cost.hpp"
@@ -39,13 +40,22 @@ TEST(ExpertParallel, MegatronRulesOneLineEach) {
             "--ep: ep x etp = 4 x 2 must divide tp x cp x dp = 2 x 1 x 2 = 4 (with etp = tp: ep "
             "must divide dp x cp = 2)");
   EXPECT_EQ(test::plan_error(ep_plan(2, 2, 4, 1), m), "(valid)");  // etp 1: EP over tp x dp
-  EXPECT_EQ(test::plan_error(ep_plan(4, 2, 2, 2), m),
-            "--etp: must be 1 or tp (4): other expert tensor-parallel sizes are not modelled yet");
+  // Expert TP between 1 and tp: the 8 ranks re-divided as etp 2 x ep 2 x edp 2.
+  EXPECT_EQ(test::plan_error(ep_plan(4, 2, 2, 2), m), "(valid)");
+  EXPECT_EQ(test::plan_error(ep_plan(4, 2, 8, 2), m),
+            "--ep: ep x etp = 8 x 2 must divide tp x cp x dp = 4 x 1 x 2 = 8");
+  EXPECT_EQ(test::plan_error(ep_plan(4, 2, 2, 3), m),
+            "--etp: must divide the expert FFN hidden size (14336), got 3");
   Plan no_sp = ep_plan(2, 4, 4);
   no_sp.sp = false;
   EXPECT_EQ(test::plan_error(no_sp, m),
             "--sp: expert parallelism with --tp 2 needs --sp (sequence parallelism), as in "
             "Megatron-LM");
+  Plan no_sp_no_ep = ep_plan(2, 4, 1);
+  no_sp_no_ep.sp = false;
+  EXPECT_EQ(test::plan_error(no_sp_no_ep, m),
+            "--sp: a mixture-of-experts model with --tp 2 needs --sp (sequence parallelism): "
+            "Megatron-Core refuses to train MoE layers under tensor parallelism without it");
   Plan overlap = ep_plan(1, 8, 1);
   overlap.moe_a2a_overlap = true;
   EXPECT_EQ(test::plan_error(overlap, m),
@@ -152,6 +162,42 @@ TEST(ExpertParallel, MoeLayerWorkAndTrafficInClosedForm) {
   const auto gather = collective_load(etp.collectives, CollectiveKind::kAllGather, Dim::kTP);
   // The attention's gather of T x h, and the experts' of the routed rows: 2 x (T/2 x 2) x h.
   EXPECT_DOUBLE_EQ(gather.bytes, T * h * 2.0 + T * k * h * 2.0);
+}
+
+// Expert TP between 1 and tp (Mixtral 8x7b, tp 4, etp 2, ep 2 on 8 GPUs): Megatron-Core's expert
+// rank generator re-divides the 8 ranks as etp 2 x ep 2 x edp 2, etp innermost, and its alltoall
+// dispatcher gathers the routed tokens over that expert TP group (not over TP): each GPU's 1,024
+// tokens x top-2, gathered over 2 GPUs, at half the expert width.
+TEST(ExpertParallel, ExpertTensorParallelismOnItsOwnGroup) {
+  const Model m = test::catalog_model("mixtral-8x7b");
+  const Plan p = ep_plan(4, 2, 2, 2);
+  const Layout l(p);
+  EXPECT_EQ(l.collective_group(Dim::kETP, 5), (Ranks{4, 5}));
+  EXPECT_EQ(l.collective_group(Dim::kEP, 5), (Ranks{5, 7}));
+  EXPECT_EQ(l.collective_group(Dim::kEDP, 5), (Ranks{1, 5}));
+  EXPECT_EQ(l.collective_group(Dim::kTP, 5), (Ranks{4, 5, 6, 7}));
+  EXPECT_EQ(Layout(ep_plan(4, 2, 2)).collective_size(Dim::kETP), 1);  // etp = tp: TP's group
+  const double T = 4096, h = 4096, f = 14336, k = 2, rows = T / 4 * k * 2;
+  const BlockPass fwd = block_pass(BlockKind::kDecoder, false, layer_shape(m, p, 32000));
+  EXPECT_DOUBLE_EQ(flops_of(fwd, "expert_"), 2.0 * rows * h * (f / 2) * 3.0);
+  const auto etp = collective_load(fwd.collectives, CollectiveKind::kAllGather, Dim::kETP);
+  EXPECT_DOUBLE_EQ(etp.bytes, rows * h * 2.0);
+  EXPECT_DOUBLE_EQ(
+      collective_load(fwd.collectives, CollectiveKind::kReduceScatter, Dim::kETP).bytes,
+      rows * h * 2.0);
+  // Over TP only the attention's sequence-parallel gather of the layer's T x h.
+  EXPECT_DOUBLE_EQ(collective_load(fwd.collectives, CollectiveKind::kAllGather, Dim::kTP).bytes,
+                   T * h * 2.0);
+  // In the task graph: tensor-parallel traffic on groups of 2, GPU 5's with GPU 4.
+  const CostModel costs =
+      compute_costs(m, test::catalog_platform("h100-sxm-ndr"), p, test::uniform_partition(m, 1));
+  const TaskGraph g = build_task_graph(p, costs);
+  std::set<std::vector<std::int32_t>> tp_groups;
+  for (const auto& op : g.ranks[5].ops) {
+    if (op.type != OpType::kCollective || op.comm != CommKind::kTP) continue;
+    tp_groups.insert(g.groups[static_cast<std::size_t>(op.group)].members);
+  }
+  EXPECT_EQ(tp_groups, (std::set<std::vector<std::int32_t>>{{4, 5}, {4, 5, 6, 7}}));
 }
 
 const KernelSpec& kernel_named(const BlockPass& p, const std::string& name) {
