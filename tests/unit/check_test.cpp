@@ -239,8 +239,8 @@ TEST(Diagnostics, FixesCompareWithTheGivenBaseline) {
 // num_nextn_predict_layers is read (multi-token prediction), not warned of.
 TEST(Diagnostics, UnmodelledConfigKeysAreWarnedOf) {
   const std::string v3 = test::data_path("hf/deepseek-v3/config.json");
-  const auto c = check_model(
-      v3, {{"seq_len", "4096"}, {"tp", "8"}, {"sp", "true"}, {"pp", "1"}, {"dp", "1"}});
+  const auto c =
+      check_model(v3, {{"seq_len", "4096"}, {"tp", "8"}, {"sp", "true"}, {"pp", "1"}, {"dp", "1"}});
   // Its multi-token-prediction module is modelled now: nothing left to warn of.
   EXPECT_EQ(c.in.model.mtp_layers, 1);
   EXPECT_TRUE(c.with_id("unmodelled-config-key").empty());
