@@ -38,15 +38,9 @@ void refuse_on_dense(const Plan& plan, const Model& model, const PlanOrigin& ori
   }
 }
 
-}  // namespace
-
-void validate_expert_parallelism(const Plan& plan, const Model& model, const PlanOrigin& origin) {
-  if (plan.ep < 1) fail_input(origin.of("ep"), "must be at least 1, got " + n(plan.ep));
-  if (plan.etp < 0) fail_input(origin.of("etp"), "must be at least 1, got " + n(plan.etp));
-  if (!model.moe.is_moe()) {
-    refuse_on_dense(plan, model, origin);
-    return;
-  }
+// Where the experts may go: Megatron-Core's divisibility rules, its pipeline groups, and sequence
+// parallelism wherever MoE layers meet tensor parallelism.
+void check_expert_layout(const Plan& plan, const Model& model, const PlanOrigin& origin) {
   const auto& moe = model.moe;
   const std::int64_t etp = plan.expert_tp();
   if (moe.num_experts % plan.ep != 0) {
@@ -90,6 +84,11 @@ void validate_expert_parallelism(const Plan& plan, const Model& model, const Pla
                                     " (sequence parallelism): Megatron-Core refuses to train MoE "
                                     "layers under tensor parallelism without it");
   }
+}
+
+// The routing and dispatch options: the skew an expert can take, the capacity, the overlap.
+void check_moe_options(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  const auto& moe = model.moe;
   // A token goes to top-k distinct experts: an expert takes at most every token, k / E of them
   // on average.
   const double most =
@@ -107,6 +106,19 @@ void validate_expert_parallelism(const Plan& plan, const Model& model, const Pla
                "overlaps the expert all-to-alls: needs " + origin.name("ep") +
                    " > 1 and the alltoall dispatcher");
   }
+}
+
+}  // namespace
+
+void validate_expert_parallelism(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  if (plan.ep < 1) fail_input(origin.of("ep"), "must be at least 1, got " + n(plan.ep));
+  if (plan.etp < 0) fail_input(origin.of("etp"), "must be at least 1, got " + n(plan.etp));
+  if (!model.moe.is_moe()) {
+    refuse_on_dense(plan, model, origin);
+    return;
+  }
+  check_expert_layout(plan, model, origin);
+  check_moe_options(plan, model, origin);
 }
 
 }  // namespace trainsim
