@@ -168,6 +168,10 @@ std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra
         << m.num_kv_heads << " heads)";
   if (m.moe.is_moe()) {
     setup << ", " << m.moe.num_experts << " experts top-" << m.moe.experts_per_token;
+    const bool own_width = m.moe.expert_ffn_hidden_size != m.ffn_hidden_size;
+    const auto shared = m.moe.shared_expert_ffn_hidden_size;
+    if (own_width) setup << " of width " << m.moe.expert_ffn_hidden_size;
+    if (shared > 0) setup << (own_width ? " and" : "") << " a shared expert of " << shared;
   }
   setup << ", tp " << plan.tp << " pp " << plan.pp;
   if (plan.cp > 1) setup << " cp " << plan.cp;
