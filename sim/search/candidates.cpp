@@ -222,6 +222,16 @@ std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpu
     out.push_back(p);
     if (ep * plan.expert_tp() <= gpus_per_node) break;
   }
+  // A smaller expert TP, EP kept: the expert layout strides EP by etp, so an EP group lies in
+  // one node once ep x etp GPUs do.
+  if (plan.ep <= gpus_per_node) {
+    for (std::int64_t etp = plan.expert_tp(); etp % 2 == 0 && plan.ep * etp > gpus_per_node;) {
+      etp /= 2;
+      Plan p = plan;
+      p.etp = etp;
+      out.push_back(p);
+    }
+  }
   return out;
 }
 

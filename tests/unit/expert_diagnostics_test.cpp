@@ -81,6 +81,11 @@ TEST(ExpertDiagnostics, AllToAllAcrossNodesWhenANodeWouldDo) {
       << found[0].fix;
   EXPECT_NE(found[0].fix.find("(-"), std::string::npos);  // faster
   EXPECT_TRUE(diagnostics("ep-across-nodes", {}).empty());
+  // With expert TP 2 (as TP) the expert layout strides EP by 2: its 8 GPUs span 2 nodes in
+  // Megatron's own order, and a smaller expert TP (or EP) is what puts the group on one node.
+  const auto etp = diagnostics("ep-across-nodes", {{"tp", "2"}, {"sp", "true"}, {"dp", "8"}});
+  ASSERT_EQ(etp.size(), 1u);
+  EXPECT_NE(etp[0].fix.find("--etp 1 (same GPUs): step "), std::string::npos) << etp[0].fix;
 }
 
 // Across two nodes the expert all-to-alls take 13 % of a stage's passes on the compute stream;
