@@ -176,36 +176,69 @@ std::string validation_markdown(const std::vector<ValidationSet>& sets) {
   return o.str();
 }
 
+namespace {
+
+using J = nlohmann::ordered_json;
+
+J row_json(const ValidationSet& set, const ValidationRow& r) {
+  J row{{"name", r.name}};
+  if (r.skipped) {
+    row["skipped"] = *r.skipped;
+    return row;
+  }
+  row["setup"] = r.setup;
+  if (set.quantity == Quantity::kStepTime) {
+    row["half"] = r.half;
+    row["measured_s"] = r.measured;
+    row["predicted_s"] = r.predicted;
+    row["kernel_spread"] = r.kernel_spread;
+    if (!set.band.empty()) {
+      row["p10_s"] = set.band.low(r.predicted, r.kernel_spread);
+      row["p90_s"] = set.band.high(r.predicted, r.kernel_spread);
+    }
+  } else {
+    row["stage"] = r.stage;
+    row["measured_bytes"] = r.measured;
+    row["predicted_bytes"] = r.predicted;
+  }
+  row["error"] = r.error();
+  if (!r.note.empty()) row["note"] = r.note;
+  return row;
+}
+
+// A step-time set's band and its halves' errors; a memory set's overhead fit.
+void add_set_summary(const ValidationSet& set, J& j) {
+  if (set.quantity == Quantity::kStepTime) {
+    j["band"] = {{"residual_p10", set.band.p10},
+                 {"residual_p90", set.band.p90},
+                 {"residual_per_spread_p10", set.band.per_spread_p10},
+                 {"residual_per_spread_p90", set.band.per_spread_p90}};
+    for (const char* half : {"fit", "check"}) {
+      const auto e = set.errors_of("", half);
+      const auto [inside, total] = set.in_band(half);
+      j["halves"][half] = {{"rows", e.rows},
+                           {"mean_abs_error", e.mean},
+                           {"max_abs_error", e.max},
+                           {"in_band", inside}};
+    }
+    return;
+  }
+  j["allocated_overhead_bytes"] = set.allocated_overhead;
+  j["overhead_fit_bytes"] = set.overhead_fit();
+  j["overhead_fit_rows"] = set.overhead_fit_rows();
+  j["leave_one_out_mean_abs_error"] = set.leave_one_out_errors().first;
+  j["leave_one_out_max_abs_error"] = set.leave_one_out_errors().second;
+  j["mean_abs_error_without_overhead"] = set.errors_without_overhead().first;
+  j["max_abs_error_without_overhead"] = set.errors_without_overhead().second;
+}
+
+}  // namespace
+
 std::string validation_json(const std::vector<ValidationSet>& sets) {
-  using J = nlohmann::ordered_json;
   J out = J::array();
   for (const auto& set : sets) {
     J rows = J::array();
-    for (const auto& r : set.rows) {
-      J row{{"name", r.name}};
-      if (r.skipped) {
-        row["skipped"] = *r.skipped;
-      } else {
-        row["setup"] = r.setup;
-        if (set.quantity == Quantity::kStepTime) {
-          row["half"] = r.half;
-          row["measured_s"] = r.measured;
-          row["predicted_s"] = r.predicted;
-          row["kernel_spread"] = r.kernel_spread;
-          if (!set.band.empty()) {
-            row["p10_s"] = set.band.low(r.predicted, r.kernel_spread);
-            row["p90_s"] = set.band.high(r.predicted, r.kernel_spread);
-          }
-        } else {
-          row["stage"] = r.stage;
-          row["measured_bytes"] = r.measured;
-          row["predicted_bytes"] = r.predicted;
-        }
-        row["error"] = r.error();
-        if (!r.note.empty()) row["note"] = r.note;
-      }
-      rows.push_back(std::move(row));
-    }
+    for (const auto& r : set.rows) rows.push_back(row_json(set, r));
     const auto* worst = set.worst();
     J j{{"reference", set.reference},
         {"metric", set.metric},
@@ -214,28 +247,7 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
         {"rows_total", set.rows.size()},
         {"mean_abs_error", set.mean_abs_error()},
         {"max_abs_error", worst ? std::fabs(worst->error()) : 0.0}};
-    if (set.quantity == Quantity::kStepTime) {
-      j["band"] = {{"residual_p10", set.band.p10},
-                   {"residual_p90", set.band.p90},
-                   {"residual_per_spread_p10", set.band.per_spread_p10},
-                   {"residual_per_spread_p90", set.band.per_spread_p90}};
-      for (const char* half : {"fit", "check"}) {
-        const auto e = set.errors_of("", half);
-        const auto [inside, total] = set.in_band(half);
-        j["halves"][half] = {{"rows", e.rows},
-                             {"mean_abs_error", e.mean},
-                             {"max_abs_error", e.max},
-                             {"in_band", inside}};
-      }
-    } else {
-      j["allocated_overhead_bytes"] = set.allocated_overhead;
-      j["overhead_fit_bytes"] = set.overhead_fit();
-      j["overhead_fit_rows"] = set.overhead_fit_rows();
-      j["leave_one_out_mean_abs_error"] = set.leave_one_out_errors().first;
-      j["leave_one_out_max_abs_error"] = set.leave_one_out_errors().second;
-      j["mean_abs_error_without_overhead"] = set.errors_without_overhead().first;
-      j["max_abs_error_without_overhead"] = set.errors_without_overhead().second;
-    }
+    add_set_summary(set, j);
     j["rows"] = std::move(rows);
     out.push_back(std::move(j));
   }
