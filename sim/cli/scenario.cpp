@@ -86,56 +86,50 @@ std::string changed_recipe(const InputRequest& req) {
          " the recipe the published step time was measured on";
 }
 
-}  // namespace
-
-ResolvedInputs resolve_inputs(const InputRequest& req) {
-  ResolvedInputs in;
-  std::optional<std::filesystem::path> model_path;
-  std::optional<std::filesystem::path> platform_path;
-  if (req.scenario) {
-    in.scenario_path = resolve_catalog_entry("scenarios", *req.scenario, "SCENARIO");
-    const std::string file = in.scenario_path.string();
-    auto j = load_json_file(in.scenario_path);
-    JsonObject o(j, file);
-    in.scenario_name = o.optional_string("name").value_or(in.scenario_path.stem().string());
-    o.allow({"description", "notes"});
-    in.published.figures = read_published(o);
-    if (!in.published.figures.empty()) in.published.not_compared = changed_recipe(req);
-    if (!req.model) {
-      model_path =
-          resolve_from_scenario("models", o.string("model"), in.scenario_path, o.where("model"));
-    } else {
-      o.allow({"model"});
-    }
-    if (!req.platform) {
-      platform_path = resolve_from_scenario("platforms", o.string("platform"), in.scenario_path,
-                                            o.where("platform"));
-    } else {
-      o.allow({"platform"});
-    }
-    if (auto engine = o.optional_choice("engine", {"simgrid", "analytic"})) {
-      in.engine = engine_of(*engine);
-    }
-    auto plan = o.object("plan");
-    for (const auto& field : plan_fields()) {
-      // A flag overrides the scenario's value, which is then not read at all.
-      if (!plan.has(field.name) || req.plan_flags.count(field.name) > 0) {
-        plan.allow({field.name});
-        continue;
-      }
-      apply_json(in.plan, field, plan);
-      in.origin.where[field.name] = plan.where(field.name);
-    }
-    plan.finish();
-    o.finish();
+// The scenario file: its name, published figures, engine, plan (fields a flag overrides are not
+// read), and the model and platform it names unless a flag does.
+void read_scenario(const InputRequest& req, ResolvedInputs& in,
+                   std::optional<std::filesystem::path>& model_path,
+                   std::optional<std::filesystem::path>& platform_path) {
+  in.scenario_path = resolve_catalog_entry("scenarios", *req.scenario, "SCENARIO");
+  const std::string file = in.scenario_path.string();
+  auto j = load_json_file(in.scenario_path);
+  JsonObject o(j, file);
+  in.scenario_name = o.optional_string("name").value_or(in.scenario_path.stem().string());
+  o.allow({"description", "notes"});
+  in.published.figures = read_published(o);
+  if (!in.published.figures.empty()) in.published.not_compared = changed_recipe(req);
+  if (!req.model) {
+    model_path =
+        resolve_from_scenario("models", o.string("model"), in.scenario_path, o.where("model"));
+  } else {
+    o.allow({"model"});
   }
-  if (req.model) model_path = resolve_catalog_entry("models", *req.model, "--model");
-  if (req.platform) platform_path = resolve_catalog_entry("platforms", *req.platform, "--platform");
-  if (!model_path)
-    fail_input("--model",
-               "is required (a catalog name or a config.json path), or give a SCENARIO.json");
-  if (!platform_path)
-    fail_input("--platform", "is required (a catalog name or a path), or give a SCENARIO.json");
+  if (!req.platform) {
+    platform_path = resolve_from_scenario("platforms", o.string("platform"), in.scenario_path,
+                                          o.where("platform"));
+  } else {
+    o.allow({"platform"});
+  }
+  if (auto engine = o.optional_choice("engine", {"simgrid", "analytic"})) {
+    in.engine = engine_of(*engine);
+  }
+  auto plan = o.object("plan");
+  for (const auto& field : plan_fields()) {
+    // A flag overrides the scenario's value, which is then not read at all.
+    if (!plan.has(field.name) || req.plan_flags.count(field.name) > 0) {
+      plan.allow({field.name});
+      continue;
+    }
+    apply_json(in.plan, field, plan);
+    in.origin.where[field.name] = plan.where(field.name);
+  }
+  plan.finish();
+  o.finish();
+}
+
+// The plan flags, over the scenario's values; each field's origin is its flag.
+void apply_plan_flags(const InputRequest& req, ResolvedInputs& in) {
   for (const auto& field : plan_fields()) {
     auto it = req.plan_flags.find(field.name);
     if (it == req.plan_flags.end()) continue;
@@ -145,6 +139,23 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
     in.origin.where[field.name] =
         off ? "--no-" + flag_of(field.name).substr(2) : flag_of(field.name);
   }
+}
+
+}  // namespace
+
+ResolvedInputs resolve_inputs(const InputRequest& req) {
+  ResolvedInputs in;
+  std::optional<std::filesystem::path> model_path;
+  std::optional<std::filesystem::path> platform_path;
+  if (req.scenario) read_scenario(req, in, model_path, platform_path);
+  if (req.model) model_path = resolve_catalog_entry("models", *req.model, "--model");
+  if (req.platform) platform_path = resolve_catalog_entry("platforms", *req.platform, "--platform");
+  if (!model_path)
+    fail_input("--model",
+               "is required (a catalog name or a config.json path), or give a SCENARIO.json");
+  if (!platform_path)
+    fail_input("--platform", "is required (a catalog name or a path), or give a SCENARIO.json");
+  apply_plan_flags(req, in);
   if (req.engine) in.engine = engine_of(*req.engine);
   in.model_path = *model_path;
   in.platform_path = *platform_path;
