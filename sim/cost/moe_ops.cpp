@@ -15,7 +15,7 @@ namespace {
 struct MoeWork {
   double tokens = 0;  // router input: the GPU's hidden states (1/tp of them with SP)
   double routed = 0;  // (token, expert) pairs it dispatches: tokens x top-k
-  double rows = 0;    // rows its experts compute, busiest GPU: with ETP gathered over TP
+  double rows = 0;    // rows its experts compute, busiest GPU: gathered over expert TP
   double per_expert = 0;
   bool etp_gather = false;  // routed tokens gathered over the expert TP group (expert_tp_dim)
 };
