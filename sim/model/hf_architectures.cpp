@@ -41,6 +41,13 @@ void read_llama_like(HfReader& r, Model& m, bool qwen2) {
   }
 }
 
+// Routed experts of one width: their count under `count_key`, Hugging Face's top-k key.
+void read_experts(HfReader& r, Model& m, const char* count_key, std::int64_t width) {
+  m.moe.num_experts = r.integer(count_key);
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = width;
+}
+
 // DeepSeek V2 and V3: multi-head latent attention, shared experts beside the routed ones,
 // leading dense layers; V3's router adds a score-correction bias per expert ("noaux_tc").
 void read_deepseek(HfReader& r, Model& m) {
@@ -86,9 +93,7 @@ void read_llama4_text(HfReader& r, Model& m) {
   read_llama_like(r, m, false);
   const std::int64_t expert = m.ffn_hidden_size;
   m.ffn_hidden_size = r.integer_or("intermediate_size_mlp", expert);
-  m.moe.num_experts = r.integer("num_local_experts");
-  m.moe.experts_per_token = r.integer("num_experts_per_tok");
-  m.moe.expert_ffn_hidden_size = expert;
+  read_experts(r, m, "num_local_experts", expert);
   m.moe.shared_expert_ffn_hidden_size = expert;
   m.moe.layer_interval = r.integer_or("interleave_moe_layer_step", 1);
   // Chunked attention on the layers with rotary positions; every nope_layer_interval-th layer
@@ -138,9 +143,7 @@ void read_gpt_oss(HfReader& r, Model& m) {
   m.qkv_bias = m.attention_output_bias = r.boolean_or("attention_bias", true);
   m.mlp_bias = true;
   m.attention_sinks = true;
-  m.moe.num_experts = r.integer("num_local_experts");
-  m.moe.experts_per_token = r.integer("num_experts_per_tok");
-  m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+  read_experts(r, m, "num_local_experts", m.ffn_hidden_size);
   m.moe.router_bias = true;
   read_sliding_window(r, m);
 }
@@ -151,9 +154,7 @@ void read_grok1(HfReader& r, Model& m) {
   m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
   m.ffn_kind = FfnKind::kGeGLU;  // Grok-1's experts are GELU-gated
   m.sandwich_norms = true;       // RMSNorms before and after attention and the experts
-  m.moe.num_experts = r.integer("num_experts");
-  m.moe.experts_per_token = r.integer("num_experts_per_tok");
-  m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+  read_experts(r, m, "num_experts", m.ffn_hidden_size);
 }
 
 void read_llama(HfReader& r, Model& m) {
@@ -171,9 +172,7 @@ void read_qwen2(HfReader& r, Model& m) {
 
 void read_mixtral(HfReader& r, Model& m) {
   read_llama_like(r, m, false);
-  m.moe.num_experts = r.integer("num_local_experts");
-  m.moe.experts_per_token = r.integer("num_experts_per_tok");
-  m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+  read_experts(r, m, "num_local_experts", m.ffn_hidden_size);
 }
 
 void read_qwen3_dense(HfReader& r, Model& m) {

@@ -69,20 +69,18 @@ void check_expert_layout(const Plan& plan, const Model& model, const PlanOrigin&
                    to_string(plan.rank_order) +
                    "); Megatron-Core requires the same pipeline groups: use tp-cp-ep-dp-pp");
   }
-  if (plan.ep > 1 && plan.tp > 1 && !plan.sp) {
-    // Megatron-LM: "When using expert parallelism and tensor parallelism, sequence parallelism
-    // must be used."
-    fail_input(origin.of("sp"), "expert parallelism with " + origin.name("tp") + " " + n(plan.tp) +
-                                    " needs " + origin.name("sp") +
-                                    " (sequence parallelism), as in Megatron-LM");
-  }
   if (plan.tp > 1 && !plan.sp) {
-    // Megatron-Core's MoE layer (since 0.8): "During training, performance may degrade if MoE and
-    // tensor parallelism are enabled without also enabling sequence parallelism" (a ValueError).
-    fail_input(origin.of("sp"), "a mixture-of-experts model with " + origin.name("tp") + " " +
-                                    n(plan.tp) + " needs " + origin.name("sp") +
-                                    " (sequence parallelism): Megatron-Core refuses to train MoE "
-                                    "layers under tensor parallelism without it");
+    // Megatron-LM: "When using expert parallelism and tensor parallelism, sequence parallelism
+    // must be used"; without EP, Megatron-Core's MoE layer (since 0.8): "During training,
+    // performance may degrade if MoE and tensor parallelism are enabled without also enabling
+    // sequence parallelism" (a ValueError).
+    const std::string tp = origin.name("tp") + " " + n(plan.tp), sp = origin.name("sp");
+    fail_input(origin.of("sp"),
+               plan.ep > 1 ? "expert parallelism with " + tp + " needs " + sp +
+                                 " (sequence parallelism), as in Megatron-LM"
+                           : "a mixture-of-experts model with " + tp + " needs " + sp +
+                                 " (sequence parallelism): Megatron-Core refuses to train MoE "
+                                 "layers under tensor parallelism without it");
   }
 }
 

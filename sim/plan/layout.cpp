@@ -28,7 +28,6 @@ Layout::Layout(const Plan& plan) : order_(plan.rank_order) {
   const std::int64_t expert_rest = plan.world_size() / (etp * plan.ep * plan.pp);
   expert_.size = sizes(etp, 1, plan.ep, std::max<std::int64_t>(expert_rest, 1), plan.pp);
   has_edp_ = plan.ep > 1;
-  has_etp_ = etp != plan.tp;
   for (Radix* r : {&dense_, &expert_}) {
     std::int64_t stride = 1;
     for (const Dim d : order_) {
@@ -129,7 +128,8 @@ std::vector<Dim> Layout::collective_dims(Dim d) {
 
 std::int64_t Layout::collective_size(Dim d) const {
   if (d == Dim::kEDP && !has_edp_) return 1;  // without EP, expert gradients reduce over DP
-  if (d == Dim::kETP && !has_etp_) return 1;  // expert TP as TP: its collectives run over TP
+  // Expert TP as TP: its collectives run over TP's own group.
+  if (d == Dim::kETP && size(Dim::kETP) == size(Dim::kTP)) return 1;
   std::int64_t n = 1;
   for (const Dim e : collective_dims(d)) n *= size(e);
   return n;

@@ -105,7 +105,6 @@ class Layout {
   Radix dense_;
   Radix expert_;
   bool has_edp_ = false;  // expert parallelism on: expert gradients reduced apart
-  bool has_etp_ = false;  // expert TP other than TP: the dispatcher's gathers on a group apart
   std::int64_t world_ = 1;
 };
 

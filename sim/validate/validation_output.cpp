@@ -226,10 +226,12 @@ void add_set_summary(const ValidationSet& set, J& j) {
   j["allocated_overhead_bytes"] = set.allocated_overhead;
   j["overhead_fit_bytes"] = set.overhead_fit();
   j["overhead_fit_rows"] = set.overhead_fit_rows();
-  j["leave_one_out_mean_abs_error"] = set.leave_one_out_errors().first;
-  j["leave_one_out_max_abs_error"] = set.leave_one_out_errors().second;
-  j["mean_abs_error_without_overhead"] = set.errors_without_overhead().first;
-  j["max_abs_error_without_overhead"] = set.errors_without_overhead().second;
+  const auto [loo_mean, loo_max] = set.leave_one_out_errors();
+  j["leave_one_out_mean_abs_error"] = loo_mean;
+  j["leave_one_out_max_abs_error"] = loo_max;
+  const auto [bare_mean, bare_max] = set.errors_without_overhead();
+  j["mean_abs_error_without_overhead"] = bare_mean;
+  j["max_abs_error_without_overhead"] = bare_max;
 }
 
 }  // namespace
