@@ -305,6 +305,23 @@ bool MemoryModel::fits() const {
   return true;
 }
 
+namespace {
+
+// Transformer Engine's cuBLAS workspaces beyond the one every GEMM shares, each taken at its
+// first use and kept: the grouped GEMM of grouped experts runs on 4 compute streams with a
+// workspace each (transformer_engine/common/util/multi_stream.cpp); TP-overlapped GEMMs use one
+// of 3 workspaces' size (_NUM_MAX_UB_STREAMS in transformer_engine/pytorch/cpp_extensions/gemm.py).
+double extra_cublas_workspaces(const Platform& platform, const Plan& plan, bool has_experts) {
+  constexpr double kGroupedGemmStreams = 4;
+  constexpr double kUserbufferStreams = 3;
+  double workspaces = 0;
+  if (has_experts && plan.moe_grouped_gemm) workspaces += kGroupedGemmStreams;
+  if (plan.tp_comm_overlap) workspaces += kUserbufferStreams;
+  return workspaces * platform.memory.cublas_workspace;
+}
+
+}  // namespace
+
 MemoryModel compute_memory(const Model& model, const Platform& platform, const Plan& plan,
                            const Partition& partition, const CostModel& costs,
                            const ActivationOptions& requested) {
@@ -340,7 +357,8 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
     if (plan.precision == Precision::kFP8 && !plan.fp8_param_gather) {
       sm.state.weights += kFp8WeightCopyBytes * d(gemm_params);
     }
-    sm.runtime_allocated = platform.memory.allocated;
+    sm.runtime_allocated =
+        platform.memory.allocated + extra_cublas_workspaces(platform, plan, experts > 0);
     sm.footprint = footprints.front();
     const auto steps = compute_steps(stage_program(config, s));
     sm.timeline = walk_activations(steps, footprints, sm.base());

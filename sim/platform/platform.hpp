@@ -61,6 +61,9 @@ struct RuntimeMemory {
   /// Bytes the framework's caching allocator counts beyond model state and activations (library
   /// workspaces, the batch, temporaries): what torch.cuda.max_memory_allocated sees on top.
   double allocated = 0;
+  /// Transformer Engine's cuBLAS workspace on this GPU: the one every GEMM shares is in
+  /// `allocated`; grouped GEMMs and TP-overlapped GEMMs take more of them (see memory.cpp).
+  double cublas_workspace = 0;
   /// Bytes outside the caching allocator: CUDA context, NCCL buffers, library handles, and what
   /// the driver keeps of the sheet capacity.
   double reserved = 0;

@@ -129,6 +129,8 @@ void parse_optional_sections(Platform& p, JsonObject& o, const std::string& file
     p.memory.allocated = mem->number("allocated_overhead_MiB", kMiBytes) * kMiB;
     p.memory.reserved = mem->number("runtime_reserved_GiB", kGiBytesOrNone) * kGiB;
     p.memory.fragmentation = mem->number("fragmentation", {0.0, true, 1.0, true});
+    p.memory.cublas_workspace =
+        mem->optional_number("cublas_workspace_MiB", kMiBytes).value_or(0.0) * kMiB;
     mem->finish();
   }
   if (auto storage = o.optional_object("storage")) {

@@ -75,30 +75,26 @@ TEST(Cli, ValidateMegatronCiMemory) {
     EXPECT_LT(std::abs(x["error"].get<double>()), 0.01) << x;
   }
   EXPECT_TRUE(interleaved);
-  // The memory issue's targets, mean error under 5 % and max under 10 %, on every BF16 row but
-  // one MoE row with expert TP 2 under TP 4, held where it is at -13.9 % (cause not established;
-  // not the routing: at --moe-imbalance 3 it moves 2.5 points, its 4 local experts average the
-  // load). The two FP8 rows are held where they are: with TP communication overlap -10.4 %
-  // (cause not established), without it +4.0 %.
+  // The memory issue's targets, mean error under 5 % and max under 10 %, on every row. Two rows
+  // met them only once Transformer Engine's extra cuBLAS workspaces were counted (4 of 32 MiB for
+  // grouped GEMM, 3 for TP-overlapped GEMMs): the MoE row with expert TP 2 under TP 4 (-13.9 %
+  // before) and the FP8 row with TP communication overlap (-10.4 % before).
   EXPECT_LT(set["mean_abs_error"].get<double>(), 0.05);
   for (const auto& x : set["rows"]) {
     if (!x.contains("predicted_bytes")) continue;
     const double error = x["error"].get<double>();
+    EXPECT_LT(std::abs(error), 0.10) << x;
     if (x["name"] == "gpt3_moe_mcore_te_tp4_ep2_etp2_pp2_resume_torch_dist_dist_optimizer") {
-      EXPECT_NEAR(error, -0.139, 0.01) << x;
-    } else if (x["setup"].get<std::string>().find("fp8") == std::string::npos) {
-      EXPECT_LT(std::abs(error), 0.10) << x;
+      EXPECT_NEAR(error, -0.022, 0.01) << x;
     } else if (x["name"] ==
                "gpt3_weekly_mcore_tp2_pp2_current_scaling_native_fp8_tp_pp_sp_tp_overlap") {
-      EXPECT_NEAR(error, -0.104, 0.01) << x;
-    } else {
-      EXPECT_NEAR(error, 0.040, 0.01) << x;
+      EXPECT_NEAR(error, 0.010, 0.01) << x;
     }
   }
-  EXPECT_LT(set["max_abs_error"].get<double>(), 0.145);
+  EXPECT_LT(set["max_abs_error"].get<double>(), 0.10);
   // The fitted overhead is one number; fitting it without each row in turn moves no figure much.
   EXPECT_LT(set["leave_one_out_mean_abs_error"].get<double>(), 0.05);
-  EXPECT_LT(set["leave_one_out_max_abs_error"].get<double>(), 0.145);
+  EXPECT_LT(set["leave_one_out_max_abs_error"].get<double>(), 0.10);
   EXPECT_NEAR(set["overhead_fit_bytes"].get<double>(), set["allocated_overhead_bytes"],
               0.1 * 1024 * 1024);
   // One row by hand: 12 layers of hidden 512, tp 1, pp 1, mbs 4 x 1024 tokens (T = 4096),

@@ -311,6 +311,34 @@ TEST(ExpertParallel, ExpertWeightsAndStateSplitByEp) {
   EXPECT_DOUBLE_EQ(mem.stages[0].state.optimizer, 8.0 * (dense / 8.0 + experts / 4.0));
 }
 
+// Transformer Engine's cuBLAS workspaces beyond the shared one, in the allocated runtime: 4 where
+// a GPU runs grouped expert GEMMs (one per compute stream), 3 where TP overlaps its GEMMs.
+TEST(ExpertParallel, GroupedAndOverlappedGemmsKeepTheirOwnWorkspaces) {
+  Model m = test::catalog_model("mixtral-8x7b");
+  m.num_layers = 4;
+  m.moe.first_dense_layers = 2;  // stage 0 dense, stage 1 MoE under pp 2
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  const double shared = 114.5 * 1024 * 1024;
+  const double workspace = 32.0 * 1024 * 1024;
+  ASSERT_DOUBLE_EQ(platform.memory.allocated, shared);
+  ASSERT_DOUBLE_EQ(platform.memory.cublas_workspace, workspace);
+  Plan p = ep_plan(2, 4, 4);
+  p.pp = 2;
+  p.gbs = 8;
+  const Partition part = test::uniform_partition(m, 2);
+  auto runtime = [&](const Plan& plan) {
+    const CostModel costs = compute_costs(m, platform, plan, part);
+    const MemoryModel mem = compute_memory(m, platform, plan, part, costs, {});
+    return std::make_pair(mem.stages[0].runtime_allocated, mem.stages[1].runtime_allocated);
+  };
+  EXPECT_EQ(runtime(p), std::make_pair(shared, shared + 4 * workspace));
+  p.moe_grouped_gemm = false;  // sequential experts: plain GEMMs on the shared workspace
+  EXPECT_EQ(runtime(p), std::make_pair(shared, shared));
+  p.moe_grouped_gemm = true;
+  p.tp_comm_overlap = true;
+  EXPECT_EQ(runtime(p), std::make_pair(shared + 3 * workspace, shared + 7 * workspace));
+}
+
 // Dense gradients reduce over dp x cp, the experts' over their expert-data-parallel group.
 TEST(ExpertParallel, ExpertGradientsReduceOverTheirOwnGroup) {
   const Model m = test::catalog_model("mixtral-8x7b");

@@ -191,13 +191,20 @@ TEST(Platform, StrictInput) {
                "nvlink_bandwidth_GBps, nvlink_latency_us)");
   bad = j;
   bad["memory"]["fragmentation_percent"] = 5;
-  expect_error(bad,
-               "p.json: $.memory.fragmentation_percent: unknown key (known keys here: "
-               "allocated_overhead_MiB, fragmentation, runtime_reserved_GiB)");
+  expect_error(
+      bad,
+      "p.json: $.memory.fragmentation_percent: unknown key (known keys here: "
+      "allocated_overhead_MiB, cublas_workspace_MiB, fragmentation, runtime_reserved_GiB)");
   bad = j;
   bad["memory"]["runtime_reserved_GiB"] = -1;
   expect_error(bad,
                "p.json: $.memory.runtime_reserved_GiB: must be a number >= 0 and <= 65536, got -1");
+  bad = j;
+  bad["memory"]["cublas_workspace_MiB"] = "32";
+  expect_error(
+      bad,
+      "p.json: $.memory.cublas_workspace_MiB: must be a number >= 0 and <= 67108864, got a "
+      "string \"32\"");
   bad = j;
   bad["gpu"]["hbm_bandwidth_GBps"] = -1;
   expect_error(bad,
