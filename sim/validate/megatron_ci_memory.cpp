@@ -63,6 +63,11 @@ ValidationRow megatron_memory_row(const CiReference& ref, const nlohmann::json& 
     // with its rank order (tp innermost, pp outermost) that is a GPU of the last stage.
     row.stage = partition.physical_stages() - 1;
     row.predicted = memory.stages.back().peak_allocated;
+    // torch.cuda.memory_allocated as the same rank logs it after each step: no activations left.
+    if (const auto after = Fields(j, ref.file, path).number("mem_allocated_bytes_max")) {
+      row.measured_after_step = *after;
+      row.predicted_after_step = memory.stages.back().base();
+    }
   } catch (const InputError& e) {
     row.skipped = std::string("not expressible: ") + e.what();
   }

@@ -31,6 +31,10 @@ struct ValidationRow {
   double measured = 0;
   double predicted = 0;
   double kernel_spread = 0;  // step time: the P10-P90 width of the plan's kernels (band scale)
+  /// Memory: the allocated bytes after the step (model state and the buffers the run keeps, no
+  /// activations), measured and predicted; both 0 where the reference does not log them.
+  double measured_after_step = 0;
+  double predicted_after_step = 0;
   /// Memory: whether the row joins the fit of the allocated overhead (a mixture-of-experts row
   /// does not: its residual also holds the routing imbalance its run's data decided).
   bool fits_overhead = true;
@@ -70,6 +74,9 @@ struct ValidationSet {
   std::pair<std::int64_t, std::int64_t> in_band(const std::string& half) const;
   /// Mean and max |error| without the platform's allocated overhead.
   std::pair<double, double> errors_without_overhead() const;
+  /// Memory: measured minus predicted allocated bytes after the step, over the expressed rows
+  /// whose reference logs them, in row order.
+  std::vector<std::pair<const ValidationRow*, double>> after_step_residuals() const;
 };
 
 /// The reference set used when `trainsim validate` is given none (under the data directory).

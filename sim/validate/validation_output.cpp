@@ -122,15 +122,52 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
   o << "\n";
 }
 
+std::string signed_mib(double bytes) {
+  std::string s = format_fixed(bytes / kMiB, 1);
+  if (s[0] != '-') s = "+" + s;
+  return s;
+}
+
+// The allocated bytes after the step hold no activations: where they miss, the state or the
+// buffers a run keeps do, whatever the peak says.
+void after_step_summary(const ValidationSet& set, std::ostringstream& o) {
+  constexpr double kClose = 25 * kMiB;
+  const auto residuals = set.after_step_residuals();
+  if (residuals.empty()) return;
+  std::vector<double> sorted;
+  std::vector<std::string> beyond;
+  for (const auto& [row, d] : residuals) {
+    sorted.push_back(d);
+    if (std::fabs(d) > kClose) beyond.push_back(row->name + " (" + signed_mib(d) + " MiB)");
+  }
+  std::sort(sorted.begin(), sorted.end());
+  o << "After the step (mem-allocated-bytes, torch.cuda.memory_allocated logged by the same rank: "
+       "model state and the buffers the run keeps, no activations; predicted: the stage's state "
+       "and allocated runtime), measured minus predicted on "
+    << residuals.size() << " rows: median "
+    << signed_mib(0.5 * (sorted[(sorted.size() - 1) / 2] + sorted[sorted.size() / 2]))
+    << " MiB, from " << signed_mib(sorted.front()) << " to " << signed_mib(sorted.back())
+    << " MiB; within 25 MiB on " << residuals.size() - beyond.size();
+  if (!beyond.empty()) {
+    o << "; beyond it: ";
+    for (std::size_t i = 0; i < beyond.size(); ++i) o << (i ? ", " : "") << beyond[i];
+  }
+  o << ".\n\n";
+}
+
 void memory_markdown(const ValidationSet& set, std::ostringstream& o) {
-  o << "| test case | run | stage | measured GiB | predicted GiB | error |\n";
-  o << "|---|---|---|---|---|---|\n";
+  o << "| test case | run | stage | measured GiB | predicted GiB | error | after step: measured - "
+       "predicted MiB |\n";
+  o << "|---|---|---|---|---|---|---|\n";
   std::vector<std::string> notes;
   for (const auto& r : set.rows) {
     if (r.skipped) continue;
     o << "| " << noted_name(r, notes) << " | " << r.setup << " | " << r.stage << " | "
       << format_fixed(r.measured / kGiB, 3) << " | " << format_fixed(r.predicted / kGiB, 3) << " | "
-      << signed_percent(r.error()) << " |\n";
+      << signed_percent(r.error()) << " | "
+      << (r.measured_after_step > 0 ? signed_mib(r.measured_after_step - r.predicted_after_step)
+                                    : std::string("-"))
+      << " |\n";
   }
   o << "\n";
   footnotes(notes, o);
@@ -138,6 +175,7 @@ void memory_markdown(const ValidationSet& set, std::ostringstream& o) {
   o << set.expressed() << " of " << set.rows.size() << " rows expressed: mean |error| "
     << percent(set.mean_abs_error()) << ", max |error| "
     << (worst ? percent(std::fabs(worst->error())) + " (" + worst->name + ")" : "n/a") << ".\n\n";
+  after_step_summary(set, o);
   o << "Calibration: measured minus predicted without the platform's allocated overhead ("
     << format_fixed(set.allocated_overhead / kMiB, 1) << " MiB in " << set.platform
     << "), median over the expressed rows";
@@ -200,6 +238,10 @@ J row_json(const ValidationSet& set, const ValidationRow& r) {
     row["stage"] = r.stage;
     row["measured_bytes"] = r.measured;
     row["predicted_bytes"] = r.predicted;
+    if (r.measured_after_step > 0) {
+      row["measured_after_step_bytes"] = r.measured_after_step;
+      row["predicted_after_step_bytes"] = r.predicted_after_step;
+    }
   }
   row["error"] = r.error();
   if (!r.note.empty()) row["note"] = r.note;

@@ -115,4 +115,13 @@ std::pair<double, double> ValidationSet::errors_without_overhead() const {
   return {n > 0 ? sum / static_cast<double>(n) : 0.0, max};
 }
 
+std::vector<std::pair<const ValidationRow*, double>> ValidationSet::after_step_residuals() const {
+  std::vector<std::pair<const ValidationRow*, double>> out;
+  for (const auto& r : rows) {
+    if (r.skipped || r.measured_after_step <= 0) continue;
+    out.emplace_back(&r, r.measured_after_step - r.predicted_after_step);
+  }
+  return out;
+}
+
 }  // namespace trainsim

@@ -92,6 +92,35 @@ TEST(Cli, ValidateMegatronCiMemory) {
     }
   }
   EXPECT_LT(set["max_abs_error"].get<double>(), 0.10);
+  // After the step the allocated bytes hold no activations, only the state and the buffers a run
+  // keeps: predicted within 25 MiB on 62 of the 64 rows; the two beyond it are held where they
+  // are, causes not established (if the 7B run holds its extra 1.2 GiB at the peak too, its
+  // peak is -0.8 % only because its activations are priced about 0.8 GiB high).
+  constexpr double kMiB = 1024.0 * 1024.0;
+  int close = 0;
+  for (const auto& x : set["rows"]) {
+    if (!x.contains("measured_after_step_bytes")) continue;
+    const double d = (x["measured_after_step_bytes"].get<double>() -
+                      x["predicted_after_step_bytes"].get<double>()) /
+                     kMiB;
+    if (x["name"] == "gpt3_7b_tp1_pp4_memory_speed") {
+      EXPECT_NEAR(d, 1262.8, 5) << x;
+    } else if (x["name"] == "gpt3_mcore_te_tp2_pp1_te_a2a_ovlp_8experts_etp1_ep4") {
+      EXPECT_NEAR(d, 45.3, 5) << x;
+    } else {
+      EXPECT_LT(std::abs(d), 25) << x;
+      ++close;
+    }
+  }
+  EXPECT_EQ(close, 62);
+  const auto text = test::run_trainsim({"validate"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("measured minus predicted on 64 rows: median -6.8 MiB, from -18.5 to "
+                          "+1262.8 MiB; within 25 MiB on 62; beyond it: "
+                          "gpt3_7b_tp1_pp4_memory_speed (+1262.8 MiB), "
+                          "gpt3_mcore_te_tp2_pp1_te_a2a_ovlp_8experts_etp1_ep4 (+45.3 MiB)."),
+            std::string::npos)
+      << text.out;
   // The fitted overhead is one number; fitting it without each row in turn moves no figure much.
   EXPECT_LT(set["leave_one_out_mean_abs_error"].get<double>(), 0.05);
   EXPECT_LT(set["leave_one_out_max_abs_error"].get<double>(), 0.10);
