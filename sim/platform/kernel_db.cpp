@@ -278,6 +278,25 @@ double corner_weight(const std::vector<std::vector<Bracket>>& per_axis, const Ce
   return weight;
 }
 
+// The entry at a cell's corner `x`: where several share its coordinates, the closest to the
+// query in what the axes omit (the first of equals); nullptr where none was measured.
+const KernelDbEntry* entry_at(const std::vector<KernelDbEntry>& entries,
+                              const std::map<Coords, std::vector<std::size_t>>& points,
+                              const Coords& x, const KernelShape& shape) {
+  const auto it = points.find(x);
+  if (it == points.end()) return nullptr;
+  const KernelDbEntry* best = nullptr;
+  double best_tie = 0;
+  for (std::size_t i : it->second) {
+    const double tie = tie_distance(entries[i].shape, shape);
+    if (best == nullptr || tie < best_tie) {
+      best = &entries[i];
+      best_tie = tie;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape) const {
@@ -301,22 +320,6 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
   }
   if (above) return nearest(shape);  // above the measured range on some axis
 
-  // The entry at a corner: where several share its coordinates, the closest to the query in what
-  // the axes omit (the first of equals).
-  auto entry_at = [&](const Coords& x) -> const KernelDbEntry* {
-    const auto it = points.find(x);
-    if (it == points.end()) return nullptr;
-    const KernelDbEntry* best = nullptr;
-    double best_tie = 0;
-    for (std::size_t i : it->second) {
-      const double tie = tie_distance(entries_[i].shape, shape);
-      if (best == nullptr || tie < best_tie) {
-        best = &entries_[i];
-        best_tie = tie;
-      }
-    }
-    return best;
-  };
   CellQueue queue(per_axis);
   for (std::size_t tried = 0; tried < kMaxCellsTried && !queue.empty(); ++tried) {
     const Cell cell = queue.pop();
@@ -326,7 +329,7 @@ std::optional<KernelDbHit> KernelDatabase::interpolate(const KernelShape& shape)
     for (std::size_t corner = 0; corner < (std::size_t{1} << dims); ++corner) {
       Coords x{};
       const double weight = corner_weight(per_axis, cell, corner, x);
-      const KernelDbEntry* e = entry_at(x);
+      const KernelDbEntry* e = entry_at(entries_, points, x, shape);
       if (e == nullptr) {
         complete = false;
         break;
