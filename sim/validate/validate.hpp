@@ -77,6 +77,7 @@ struct ValidationSet {
   /// Memory: measured minus predicted allocated bytes after the step, over the expressed rows
   /// whose reference logs them, in row order.
   std::vector<std::pair<const ValidationRow*, double>> after_step_residuals() const;
+  double after_step_median() const;  // of those residuals; 0 when none
 };
 
 /// The reference set used when `trainsim validate` is given none (under the data directory).

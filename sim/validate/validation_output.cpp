@@ -21,10 +21,19 @@ std::string percent(double x) {
   return format_fixed(100.0 * x, 1) + " %";
 }
 
-std::string signed_percent(double x) {
-  std::string s = format_fixed(100.0 * x, 1);
+// One decimal, with its sign.
+std::string signed_fixed(double x) {
+  std::string s = format_fixed(x, 1);
   if (s[0] != '-') s = "+" + s;
-  return s + " %";
+  return s;
+}
+
+std::string signed_percent(double x) {
+  return signed_fixed(100.0 * x) + " %";
+}
+
+std::string signed_mib(double bytes) {
+  return signed_fixed(bytes / kMiB);
 }
 
 // Skipped rows, grouped by reason in order of first appearance.
@@ -122,32 +131,25 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
   o << "\n";
 }
 
-std::string signed_mib(double bytes) {
-  std::string s = format_fixed(bytes / kMiB, 1);
-  if (s[0] != '-') s = "+" + s;
-  return s;
-}
-
 // The allocated bytes after the step hold no activations: where they miss, the state or the
 // buffers a run keeps do, whatever the peak says.
 void after_step_summary(const ValidationSet& set, std::ostringstream& o) {
   constexpr double kClose = 25 * kMiB;
   const auto residuals = set.after_step_residuals();
   if (residuals.empty()) return;
-  std::vector<double> sorted;
+  double low = residuals.front().second, high = low;
   std::vector<std::string> beyond;
   for (const auto& [row, d] : residuals) {
-    sorted.push_back(d);
+    low = std::min(low, d);
+    high = std::max(high, d);
     if (std::fabs(d) > kClose) beyond.push_back(row->name + " (" + signed_mib(d) + " MiB)");
   }
-  std::sort(sorted.begin(), sorted.end());
   o << "After the step (mem-allocated-bytes, torch.cuda.memory_allocated logged by the same rank: "
        "model state and the buffers the run keeps, no activations; predicted: the stage's state "
        "and allocated runtime), measured minus predicted on "
-    << residuals.size() << " rows: median "
-    << signed_mib(0.5 * (sorted[(sorted.size() - 1) / 2] + sorted[sorted.size() / 2]))
-    << " MiB, from " << signed_mib(sorted.front()) << " to " << signed_mib(sorted.back())
-    << " MiB; within 25 MiB on " << residuals.size() - beyond.size();
+    << residuals.size() << " rows: median " << signed_mib(set.after_step_median()) << " MiB, from "
+    << signed_mib(low) << " to " << signed_mib(high) << " MiB; within 25 MiB on "
+    << residuals.size() - beyond.size();
   if (!beyond.empty()) {
     o << "; beyond it: ";
     for (std::size_t i = 0; i < beyond.size(); ++i) o << (i ? ", " : "") << beyond[i];

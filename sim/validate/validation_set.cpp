@@ -124,4 +124,10 @@ std::vector<std::pair<const ValidationRow*, double>> ValidationSet::after_step_r
   return out;
 }
 
+double ValidationSet::after_step_median() const {
+  std::vector<double> residuals;
+  for (const auto& [row, d] : after_step_residuals()) residuals.push_back(d);
+  return median(std::move(residuals));
+}
+
 }  // namespace trainsim
