@@ -79,6 +79,12 @@ const std::map<std::string, Setter>& modelled() {
       {"--moe-shared-expert-intermediate-size",
        integer_into(&CiLaunchArgs::shared_expert_ffn_hidden_size)},
       {"--overlap-moe-expert-parallel-comm", flag_into(&CiLaunchArgs::moe_a2a_overlap)},
+      {"--multi-latent-attention", flag_into(&CiLaunchArgs::multi_latent_attention)},
+      {"--q-lora-rank", integer_into(&CiLaunchArgs::q_lora_rank)},
+      {"--kv-lora-rank", integer_into(&CiLaunchArgs::kv_lora_rank)},
+      {"--qk-head-dim", integer_into(&CiLaunchArgs::qk_head_dim)},
+      {"--qk-pos-emb-head-dim", integer_into(&CiLaunchArgs::qk_pos_emb_head_dim)},
+      {"--v-head-dim", integer_into(&CiLaunchArgs::v_head_dim)},
       {"--fp8-recipe", string_into(&CiLaunchArgs::fp8_recipe)},
       {"--fp8-param-gather", flag_into(&CiLaunchArgs::fp8_param_gather)}};
   return setters;
@@ -116,8 +122,6 @@ const std::map<std::string, std::string>& unmodelled() {
       {"--cross-entropy-loss-fusion", "fused cross-entropy (its buffers are not modelled)"},
       {"--defer-embedding-wgrad-compute", "deferred embedding weight gradients not modelled"},
       {"--qk-layernorm", "QK layernorm not modelled"},
-      {"--multi-latent-attention",
-       "multi-latent attention (its launch arguments not yet mapped to the model)"},
       {"--num-distributed-optimizer-instances",
        "several distributed-optimizer instances not modelled"},
       {"--use-transformer-engine-op-fuser",

@@ -34,6 +34,13 @@ struct CiLaunchArgs {
   bool moe_grouped_gemm = false;
   std::int64_t shared_expert_ffn_hidden_size = 0;
   bool moe_a2a_overlap = false;
+  // Multi-latent attention, with Megatron-LM's defaults (--q-lora-rank None: plain queries).
+  bool multi_latent_attention = false;
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 32;
+  std::int64_t qk_head_dim = 128;
+  std::int64_t qk_pos_emb_head_dim = 64;
+  std::int64_t v_head_dim = 128;
   // FP8 (the golden row's fp8_format says whether the run is FP8).
   std::string fp8_recipe = "delayed";
   bool fp8_param_gather = false;

@@ -84,6 +84,15 @@ Model ci_model(const Fields& f, const CiLaunchArgs& extra, const std::string& na
   }
   m.norm = extra.normalization == "RMSNorm" ? NormKind::kRMSNorm : NormKind::kLayerNorm;
   m.qkv_bias = m.attention_output_bias = m.mlp_bias = !extra.disable_bias_linear;
+  // Multi-latent attention (Megatron-Core's MLA: no bias on its down- and up-projections, every
+  // head its own key and value, RoPE on qk-pos-emb-head-dim of each head whatever the model's
+  // position embedding).
+  if (extra.multi_latent_attention) {
+    m.mla = {extra.q_lora_rank, extra.kv_lora_rank, extra.qk_head_dim, extra.qk_pos_emb_head_dim,
+             extra.v_head_dim};
+    m.head_dim = extra.qk_head_dim + extra.qk_pos_emb_head_dim;
+    m.num_kv_heads = m.num_attention_heads;
+  }
   // Megatron-Core's MoE: every layer routes (--moe-layer-freq 1), top-2 unless set, each
   // expert as wide as the dense MLP unless set.
   m.moe.num_experts = f.integer("num_experts").value_or(0);
@@ -190,6 +199,7 @@ std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra
     }
   }
   if (!options.flash_attention) setup << ", unfused attn";
+  if (m.mla.is_mla()) setup << ", mla";
   if (m.ffn_kind == FfnKind::kSwiGLU) setup << ", swiglu";
   if (!m.tied_embeddings) setup << ", untied";
   if (m.position_embedding == PositionEmbedding::kRope) setup << ", rope";

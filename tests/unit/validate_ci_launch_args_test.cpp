@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.hpp"
+#include "sim/model/params.hpp"
 #include "sim/validate/megatron_ci_args.hpp"
 #include "sim/validate/megatron_ci_run.hpp"
 #include "tests/support/support.hpp"
@@ -158,6 +159,35 @@ TEST(CiLaunchArgs, MixtureOfExpertsRuns) {
 
   EXPECT_EQ(*run_named("gpt3_moe_mcore_te_ep8_resume_torch_dist_muon").skipped,
             "the muon optimizer (its state) not modelled (Adam only)");
+}
+
+// Megatron-Core's multi-latent attention with the config's dimensions: per layer the query path
+// (512 x 192 down, its LayerNorm, 192 x 8 heads x (16 + 8) up), the joint key-value down
+// projection with the rotary key (512 x (64 + 8)), its LayerNorm, the key-value up projection
+// (64 x 8 x (16 + 16)) and the output projection (8 x 16 x 512, with its bias).
+TEST(CiLaunchArgs, MultiLatentAttentionRun) {
+  const CiLaunchArgs defaults = read(nlohmann::json::object());
+  EXPECT_FALSE(defaults.multi_latent_attention);
+  EXPECT_EQ(defaults.q_lora_rank, 0);  // --q-lora-rank None: plain queries
+  EXPECT_EQ(defaults.kv_lora_rank, 32);
+  EXPECT_EQ(defaults.qk_head_dim, 128);
+  EXPECT_EQ(defaults.qk_pos_emb_head_dim, 64);
+  EXPECT_EQ(defaults.v_head_dim, 128);
+  const CiRun run = run_named("gpt3_mcore_te_tp2_pp2_mla");
+  ASSERT_FALSE(run.skipped) << *run.skipped;
+  const MlaSpec& mla = run.model.mla;
+  EXPECT_EQ(mla.q_lora_rank, 192);
+  EXPECT_EQ(mla.kv_lora_rank, 64);
+  EXPECT_EQ(mla.qk_nope_head_dim, 16);
+  EXPECT_EQ(mla.qk_rope_head_dim, 8);
+  EXPECT_EQ(mla.v_head_dim, 16);
+  EXPECT_EQ(run.model.head_dim, 24);
+  EXPECT_EQ(run.model.num_kv_heads, 8);
+  const std::int64_t q = 512 * 192 + 2 * 192 + 192 * 8 * 24;
+  const std::int64_t kv = 512 * (64 + 8) + 2 * 64 + 64 * 8 * (16 + 16);
+  EXPECT_EQ(count_params(run.model).layer_attention, q + kv + 8 * 16 * 512 + 512);
+  EXPECT_EQ(run.plan.attention_backend, AttentionBackend::kUnfused);
+  EXPECT_NE(run.setup.find(", mla"), std::string::npos) << run.setup;
 }
 
 // FP8 as the golden row's fp8_format says, with the config's recipe and parameter gather.
