@@ -258,14 +258,16 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
       case BlockKind::kLoss: {
         // Vocabulary-parallel cross-entropy: an fp32 copy of the logits turned into the softmax
         // in place and kept for the backward; the BF16 logits live beside it while the loss
-        // runs, and the BF16 logits gradient beside it in the backward.
-        // With multi-token prediction every module's softmax is kept; their BF16 logits and
-        // gradients come one at a time.
+        // runs (the fused one's second fp32 tensor too), and the BF16 logits gradient beside it
+        // in the backward. With multi-token prediction every module's softmax is kept; their
+        // BF16 logits and gradients come one at a time.
         f.saved += kFp32 * logits;
+        const double fused = o.fused_cross_entropy ? kFp32 * logits / runs : 0.0;
         if (partition.holds(stage, BlockKind::kLmHead)) {
-          f.forward_transient = std::max(f.forward_transient, kActBytes * logits / runs);
+          f.forward_transient = std::max(f.forward_transient, kActBytes * logits / runs + fused);
         } else {
           f.saved += kActBytes * logits;  // received from the previous stage, held
+          f.forward_transient = std::max(f.forward_transient, fused);
         }
         f.backward_transient = std::max(f.backward_transient, kActBytes * logits / runs);
         break;

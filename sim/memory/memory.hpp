@@ -32,6 +32,10 @@ struct ActivationOptions {
   bool attention_dropout = false;
   /// Dropout after the embedding and after each attention and MLP block: a 1-byte mask each.
   bool hidden_dropout = false;
+  /// Megatron-Core's fused vocabulary-parallel cross-entropy (--cross-entropy-loss-fusion, its
+  /// native implementation): its forward writes the exponentiated logits to a second fp32
+  /// tensor beside the fp32 copy it takes, where the plain one works in place.
+  bool fused_cross_entropy = false;
 };
 
 /// Bytes per element of the model state (mixed-precision Adam as Megatron-LM runs it).

@@ -79,6 +79,13 @@ const std::map<std::string, Setter>& modelled() {
       {"--moe-shared-expert-intermediate-size",
        integer_into(&CiLaunchArgs::shared_expert_ffn_hidden_size)},
       {"--overlap-moe-expert-parallel-comm", flag_into(&CiLaunchArgs::moe_a2a_overlap)},
+      {"--cross-entropy-loss-fusion", flag_into(&CiLaunchArgs::cross_entropy_loss_fusion)},
+      {"--cross-entropy-fusion-impl",
+       [](auto& a, const auto& f, auto k) {
+         if (one_of(f, k, {"native", "te"}) == "te" && !a.unmodelled) {
+           a.unmodelled = "Transformer Engine's fused cross-entropy (its buffers) not modelled";
+         }
+       }},
       {"--multi-latent-attention", flag_into(&CiLaunchArgs::multi_latent_attention)},
       {"--q-lora-rank", integer_into(&CiLaunchArgs::q_lora_rank)},
       {"--kv-lora-rank", integer_into(&CiLaunchArgs::kv_lora_rank)},
@@ -119,7 +126,6 @@ const std::vector<std::string>& no_memory_effect() {
 // Arguments whose memory trainsim does not model: the row is skipped with the reason.
 const std::map<std::string, std::string>& unmodelled() {
   static const std::map<std::string, std::string> reasons = {
-      {"--cross-entropy-loss-fusion", "fused cross-entropy (its buffers are not modelled)"},
       {"--defer-embedding-wgrad-compute", "deferred embedding weight gradients not modelled"},
       {"--qk-layernorm", "QK layernorm not modelled"},
       {"--num-distributed-optimizer-instances",

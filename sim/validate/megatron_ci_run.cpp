@@ -199,6 +199,7 @@ std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra
     }
   }
   if (!options.flash_attention) setup << ", unfused attn";
+  if (options.fused_cross_entropy) setup << ", fused CE";
   if (m.mla.is_mla()) setup << ", mla";
   if (m.ffn_kind == FfnKind::kSwiGLU) setup << ", swiglu";
   if (!m.tied_embeddings) setup << ", untied";
@@ -268,6 +269,7 @@ CiRun read_ci_run(const CiReference& ref, const nlohmann::json& row, const std::
   run.options.hidden_dropout = extra.hidden_dropout;
   run.options.attention_dropout = extra.attention_dropout;
   run.options.flash_attention = run.plan.attention_backend != AttentionBackend::kUnfused;
+  run.options.fused_cross_entropy = extra.cross_entropy_loss_fusion;
   const bool local = f.string("transformer_impl").value_or("transformer_engine") == "local";
   run.setup = ci_setup(run.model, run.plan, extra, run.options, local);
   return run;

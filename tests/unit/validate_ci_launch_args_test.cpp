@@ -82,6 +82,11 @@ TEST(CiLaunchArgs, UnmodelledArgumentsNameTheReason) {
   EXPECT_FALSE(read({{"--optimizer", "adam"}}).unmodelled);
   EXPECT_NE(read({{"--use-transformer-engine-op-fuser", true}}).unmodelled->find("fuser"),
             std::string::npos);
+  EXPECT_EQ(*read({{"--cross-entropy-loss-fusion", true}, {"--cross-entropy-fusion-impl", "te"}})
+                 .unmodelled,
+            "Transformer Engine's fused cross-entropy (its buffers) not modelled");
+  EXPECT_FALSE(read({{"--cross-entropy-loss-fusion", true}}).unmodelled);
+  EXPECT_TRUE(read({{"--cross-entropy-loss-fusion", true}}).cross_entropy_loss_fusion);
   EXPECT_EQ(*read({{"--moe-token-dispatcher-type", "flex"}}).unmodelled,
             "the flex token dispatcher (DeepEP, HybridEP) not modelled");
 }
