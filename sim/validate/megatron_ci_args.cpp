@@ -86,6 +86,7 @@ const std::map<std::string, Setter>& modelled() {
            a.unmodelled = "Transformer Engine's fused cross-entropy (its buffers) not modelled";
          }
        }},
+      {"--qk-layernorm", flag_into(&CiLaunchArgs::qk_layernorm)},
       {"--multi-latent-attention", flag_into(&CiLaunchArgs::multi_latent_attention)},
       {"--q-lora-rank", integer_into(&CiLaunchArgs::q_lora_rank)},
       {"--kv-lora-rank", integer_into(&CiLaunchArgs::kv_lora_rank)},
@@ -127,7 +128,6 @@ const std::vector<std::string>& no_memory_effect() {
 const std::map<std::string, std::string>& unmodelled() {
   static const std::map<std::string, std::string> reasons = {
       {"--defer-embedding-wgrad-compute", "deferred embedding weight gradients not modelled"},
-      {"--qk-layernorm", "QK layernorm not modelled"},
       {"--num-distributed-optimizer-instances",
        "several distributed-optimizer instances not modelled"},
       {"--use-transformer-engine-op-fuser",

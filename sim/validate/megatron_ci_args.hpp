@@ -35,6 +35,7 @@ struct CiLaunchArgs {
   std::int64_t shared_expert_ffn_hidden_size = 0;
   bool moe_a2a_overlap = false;
   bool cross_entropy_loss_fusion = false;  // Megatron-Core's native fused cross-entropy
+  bool qk_layernorm = false;               // a norm on each head's query and key
   // Multi-latent attention, with Megatron-LM's defaults (--q-lora-rank None: plain queries).
   bool multi_latent_attention = false;
   std::int64_t q_lora_rank = 0;

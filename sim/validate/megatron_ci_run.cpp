@@ -84,6 +84,7 @@ Model ci_model(const Fields& f, const CiLaunchArgs& extra, const std::string& na
   }
   m.norm = extra.normalization == "RMSNorm" ? NormKind::kRMSNorm : NormKind::kLayerNorm;
   m.qkv_bias = m.attention_output_bias = m.mlp_bias = !extra.disable_bias_linear;
+  m.qk_norm = extra.qk_layernorm;  // Megatron-Core's q_layernorm and k_layernorm, per head
   // Multi-latent attention (Megatron-Core's MLA: no bias on its down- and up-projections, every
   // head its own key and value, RoPE on qk-pos-emb-head-dim of each head whatever the model's
   // position embedding).
@@ -201,6 +202,7 @@ std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra
   if (!options.flash_attention) setup << ", unfused attn";
   if (options.fused_cross_entropy) setup << ", fused CE";
   if (m.mla.is_mla()) setup << ", mla";
+  if (m.qk_norm) setup << ", qk norm";
   if (m.ffn_kind == FfnKind::kSwiGLU) setup << ", swiglu";
   if (!m.tied_embeddings) setup << ", untied";
   if (m.position_embedding == PositionEmbedding::kRope) setup << ", rope";

@@ -195,6 +195,19 @@ TEST(CiLaunchArgs, MultiLatentAttentionRun) {
   EXPECT_NE(run.setup.find(", mla"), std::string::npos) << run.setup;
 }
 
+// Megatron-Core's QK layernorm: the config's LayerNorm (weight and bias) over each head's 64
+// query and 64 key channels, one per layer.
+TEST(CiLaunchArgs, QkLayernormRun) {
+  const CiRun run = run_named("gpt3_mcore_te_tp4_pp1_resume_torch_dist_qk_layernorm_test_mode");
+  ASSERT_FALSE(run.skipped) << *run.skipped;
+  EXPECT_TRUE(run.model.qk_norm);
+  Model plain = run.model;
+  plain.qk_norm = false;
+  EXPECT_EQ(count_params(run.model).layer_attention - count_params(plain).layer_attention,
+            2 * 2 * 64);
+  EXPECT_NE(run.setup.find(", qk norm"), std::string::npos) << run.setup;
+}
+
 // FP8 as the golden row's fp8_format says, with the config's recipe and parameter gather.
 TEST(CiLaunchArgs, Fp8Run) {
   const CiRun run =
