@@ -105,7 +105,7 @@ struct Model {
   bool attention_output_bias = false;
   bool mlp_bias = false;
   bool sandwich_norms = false;   // norms after attention and MLP too (Grok-1): four per layer
-  bool qk_norm = false;          // a per-head RMSNorm on queries and keys (Qwen3): 2 x head_dim
+  bool qk_norm = false;          // a per-head norm (the model's kind) on queries and keys (Qwen3)
   bool attention_sinks = false;  // a learned sink logit per head (GPT-OSS)
   MoeSpec moe;
   MlaSpec mla;
