@@ -40,6 +40,14 @@ Setter flag_into(bool CiLaunchArgs::*field) {
 Setter integer_into(std::int64_t CiLaunchArgs::*field) {
   return [field](CiLaunchArgs& a, const Fields& f, const char* k) { a.*field = *f.integer(k); };
 }
+// A width: a positive integer (Megatron-LM's None is the argument left out).
+Setter width_into(std::int64_t CiLaunchArgs::*field) {
+  return [field](CiLaunchArgs& a, const Fields& f, const char* k) {
+    const auto v = f.integer(k);
+    if (!v || *v <= 0) f.fail(k, "must be a positive integer");
+    a.*field = *v;
+  };
+}
 Setter dropout_into(bool CiLaunchArgs::*field) {
   return [field](CiLaunchArgs& a, const Fields& f, const char* k) { a.*field = dropout_on(f, k); };
 }
@@ -88,11 +96,11 @@ const std::map<std::string, Setter>& modelled() {
        }},
       {"--qk-layernorm", flag_into(&CiLaunchArgs::qk_layernorm)},
       {"--multi-latent-attention", flag_into(&CiLaunchArgs::multi_latent_attention)},
-      {"--q-lora-rank", integer_into(&CiLaunchArgs::q_lora_rank)},
-      {"--kv-lora-rank", integer_into(&CiLaunchArgs::kv_lora_rank)},
-      {"--qk-head-dim", integer_into(&CiLaunchArgs::qk_head_dim)},
-      {"--qk-pos-emb-head-dim", integer_into(&CiLaunchArgs::qk_pos_emb_head_dim)},
-      {"--v-head-dim", integer_into(&CiLaunchArgs::v_head_dim)},
+      {"--q-lora-rank", width_into(&CiLaunchArgs::q_lora_rank)},
+      {"--kv-lora-rank", width_into(&CiLaunchArgs::kv_lora_rank)},
+      {"--qk-head-dim", width_into(&CiLaunchArgs::qk_head_dim)},
+      {"--qk-pos-emb-head-dim", width_into(&CiLaunchArgs::qk_pos_emb_head_dim)},
+      {"--v-head-dim", width_into(&CiLaunchArgs::v_head_dim)},
       {"--fp8-recipe", string_into(&CiLaunchArgs::fp8_recipe)},
       {"--fp8-param-gather", flag_into(&CiLaunchArgs::fp8_param_gather)}};
   return setters;

@@ -95,6 +95,8 @@ TEST(CiLaunchArgs, BadArgumentsAreInputErrorsNamingTheirPath) {
   EXPECT_EQ(error_of({{"--no-such-flag", true}}),
             "model_args.json: $.rows.run.args.--no-such-flag: unknown launch argument (trainsim "
             "neither models nor ignores it)");
+  EXPECT_EQ(error_of({{"--kv-lora-rank", 0}}),
+            "model_args.json: $.rows.run.args.--kv-lora-rank: must be a positive integer");
   EXPECT_EQ(error_of({{"--hidden-dropout", 1.5}}),
             "model_args.json: $.rows.run.args.--hidden-dropout: must be a probability in [0, 1)");
   EXPECT_EQ(error_of({{"--moe-grouped-gemm", nullptr}}),
