@@ -39,6 +39,8 @@ struct ValidationRow {
   /// does not: its residual also holds the routing imbalance its run's data decided).
   bool fits_overhead = true;
   double error() const { return (predicted - measured) / measured; }  // signed, relative
+  bool logs_after_step() const { return measured_after_step > 0; }
+  double after_step_residual() const { return measured_after_step - predicted_after_step; }
 };
 
 struct ValidationSet {

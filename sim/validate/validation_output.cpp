@@ -167,9 +167,7 @@ void memory_markdown(const ValidationSet& set, std::ostringstream& o) {
     o << "| " << noted_name(r, notes) << " | " << r.setup << " | " << r.stage << " | "
       << format_fixed(r.measured / kGiB, 3) << " | " << format_fixed(r.predicted / kGiB, 3) << " | "
       << signed_percent(r.error()) << " | "
-      << (r.measured_after_step > 0 ? signed_mib(r.measured_after_step - r.predicted_after_step)
-                                    : std::string("-"))
-      << " |\n";
+      << (r.logs_after_step() ? signed_mib(r.after_step_residual()) : std::string("-")) << " |\n";
   }
   o << "\n";
   footnotes(notes, o);
@@ -240,7 +238,7 @@ J row_json(const ValidationSet& set, const ValidationRow& r) {
     row["stage"] = r.stage;
     row["measured_bytes"] = r.measured;
     row["predicted_bytes"] = r.predicted;
-    if (r.measured_after_step > 0) {
+    if (r.logs_after_step()) {
       row["measured_after_step_bytes"] = r.measured_after_step;
       row["predicted_after_step_bytes"] = r.predicted_after_step;
     }

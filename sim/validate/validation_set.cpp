@@ -118,8 +118,7 @@ std::pair<double, double> ValidationSet::errors_without_overhead() const {
 std::vector<std::pair<const ValidationRow*, double>> ValidationSet::after_step_residuals() const {
   std::vector<std::pair<const ValidationRow*, double>> out;
   for (const auto& r : rows) {
-    if (r.skipped || r.measured_after_step <= 0) continue;
-    out.emplace_back(&r, r.measured_after_step - r.predicted_after_step);
+    if (!r.skipped && r.logs_after_step()) out.emplace_back(&r, r.after_step_residual());
   }
   return out;
 }
