@@ -90,9 +90,7 @@ const std::map<std::string, Setter>& modelled() {
       {"--cross-entropy-loss-fusion", flag_into(&CiLaunchArgs::cross_entropy_loss_fusion)},
       {"--cross-entropy-fusion-impl",
        [](auto& a, const auto& f, auto k) {
-         if (one_of(f, k, {"native", "te"}) == "te" && !a.unmodelled) {
-           a.unmodelled = "Transformer Engine's fused cross-entropy (its buffers) not modelled";
-         }
+         a.cross_entropy_fusion_impl = one_of(f, k, {"native", "te"});
        }},
       {"--qk-layernorm", flag_into(&CiLaunchArgs::qk_layernorm)},
       {"--multi-latent-attention", flag_into(&CiLaunchArgs::multi_latent_attention)},
@@ -181,6 +179,10 @@ CiLaunchArgs read_ci_launch_args(const nlohmann::json* supplement, const std::st
   }
   const Fields args(entry.at("args"), file, path + ".args");
   for (const auto& [key, value] : entry.at("args").items()) apply_launch_arg(a, args, key);
+  // The implementation matters only where the fusion is on (Megatron-LM reads it then only).
+  if (a.cross_entropy_loss_fusion && a.cross_entropy_fusion_impl == "te" && !a.unmodelled) {
+    a.unmodelled = "Transformer Engine's fused cross-entropy (its buffers) not modelled";
+  }
   return a;
 }
 

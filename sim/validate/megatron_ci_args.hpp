@@ -34,8 +34,9 @@ struct CiLaunchArgs {
   bool moe_grouped_gemm = false;
   std::int64_t shared_expert_ffn_hidden_size = 0;
   bool moe_a2a_overlap = false;
-  bool cross_entropy_loss_fusion = false;  // Megatron-Core's native fused cross-entropy
-  bool qk_layernorm = false;               // a norm on each head's query and key
+  bool cross_entropy_loss_fusion = false;            // Megatron-Core's fused cross-entropy
+  std::string cross_entropy_fusion_impl = "native";  // which one, when fused
+  bool qk_layernorm = false;                         // a norm on each head's query and key
   // Multi-latent attention, with Megatron-LM's defaults (--q-lora-rank None: plain queries).
   bool multi_latent_attention = false;
   std::int64_t q_lora_rank = 0;

@@ -85,6 +85,7 @@ TEST(CiLaunchArgs, UnmodelledArgumentsNameTheReason) {
   EXPECT_EQ(*read({{"--cross-entropy-loss-fusion", true}, {"--cross-entropy-fusion-impl", "te"}})
                  .unmodelled,
             "Transformer Engine's fused cross-entropy (its buffers) not modelled");
+  EXPECT_FALSE(read({{"--cross-entropy-fusion-impl", "te"}}).unmodelled);  // fusion off
   EXPECT_FALSE(read({{"--cross-entropy-loss-fusion", true}}).unmodelled);
   EXPECT_TRUE(read({{"--cross-entropy-loss-fusion", true}}).cross_entropy_loss_fusion);
   EXPECT_EQ(*read({{"--moe-token-dispatcher-type", "flex"}}).unmodelled,
