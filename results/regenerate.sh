@@ -55,6 +55,7 @@ trap 'rm -f "$tmp"' EXIT
 --zero 1
 --zero 1 --overlap-grad-reduce
 --zero 1 --overlap-grad-reduce --overlap-param-gather
+--zero 1 --overlap-grad-reduce --overlap-param-gather --num-distributed-optimizer-instances 2
 --schedule interleaved --vp 5 --sp --tp-comm-overlap --zero 1 --overlap-grad-reduce --overlap-param-gather
 VARIANTS
 } > "$out"

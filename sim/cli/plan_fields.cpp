@@ -156,6 +156,7 @@ void execution_fields(FieldTable& t) {
                                                         : AttentionBackend::kFlash;
            });
   t.integer("zero", {0, 3}, &Plan::zero);
+  t.integer("num_distributed_optimizer_instances", {}, &Plan::num_distributed_optimizer_instances);
   // Bounded as reshard's layouts bound it: 2^62 overflowed the padding multiple (x tp) to a
   // division by zero.
   t.integer("vocab_divisible_by", {1, std::int64_t{1} << 20}, &Plan::vocab_divisible_by);

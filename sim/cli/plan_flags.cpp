@@ -129,6 +129,11 @@ void add_memory_and_overlap_flags(po::options_description& d) {
       "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
       "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "
       "parameters also sharded and gathered before every pass");
+  add("num-distributed-optimizer-instances", s("N"),
+      "distributed optimizer (--zero 1): shard its state over dp x cp / N consecutive ranks, "
+      "an instance, instead of all dp x cp; gradients reduce-scattered within an instance and "
+      "their shards all-reduced across the N instances, parameters all-gathered within one "
+      "(Megatron-LM's flag; default 1)");
   add("overlap-moe-expert-parallel-comm", po::bool_switch(),
       "run the expert all-to-alls beside the MoE layer's compute (Megatron-Core's overlap of "
       "one micro-batch's dispatch with another's compute); needs --ep > 1 and the alltoall "

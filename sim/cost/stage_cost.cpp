@@ -220,13 +220,14 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
 }
 
 // The optimizer step over this GPU's parameters, or its 1/(dp x cp) shard of them (ZeRO-1 up),
-// and of its experts its 1/edp shard.
+// and of its experts its 1/edp shard (with several distributed-optimizer instances, of one
+// instance's ranks).
 void add_optimizer(StageCost& sc, const Plan& plan, const Costing& costing) {
   const bool sharded = plan.distributed_optimizer();
   const auto dense = static_cast<double>(sc.params_per_gpu - sc.expert_params_per_gpu);
   const auto experts = static_cast<double>(sc.expert_params_per_gpu);
-  const double p = dense / static_cast<double>(sharded ? plan.data_shards() : 1) +
-                   experts / static_cast<double>(sharded ? plan.expert_data_shards() : 1);
+  const double p = dense / static_cast<double>(sharded ? plan.optimizer_shards() : 1) +
+                   experts / static_cast<double>(sharded ? plan.expert_optimizer_shards() : 1);
   BlockPass opt;
   const auto shard = static_cast<std::int64_t>(std::llround(p));
   opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", shard));

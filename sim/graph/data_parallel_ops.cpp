@@ -12,23 +12,54 @@
 namespace trainsim::graph_detail {
 
 // A data-parallel collective on a chunk's parameters or gradients, `bytes` in all: the dense
-// part on the DP group and, with expert parallelism, the experts' part on the expert-data-
-// parallel group (Megatron-Core's expert_data_parallel_group). Returns the last op issued.
-Index RankProgramWriter::dp_collective(Stream stream, CollectiveKind kind, std::int64_t chunk,
-                                       double bytes, std::int64_t count, std::int64_t mb,
-                                       const Deps& deps) {
+// part on the `dense` group and, with expert parallelism, the experts' part on the `experts`
+// group, each part divided by `shards` (its own). Returns the last op issued, if any.
+std::optional<Index> RankProgramWriter::dense_and_expert(Stream stream, CollectiveKind kind,
+                                                         DpGroups groups, std::int64_t chunk,
+                                                         double bytes, std::int64_t count,
+                                                         std::int64_t mb, const Deps& deps) {
   const StageCost& sc = cost(chunk);
   const double expert = sc.params_per_gpu > 0 ? static_cast<double>(sc.expert_params_per_gpu) /
                                                     static_cast<double>(sc.params_per_gpu)
                                               : 0.0;
+  const std::int32_t dense = groups_[index_of(groups.dense)];
+  const std::int32_t experts = groups_[index_of(groups.experts)];
   std::optional<Index> last;
-  if (dp_group() >= 0 && (expert < 1.0 || edp_group() < 0)) {
-    last = b_.collective(stream, CommKind::kDP, kind, dp_group(), bytes * (1.0 - expert), count, mb,
-                         deps);
+  if (dense >= 0 && (expert < 1.0 || experts < 0)) {
+    last = b_.collective(stream, CommKind::kDP, kind, dense,
+                         bytes * (1.0 - expert) / groups.dense_shards, count, mb, deps);
   }
-  if (edp_group() >= 0 && (expert > 0.0 || !last)) {
-    last = b_.collective(stream, CommKind::kDP, kind, edp_group(), bytes * expert, count, mb, deps);
+  if (experts >= 0 && (expert > 0.0 || !last)) {
+    last = b_.collective(stream, CommKind::kDP, kind, experts,
+                         bytes * expert / groups.expert_shards, count, mb, deps);
   }
+  return last;
+}
+
+// A gradient reduction or parameter gather over data parallelism: on the DP group (and, for
+// expert parameters, the expert-data-parallel group, Megatron-Core's
+// expert_data_parallel_group). With several distributed-optimizer instances, within an instance
+// (the intra-instance groups); a gradient reduce-scatter is then followed by the all-reduce of
+// each rank's reduced shard across the instances (Megatron-Core's inter-instance group).
+Index RankProgramWriter::dp_collective(Stream stream, CollectiveKind kind, std::int64_t chunk,
+                                       double bytes, std::int64_t count, std::int64_t mb,
+                                       const Deps& deps) {
+  if (plan_.num_distributed_optimizer_instances == 1) {
+    const auto last =
+        dense_and_expert(stream, kind, {Dim::kDP, Dim::kEDP}, chunk, bytes, count, mb, deps);
+    assert(last);
+    return *last;
+  }
+  assert(kind != CollectiveKind::kAllReduce);  // instances need the distributed optimizer
+  const auto within = dense_and_expert(stream, kind, {Dim::kIntraDP, Dim::kIntraEDP}, chunk, bytes,
+                                       count, mb, deps);
+  assert(within);  // the rules keep an instance's dense group 2 ranks or more
+  if (kind != CollectiveKind::kReduceScatter) return *within;
+  const DpGroups across{Dim::kInterDP, Dim::kInterEDP,
+                        static_cast<double>(layout_.collective_size(Dim::kIntraDP)),
+                        static_cast<double>(layout_.collective_size(Dim::kIntraEDP))};
+  const auto last = dense_and_expert(stream, CollectiveKind::kAllReduce, across, chunk, bytes,
+                                     count, mb, {*within});
   assert(last);
   return *last;
 }

@@ -24,6 +24,11 @@ CommKind comm_kind(Dim d) {
       return CommKind::kTP;  // the experts' tensor parallelism
     case Dim::kStage:
       return CommKind::kDP;  // FP8 amaxes: a synchronisation of the data-parallel replicas
+    case Dim::kIntraDP:
+    case Dim::kInterDP:
+    case Dim::kIntraEDP:
+    case Dim::kInterEDP:
+      return CommKind::kDP;  // the distributed optimizer's instances
   }
   return CommKind::kTP;
 }

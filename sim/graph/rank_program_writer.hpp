@@ -155,6 +155,15 @@ class RankProgramWriter {
   bool shares_params() const { return dp_group() >= 0 || edp_group() >= 0; }
 
   // Gradient reductions and parameter gathers (data_parallel_ops.cpp).
+  struct DpGroups {
+    Dim dense;
+    Dim experts;
+    double dense_shards = 1;   // what divides the dense part's bytes
+    double expert_shards = 1;  // and the experts'
+  };
+  std::optional<Index> dense_and_expert(Stream stream, CollectiveKind kind, DpGroups groups,
+                                        std::int64_t chunk, double bytes, std::int64_t count,
+                                        std::int64_t mb, const Deps& deps);
   Index dp_collective(Stream stream, CollectiveKind kind, std::int64_t chunk, double bytes,
                       std::int64_t count, std::int64_t mb, const Deps& deps);
   bool gathers_during_forward(std::int64_t chunk) const;

@@ -103,6 +103,14 @@ class Checker {
         return "expert-tensor";
       case Dim::kStage:
         return "tensor-and-data";  // Megatron-Core's name for the group
+      case Dim::kIntraDP:
+        return "intra-instance data";
+      case Dim::kInterDP:
+        return "inter-instance data";
+      case Dim::kIntraEDP:
+        return "intra-instance expert-data";
+      case Dim::kInterEDP:
+        return "inter-instance expert-data";
     }
     return "?";
   }

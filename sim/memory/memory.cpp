@@ -348,11 +348,12 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
       gemm_params += costs.stages[static_cast<std::size_t>(v)].gemm_params_per_gpu;
       footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab, options));
     }
-    // Experts split by EP share their state over the expert-data-parallel ranks.
+    // Experts split by EP share their state over the expert-data-parallel ranks; with several
+    // distributed-optimizer instances, over one instance's share of them.
     sm.state =
-        model_state(params - experts, plan.zero, plan.data_shards(), plan.grad_reduce_in_bf16);
+        model_state(params - experts, plan.zero, plan.optimizer_shards(), plan.grad_reduce_in_bf16);
     sm.state +=
-        model_state(experts, plan.zero, plan.expert_data_shards(), plan.grad_reduce_in_bf16);
+        model_state(experts, plan.zero, plan.expert_optimizer_shards(), plan.grad_reduce_in_bf16);
     // FP8 (Transformer Engine): each GEMM weight is also held quantised, with its transpose for
     // the data gradient (1 byte each), cached from the first micro-batch to the step's end. With
     // FP8 primary weights (--fp8-param-gather) the quantised weight replaces the BF16 one.

@@ -63,7 +63,7 @@ struct ModelState {
 };
 
 /// The model state of `params_per_gpu` parameters under ZeRO stage `zero` over `dp` ranks
-/// sharing them (Plan::data_shards):
+/// sharing them (Plan::optimizer_shards):
 /// 1 (Megatron's distributed optimizer) shards master weights and moments, 2 also gradients,
 /// 3 also weights. `bf16_grads` (--grad-reduce-in-bf16): BF16 gradients, and the fp32 copy of
 /// them the optimizer steps on (counted with the gradients).

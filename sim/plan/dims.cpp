@@ -20,6 +20,14 @@ const char* to_string(Dim d) {
       return "etp";
     case Dim::kStage:
       return "stage";
+    case Dim::kIntraDP:
+      return "intra-dp";
+    case Dim::kInterDP:
+      return "inter-dp";
+    case Dim::kIntraEDP:
+      return "intra-edp";
+    case Dim::kInterEDP:
+      return "inter-edp";
   }
   return "?";
 }

@@ -16,9 +16,27 @@ namespace trainsim {
 /// matrices, over which the dispatcher gathers their tokens (Megatron-Core's expert
 /// tensor-parallel group); and a pipeline stage's every rank (tp x cp x dp: Megatron-Core's
 /// tensor-and-data-parallel group with context parallelism, over which Transformer Engine reduces
-/// FP8 amaxes). The first five enumerate ranks; the last three are derived from them.
-enum class Dim : std::uint8_t { kTP, kCP, kEP, kDP, kPP, kEDP, kETP, kStage };
-inline constexpr std::size_t kNumDims = 8;
+/// FP8 amaxes). With several distributed-optimizer instances (Megatron-LM's
+/// --num-distributed-optimizer-instances N), the data-parallel ranks split into N instances of
+/// consecutive ranks: the intra-instance groups (an instance's dp x cp / N ranks; for experts its
+/// expert-data-parallel / N) reduce-scatter gradients and all-gather parameters, the
+/// inter-instance groups (one rank of each instance) all-reduce the reduced shards. The first
+/// five enumerate ranks; the others are derived from them.
+enum class Dim : std::uint8_t {
+  kTP,
+  kCP,
+  kEP,
+  kDP,
+  kPP,
+  kEDP,
+  kETP,
+  kStage,
+  kIntraDP,
+  kInterDP,
+  kIntraEDP,
+  kInterEDP
+};
+inline constexpr std::size_t kNumDims = 12;
 /// The dimensions a rank order lists.
 inline constexpr std::size_t kNumOrderDims = 5;
 

@@ -28,6 +28,7 @@ Layout::Layout(const Plan& plan) : order_(plan.rank_order) {
   const std::int64_t expert_rest = plan.world_size() / (etp * plan.ep * plan.pp);
   expert_.size = sizes(etp, 1, plan.ep, std::max<std::int64_t>(expert_rest, 1), plan.pp);
   has_edp_ = plan.ep > 1;
+  instances_ = plan.num_distributed_optimizer_instances;
   for (Radix* r : {&dense_, &expert_}) {
     std::int64_t stride = 1;
     for (const Dim d : order_) {
@@ -76,21 +77,31 @@ void Layout::for_each_offset(const std::vector<Dim>& fixed, Visit&& visit) const
   // Offsets within a stage walk the expert radix when an expert dimension is held fixed.
   const bool expert = std::any_of(fixed.begin(), fixed.end(), is_expert);
   const Radix& r = expert ? expert_ : dense_;
-  std::vector<std::size_t> free;
-  std::int64_t count = 1;
+  std::vector<Factor> free;
   for (const Dim d : order_) {
-    const bool held = std::any_of(fixed.begin(), fixed.end(), [&](Dim f) {
-      return slot(f) == index_of(d) && is_expert(f) == expert;
-    });
-    if (d == Dim::kPP || held) continue;
-    free.push_back(index_of(d));
-    count *= r.size[index_of(d)];
+    if (d == Dim::kPP) continue;
+    bool whole = false, low = false, high = false;  // which digits of the slot are held
+    for (const Dim f : fixed) {
+      if (slot(f) != index_of(d) || is_expert(f) != expert) continue;
+      (is_intra(f) ? low : is_inter(f) ? high : whole) = true;
+    }
+    if (whole || (low && high)) continue;
+    const Factor all{r.size[index_of(d)], r.stride[index_of(d)]};
+    if (low) {
+      free.push_back({instances_, all.stride * (all.size / instances_)});
+    } else if (high) {
+      free.push_back({all.size / instances_, all.stride});
+    } else {
+      free.push_back(all);
+    }
   }
+  std::int64_t count = 1;
+  for (const Factor& f : free) count *= f.size;
   for (std::int64_t i = 0; i < count; ++i) {
     std::int64_t rest = i, offset = 0;
-    for (const auto k : free) {
-      offset += rest % r.size[k] * r.stride[k];
-      rest /= r.size[k];
+    for (const Factor& f : free) {
+      offset += rest % f.size * f.stride;
+      rest /= f.size;
     }
     visit(offset);
   }
@@ -122,12 +133,16 @@ std::vector<std::int64_t> Layout::group(const std::vector<Dim>& dims, std::int64
 
 std::vector<Dim> Layout::collective_dims(Dim d) {
   if (d == Dim::kDP) return {Dim::kDP, Dim::kCP};
+  if (d == Dim::kIntraDP) return {Dim::kIntraDP, Dim::kCP};
   if (d == Dim::kStage) return {Dim::kTP, Dim::kCP, Dim::kDP};
   return {d};
 }
 
 std::int64_t Layout::collective_size(Dim d) const {
   if (d == Dim::kEDP && !has_edp_) return 1;  // without EP, expert gradients reduce over DP
+  if ((is_intra(d) || is_inter(d)) && (instances_ == 1 || (is_expert(d) && !has_edp_))) {
+    return 1;  // one distributed-optimizer instance: the DP and EDP groups serve
+  }
   // Expert TP as TP: its collectives run over TP's own group.
   if (d == Dim::kETP && size(Dim::kETP) == size(Dim::kTP)) return 1;
   std::int64_t n = 1;

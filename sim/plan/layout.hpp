@@ -28,9 +28,7 @@ class Layout {
   explicit Layout(const Plan& plan);
 
   /// Size along d; for the stage-wide group (derived, no coordinate of its own) its members.
-  std::int64_t size(Dim d) const {
-    return d == Dim::kStage ? collective_size(d) : radix(d).size[slot(d)];
-  }
+  std::int64_t size(Dim d) const { return d == Dim::kStage ? collective_size(d) : factor(d).size; }
   std::int64_t world_size() const { return world_; }
   const RankOrder& order() const { return order_; }
 
@@ -53,12 +51,13 @@ class Layout {
   /// The dimensions a collective along d runs over: data parallelism's gradient reductions and
   /// parameter gathers over dp x cp (Megatron-LM's data-parallel group with context
   /// parallelism: every context-parallel rank holds the whole layer's weights and gradients of
-  /// its part of the sequence); the stage-wide group's over tp x cp x dp; every other
-  /// dimension's over its own.
+  /// its part of the sequence); a distributed-optimizer instance's over its share of dp x cp;
+  /// the stage-wide group's over tp x cp x dp; every other dimension's over its own.
   static std::vector<Dim> collective_dims(Dim d);
   /// The dimensions that have collective groups, the derived ones included.
-  static constexpr std::array<Dim, 7> kGroupDims = {Dim::kTP,  Dim::kCP,  Dim::kEP,   Dim::kDP,
-                                                    Dim::kEDP, Dim::kETP, Dim::kStage};
+  static constexpr std::array<Dim, 11> kGroupDims = {
+      Dim::kTP,    Dim::kCP,      Dim::kEP,      Dim::kDP,       Dim::kEDP,     Dim::kETP,
+      Dim::kStage, Dim::kIntraDP, Dim::kInterDP, Dim::kIntraEDP, Dim::kInterEDP};
   /// Members of a collective group along d: the product of collective_dims(d)'s sizes.
   std::int64_t collective_size(Dim d) const;
   /// `rank`'s collective group along d (group(collective_dims(d), rank)).
@@ -91,20 +90,43 @@ class Layout {
     std::array<std::int64_t, kNumOrderDims> size{};
     std::array<std::int64_t, kNumOrderDims> stride{};
   };
-  // The expert dimensions (EP, EDP, ETP) live in the expert radix, EDP in its data-parallel
-  // slot and ETP in its tensor-parallel one.
-  static bool is_expert(Dim d) { return d == Dim::kEP || d == Dim::kEDP || d == Dim::kETP; }
+  // The expert dimensions (EP, EDP, ETP and EDP's instance split) live in the expert radix, EDP
+  // in its data-parallel slot and ETP in its tensor-parallel one.
+  static bool is_expert(Dim d) {
+    return d == Dim::kEP || d == Dim::kEDP || d == Dim::kETP || d == Dim::kIntraEDP ||
+           d == Dim::kInterEDP;
+  }
+  // The distributed-optimizer instances split a data-parallel slot in two: its low digits (the
+  // ranks of one instance) and its high ones (which instance).
+  static bool is_intra(Dim d) { return d == Dim::kIntraDP || d == Dim::kIntraEDP; }
+  static bool is_inter(Dim d) { return d == Dim::kInterDP || d == Dim::kInterEDP; }
   static std::size_t slot(Dim d) {
     assert(d != Dim::kStage);
-    return index_of(d == Dim::kEDP ? Dim::kDP : d == Dim::kETP ? Dim::kTP : d);
+    if (d == Dim::kETP) return index_of(Dim::kTP);
+    if (d == Dim::kEDP || is_intra(d) || is_inter(d)) return index_of(Dim::kDP);
+    return index_of(d);
   }
   const Radix& radix(Dim d) const { return is_expert(d) ? expert_ : dense_; }
-  std::int64_t stride(Dim d) const { return radix(d).stride[slot(d)]; }
+  // A dimension's size and stride: a slot of its radix, or a part of a data-parallel slot.
+  struct Factor {
+    std::int64_t size;
+    std::int64_t stride;
+  };
+  Factor factor(Dim d) const {
+    const Radix& r = radix(d);
+    const Factor whole{r.size[slot(d)], r.stride[slot(d)]};
+    assert(whole.size % instances_ == 0 || !(is_intra(d) || is_inter(d)));
+    if (is_intra(d)) return {whole.size / instances_, whole.stride};
+    if (is_inter(d)) return {instances_, whole.stride * (whole.size / instances_)};
+    return whole;
+  }
+  std::int64_t stride(Dim d) const { return factor(d).stride; }
 
   RankOrder order_;
   Radix dense_;
   Radix expert_;
-  bool has_edp_ = false;  // expert parallelism on: expert gradients reduced apart
+  bool has_edp_ = false;        // expert parallelism on: expert gradients reduced apart
+  std::int64_t instances_ = 1;  // distributed-optimizer instances
   std::int64_t world_ = 1;
 };
 

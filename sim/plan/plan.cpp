@@ -5,6 +5,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/plan/expert_rules.hpp"
+#include "sim/plan/optimizer_rules.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace trainsim {
@@ -346,6 +347,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   }
   validate_context_parallelism(plan, model, origin);
   validate_expert_parallelism(plan, model, origin);
+  validate_optimizer_instances(plan, origin);
   // Megatron-LM counts the embedding and the loss as layers when told to account for them.
   const std::int64_t units = model.num_layers +
                              (plan.account_for_embedding_in_pipeline_split ? 1 : 0) +

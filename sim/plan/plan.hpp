@@ -85,6 +85,11 @@ struct Plan {
   /// grad_sync_dtype bf16): gradients accumulated and reduced over DP in BF16, 2 bytes an
   /// element, instead of the fp32 main gradients Megatron-LM keeps for BF16 training.
   bool grad_reduce_in_bf16 = false;
+  /// Megatron-LM's --num-distributed-optimizer-instances: the distributed optimizer shards its
+  /// state over dp x cp / N consecutive data-parallel ranks (an instance) instead of all of them,
+  /// N copies in all; gradients are reduce-scattered within an instance, their shards all-reduced
+  /// across the instances, and parameters all-gathered within an instance.
+  std::int64_t num_distributed_optimizer_instances = 1;
   /// Multi-token-prediction modules trained after the last decoder layer (Megatron-Core's
   /// --mtp-num-layers). Unset: the model's own (DeepSeek-V3's 1) under Megatron; none under
   /// nanotron and DeepSpeed, which build none.
@@ -138,6 +143,14 @@ struct Plan {
   /// Ranks holding the same experts (Megatron-Core's expert data parallelism): the world over
   /// expert_tp x ep x pp.
   std::int64_t expert_data_shards() const { return world_size() / (expert_tp() * ep * pp); }
+  /// Ranks over which the distributed optimizer shards the dense and the expert parameters'
+  /// state: one instance's share of data_shards() and expert_data_shards().
+  std::int64_t optimizer_shards() const {
+    return data_shards() / num_distributed_optimizer_instances;
+  }
+  std::int64_t expert_optimizer_shards() const {
+    return expert_data_shards() / num_distributed_optimizer_instances;
+  }
   std::int64_t global_batch() const { return gbs > 0 ? gbs : mbs * dp; }
   /// Micro-batches per step as frameworks compute them: gbs // (mbs x dp).
   std::int64_t num_microbatches() const { return global_batch() / (mbs * dp); }

@@ -108,8 +108,11 @@ std::vector<std::string> plan_extras(const Plan& p) {
     extras.push_back("expert capacity " + format_fixed(p.moe_capacity_factor, 2) + "x the mean");
   }
   if (!p.moe_grouped_gemm) extras.push_back("sequential experts");
-  if (p.zero == 1 || p.zero == 2)
-    extras.push_back("distributed optimizer (zero " + std::to_string(p.zero) + ")");
+  if (p.zero == 1 || p.zero == 2) {
+    const auto n = p.num_distributed_optimizer_instances;
+    extras.push_back("distributed optimizer (zero " + std::to_string(p.zero) +
+                     (n > 1 ? ", " + std::to_string(n) + " instances" : "") + ")");
+  }
   if (p.zero == 3) extras.push_back("zero 3");
   if (p.overlap_grad_reduce) extras.push_back("overlap grad reduce");
   if (p.overlap_param_gather) extras.push_back("overlap param gather");

@@ -100,7 +100,8 @@ const std::map<std::string, Setter>& modelled() {
       {"--qk-pos-emb-head-dim", width_into(&CiLaunchArgs::qk_pos_emb_head_dim)},
       {"--v-head-dim", width_into(&CiLaunchArgs::v_head_dim)},
       {"--fp8-recipe", string_into(&CiLaunchArgs::fp8_recipe)},
-      {"--fp8-param-gather", flag_into(&CiLaunchArgs::fp8_param_gather)}};
+      {"--fp8-param-gather", flag_into(&CiLaunchArgs::fp8_param_gather)},
+      {"--num-distributed-optimizer-instances", width_into(&CiLaunchArgs::optimizer_instances)}};
   return setters;
 }
 
@@ -134,8 +135,6 @@ const std::vector<std::string>& no_memory_effect() {
 const std::map<std::string, std::string>& unmodelled() {
   static const std::map<std::string, std::string> reasons = {
       {"--defer-embedding-wgrad-compute", "deferred embedding weight gradients not modelled"},
-      {"--num-distributed-optimizer-instances",
-       "several distributed-optimizer instances not modelled"},
       {"--use-transformer-engine-op-fuser",
        "Transformer Engine's operation fuser (its fused MLP's saved tensors) not modelled"}};
   return reasons;

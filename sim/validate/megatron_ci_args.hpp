@@ -47,6 +47,7 @@ struct CiLaunchArgs {
   // FP8 (the golden row's fp8_format says whether the run is FP8).
   std::string fp8_recipe = "delayed";
   bool fp8_param_gather = false;
+  std::int64_t optimizer_instances = 1;   // --num-distributed-optimizer-instances
   std::optional<std::string> unmodelled;  // an argument whose memory trainsim does not model
 };
 

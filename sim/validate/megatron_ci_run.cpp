@@ -136,6 +136,7 @@ Plan ci_plan(const Fields& f, const CiLaunchArgs& extra, const Model& m, std::in
   // Megatron-LM turns sequence parallelism off at tensor-parallel size 1.
   plan.sp = f.flag("sequence_parallel") && plan.tp > 1;
   plan.zero = f.flag("distributed_optimizer") ? 1 : 0;
+  plan.num_distributed_optimizer_instances = extra.optimizer_instances;
   const std::string granularity = f.string("recompute_granularity").value_or("");
   plan.recompute = granularity == "full"        ? Recompute::kFull
                    : granularity == "selective" ? Recompute::kSelective
@@ -190,6 +191,9 @@ std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra
   setup << " dp " << plan.dp << ", mbs " << plan.mbs << " x " << plan.seq_len;
   if (plan.precision == Precision::kFP8) setup << ", fp8";
   if (plan.zero > 0) setup << ", dist-opt";
+  if (plan.num_distributed_optimizer_instances > 1) {
+    setup << " x " << plan.num_distributed_optimizer_instances << " instances";
+  }
   if (plan.recompute != Recompute::kNone)
     setup << ", " << to_string(plan.recompute) << " recompute";
   if (plan.sp) setup << ", sp";

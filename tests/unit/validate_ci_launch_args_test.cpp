@@ -98,6 +98,9 @@ TEST(CiLaunchArgs, BadArgumentsAreInputErrorsNamingTheirPath) {
             "neither models nor ignores it)");
   EXPECT_EQ(error_of({{"--kv-lora-rank", 0}}),
             "model_args.json: $.rows.run.args.--kv-lora-rank: must be a positive integer");
+  EXPECT_EQ(error_of({{"--num-distributed-optimizer-instances", 0}}),
+            "model_args.json: $.rows.run.args.--num-distributed-optimizer-instances: must be a "
+            "positive integer");
   EXPECT_EQ(error_of({{"--hidden-dropout", 1.5}}),
             "model_args.json: $.rows.run.args.--hidden-dropout: must be a probability in [0, 1)");
   EXPECT_EQ(error_of({{"--moe-grouped-gemm", nullptr}}),
@@ -219,6 +222,24 @@ TEST(CiLaunchArgs, Fp8Run) {
   EXPECT_EQ(run.plan.precision, Precision::kFP8);
   EXPECT_TRUE(run.plan.fp8_param_gather);
   EXPECT_EQ(run.model.norm, NormKind::kRMSNorm);
+}
+
+// Two distributed-optimizer instances over the run's dp 4: the plan carries them, and the run
+// reads as the one-instance twin does otherwise.
+TEST(CiLaunchArgs, DistributedOptimizerInstancesRun) {
+  const CiRun run = run_named(
+      "gpt3_mcore_te_tp2_pp1_resume_torch_dist_te_8experts2parallel_multi_dist_optimizer_"
+      "instances");
+  ASSERT_FALSE(run.skipped) << *run.skipped;
+  EXPECT_EQ(run.plan.num_distributed_optimizer_instances, 2);
+  EXPECT_EQ(run.plan.optimizer_shards(), 2);
+  EXPECT_EQ(run.plan.expert_optimizer_shards(), 1);  // edp 8 / (tp 2 x ep 2) = 2, over 2
+  Plan twin = run_named(
+                  "gpt3_mcore_te_tp2_pp1_resume_torch_dist_te_8experts2parallel_"
+                  "dist_optimizer")
+                  .plan;
+  twin.num_distributed_optimizer_instances = 2;
+  EXPECT_EQ(twin, run.plan);
 }
 
 }  // namespace

@@ -1,0 +1,193 @@
+// Several distributed-optimizer instances (Megatron-LM's --num-distributed-optimizer-instances):
+// Megatron-LM's rules, where the intra- and inter-instance groups lie (as Megatron-Core's
+// parallel_state builds them), the optimizer state sharded over an instance, and the gradient
+// reduce-scatter within an instance followed by the all-reduce of its shards across instances.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/plan/layout.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+using Ranks = std::vector<std::int64_t>;
+
+Plan instances_plan(std::int64_t dp, std::int64_t instances, std::int64_t cp = 1) {
+  Plan p;
+  p.tp = 2;
+  p.sp = true;
+  p.cp = cp;
+  p.dp = dp;
+  p.gbs = dp;
+  p.seq_len = 8192;
+  p.zero = 1;
+  p.num_distributed_optimizer_instances = instances;
+  return p;
+}
+
+TEST(OptimizerInstances, MegatronRulesOneLineEach) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  EXPECT_EQ(test::plan_error(instances_plan(8, 2), m), "(valid)");
+  EXPECT_EQ(test::plan_error(instances_plan(4, 4, 2), m), "(valid)");  // an instance: one CP pair
+  Plan no_distopt = instances_plan(8, 2);
+  no_distopt.zero = 0;
+  EXPECT_EQ(test::plan_error(no_distopt, m),
+            "--num-distributed-optimizer-instances: needs Megatron-LM's distributed optimizer "
+            "(--zero 1, framework megatron)");
+  EXPECT_EQ(test::plan_error(instances_plan(6, 4), m),
+            "--num-distributed-optimizer-instances: must divide --dp (6): each instance holds "
+            "dp / N whole data-parallel replicas, got 4");
+  EXPECT_EQ(test::plan_error(instances_plan(4, 4), m),
+            "--num-distributed-optimizer-instances: leaves one rank per instance (dp x cp = 4), "
+            "which shards nothing: use --zero 0 to all-reduce the gradients, or fewer instances");
+  Plan order = instances_plan(4, 2, 2);
+  order.rank_order = *parse_rank_order("tp-dp-cp-ep-pp");
+  EXPECT_EQ(test::plan_error(order, m),
+            "--num-distributed-optimizer-instances: needs CP inside DP in --rank-order (as "
+            "Megatron-LM's default tp-cp-ep-dp-pp) so that an instance holds whole "
+            "context-parallel groups");
+  // Mixtral, tp 2, dp 4, ep 4 (etp = tp): 8 ranks, expert data parallelism 8 / (2 x 4) = 1.
+  Plan moe = instances_plan(4, 2);
+  moe.ep = 4;
+  EXPECT_EQ(test::plan_error(moe, test::catalog_model("mixtral-8x7b")),
+            "--num-distributed-optimizer-instances: must divide the expert-data-parallel size "
+            "(world / (etp x ep x pp) = 1), as Megatron-LM asks; got 2");
+}
+
+// Megatron-Core's parallel_state: an instance is a run of dp x cp / N consecutive ranks of the
+// data-parallel group with CP (CP varying fastest), the inter-instance group one rank of each;
+// for experts the same split of the expert-data-parallel group.
+TEST(OptimizerInstances, GroupsAsMegatronCoreBuildsThem) {
+  // tp 2, cp 2, dp 4 on 16 ranks: rank 0's DP-with-CP group is 0, 2, 4, ..., 14 (CP stride 2,
+  // DP stride 4); two instances of 4.
+  const Layout a(instances_plan(4, 2, 2));
+  EXPECT_EQ(a.collective_group(Dim::kDP, 0), (Ranks{0, 2, 4, 6, 8, 10, 12, 14}));
+  EXPECT_EQ(a.collective_group(Dim::kIntraDP, 0), (Ranks{0, 2, 4, 6}));
+  EXPECT_EQ(a.collective_group(Dim::kIntraDP, 11), (Ranks{9, 11, 13, 15}));
+  EXPECT_EQ(a.collective_group(Dim::kInterDP, 6), (Ranks{6, 14}));
+  EXPECT_EQ(a.collective_size(Dim::kIntraDP), 4);
+  EXPECT_EQ(a.collective_size(Dim::kInterDP), 2);
+  EXPECT_EQ(a.groups_in_stage(Dim::kIntraDP, 0),
+            (std::vector<Ranks>{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
+  EXPECT_EQ(a.collective_size(Dim::kIntraEDP), 1);  // no EP: experts ride with the dense part
+  // Mixtral, tp 1, dp 8, ep 2: expert data parallelism 4 (ranks 0, 2, 4, 6 for rank 0), two
+  // instances of 2.
+  Plan moe = instances_plan(8, 2);
+  moe.tp = 1;
+  moe.sp = false;
+  moe.ep = 2;
+  const Layout b(moe);
+  EXPECT_EQ(b.collective_group(Dim::kEDP, 0), (Ranks{0, 2, 4, 6}));
+  EXPECT_EQ(b.collective_group(Dim::kIntraEDP, 0), (Ranks{0, 2}));
+  EXPECT_EQ(b.collective_group(Dim::kInterEDP, 2), (Ranks{2, 6}));
+  EXPECT_EQ(b.collective_group(Dim::kIntraDP, 5), (Ranks{4, 5, 6, 7}));
+  // One instance: the DP and EDP groups serve, none of these is built.
+  const Layout one(instances_plan(8, 1));
+  for (const Dim d : {Dim::kIntraDP, Dim::kInterDP, Dim::kIntraEDP, Dim::kInterEDP}) {
+    EXPECT_EQ(one.collective_size(d), 1) << to_string(d);
+  }
+}
+
+nlohmann::json report(std::int64_t instances, const std::string& engine = "analytic") {
+  const auto r = test::run_trainsim({"run",
+                                     "--model",
+                                     "llama3.1-8b",
+                                     "--platform",
+                                     "h100-sxm-ndr",
+                                     "--tp",
+                                     "2",
+                                     "--sp",
+                                     "--dp",
+                                     "8",
+                                     "--gbs",
+                                     "8",
+                                     "--seq-len",
+                                     "8192",
+                                     "--zero",
+                                     "1",
+                                     "--num-distributed-optimizer-instances",
+                                     std::to_string(instances),
+                                     "--engine",
+                                     engine,
+                                     "--format",
+                                     "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+const nlohmann::json& dp_collective(const nlohmann::json& stage, const std::string& kind) {
+  for (const auto& c : stage.at("collectives")) {
+    if (c.at("dim") == "dp" && c.at("collective") == kind) return c;
+  }
+  static const nlohmann::json none;
+  ADD_FAILURE() << "no dp " << kind;
+  return none;
+}
+
+// llama3.1-8b, tp 2, dp 8 on two nodes of 8, two instances of dp 4 (one node each): the fp32
+// gradients (4 bytes a parameter) reduce-scattered within the node, each rank's quarter
+// all-reduced with its twin on the other node, the BF16 parameters all-gathered within the node;
+// the optimizer's master weights and moments (12 bytes a parameter) over 4 ranks, not 8.
+TEST(OptimizerInstances, ReduceWithinAllReduceAcrossAndTwiceTheState) {
+  const auto one = report(1);
+  const auto two = report(2);
+  EXPECT_EQ(two.at("plan").at("num_distributed_optimizer_instances"), 2);
+  EXPECT_FALSE(one.at("plan").contains("num_distributed_optimizer_instances"));
+  const auto& s = two.at("stages").at(0);
+  const double params = s.at("params_per_gpu");
+  const auto& rs = dp_collective(s, "reduce_scatter");
+  EXPECT_EQ(rs.at("members"), 4);
+  EXPECT_EQ(rs.at("nodes"), 1);
+  EXPECT_DOUBLE_EQ(rs.at("bytes"), 4 * params);
+  const auto& ar = dp_collective(s, "all_reduce");
+  EXPECT_EQ(ar.at("members"), 2);
+  EXPECT_EQ(ar.at("nodes"), 2);
+  EXPECT_DOUBLE_EQ(ar.at("bytes"), 4 * params / 4);
+  const auto& ag = dp_collective(s, "all_gather");
+  EXPECT_EQ(ag.at("members"), 4);
+  EXPECT_DOUBLE_EQ(ag.at("bytes"), 2 * params);
+  // One instance: the reduce-scatter over all 8 ranks on both nodes, no all-reduce.
+  const auto& s1 = one.at("stages").at(0);
+  EXPECT_EQ(dp_collective(s1, "reduce_scatter").at("members"), 8);
+  for (const auto& c : s1.at("collectives")) {
+    EXPECT_FALSE(c.at("dim") == "dp" && c.at("collective") == "all_reduce");
+  }
+  const auto& m1 = s1.at("memory");
+  const auto& m2 = s.at("memory");
+  EXPECT_DOUBLE_EQ(m1.at("master_weights_bytes"), 4 * params / 8);
+  EXPECT_DOUBLE_EQ(m2.at("master_weights_bytes"), 4 * params / 4);
+  EXPECT_DOUBLE_EQ(m2.at("optimizer_bytes"), 8 * params / 4);
+  EXPECT_DOUBLE_EQ(m2.at("gradients_bytes"), m1.at("gradients_bytes").get<double>());
+  // The symmetric replay (one GPU per stage) as the full one.
+  const auto full = test::run_trainsim({"run",
+                                        "--model",
+                                        "llama3.1-8b",
+                                        "--platform",
+                                        "h100-sxm-ndr",
+                                        "--tp",
+                                        "2",
+                                        "--sp",
+                                        "--dp",
+                                        "8",
+                                        "--gbs",
+                                        "8",
+                                        "--seq-len",
+                                        "8192",
+                                        "--zero",
+                                        "1",
+                                        "--num-distributed-optimizer-instances",
+                                        "2",
+                                        "--full-simulation",
+                                        "--format",
+                                        "json"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(full.out).at("step_time_s").get<double>(),
+                   report(2, "simgrid").at("step_time_s").get<double>());
+}
+
+}  // namespace
+}  // namespace trainsim
