@@ -65,6 +65,10 @@ std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_
   }
   if (plan.recompute != Recompute::kFull) with([](Plan& p) { p.recompute = Recompute::kFull; });
   if (plan.tp > 1 && !plan.sp) with([](Plan& p) { p.sp = true; });
+  // Several distributed-optimizer instances hold the optimizer state N times over.
+  if (plan.num_distributed_optimizer_instances > 1) {
+    with([](Plan& p) { p.num_distributed_optimizer_instances = 1; });
+  }
   if (plan.dp > 1) {
     for (std::int64_t z : {1, 3}) {
       if (plan.zero < z) with([z](Plan& p) { p.zero = z; });
@@ -276,6 +280,15 @@ std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_nod
   if (plan.cp > 1) {
     if (plan.cp % 2 == 0) out.push_back(with_cp_dp(plan, plan.cp / 2, plan.dp * 2));
     if (plan.dp % 2 == 0) out.push_back(with_cp_dp(plan, plan.cp * 2, plan.dp / 2));
+  }
+  // Several distributed-optimizer instances: half and twice as many (gradients reduced within
+  // smaller or larger groups, the state sharded accordingly).
+  if (const auto n = plan.num_distributed_optimizer_instances; n > 1) {
+    for (const std::int64_t m : {n / 2, n * 2}) {
+      Plan p = plan;
+      p.num_distributed_optimizer_instances = m;
+      out.push_back(p);
+    }
   }
   if (plan.ep > 1) {
     Plan p = plan;

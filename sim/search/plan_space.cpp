@@ -9,6 +9,7 @@
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
+#include "sim/plan/optimizer_rules.hpp"
 
 namespace trainsim {
 
@@ -106,7 +107,20 @@ Outcome PlanSpace::simulated(const Plan& plan, Assessment& a, std::optional<doub
   return Outcome(std::move(p));
 }
 
-Outcome PlanSpace::price(const Candidate& candidate, Need need) {
+// A candidate that changes the data parallelism or the optimizer under several
+// distributed-optimizer instances keeps them where Megatron-LM's rules still allow them, else
+// goes back to one instance (the fix then names that change too).
+Candidate PlanSpace::with_valid_instances(const Candidate& candidate) {
+  Candidate c = candidate;
+  if (c.plan.num_distributed_optimizer_instances > 1 &&
+      refusal([&] { validate_optimizer_instances(c.plan, {}); })) {
+    c.plan.num_distributed_optimizer_instances = 1;
+  }
+  return c;
+}
+
+Outcome PlanSpace::price(const Candidate& given, Need need) {
+  const Candidate candidate = with_valid_instances(given);
   Assessment& a = assess(candidate);
   if (!a.partition) return Outcome::infeasible(*a.refused);
   if (need != Need::kBuildable && a.defect) {

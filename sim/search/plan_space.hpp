@@ -105,6 +105,7 @@ class PlanSpace {
     std::optional<double> step_time_s;
   };
 
+  static Candidate with_valid_instances(const Candidate& candidate);
   Assessment& assess(const Candidate& candidate);
   void measure_memory(const Plan& plan, Assessment& a);
   Outcome simulated(const Plan& plan, Assessment& a, std::optional<double> peak_bytes);

@@ -17,6 +17,10 @@ std::string plan_changes(const Plan& from, const Plan& to) {
   if (to.mbs != from.mbs) add("--mbs " + std::to_string(to.mbs));
   if (to.sp && !from.sp) add("--sp");
   if (to.zero != from.zero) add("--zero " + std::to_string(to.zero));
+  if (to.num_distributed_optimizer_instances != from.num_distributed_optimizer_instances) {
+    add("--num-distributed-optimizer-instances " +
+        std::to_string(to.num_distributed_optimizer_instances));
+  }
   if (to.recompute != from.recompute) add(std::string("--recompute ") + to_string(to.recompute));
   if (to.ep != from.ep) add("--ep " + std::to_string(to.ep));
   if (to.etp != from.etp) add("--etp " + std::to_string(to.etp));

@@ -189,5 +189,45 @@ TEST(OptimizerInstances, ReduceWithinAllReduceAcrossAndTwiceTheState) {
                    report(2, "simgrid").at("step_time_s").get<double>());
 }
 
+// A plan that no longer fits because each instance holds the optimizer state over fewer ranks:
+// the out-of-memory fix names one instance first, and a fix changing dp or the ZeRO stage drops
+// the instances where Megatron-LM's rules no longer allow them (tp 4, dp 4: one rank per
+// instance).
+TEST(OptimizerInstances, MemoryFixesNameTheInstances) {
+  const auto r = test::run_trainsim({"run",
+                                     "--model",
+                                     "llama3.1-8b",
+                                     "--platform",
+                                     "h100-sxm-ndr",
+                                     "--tp",
+                                     "2",
+                                     "--sp",
+                                     "--dp",
+                                     "8",
+                                     "--mbs",
+                                     "2",
+                                     "--gbs",
+                                     "64",
+                                     "--seq-len",
+                                     "8192",
+                                     "--zero",
+                                     "1",
+                                     "--num-distributed-optimizer-instances",
+                                     "4",
+                                     "--engine",
+                                     "analytic",
+                                     "--format",
+                                     "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  std::string fix;
+  for (const auto& d : report.at("diagnostics")) {
+    if (d.at("id") == "oom") fix = d.at("fix");
+  }
+  EXPECT_EQ(fix.rfind("--num-distributed-optimizer-instances 1 (peak ", 0), 0u) << fix;
+  EXPECT_NE(fix.find("--zero 3 --num-distributed-optimizer-instances 1 (peak "), std::string::npos)
+      << fix;
+}
+
 }  // namespace
 }  // namespace trainsim
