@@ -13,14 +13,16 @@ constexpr double kSecondsPerDay = 86400;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // The plan's columns: the report's plan fields, the interleaved schedule's group size, the
-// selective recomputation's modules and the multi-token-prediction modules included (blank for
-// other schedules and recomputations, and where the model's own count applies).
+// selective recomputation's modules, the multi-token-prediction modules and the
+// distributed-optimizer instances included (blank for other schedules and recomputations, where
+// the model's own count applies, and for one instance).
 const std::vector<std::string>& plan_columns() {
   static const std::vector<std::string> columns = [] {
     Plan p;
     p.schedule = ScheduleKind::kInterleaved;
     p.recompute = Recompute::kSelective;
     p.mtp_num_layers = 0;
+    p.num_distributed_optimizer_instances = 2;
     std::vector<std::string> c;
     const nlohmann::ordered_json plan = plan_json(p, "");
     for (auto it = plan.begin(); it != plan.end(); ++it) c.push_back(it.key());

@@ -34,6 +34,11 @@ std::string label(const std::map<std::string, std::string>& f) {
   }
   if (f.at("sp") == "true") s += " sp";
   if (f.at("zero") != "0") s += " zero " + f.at("zero");
+  // Blank where one instance (the report leaves the field out), absent in older files.
+  if (auto it = f.find("num_distributed_optimizer_instances");
+      it != f.end() && !it->second.empty()) {
+    s += " x " + it->second + " instances";
+  }
   if (f.at("precision") != "bf16") s += " " + f.at("precision");
   if (f.at("tp_comm_overlap") == "true") s += " tp-overlap";
   if (f.at("overlap_grad_reduce") == "true") s += " grad-overlap";

@@ -172,6 +172,35 @@ TEST(SweepRow, MultiTokenPredictionModulesHaveAColumn) {
   EXPECT_EQ(cell(1), "1");
 }
 
+// Plans that differ only in their distributed-optimizer instances write different rows, and
+// their labels tell them apart (blank and unlabelled for one instance).
+TEST(SweepRow, DistributedOptimizerInstancesHaveAColumnAndALabel) {
+  Model m = test::catalog_model("llama3.1-8b");
+  m.num_layers = 2;
+  Plan p;
+  p.dp = 8;
+  p.gbs = 64;
+  p.seq_len = 4096;
+  p.zero = 1;
+  const auto& columns = sweep_csv_columns();
+  const auto at = static_cast<std::size_t>(
+      std::find(columns.begin(), columns.end(), "num_distributed_optimizer_instances") -
+      columns.begin());
+  ASSERT_LT(at, columns.size());
+  auto row_of = [&](std::int64_t instances) {
+    p.num_distributed_optimizer_instances = instances;
+    const SweepRow row = evaluate_sweep_plan(m, test::catalog_platform("h100-sxm-ndr"), p, 0);
+    EXPECT_EQ(row.status, SweepStatus::kOk) << row.reason;
+    const std::string line = sweep_csv_line(row, {});
+    return line.substr(0, line.size() - 1);
+  };
+  const std::string one = row_of(1), two = row_of(2);
+  EXPECT_EQ(split_csv_line(one).at(at), "");
+  EXPECT_EQ(split_csv_line(two).at(at), "2");
+  EXPECT_EQ(sweep_entries({one}).at(0).plan, "tp 1 pp 1 dp 8 mbs 1 1f1b zero 1");
+  EXPECT_EQ(sweep_entries({two}).at(0).plan, "tp 1 pp 1 dp 8 mbs 1 1f1b zero 1 x 2 instances");
+}
+
 TEST(SweepRow, RefusedByMemoryWithItsPeak) {
   const Model m = test::catalog_model("llama3.1-70b");
   Plan p;
