@@ -9,10 +9,6 @@ namespace trainsim {
 
 namespace {
 
-std::string n(std::int64_t v) {
-  return std::to_string(v);
-}
-
 // Where d sits in the rank order, innermost 0.
 std::size_t depth(const RankOrder& order, Dim d) {
   return static_cast<std::size_t>(std::find(order.begin(), order.end(), d) - order.begin());
@@ -32,14 +28,15 @@ void validate_optimizer_instances(const Plan& plan, const PlanOrigin& origin) {
   // the data-parallel group with CP. trainsim builds instances of whole CP groups: a multiple of
   // dp, with CP inside DP in the rank order (the default).
   if (plan.dp % instances != 0) {
-    fail_input(origin.of(field), "must divide " + origin.name("dp") + " (" + n(plan.dp) +
+    fail_input(origin.of(field), "must divide " + origin.name("dp") + " (" +
+                                     std::to_string(plan.dp) +
                                      "): each instance holds dp / N whole data-parallel "
                                      "replicas, got " +
-                                     n(instances));
+                                     std::to_string(instances));
   }
   if (plan.data_shards() / instances < 2) {
     fail_input(origin.of(field),
-               "leaves one rank per instance (dp x cp = " + n(plan.data_shards()) +
+               "leaves one rank per instance (dp x cp = " + std::to_string(plan.data_shards()) +
                    "), which shards nothing: use " + origin.name("zero") +
                    " 0 to all-reduce the gradients, or fewer instances");
   }
@@ -51,7 +48,8 @@ void validate_optimizer_instances(const Plan& plan, const PlanOrigin& origin) {
   if (plan.expert_data_shards() % instances != 0) {
     fail_input(origin.of(field),
                "must divide the expert-data-parallel size (world / (etp x ep x pp) = " +
-                   n(plan.expert_data_shards()) + "), as Megatron-LM asks; got " + n(instances));
+                   std::to_string(plan.expert_data_shards()) + "), as Megatron-LM asks; got " +
+                   std::to_string(instances));
   }
 }
 

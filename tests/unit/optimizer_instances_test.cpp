@@ -92,29 +92,29 @@ TEST(OptimizerInstances, GroupsAsMegatronCoreBuildsThem) {
   }
 }
 
-nlohmann::json report(std::int64_t instances, const std::string& engine = "analytic") {
-  const auto r = test::run_trainsim({"run",
-                                     "--model",
-                                     "llama3.1-8b",
-                                     "--platform",
-                                     "h100-sxm-ndr",
-                                     "--tp",
-                                     "2",
-                                     "--sp",
-                                     "--dp",
-                                     "8",
-                                     "--gbs",
-                                     "8",
-                                     "--seq-len",
-                                     "8192",
-                                     "--zero",
-                                     "1",
-                                     "--num-distributed-optimizer-instances",
-                                     std::to_string(instances),
-                                     "--engine",
-                                     engine,
-                                     "--format",
-                                     "json"});
+// `trainsim run` on llama3.1-8b at tp 2 with SP, dp 8 over two nodes of 8, sequence 8192, the
+// distributed optimizer in `instances` instances, then `more` flags; the JSON report.
+nlohmann::json report(std::int64_t instances, const std::vector<std::string>& more) {
+  std::vector<std::string> args = {"run",
+                                   "--model",
+                                   "llama3.1-8b",
+                                   "--platform",
+                                   "h100-sxm-ndr",
+                                   "--tp",
+                                   "2",
+                                   "--sp",
+                                   "--dp",
+                                   "8",
+                                   "--seq-len",
+                                   "8192",
+                                   "--zero",
+                                   "1",
+                                   "--num-distributed-optimizer-instances",
+                                   std::to_string(instances),
+                                   "--format",
+                                   "json"};
+  args.insert(args.end(), more.begin(), more.end());
+  const auto r = test::run_trainsim(args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return nlohmann::json::parse(r.out);
 }
@@ -133,8 +133,9 @@ const nlohmann::json& dp_collective(const nlohmann::json& stage, const std::stri
 // all-reduced with its twin on the other node, the BF16 parameters all-gathered within the node;
 // the optimizer's master weights and moments (12 bytes a parameter) over 4 ranks, not 8.
 TEST(OptimizerInstances, ReduceWithinAllReduceAcrossAndTwiceTheState) {
-  const auto one = report(1);
-  const auto two = report(2);
+  const std::vector<std::string> analytic = {"--gbs", "8", "--engine", "analytic"};
+  const auto one = report(1, analytic);
+  const auto two = report(2, analytic);
   EXPECT_EQ(two.at("plan").at("num_distributed_optimizer_instances"), 2);
   EXPECT_FALSE(one.at("plan").contains("num_distributed_optimizer_instances"));
   const auto& s = two.at("stages").at(0);
@@ -163,30 +164,9 @@ TEST(OptimizerInstances, ReduceWithinAllReduceAcrossAndTwiceTheState) {
   EXPECT_DOUBLE_EQ(m2.at("optimizer_bytes"), 8 * params / 4);
   EXPECT_DOUBLE_EQ(m2.at("gradients_bytes"), m1.at("gradients_bytes").get<double>());
   // The symmetric replay (one GPU per stage) as the full one.
-  const auto full = test::run_trainsim({"run",
-                                        "--model",
-                                        "llama3.1-8b",
-                                        "--platform",
-                                        "h100-sxm-ndr",
-                                        "--tp",
-                                        "2",
-                                        "--sp",
-                                        "--dp",
-                                        "8",
-                                        "--gbs",
-                                        "8",
-                                        "--seq-len",
-                                        "8192",
-                                        "--zero",
-                                        "1",
-                                        "--num-distributed-optimizer-instances",
-                                        "2",
-                                        "--full-simulation",
-                                        "--format",
-                                        "json"});
-  ASSERT_EQ(full.exit_code, 0) << full.err;
-  EXPECT_DOUBLE_EQ(nlohmann::json::parse(full.out).at("step_time_s").get<double>(),
-                   report(2, "simgrid").at("step_time_s").get<double>());
+  EXPECT_DOUBLE_EQ(
+      report(2, {"--gbs", "8", "--full-simulation"}).at("step_time_s").get<double>(),
+      report(2, {"--gbs", "8", "--engine", "simgrid"}).at("step_time_s").get<double>());
 }
 
 // A plan that no longer fits because each instance holds the optimizer state over fewer ranks:
@@ -194,34 +174,9 @@ TEST(OptimizerInstances, ReduceWithinAllReduceAcrossAndTwiceTheState) {
 // the instances where Megatron-LM's rules no longer allow them (tp 4, dp 4: one rank per
 // instance).
 TEST(OptimizerInstances, MemoryFixesNameTheInstances) {
-  const auto r = test::run_trainsim({"run",
-                                     "--model",
-                                     "llama3.1-8b",
-                                     "--platform",
-                                     "h100-sxm-ndr",
-                                     "--tp",
-                                     "2",
-                                     "--sp",
-                                     "--dp",
-                                     "8",
-                                     "--mbs",
-                                     "2",
-                                     "--gbs",
-                                     "64",
-                                     "--seq-len",
-                                     "8192",
-                                     "--zero",
-                                     "1",
-                                     "--num-distributed-optimizer-instances",
-                                     "4",
-                                     "--engine",
-                                     "analytic",
-                                     "--format",
-                                     "json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto report = nlohmann::json::parse(r.out);
+  const auto report_json = report(4, {"--mbs", "2", "--gbs", "64", "--engine", "analytic"});
   std::string fix;
-  for (const auto& d : report.at("diagnostics")) {
+  for (const auto& d : report_json.at("diagnostics")) {
     if (d.at("id") == "oom") fix = d.at("fix");
   }
   EXPECT_EQ(fix.rfind("--num-distributed-optimizer-instances 1 (peak ", 0), 0u) << fix;

@@ -146,26 +146,43 @@ TEST(SweepRow, ExpertPlanWithRecomputedModulesReadsBack) {
             "zero 1");
 }
 
-// Plans that differ only in their multi-token-prediction modules write different rows: the
-// count as given, blank where the model's own applies (as the report's plan echoes it).
-TEST(SweepRow, MultiTokenPredictionModulesHaveAColumn) {
-  Model m = test::catalog_model("llama3.1-8b");
-  m.num_layers = 2;
+// A two-layer llama3.1-8b on dp 8 with the distributed optimizer: a plan a sweep prices in
+// milliseconds, for the tests of single plan columns below.
+Plan small_sweep_plan() {
   Plan p;
   p.dp = 8;
   p.gbs = 64;
   p.seq_len = 4096;
   p.zero = 1;
+  return p;
+}
+
+// The plan's priced CSV row, without its newline.
+std::string priced_row(const Plan& p) {
+  Model m = test::catalog_model("llama3.1-8b");
+  m.num_layers = 2;
+  const SweepRow row = evaluate_sweep_plan(m, test::catalog_platform("h100-sxm-ndr"), p, 0);
+  EXPECT_EQ(row.status, SweepStatus::kOk) << row.reason;
+  const std::string line = sweep_csv_line(row, {});
+  return line.substr(0, line.size() - 1);
+}
+
+// The index of a CSV column (the column count where there is none).
+std::size_t csv_column(const std::string& name) {
   const auto& columns = sweep_csv_columns();
-  const auto at = static_cast<std::size_t>(
-      std::find(columns.begin(), columns.end(), "mtp_num_layers") - columns.begin());
-  ASSERT_LT(at, columns.size());
+  return static_cast<std::size_t>(std::find(columns.begin(), columns.end(), name) -
+                                  columns.begin());
+}
+
+// Plans that differ only in their multi-token-prediction modules write different rows: the
+// count as given, blank where the model's own applies (as the report's plan echoes it).
+TEST(SweepRow, MultiTokenPredictionModulesHaveAColumn) {
+  Plan p = small_sweep_plan();
+  const auto at = csv_column("mtp_num_layers");
+  ASSERT_LT(at, sweep_csv_columns().size());
   auto cell = [&](std::optional<std::int64_t> mtp) {
     p.mtp_num_layers = mtp;
-    const SweepRow row = evaluate_sweep_plan(m, test::catalog_platform("h100-sxm-ndr"), p, 0);
-    EXPECT_EQ(row.status, SweepStatus::kOk) << row.reason;
-    const std::string line = sweep_csv_line(row, {});
-    return split_csv_line(line.substr(0, line.size() - 1)).at(at);
+    return split_csv_line(priced_row(p)).at(at);
   };
   EXPECT_EQ(cell(std::nullopt), "");
   EXPECT_EQ(cell(0), "0");
@@ -175,26 +192,12 @@ TEST(SweepRow, MultiTokenPredictionModulesHaveAColumn) {
 // Plans that differ only in their distributed-optimizer instances write different rows, and
 // their labels tell them apart (blank and unlabelled for one instance).
 TEST(SweepRow, DistributedOptimizerInstancesHaveAColumnAndALabel) {
-  Model m = test::catalog_model("llama3.1-8b");
-  m.num_layers = 2;
-  Plan p;
-  p.dp = 8;
-  p.gbs = 64;
-  p.seq_len = 4096;
-  p.zero = 1;
-  const auto& columns = sweep_csv_columns();
-  const auto at = static_cast<std::size_t>(
-      std::find(columns.begin(), columns.end(), "num_distributed_optimizer_instances") -
-      columns.begin());
-  ASSERT_LT(at, columns.size());
-  auto row_of = [&](std::int64_t instances) {
-    p.num_distributed_optimizer_instances = instances;
-    const SweepRow row = evaluate_sweep_plan(m, test::catalog_platform("h100-sxm-ndr"), p, 0);
-    EXPECT_EQ(row.status, SweepStatus::kOk) << row.reason;
-    const std::string line = sweep_csv_line(row, {});
-    return line.substr(0, line.size() - 1);
-  };
-  const std::string one = row_of(1), two = row_of(2);
+  Plan p = small_sweep_plan();
+  const auto at = csv_column("num_distributed_optimizer_instances");
+  ASSERT_LT(at, sweep_csv_columns().size());
+  const std::string one = priced_row(p);
+  p.num_distributed_optimizer_instances = 2;
+  const std::string two = priced_row(p);
   EXPECT_EQ(split_csv_line(one).at(at), "");
   EXPECT_EQ(split_csv_line(two).at(at), "2");
   EXPECT_EQ(sweep_entries({one}).at(0).plan, "tp 1 pp 1 dp 8 mbs 1 1f1b zero 1");
