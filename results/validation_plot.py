@@ -41,7 +41,7 @@ def scale(r):
 
 # Why A100 rows miss by over 8 % (written by reading the rows, not fitted): row name part -> cause.
 A100_CAUSES = {
-    "GPT 1.7B": "SMALL", "GPT 3.6B": "SMALL", "GPT 18.4B": "SMALL",
+    "GPT 1.7B": "SMALL", "GPT 3.6B": "SMALL", "GPT 7.5B": "SMALL", "GPT 18.4B": "SMALL",
     "GPT 1008B": (
         "64 pipeline stages of two layers each: the last also holds the LM head (V / 24h (1 + "
         "s/6h) = 8 %% of its two layers' FLOPs) and the memory-bound loss, and sets the pace of "

@@ -27,17 +27,17 @@ Index RankProgramWriter::compute_op(ComputeKind kind, std::int64_t mb, std::int6
 
 // A pass: its compute op, then its collectives after it on the compute stream or, for calls
 // marked alongside (sim/cost/layer_ops.hpp), beside it on their dimension's stream, TP, CP or EP
-// (same start; the next compute op waits for both). Returns the op after which the pass's
-// output exists.
+// (same start; the next compute op waits for both). Returns the last op of the compute stream
+// (the compute op or a collective after it); the alongside calls it issued are in
+// ran_alongside_. The pass's output exists once both are done (output_of).
 Index RankProgramWriter::run(ComputeKind kind, std::int64_t mb, std::int64_t chunk,
                              const PassCost& pass, Deps deps) {
   Deps all = take_pending();
   all.insert(all.end(), deps.begin(), deps.end());
   Deps alongside = all;
   if (last_compute_) alongside.push_back(*last_compute_);
-  const Index c = b_.compute(kind, mb, chunk, pass.seconds, all);
-  last_compute_ = c;
-  Index out = c;
+  last_compute_ = b_.compute(kind, mb, chunk, pass.seconds, all);
+  ran_alongside_.clear();
   for (const CollectiveLoad& load : pass.collectives) {
     const auto group = groups_[index_of(load.dim)];
     if (group < 0 || load.count == 0) continue;
@@ -45,15 +45,26 @@ Index RankProgramWriter::run(ComputeKind kind, std::int64_t mb, std::int64_t chu
       const Stream side = load.dim == Dim::kCP   ? Stream::kCP
                           : load.dim == Dim::kEP ? Stream::kEP
                                                  : Stream::kTP;
-      out = b_.collective(side, comm_kind(load.dim), load.kind, group, load.bytes, load.count, mb,
-                          alongside);
-      pending_.push_back(out);
+      const Index call = b_.collective(side, comm_kind(load.dim), load.kind, group, load.bytes,
+                                       load.count, mb, alongside);
+      pending_.push_back(call);
+      ran_alongside_.push_back(call);
       continue;
     }
     last_compute_ = b_.collective(Stream::kCompute, comm_kind(load.dim), load.kind, group,
                                   load.bytes, load.count, mb, {});
-    out = *last_compute_;
   }
+  return *last_compute_;
+}
+
+// What a pass's output waits for: `tail`, the last op of its compute stream, and the calls the
+// pass (its last piece, when cut into buckets) ran alongside. The calls beside a pass are its
+// layers' collectives lumped into one op from the pass's start, so they end before the pass's
+// output (the gradient of its first layer, the last one the backward computes) exists;
+// the compute op decides when it does.
+Deps RankProgramWriter::output_of(Index tail) const {
+  Deps out = ran_alongside_;
+  out.push_back(tail);
   return out;
 }
 
@@ -86,8 +97,8 @@ void RankProgramWriter::pass(const ScheduleStep& step) {
     zero3_gather(c, mb, deps);
     align_param_gathers(forwards_++);
     produced_[key(Flow::kActivation, mb, c)] =
-        gathers_during_forward(c) ? forward_with_param_gather(mb, c, sc.forward, deps)
-                                  : run(ComputeKind::kForward, mb, c, sc.forward, deps);
+        output_of(gathers_during_forward(c) ? forward_with_param_gather(mb, c, sc.forward, deps)
+                                            : run(ComputeKind::kForward, mb, c, sc.forward, deps));
     return;
   }
   if (step.pass == Pass::kBackwardWeight) {
@@ -108,10 +119,10 @@ void RankProgramWriter::pass(const ScheduleStep& step) {
   const auto kind = whole ? ComputeKind::kBackward : ComputeKind::kBackwardInput;
   if (whole && completes_gradients(c)) {
     produced_[key(Flow::kGradient, mb, c)] =
-        reduce_while_computing(kind, mb, c, cost_of_pass, deps);
+        output_of(reduce_while_computing(kind, mb, c, cost_of_pass, deps));
     return;
   }
-  produced_[key(Flow::kGradient, mb, c)] = run(kind, mb, c, cost_of_pass, deps);
+  produced_[key(Flow::kGradient, mb, c)] = output_of(run(kind, mb, c, cost_of_pass, deps));
 }
 
 void RankProgramWriter::exchange(const ScheduleStep& step) {
@@ -127,7 +138,7 @@ void RankProgramWriter::exchange(const ScheduleStep& step) {
   for (const auto& e : step.sends) {
     Deps deps;
     if (auto it = produced_.find(key(e.flow, e.microbatch, e.chunk)); it != produced_.end()) {
-      deps.push_back(it->second);
+      deps = it->second;
     }
     sends_.push_back(
         b_.p2p(e.flow == Flow::kActivation ? Stream::kSendActivation : Stream::kSendGradient,

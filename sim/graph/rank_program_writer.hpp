@@ -142,6 +142,7 @@ class RankProgramWriter {
                    Deps deps = {});
   Index run(ComputeKind kind, std::int64_t mb, std::int64_t chunk, const PassCost& pass,
             Deps deps = {});
+  Deps output_of(Index tail) const;
   static PassCost pass_piece(const PassCost& pass, std::int64_t k, std::int64_t n);
   void pass(const ScheduleStep& step);
   void exchange(const ScheduleStep& step);
@@ -191,7 +192,8 @@ class RankProgramWriter {
   RankBuilder b_;
   std::optional<Index> last_compute_;
   Deps pending_;
-  std::unordered_map<std::int64_t, Index> produced_;
+  std::unordered_map<std::int64_t, Deps> produced_;  // what each output waits for
+  Deps ran_alongside_;  // the calls the last run() issued beside its compute
   std::unordered_map<std::int64_t, Index> received_;
   std::set<std::int64_t> gathered_;
   std::map<std::int64_t, std::vector<Index>> dispatched_;

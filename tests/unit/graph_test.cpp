@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/engine/engine.hpp"
+#include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/graph/graph_json.hpp"
 #include "sim/plan/partition.hpp"
@@ -59,6 +60,42 @@ TEST(TaskGraph, PerRankOperations) {
   // Rank 1 (tp 1, dp 0, stage 0) sends its activations to rank 5 (tp 1, dp 0, stage 1).
   EXPECT_EQ(g.ranks[1].transfers[0].peer, 5);
   EXPECT_NO_THROW(check_task_graph(g));
+}
+
+// With the pipeline exchanges on their own streams (the interleaved schedule), a pass's output
+// is sent once its compute op is done, not once the TP reductions it runs beside its weight
+// gradients are: those are its layers' calls lumped into one op from the pass's start, which
+// ends long before the pass's output (the gradient of its first layer) exists.
+TEST(TaskGraph, SendsWaitForTheirPassesComputeNotTheCallsBesideIt) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  Plan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.vp = 2;
+  p.dp = 2;
+  p.gbs = 8;
+  p.seq_len = 2048;
+  p.schedule = ScheduleKind::kInterleaved;
+  const Partition part = build_partition(m, platform, p);
+  const TaskGraph g = build_task_graph(p, compute_costs(m, platform, p, part));
+  int sends = 0;
+  for (const auto& r : g.ranks) {
+    for (const auto& op : r.ops) {
+      if (op.type != OpType::kP2P || op.num_sends == 0) continue;
+      ++sends;
+      bool after_compute = false;
+      for (std::uint32_t i = 0; i < op.num_deps; ++i) {
+        const Op& dep = r.ops[r.deps[op.first_dep + i]];
+        // The pass's compute op, or a call after it on the compute stream.
+        after_compute =
+            after_compute || (dep.stream == Stream::kCompute && dep.microbatch == op.microbatch);
+      }
+      EXPECT_TRUE(after_compute) << "rank stage " << r.stage << " send of micro-batch "
+                                 << op.microbatch;
+    }
+  }
+  EXPECT_GT(sends, 0);
 }
 
 TEST(TaskGraph, JsonRoundTrip) {
