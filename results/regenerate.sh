@@ -107,6 +107,12 @@ mkdir -p "$here/moe"
 echo "wrote $here/moe/moe_layer_validation.md"
 # What an MoE layer's expert MLP costs beyond its kernels, as measured on lent GPUs.
 python3 "$here/moe/expert_mlp.py"
+# GEMMs beside a communication kernel's blocks, as measured on lent GPUs.
+m=platforms/h100-sxm/measurements
+python3 kernels/torch/comm_interference.py --render "$m/comm_interference.json" \
+  "$m/comm_interference_repeat.json" "$m/comm_interference_margin.json" \
+  > "$here/comm_interference.md"
+echo "wrote $here/comm_interference.md"
 out="$here/moe/mixtral-8x7b.txt"
 {
   echo "mixtral-8x7b on 64 GPUs (8 nodes), pp 4 x vp 8, gbs 256, seq 4096, zero 1 with overlapped"
