@@ -56,6 +56,8 @@ trap 'rm -f "$tmp"' EXIT
 --zero 1 --overlap-grad-reduce
 --zero 1 --overlap-grad-reduce --overlap-param-gather
 --zero 1 --overlap-grad-reduce --overlap-param-gather --num-distributed-optimizer-instances 2
+--defer-embedding-wgrad-compute --wgrad-deferral-limit 8
+--defer-embedding-wgrad-compute
 --schedule interleaved --vp 5 --sp --tp-comm-overlap --zero 1 --overlap-grad-reduce --overlap-param-gather
 VARIANTS
 } > "$out"

@@ -145,6 +145,13 @@ void add_memory_and_overlap_flags(po::options_description& d) {
       "accumulate and reduce gradients over DP in BF16 (2 bytes each) instead of fp32 "
       "(Megatron-LM's flag; NeMo's FP8 recipes and grad_sync_dtype bf16 do this): half the "
       "data-parallel bytes, and the optimizer steps on an fp32 copy of its shard");
+  add("defer-embedding-wgrad-compute", po::bool_switch(),
+      "Megatron-LM: the last stage keeps the LM head's input and output gradient and runs its "
+      "weight-gradient GEMM after its last backward, in the pipeline flush (needs --pp 2 or more "
+      "and the 1f1b or interleaved schedule; NeMo's Llama 3 recipes set it)");
+  add("wgrad-deferral-limit", s("N"),
+      "with --defer-embedding-wgrad-compute: defer only the first N micro-batches' LM-head "
+      "weight gradients (Megatron-LM's flag; default 0: every micro-batch's)");
   add("overlap-grad-reduce", po::bool_switch(),
       "reduce gradients over DP in buckets of max(40M, 1M x dp) parameters during the backward "
       "(Megatron-LM default: off, one bucket at the end)");

@@ -212,6 +212,17 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
                bwd, [](const KernelSpec& k) { return !is_weight_gradient(k); }, true),
            count, costing);
   add_pass(sc.backward_weight, prefix, filtered(bwd, is_weight_gradient, false), count, costing);
+  if (plan.defer_embedding_wgrad_compute) {
+    if (kind == BlockKind::kLmHead) {
+      add_pass(sc.lm_head_wgrad, prefix, filtered(bwd, is_weight_gradient, false), count, costing);
+      add_pass(sc.backward_deferring_lm_head_wgrad, prefix,
+               filtered(
+                   bwd, [](const KernelSpec& k) { return !is_weight_gradient(k); }, true),
+               count, costing);
+    } else {
+      add_pass(sc.backward_deferring_lm_head_wgrad, prefix, bwd, count, costing);
+    }
+  }
   if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kFull) {
     add_pass(sc.recompute, prefix, fwd, count, costing);
   } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kSelective) {

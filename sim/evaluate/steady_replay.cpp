@@ -14,6 +14,13 @@ std::optional<SteadyReplay> steady_replay(const Plan& plan) {
   // The warm-up and the cool-down each span fewer than pp x vp + period micro-batches, and no
   // more are in flight at once: the window, as long, holds a whole state of the pipeline.
   const std::int64_t margin = plan.pp * plan.vp + period;
+  // Deferred LM-head weight gradients (--defer-embedding-wgrad-compute) shorten the first
+  // backwards and lengthen the flush: the shorter step replays the same only where every
+  // deferred one comes before the window.
+  if (plan.defer_embedding_wgrad_compute &&
+      (plan.wgrad_deferral_limit == 0 || plan.wgrad_deferral_limit > margin)) {
+    return std::nullopt;
+  }
   std::int64_t shorter = 3 * margin + period;
   shorter += ((m - shorter) % period + period) % period;  // same remainder: same last group
   if (2 * shorter > m) return std::nullopt;

@@ -115,7 +115,9 @@ void RankProgramWriter::pass(const ScheduleStep& step) {
     deps.clear();
   }
   const bool whole = step.pass == Pass::kBackward;
-  const PassCost& cost_of_pass = whole ? sc.backward : sc.backward_input;
+  const PassCost& cost_of_pass = !whole                    ? sc.backward_input
+                                 : defers_lm_head_wgrad(c) ? sc.backward_deferring_lm_head_wgrad
+                                                           : sc.backward;
   const auto kind = whole ? ComputeKind::kBackward : ComputeKind::kBackwardInput;
   if (whole && completes_gradients(c)) {
     produced_[key(Flow::kGradient, mb, c)] =
@@ -170,7 +172,24 @@ std::vector<Transfer> RankProgramWriter::transfers(const std::vector<Exchange>& 
   return out;
 }
 
+// Whether this backward of the chunk leaves its LM-head weight gradient to the flush
+// (--defer-embedding-wgrad-compute; Megatron-LM defers the first micro-batches'), counting it.
+bool RankProgramWriter::defers_lm_head_wgrad(std::int64_t chunk) {
+  if (cost(chunk).lm_head_wgrad.seconds <= 0) return false;
+  if (lm_head_wgrads_deferred_ >= plan_.deferred_lm_head_wgrads()) return false;
+  ++lm_head_wgrads_deferred_;
+  return true;
+}
+
 void RankProgramWriter::finish_step() {
+  // The deferred LM-head weight gradients, one GEMM a micro-batch, after the last backward and
+  // before the gradients are finalised (Megatron-LM's finish_embedding_wgrad_compute).
+  for (std::int64_t c = 0; c < plan_.vp && lm_head_wgrads_deferred_ > 0; ++c) {
+    const PassCost& wgrad = cost(c).lm_head_wgrad;
+    if (wgrad.seconds <= 0) continue;
+    compute_op(ComputeKind::kBackwardWeight, -1, c,
+               static_cast<double>(lm_head_wgrads_deferred_) * wgrad.seconds);
+  }
   for (auto chunk : deferred_reductions_) {
     last_compute_ = dp_collective(Stream::kCompute, reduction(), chunk, cost(chunk).grad_bytes,
                                   buckets(chunk), -1, take_pending());

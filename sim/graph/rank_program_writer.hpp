@@ -146,6 +146,7 @@ class RankProgramWriter {
   static PassCost pass_piece(const PassCost& pass, std::int64_t k, std::int64_t n);
   void pass(const ScheduleStep& step);
   void exchange(const ScheduleStep& step);
+  bool defers_lm_head_wgrad(std::int64_t chunk);
   std::vector<Transfer> transfers(const std::vector<Exchange>& ex, bool sending) const;
   void finish_step();
 
@@ -203,6 +204,7 @@ class RankProgramWriter {
   Deps dp_ops_;
   Deps sends_;
   std::vector<std::int64_t> deferred_reductions_;
+  std::int64_t lm_head_wgrads_deferred_ = 0;  // backwards that left theirs to the flush
 };
 
 }  // namespace trainsim::graph_detail

@@ -252,6 +252,13 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
         // Its input, once for the main model and once for each multi-token-prediction module.
         f.saved += kActBytes * T * s.h / s.r * runs;
         largest_block = std::max(largest_block, d(padded_vocab) / s.t * s.h);
+        // Deferring its weight gradient, a backward keeps that input and the BF16 gradient of
+        // the logits to the flush (Megatron-LM's embedding_activation_buffer and
+        // grad_output_buffer).
+        if (plan.defer_embedding_wgrad_compute) {
+          f.deferred += kActBytes * T * s.h / s.r * runs + kActBytes * logits;
+          f.deferrals = plan.deferred_lm_head_wgrads();
+        }
         break;
       case BlockKind::kCast:
         break;  // its fp32 output is the loss's input, counted there

@@ -29,6 +29,7 @@ ActivationTimeline walk_activations(const std::vector<ComputeStep>& steps,
   std::vector<State> state(footprints.size() * static_cast<std::size_t>(microbatches),
                            State::kNone);
   std::int64_t in_flight = 0;
+  std::vector<std::int64_t> deferred(footprints.size(), 0);  // backwards that kept theirs
   t.during_step.reserve(steps.size());
   t.after_step.reserve(steps.size());
   auto note_peak = [&](double bytes, std::int64_t step) {
@@ -77,11 +78,19 @@ ActivationTimeline walk_activations(const std::vector<ComputeStep>& steps,
         st = State::kNone;
         --in_flight;
         held -= f.saved;
+        if (deferred[static_cast<std::size_t>(s.chunk)]++ < f.deferrals) held += f.deferred;
       } else {
         st = State::kInputGradientDone;  // activations wait for the weight gradient
       }
     }
     t.after_step.push_back(held);
+  }
+  // What the last step leaves for the flush: the deferred LM-head buffers, held until their
+  // weight gradients run after it (nothing otherwise).
+  if (!steps.empty() && held > t.peak) {
+    t.peak = held;
+    t.peak_step = static_cast<std::int64_t>(steps.size()) - 1;
+    t.peak_in_flight = in_flight;
   }
   return t;
 }

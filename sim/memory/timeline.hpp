@@ -26,6 +26,10 @@ struct PassFootprint {
   double saved = 0;               // from the end of its forward to the end of its backward
   double forward_transient = 0;   // on top of `saved`, only while the forward runs
   double backward_transient = 0;  // on top of what is held, only while the backward runs
+  /// --defer-embedding-wgrad-compute: what the first `deferrals` backwards keep to the step's
+  /// end, the LM head's input and output gradient, for the weight gradients of the flush.
+  double deferred = 0;
+  std::int64_t deferrals = 0;
 };
 
 struct ActivationTimeline {

@@ -4,6 +4,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/plan/deferral_rules.hpp"
 #include "sim/plan/expert_rules.hpp"
 #include "sim/plan/optimizer_rules.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -348,6 +349,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   validate_context_parallelism(plan, model, origin);
   validate_expert_parallelism(plan, model, origin);
   validate_optimizer_instances(plan, origin);
+  validate_wgrad_deferral(plan, model, origin);
   // Megatron-LM counts the embedding and the loss as layers when told to account for them.
   const std::int64_t units = model.num_layers +
                              (plan.account_for_embedding_in_pipeline_split ? 1 : 0) +

@@ -1,5 +1,6 @@
 #pragma once
 // The parallel strategy: pure data plus the feasibility rules. Names follow Megatron-LM.
+#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -125,6 +126,11 @@ struct Plan {
   bool overlap_grad_reduce = false;   // DP gradient reduction in buckets during the backward
   bool overlap_param_gather = false;  // distributed optimizer: parameter all-gather in forward
   bool tp_comm_overlap = false;       // TP collectives alongside their GEMMs
+  /// Megatron-LM's --defer-embedding-wgrad-compute: the last stage keeps the LM head's input and
+  /// output gradient of the first wgrad_deferral_limit micro-batches (0: of every one) and runs
+  /// their weight-gradient GEMMs after its last backward, in the pipeline flush.
+  bool defer_embedding_wgrad_compute = false;
+  std::int64_t wgrad_deferral_limit = 0;
   /// Pipeline exchanges on their own streams (interleaved schedule only). Unset: Megatron-LM's
   /// default, on for the interleaved schedule; off for gpipe and 1f1b; zb-h1 always overlaps.
   std::optional<bool> overlap_p2p_comm;
@@ -163,6 +169,13 @@ struct Plan {
   bool p2p_overlap() const {
     return schedule == ScheduleKind::kZBH1 ||
            overlap_p2p_comm.value_or(schedule == ScheduleKind::kInterleaved);
+  }
+  /// Micro-batches whose LM-head weight gradient the last stage defers to the flush (0 when it
+  /// defers none).
+  std::int64_t deferred_lm_head_wgrads() const {
+    if (!defer_embedding_wgrad_compute) return 0;
+    const std::int64_t m = num_microbatches();
+    return wgrad_deferral_limit > 0 ? std::min(wgrad_deferral_limit, m) : m;
   }
   /// The vocabulary multiple per TP rank: --vocab-divisible-by, else the framework's default
   /// (Megatron and Megatron-DeepSpeed 128, ColossalAI 64, nanotron 1).

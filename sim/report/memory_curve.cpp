@@ -41,7 +41,10 @@ StepTimes step_times(const std::vector<ComputeStep>& steps, const std::vector<Sp
   StepTimes t{std::vector<double>(steps.size(), -1.0), std::vector<double>(steps.size(), -1.0)};
   std::size_t i = 0;
   for (const Span& s : compute) {
-    if (s.compute_kind == ComputeKind::kOptimizer || s.compute_kind == ComputeKind::kOther) {
+    // The optimizer step and work of no micro-batch (the deferred LM-head weight gradients of
+    // the flush) belong to no step of the schedule.
+    if (s.compute_kind == ComputeKind::kOptimizer || s.compute_kind == ComputeKind::kOther ||
+        s.microbatch < 0) {
       continue;
     }
     // A span of the current step, or the first of the next one.

@@ -57,6 +57,10 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
   if (p.num_distributed_optimizer_instances > 1) {
     j["num_distributed_optimizer_instances"] = p.num_distributed_optimizer_instances;
   }
+  if (p.defer_embedding_wgrad_compute) {
+    j["defer_embedding_wgrad_compute"] = true;
+    j["wgrad_deferral_limit"] = p.wgrad_deferral_limit;
+  }
   if (p.schedule == ScheduleKind::kInterleaved) {
     j["microbatch_group_size_per_vp_stage"] =
         p.microbatch_group_size_per_vp_stage > 0 ? p.microbatch_group_size_per_vp_stage : p.pp;

@@ -118,6 +118,12 @@ std::vector<std::string> plan_extras(const Plan& p) {
   if (p.overlap_param_gather) extras.push_back("overlap param gather");
   if (p.tp_comm_overlap) extras.push_back("tp comm overlap");
   if (p.moe_a2a_overlap) extras.push_back("expert all-to-all overlap");
+  if (p.defer_embedding_wgrad_compute) {
+    extras.push_back(p.wgrad_deferral_limit > 0
+                         ? "LM-head wgrad of " + std::to_string(p.wgrad_deferral_limit) +
+                               " micro-batches deferred to the flush"
+                         : std::string("LM-head wgrad deferred to the flush"));
+  }
   if (p.fp8_param_gather) extras.push_back("fp8 param gather");
   if (p.grad_reduce_in_bf16) extras.push_back("bf16 grad reduce");
   if (p.p2p_overlap()) extras.push_back("overlap p2p comm");

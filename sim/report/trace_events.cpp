@@ -80,6 +80,14 @@ TraceEvent compute_event(const Span& span, std::int64_t stage, const Partition& 
     return e;
   }
   const std::int64_t v = partition.virtual_stage(stage, span.chunk);
+  if (span.compute_kind == ComputeKind::kBackwardWeight && span.microbatch < 0) {
+    e.name = "W deferred LM head (the pipeline flush)";
+    e.args["chunk"] = span.chunk;
+    e.args["virtual stage"] = v;
+    e.args["note"] = "one micro-batch's kernels below, run once for each deferred micro-batch";
+    describe_kernels(costs.stages[static_cast<std::size_t>(v)].lm_head_wgrad, e.args);
+    return e;
+  }
   const std::string blocks = join(partition.labels(v), ", ");
   e.name = std::string(pass_letter(span.compute_kind)) + " mb " + std::to_string(span.microbatch) +
            (partition.chunks > 1 ? " chunk " + std::to_string(span.chunk) : "") + " · " + blocks;

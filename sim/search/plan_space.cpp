@@ -9,6 +9,7 @@
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
+#include "sim/plan/deferral_rules.hpp"
 #include "sim/plan/optimizer_rules.hpp"
 
 namespace trainsim {
@@ -110,17 +111,24 @@ Outcome PlanSpace::simulated(const Plan& plan, Assessment& a, std::optional<doub
 // A candidate that changes the data parallelism or the optimizer under several
 // distributed-optimizer instances keeps them where Megatron-LM's rules still allow them, else
 // goes back to one instance (the fix then names that change too).
-Candidate PlanSpace::with_valid_instances(const Candidate& candidate) {
+Candidate PlanSpace::with_valid_options(const Candidate& candidate) {
   Candidate c = candidate;
   if (c.plan.num_distributed_optimizer_instances > 1 &&
       refusal([&] { validate_optimizer_instances(c.plan, {}); })) {
     c.plan.num_distributed_optimizer_instances = 1;
   }
+  // A candidate without a pipeline, or on another schedule, cannot defer the LM head's weight
+  // gradient: it runs without the deferral (and its fix says so).
+  if (c.plan.defer_embedding_wgrad_compute &&
+      refusal([&] { validate_wgrad_deferral(c.plan, {}); })) {
+    c.plan.defer_embedding_wgrad_compute = false;
+    c.plan.wgrad_deferral_limit = 0;
+  }
   return c;
 }
 
 Outcome PlanSpace::price(const Candidate& given, Need need) {
-  const Candidate candidate = with_valid_instances(given);
+  const Candidate candidate = with_valid_options(given);
   Assessment& a = assess(candidate);
   if (!a.partition) return Outcome::infeasible(*a.refused);
   if (need != Need::kBuildable && a.defect) {

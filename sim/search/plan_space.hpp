@@ -105,7 +105,9 @@ class PlanSpace {
     std::optional<double> step_time_s;
   };
 
-  static Candidate with_valid_instances(const Candidate& candidate);
+  /// The candidate with the options its own rules refuse dropped: distributed-optimizer
+  /// instances, the deferred LM-head weight gradient.
+  static Candidate with_valid_options(const Candidate& candidate);
   Assessment& assess(const Candidate& candidate);
   void measure_memory(const Plan& plan, Assessment& a);
   Outcome simulated(const Plan& plan, Assessment& a, std::optional<double> peak_bytes);

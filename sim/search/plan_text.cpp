@@ -30,6 +30,9 @@ std::string plan_changes(const Plan& from, const Plan& to) {
   }
   if (to.moe_a2a_overlap && !from.moe_a2a_overlap) add("--overlap-moe-expert-parallel-comm");
   if (to.rank_order != from.rank_order) add("--rank-order " + to_string(to.rank_order));
+  if (from.defer_embedding_wgrad_compute && !to.defer_embedding_wgrad_compute) {
+    add("without --defer-embedding-wgrad-compute");
+  }
   return out;
 }
 

@@ -13,9 +13,10 @@ constexpr double kSecondsPerDay = 86400;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // The plan's columns: the report's plan fields, the interleaved schedule's group size, the
-// selective recomputation's modules, the multi-token-prediction modules and the
-// distributed-optimizer instances included (blank for other schedules and recomputations, where
-// the model's own count applies, and for one instance).
+// selective recomputation's modules, the multi-token-prediction modules, the
+// distributed-optimizer instances and the deferred LM-head weight gradients included (blank for
+// other schedules and recomputations, where the model's own count applies, for one instance and
+// without deferral).
 const std::vector<std::string>& plan_columns() {
   static const std::vector<std::string> columns = [] {
     Plan p;
@@ -23,6 +24,7 @@ const std::vector<std::string>& plan_columns() {
     p.recompute = Recompute::kSelective;
     p.mtp_num_layers = 0;
     p.num_distributed_optimizer_instances = 2;
+    p.defer_embedding_wgrad_compute = true;
     std::vector<std::string> c;
     const nlohmann::ordered_json plan = plan_json(p, "");
     for (auto it = plan.begin(); it != plan.end(); ++it) c.push_back(it.key());

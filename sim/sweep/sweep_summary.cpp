@@ -39,6 +39,11 @@ std::string label(const std::map<std::string, std::string>& f) {
       it != f.end() && !it->second.empty()) {
     s += " x " + it->second + " instances";
   }
+  // The LM head's deferred weight gradients: blank without, absent in older files.
+  if (auto it = f.find("defer_embedding_wgrad_compute"); it != f.end() && it->second == "true") {
+    const std::string& limit = f.at("wgrad_deferral_limit");
+    s += " defer-wgrad" + (limit == "0" ? std::string() : " " + limit);
+  }
   if (f.at("precision") != "bf16") s += " " + f.at("precision");
   if (f.at("tp_comm_overlap") == "true") s += " tp-overlap";
   if (f.at("overlap_grad_reduce") == "true") s += " grad-overlap";

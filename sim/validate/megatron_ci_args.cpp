@@ -48,6 +48,14 @@ Setter width_into(std::int64_t CiLaunchArgs::*field) {
     a.*field = *v;
   };
 }
+// A count: a non-negative integer.
+Setter count_into(std::int64_t CiLaunchArgs::*field) {
+  return [field](CiLaunchArgs& a, const Fields& f, const char* k) {
+    const auto v = f.integer(k);
+    if (!v || *v < 0) f.fail(k, "must be a non-negative integer");
+    a.*field = *v;
+  };
+}
 Setter dropout_into(bool CiLaunchArgs::*field) {
   return [field](CiLaunchArgs& a, const Fields& f, const char* k) { a.*field = dropout_on(f, k); };
 }
@@ -72,6 +80,8 @@ const std::map<std::string, Setter>& modelled() {
       {"--account-for-embedding-in-pipeline-split",
        flag_into(&CiLaunchArgs::account_for_embedding)},
       {"--account-for-loss-in-pipeline-split", flag_into(&CiLaunchArgs::account_for_loss)},
+      {"--defer-embedding-wgrad-compute", flag_into(&CiLaunchArgs::defer_embedding_wgrad)},
+      {"--wgrad-deferral-limit", count_into(&CiLaunchArgs::wgrad_deferral_limit)},
       {"--num-virtual-stages-per-pipeline-rank", integer_into(&CiLaunchArgs::virtual_stages)},
       {"--microbatch-group-size-per-virtual-pipeline-stage",
        integer_into(&CiLaunchArgs::microbatch_group)},
@@ -116,7 +126,6 @@ const std::vector<std::string>& no_memory_effect() {
                                                 "--ddp-average-in-collective",
                                                 "--no-create-attention-mask-in-dataloader",
                                                 "--apply-query-key-layer-scaling",
-                                                "--wgrad-deferral-limit",
                                                 "--overlap-p2p-communication-warmup-flush",
                                                 "--overlap-param-gather-with-optimizer-step",
                                                 "--calculate-per-token-loss",
@@ -134,7 +143,6 @@ const std::vector<std::string>& no_memory_effect() {
 // Arguments whose memory trainsim does not model: the row is skipped with the reason.
 const std::map<std::string, std::string>& unmodelled() {
   static const std::map<std::string, std::string> reasons = {
-      {"--defer-embedding-wgrad-compute", "deferred embedding weight gradients not modelled"},
       {"--use-transformer-engine-op-fuser",
        "Transformer Engine's operation fuser (its fused MLP's saved tensors) not modelled"}};
   return reasons;

@@ -26,6 +26,8 @@ struct CiLaunchArgs {
   std::int64_t decoder_last = -1;
   bool account_for_embedding = false;
   bool account_for_loss = false;
+  bool defer_embedding_wgrad = false;  // --defer-embedding-wgrad-compute
+  std::int64_t wgrad_deferral_limit = 0;
   std::int64_t virtual_stages = 1;
   std::int64_t microbatch_group = 0;  // interleaved: micro-batches per chunk group (0: pp)
   bool tp_pp_dp_mapping = false;      // --use-tp-pp-dp-mapping: ranks ordered tp-cp-ep-pp-dp

@@ -168,6 +168,8 @@ Plan ci_plan(const Fields& f, const CiLaunchArgs& extra, const Model& m, std::in
   plan.decoder_last_pipeline_num_layers = extra.decoder_last;
   plan.account_for_embedding_in_pipeline_split = extra.account_for_embedding;
   plan.account_for_loss_in_pipeline_split = extra.account_for_loss;
+  plan.defer_embedding_wgrad_compute = extra.defer_embedding_wgrad;
+  plan.wgrad_deferral_limit = extra.wgrad_deferral_limit;
   return plan;
 }
 

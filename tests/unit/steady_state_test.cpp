@@ -95,6 +95,16 @@ TEST(SteadyReplay, ShorterPlanAndWindow) {
   Plan gpipe = one_f_one_b(4, 128);
   gpipe.schedule = ScheduleKind::kGPipe;
   EXPECT_FALSE(steady_replay(gpipe));
+  // Deferred LM-head weight gradients: within the first margin of micro-batches the shorter
+  // step defers as many; deferring every one, or more than the margin, it would not.
+  Plan deferring = one_f_one_b(4, 128);
+  deferring.defer_embedding_wgrad_compute = true;
+  deferring.wgrad_deferral_limit = 5;
+  EXPECT_TRUE(steady_replay(deferring));
+  deferring.wgrad_deferral_limit = 6;
+  EXPECT_FALSE(steady_replay(deferring));
+  deferring.wgrad_deferral_limit = 0;
+  EXPECT_FALSE(steady_replay(deferring));
 }
 
 TEST(SteadyReplay, StepTimeEqualsTheWholeReplay) {
@@ -104,6 +114,9 @@ TEST(SteadyReplay, StepTimeEqualsTheWholeReplay) {
     for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
       Plan p = one_f_one_b(pp, 512);
       p.recompute = recompute;
+      // With full recomputation, the LM head's weight gradient of two micro-batches deferred.
+      p.defer_embedding_wgrad_compute = recompute == Recompute::kFull;
+      p.wgrad_deferral_limit = p.defer_embedding_wgrad_compute ? 2 : 0;
       const Partition partition = test::uniform_partition(model, pp);
       const CostModel costs = compute_costs(model, platform, p, partition);
       const SimResult shortcut = replay(platform, p, costs, EngineKind::kAnalytic, nullptr, true);

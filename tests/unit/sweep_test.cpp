@@ -204,6 +204,24 @@ TEST(SweepRow, DistributedOptimizerInstancesHaveAColumnAndALabel) {
   EXPECT_EQ(sweep_entries({two}).at(0).plan, "tp 1 pp 1 dp 8 mbs 1 1f1b zero 1 x 2 instances");
 }
 
+TEST(SweepRow, DeferredLmHeadWeightGradientsHaveColumnsAndALabel) {
+  Plan p = small_sweep_plan();
+  p.pp = 2;
+  p.dp = 4;
+  const auto defer = csv_column("defer_embedding_wgrad_compute");
+  const auto limit = csv_column("wgrad_deferral_limit");
+  ASSERT_LT(limit, sweep_csv_columns().size());
+  const std::string off = priced_row(p);
+  p.defer_embedding_wgrad_compute = true;
+  p.wgrad_deferral_limit = 4;
+  const std::string on = priced_row(p);
+  EXPECT_EQ(split_csv_line(off).at(defer), "");
+  EXPECT_EQ(split_csv_line(on).at(defer), "true");
+  EXPECT_EQ(split_csv_line(on).at(limit), "4");
+  EXPECT_EQ(sweep_entries({off}).at(0).plan, "tp 1 pp 2 dp 4 mbs 1 1f1b zero 1");
+  EXPECT_EQ(sweep_entries({on}).at(0).plan, "tp 1 pp 2 dp 4 mbs 1 1f1b zero 1 defer-wgrad 4");
+}
+
 TEST(SweepRow, RefusedByMemoryWithItsPeak) {
   const Model m = test::catalog_model("llama3.1-70b");
   Plan p;

@@ -1,0 +1,234 @@
+// Megatron-LM's --defer-embedding-wgrad-compute (and --wgrad-deferral-limit): the last stage
+// leaves the LM head's weight-gradient GEMM of its first micro-batches to the pipeline flush,
+// keeping each one's input and logits gradient until then. Megatron-LM's rules, the backward
+// without that GEMM, the flush's op, the bytes kept, and the flags end to end.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/cost/stage_cost.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/graph/builder.hpp"
+#include "sim/memory/memory.hpp"
+#include "sim/plan/partition.hpp"
+#include "sim/search/plan_space.hpp"
+#include "sim/search/plan_text.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+// llama3.1-8b, tp 2 without SP, pp 2, 1F1B, 8 micro-batches of 2,048 tokens.
+Plan deferring_plan(std::int64_t limit, bool defer = true) {
+  Plan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.gbs = 8;
+  p.seq_len = 2048;
+  p.defer_embedding_wgrad_compute = defer;
+  p.wgrad_deferral_limit = limit;
+  return p;
+}
+
+TEST(WgradDeferral, MegatronRulesOneLineEach) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  EXPECT_EQ(test::plan_error(deferring_plan(2), m), "(valid)");
+  EXPECT_EQ(test::plan_error(deferring_plan(0), m), "(valid)");
+  EXPECT_EQ(test::plan_error(deferring_plan(2, false), m),
+            "--wgrad-deferral-limit: needs --defer-embedding-wgrad-compute");
+  Plan one_stage = deferring_plan(2);
+  one_stage.pp = 1;
+  EXPECT_EQ(test::plan_error(one_stage, m),
+            "--defer-embedding-wgrad-compute: needs --pp 2 or more: the weight gradients run in "
+            "the pipeline flush, which one stage does not have (Megatron-LM's rule)");
+  Plan zb = deferring_plan(2);
+  zb.schedule = ScheduleKind::kZBH1;
+  EXPECT_EQ(test::plan_error(zb, m),
+            "--defer-embedding-wgrad-compute: applies to Megatron-LM's 1f1b and interleaved "
+            "schedules, not zb-h1");
+  Plan nanotron = deferring_plan(2);
+  nanotron.framework = Framework::kNanotron;
+  EXPECT_EQ(test::plan_error(nanotron, m),
+            "--defer-embedding-wgrad-compute: is Megatron-LM's; nanotron does not defer it");
+  Model mtp = m;
+  mtp.mtp_layers = 1;
+  EXPECT_EQ(test::plan_error(deferring_plan(2), mtp),
+            "--defer-embedding-wgrad-compute: with multi-token prediction is not modelled "
+            "(Megatron-LM also defers each module's LM-head run, counting every run against the "
+            "limit); use --mtp-num-layers 0 or leave the deferral out");
+  EXPECT_EQ(deferring_plan(2).deferred_lm_head_wgrads(), 2);
+  EXPECT_EQ(deferring_plan(0).deferred_lm_head_wgrads(), 8);  // 0: every micro-batch
+  EXPECT_EQ(deferring_plan(20).deferred_lm_head_wgrads(), 8);
+  EXPECT_EQ(deferring_plan(0, false).deferred_lm_head_wgrads(), 0);
+}
+
+struct Built {
+  Partition partition;
+  CostModel costs;
+};
+
+Built build(const Plan& p) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  Built b{build_partition(m, platform, p), {}};
+  b.costs = compute_costs(m, platform, p, b.partition);
+  return b;
+}
+
+// The last stage's backward without the LM head's weight-gradient GEMM costs the whole backward
+// less that GEMM's time (no TP call is paired with it here); the first stage defers nothing.
+TEST(WgradDeferral, TheBackwardLeavesTheLmHeadWeightGradientOut) {
+  const Built b = build(deferring_plan(2));
+  const StageCost& last = b.costs.stages[1];
+  double wgrad = 0;
+  for (const auto& k : last.backward.kernels) {
+    if (k.name == "lm_head.lm_head.wgrad") wgrad += k.time.seconds * static_cast<double>(k.count);
+  }
+  ASSERT_GT(wgrad, 0);
+  EXPECT_DOUBLE_EQ(last.lm_head_wgrad.seconds, wgrad);
+  ASSERT_EQ(last.lm_head_wgrad.kernels.size(), 1u);
+  EXPECT_NEAR(last.backward_deferring_lm_head_wgrad.seconds, last.backward.seconds - wgrad,
+              1e-12 * last.backward.seconds);
+  EXPECT_EQ(b.costs.stages[0].lm_head_wgrad.seconds, 0);
+  // Without the flag, nothing is built.
+  EXPECT_EQ(build(deferring_plan(0, false)).costs.stages[1].lm_head_wgrad.seconds, 0);
+}
+
+// The last stage's first two backwards run without the GEMM; after its last backward one op
+// runs both micro-batches' GEMMs, before the optimizer step.
+TEST(WgradDeferral, TheFlushRunsTheDeferredGemms) {
+  const Plan p = deferring_plan(2);
+  const Built b = build(p);
+  const TaskGraph g = build_task_graph(p, b.costs);
+  const StageCost& last = b.costs.stages[1];
+  for (const auto& r : g.ranks) {
+    std::vector<double> backwards;
+    std::int64_t flush = -1, optimizer = -1, last_backward = -1;
+    for (std::size_t i = 0; i < r.ops.size(); ++i) {
+      const Op& op = r.ops[i];
+      if (op.type != OpType::kCompute) continue;
+      if (op.compute == ComputeKind::kBackward) {
+        backwards.push_back(op.seconds);
+        last_backward = static_cast<std::int64_t>(i);
+      }
+      if (op.compute == ComputeKind::kBackwardWeight) {
+        EXPECT_EQ(op.microbatch, -1);
+        EXPECT_DOUBLE_EQ(op.seconds, 2 * last.lm_head_wgrad.seconds);
+        flush = static_cast<std::int64_t>(i);
+      }
+      if (op.compute == ComputeKind::kOptimizer) optimizer = static_cast<std::int64_t>(i);
+    }
+    ASSERT_EQ(backwards.size(), 8u);
+    if (r.stage == 0) {
+      EXPECT_EQ(flush, -1);
+      continue;
+    }
+    for (std::size_t k = 0; k < 8; ++k) {
+      EXPECT_DOUBLE_EQ(backwards[k], k < 2 ? last.backward_deferring_lm_head_wgrad.seconds
+                                           : last.backward.seconds)
+          << "backward " << k;
+    }
+    EXPECT_GT(flush, last_backward);
+    EXPECT_LT(flush, optimizer);
+  }
+}
+
+// Each deferring backward keeps the LM head's input (2,048 x 4,096 BF16) and the BF16 gradient
+// of its logits (2,048 x 64,128 per TP rank: 128,256 words over tp 2) to the flush: the last
+// stage's peak, reached in a later backward, holds two of them more; the first stage's and the
+// model state after the step do not change.
+TEST(WgradDeferral, TheLastStageKeepsTwoInputsAndLogitsGradients) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  auto memory = [&](const Plan& p) {
+    const Built b = build(p);
+    return compute_memory(m, platform, p, b.partition, b.costs, {});
+  };
+  const MemoryModel with = memory(deferring_plan(2));
+  const MemoryModel without = memory(deferring_plan(0, false));
+  const double kept = 2.0 * 2048 * 4096 + 2.0 * 2048 * 64128;  // 279,445,504 bytes
+  EXPECT_DOUBLE_EQ(with.stages[1].peak_allocated - without.stages[1].peak_allocated, 2 * kept);
+  EXPECT_DOUBLE_EQ(with.stages[0].peak_allocated, without.stages[0].peak_allocated);
+  EXPECT_DOUBLE_EQ(with.stages[1].base(), without.stages[1].base());
+  // Deferring every micro-batch's: the flush holds all eight.
+  const MemoryModel all = memory(deferring_plan(0));
+  EXPECT_GE(all.stages[1].peak_allocated - without.stages[1].base(), 8 * kept);
+}
+
+// A fix without a pipeline (or on zb-h1) is priced without the deferral, and its text says so.
+TEST(WgradDeferral, AFixThatCannotDeferDropsItAndSaysSo) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  const Plan plan = deferring_plan(2);
+  PlanSpace space(m, platform, plan, build_partition(m, platform, plan));
+  Candidate one_stage{plan};
+  one_stage.plan.pp = 1;
+  one_stage.plan.dp = 2;
+  const Outcome o = space.price(one_stage);
+  ASSERT_TRUE(o) << o.reason();
+  EXPECT_FALSE(o->plan.defer_embedding_wgrad_compute);
+  EXPECT_EQ(o->plan.wgrad_deferral_limit, 0);
+  EXPECT_EQ(plan_changes(plan, o->plan), "--pp 1 --dp 2 without --defer-embedding-wgrad-compute");
+  Candidate zb{plan};
+  zb.plan.schedule = ScheduleKind::kZBH1;
+  const Outcome z = space.price(zb);
+  ASSERT_TRUE(z) << z.reason();
+  EXPECT_FALSE(z->plan.defer_embedding_wgrad_compute);
+  // A candidate that can defer keeps it.
+  Candidate interleaved{plan};
+  interleaved.plan.schedule = ScheduleKind::kInterleaved;
+  interleaved.plan.vp = 2;
+  const Outcome i = space.price(interleaved);
+  ASSERT_TRUE(i) << i.reason();
+  EXPECT_TRUE(i->plan.defer_embedding_wgrad_compute);
+}
+
+// The flags end to end: the report echoes the plan fields and says it in words, and the trace
+// names the flush's op.
+TEST(WgradDeferral, FlagsReportAndTrace) {
+  const std::string trace = test::make_temp_dir() + "/trace.json";
+  const std::vector<std::string> args = {"run",
+                                         "--model",
+                                         "llama3.1-8b",
+                                         "--platform",
+                                         "h100-sxm-ndr",
+                                         "--tp",
+                                         "2",
+                                         "--pp",
+                                         "2",
+                                         "--gbs",
+                                         "8",
+                                         "--seq-len",
+                                         "2048",
+                                         "--engine",
+                                         "analytic",
+                                         "--defer-embedding-wgrad-compute"};
+  auto json_args = args;
+  json_args.insert(json_args.end(), {"--wgrad-deferral-limit", "2", "--format", "json"});
+  const auto r = test::run_trainsim(json_args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out).at("plan");
+  EXPECT_EQ(plan.at("defer_embedding_wgrad_compute"), true);
+  EXPECT_EQ(plan.at("wgrad_deferral_limit"), 2);
+  auto text_args = args;
+  text_args.insert(text_args.end(), {"--wgrad-deferral-limit", "2", "--trace", trace});
+  const auto text = test::run_trainsim(text_args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("LM-head wgrad of 2 micro-batches deferred to the flush"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(test::read_file(trace).find("W deferred LM head (the pipeline flush)"),
+            std::string::npos);
+  const auto bad =
+      test::run_trainsim({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp",
+                          "2", "--pp", "2", "--seq-len", "2048", "--wgrad-deferral-limit", "2"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--wgrad-deferral-limit: needs --defer-embedding-wgrad-compute"),
+            std::string::npos)
+      << bad.err;
+}
+
+}  // namespace
+}  // namespace trainsim
