@@ -3,6 +3,12 @@
 #include "sim/reshard/layout_spec.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
+// Catalog entries are read before the first input (fuzz_support.hpp, warm_catalog).
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  trainsim::fuzz::warm_catalog();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainsim;
   return fuzz::expect_input_errors([&] {

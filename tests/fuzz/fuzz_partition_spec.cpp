@@ -15,6 +15,12 @@ constexpr std::array<const char*, 4> kModels = {"llama3.1-8b", "mixtral-8x7b", "
 
 }  // namespace
 
+// Catalog entries are read before the first input (fuzz_support.hpp, warm_catalog).
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  trainsim::fuzz::warm_catalog();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainsim;
   if (size < 1) return 0;

@@ -102,6 +102,12 @@ void run(const Model& model, const Platform& platform, const Plan& plan, const P
 
 }  // namespace
 
+// Catalog entries are read before the first input (fuzz_support.hpp, warm_catalog).
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  trainsim::fuzz::warm_catalog();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return fuzz::expect_input_errors([&] {
     const auto j = parse_json_text(fuzz::text_of(data, size), kFile);

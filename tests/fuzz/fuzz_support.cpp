@@ -133,4 +133,24 @@ const Platform& catalog_platform(const std::string& name) {
   return cached<Platform>({"platforms"}, name, [](const fs::path& p) { return load_platform(p); });
 }
 
+void warm_catalog() {
+  for (const char* folder :
+       {"models", "scenarios/seeds/models", "tests/data/models", "platforms"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(kSource / folder, ec)) {
+      if (e.path().extension() != ".json") continue;
+      const std::string name = e.path().stem().string();
+      try {
+        if (std::string_view(folder) == "platforms") {
+          (void)catalog_platform(name);
+        } else {
+          (void)catalog_model(name);
+        }
+      } catch (const InputError&) {
+        // A test model that is bad on purpose: inputs naming it meet the same error.
+      }
+    }
+  }
+}
+
 }  // namespace trainsim::fuzz

@@ -28,6 +28,12 @@ inline std::string_view text_of(const std::uint8_t* data, std::size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
 
+/// Reads every catalog model and platform into the cache before the first input (a target's
+/// LLVMFuzzerInitialize): a platform's kernel database, megabytes of JSON, takes seconds to
+/// parse under the sanitizers, which the per-input timeout would report as a hang of whichever
+/// input first names it.
+void warm_catalog();
+
 /// A directory of this process's own under the system's temporary directory (a later fuzzer
 /// process removes it).
 const std::filesystem::path& scratch_dir();
