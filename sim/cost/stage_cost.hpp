@@ -45,8 +45,9 @@ struct StageCost {
   PassCost backward_input;
   PassCost backward_weight;
   /// With --defer-embedding-wgrad-compute: the backward without the LM head's weight-gradient
-  /// GEMM (its calls as in backward_input), and that GEMM alone, one micro-batch's, which the
-  /// last stage runs in the pipeline flush. Empty otherwise, and on stages without the LM head.
+  /// GEMM (derived from `backward`, calls included), and that GEMM alone, one micro-batch's,
+  /// which the last stage runs in the pipeline flush. Empty otherwise, and on stages without the
+  /// LM head.
   PassCost backward_deferring_lm_head_wgrad;
   PassCost lm_head_wgrad;
   /// What --recompute re-runs before each backward: the decoder layers' forward (full, with its
