@@ -189,6 +189,8 @@ def beside_ms(torch, run, sets, count, beside, stand_in_count, margin):
 
 def measure(out_path, margin):
     import torch
+
+    from attention import write  # beside this script: JSON through a temporary file and a rename
     assert torch.cuda.is_available(), "needs a GPU"
     torch.backends.cuda.matmul.allow_tf32 = False
     result = dict(device=torch.cuda.get_device_name(), sms=torch.cuda.get_device_properties(0)
@@ -230,11 +232,7 @@ def measure(out_path, margin):
                     flush=True)
             result["rows"].append(row)
     result["smi_after"] = smi()
-    tmp = "%s.tmp-%d" % (out_path, os.getpid())
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, out_path)
+    write(out_path, result)
 
 
 def render_one(path):
