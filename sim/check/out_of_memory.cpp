@@ -1,6 +1,8 @@
 // Out of memory: a stage whose peak per GPU exceeds the GPU's memory, broken down into model
 // state, activations in flight and runtime overhead.
+#include <cstdint>
 #include <optional>
+#include <string>
 
 #include "sim/check/detect.hpp"
 #include "sim/check/wording.hpp"
@@ -11,6 +13,15 @@ namespace trainsim {
 
 namespace {
 
+// The deferred LM-head buffers among the activations at the peak, if any.
+std::string deferred_part(const StageMemory& s) {
+  const std::int64_t n = s.timeline.peak_deferrals;
+  if (n == 0) return "";
+  return " and " + format_bytes(s.timeline.peak_deferred) + " of LM-head buffers kept for " +
+         std::to_string(n) + " deferred weight gradient" + (n == 1 ? "" : "s") +
+         " (--defer-embedding-wgrad-compute)";
+}
+
 // What the stage holds at its peak: model state, activations in flight and runtime memory.
 std::string peak_breakdown(const CheckContext& c, const StageMemory& s) {
   const ModelState& st = s.state;
@@ -20,8 +31,8 @@ std::string peak_breakdown(const CheckContext& c, const StageMemory& s) {
          format_bytes(st.master_weights) + ", Adam moments " + format_bytes(st.optimizer) +
          ", ZeRO " + std::to_string(c.plan.zero) + "), activations " +
          format_bytes(s.activations_at_peak()) + " with " + std::to_string(in_flight) +
-         " micro-batch" + (in_flight == 1 ? "" : "es") + " in flight at its peak (compute step " +
-         std::to_string(s.timeline.peak_step + 1) + " of " +
+         " micro-batch" + (in_flight == 1 ? "" : "es") + " in flight" + deferred_part(s) +
+         " at its peak (compute step " + std::to_string(s.timeline.peak_step + 1) + " of " +
          std::to_string(static_cast<std::int64_t>(s.timeline.after_step.size())) + " of its " +
          to_string(c.plan.schedule) + " program), runtime " + format_bytes(s.runtime_at_peak()) +
          " (allocator buffers, fragmentation, CUDA context)";

@@ -30,6 +30,8 @@ ActivationTimeline walk_activations(const std::vector<ComputeStep>& steps,
                            State::kNone);
   std::int64_t in_flight = 0;
   std::vector<std::int64_t> deferred(footprints.size(), 0);  // backwards that kept theirs
+  double held_deferred = 0;                                  // their bytes, part of `held`
+  std::int64_t held_deferrals = 0;
   t.during_step.reserve(steps.size());
   t.after_step.reserve(steps.size());
   auto note_peak = [&](double bytes, std::int64_t step) {
@@ -38,6 +40,8 @@ ActivationTimeline walk_activations(const std::vector<ComputeStep>& steps,
       t.peak = bytes;
       t.peak_step = step;
       t.peak_in_flight = in_flight;
+      t.peak_deferred = held_deferred;
+      t.peak_deferrals = held_deferrals;
     }
   };
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -78,7 +82,11 @@ ActivationTimeline walk_activations(const std::vector<ComputeStep>& steps,
         st = State::kNone;
         --in_flight;
         held -= f.saved;
-        if (deferred[static_cast<std::size_t>(s.chunk)]++ < f.deferrals) held += f.deferred;
+        if (deferred[static_cast<std::size_t>(s.chunk)]++ < f.deferrals) {
+          held += f.deferred;
+          held_deferred += f.deferred;
+          ++held_deferrals;
+        }
       } else {
         st = State::kInputGradientDone;  // activations wait for the weight gradient
       }
@@ -91,6 +99,8 @@ ActivationTimeline walk_activations(const std::vector<ComputeStep>& steps,
     t.peak = held;
     t.peak_step = static_cast<std::int64_t>(steps.size()) - 1;
     t.peak_in_flight = in_flight;
+    t.peak_deferred = held_deferred;
+    t.peak_deferrals = held_deferrals;
   }
   return t;
 }

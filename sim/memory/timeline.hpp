@@ -38,6 +38,10 @@ struct ActivationTimeline {
   double peak = 0;                  // base + the most held at any moment, transients included
   std::int64_t peak_step = -1;      // index into the steps of the step during which it peaks
   std::int64_t peak_in_flight = 0;  // micro-batch chunks whose activations are held at the peak
+  /// --defer-embedding-wgrad-compute: the deferred LM-head buffers held at the peak (part of it)
+  /// and how many micro-batches' they are.
+  double peak_deferred = 0;
+  std::int64_t peak_deferrals = 0;
 };
 
 /// Walks `steps` with `footprints[chunk]` per micro-batch; `base` is what the GPU holds

@@ -150,9 +150,9 @@ Report make_report(const ReportInputs& in) {
     for (auto& c : sr.exposed_comm_s) c /= n;
     const StageMemory& sm = memory.stages[static_cast<std::size_t>(s)];
     sr.peak_memory_bytes = sm.peak_bytes;
-    sr.memory = {sm.state.weights,    sm.state.gradients,       sm.state.master_weights,
-                 sm.state.optimizer,  sm.activations_at_peak(), sm.timeline.peak_in_flight,
-                 sm.runtime_at_peak()};
+    sr.memory = {sm.state.weights,     sm.state.gradients,        sm.state.master_weights,
+                 sm.state.optimizer,   sm.activations_at_peak(),  sm.timeline.peak_in_flight,
+                 sm.runtime_at_peak(), sm.timeline.peak_deferred, sm.timeline.peak_deferrals};
     const auto leader = in.sim.rank_of(layout.stage_leader(sr.index));
     if (static_cast<std::size_t>(leader) < in.sim.collectives.size()) {
       sr.collectives = in.sim.collectives[static_cast<std::size_t>(leader)];

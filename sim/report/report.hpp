@@ -47,6 +47,10 @@ struct StageReport {
     double activations = 0;
     std::int64_t microbatches_in_flight = 0;  // micro-batch chunks held at the peak
     double runtime = 0;
+    /// Of `activations`, the LM-head buffers deferring backwards keep for the flush
+    /// (--defer-embedding-wgrad-compute), and how many micro-batches' they are.
+    double deferred_lm_head = 0;
+    std::int64_t deferred_microbatches = 0;
   } memory;
 };
 

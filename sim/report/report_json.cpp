@@ -85,13 +85,19 @@ J published_json(const Report& r) {
 }
 
 J memory_json(const StageReport::Memory& m) {
-  return J{{"weights_bytes", m.weights},
-           {"gradients_bytes", m.gradients},
-           {"master_weights_bytes", m.master_weights},
-           {"optimizer_bytes", m.optimizer},
-           {"activations_bytes", m.activations},
-           {"microbatches_in_flight", m.microbatches_in_flight},
-           {"runtime_bytes", m.runtime}};
+  J j{{"weights_bytes", m.weights},
+      {"gradients_bytes", m.gradients},
+      {"master_weights_bytes", m.master_weights},
+      {"optimizer_bytes", m.optimizer},
+      {"activations_bytes", m.activations},
+      {"microbatches_in_flight", m.microbatches_in_flight},
+      {"runtime_bytes", m.runtime}};
+  // Only where the stage's peak holds deferred LM-head buffers (part of activations_bytes).
+  if (m.deferred_microbatches > 0) {
+    j["deferred_lm_head_bytes"] = m.deferred_lm_head;
+    j["deferred_microbatches"] = m.deferred_microbatches;
+  }
+  return j;
 }
 
 J collectives_json(const std::vector<CollectiveStat>& cs) {

@@ -240,6 +240,14 @@ void write_memory(const Report& r, std::ostringstream& o) {
       << pad_right(std::to_string(m.microbatches_in_flight), 11)
       << pad_right(format_bytes(m.runtime), 12) << format_bytes(s.peak_memory_bytes) << "\n";
   }
+  for (const auto& s : r.stages) {
+    const auto& m = s.memory;
+    if (m.deferred_microbatches == 0) continue;
+    o << "stage " << s.index << "'s activations at the peak include "
+      << format_bytes(m.deferred_lm_head) << " of LM-head inputs and logits gradients kept for "
+      << m.deferred_microbatches << " deferred weight gradient"
+      << (m.deferred_microbatches == 1 ? "" : "s") << "\n";
+  }
   o << "\n";
 }
 

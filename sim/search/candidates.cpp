@@ -78,6 +78,14 @@ std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_
   if (plan.dp % 2 == 0) with([&](Plan& p) { p = with_tp_dp(plan, plan.tp * 2, plan.dp / 2); });
   if (plan.dp % 2 == 0) with([&](Plan& p) { p = with_cp_dp(plan, plan.cp * 2, plan.dp / 2); });
   if (plan.mbs > 1 && plan.mbs % 2 == 0) with([](Plan& p) { p.mbs /= 2; });
+  // The deferred LM-head weight gradients keep their buffers to the flush (a lower limit that
+  // fits is searched by memory_fix).
+  if (plan.defer_embedding_wgrad_compute) {
+    with([](Plan& p) {
+      p.defer_embedding_wgrad_compute = false;
+      p.wgrad_deferral_limit = 0;
+    });
+  }
   return out;
 }
 

@@ -32,6 +32,11 @@ std::string plan_changes(const Plan& from, const Plan& to) {
   if (to.rank_order != from.rank_order) add("--rank-order " + to_string(to.rank_order));
   if (from.defer_embedding_wgrad_compute && !to.defer_embedding_wgrad_compute) {
     add("without --defer-embedding-wgrad-compute");
+  } else if (to.defer_embedding_wgrad_compute) {
+    if (!from.defer_embedding_wgrad_compute) add("--defer-embedding-wgrad-compute");
+    if (to.wgrad_deferral_limit != from.wgrad_deferral_limit) {
+      add("--wgrad-deferral-limit " + std::to_string(to.wgrad_deferral_limit));
+    }
   }
   return out;
 }

@@ -185,6 +185,52 @@ TEST(WgradDeferral, AFixThatCannotDeferDropsItAndSaysSo) {
   EXPECT_TRUE(i->plan.defer_embedding_wgrad_compute);
 }
 
+// Deferring all 256 micro-batches' GEMMs, the last stage's peak (at its last backward) holds
+// 255 inputs and logits gradients beside its state: out of memory. The diagnostic names those
+// bytes; its fix first lowers the limit to the largest that fits (the limit one above does not),
+// then drops the deferral; the report carries the bytes apart.
+TEST(WgradDeferral, AnOutOfMemoryFixLowersTheLimitToTheLargestThatFits) {
+  const auto r =
+      test::run_trainsim({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp",
+                          "2", "--pp", "2", "--gbs", "256", "--seq-len", "2048", "--engine",
+                          "analytic", "--defer-embedding-wgrad-compute", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const double kept = 2.0 * 2048 * 4096 + 2.0 * 2048 * 64128;
+  const auto& last = report.at("stages").at(1).at("memory");
+  EXPECT_EQ(last.at("deferred_microbatches"), 255);
+  EXPECT_DOUBLE_EQ(last.at("deferred_lm_head_bytes").get<double>(), 255 * kept);
+  EXPECT_FALSE(report.at("stages").at(0).at("memory").contains("deferred_lm_head_bytes"));
+  std::string message, fix;
+  for (const auto& d : report.at("diagnostics")) {
+    if (d.at("id") == "oom") {
+      message = d.at("message");
+      fix = d.at("fix");
+    }
+  }
+  EXPECT_NE(message.find("of LM-head buffers kept for 255 deferred weight gradients "
+                         "(--defer-embedding-wgrad-compute)"),
+            std::string::npos)
+      << message;
+  const std::string lower = "--wgrad-deferral-limit ";
+  ASSERT_EQ(fix.rfind(lower, 0), 0u) << fix;
+  const std::int64_t limit = std::stoll(fix.substr(lower.size()));
+  EXPECT_NE(fix.find("; or without --defer-embedding-wgrad-compute (peak "), std::string::npos)
+      << fix;
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  auto fits = [&](std::int64_t l) {
+    Plan p = deferring_plan(l);
+    p.gbs = 256;
+    const Built b = build(p);
+    return compute_memory(m, platform, p, b.partition, b.costs, {}).fits();
+  };
+  EXPECT_GT(limit, 1);
+  EXPECT_LT(limit, 255);
+  EXPECT_TRUE(fits(limit));
+  EXPECT_FALSE(fits(limit + 1));
+}
+
 // The flags end to end: the report echoes the plan fields and says it in words, and the trace
 // names the flush's op.
 TEST(WgradDeferral, FlagsReportAndTrace) {
