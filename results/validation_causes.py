@@ -196,3 +196,28 @@ def cause(r, rows, context):
             experts = local_expert_miss(r, rows)
             return text + (". " + experts if experts else "")
     return "cause not yet identified"
+
+
+def sentences(text):
+    """A cause's sentences, without their full stops."""
+    return [x.rstrip(".") for x in re.split(r"(?<=\.) (?=[A-Z`])", text)]
+
+
+def without_repeats(named_causes):
+    """[(row name, cause)] -> the causes with every sentence an earlier row's cause already said
+    left out (the first, the verdict, always kept) and the rows that said it named instead."""
+    said, out = {}, []
+    for name, text in named_causes:
+        parts = sentences(text)
+        kept = [parts[0]] + [x for x in parts[1:] if x not in said]
+        earlier = []
+        for x in parts[1:]:
+            if x in said and said[x] not in earlier:
+                earlier.append(said[x])
+        for x in parts:
+            said.setdefault(x, name)
+        text = ". ".join(kept)
+        if earlier:
+            text += ". The rest as for %s" % "; ".join(earlier)
+        out.append(text)
+    return out

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 import svgplot
-from validation_causes import cause, fp8_context, name_parts
+from validation_causes import cause, fp8_context, name_parts, without_repeats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
@@ -209,9 +209,10 @@ def write_markdown(rows, band, halves, path, a100, ci, readme):
     over = [r for r in done if abs(r["error"]) > 0.08]
     context = fp8_context(done)
     lines += ["", "Rows over 8 %% (%d)%s" % (len(over), ":" if over else ": none."), ""]
-    for r in over:
+    causes = without_repeats([(r["name"], cause(r, done, context)) for r in over])
+    for r, text in zip(over, causes):
         lines.append("- %s: %+.1f %% (%s half). Likely cause: %s." %
-                     (r["name"], 100 * r["error"], r["half"], cause(r, done, context)))
+                     (r["name"], 100 * r["error"], r["half"], text))
     lines += ["", "%d of %d rows expressed; every row in `results/validation.csv`, the plot in "
               "`results/validation/dgxc_step_time.svg` (A100: `sc21_step_time.svg`)." % (len(done), len(rows))]
     write_a100(a100, lines)
