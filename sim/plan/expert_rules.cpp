@@ -9,10 +9,6 @@ namespace trainsim {
 
 namespace {
 
-std::string n(std::int64_t v) {
-  return std::to_string(v);
-}
-
 // The stride of the pipeline dimension among ranks enumerated in `order` with these sizes.
 std::int64_t pipeline_stride(const RankOrder& order, std::int64_t tp, std::int64_t cp,
                              std::int64_t ep, std::int64_t dp) {
@@ -44,23 +40,26 @@ void check_expert_layout(const Plan& plan, const Model& model, const PlanOrigin&
   const auto& moe = model.moe;
   const std::int64_t etp = plan.expert_tp();
   if (moe.num_experts % plan.ep != 0) {
-    fail_input(origin.of("ep"),
-               "must divide the number of experts (" + n(moe.num_experts) + "), got " + n(plan.ep));
+    fail_input(origin.of("ep"), "must divide the number of experts (" +
+                                    std::to_string(moe.num_experts) + "), got " +
+                                    std::to_string(plan.ep));
   }
   if (moe.expert_ffn_hidden_size % etp != 0) {
-    fail_input(origin.of(plan.etp > 0 ? "etp" : "tp"), "must divide the expert FFN hidden size (" +
-                                                           n(moe.expert_ffn_hidden_size) +
-                                                           "), got " + n(etp));
+    fail_input(origin.of(plan.etp > 0 ? "etp" : "tp"),
+               "must divide the expert FFN hidden size (" +
+                   std::to_string(moe.expert_ffn_hidden_size) + "), got " + std::to_string(etp));
   }
   // Megatron-Core re-divides the dense layers' tp x cp x dp ranks of a stage as etp x ep x edp.
   const std::int64_t ranks = plan.tp * plan.cp * plan.dp;
   if (ranks % (etp * plan.ep) != 0) {
-    fail_input(origin.of("ep"),
-               "ep x etp = " + n(plan.ep) + " x " + n(etp) + " must divide tp x cp x dp = " +
-                   n(plan.tp) + " x " + n(plan.cp) + " x " + n(plan.dp) + " = " + n(ranks) +
-                   (etp == plan.tp
-                        ? " (with etp = tp: ep must divide dp x cp = " + n(plan.dp * plan.cp) + ")"
-                        : ""));
+    fail_input(origin.of("ep"), "ep x etp = " + std::to_string(plan.ep) + " x " +
+                                    std::to_string(etp) +
+                                    " must divide tp x cp x dp = " + std::to_string(plan.tp) +
+                                    " x " + std::to_string(plan.cp) + " x " +
+                                    std::to_string(plan.dp) + " = " + std::to_string(ranks) +
+                                    (etp == plan.tp ? " (with etp = tp: ep must divide dp x cp = " +
+                                                          std::to_string(plan.dp * plan.cp) + ")"
+                                                    : ""));
   }
   if (pipeline_stride(plan.rank_order, plan.tp, plan.cp, 1, plan.dp) !=
       pipeline_stride(plan.rank_order, etp, 1, plan.ep, ranks / (etp * plan.ep))) {
@@ -74,7 +73,8 @@ void check_expert_layout(const Plan& plan, const Model& model, const PlanOrigin&
     // must be used"; without EP, Megatron-Core's MoE layer (since 0.8): "During training,
     // performance may degrade if MoE and tensor parallelism are enabled without also enabling
     // sequence parallelism" (a ValueError).
-    const std::string tp = origin.name("tp") + " " + n(plan.tp), sp = origin.name("sp");
+    const std::string tp = origin.name("tp") + " " + std::to_string(plan.tp),
+                      sp = origin.name("sp");
     fail_input(origin.of("sp"),
                plan.ep > 1 ? "expert parallelism with " + tp + " needs " + sp +
                                  " (sequence parallelism), as in Megatron-LM"
@@ -109,8 +109,10 @@ void check_moe_options(const Plan& plan, const Model& model, const PlanOrigin& o
 }  // namespace
 
 void validate_expert_parallelism(const Plan& plan, const Model& model, const PlanOrigin& origin) {
-  if (plan.ep < 1) fail_input(origin.of("ep"), "must be at least 1, got " + n(plan.ep));
-  if (plan.etp < 0) fail_input(origin.of("etp"), "must be at least 1, got " + n(plan.etp));
+  if (plan.ep < 1)
+    fail_input(origin.of("ep"), "must be at least 1, got " + std::to_string(plan.ep));
+  if (plan.etp < 0)
+    fail_input(origin.of("etp"), "must be at least 1, got " + std::to_string(plan.etp));
   if (!model.moe.is_moe()) {
     refuse_on_dense(plan, model, origin);
     return;

@@ -11,10 +11,6 @@ namespace trainsim {
 
 namespace {
 
-std::string n(std::int64_t v) {
-  return std::to_string(v);
-}
-
 // Virtual stage s holds counts[s] decoders; the embedding goes first, the multi-token-prediction
 // modules and the loss blocks last (Megatron-Core builds the modules on the last stage).
 Partition from_decoder_counts(std::string method, const std::vector<std::int64_t>& counts,
@@ -76,19 +72,21 @@ Partition megatron_uniform_partition(const Model& model, const Plan& plan,
       --stages_left;
     }
     if (rest < 0) {
-      fail_input(origin.of(field), "asks for more layers than the model has (" + n(L) + ")");
+      fail_input(origin.of(field),
+                 "asks for more layers than the model has (" + std::to_string(L) + ")");
     }
     std::int64_t per = 0;
     if (stages_left > 0) {
       if (rest % stages_left != 0) {
         fail_input(origin.of(field),
-                   "leaves " + n(rest) + " layers for " + n(stages_left) +
+                   "leaves " + std::to_string(rest) + " layers for " + std::to_string(stages_left) +
                        " other stages; Megatron-LM requires them to divide evenly");
       }
       per = rest / stages_left;
     } else if (rest != 0) {
       fail_input(origin.of(field), "with 2 stages the first and last counts must add up to " +
-                                       n(L) + " layers, got " + n(L - rest));
+                                       std::to_string(L) + " layers, got " +
+                                       std::to_string(L - rest));
     }
     for (auto& c : counts) c = per;
     if (first >= 0) counts.front() = first;
@@ -101,9 +99,10 @@ Partition megatron_uniform_partition(const Model& model, const Plan& plan,
     const char* field =
         emb ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
     if (units % p != 0) {
-      fail_input(origin.of(field),
-                 "makes " + n(units) + " layers (decoders plus embedding/loss), " +
-                     "which Megatron-LM requires to be divisible by pp (" + n(p) + ")");
+      fail_input(origin.of(field), "makes " + std::to_string(units) +
+                                       " layers (decoders plus embedding/loss), " +
+                                       "which Megatron-LM requires to be divisible by pp (" +
+                                       std::to_string(p) + ")");
     }
     const std::int64_t per = units / p;
     for (auto& c : counts) c = per;
@@ -143,8 +142,9 @@ void check_mtp_placement(const std::vector<std::string>& stages, std::int64_t mt
     }
   }
   if (count != mtp_layers) {
-    fail_input(where, "the layout has " + n(count) + " multi-token-prediction module" +
-                          (count == 1 ? "" : "s") + " (m) but the model trains " + n(mtp_layers) +
+    fail_input(where, "the layout has " + std::to_string(count) + " multi-token-prediction module" +
+                          (count == 1 ? "" : "s") + " (m) but the model trains " +
+                          std::to_string(mtp_layers) +
                           (mtp_layers > 0 ? " (--mtp-num-layers 0 trains none)"
                                           : " (--mtp-num-layers sets how many)"));
   }
@@ -158,7 +158,7 @@ void check_mtp_placement(const std::vector<std::string>& stages, std::int64_t mt
     fail_input(where,
                "the multi-token-prediction modules (m) must be in the last model chunk "
                "of their pipeline rank (Megatron-Core's rule), not in chunk " +
-                   n(holder / pp + 1) + " of " + n(chunks));
+                   std::to_string(holder / pp + 1) + " of " + std::to_string(chunks));
   }
 }
 
@@ -226,10 +226,10 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
     }
   }
   if (static_cast<std::int64_t>(stages.size()) != pp * vp) {
-    fail_input(where,
-               "the layout has " + n(static_cast<std::int64_t>(stages.size())) +
-                   (vp > 1 ? " stages but pp x vp is " + n(pp) + " x " + n(vp) + " = " + n(pp * vp)
-                           : " stages but pp is " + n(pp)));
+    fail_input(where, "the layout has " + std::to_string(static_cast<std::int64_t>(stages.size())) +
+                          (vp > 1 ? " stages but pp x vp is " + std::to_string(pp) + " x " +
+                                        std::to_string(vp) + " = " + std::to_string(pp * vp)
+                                  : " stages but pp is " + std::to_string(pp)));
   }
   std::int64_t embeddings = 0;
   std::int64_t losses = 0;
@@ -249,8 +249,8 @@ Partition megatron_layout_partition(const Model& model, const std::string& layou
   }
   check_mtp_placement(stages, model.mtp_layers, pp, where);
   if (decoders > model.num_layers) {
-    fail_input(where, "the layout has " + n(decoders) + " decoder layers but the model has " +
-                          n(model.num_layers));
+    fail_input(where, "the layout has " + std::to_string(decoders) +
+                          " decoder layers but the model has " + std::to_string(model.num_layers));
   }
   Partition p;
   p.method = "layout:" + layout;

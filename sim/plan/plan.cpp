@@ -149,15 +149,11 @@ std::string PlanOrigin::of(const std::string& field) const {
 
 namespace {
 
-std::string n(std::int64_t v) {
-  return std::to_string(v);
-}
-
 void require_divides(const PlanOrigin& origin, const char* field, std::int64_t divisor,
                      const char* what, std::int64_t value) {
   if (value % divisor != 0) {
-    fail_input(origin.of(field),
-               "must divide " + std::string(what) + " (" + n(value) + "), got " + n(divisor));
+    fail_input(origin.of(field), "must divide " + std::string(what) + " (" + std::to_string(value) +
+                                     "), got " + std::to_string(divisor));
   }
 }
 
@@ -170,9 +166,10 @@ void validate_context_parallelism(const Plan& plan, const Model& model, const Pl
   if (plan.seq_len % chunks != 0) {
     fail_input(origin.of("seq_len"),
                "must be divisible by 2 x cp" + std::string(plan.sp ? " x tp" : "") + " = " +
-                   n(chunks) + " with " + origin.name("cp") + " " + n(plan.cp) +
+                   std::to_string(chunks) + " with " + origin.name("cp") + " " +
+                   std::to_string(plan.cp) +
                    " (the sequence is cut in 2 x cp chunks for causal load balance), got " +
-                   n(plan.seq_len));
+                   std::to_string(plan.seq_len));
   }
   if (plan.attention_backend == AttentionBackend::kUnfused) {
     fail_input(origin.of("attention_backend"),
@@ -189,10 +186,11 @@ void validate_context_parallelism(const Plan& plan, const Model& model, const Pl
                                       std::pair{"KV heads", model.num_kv_heads}}) {
       if (heads % (plan.tp * plan.cp) != 0) {
         fail_input(origin.of("cp_comm_type"),
-                   "a2a splits the heads over tp x cp = " + n(plan.tp * plan.cp) +
+                   "a2a splits the heads over tp x cp = " + std::to_string(plan.tp * plan.cp) +
                        ", which must "
                        "divide the " +
-                       what + " (" + n(heads) + "); use p2p or a smaller " + origin.name("cp"));
+                       what + " (" + std::to_string(heads) + "); use p2p or a smaller " +
+                       origin.name("cp"));
       }
     }
   }
@@ -267,7 +265,8 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
     fail_input(
         origin.of("gbs"),
         "gives " + format_grouped(plan.num_microbatches()) + " micro-batches per step on " +
-            format_grouped(gpus) + " GPUs" + (plan.vp > 1 ? " x " + n(plan.vp) + " chunks" : "") +
+            format_grouped(gpus) + " GPUs" +
+            (plan.vp > 1 ? " x " + std::to_string(plan.vp) + " chunks" : "") +
             ": more than the 100,000,000 passes per step trainsim can replay; use a larger " +
             origin.name("mbs") + " or a smaller " + origin.name("gbs"));
   }
@@ -318,7 +317,8 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
                    ", as in Megatron-LM (the gathers reuse its buckets)");
   }
   if (plan.zero < 0 || plan.zero > 3) {
-    fail_input(origin.of("zero"), "must be a ZeRO stage in [0, 3], got " + n(plan.zero));
+    fail_input(origin.of("zero"),
+               "must be a ZeRO stage in [0, 3], got " + std::to_string(plan.zero));
   }
   if (plan.zero >= 2 && plan.pp > 1) {
     fail_input(origin.of("zero"),
@@ -336,12 +336,14 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   require_divides(origin, "tp", plan.tp, "the KV heads", model.num_kv_heads);
   require_divides(origin, "tp", plan.tp, "the FFN hidden size", model.ffn_hidden_size);
   if (plan.pp > model.num_layers) {
-    fail_input(origin.of("pp"), "exceeds the number of layers (" + n(model.num_layers) + ")");
+    fail_input(origin.of("pp"),
+               "exceeds the number of layers (" + std::to_string(model.num_layers) + ")");
   }
   const std::int64_t per_step = plan.mbs * plan.dp;
   if (plan.gbs > 0 && plan.gbs < per_step) {
-    fail_input(origin.of("gbs"), "must be at least mbs x dp (" + n(plan.mbs) + " x " + n(plan.dp) +
-                                     " = " + n(per_step) + "), got " + n(plan.gbs));
+    fail_input(origin.of("gbs"), "must be at least mbs x dp (" + std::to_string(plan.mbs) + " x " +
+                                     std::to_string(plan.dp) + " = " + std::to_string(per_step) +
+                                     "), got " + std::to_string(plan.gbs));
   }
   if (plan.sp && plan.tp == 1) {
     fail_input(origin.of("sp"), "sequence parallelism needs " + origin.name("tp") + " 2 or more");
@@ -356,8 +358,8 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
                              (plan.account_for_loss_in_pipeline_split ? 1 : 0);
   if (plan.schedule == ScheduleKind::kInterleaved && plan.pp * plan.vp > units) {
     fail_input(origin.of("vp"),
-               "pp x vp = " + n(plan.pp * plan.vp) +
-                   " virtual stages exceed the number of layers (" + n(units) +
+               "pp x vp = " + std::to_string(plan.pp * plan.vp) +
+                   " virtual stages exceed the number of layers (" + std::to_string(units) +
                    (units > model.num_layers ? ", embedding and loss included" : "") + ")");
   }
   if (plan.schedule == ScheduleKind::kInterleaved) {
@@ -367,21 +369,24 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
       fail_input(origin.of(plan.microbatch_group_size_per_vp_stage > 0
                                ? "microbatch_group_size_per_vp_stage"
                                : "gbs"),
-                 "Megatron-LM's interleaved schedule refuses " + n(sc.microbatches) +
-                     " micro-batches per step with pp " + n(plan.pp) + " and groups of " +
-                     n(sc.group_size > 0 ? sc.group_size : plan.pp) + ": " + problem);
+                 "Megatron-LM's interleaved schedule refuses " + std::to_string(sc.microbatches) +
+                     " micro-batches per step with pp " + std::to_string(plan.pp) +
+                     " and groups of " +
+                     std::to_string(sc.group_size > 0 ? sc.group_size : plan.pp) + ": " + problem);
     }
   }
   if (plan.gpus > 0 && plan.gpus != plan.world_size()) {
-    fail_input(origin.of("gpus"),
-               "is " + n(plan.gpus) + " but tp x pp x dp" + (plan.cp > 1 ? " x cp" : "") + " = " +
-                   n(plan.tp) + " x " + n(plan.pp) + " x " + n(plan.dp) +
-                   (plan.cp > 1 ? " x " + n(plan.cp) : "") + " = " + n(plan.world_size()));
+    fail_input(origin.of("gpus"), "is " + std::to_string(plan.gpus) + " but tp x pp x dp" +
+                                      (plan.cp > 1 ? " x cp" : "") + " = " +
+                                      std::to_string(plan.tp) + " x " + std::to_string(plan.pp) +
+                                      " x " + std::to_string(plan.dp) +
+                                      (plan.cp > 1 ? " x " + std::to_string(plan.cp) : "") + " = " +
+                                      std::to_string(plan.world_size()));
   }
   if (model.position_embedding == PositionEmbedding::kLearned &&
       plan.seq_len > model.max_position_embeddings) {
-    fail_input(origin.of("seq_len"),
-               "exceeds the model's learned positions (" + n(model.max_position_embeddings) + ")");
+    fail_input(origin.of("seq_len"), "exceeds the model's learned positions (" +
+                                         std::to_string(model.max_position_embeddings) + ")");
   }
   const bool uneven =
       plan.decoder_first_pipeline_num_layers >= 0 || plan.decoder_last_pipeline_num_layers >= 0 ||
