@@ -12,6 +12,8 @@ iteration times (H100). The Markdown gives the errors per source, precision and 
 import csv
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -172,6 +174,48 @@ def write_caused_rows(done, lines):
                       chr(ord("a") + causes.index(r["note"]))))
 
 
+def expected_max_normal(n):
+    """E[max of n standard normals], Blom's approximation (as sim/platform/calibration.cpp)."""
+    return statistics.NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
+
+
+def per_gpu_work(setup):
+    """What a GPU runs in a step, from a row's setup text: its layout less dp, and micro-batches."""
+    dp = int(re.search(r"\bdp (\d+)", setup).group(1))
+    gbs = int(re.search(r"gbs (\d+)", setup).group(1))
+    mbs = int(re.search(r"mbs (\d+)", setup).group(1))
+    layout = re.sub(r"\b(dp|gbs) \d+", "", setup)
+    return layout, gbs // (mbs * dp)
+
+
+def write_scale_growth(done, lines):
+    """How the step grows from the fewest to the most GPUs of each dense run series whose GPUs
+    run the same work (weak scaling), measured and predicted, beside what the calibration's
+    gpu_speed_spread alone adds to compute over that range."""
+    with open(os.path.join(ROOT, "platforms", "h100-sxm-ndr.json")) as f:
+        spread = json.load(f)["calibration"]["gpu_speed_spread"]
+    series = {}
+    for r in done:
+        if "(MoE)" in r["name"]:
+            continue
+        family, gpus, tag = name_parts(r["name"])
+        series.setdefault((family, tag, per_gpu_work(r["setup"])), []).append((gpus, r))
+    lines += ["", "Step growth over each dense weak-scaling series (the same work per GPU, more "
+              "data-parallel ranks): measured and predicted step at the most GPUs over the step "
+              "at the fewest, and what `gpu_speed_spread` (%.3f) alone adds to compute over that "
+              "range (1 + spread x E[max of N standard normals]):" % spread, "",
+              "| runs | GPUs | measured | predicted | spread alone |", "|---|---|---|---|---|"]
+    for (family, tag, _), points in sorted(series.items()):
+        if len(points) < 3:
+            continue
+        points.sort(key=lambda p: p[0])
+        (n0, a), (n1, b) = points[0], points[-1]
+        alone = (1 + spread * expected_max_normal(n1)) / (1 + spread * expected_max_normal(n0))
+        lines.append("| %s (%s) | %d-%d | %+.1f %% | %+.1f %% | %+.1f %% |" % (
+            family, tag, n0, n1, 100 * (b["measured_s"] / a["measured_s"] - 1),
+            100 * (b["predicted_s"] / a["predicted_s"] - 1), 100 * (alone - 1)))
+
+
 def mean_width(rows, precision):
     """Mean P10-P90 band width relative to the prediction over the rows of one precision."""
     w = [(r["p90_s"] - r["p10_s"]) / r["predicted_s"] for r in rows if r["setup"].endswith(precision)]
@@ -206,6 +250,7 @@ def write_markdown(rows, band, halves, path, a100, ci, readme):
         lines.append("Band P10-P90 holds the measured step on %d of %d %s rows." %
                      (halves[half]["in_band"], halves[half]["rows"],
                       "fitting" if half == "fit" else "checking"))
+    write_scale_growth(done, lines)
     over = [r for r in done if abs(r["error"]) > 0.08]
     context = fp8_context(done)
     lines += ["", "Rows over 8 %% (%d)%s" % (len(over), ":" if over else ": none."), ""]
