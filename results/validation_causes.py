@@ -126,7 +126,12 @@ LOCAL_EXPERTS = (
     "local experts as with 1 but for the main-gradient accumulation (about 1 ms of the 3 "
     "between them into FP32; these runs accumulate into BF16, a third of the bytes); the rest "
     "lies outside the kernels plain PyTorch runs, Transformer Engine's modules per expert the "
-    "suspect")
+    "suspect. How they could cost GPU time: Megatron-Core's all-to-all dispatcher makes the host "
+    "wait for the GPU in every MoE layer's forward where EP or TP is above 1, to read the split "
+    "sizes of its all-to-all (`cuda_sync_point`, from core_r0.9.0 to today), so the GPU then "
+    "idles for as long as the host takes to issue each local expert's modules beyond their "
+    "kernels' time; trainsim prices no host time, and timing it needs a GPU with Transformer "
+    "Engine and Megatron-Core")
 
 
 def name_parts(name):
