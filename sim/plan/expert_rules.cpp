@@ -109,10 +109,12 @@ void check_moe_options(const Plan& plan, const Model& model, const PlanOrigin& o
 }  // namespace
 
 void validate_expert_parallelism(const Plan& plan, const Model& model, const PlanOrigin& origin) {
-  if (plan.ep < 1)
+  if (plan.ep < 1) {
     fail_input(origin.of("ep"), "must be at least 1, got " + std::to_string(plan.ep));
-  if (plan.etp < 0)
+  }
+  if (plan.etp < 0) {
     fail_input(origin.of("etp"), "must be at least 1, got " + std::to_string(plan.etp));
+  }
   if (!model.moe.is_moe()) {
     refuse_on_dense(plan, model, origin);
     return;
