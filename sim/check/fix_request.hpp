@@ -25,7 +25,11 @@ struct DefectFreePartition {
 /// trainsim's balanced partition. What the imbalance costs is only known once both plans are
 /// priced: the search appends it to the message, and withdraws the diagnostic where the balanced
 /// partition is no faster (then no contiguous partition does better).
-struct BalancedPartition {};
+struct BalancedPartition {
+  /// The slowest stage holds the LM head: deferring its weight gradient to the pipeline flush
+  /// (--defer-embedding-wgrad-compute) is priced too.
+  bool lm_head_stage = false;
+};
 
 /// Global batch sizes that are multiples of mbs x dp, in the order to propose them.
 struct DivisibleBatch {

@@ -29,7 +29,8 @@ std::vector<Finding> find_imbalance(const CheckContext& context) {
   d.message = stage_name(partition, *d.stage) + " takes " + format_seconds(*slowest) +
               " per micro-batch (forward and backward), " + percent(excess) +
               " above the mean stage (" + format_seconds(mean) + ")";
-  return {{std::move(d), BalancedPartition{}}};
+  const bool lm_head = partition.holds(*d.stage, BlockKind::kLmHead);
+  return {{std::move(d), BalancedPartition{lm_head}}};
 }
 
 }  // namespace trainsim

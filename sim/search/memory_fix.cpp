@@ -17,18 +17,17 @@ std::string fit_text(PlanSpace& space, const Priced& fit) {
          "): " + step_comparison(fit.step_time_s, space.baseline());
 }
 
-// Deferring the LM head's weight gradients of fewer micro-batches: the largest limit below the
-// deferrals now that fits, found by bisection (each deferral keeps the same bytes to the flush,
-// so fitting is monotone in the limit).
-std::optional<Priced> largest_fitting_deferral(PlanSpace& space) {
-  const std::int64_t deferrals = space.plan().deferred_lm_head_wgrads();
+}  // namespace
+
+std::optional<Priced> largest_fitting_deferral(PlanSpace& space, const Plan& deferring) {
   std::optional<Priced> best;
-  std::int64_t lo = 1, hi = deferrals - 1;
+  std::int64_t lo = 1, hi = deferring.deferred_lm_head_wgrads() - 1;
   while (lo <= hi) {
     const std::int64_t limit = lo + (hi - lo) / 2;
-    Plan p = space.plan();
+    Plan p = deferring;
     p.wgrad_deferral_limit = limit;
-    if (const Outcome o = space.price({p}, Need::kFits)) {
+    const Outcome o = space.price({p}, Need::kFits);
+    if (o && o->plan.defer_embedding_wgrad_compute) {
       best = *o;
       lo = limit + 1;
     } else {
@@ -38,14 +37,12 @@ std::optional<Priced> largest_fitting_deferral(PlanSpace& space) {
   return best;
 }
 
-}  // namespace
-
 std::vector<Priced> fitting_single_changes(PlanSpace& space) {
   std::vector<Priced> fits;
   for (const Plan& p : memory_saving_changes(space.plan(), space.platform().node.gpus_per_node)) {
     if (auto o = space.price({p}, Need::kFits)) fits.push_back(*o);
   }
-  if (auto fewer = largest_fitting_deferral(space)) fits.push_back(*fewer);
+  if (auto fewer = largest_fitting_deferral(space, space.plan())) fits.push_back(*fewer);
   // Fastest first: the change a planner would make.
   std::stable_sort(fits.begin(), fits.end(),
                    [](const Priced& a, const Priced& b) { return a.step_time_s < b.step_time_s; });

@@ -9,7 +9,14 @@
 
 namespace trainsim {
 
-/// The single memory-saving changes (candidates.hpp) that fit, fastest first.
+/// `deferring` (a plan with --defer-embedding-wgrad-compute) with the largest
+/// --wgrad-deferral-limit below its deferrals that fits, found by bisection: each deferral keeps
+/// the same bytes to the flush, so fitting is monotone in the limit. None where no limit fits or
+/// the rules refuse the deferral.
+std::optional<Priced> largest_fitting_deferral(PlanSpace& space, const Plan& deferring);
+
+/// The single memory-saving changes (candidates.hpp) that fit, fastest first; with
+/// --defer-embedding-wgrad-compute, a lower limit that fits among them.
 std::vector<Priced> fitting_single_changes(PlanSpace& space);
 
 /// The fastest plan that fits on `gpus` GPUs among every layout (candidates.hpp), with the lowest

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/format.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
@@ -229,6 +230,59 @@ TEST(WgradDeferral, AnOutOfMemoryFixLowersTheLimitToTheLargestThatFits) {
   EXPECT_LT(limit, 255);
   EXPECT_TRUE(fits(limit));
   EXPECT_FALSE(fits(limit + 1));
+}
+
+// Llama 3.1 8B on four stages: the last, with the LM head over 128,256 words, is the slowest.
+// Besides the balanced partition, the stage-imbalance fix offers deferring the LM head's weight
+// gradients to the flush, at the largest limit that fits (deferring all 32 micro-batches' does
+// not), priced as a run with that limit.
+TEST(WgradDeferral, AnImbalancedLastStageIsOfferedTheDeferralThatFits) {
+  const std::vector<std::string> plan = {
+      "--model",  "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "1",         "--pp",
+      "4",        "--dp",        "2",          "--gbs",        "64",   "--seq-len", "4096",
+      "--engine", "analytic",    "--format",   "json"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), plan.begin(), plan.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = test::run_trainsim(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  std::string fix;
+  const auto report = run({});
+  for (const auto& d : report.at("diagnostics")) {
+    if (d.at("id") == "stage-imbalance") {
+      EXPECT_EQ(d.at("stage"), 3);
+      fix = d.at("fix");
+    }
+  }
+  const std::string offer = "; or --defer-embedding-wgrad-compute --wgrad-deferral-limit ";
+  const auto at = fix.find(offer);
+  ASSERT_NE(at, std::string::npos) << fix;
+  EXPECT_EQ(fix.rfind("--partition balanced", 0), 0u) << fix;
+  const std::int64_t limit = std::stoll(fix.substr(at + offer.size()));
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  auto fits = [&](std::int64_t l) {
+    Plan p;
+    p.pp = 4;
+    p.dp = 2;
+    p.gbs = 64;
+    p.seq_len = 4096;
+    p.defer_embedding_wgrad_compute = true;
+    p.wgrad_deferral_limit = l;
+    const Partition partition = build_partition(m, platform, p);
+    const CostModel costs = compute_costs(m, platform, p, partition);
+    return compute_memory(m, platform, p, partition, costs, {}).fits();
+  };
+  EXPECT_FALSE(fits(0));  // all 32
+  EXPECT_TRUE(fits(limit));
+  EXPECT_FALSE(fits(limit + 1));
+  const double step =
+      run({"--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", std::to_string(limit)})
+          .at("step_time_s");
+  EXPECT_NE(fix.find("): step " + format_seconds(step) + " ("), std::string::npos) << fix;
 }
 
 // The flags end to end: the report echoes the plan fields and says it in words, and the trace
