@@ -216,6 +216,29 @@ def write_scale_growth(done, lines):
             100 * (b["predicted_s"] / a["predicted_s"] - 1), 100 * (alone - 1)))
 
 
+def write_dense(done, band, lines):
+    """The dense rows (no mixture of experts) alone, which the issue's targets are set on: errors
+    per precision and half, and how many rows each form of the band holds: locally weighted (the
+    one reports print) and plain (q from residual_p10 to residual_p90 on every row)."""
+    dense = [r for r in done if "(MoE)" not in r["name"]]
+    lines += ["", "Dense rows (the targets' rows):", "",
+              "| rows | fitting half | checking half |", "|---|---|---|"]
+    for name, keep in [("BF16", lambda r: r["setup"].endswith("bf16")),
+                       ("FP8", lambda r: r["setup"].endswith("fp8")), ("all", lambda r: True)]:
+        lines.append("| %s | %s | %s |" % (name, errors([r for r in dense if keep(r) and r["half"] == "fit"]),
+                                         errors([r for r in dense if keep(r) and r["half"] == "check"])))
+    for half in ["fit", "check"]:
+        sel = [r for r in dense if r["half"] == half]
+        weighted = sum(1 for r in sel if r["p10_s"] <= r["measured_s"] <= r["p90_s"])
+        plain = sum(1 for r in sel if r["predicted_s"] * (1 + band[0]) <= r["measured_s"] <=
+                    r["predicted_s"] * (1 + band[1]))
+        lines.append("")
+        lines.append("On the %s half's %d dense rows the band holds %d (plain, q from %+.1f %% to "
+                     "%+.1f %% on every row: %d)." % ("fitting" if half == "fit" else "checking",
+                                                       len(sel), weighted, 100 * band[0],
+                                                       100 * band[1], plain))
+
+
 def mean_width(rows, precision):
     """Mean P10-P90 band width relative to the prediction over the rows of one precision."""
     w = [(r["p90_s"] - r["p10_s"]) / r["predicted_s"] for r in rows if r["setup"].endswith(precision)]
@@ -250,6 +273,7 @@ def write_markdown(rows, band, halves, path, a100, ci, readme):
         lines.append("Band P10-P90 holds the measured step on %d of %d %s rows." %
                      (halves[half]["in_band"], halves[half]["rows"],
                       "fitting" if half == "fit" else "checking"))
+    write_dense(done, band, lines)
     write_scale_growth(done, lines)
     over = [r for r in done if abs(r["error"]) > 0.08]
     context = fp8_context(done)

@@ -83,8 +83,8 @@ struct FixWriter {
       return std::nullopt;
     }
     return plan_changes(space.plan(), fit->plan) +
-           " (the LM head's weight gradients in the pipeline flush, as NeMo's Llama 3 recipes "
-           "run; peak " +
+           " (the LM head's weight gradients in the pipeline flush, as NeMo's Llama 3 and "
+           "Nemotron-4 340B recipes run; peak " +
            format_bytes(*fit->peak_bytes) +
            "): " + step_comparison(fit->step_time_s, space.baseline());
   }

@@ -3,6 +3,7 @@
 // catalog and whose parallelism trainsim expresses. The tables give the layout, batch, sequence
 // and precision; the rest is the NeMo recipes' defaults (stated in the set's metric).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -112,12 +113,33 @@ bool runs_sequential_experts(const std::string& model, const std::string& tag) {
 // optim.grad_sync_dtype bf16, which NeMo 1 hands Megatron-Core as grad_reduce_in_fp32 False; NeMo
 // 2's performance scripts (v25.04.02's Nemotron and Llama, every v25.05.05 row) set the
 // precision plugin's grad_reduce_in_fp32 False for FP8 (scripts/performance/utils.py and each
-// script's FP8 branch), and Grok-1's for BF16 too (pretrain_grok1_314b.py's performance
-// optimisations); their BF16 runs keep NeMo's default, fp32.
+// script's FP8 branch), and for BF16 the recipes they build with performance_mode=True do
+// (pretrain_performance_optimizations of nemotron4_15b, nemotron4_340b, llama3_8b and
+// llama4_e128 at the NeMo commits the benchmarks' setup.sh pin, d2b2155, b4148d2 and 7a8f1cc;
+// Grok-1's script itself). DeepSeek-V3's script builds its recipe without performance mode: its
+// BF16 runs keep NeMo's default, fp32.
 bool reduces_grads_in_bf16(const std::string& model, const std::string& tag, Precision precision) {
-  const bool grok = model == "Grok-1 314B (MoE)";
-  if (tag == "v24.11.1" || (grok && tag == "v25.04.02")) return true;
-  return precision == Precision::kFP8 || grok;
+  if (tag == "v24.11.1" || precision == Precision::kFP8) return true;
+  return model != "DeepSeek-V3 671B (MoE)";
+}
+
+// The Nemotron-4 340B benchmarks defer the LM head's weight gradients of 22 micro-batches to the
+// pipeline flush: v24.11.1's nemotron4-340b-synth.yaml sets defer_embedding_wgrad_compute and
+// wgrad_deferral_limit 22 (configure.sh does not override them), and NeMo 2's nemotron4_340b
+// recipe in performance mode passes both to its MegatronCommOverlapCallback. v24.11.1's YAML also
+// sets activations_checkpoint_granularity selective: Megatron-Core recomputes the core attention.
+// (Megatron-Core refuses the deferral without a pipeline: a row on one stage runs without it.)
+void apply_nemotron4_340b_recipe(const std::string& tag, Plan& p,
+                                 const std::function<void(const std::string&)>& says) {
+  if (p.pp > 1) {
+    p.defer_embedding_wgrad_compute = true;
+    p.wgrad_deferral_limit = 22;
+    says("defer-wgrad 22");
+  }
+  if (tag == "v24.11.1") {
+    p.recompute = Recompute::kSelective;
+    says("selective recompute");
+  }
 }
 
 // What a row's benchmark script sets beyond NeMo's defaults, where the script is known: the
@@ -148,6 +170,7 @@ std::string apply_benchmark_script(const std::string& model, const std::string& 
     p.grad_reduce_in_bf16 = true;
     says("bf16 grad reduce");
   }
+  if (model == "Nemotron4 340B") apply_nemotron4_340b_recipe(tag, p, says);
   if (model != "DeepSeek-V3 671B (MoE)" || p.pp < 2 || 64 % p.pp != 0) return out.str();
   p.recompute = Recompute::kSelective;
   p.recompute_modules = kRecomputeMlaUpProj;
