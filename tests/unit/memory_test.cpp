@@ -387,6 +387,33 @@ TEST(MemoryTimeline, WalksAnyComputeOrderWithChunks) {
                std::logic_error);
 }
 
+// Deferring the LM head's weight gradient (--defer-embedding-wgrad-compute, limit 2 of 3): each of
+// the first two backwards keeps 50 bytes to the flush; the peak, in the third forward, holds one
+// of them and says so.
+TEST(MemoryTimeline, CountsTheDeferredBuffersAtThePeak) {
+  PassFootprint f{10, 100, 0};
+  f.deferred = 50;
+  f.deferrals = 2;
+  const std::vector<ComputeStep> one_f_one_b = {
+      {Pass::kForward, 0, 0}, {Pass::kForward, 1, 0},  {Pass::kBackward, 0, 0},
+      {Pass::kForward, 2, 0}, {Pass::kBackward, 1, 0}, {Pass::kBackward, 2, 0},
+  };
+  const ActivationTimeline t = walk_activations(one_f_one_b, {f}, 7);
+  EXPECT_EQ(t.after_step, (std::vector<double>{17, 27, 67, 77, 117, 107}));
+  // The third forward: base 7, micro-batches 1 and 2 held (20), one deferral (50), transient 100.
+  EXPECT_DOUBLE_EQ(t.peak, 177);
+  EXPECT_EQ(t.peak_step, 3);
+  EXPECT_DOUBLE_EQ(t.peak_deferred, 50);
+  EXPECT_EQ(t.peak_deferrals, 1);
+  // Without the forward's transient the peak comes in the last backward, both deferrals held.
+  f.forward_transient = 0;
+  const ActivationTimeline end = walk_activations(one_f_one_b, {f}, 7);
+  EXPECT_DOUBLE_EQ(end.peak, 117);  // 7 + micro-batch 2's 10 + 2 x 50
+  EXPECT_EQ(end.peak_step, 5);
+  EXPECT_EQ(end.peak_deferrals, 2);
+  EXPECT_DOUBLE_EQ(end.peak_deferred, 100);
+}
+
 TEST(MemoryTimeline, ComputeStepsOfAProgramSkipExchanges) {
   const auto program = stage_program({PipelineSchedule::k1F1B, 2, 3}, 0);
   const auto steps = compute_steps(program);
