@@ -133,6 +133,13 @@ void memory_table(std::ostringstream& o, const Report& r) {
       << gib(m.runtime) << "</td><td>" << gib(s.peak_memory_bytes) << "</td></tr>\n";
   }
   o << "</table>\n";
+  for (const StageReport& s : r.stages) {
+    const auto& m = s.memory;
+    if (m.deferred_microbatches == 0) continue;
+    o << "<p>Stage " << s.index << "'s activations at the peak include " << gib(m.deferred_lm_head)
+      << " GiB of LM-head inputs and logits gradients kept for " << m.deferred_microbatches
+      << " deferred weight gradient" << (m.deferred_microbatches == 1 ? "" : "s") << ".</p>\n";
+  }
 }
 
 void diagnostics(std::ostringstream& o, const Report& r) {

@@ -230,6 +230,17 @@ TEST(WgradDeferral, AnOutOfMemoryFixLowersTheLimitToTheLargestThatFits) {
   EXPECT_LT(limit, 255);
   EXPECT_TRUE(fits(limit));
   EXPECT_FALSE(fits(limit + 1));
+  // The HTML page says it under its memory table too.
+  const std::string html = test::make_temp_dir() + "/report.html";
+  const auto page =
+      test::run_trainsim({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp",
+                          "2", "--pp", "2", "--gbs", "256", "--seq-len", "2048", "--engine",
+                          "analytic", "--defer-embedding-wgrad-compute", "--html", html});
+  ASSERT_EQ(page.exit_code, 0) << page.err;
+  EXPECT_NE(test::read_file(html).find("Stage 1's activations at the peak include 66.36 GiB of "
+                                       "LM-head inputs and logits gradients kept for 255 deferred "
+                                       "weight gradients."),
+            std::string::npos);
 }
 
 // Llama 3.1 8B on four stages: the last, with the LM head over 128,256 words, is the slowest.
