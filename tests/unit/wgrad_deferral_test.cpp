@@ -78,6 +78,21 @@ Built build(const Plan& p) {
   return b;
 }
 
+// `trainsim run` on llama3.1-8b and h100-sxm-ndr with the analytic engine, then `flags`.
+test::CommandResult run_8b(const std::vector<std::string>& flags) {
+  std::vector<std::string> args = {"run",          "--model",  "llama3.1-8b", "--platform",
+                                   "h100-sxm-ndr", "--engine", "analytic"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  return test::run_trainsim(args);
+}
+
+// The plan's memory per stage (llama3.1-8b on h100-sxm-ndr, the default activation options).
+MemoryModel memory_of(const Plan& p) {
+  const Built b = build(p);
+  return compute_memory(test::catalog_model("llama3.1-8b"), test::catalog_platform("h100-sxm-ndr"),
+                        p, b.partition, b.costs, {});
+}
+
 // The last stage's backward without the LM head's weight-gradient GEMM costs the whole backward
 // less that GEMM's time (no TP call is paired with it here); the first stage defers nothing.
 TEST(WgradDeferral, TheBackwardLeavesTheLmHeadWeightGradientOut) {
@@ -141,20 +156,14 @@ TEST(WgradDeferral, TheFlushRunsTheDeferredGemms) {
 // stage's peak, reached in a later backward, holds two of them more; the first stage's and the
 // model state after the step do not change.
 TEST(WgradDeferral, TheLastStageKeepsTwoInputsAndLogitsGradients) {
-  const Model m = test::catalog_model("llama3.1-8b");
-  const Platform platform = test::catalog_platform("h100-sxm-ndr");
-  auto memory = [&](const Plan& p) {
-    const Built b = build(p);
-    return compute_memory(m, platform, p, b.partition, b.costs, {});
-  };
-  const MemoryModel with = memory(deferring_plan(2));
-  const MemoryModel without = memory(deferring_plan(0, false));
+  const MemoryModel with = memory_of(deferring_plan(2));
+  const MemoryModel without = memory_of(deferring_plan(0, false));
   const double kept = 2.0 * 2048 * 4096 + 2.0 * 2048 * 64128;  // 279,445,504 bytes
   EXPECT_DOUBLE_EQ(with.stages[1].peak_allocated - without.stages[1].peak_allocated, 2 * kept);
   EXPECT_DOUBLE_EQ(with.stages[0].peak_allocated, without.stages[0].peak_allocated);
   EXPECT_DOUBLE_EQ(with.stages[1].base(), without.stages[1].base());
   // Deferring every micro-batch's: the flush holds all eight.
-  const MemoryModel all = memory(deferring_plan(0));
+  const MemoryModel all = memory_of(deferring_plan(0));
   EXPECT_GE(all.stages[1].peak_allocated - without.stages[1].base(), 8 * kept);
 }
 
@@ -191,10 +200,12 @@ TEST(WgradDeferral, AFixThatCannotDeferDropsItAndSaysSo) {
 // bytes; its fix first lowers the limit to the largest that fits (the limit one above does not),
 // then drops the deferral; the report carries the bytes apart.
 TEST(WgradDeferral, AnOutOfMemoryFixLowersTheLimitToTheLargestThatFits) {
-  const auto r =
-      test::run_trainsim({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp",
-                          "2", "--pp", "2", "--gbs", "256", "--seq-len", "2048", "--engine",
-                          "analytic", "--defer-embedding-wgrad-compute", "--format", "json"});
+  const std::vector<std::string> plan = {"--tp",      "2",     "--pp",
+                                         "2",         "--gbs", "256",
+                                         "--seq-len", "2048",  "--defer-embedding-wgrad-compute"};
+  auto json_flags = plan;
+  json_flags.insert(json_flags.end(), {"--format", "json"});
+  const auto r = run_8b(json_flags);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto report = nlohmann::json::parse(r.out);
   const double kept = 2.0 * 2048 * 4096 + 2.0 * 2048 * 64128;
@@ -218,13 +229,10 @@ TEST(WgradDeferral, AnOutOfMemoryFixLowersTheLimitToTheLargestThatFits) {
   const std::int64_t limit = std::stoll(fix.substr(lower.size()));
   EXPECT_NE(fix.find("; or without --defer-embedding-wgrad-compute (peak "), std::string::npos)
       << fix;
-  const Model m = test::catalog_model("llama3.1-8b");
-  const Platform platform = test::catalog_platform("h100-sxm-ndr");
-  auto fits = [&](std::int64_t l) {
+  auto fits = [](std::int64_t l) {
     Plan p = deferring_plan(l);
     p.gbs = 256;
-    const Built b = build(p);
-    return compute_memory(m, platform, p, b.partition, b.costs, {}).fits();
+    return memory_of(p).fits();
   };
   EXPECT_GT(limit, 1);
   EXPECT_LT(limit, 255);
@@ -232,10 +240,9 @@ TEST(WgradDeferral, AnOutOfMemoryFixLowersTheLimitToTheLargestThatFits) {
   EXPECT_FALSE(fits(limit + 1));
   // The HTML page says it under its memory table too.
   const std::string html = test::make_temp_dir() + "/report.html";
-  const auto page =
-      test::run_trainsim({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp",
-                          "2", "--pp", "2", "--gbs", "256", "--seq-len", "2048", "--engine",
-                          "analytic", "--defer-embedding-wgrad-compute", "--html", html});
+  auto html_flags = plan;
+  html_flags.insert(html_flags.end(), {"--html", html});
+  const auto page = run_8b(html_flags);
   ASSERT_EQ(page.exit_code, 0) << page.err;
   EXPECT_NE(test::read_file(html).find("Stage 1's activations at the peak include 66.36 GiB of "
                                        "LM-head inputs and logits gradients kept for 255 deferred "
@@ -248,15 +255,11 @@ TEST(WgradDeferral, AnOutOfMemoryFixLowersTheLimitToTheLargestThatFits) {
 // gradients to the flush, at the largest limit that fits (deferring all 32 micro-batches' does
 // not), priced as a run with that limit.
 TEST(WgradDeferral, AnImbalancedLastStageIsOfferedTheDeferralThatFits) {
-  const std::vector<std::string> plan = {
-      "--model",  "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "1",         "--pp",
-      "4",        "--dp",        "2",          "--gbs",        "64",   "--seq-len", "4096",
-      "--engine", "analytic",    "--format",   "json"};
-  auto run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"run"};
-    args.insert(args.end(), plan.begin(), plan.end());
-    args.insert(args.end(), extra.begin(), extra.end());
-    const auto r = test::run_trainsim(args);
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> flags = {"--tp",  "1",  "--pp",      "4",    "--dp",     "2",
+                                      "--gbs", "64", "--seq-len", "4096", "--format", "json"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    const auto r = run_8b(flags);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
   };
@@ -273,19 +276,14 @@ TEST(WgradDeferral, AnImbalancedLastStageIsOfferedTheDeferralThatFits) {
   ASSERT_NE(at, std::string::npos) << fix;
   EXPECT_EQ(fix.rfind("--partition balanced", 0), 0u) << fix;
   const std::int64_t limit = std::stoll(fix.substr(at + offer.size()));
-  const Model m = test::catalog_model("llama3.1-8b");
-  const Platform platform = test::catalog_platform("h100-sxm-ndr");
-  auto fits = [&](std::int64_t l) {
-    Plan p;
+  auto fits = [](std::int64_t l) {
+    Plan p = deferring_plan(l);
+    p.tp = 1;
     p.pp = 4;
     p.dp = 2;
     p.gbs = 64;
     p.seq_len = 4096;
-    p.defer_embedding_wgrad_compute = true;
-    p.wgrad_deferral_limit = l;
-    const Partition partition = build_partition(m, platform, p);
-    const CostModel costs = compute_costs(m, platform, p, partition);
-    return compute_memory(m, platform, p, partition, costs, {}).fits();
+    return memory_of(p).fits();
   };
   EXPECT_FALSE(fits(0));  // all 32
   EXPECT_TRUE(fits(limit));
@@ -300,32 +298,19 @@ TEST(WgradDeferral, AnImbalancedLastStageIsOfferedTheDeferralThatFits) {
 // names the flush's op.
 TEST(WgradDeferral, FlagsReportAndTrace) {
   const std::string trace = test::make_temp_dir() + "/trace.json";
-  const std::vector<std::string> args = {"run",
-                                         "--model",
-                                         "llama3.1-8b",
-                                         "--platform",
-                                         "h100-sxm-ndr",
-                                         "--tp",
-                                         "2",
-                                         "--pp",
-                                         "2",
-                                         "--gbs",
-                                         "8",
-                                         "--seq-len",
-                                         "2048",
-                                         "--engine",
-                                         "analytic",
-                                         "--defer-embedding-wgrad-compute"};
-  auto json_args = args;
-  json_args.insert(json_args.end(), {"--wgrad-deferral-limit", "2", "--format", "json"});
-  const auto r = test::run_trainsim(json_args);
+  const std::vector<std::string> flags = {"--tp",      "2",     "--pp",
+                                          "2",         "--gbs", "8",
+                                          "--seq-len", "2048",  "--defer-embedding-wgrad-compute"};
+  auto json_flags = flags;
+  json_flags.insert(json_flags.end(), {"--wgrad-deferral-limit", "2", "--format", "json"});
+  const auto r = run_8b(json_flags);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto plan = nlohmann::json::parse(r.out).at("plan");
   EXPECT_EQ(plan.at("defer_embedding_wgrad_compute"), true);
   EXPECT_EQ(plan.at("wgrad_deferral_limit"), 2);
-  auto text_args = args;
-  text_args.insert(text_args.end(), {"--wgrad-deferral-limit", "2", "--trace", trace});
-  const auto text = test::run_trainsim(text_args);
+  auto text_flags = flags;
+  text_flags.insert(text_flags.end(), {"--wgrad-deferral-limit", "2", "--trace", trace});
+  const auto text = run_8b(text_flags);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("LM-head wgrad of 2 micro-batches deferred to the flush"),
             std::string::npos)
