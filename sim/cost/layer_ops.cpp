@@ -9,6 +9,7 @@
 #include "sim/cost/kernel_specs.hpp"
 #include "sim/cost/moe_ops.hpp"
 #include "sim/cost/mtp_ops.hpp"
+#include "sim/cost/vocab_ops.hpp"
 
 namespace trainsim {
 
@@ -305,8 +306,6 @@ KernelSpec optimizer_kernel(std::string name, std::string op, std::int64_t param
 
 BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
   BlockPass p;
-  const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
-  const bool tp = s.tp > 1;
   switch (block) {
     case BlockKind::kDecoder:
       if (backward) {
@@ -318,45 +317,16 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
     case BlockKind::kMtp:
       mtp_module(s, p, backward);
       break;
-    case BlockKind::kEmbedding:
-      if (backward) {
-        // Scatter-add of the output gradient into the (fp32) embedding gradient rows.
-        p.kernels.push_back(elementwise("embedding.grad", "embedding.grad", T, h));
-      } else {
-        p.kernels.push_back(elementwise("embedding", "embedding", T, h));
-        // Each rank looks up only its vocabulary rows; the partial outputs are summed.
-        if (tp) tp_allreduce(p, T * h * e);
-      }
-      break;
     case BlockKind::kFinalNorm:
       p.kernels.push_back(elementwise(backward ? "final_norm.grad" : "final_norm",
-                                      norm_op(s) + (backward ? ".grad" : ""), S, h));
+                                      norm_op(s) + (backward ? ".grad" : ""), s.sharded_tokens(),
+                                      s.hidden));
       break;
+    case BlockKind::kEmbedding:
     case BlockKind::kLmHead:
-      // Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine
-      // module, and runs outside the FP8 autocast of the decoder: BF16 in FP8 runs too.
-      if (backward) {
-        gemm_backward(p.kernels, "lm_head", T, h, s.vocab, DType::kBF16);
-        if (tp) tp_allreduce(p, T * h * e);  // the LM head input gradient
-      } else {
-        p.kernels.push_back(gemm("lm_head", T, h, s.vocab, DType::kBF16));
-      }
-      break;
     case BlockKind::kCast:
-      // nanotron's cast_to_fp32 block: BF16 logits in, fp32 logits out (and back for the grad).
-      p.kernels.push_back(elementwise(backward ? "cast.grad" : "cast",
-                                      backward ? "cast.grad" : "cast", T, s.vocab));
-      break;
     case BlockKind::kLoss:
-      if (backward) {
-        // Read the saved fp32 softmax, write the logits gradient.
-        p.kernels.push_back(elementwise("cross_entropy.grad", "cross_entropy.grad", T, s.vocab));
-      } else {
-        // Read the logits twice (max, then exp-sum), write the fp32 softmax.
-        p.kernels.push_back(elementwise("cross_entropy", "cross_entropy", T, s.vocab));
-        // Vocabulary-parallel cross-entropy: all-reduces of the max, the sum and the target logit.
-        if (tp) tp_allreduce(p, T * 4.0, 3);
-      }
+      vocab_block(block, backward, s, p);
       break;
   }
   return p;
