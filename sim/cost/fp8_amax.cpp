@@ -31,6 +31,10 @@ void add_amax_reductions(StageCost& stage) {
   add_reduction(stage.forward, gemms * kForwardAmaxesPerGemm * kAmaxBytes);
   add_reduction(stage.backward, gemms * kBackwardAmaxesPerGemm * kAmaxBytes);
   add_reduction(stage.backward_input, gemms * kBackwardAmaxesPerGemm * kAmaxBytes);
+  if (!stage.backward_deferring_lm_head_wgrad.kernels.empty()) {
+    add_reduction(stage.backward_deferring_lm_head_wgrad,
+                  gemms * kBackwardAmaxesPerGemm * kAmaxBytes);
+  }
 }
 
 }  // namespace trainsim

@@ -52,6 +52,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.up_factor = is_gated(model.ffn_kind) ? 2.0 : 1.0;
   s.vocab = static_cast<double>(padded_vocab) / t;
   s.rope = model.position_embedding == PositionEmbedding::kRope;
+  s.learned_positions = model.position_embedding == PositionEmbedding::kLearned;
   s.qk_norm = model.qk_norm;
   s.sandwich_norms = model.sandwich_norms;
   s.sp = plan.sp;

@@ -10,7 +10,8 @@ namespace trainsim {
 // their concatenation projected from 2h to h by a column-parallel linear whose output is
 // gathered back whole, and the module's final norm. With sequence parallelism the projection's
 // input is all-gathered first and its gradient reduce-scattered; without, its input gradient is
-// all-reduced. Every collective runs after the kernels.
+// all-reduced. The embedding's calls are the model embedding's (sim/cost/vocab_ops.hpp). Every
+// collective runs after the kernels.
 void mtp_module(const LayerShape& s, BlockPass& p, bool backward) {
   const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
   const double per_rank = h / static_cast<double>(s.tp);
@@ -26,7 +27,9 @@ void mtp_module(const LayerShape& s, BlockPass& p, bool backward) {
     linear(k, "eh_proj", T, 2.0 * h, per_rank, s.gemm_dtype);
     k.push_back(elementwise("final_norm", norm, S, h));
     if (s.tp > 1) {
-      tp(CollectiveKind::kAllReduce, T * h * e);  // the vocabulary-parallel embedding's parts
+      // The model's embedding, its parts summed as vocab_ops.hpp says.
+      const bool scatter = s.sp && !s.learned_positions;
+      tp(scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, T * h * e);
       if (s.sp) tp(CollectiveKind::kAllGather, T * 2.0 * h * e);
       tp(CollectiveKind::kAllGather, T * h * e);  // the projection's output, whole
     }
@@ -39,6 +42,7 @@ void mtp_module(const LayerShape& s, BlockPass& p, bool backward) {
   k.push_back(elementwise("embedding.grad", "embedding.grad", T, h));
   if (s.tp > 1) {
     tp(s.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, T * 2.0 * h * e);
+    if (s.sp) tp(CollectiveKind::kAllGather, T * h * e);  // the embedding's output gradient
   }
 }
 

@@ -8,6 +8,7 @@
 #include "sim/cost/pass_groups.hpp"
 #include "sim/cost/recompute_ops.hpp"
 #include "sim/cost/tp_overlap.hpp"
+#include "sim/cost/vocab_ops.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/partition.hpp"
 #include "sim/plan/vocab.hpp"
@@ -213,8 +214,12 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
            count, costing);
   const BlockPass weight = filtered(bwd, is_weight_gradient, false);
   add_pass(sc.backward_weight, prefix, weight, count, costing);
-  if (plan.defer_embedding_wgrad_compute && kind == BlockKind::kLmHead) {
-    add_pass(sc.lm_head_wgrad, prefix, weight, count, costing);
+  if (plan.defer_embedding_wgrad_compute) {
+    // The backward of a micro-batch that leaves the LM head's weight gradient to the flush.
+    const bool head = kind == BlockKind::kLmHead;
+    add_pass(sc.backward_deferring_lm_head_wgrad, prefix,
+             head ? lm_head_deferring_backward(shape) : bwd, count, costing);
+    if (head) add_pass(sc.lm_head_wgrad, prefix, lm_head_flush(shape), count, costing);
   }
   if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kFull) {
     add_pass(sc.recompute, prefix, fwd, count, costing);
@@ -237,18 +242,6 @@ void add_optimizer(StageCost& sc, const Plan& plan, const Costing& costing) {
   opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", shard));
   opt.kernels.push_back(optimizer_kernel("adam", "adam", shard));
   add_pass(sc.optimizer, "optimizer", opt, 1, costing);
-}
-
-// The backward whose LM-head weight-gradient GEMM the flush runs instead: the whole backward,
-// calls included, less that GEMM (no call of the LM head is paired with it, so no stall moves).
-void add_backward_deferring_lm_head_wgrad(StageCost& sc) {
-  if (sc.lm_head_wgrad.seconds <= 0) return;
-  PassCost& pass = sc.backward_deferring_lm_head_wgrad = sc.backward;
-  pass.seconds -= sc.lm_head_wgrad.seconds;
-  std::erase_if(pass.kernels, [&](const KernelCost& k) {
-    return std::any_of(sc.lm_head_wgrad.kernels.begin(), sc.lm_head_wgrad.kernels.end(),
-                       [&](const KernelCost& w) { return w.name == k.name; });
-  });
 }
 
 }  // namespace
@@ -347,8 +340,9 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     if (const Block* last = partition.last_block(s)) message = block_output_bytes(*last, shape);
     sc.p2p_bytes = message;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * grad_reduce_bytes(plan);
+    // Only the LM head's stage defers.
+    if (sc.lm_head_wgrad.seconds <= 0) sc.backward_deferring_lm_head_wgrad = PassCost{};
     add_amax_reductions(sc);
-    add_backward_deferring_lm_head_wgrad(sc);
     add_optimizer(sc, plan, costing);
     cm.stages.push_back(std::move(sc));
   }

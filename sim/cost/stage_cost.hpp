@@ -45,9 +45,10 @@ struct StageCost {
   PassCost backward_input;
   PassCost backward_weight;
   /// With --defer-embedding-wgrad-compute: the backward without the LM head's weight-gradient
-  /// GEMM (derived from `backward`, calls included), and that GEMM alone, one micro-batch's,
-  /// which the last stage runs in the pipeline flush. Empty otherwise, and on stages without the
-  /// LM head.
+  /// GEMM (its input gradient's TP call then after the pass, no gather of its input), and that
+  /// GEMM alone, one micro-batch's, as the last stage runs it in the pipeline flush (with its
+  /// input's all-gather beside it under sequence parallelism; sim/cost/vocab_ops.hpp). Empty
+  /// otherwise, and on stages without the LM head.
   PassCost backward_deferring_lm_head_wgrad;
   PassCost lm_head_wgrad;
   /// What --recompute re-runs before each backward: the decoder layers' forward (full, with its

@@ -1,5 +1,8 @@
 #include "sim/cost/vocab_ops.hpp"
 
+#include <string>
+#include <utility>
+
 #include "sim/cost/kernel_specs.hpp"
 
 namespace trainsim {
@@ -11,28 +14,54 @@ void tp_after(BlockPass& p, CollectiveKind kind, double bytes, std::int64_t n = 
   add_collective(p.collectives, {kind, Dim::kTP, bytes * static_cast<double>(n), n});
 }
 
+// One call posted asynchronously beside the GEMM `gemm` of the same pass, independent of it.
+void tp_beside(BlockPass& p, CollectiveKind kind, double bytes, std::string gemm) {
+  add_collective(p.collectives, {kind, Dim::kTP, bytes, 1, true});
+  p.overlaps.push_back({kind, bytes, {std::move(gemm)}, OverlapMethod::kBulk, Dim::kTP});
+}
+
+// Each rank looks up only its vocabulary rows and the partial outputs are summed. With sequence
+// parallelism Megatron-Core reduce-scatters them to the ranks' shares of the sequence
+// (reduce_scatter_embeddings), but with learned positions, which it adds to the whole
+// sequence, it all-reduces them and keeps its share; the backward of either all-gathers the
+// output gradient first.
 void embedding(bool backward, const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, e = s.act_bytes;
   if (backward) {
+    if (s.tp > 1 && s.sp) tp_after(p, CollectiveKind::kAllGather, T * h * e);
     // Scatter-add of the output gradient into the (fp32) embedding gradient rows.
     p.kernels.push_back(elementwise("embedding.grad", "embedding.grad", T, h));
     return;
   }
   p.kernels.push_back(elementwise("embedding", "embedding", T, h));
-  // Each rank looks up only its vocabulary rows; the partial outputs are summed.
-  if (s.tp > 1) tp_after(p, CollectiveKind::kAllReduce, T * h * e);
+  if (s.tp == 1) return;
+  const bool scatter = s.sp && !s.learned_positions;
+  tp_after(p, scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, T * h * e);
+}
+
+// The input gradient's call as the backward posts it: reduce-scattered to the sequence shares
+// with sequence parallelism, else all-reduced.
+CollectiveKind lm_head_input_gradient_call(const LayerShape& s) {
+  return s.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
 }
 
 // Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine
-// module, and runs outside the FP8 autocast of the decoder: BF16 in FP8 runs too.
+// module (no userbuffers overlap), and runs outside the FP8 autocast of the decoder: BF16 in
+// FP8 runs too. With sequence parallelism its forward all-gathers the input before the GEMM;
+// its backward gathers it again beside the input-gradient GEMM, for the weight gradient, and
+// posts the input gradient's call beside the weight-gradient GEMM
+// (LinearWithGradAccumulationAndAsyncCommunication).
 void lm_head(bool backward, const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, e = s.act_bytes;
-  if (backward) {
-    gemm_backward(p.kernels, "lm_head", T, h, s.vocab, DType::kBF16);
-    if (s.tp > 1) tp_after(p, CollectiveKind::kAllReduce, T * h * e);  // the input gradient
+  if (!backward) {
+    if (s.tp > 1 && s.sp) tp_after(p, CollectiveKind::kAllGather, T * h * e);
+    p.kernels.push_back(gemm("lm_head", T, h, s.vocab, DType::kBF16));
     return;
   }
-  p.kernels.push_back(gemm("lm_head", T, h, s.vocab, DType::kBF16));
+  gemm_backward(p.kernels, "lm_head", T, h, s.vocab, DType::kBF16);
+  if (s.tp == 1) return;
+  if (s.sp) tp_beside(p, CollectiveKind::kAllGather, T * h * e, "lm_head.dgrad");
+  tp_beside(p, lm_head_input_gradient_call(s), T * h * e, "lm_head.wgrad");
 }
 
 }  // namespace
@@ -65,6 +94,24 @@ void vocab_block(BlockKind kind, bool backward, const LayerShape& s, BlockPass& 
     default:
       break;  // the decoder-side blocks (layer_ops.cpp)
   }
+}
+
+BlockPass lm_head_deferring_backward(const LayerShape& s) {
+  BlockPass p;
+  gemm_backward(p.kernels, "lm_head", s.tokens, s.hidden, s.vocab, DType::kBF16);
+  std::erase_if(p.kernels, [](const KernelSpec& k) { return k.name.ends_with(".wgrad"); });
+  if (s.tp > 1) tp_after(p, lm_head_input_gradient_call(s), s.tokens * s.hidden * s.act_bytes);
+  return p;
+}
+
+BlockPass lm_head_flush(const LayerShape& s) {
+  BlockPass p;
+  gemm_backward(p.kernels, "lm_head", s.tokens, s.hidden, s.vocab, DType::kBF16);
+  std::erase_if(p.kernels, [](const KernelSpec& k) { return !k.name.ends_with(".wgrad"); });
+  if (s.tp > 1 && s.sp) {
+    tp_beside(p, CollectiveKind::kAllGather, s.tokens * s.hidden * s.act_bytes, "lm_head.wgrad");
+  }
+  return p;
 }
 
 }  // namespace trainsim

@@ -10,4 +10,14 @@ namespace trainsim {
 /// Appends the forward (or backward) pass of an embedding, LM head, cast or loss block.
 void vocab_block(BlockKind kind, bool backward, const LayerShape& s, BlockPass& p);
 
+/// The LM head's backward in a micro-batch that leaves its weight gradient to the pipeline
+/// flush (--defer-embedding-wgrad-compute): the input-gradient GEMM, and its call after it, with
+/// no GEMM left to hide it and no gather of the input.
+BlockPass lm_head_deferring_backward(const LayerShape& s);
+/// One deferred micro-batch's weight gradient in the flush (Megatron-Core's
+/// drain_embedding_wgrad_compute): the GEMM and, with sequence parallelism, the all-gather of
+/// its input, which the flush posts beside the previous micro-batch's GEMM (the first before
+/// them all).
+BlockPass lm_head_flush(const LayerShape& s);
+
 }  // namespace trainsim

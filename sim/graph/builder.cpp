@@ -183,12 +183,21 @@ bool RankProgramWriter::defers_lm_head_wgrad(std::int64_t chunk) {
 
 void RankProgramWriter::finish_step() {
   // The deferred LM-head weight gradients, one GEMM a micro-batch, after the last backward and
-  // before the gradients are finalised (Megatron-LM's finish_embedding_wgrad_compute).
+  // before the gradients are finalised (Megatron-LM's finish_embedding_wgrad_compute). With
+  // sequence parallelism each GEMM's input is all-gathered beside the GEMM before it, the first
+  // before them all: one gather on the compute stream, and each later GEMM's wait for its own
+  // (the flush pass's stall, n - 1 times).
   for (std::int64_t c = 0; c < plan_.vp && lm_head_wgrads_deferred_ > 0; ++c) {
     const PassCost& wgrad = cost(c).lm_head_wgrad;
     if (wgrad.seconds <= 0) continue;
-    compute_op(ComputeKind::kBackwardWeight, -1, c,
-               static_cast<double>(lm_head_wgrads_deferred_) * wgrad.seconds);
+    for (const CollectiveLoad& load : wgrad.collectives) {
+      const auto group = groups_[index_of(load.dim)];
+      if (group < 0 || load.count == 0) continue;
+      last_compute_ = b_.collective(Stream::kCompute, comm_kind(load.dim), load.kind, group,
+                                    load.bytes, load.count, -1, take_pending());
+    }
+    const auto n = static_cast<double>(lm_head_wgrads_deferred_);
+    compute_op(ComputeKind::kBackwardWeight, -1, c, n * wgrad.seconds - wgrad.overlap_stall_s);
   }
   for (auto chunk : deferred_reductions_) {
     last_compute_ = dp_collective(Stream::kCompute, reduction(), chunk, cost(chunk).grad_bytes,

@@ -366,19 +366,20 @@ TEST(CostModel, SequenceParallelShardsNormsAndMessages) {
     EXPECT_DOUBLE_EQ(b.bytes, sharded ? a.bytes / 4 : a.bytes) << a.name;
   }
   // Each decoder layer's two all-reduces become an all-gather and a reduce-scatter each, of the
-  // same buffer; the loss's all-reduces stay.
+  // same buffer; the loss's all-reduces stay, and the LM head gathers its input first.
   const auto gathers = [](const PassCost& pass) {
     return collective_load(pass.collectives, CollectiveKind::kAllGather, Dim::kTP);
   };
   const auto scatters = [](const PassCost& pass) {
     return collective_load(pass.collectives, CollectiveKind::kReduceScatter, Dim::kTP);
   };
-  const double loss = 3 * 4096.0 * 4.0;
+  const double loss = 3 * 4096.0 * 4.0, input = 4096.0 * 4096.0 * 2.0;
+  const double decoders = tp_allreduce(off.stages[1].forward).bytes - loss;
   EXPECT_DOUBLE_EQ(tp_allreduce(on.stages[1].forward).bytes, loss);
-  EXPECT_EQ(gathers(on.stages[1].forward).count, 2 * 16);
-  EXPECT_DOUBLE_EQ(gathers(on.stages[1].forward).bytes,
-                   tp_allreduce(off.stages[1].forward).bytes - loss);
-  EXPECT_DOUBLE_EQ(scatters(on.stages[1].forward).bytes, gathers(on.stages[1].forward).bytes);
+  EXPECT_EQ(gathers(on.stages[1].forward).count, 2 * 16 + 1);
+  EXPECT_DOUBLE_EQ(gathers(on.stages[1].forward).bytes, decoders + input);
+  EXPECT_EQ(scatters(on.stages[1].forward).count, 2 * 16);
+  EXPECT_DOUBLE_EQ(scatters(on.stages[1].forward).bytes, decoders);
 }
 
 }  // namespace

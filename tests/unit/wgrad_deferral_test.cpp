@@ -94,7 +94,9 @@ MemoryModel memory_of(const Plan& p) {
 }
 
 // The last stage's backward without the LM head's weight-gradient GEMM costs the whole backward
-// less that GEMM's time (no TP call is paired with it here); the first stage defers nothing.
+// less that GEMM's time (the input gradient's all-reduce beside it here is shorter than it and
+// stalls nothing; that call then runs after the pass, vocab_ops_test.cpp); the first stage
+// defers nothing.
 TEST(WgradDeferral, TheBackwardLeavesTheLmHeadWeightGradientOut) {
   const Built b = build(deferring_plan(2));
   const StageCost& last = b.costs.stages[1];
