@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
 #include <vector>
 
 #include "sim/graph/groups.hpp"
@@ -181,24 +182,40 @@ bool RankProgramWriter::defers_lm_head_wgrad(std::int64_t chunk) {
   return true;
 }
 
-void RankProgramWriter::finish_step() {
-  // The deferred LM-head weight gradients, one GEMM a micro-batch, after the last backward and
-  // before the gradients are finalised (Megatron-LM's finish_embedding_wgrad_compute). With
-  // sequence parallelism each GEMM's input is all-gathered beside the GEMM before it, the first
-  // before them all: one gather on the compute stream, and each later GEMM's wait for its own
-  // (the flush pass's stall, n - 1 times).
-  for (std::int64_t c = 0; c < plan_.vp && lm_head_wgrads_deferred_ > 0; ++c) {
+// The deferred LM-head weight gradients, one GEMM a micro-batch, after the last backward and
+// before the gradients are finalised (Megatron-LM's finish_embedding_wgrad_compute). With
+// sequence parallelism each GEMM's input is all-gathered beside the GEMM before it, the first
+// before them all: that gather on the compute stream, the other n - 1 beside the GEMMs on their
+// stream, and each later GEMM's wait for its own (the flush pass's stall, n - 1 times).
+void RankProgramWriter::flush_lm_head_wgrads() {
+  const std::int64_t n = lm_head_wgrads_deferred_;
+  for (std::int64_t c = 0; c < plan_.vp && n > 0; ++c) {
     const PassCost& wgrad = cost(c).lm_head_wgrad;
     if (wgrad.seconds <= 0) continue;
+    std::vector<std::pair<CollectiveLoad, std::int32_t>> gathers;
     for (const CollectiveLoad& load : wgrad.collectives) {
       const auto group = groups_[index_of(load.dim)];
       if (group < 0 || load.count == 0) continue;
+      gathers.emplace_back(load, group);
       last_compute_ = b_.collective(Stream::kCompute, comm_kind(load.dim), load.kind, group,
                                     load.bytes, load.count, -1, take_pending());
     }
-    const auto n = static_cast<double>(lm_head_wgrads_deferred_);
-    compute_op(ComputeKind::kBackwardWeight, -1, c, n * wgrad.seconds - wgrad.overlap_stall_s);
+    const Deps start = take_pending();
+    Deps beside = start;
+    if (last_compute_) beside.push_back(*last_compute_);
+    compute_op(ComputeKind::kBackwardWeight, -1, c,
+               static_cast<double>(n) * wgrad.seconds - wgrad.overlap_stall_s, start);
+    for (const auto& [load, group] : gathers) {
+      if (n < 2) break;
+      pending_.push_back(b_.collective(Stream::kTP, comm_kind(load.dim), load.kind, group,
+                                       load.bytes * static_cast<double>(n - 1),
+                                       load.count * (n - 1), -1, beside));
+    }
   }
+}
+
+void RankProgramWriter::finish_step() {
+  flush_lm_head_wgrads();
   for (auto chunk : deferred_reductions_) {
     last_compute_ = dp_collective(Stream::kCompute, reduction(), chunk, cost(chunk).grad_bytes,
                                   buckets(chunk), -1, take_pending());

@@ -148,6 +148,7 @@ class RankProgramWriter {
   void exchange(const ScheduleStep& step);
   bool defers_lm_head_wgrad(std::int64_t chunk);
   std::vector<Transfer> transfers(const std::vector<Exchange>& ex, bool sending) const;
+  void flush_lm_head_wgrads();
   void finish_step();
 
   std::int32_t dp_group() const { return groups_[index_of(Dim::kDP)]; }

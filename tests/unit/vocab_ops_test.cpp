@@ -132,8 +132,8 @@ TEST(VocabularyParallel, ADeferringBackwardPostsTheInputGradientCallAfterItsGemm
 // llama3.1-8b, TP 2 with SP, PP 2, 8 micro-batches of 2,048 tokens, two LM-head weight
 // gradients deferred: the last stage's deferring backward is the backward less that GEMM, its
 // reduce-scatter moved after the pass and its gather gone; the flush gathers the first input on
-// the compute stream, then runs both GEMMs, the second waiting only where its gather outlasts
-// the first.
+// the compute stream, then runs both GEMMs, the second's input gathered beside them (the second
+// GEMM waits only where that gather outlasts the first).
 TEST(VocabularyParallel, TheFlushGathersTheFirstInputBeforeItsGemms) {
   const Model m = test::catalog_model("llama3.1-8b");
   const Platform platform = test::catalog_platform("h100-sxm-ndr");
@@ -181,6 +181,13 @@ TEST(VocabularyParallel, TheFlushGathersTheFirstInputBeforeItsGemms) {
     EXPECT_EQ(gather.comm, CommKind::kTP);
     EXPECT_EQ(gather.collective, kAG);
     EXPECT_DOUBLE_EQ(gather.bytes, input);
+    // The second micro-batch's gather, beside the GEMMs on the TP stream.
+    const Op& beside = r.ops[flush + 1];
+    EXPECT_EQ(beside.type, OpType::kCollective);
+    EXPECT_EQ(beside.stream, Stream::kTP);
+    EXPECT_EQ(beside.collective, kAG);
+    EXPECT_EQ(beside.count, 1);
+    EXPECT_DOUBLE_EQ(beside.bytes, input);
   }
 }
 
