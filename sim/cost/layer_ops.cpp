@@ -130,21 +130,17 @@ CollectiveLoad collective_load(const std::vector<CollectiveLoad>& list, Collecti
   return out;
 }
 
-namespace {
-
-// `n` tensor-parallel all-reduces of `bytes` each.
-void tp_allreduce(BlockPass& p, double bytes, std::int64_t n = 1) {
-  add_collective(p.collectives,
-                 {CollectiveKind::kAllReduce, Dim::kTP, bytes * static_cast<double>(n), n});
+void tp_after(BlockPass& p, CollectiveKind kind, double bytes, std::int64_t n) {
+  add_collective(p.collectives, {kind, Dim::kTP, bytes * static_cast<double>(n), n});
 }
 
-// One TP call of `kind` on a `bytes` buffer: after the pass's kernels or, when `alongside`,
-// beside them, overlapping the GEMM named `gemm` by `method`.
 void tp_call(BlockPass& p, CollectiveKind kind, double bytes, bool alongside, std::string gemm,
              OverlapMethod method) {
   add_collective(p.collectives, {kind, Dim::kTP, bytes, 1, alongside});
   if (alongside) p.overlaps.push_back({kind, bytes, {std::move(gemm)}, method, Dim::kTP});
 }
+
+namespace {
 
 // Bytes per element of an all-gathered GEMM input: in FP8 Transformer Engine gathers the
 // quantised operand the GEMM reads (its norm writes FP8 directly), else the BF16 activation.
@@ -160,7 +156,7 @@ double gathered_bytes(const LayerShape& s) {
 void decoder_forward_tp(const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, e = s.act_bytes;
   if (!s.sp) {
-    tp_allreduce(p, T * h * e, 2);  // after out_proj and after mlp_down
+    tp_after(p, CollectiveKind::kAllReduce, T * h * e, 2);  // after out_proj and mlp_down
     return;
   }
   const bool ub = s.tp_comm_overlap;

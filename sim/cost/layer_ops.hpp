@@ -73,6 +73,13 @@ struct BlockPass {
   std::vector<OverlapPair> overlaps;
 };
 
+/// `n` tensor-parallel calls of `kind` on `bytes` each, after the pass's kernels.
+void tp_after(BlockPass& p, CollectiveKind kind, double bytes, std::int64_t n = 1);
+/// One TP call of `kind` on a `bytes` buffer: after the pass's kernels or, when `alongside`,
+/// beside them, overlapping the GEMM named `gemm` by `method`.
+void tp_call(BlockPass& p, CollectiveKind kind, double bytes, bool alongside, std::string gemm,
+             OverlapMethod method);
+
 struct LayerShape {
   double tokens = 0;     // micro-batch tokens on this rank: b * s, over cp with CP
   double seq = 0;        // s

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "sim/cost/kernel_specs.hpp"
+#include "sim/cost/vocab_ops.hpp"
 
 namespace trainsim {
 
@@ -16,9 +17,6 @@ void mtp_module(const LayerShape& s, BlockPass& p, bool backward) {
   const double T = s.tokens, h = s.hidden, e = s.act_bytes, S = s.sharded_tokens();
   const double per_rank = h / static_cast<double>(s.tp);
   const std::string norm = to_string(s.norm);
-  const auto tp = [&p](CollectiveKind kind, double bytes) {
-    add_collective(p.collectives, {kind, Dim::kTP, bytes, 1});
-  };
   auto& k = p.kernels;
   if (!backward) {
     k.push_back(elementwise("embedding", "embedding", T, h));
@@ -27,11 +25,9 @@ void mtp_module(const LayerShape& s, BlockPass& p, bool backward) {
     linear(k, "eh_proj", T, 2.0 * h, per_rank, s.gemm_dtype);
     k.push_back(elementwise("final_norm", norm, S, h));
     if (s.tp > 1) {
-      // The model's embedding, its parts summed as vocab_ops.hpp says.
-      const bool scatter = s.sp && !s.learned_positions;
-      tp(scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, T * h * e);
-      if (s.sp) tp(CollectiveKind::kAllGather, T * 2.0 * h * e);
-      tp(CollectiveKind::kAllGather, T * h * e);  // the projection's output, whole
+      tp_after(p, embedding_output_call(s), T * h * e);  // the model's embedding's call
+      if (s.sp) tp_after(p, CollectiveKind::kAllGather, T * 2.0 * h * e);
+      tp_after(p, CollectiveKind::kAllGather, T * h * e);  // the projection's output, whole
     }
     return;
   }
@@ -41,8 +37,9 @@ void mtp_module(const LayerShape& s, BlockPass& p, bool backward) {
   k.push_back(elementwise("hnorm.grad", norm + ".grad", S, h));
   k.push_back(elementwise("embedding.grad", "embedding.grad", T, h));
   if (s.tp > 1) {
-    tp(s.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, T * 2.0 * h * e);
-    if (s.sp) tp(CollectiveKind::kAllGather, T * h * e);  // the embedding's output gradient
+    tp_after(p, s.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+             T * 2.0 * h * e);
+    if (s.sp) tp_after(p, CollectiveKind::kAllGather, T * h * e);  // the embedding's gradient
   }
 }
 

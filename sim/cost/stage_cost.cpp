@@ -199,9 +199,11 @@ DecoderKinds decoder_kinds(const Model& model, const Partition& partition, std::
   return k;
 }
 
-// The passes of `count` blocks of one kind and shape, with what --recompute re-runs.
+// The passes of `count` blocks of one kind and shape, with what --recompute re-runs, and on a
+// stage that `defers` the LM head's weight gradient (--defer-embedding-wgrad-compute and the LM
+// head here) the backward without it and the flush's part.
 void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, std::int64_t count,
-                      const Plan& plan, const Costing& costing) {
+                      const Plan& plan, const Costing& costing, bool defers) {
   if (count == 0) return;
   const char* prefix = to_string(kind);
   const BlockPass fwd = block_pass(kind, false, shape);
@@ -214,8 +216,7 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
            count, costing);
   const BlockPass weight = filtered(bwd, is_weight_gradient, false);
   add_pass(sc.backward_weight, prefix, weight, count, costing);
-  if (plan.defer_embedding_wgrad_compute) {
-    // The backward of a micro-batch that leaves the LM head's weight gradient to the flush.
+  if (defers) {
     const bool head = kind == BlockKind::kLmHead;
     add_pass(sc.backward_deferring_lm_head_wgrad, prefix,
              head ? lm_head_deferring_backward(shape) : bwd, count, costing);
@@ -273,24 +274,26 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     // Blocks run in model order; decoder kernels are costed once per kind and repeated per layer.
     bool decoders_added = false;
     bool mtp_embedding_counted = false;
+    const bool defers =
+        plan.defer_embedding_wgrad_compute && partition.holds(s, BlockKind::kLmHead);
+    const auto add = [&](BlockKind kind, const LayerShape& of, std::int64_t count) {
+      add_block_passes(sc, kind, of, count, plan, costing, defers);
+    };
     const auto& range = partition.stages[static_cast<std::size_t>(s)];
     for (auto i = range.begin; i < range.end; ++i) {
       const auto kind = partition.blocks[static_cast<std::size_t>(i)].kind;
       if (kind == BlockKind::kMtp) {
-        add_block_passes(sc, kind, shape, 1, plan, costing);
-        add_block_passes(sc, BlockKind::kDecoder, mtp_layer_is_moe(model) ? shape : dense_shape, 1,
-                         plan, costing);
+        add(kind, shape, 1);
+        add(BlockKind::kDecoder, mtp_layer_is_moe(model) ? shape : dense_shape, 1);
       } else if (kind != BlockKind::kDecoder) {
-        add_block_passes(sc, kind, shape, block_runs(kind, model), plan, costing);
+        add(kind, shape, block_runs(kind, model));
       } else if (!decoders_added) {
         decoders_added = true;
         // Dense layers first (a pass's collectives keep the order of their first kind).
-        add_block_passes(sc, kind, dense_shape, decoders.dense, plan, costing);
-        add_block_passes(sc, kind, with_local_attention(model, dense_shape), decoders.dense_local,
-                         plan, costing);
-        add_block_passes(sc, kind, shape, decoders.moe, plan, costing);
-        add_block_passes(sc, kind, with_local_attention(model, shape), decoders.moe_local, plan,
-                         costing);
+        add(kind, dense_shape, decoders.dense);
+        add(kind, with_local_attention(model, dense_shape), decoders.dense_local);
+        add(kind, shape, decoders.moe);
+        add(kind, with_local_attention(model, shape), decoders.moe_local);
       }
       switch (kind) {
         case BlockKind::kEmbedding:
@@ -340,8 +343,6 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     if (const Block* last = partition.last_block(s)) message = block_output_bytes(*last, shape);
     sc.p2p_bytes = message;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * grad_reduce_bytes(plan);
-    // Only the LM head's stage defers.
-    if (sc.lm_head_wgrad.seconds <= 0) sc.backward_deferring_lm_head_wgrad = PassCost{};
     add_amax_reductions(sc);
     add_optimizer(sc, plan, costing);
     cm.stages.push_back(std::move(sc));

@@ -9,22 +9,14 @@ namespace trainsim {
 
 namespace {
 
-// `n` tensor-parallel calls of `kind` on `bytes` each, after the pass's kernels.
-void tp_after(BlockPass& p, CollectiveKind kind, double bytes, std::int64_t n = 1) {
-  add_collective(p.collectives, {kind, Dim::kTP, bytes * static_cast<double>(n), n});
-}
-
 // One call posted asynchronously beside the GEMM `gemm` of the same pass, independent of it.
 void tp_beside(BlockPass& p, CollectiveKind kind, double bytes, std::string gemm) {
-  add_collective(p.collectives, {kind, Dim::kTP, bytes, 1, true});
-  p.overlaps.push_back({kind, bytes, {std::move(gemm)}, OverlapMethod::kBulk, Dim::kTP});
+  tp_call(p, kind, bytes, true, std::move(gemm), OverlapMethod::kBulk);
 }
 
-// Each rank looks up only its vocabulary rows and the partial outputs are summed. With sequence
-// parallelism Megatron-Core reduce-scatters them to the ranks' shares of the sequence
-// (reduce_scatter_embeddings), but with learned positions, which it adds to the whole
-// sequence, it all-reduces them and keeps its share; the backward of either all-gathers the
-// output gradient first.
+// Each rank looks up only its vocabulary rows and the partial outputs are summed
+// (embedding_output_call); with sequence parallelism the backward all-gathers the output
+// gradient first.
 void embedding(bool backward, const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, e = s.act_bytes;
   if (backward) {
@@ -34,9 +26,7 @@ void embedding(bool backward, const LayerShape& s, BlockPass& p) {
     return;
   }
   p.kernels.push_back(elementwise("embedding", "embedding", T, h));
-  if (s.tp == 1) return;
-  const bool scatter = s.sp && !s.learned_positions;
-  tp_after(p, scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, T * h * e);
+  if (s.tp > 1) tp_after(p, embedding_output_call(s), T * h * e);
 }
 
 // The input gradient's call as the backward posts it: reduce-scattered to the sequence shares
@@ -65,6 +55,10 @@ void lm_head(bool backward, const LayerShape& s, BlockPass& p) {
 }
 
 }  // namespace
+
+CollectiveKind embedding_output_call(const LayerShape& s) {
+  return s.sp && !s.learned_positions ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+}
 
 void vocab_block(BlockKind kind, bool backward, const LayerShape& s, BlockPass& p) {
   const double T = s.tokens;

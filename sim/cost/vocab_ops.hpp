@@ -7,6 +7,12 @@
 
 namespace trainsim {
 
+/// How the embedding's partial rows are summed over TP: with sequence parallelism Megatron-Core
+/// reduce-scatters them to the ranks' shares of the sequence (reduce_scatter_embeddings), but
+/// with learned positions, which it adds to the whole sequence, it all-reduces them and keeps
+/// its share; without sequence parallelism it all-reduces them.
+CollectiveKind embedding_output_call(const LayerShape& s);
+
 /// Appends the forward (or backward) pass of an embedding, LM head, cast or loss block.
 void vocab_block(BlockKind kind, bool backward, const LayerShape& s, BlockPass& p);
 
