@@ -13,15 +13,22 @@ namespace trainsim {
 namespace {
 
 struct Case {
+  /// The test's name in ctest (one test per case, each within its own timeout).
+  const char* id;
   const char* name;
   std::vector<std::string> args;
   std::int64_t gpus;
   std::int64_t stages;
   /// Relative agreement required. Exact but for folded all-to-alls across nodes on SimGrid: the
   /// replaying GPU sends the slowest of each class of its group's flows, while in the full
-
+  /// replay every GPU sends its own and they contend a little differently on shared links.
   double tolerance = 1e-6;
 };
+
+/// What ctest prints beside the test's name (instead of the case's bytes).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 std::vector<Case> cases() {
   const std::vector<std::string> m70 = {"--model", "llama3.1-70b", "--platform", "h100-sxm-ndr"};
@@ -30,38 +37,41 @@ std::vector<Case> cases() {
     return a;
   };
   return {
-      {"70b on 64 GPUs, every overlap",
+      {"Llama70bOn64EveryOverlap", "70b on 64 GPUs, every overlap",
        with(m70, {"--tp", "8", "--pp", "4", "--dp", "2", "--gbs", "64", "--seq-len", "8192", "--sp",
                   "--zero", "1", "--overlap-grad-reduce", "--overlap-param-gather",
                   "--tp-comm-overlap"}),
        64, 4},
-      {"70b on 1,024 GPUs in four leaves",
+      {"Llama70bOn1024FourLeaves", "70b on 1,024 GPUs in four leaves",
        with(m70, {"--tp", "8", "--pp", "4", "--dp", "32", "--gbs", "512", "--seq-len", "8192"}),
        1024, 4},
       // 64 nodes per stage over two leaves of 32: each DP ring has edges under one leaf and
       // edges through the spine (two route classes, each GPU sending one edge).
-      {"8b on 1,024 GPUs, DP rings across two leaves",
+      {"Llama8bOn1024RingsAcrossLeaves",
+       "8b on 1,024 GPUs, DP rings across two leaves",
        {"--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "8", "--pp", "2", "--dp",
         "64", "--gbs", "512", "--seq-len", "8192"},
        1024,
        2},
       // tp 4: two DP members per node, one ring per rail (NVLink and NIC edges on every GPU).
-      {"the default scenario: 70b, tp 4, on 64 GPUs",
+      {"Llama70bScenarioTp4On64",
+       "the default scenario: 70b, tp 4, on 64 GPUs",
        {test::source_dir() + "/scenarios/llama3.1-70b-64gpu.json"},
        64,
        4},
       // Megatron's --use-tp-pp-dp-mapping: pipeline neighbours on adjacent nodes, DP peers
       // pp nodes apart.
-      {"70b on 128 GPUs in the tp-pp-dp order",
+      {"Llama70bOn128TpPpDpOrder", "70b on 128 GPUs in the tp-pp-dp order",
        with(m70, {"--tp", "8", "--pp", "4", "--dp", "4", "--gbs", "64", "--seq-len", "8192",
                   "--rank-order", "tp-cp-ep-pp-dp"}),
        128, 4},
-      {"70b interleaved on 128 GPUs",
+      {"Llama70bInterleavedOn128", "70b interleaved on 128 GPUs",
        with(m70,
             {"--tp", "8", "--pp", "8", "--dp", "2", "--vp", "2", "--schedule", "interleaved",
              "--gbs", "64", "--seq-len", "4096", "--sp", "--zero", "1", "--overlap-grad-reduce"}),
        128, 8},
-      {"8b ZB-H1 on 256 GPUs",
+      {"Llama8bZbH1On256",
+       "8b ZB-H1 on 256 GPUs",
        {"--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "8", "--pp", "4", "--dp",
         "8", "--schedule", "zb-h1", "--gbs", "128", "--seq-len", "8192", "--recompute",
         "selective"},
@@ -69,11 +79,12 @@ std::vector<Case> cases() {
        4},
       // Context parallelism: CP rings beside the attention within a node, gradients over
       // dp x cp (groups of 8 across four nodes), and a CP group across nodes (cp outermost).
-      {"70b tp 4 cp 2 on 128 GPUs",
+      {"Llama70bCp2On128", "70b tp 4 cp 2 on 128 GPUs",
        with(m70, {"--tp", "4", "--sp", "--cp", "2", "--pp", "4", "--dp", "4", "--gbs", "32",
                   "--seq-len", "16384", "--zero", "1", "--overlap-grad-reduce"}),
        128, 4},
-      {"8b cp 4 across nodes",
+      {"Llama8bCp4AcrossNodes",
+       "8b cp 4 across nodes",
        {"--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp", "2", "--cp", "4", "--dp",
         "4", "--gbs", "8", "--seq-len", "32768", "--rank-order", "tp-dp-ep-cp-pp"},
        32,
@@ -81,7 +92,8 @@ std::vector<Case> cases() {
       // Expert parallelism: all-to-alls over EP groups of GPUs a TP group apart across two
       // nodes, and expert gradients over their own groups beside the dense ones; then EP over
       // tp x dp with etp 1, in one node.
-      {"mixtral ep 8 across nodes",
+      {"MixtralEp8AcrossNodes",
+       "mixtral ep 8 across nodes",
        {"--model",     "mixtral-8x7b",
         "--platform",  "h100-sxm-ndr",
         "--tp",        "2",
@@ -96,7 +108,8 @@ std::vector<Case> cases() {
        64,
        2,
        5e-4},
-      {"mixtral ep 8 with etp 1",
+      {"MixtralEp8Etp1",
+       "mixtral ep 8 with etp 1",
        {"--model", "mixtral-8x7b", "--platform", "h100-sxm-ndr", "--tp", "2", "--sp", "--dp", "8",
         "--ep", "8", "--etp", "1", "--gbs", "16", "--seq-len", "4096", "--moe-imbalance", "1.3"},
        16,
@@ -120,36 +133,42 @@ void expect_near(const nlohmann::json& a, const nlohmann::json& b, const std::st
   EXPECT_NEAR(x, y, tolerance * std::max(std::abs(y), 1e-3)) << what;
 }
 
-TEST(SymmetricSimulation, EqualsTheFullOneOnBothEngines) {
-  for (const auto& c : cases()) {
-    for (const char* engine : {"analytic", "simgrid"}) {
-      SCOPED_TRACE(std::string(c.name) + ", " + engine);
-      const auto sym = report(c.args, engine, false), full = report(c.args, engine, true);
-      EXPECT_EQ(sym["provenance"]["replayed_gpus"], c.stages);
-      EXPECT_EQ(full["provenance"]["replayed_gpus"], c.gpus);
-      const double tol = std::string(engine) == "simgrid" ? c.tolerance : 1e-6;
-      for (const char* k : {"step_time_s", "bubble_fraction", "compute_s", "tokens_per_s"}) {
-        expect_near(sym[k], full[k], k, tol);
-      }
-      for (const char* section : {"exposed_comm_s", "overlapped_comm_s"}) {
-        for (const char* kind : {"tp", "pp", "dp", "cp", "ep"}) {
-          const std::string what = std::string(section) + " " + kind;
-          if (tol > 1e-6) {  // as a share of the step
-            EXPECT_NEAR(sym[section][kind].get<double>(), full[section][kind].get<double>(),
-                        tol * full["step_time_s"].get<double>())
-                << what;
-          } else {
-            expect_near(sym[section][kind], full[section][kind], what);
-          }
+class SymmetricEqualsFull : public ::testing::TestWithParam<Case> {};
+
+// One test per case, so that each runs within its own timeout (the eleven together took 105 s
+// under the sanitizers, near the 120 s limit on two busy cores).
+TEST_P(SymmetricEqualsFull, OnBothEngines) {
+  const Case& c = GetParam();
+  for (const char* engine : {"analytic", "simgrid"}) {
+    SCOPED_TRACE(std::string(c.name) + ", " + engine);
+    const auto sym = report(c.args, engine, false), full = report(c.args, engine, true);
+    EXPECT_EQ(sym["provenance"]["replayed_gpus"], c.stages);
+    EXPECT_EQ(full["provenance"]["replayed_gpus"], c.gpus);
+    const double tol = std::string(engine) == "simgrid" ? c.tolerance : 1e-6;
+    for (const char* k : {"step_time_s", "bubble_fraction", "compute_s", "tokens_per_s"}) {
+      expect_near(sym[k], full[k], k, tol);
+    }
+    for (const char* section : {"exposed_comm_s", "overlapped_comm_s"}) {
+      for (const char* kind : {"tp", "pp", "dp", "cp", "ep"}) {
+        const std::string what = std::string(section) + " " + kind;
+        if (tol > 1e-6) {  // as a share of the step
+          EXPECT_NEAR(sym[section][kind].get<double>(), full[section][kind].get<double>(),
+                      tol * full["step_time_s"].get<double>())
+              << what;
+        } else {
+          expect_near(sym[section][kind], full[section][kind], what);
         }
       }
-      for (std::size_t s = 0; s < full["stages"].size(); ++s) {
-        expect_near(sym["stages"][s]["compute_s"], full["stages"][s]["compute_s"], "stage", tol);
-      }
-      EXPECT_EQ(sym["diagnostics"], full["diagnostics"]);
     }
+    for (std::size_t s = 0; s < full["stages"].size(); ++s) {
+      expect_near(sym["stages"][s]["compute_s"], full["stages"][s]["compute_s"], "stage", tol);
+    }
+    EXPECT_EQ(sym["diagnostics"], full["diagnostics"]);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(SymmetricSimulation, SymmetricEqualsFull, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.id; });
 
 // Without contention, stages whose GPUs reach their pipeline neighbours over different routes
 // are replayed by one GPU per class of pipeline chain: the same report as the full replay.
