@@ -140,13 +140,15 @@ void tp_call(BlockPass& p, CollectiveKind kind, double bytes, bool alongside, st
   if (alongside) p.overlaps.push_back({kind, bytes, {std::move(gemm)}, method, Dim::kTP});
 }
 
-namespace {
+void tp_beside(BlockPass& p, CollectiveKind kind, double bytes, std::string gemm) {
+  tp_call(p, kind, bytes, true, std::move(gemm), OverlapMethod::kBulk);
+}
 
-// Bytes per element of an all-gathered GEMM input: in FP8 Transformer Engine gathers the
-// quantised operand the GEMM reads (its norm writes FP8 directly), else the BF16 activation.
 double gathered_bytes(const LayerShape& s) {
   return s.gemm_dtype == DType::kFP8 ? 1.0 : s.act_bytes;
 }
+
+namespace {
 
 // The forward's TP collectives. Without sequence parallelism the row-parallel outputs are
 // all-reduced after their GEMMs. With it each column-parallel GEMM's input is all-gathered

@@ -79,6 +79,10 @@ void tp_after(BlockPass& p, CollectiveKind kind, double bytes, std::int64_t n = 
 /// beside them, overlapping the GEMM named `gemm` by `method`.
 void tp_call(BlockPass& p, CollectiveKind kind, double bytes, bool alongside, std::string gemm,
              OverlapMethod method);
+/// One TP call posted asynchronously beside the GEMM `gemm` of the same pass, independent of it
+/// (a linear's backward without userbuffers: the input's re-gather beside the input-gradient
+/// GEMM, the input gradient's call beside the weight-gradient GEMM).
+void tp_beside(BlockPass& p, CollectiveKind kind, double bytes, std::string gemm);
 
 struct LayerShape {
   double tokens = 0;     // micro-batch tokens on this rank: b * s, over cp with CP
@@ -152,6 +156,11 @@ struct LayerShape {
 /// with a capacity factor (> 0) no expert takes more than that many times the mean.
 double expert_rank_load(std::int64_t experts, std::int64_t local, double imbalance,
                         double capacity_factor);
+
+/// Bytes per element of an all-gathered GEMM input: in FP8 Transformer Engine gathers the
+/// quantised operand the GEMM reads (its norm writes FP8, or it quantises before the gather),
+/// else the BF16 activation.
+double gathered_bytes(const LayerShape& s);
 
 /// The shape of the model's decoder layers under `plan`; for a mixture-of-experts model, of its
 /// MoE layers, or with `moe_layer` false of its dense ones.

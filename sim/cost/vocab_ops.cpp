@@ -1,18 +1,12 @@
 #include "sim/cost/vocab_ops.hpp"
 
 #include <string>
-#include <utility>
 
 #include "sim/cost/kernel_specs.hpp"
 
 namespace trainsim {
 
 namespace {
-
-// One call posted asynchronously beside the GEMM `gemm` of the same pass, independent of it.
-void tp_beside(BlockPass& p, CollectiveKind kind, double bytes, std::string gemm) {
-  tp_call(p, kind, bytes, true, std::move(gemm), OverlapMethod::kBulk);
-}
 
 // Each rank looks up only its vocabulary rows and the partial outputs are summed
 // (embedding_output_call); with sequence parallelism the backward all-gathers the output

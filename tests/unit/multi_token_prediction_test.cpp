@@ -6,8 +6,11 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/cost/layer_ops.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
@@ -102,6 +105,70 @@ TEST(MultiTokenPrediction, WhatTheModuleAddsToItsStage) {
   // The first stage is untouched.
   EXPECT_EQ(c_with.stages[0].params_per_gpu, c_without.stages[0].params_per_gpu);
   EXPECT_DOUBLE_EQ(c_with.stages[0].forward.seconds, c_without.stages[0].forward.seconds);
+}
+
+// The module's TP calls as Megatron-Core posts them (d98e8a64): the embedding's, the projection's
+// input gathered before it (sequence parallelism) and its TP-split output gathered after it; in
+// the backward the scatter's gradient gathered, the input gathered again beside the
+// input-gradient GEMM, the input gradient reduce-scattered (all-reduced without sequence
+// parallelism) beside the weight-gradient GEMM, and the embedding's gradient gathered. In FP8
+// both gathers of the projection's input carry its quantised bytes.
+TEST(MultiTokenPrediction, TheModulesTensorParallelCalls) {
+  struct Call {
+    CollectiveKind kind;
+    double bytes;  // in all, over `count` calls
+    std::int64_t count;
+    bool alongside;
+    bool operator==(const Call&) const = default;
+  };
+  const auto calls = [](const BlockPass& p) {
+    std::vector<Call> out;
+    for (const auto& c : p.collectives) {
+      EXPECT_EQ(c.dim, Dim::kTP);
+      out.push_back({c.kind, c.bytes, c.count, c.alongside});
+    }
+    return out;
+  };
+  const auto pairs = [](const BlockPass& p) {
+    std::vector<std::pair<CollectiveKind, std::string>> out;
+    for (const auto& o : p.overlaps) {
+      EXPECT_EQ(o.method, OverlapMethod::kBulk);
+      out.emplace_back(o.kind, o.kernels.at(0));
+    }
+    return out;
+  };
+  const Model m = short_deepseek();
+  Plan plan = mtp_plan();  // TP 2, SP, 4,096 tokens
+  const double Th = 4096.0 * 7168.0, e = 2.0;
+  constexpr auto kAG = CollectiveKind::kAllGather;
+  constexpr auto kRS = CollectiveKind::kReduceScatter;
+  constexpr auto kAR = CollectiveKind::kAllReduce;
+  const LayerShape sp = layer_shape(m, plan, 129280);
+  EXPECT_EQ(calls(block_pass(BlockKind::kMtp, false, sp)),
+            (std::vector<Call>{{kRS, Th * e, 1, false}, {kAG, 2 * Th * e + Th * e, 2, false}}));
+  const BlockPass back = block_pass(BlockKind::kMtp, true, sp);
+  EXPECT_EQ(calls(back), (std::vector<Call>{{kAG, 2 * Th * e, 2, false},
+                                            {kAG, 2 * Th * e, 1, true},
+                                            {kRS, 2 * Th * e, 1, true}}));
+  EXPECT_EQ(pairs(back), (std::vector<std::pair<CollectiveKind, std::string>>{
+                             {kAG, "eh_proj.dgrad"}, {kRS, "eh_proj.wgrad"}}));
+  plan.sp = false;
+  const LayerShape plain = layer_shape(m, plan, 129280);
+  EXPECT_EQ(calls(block_pass(BlockKind::kMtp, false, plain)),
+            (std::vector<Call>{{kAR, Th * e, 1, false}, {kAG, Th * e, 1, false}}));
+  const BlockPass plain_back = block_pass(BlockKind::kMtp, true, plain);
+  EXPECT_EQ(calls(plain_back), (std::vector<Call>{{kAR, 2 * Th * e, 1, true}}));
+  EXPECT_EQ(pairs(plain_back),
+            (std::vector<std::pair<CollectiveKind, std::string>>{{kAR, "eh_proj.wgrad"}}));
+  plan.sp = true;
+  plan.precision = Precision::kFP8;
+  const LayerShape fp8 = layer_shape(m, plan, 129280);
+  EXPECT_EQ(calls(block_pass(BlockKind::kMtp, false, fp8)),
+            (std::vector<Call>{{kRS, Th * e, 1, false}, {kAG, 2 * Th + Th * e, 2, false}}));
+  EXPECT_EQ(calls(block_pass(BlockKind::kMtp, true, fp8))[1], (Call{kAG, 2 * Th, 1, true}));
+  plan.tp = 1;
+  plan.sp = false;
+  EXPECT_TRUE(block_pass(BlockKind::kMtp, true, layer_shape(m, plan, 129280)).collectives.empty());
 }
 
 // A module in a stage of its own hands on the main hidden states and its own (Megatron-Core
