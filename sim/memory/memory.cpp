@@ -329,6 +329,29 @@ double extra_cublas_workspaces(const Platform& platform, const Plan& plan, bool 
   return workspaces * platform.memory.cublas_workspace;
 }
 
+// Megatron-Core's global memory buffer (GlobalMemoryBuffer.get_tensor, megatron/core/utils.py):
+// each named buffer is allocated at its first request, grown to the largest, and kept. "mpu"
+// holds the output layer's all-gathered input under sequence parallelism (Megatron's own
+// ColumnParallelLinear, forward and backward) and the all-gather token dispatcher's tokens
+// gathered over expert TP x EP (one buffer for both: the larger); "mpu_0" and "mpu_1" hold the
+// flush's gathered inputs of the deferred LM-head weight gradients, the second from the second
+// deferred micro-batch on (drain_embedding_wgrad_compute). Other frameworks keep no such buffers.
+double megatron_global_buffers(const Model& model, const Plan& plan, bool lm_head,
+                               bool moe_layers) {
+  if (plan.effective_framework() != Framework::kMegatron) return 0;
+  const Shape s = shape_of(model, plan);
+  const double gathered_input = kActBytes * s.tokens * s.h;  // T x h
+  const bool lm_head_gathers = lm_head && plan.sp && plan.tp > 1;
+  double mpu = lm_head_gathers ? gathered_input : 0.0;
+  const std::int64_t dispatch_group = plan.expert_tp() * plan.ep;
+  if (moe_layers && plan.moe_dispatcher == MoeDispatcher::kAllGather && dispatch_group > 1) {
+    mpu = std::max(mpu, gathered_input / s.r * d(dispatch_group));
+  }
+  const auto flush =
+      lm_head_gathers ? std::min<std::int64_t>(plan.deferred_lm_head_wgrads(), 2) : 0;
+  return mpu + d(flush) * gathered_input;
+}
+
 }  // namespace
 
 MemoryModel compute_memory(const Model& model, const Platform& platform, const Plan& plan,
@@ -367,8 +390,13 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
     if (plan.precision == Precision::kFP8 && !plan.fp8_param_gather) {
       sm.state.weights += kFp8WeightCopyBytes * d(gemm_params);
     }
-    sm.runtime_allocated =
-        platform.memory.allocated + extra_cublas_workspaces(platform, plan, experts > 0);
+    bool lm_head = false;
+    for (std::int64_t c = 0; c < partition.chunks; ++c) {
+      lm_head = lm_head || partition.holds(c * pp + s, BlockKind::kLmHead);
+    }
+    sm.runtime_allocated = platform.memory.allocated +
+                           extra_cublas_workspaces(platform, plan, experts > 0) +
+                           megatron_global_buffers(model, plan, lm_head, experts > 0);
     sm.footprint = footprints.front();
     const auto steps = compute_steps(stage_program(config, s));
     sm.timeline = walk_activations(steps, footprints, sm.base());

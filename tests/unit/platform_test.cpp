@@ -43,7 +43,7 @@ TEST(Platform, H100SheetInSIUnits) {
 
 TEST(Platform, RuntimeMemoryTerms) {
   const Platform h = test::catalog_platform("h100-sxm-ndr");
-  EXPECT_DOUBLE_EQ(h.memory.allocated, 114.5 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(h.memory.allocated, 113.9 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.memory.reserved, 1.35 * 1024 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.memory.fragmentation, 0.05);
   // The block is optional: a platform without it has no runtime terms.
