@@ -148,6 +148,16 @@ double gathered_bytes(const LayerShape& s) {
   return s.gemm_dtype == DType::kFP8 ? 1.0 : s.act_bytes;
 }
 
+CollectiveKind column_input_gradient_call(const LayerShape& s) {
+  return s.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+}
+
+void column_linear_backward_calls(BlockPass& p, const LayerShape& s, const std::string& name,
+                                  double gathered, double gradient) {
+  if (s.sp) tp_beside(p, CollectiveKind::kAllGather, gathered, name + ".dgrad");
+  tp_beside(p, column_input_gradient_call(s), gradient, name + ".wgrad");
+}
+
 namespace {
 
 // The forward's TP collectives. Without sequence parallelism the row-parallel outputs are

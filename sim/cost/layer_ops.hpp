@@ -162,6 +162,17 @@ double expert_rank_load(std::int64_t experts, std::int64_t local, double imbalan
 /// else the BF16 activation.
 double gathered_bytes(const LayerShape& s);
 
+/// The call on a column-parallel linear's input gradient: reduce-scattered to the sequence
+/// shares with sequence parallelism, else all-reduced.
+CollectiveKind column_input_gradient_call(const LayerShape& s);
+
+/// A column-parallel linear's backward TP calls without userbuffers (Megatron's own linear and
+/// Transformer Engine's where it does not overlap): with sequence parallelism its input,
+/// `gathered` bytes, gathered again beside the input-gradient GEMM `name`.dgrad, and the input
+/// gradient's call on `gradient` bytes beside the weight-gradient GEMM `name`.wgrad.
+void column_linear_backward_calls(BlockPass& p, const LayerShape& s, const std::string& name,
+                                  double gathered, double gradient);
+
 /// The shape of the model's decoder layers under `plan`; for a mixture-of-experts model, of its
 /// MoE layers, or with `moe_layer` false of its dense ones.
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab,

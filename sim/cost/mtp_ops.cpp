@@ -40,11 +40,7 @@ void mtp_module(const LayerShape& s, BlockPass& p, bool backward) {
   k.push_back(elementwise("final_norm.grad", norm + ".grad", S, h));
   if (tp && s.sp) tp_after(p, CollectiveKind::kAllGather, T * h * e);  // the scatter's gradient
   gemm_backward(k, "eh_proj", T, 2.0 * h, per_rank, s.gemm_dtype);
-  if (tp && s.sp) tp_beside(p, CollectiveKind::kAllGather, T * 2.0 * h * a, "eh_proj.dgrad");
-  if (tp) {
-    tp_beside(p, s.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-              T * 2.0 * h * e, "eh_proj.wgrad");
-  }
+  if (tp) column_linear_backward_calls(p, s, "eh_proj", T * 2.0 * h * a, T * 2.0 * h * e);
   k.push_back(elementwise("enorm.grad", norm + ".grad", S, h));
   k.push_back(elementwise("hnorm.grad", norm + ".grad", S, h));
   if (tp && s.sp) tp_after(p, CollectiveKind::kAllGather, T * h * e);  // the embedding's gradient

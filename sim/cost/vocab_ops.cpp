@@ -23,12 +23,6 @@ void embedding(bool backward, const LayerShape& s, BlockPass& p) {
   if (s.tp > 1) tp_after(p, embedding_output_call(s), T * h * e);
 }
 
-// The input gradient's call as the backward posts it: reduce-scattered to the sequence shares
-// with sequence parallelism, else all-reduced.
-CollectiveKind lm_head_input_gradient_call(const LayerShape& s) {
-  return s.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-}
-
 // Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine
 // module (no userbuffers overlap), and runs outside the FP8 autocast of the decoder: BF16 in
 // FP8 runs too. With sequence parallelism its forward all-gathers the input before the GEMM;
@@ -43,9 +37,7 @@ void lm_head(bool backward, const LayerShape& s, BlockPass& p) {
     return;
   }
   gemm_backward(p.kernels, "lm_head", T, h, s.vocab, DType::kBF16);
-  if (s.tp == 1) return;
-  if (s.sp) tp_beside(p, CollectiveKind::kAllGather, T * h * e, "lm_head.dgrad");
-  tp_beside(p, lm_head_input_gradient_call(s), T * h * e, "lm_head.wgrad");
+  if (s.tp > 1) column_linear_backward_calls(p, s, "lm_head", T * h * e, T * h * e);
 }
 
 }  // namespace
@@ -88,7 +80,7 @@ BlockPass lm_head_deferring_backward(const LayerShape& s) {
   BlockPass p;
   gemm_backward(p.kernels, "lm_head", s.tokens, s.hidden, s.vocab, DType::kBF16);
   std::erase_if(p.kernels, [](const KernelSpec& k) { return k.name.ends_with(".wgrad"); });
-  if (s.tp > 1) tp_after(p, lm_head_input_gradient_call(s), s.tokens * s.hidden * s.act_bytes);
+  if (s.tp > 1) tp_after(p, column_input_gradient_call(s), s.tokens * s.hidden * s.act_bytes);
   return p;
 }
 

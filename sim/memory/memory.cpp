@@ -331,9 +331,11 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
   for (std::int64_t s = 0; s < pp; ++s) {
     StageMemory sm;
     std::int64_t params = 0, experts = 0, gemm_params = 0;
+    bool lm_head = false;
     std::vector<PassFootprint> footprints;
     for (std::int64_t c = 0; c < partition.chunks; ++c) {
       const auto v = c * pp + s;
+      lm_head = lm_head || partition.holds(v, BlockKind::kLmHead);
       params += costs.stages[static_cast<std::size_t>(v)].params_per_gpu;
       experts += costs.stages[static_cast<std::size_t>(v)].expert_params_per_gpu;
       gemm_params += costs.stages[static_cast<std::size_t>(v)].gemm_params_per_gpu;
@@ -350,10 +352,6 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
     // FP8 primary weights (--fp8-param-gather) the quantised weight replaces the BF16 one.
     if (plan.precision == Precision::kFP8 && !plan.fp8_param_gather) {
       sm.state.weights += kFp8WeightCopyBytes * d(gemm_params);
-    }
-    bool lm_head = false;
-    for (std::int64_t c = 0; c < partition.chunks; ++c) {
-      lm_head = lm_head || partition.holds(c * pp + s, BlockKind::kLmHead);
     }
     sm.runtime_allocated = platform.memory.allocated +
                            extra_cublas_workspaces(platform, plan, experts > 0) +
