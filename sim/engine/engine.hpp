@@ -56,6 +56,7 @@ struct RankStats {
 /// picks for them and their closed-form time on an idle network (sim/collective/).
 struct CollectiveStat {
   CommKind comm = CommKind::kTP;
+  Dim dim = Dim::kTP;  // the group's dimension: tells an instance's level or expert DP apart
   CollectiveKind kind = CollectiveKind::kAllReduce;
   Algorithm algorithm = Algorithm::kRing;
   std::int64_t members = 0;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/json_reader.hpp"
+#include "sim/graph/groups.hpp"
 
 namespace trainsim {
 
@@ -21,11 +22,31 @@ Enum enum_from(JsonObject& o, const char* key, const std::array<Enum, N>& values
 
 constexpr std::array<CommKind, 5> kCommKinds = {CommKind::kTP, CommKind::kPP, CommKind::kDP,
                                                 CommKind::kCP, CommKind::kEP};
+constexpr std::array<Dim, kNumDims> kDims = {
+    Dim::kTP,  Dim::kCP,    Dim::kEP,      Dim::kDP,      Dim::kPP,       Dim::kEDP,
+    Dim::kETP, Dim::kStage, Dim::kIntraDP, Dim::kInterDP, Dim::kIntraEDP, Dim::kInterEDP};
 constexpr std::array<CollectiveKind, kNumCollectiveKinds> kCollectives = {
     CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
     CollectiveKind::kAllToAll,  CollectiveKind::kBroadcast, CollectiveKind::kSendRecv};
 constexpr std::array<ComputeKind, 4> kComputeKinds = {ComputeKind::kForward, ComputeKind::kBackward,
                                                       ComputeKind::kOptimizer, ComputeKind::kOther};
+
+// The dimension whose traffic a kind is named after.
+Dim own_dim(CommKind kind) {
+  switch (kind) {
+    case CommKind::kTP:
+      return Dim::kTP;
+    case CommKind::kPP:
+      return Dim::kPP;
+    case CommKind::kDP:
+      return Dim::kDP;
+    case CommKind::kCP:
+      return Dim::kCP;
+    case CommKind::kEP:
+      return Dim::kEP;
+  }
+  return Dim::kTP;
+}
 
 nlohmann::json transfer_json(const Transfer& t) {
   return {{"peer", t.peer}, {"channel", t.channel}, {"bytes", t.bytes}};
@@ -36,7 +57,8 @@ nlohmann::json transfer_json(const Transfer& t) {
 nlohmann::json task_graph_to_json(const TaskGraph& graph) {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : graph.groups) {
-    groups.push_back({{"kind", to_string(g.kind)}, {"members", g.members}});
+    groups.push_back(
+        {{"kind", to_string(g.kind)}, {"dim", to_string(g.dim)}, {"members", g.members}});
   }
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : graph.ranks) {
@@ -81,6 +103,15 @@ namespace {
 Group read_group(JsonObject o, std::int64_t num_ranks) {
   Group grp;
   grp.kind = enum_from(o, "kind", kCommKinds);
+  // "dim" (optional): the dimension whose group this is; without it, the kind's own.
+  grp.dim = own_dim(grp.kind);
+  if (o.has("dim")) {
+    grp.dim = enum_from(o, "dim", kDims);
+    if (comm_kind(grp.dim) != grp.kind) {
+      o.fail("dim", std::string(to_string(grp.dim)) + " groups carry " +
+                        to_string(comm_kind(grp.dim)) + " traffic, not " + to_string(grp.kind));
+    }
+  }
   const auto& members = o.raw("members");
   if (!members.is_array() || members.empty()) o.fail("members", "must be a non-empty array");
   for (const auto& mbr : members) {

@@ -55,6 +55,7 @@ bool calls_stage_group(const CostModel& costs) {
 std::int32_t add_group(Dim d, const std::vector<std::int64_t>& members, TaskGraph& g) {
   Group grp;
   grp.kind = comm_kind(d);
+  grp.dim = d;
   for (auto r : members) grp.members.push_back(as_i32(r));
   g.groups.push_back(std::move(grp));
   return as_i32(static_cast<std::int64_t>(g.groups.size()) - 1);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/collective/kinds.hpp"
+#include "sim/plan/dims.hpp"
 
 namespace trainsim {
 
@@ -88,6 +89,7 @@ struct RankProgram {
 
 struct Group {
   CommKind kind = CommKind::kTP;
+  Dim dim = Dim::kTP;                 // the dimension whose group this is (kind: its traffic)
   std::vector<std::int32_t> members;  // GPUs, ring order: the collective is priced over them all
   /// The graph's ranks that replay the collective; empty: the members themselves (a full graph,
   /// where rank r runs on GPU r). A symmetric graph replays one member per class, which stands

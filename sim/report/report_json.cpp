@@ -104,6 +104,7 @@ J collectives_json(const std::vector<CollectiveStat>& cs) {
   J out = J::array();
   for (const auto& c : cs) {
     out.push_back({{"dim", to_string(c.comm)},
+                   {"group_dim", to_string(c.dim)},
                    {"collective", to_string(c.kind)},
                    {"algorithm", to_string(c.algorithm)},
                    {"members", c.members},

@@ -30,7 +30,7 @@ std::string stage_range(std::int64_t first, std::int64_t last) {
 std::string collective_row(const CollectiveStat& c) {
   const std::string group = format_grouped(c.members) + " GPUs, " + format_grouped(c.nodes) +
                             (c.nodes == 1 ? " node" : " nodes");
-  return pad_right(to_string(c.comm), 5) + pad_right(to_string(c.kind), 16) + pad_right(group, 22) +
+  return pad_right(to_string(c.dim), 10) + pad_right(to_string(c.kind), 16) + pad_right(group, 22) +
          pad_right(format_grouped(c.calls), 8) + pad_right(format_bytes(c.bytes), 12) +
          pad_right(to_string(c.algorithm), 12) + pad_right(format_seconds(c.seconds), 11) +
          format_fixed(c.bus_bandwidth / 1e9, 1) + " GB/s";
@@ -56,7 +56,7 @@ void write_collectives(const Report& r, std::ostringstream& o) {
   if (!any) return;
   o << "collectives per step and GPU (NCCL's algorithm; time and bus bandwidth on an idle "
        "network)\n"
-    << pad_right("stage", 7) << pad_right("dim", 5) << pad_right("collective", 16)
+    << pad_right("stage", 7) << pad_right("dim", 10) << pad_right("collective", 16)
     << pad_right("group", 22) << pad_right("calls", 8) << pad_right("buffer", 12)
     << pad_right("algorithm", 12) << pad_right("time", 11) << "bus bw\n";
   for (const auto& [stages, rows] : blocks) {

@@ -106,6 +106,28 @@ TEST(TaskGraph, JsonRoundTrip) {
   EXPECT_EQ(back.num_ops(), g.num_ops());
 }
 
+// A group's dimension survives the round trip; without one it is its kind's own; one whose
+// traffic is another kind is refused at its JSON path.
+TEST(TaskGraph, JsonGroupDimension) {
+  TaskGraph g = test::collective_graph(4, {0, 1, 2, 3}, CollectiveKind::kAllReduce, 1e6);
+  g.groups[0].kind = CommKind::kDP;
+  g.groups[0].dim = Dim::kInterEDP;
+  auto j = task_graph_to_json(g);
+  EXPECT_EQ(j.at("groups").at(0).at("dim"), "inter-edp");
+  EXPECT_EQ(task_graph_from_json(j, "g.json").groups.at(0).dim, Dim::kInterEDP);
+  j["groups"][0].erase("dim");
+  EXPECT_EQ(task_graph_from_json(j, "g.json").groups.at(0).dim, Dim::kDP);
+  j["groups"][0]["dim"] = "etp";
+  try {
+    task_graph_from_json(j, "g.json");
+    ADD_FAILURE() << "an etp group carrying dp traffic was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("$.groups[0].dim"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("etp groups carry tp traffic, not dp"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(TaskGraph, MismatchedTransfersAreRejected) {
   TaskGraph g = test::transfers_graph(2, {{0, 1}}, 1e6);
   g.ranks[1].ops.clear();

@@ -141,10 +141,12 @@ TEST(OptimizerInstances, ReduceWithinAllReduceAcrossAndTwiceTheState) {
   const auto& s = two.at("stages").at(0);
   const double params = s.at("params_per_gpu");
   const auto& rs = dp_collective(s, "reduce_scatter");
+  EXPECT_EQ(rs.at("group_dim"), "intra-dp");
   EXPECT_EQ(rs.at("members"), 4);
   EXPECT_EQ(rs.at("nodes"), 1);
   EXPECT_DOUBLE_EQ(rs.at("bytes"), 4 * params);
   const auto& ar = dp_collective(s, "all_reduce");
+  EXPECT_EQ(ar.at("group_dim"), "inter-dp");
   EXPECT_EQ(ar.at("members"), 2);
   EXPECT_EQ(ar.at("nodes"), 2);
   EXPECT_DOUBLE_EQ(ar.at("bytes"), 4 * params / 4);
@@ -154,6 +156,7 @@ TEST(OptimizerInstances, ReduceWithinAllReduceAcrossAndTwiceTheState) {
   // One instance: the reduce-scatter over all 8 ranks on both nodes, no all-reduce.
   const auto& s1 = one.at("stages").at(0);
   EXPECT_EQ(dp_collective(s1, "reduce_scatter").at("members"), 8);
+  EXPECT_EQ(dp_collective(s1, "reduce_scatter").at("group_dim"), "dp");
   for (const auto& c : s1.at("collectives")) {
     EXPECT_FALSE(c.at("dim") == "dp" && c.at("collective") == "all_reduce");
   }

@@ -89,6 +89,31 @@ TEST(Report, CollectivesPerStepAgreeWithTheirClosedForms) {
 
 // A published step time is printed with trainsim's signed error against it and whether the
 // calibration's band holds it; with flags that change the recipe, the reason instead.
+// Each collective names the group it runs on: Qwen3-30B-A3B's recipe at ep 8 on 16 GPUs (dp 16,
+// tp 1, Megatron's rank order) gathers and reduces its dense parameters over all 16 data-parallel
+// ranks, its experts' over the 16 / 8 = 2 expert-data-parallel ranks (one per node), and reduces
+// FP8's amaxes over the stage; each row's traffic (`dim`) is its group's (`group_dim`).
+TEST(Report, CollectivesNameTheirGroupsDimension) {
+  const auto r =
+      test::run_trainsim({"run", test::source_dir() + "/scenarios/qwen3-30b-a3b-16gpu.json", "--ep",
+                          "8", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const std::map<std::string, std::string> traffic = {
+      {"ep", "ep"}, {"dp", "dp"}, {"edp", "dp"}, {"stage", "dp"}};
+  std::map<std::string, std::int64_t> members;  // group_dim/collective -> members
+  for (const auto& c : j.at("stages").at(0).at("collectives")) {
+    const std::string group = c.at("group_dim");
+    ASSERT_TRUE(traffic.count(group)) << c.dump();
+    EXPECT_EQ(c.at("dim"), traffic.at(group)) << c.dump();
+    members[group + "/" + c.at("collective").get<std::string>()] = c.at("members");
+  }
+  const std::map<std::string, std::int64_t> expected = {
+      {"ep/all_to_all", 8},  {"dp/all_gather", 16},     {"dp/reduce_scatter", 16},
+      {"edp/all_gather", 2}, {"edp/reduce_scatter", 2}, {"stage/all_reduce", 16}};
+  EXPECT_EQ(members, expected);
+}
+
 TEST(Report, PublishedStepTimesCarryTheirError) {
   const Report base = simulated(plan());
   const double step = base.step_time_s;
