@@ -1,8 +1,10 @@
 // What the model holds beyond what is simulated: a sequence longer than the positions it was
-// trained on, and configuration keys that change the cost but are not modelled. The numbers are
-// still those of the plan as asked; the warnings say what they leave out.
+// trained on, configuration keys that change the cost but are not modelled, and an option the
+// framework drops for this model. The numbers are still those of the plan as asked (the dropped
+// option as the framework runs it); the warnings say what they leave out.
 #include "sim/check/detect.hpp"
 #include "sim/core/format.hpp"
+#include "sim/cost/layer_ops.hpp"
 
 namespace trainsim {
 
@@ -38,6 +40,17 @@ std::vector<Finding> find_model_beyond_modelled(const CheckContext& context) {
   for (const UnmodelledKey& key : model.unmodelled) {
     if (seq <= key.beyond_seq_len) continue;
     out.push_back(warning("unmodelled-config-key", key.note, key.effect));
+  }
+  if (context.plan.tp_comm_overlap && !decoder_tp_overlap(model, context.plan)) {
+    out.push_back(warning(
+        "tp-comm-overlap-dropped",
+        "--tp-comm-overlap does not reach this model's layers: Megatron-Core turns it off for "
+        "multi-latent attention (the first layer's q_down_proj, a Transformer Engine linear whose "
+        "buffer name TE does not overlap, sets the shared config's tp_comm_overlap to False), so "
+        "every TP call of the decoder runs as without it, as priced here (the first layer's "
+        "output projection on each pipeline rank, built before it, keeps its overlap)",
+        "drop --tp-comm-overlap: the step is priced the same without it, and Megatron-Core runs "
+        "it the same but for that one projection per pipeline rank"));
   }
   return out;
 }

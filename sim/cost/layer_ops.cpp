@@ -13,6 +13,11 @@
 
 namespace trainsim {
 
+bool decoder_tp_overlap(const Model& model, const Plan& plan) {
+  if (!plan.tp_comm_overlap) return false;
+  return !(model.mla.is_mla() && plan.effective_framework() == Framework::kMegatron);
+}
+
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab,
                        bool moe_layer) {
   LayerShape s;
@@ -56,7 +61,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.qk_norm = model.qk_norm;
   s.sandwich_norms = model.sandwich_norms;
   s.sp = plan.sp;
-  s.tp_comm_overlap = plan.tp_comm_overlap;
+  s.tp_comm_overlap = decoder_tp_overlap(model, plan);
   s.batch = plan.mbs;
   s.head_dim = model.head_dim;
   s.heads = model.num_attention_heads / plan.tp;

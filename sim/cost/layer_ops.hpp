@@ -173,6 +173,15 @@ CollectiveKind column_input_gradient_call(const LayerShape& s);
 void column_linear_backward_calls(BlockPass& p, const LayerShape& s, const std::string& name,
                                   double gathered, double gradient);
 
+/// Whether the decoder layers run --tp-comm-overlap's userbuffers as the plan asks. Megatron-Core
+/// (from core 0.13 to today) turns it off for a multi-latent-attention model: each Transformer
+/// Engine linear whose buffer name is not qkv, proj, fc1 or fc2 sets the model's shared
+/// config's tp_comm_overlap to False when built, and the first layer's q_down_proj (q_proj
+/// without a query LoRA rank) is one, so every layer built after it runs its TP collectives
+/// without userbuffers. Only the first layer's attention output projection, built before it,
+/// keeps them on each pipeline rank, which trainsim does not price apart.
+bool decoder_tp_overlap(const Model& model, const Plan& plan);
+
 /// The shape of the model's decoder layers under `plan`; for a mixture-of-experts model, of its
 /// MoE layers, or with `moe_layer` false of its dense ones.
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab,

@@ -270,6 +270,27 @@ TEST(Diagnostics, UnmodelledConfigKeysAreWarnedOf) {
                   .empty());
 }
 
+// --tp-comm-overlap on a multi-latent-attention model under Megatron: a warning that the flag
+// does not reach the layers; none where it does (a model without MLA, or the flag off).
+TEST(Diagnostics, TpCommOverlapDroppedForMultiLatentAttention) {
+  const std::map<std::string, std::string> flags = {
+      {"seq_len", "4096"},         {"tp", "2"}, {"sp", "true"},
+      {"tp_comm_overlap", "true"}, {"pp", "1"}, {"dp", "1"}};
+  const auto checked = check_model("deepseek-v3", flags);
+  const auto dropped = checked.with_id("tp-comm-overlap-dropped");
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0]->severity, Severity::kWarning);
+  EXPECT_TRUE(contains(dropped[0]->message, "the first layer's q_down_proj"))
+      << dropped[0]->message;
+  EXPECT_EQ(dropped[0]->fix,
+            "drop --tp-comm-overlap: the step is priced the same without it, and Megatron-Core "
+            "runs it the same but for that one projection per pipeline rank");
+  EXPECT_TRUE(check_model("nemotron4-15b", flags).with_id("tp-comm-overlap-dropped").empty());
+  auto off = flags;
+  off["tp_comm_overlap"] = "false";
+  EXPECT_TRUE(check_model("deepseek-v3", off).with_id("tp-comm-overlap-dropped").empty());
+}
+
 // RoPE past max_position_embeddings runs, with a warning and the way to train that long.
 TEST(Diagnostics, SequencePastTheTrainedPositions) {
   const std::string mistral = test::data_path("hf/mistral-7b/config.json");

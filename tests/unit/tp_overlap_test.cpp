@@ -133,5 +133,45 @@ TEST(TpOverlap, WithoutUserbuffersOnlyTheBackwardsAsynchronousCallsOverlap) {
   EXPECT_GE(s.backward.overlap_stall_s, 0);
 }
 
+// Megatron-Core turns --tp-comm-overlap off for a multi-latent-attention model (its first
+// layer's q_down_proj, a Transformer Engine linear with a buffer name TE does not overlap, sets
+// the shared config's switch to False): DeepSeek-V3's decoder layers cost exactly what they cost
+// without it, while a model without MLA keeps its overlap, and other frameworks keep theirs.
+TEST(TpOverlap, MegatronDropsUserbuffersForMultiLatentAttention) {
+  const Model mla = test::catalog_model("deepseek-v3");
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  Plan plan;
+  plan.tp = 2;
+  plan.sp = true;
+  plan.mbs = 1;
+  plan.gbs = 1;
+  plan.seq_len = 4096;
+  plan.ep = 1;
+  plan.tp_comm_overlap = true;
+  EXPECT_FALSE(decoder_tp_overlap(mla, plan));
+  EXPECT_TRUE(decoder_tp_overlap(test::catalog_model("nemotron4-15b"), plan));
+  Plan other = plan;
+  other.framework = Framework::kNanotron;
+  EXPECT_TRUE(decoder_tp_overlap(mla, other));
+  Plan off = plan;
+  off.tp_comm_overlap = false;
+  EXPECT_FALSE(decoder_tp_overlap(mla, off));
+  // Two dense and two MoE layers, costed with the switch on and off.
+  Model small = mla;
+  small.num_layers = 4;
+  small.moe.first_dense_layers = 2;
+  small.mtp_layers = 0;
+  const auto partition = test::uniform_partition(small, 1);
+  const StageCost on = compute_costs(small, platform, plan, partition).stages[0];
+  const StageCost without = compute_costs(small, platform, off, partition).stages[0];
+  EXPECT_EQ(on.forward.overlap_stall_s, 0);
+  EXPECT_DOUBLE_EQ(on.forward.seconds, without.forward.seconds);
+  EXPECT_DOUBLE_EQ(on.backward.seconds, without.backward.seconds);
+  ASSERT_EQ(on.forward.collectives.size(), without.forward.collectives.size());
+  for (std::size_t i = 0; i < on.forward.collectives.size(); ++i) {
+    EXPECT_EQ(on.forward.collectives[i].alongside, without.forward.collectives[i].alongside);
+  }
+}
+
 }  // namespace
 }  // namespace trainsim
