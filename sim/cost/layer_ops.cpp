@@ -18,6 +18,10 @@ bool decoder_tp_overlap(const Model& model, const Plan& plan) {
   return !(model.mla.is_mla() && plan.effective_framework() == Framework::kMegatron);
 }
 
+bool mtp_layer_tp_overlap(const Model& model, const Plan& plan) {
+  return decoder_tp_overlap(model, plan) && plan.effective_framework() != Framework::kMegatron;
+}
+
 LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded_vocab,
                        bool moe_layer) {
   LayerShape s;

@@ -181,6 +181,10 @@ void column_linear_backward_calls(BlockPass& p, const LayerShape& s, const std::
 /// without userbuffers. Only the first layer's attention output projection, built before it,
 /// keeps them on each pipeline rank, which trainsim does not price apart.
 bool decoder_tp_overlap(const Model& model, const Plan& plan);
+/// Whether a multi-token-prediction module's layer does: never under Megatron-Core, whose module
+/// builds its projection (eh_proj, a Transformer Engine linear named "mtp_eh_proj", d98e8a64)
+/// before its layer, turning the shared switch off as above.
+bool mtp_layer_tp_overlap(const Model& model, const Plan& plan);
 
 /// The shape of the model's decoder layers under `plan`; for a mixture-of-experts model, of its
 /// MoE layers, or with `moe_layer` false of its dense ones.

@@ -284,7 +284,9 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
       const auto kind = partition.blocks[static_cast<std::size_t>(i)].kind;
       if (kind == BlockKind::kMtp) {
         add(kind, shape, 1);
-        add(BlockKind::kDecoder, mtp_layer_is_moe(model) ? shape : dense_shape, 1);
+        LayerShape layer = mtp_layer_is_moe(model) ? shape : dense_shape;
+        layer.tp_comm_overlap = mtp_layer_tp_overlap(model, plan);
+        add(BlockKind::kDecoder, layer, 1);
       } else if (kind != BlockKind::kDecoder) {
         add(kind, shape, block_runs(kind, model));
       } else if (!decoders_added) {

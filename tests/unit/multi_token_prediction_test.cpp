@@ -171,6 +171,41 @@ TEST(MultiTokenPrediction, TheModulesTensorParallelCalls) {
   EXPECT_TRUE(block_pass(BlockKind::kMtp, true, layer_shape(m, plan, 129280)).collectives.empty());
 }
 
+// Under Megatron-Core the module's layer runs without TP userbuffers even where the decoder's
+// layers have them (a model without MLA): its projection, built first, turns the shared switch
+// off. Nemotron-4 15B with one module at TP 2: the forward's calls beside their GEMMs are the 32
+// decoder layers' 4 each, none of the module's layer's, whose 4 follow the pass.
+TEST(MultiTokenPrediction, TheModulesLayerRunsWithoutUserbuffers) {
+  const Platform platform = test::catalog_platform("h100-sxm-ndr");
+  Model with = test::catalog_model("nemotron4-15b");
+  with.mtp_layers = 1;
+  Model without = with;
+  without.mtp_layers = 0;
+  Plan plan;
+  plan.tp = 2;
+  plan.sp = true;
+  plan.tp_comm_overlap = true;
+  plan.mbs = 1;
+  plan.gbs = 8;
+  plan.seq_len = 4096;
+  EXPECT_TRUE(decoder_tp_overlap(with, plan));
+  EXPECT_FALSE(mtp_layer_tp_overlap(with, plan));
+  const auto tp_calls = [&](const Model& m, bool alongside) {
+    const auto costs = compute_costs(m, platform, plan, megatron_uniform_partition(m, plan, {}));
+    std::int64_t n = 0;
+    for (const auto& c : costs.stages[0].forward.collectives) {
+      if (c.dim == Dim::kTP && c.alongside == alongside) n += c.count;
+    }
+    return n;
+  };
+  EXPECT_EQ(tp_calls(without, true), 4 * 32);
+  EXPECT_EQ(tp_calls(with, true), 4 * 32);
+  // After the pass: the layer's 4, the module's own 3 (the embedding's, the projection's input and
+  // output) and its run of the LM head and loss (the head's input gathered, the cross-entropy's 3
+  // all-reduces).
+  EXPECT_EQ(tp_calls(with, false) - tp_calls(without, false), 4 + 3 + 1 + 3);
+}
+
 // A module in a stage of its own hands on the main hidden states and its own (Megatron-Core
 // concatenates them along the sequence): twice a decoder layer's output.
 TEST(MultiTokenPrediction, StandaloneStageHandsOnBothHiddenStates) {
