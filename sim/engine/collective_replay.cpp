@@ -29,7 +29,6 @@ std::vector<std::vector<CollectiveStat>> collective_stats(
       const auto& gc = groups[static_cast<std::size_t>(op.group)];
       const auto choice = gc.choose(op.collective, op.bytes, op.count);
       auto& st = by_key[{op.group, op.collective, choice.algorithm}];
-      st.comm = op.comm;
       st.dim = graph.groups[static_cast<std::size_t>(op.group)].dim;
       st.kind = op.collective;
       st.algorithm = choice.algorithm;

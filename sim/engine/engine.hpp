@@ -55,8 +55,7 @@ struct RankStats {
 /// The collectives of one kind a rank runs on one group in a step, with the algorithm NCCL
 /// picks for them and their closed-form time on an idle network (sim/collective/).
 struct CollectiveStat {
-  CommKind comm = CommKind::kTP;
-  Dim dim = Dim::kTP;  // the group's dimension: tells an instance's level or expert DP apart
+  Dim dim = Dim::kTP;  // the group's dimension (its traffic: comm_kind(dim))
   CollectiveKind kind = CollectiveKind::kAllReduce;
   Algorithm algorithm = Algorithm::kRing;
   std::int64_t members = 0;

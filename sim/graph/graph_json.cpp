@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/json_reader.hpp"
-#include "sim/graph/groups.hpp"
 
 namespace trainsim {
 
@@ -31,19 +30,10 @@ constexpr std::array<CollectiveKind, kNumCollectiveKinds> kCollectives = {
 constexpr std::array<ComputeKind, 4> kComputeKinds = {ComputeKind::kForward, ComputeKind::kBackward,
                                                       ComputeKind::kOptimizer, ComputeKind::kOther};
 
-// The dimension whose traffic a kind is named after.
+// The dimension a kind of traffic is named after: the first in kDims that carries it.
 Dim own_dim(CommKind kind) {
-  switch (kind) {
-    case CommKind::kTP:
-      return Dim::kTP;
-    case CommKind::kPP:
-      return Dim::kPP;
-    case CommKind::kDP:
-      return Dim::kDP;
-    case CommKind::kCP:
-      return Dim::kCP;
-    case CommKind::kEP:
-      return Dim::kEP;
+  for (const Dim d : kDims) {
+    if (comm_kind(d) == kind) return d;
   }
   return Dim::kTP;
 }
@@ -58,7 +48,7 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : graph.groups) {
     groups.push_back(
-        {{"kind", to_string(g.kind)}, {"dim", to_string(g.dim)}, {"members", g.members}});
+        {{"kind", to_string(g.kind())}, {"dim", to_string(g.dim)}, {"members", g.members}});
   }
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : graph.ranks) {
@@ -102,14 +92,14 @@ namespace {
 
 Group read_group(JsonObject o, std::int64_t num_ranks) {
   Group grp;
-  grp.kind = enum_from(o, "kind", kCommKinds);
+  const CommKind kind = enum_from(o, "kind", kCommKinds);
   // "dim" (optional): the dimension whose group this is; without it, the kind's own.
-  grp.dim = own_dim(grp.kind);
+  grp.dim = own_dim(kind);
   if (o.has("dim")) {
     grp.dim = enum_from(o, "dim", kDims);
-    if (comm_kind(grp.dim) != grp.kind) {
-      o.fail("dim", std::string(to_string(grp.dim)) + " groups carry " +
-                        to_string(comm_kind(grp.dim)) + " traffic, not " + to_string(grp.kind));
+    if (grp.kind() != kind) {
+      o.fail("dim", std::string(to_string(grp.dim)) + " groups carry " + to_string(grp.kind()) +
+                        " traffic, not " + to_string(kind));
     }
   }
   const auto& members = o.raw("members");

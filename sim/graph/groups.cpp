@@ -6,33 +6,6 @@
 
 namespace trainsim {
 
-CommKind comm_kind(Dim d) {
-  switch (d) {
-    case Dim::kTP:
-      return CommKind::kTP;
-    case Dim::kCP:
-      return CommKind::kCP;
-    case Dim::kEP:
-      return CommKind::kEP;
-    case Dim::kDP:
-      return CommKind::kDP;
-    case Dim::kPP:
-      return CommKind::kPP;
-    case Dim::kEDP:
-      return CommKind::kDP;  // expert gradients: data-parallel traffic
-    case Dim::kETP:
-      return CommKind::kTP;  // the experts' tensor parallelism
-    case Dim::kStage:
-      return CommKind::kDP;  // FP8 amaxes: a synchronisation of the data-parallel replicas
-    case Dim::kIntraDP:
-    case Dim::kInterDP:
-    case Dim::kIntraEDP:
-    case Dim::kInterEDP:
-      return CommKind::kDP;  // the distributed optimizer's instances
-  }
-  return CommKind::kTP;
-}
-
 std::int32_t as_i32(std::int64_t v) {
   assert(v >= 0 && v <= std::numeric_limits<std::int32_t>::max());
   return static_cast<std::int32_t>(v);
@@ -54,7 +27,6 @@ bool calls_stage_group(const CostModel& costs) {
 
 std::int32_t add_group(Dim d, const std::vector<std::int64_t>& members, TaskGraph& g) {
   Group grp;
-  grp.kind = comm_kind(d);
   grp.dim = d;
   for (auto r : members) grp.members.push_back(as_i32(r));
   g.groups.push_back(std::move(grp));

@@ -15,9 +15,6 @@ namespace trainsim {
 /// A rank's group per dimension: an index into TaskGraph::groups, or -1.
 using GroupIds = std::array<std::int32_t, kNumDims>;
 
-/// The kind of traffic a collective along d is (expert data parallelism and the stage-wide group
-/// count as data-parallel).
-CommKind comm_kind(Dim d);
 /// v as a 32-bit index (asserted to fit).
 std::int32_t as_i32(std::int64_t v);
 

@@ -2,6 +2,33 @@
 
 namespace trainsim {
 
+CommKind comm_kind(Dim d) {
+  switch (d) {
+    case Dim::kTP:
+      return CommKind::kTP;
+    case Dim::kCP:
+      return CommKind::kCP;
+    case Dim::kEP:
+      return CommKind::kEP;
+    case Dim::kDP:
+      return CommKind::kDP;
+    case Dim::kPP:
+      return CommKind::kPP;
+    case Dim::kEDP:
+      return CommKind::kDP;  // expert gradients: data-parallel traffic
+    case Dim::kETP:
+      return CommKind::kTP;  // the experts' tensor parallelism
+    case Dim::kStage:
+      return CommKind::kDP;  // FP8 amaxes: a synchronisation of the data-parallel replicas
+    case Dim::kIntraDP:
+    case Dim::kInterDP:
+    case Dim::kIntraEDP:
+    case Dim::kInterEDP:
+      return CommKind::kDP;  // the distributed optimizer's instances
+  }
+  return CommKind::kTP;
+}
+
 const char* to_string(CommKind kind) {
   switch (kind) {
     case CommKind::kTP:

@@ -21,6 +21,9 @@ namespace trainsim {
 enum class CommKind : std::uint8_t { kTP, kPP, kDP, kCP, kEP };
 inline constexpr std::size_t kNumCommKinds = 5;
 const char* to_string(CommKind kind);
+/// The kind of traffic a collective along d is (expert data parallelism and the stage-wide group
+/// count as data-parallel).
+CommKind comm_kind(Dim d);
 
 /// What a compute op does, for reports and traces. A backward is either whole, or split into
 /// its input-gradient part (B) and its weight-gradient part (W) by zero-bubble schedules.
@@ -88,13 +91,13 @@ struct RankProgram {
 };
 
 struct Group {
-  CommKind kind = CommKind::kTP;
-  Dim dim = Dim::kTP;                 // the dimension whose group this is (kind: its traffic)
+  Dim dim = Dim::kTP;                 // the dimension whose group this is
   std::vector<std::int32_t> members;  // GPUs, ring order: the collective is priced over them all
   /// The graph's ranks that replay the collective; empty: the members themselves (a full graph,
   /// where rank r runs on GPU r). A symmetric graph replays one member per class, which stands
   /// for the others (see ranks_of()).
   std::vector<std::int32_t> ranks;
+  CommKind kind() const { return comm_kind(dim); }  // the traffic it carries
 };
 
 /// A full graph has a program per GPU; a symmetric one a program per class of GPUs that run the

@@ -103,7 +103,7 @@ J memory_json(const StageReport::Memory& m) {
 J collectives_json(const std::vector<CollectiveStat>& cs) {
   J out = J::array();
   for (const auto& c : cs) {
-    out.push_back({{"dim", to_string(c.comm)},
+    out.push_back({{"dim", to_string(comm_kind(c.dim))},
                    {"group_dim", to_string(c.dim)},
                    {"collective", to_string(c.kind)},
                    {"algorithm", to_string(c.algorithm)},

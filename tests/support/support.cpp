@@ -130,7 +130,7 @@ TaskGraph collective_graph(std::int64_t world, const std::vector<std::int32_t>& 
                            CollectiveKind kind, double bytes, std::int32_t count) {
   TaskGraph g;
   g.ranks.resize(static_cast<std::size_t>(world));
-  g.groups.push_back({CommKind::kTP, Dim::kTP, members, {}});
+  g.groups.push_back({Dim::kTP, members, {}});
   for (auto m : members) {
     Op op;
     op.type = OpType::kCollective;

@@ -79,11 +79,11 @@ TEST(ContextParallel, GroupsInMegatronsRankOrder) {
   const TaskGraph g = build_task_graph(p, costs);
   int dp_groups = 0, cp_groups = 0;
   for (const auto& grp : g.groups) {
-    if (grp.kind == CommKind::kDP) {
+    if (grp.kind() == CommKind::kDP) {
       EXPECT_EQ(grp.members.size(), 4u);
       ++dp_groups;
     }
-    if (grp.kind == CommKind::kCP) {
+    if (grp.kind() == CommKind::kCP) {
       EXPECT_EQ(grp.members.size(), 2u);
       ++cp_groups;
     }

@@ -110,7 +110,6 @@ TEST(TaskGraph, JsonRoundTrip) {
 // traffic is another kind is refused at its JSON path.
 TEST(TaskGraph, JsonGroupDimension) {
   TaskGraph g = test::collective_graph(4, {0, 1, 2, 3}, CollectiveKind::kAllReduce, 1e6);
-  g.groups[0].kind = CommKind::kDP;
   g.groups[0].dim = Dim::kInterEDP;
   auto j = task_graph_to_json(g);
   EXPECT_EQ(j.at("groups").at(0).at("dim"), "inter-edp");

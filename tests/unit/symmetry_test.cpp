@@ -104,7 +104,7 @@ TEST(Symmetry, ReducedGraph) {
   EXPECT_EQ(g.replayed_by[31], 0);
   EXPECT_EQ(g.replayed_by[32], 1);
   ASSERT_EQ(g.groups.size(), 4u);  // per stage: its TP group and its DP group
-  EXPECT_EQ(g.groups[0].kind, CommKind::kTP);
+  EXPECT_EQ(g.groups[0].kind(), CommKind::kTP);
   EXPECT_EQ(g.groups[0].members, (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(g.groups[1].members, (std::vector<std::int32_t>{0, 8, 16, 24}));
   EXPECT_EQ(g.groups[3].ranks, (std::vector<std::int32_t>{1}));
