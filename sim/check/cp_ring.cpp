@@ -29,7 +29,7 @@ std::vector<Finding> find_cp_ring_exposed(const CheckContext& context) {
   if (plan.cp < 2 || plan.cp_comm != CpComm::kP2P) return {};
   const auto& stages = context.costs.stages;
   const StageShare worst = largest_share(stages.size(), [&](std::size_t s) {
-    return std::pair{stages[s].forward.cp_stall_s + stages[s].backward.cp_stall_s,
+    return std::pair{stages[s].forward.stall(Dim::kCP) + stages[s].backward.stall(Dim::kCP),
                      stages[s].forward.seconds + stages[s].backward.seconds};
   });
   if (worst.share <= kCpStallThreshold) return {};

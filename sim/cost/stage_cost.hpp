@@ -3,6 +3,7 @@
 // micro-batch (with every kernel's time and its source), the collectives each pass issues
 // (tensor-parallel all-reduces), the pipeline message size, the data-parallel gradient buffer and
 // the optimizer step.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,9 +30,11 @@ struct KernelCost {
 struct PassCost {
   double seconds = 0;  // all kernels of the pass, summed, and overlap_stall_s
   /// Where calls beside the pass's kernels outlast them (TP calls beside their GEMMs, a CP ring
-  /// beside the attention steps): the kernels' wait (sim/cost/tp_overlap).
+  /// beside the attention steps, expert all-to-alls beside the layer): the kernels' wait
+  /// (sim/cost/tp_overlap), in all and per dimension of the calls waited for.
   double overlap_stall_s = 0;
-  double cp_stall_s = 0;  // the part of overlap_stall_s a context-parallel ring causes
+  std::array<double, kNumDims> stall_s{};
+  double stall(Dim d) const { return stall_s[index_of(d)]; }
   std::vector<KernelCost> kernels;
   std::vector<CollectiveLoad> collectives;  // issued after the pass's compute (or beside it)
 };

@@ -309,7 +309,7 @@ class AnalyticReplay {
                            (stretch_.empty() ? 0.0 : stretch_[static_cast<std::size_t>(r)][i]);
         if (record_compute_) {
           spans_[static_cast<std::size_t>(r)].push_back(
-              {start, end, true, op.compute, CommKind::kTP, op.microbatch, op.chunk, -1, i});
+              {start, end, true, op.compute, op.comm, op.microbatch, op.chunk, -1, i});
         }
         ++result_.activities;
         done_[static_cast<std::size_t>(r)][i] = end;

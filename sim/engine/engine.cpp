@@ -19,21 +19,55 @@ double RankStats::comm_total() const {
   return t;
 }
 
+namespace {
+
+// One segment of the sweep: compute hides the communication in progress; a wait exposes the
+// kinds it waits for (equal shares) and hides the others; else the kinds in progress share it.
+void add_segment(RankStats& st, double len, int compute,
+                 const std::array<int, kNumCommKinds>& active,
+                 const std::array<int, kNumCommKinds>& waiting) {
+  int waited = 0, kinds = 0;
+  for (std::size_t k = 0; k < kNumCommKinds; ++k) {
+    waited += waiting[k] > 0 ? 1 : 0;
+    kinds += active[k] > 0 ? 1 : 0;
+  }
+  if (compute > 0) st.compute_s += len;
+  for (std::size_t k = 0; k < kNumCommKinds; ++k) {
+    if (waited > 0 && compute == 0) {
+      if (waiting[k] > 0) {
+        st.comm_s[k] += len / static_cast<double>(waited);
+      } else if (active[k] > 0) {
+        st.comm_hidden_s[k] += len;
+      }
+    } else if (active[k] > 0) {
+      (compute > 0 ? st.comm_hidden_s[k] : st.comm_s[k]) +=
+          compute > 0 ? len : len / static_cast<double>(kinds);
+    }
+    if (active[k] > 0) st.comm_total_s[k] += len;
+  }
+}
+
+}  // namespace
+
 RankStats summarize(std::vector<Span> spans, double end_s) {
   RankStats st;
   st.end_s = end_s;
-  // Sweep over span boundaries: each elementary segment is compute, exposed communication of
-  // the kinds in progress, or idle.
+  // Sweep over span boundaries: each elementary segment is compute, the compute stream's wait
+  // for calls beside a pass (exposed communication of the kinds waited for), exposed
+  // communication of the kinds in progress, or idle.
   struct Edge {
     double t;
     int delta;
-    int kind;  // -1 compute, else comm kind
+    int kind;  // -1 compute, [0, kNumCommKinds) comm kind in progress, then a wait for a kind
   };
+  constexpr int kWaitBase = static_cast<int>(kNumCommKinds);
   std::vector<Edge> edges;
   edges.reserve(spans.size() * 2);
   for (const auto& s : spans) {
     if (s.end <= s.start) continue;
-    const int kind = s.compute ? -1 : static_cast<int>(s.comm);
+    const int kind = !s.compute                             ? static_cast<int>(s.comm)
+                     : s.compute_kind == ComputeKind::kWait ? kWaitBase + static_cast<int>(s.comm)
+                                                            : -1;
     edges.push_back({s.start, +1, kind});
     edges.push_back({s.end, -1, kind});
   }
@@ -42,29 +76,27 @@ RankStats summarize(std::vector<Span> spans, double end_s) {
   });
   int compute = 0;
   std::array<int, kNumCommKinds> active{};
+  std::array<int, kNumCommKinds> waiting{};
   double prev = edges.empty() ? 0.0 : edges.front().t;
+  std::array<bool, kNumCommKinds> waited{};
   for (const auto& e : edges) {
-    const double len = e.t - prev;
-    if (len > 0) {
-      int kinds = 0;
-      for (auto a : active) kinds += a > 0 ? 1 : 0;
-      if (compute > 0) st.compute_s += len;
-      for (std::size_t k = 0; k < kNumCommKinds; ++k) {
-        if (active[k] <= 0) continue;
-        st.comm_total_s[k] += len;
-        if (compute == 0) {
-          st.comm_s[k] += len / static_cast<double>(kinds);
-        } else {
-          st.comm_hidden_s[k] += len;
-        }
-      }
-    }
+    if (const double len = e.t - prev; len > 0) add_segment(st, len, compute, active, waiting);
     prev = e.t;
+    if (e.kind >= kWaitBase) waited[static_cast<std::size_t>(e.kind - kWaitBase)] = true;
     if (e.kind < 0) {
       compute += e.delta;
+    } else if (e.kind >= kWaitBase) {
+      waiting[static_cast<std::size_t>(e.kind - kWaitBase)] += e.delta;
     } else {
       active[static_cast<std::size_t>(e.kind)] += e.delta;
     }
+  }
+  // A kind the compute stream waited for: its calls ran as one op beside each pass, which
+  // overlaps more of the pass's kernels than the layers' own pairing hides (each layer's calls
+  // beside that layer's kernels only, the wait standing for the rest); what is not exposed of
+  // its transfer time is what was hidden.
+  for (std::size_t k = 0; k < kNumCommKinds; ++k) {
+    if (waited[k]) st.comm_hidden_s[k] = std::max(0.0, st.comm_total_s[k] - st.comm_s[k]);
   }
   return st;
 }

@@ -41,7 +41,7 @@ struct Span {
 
 struct RankStats {
   double end_s = 0;      // when the rank's last op finished
-  double compute_s = 0;  // time the compute stream was busy
+  double compute_s = 0;  // time the compute stream ran kernels (its waits are communication)
   /// Exposed communication: time with a transfer of this kind in progress while the compute
   /// stream is idle (shared equally when several kinds are in progress at once).
   std::array<double, kNumCommKinds> comm_s{};

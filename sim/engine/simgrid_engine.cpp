@@ -213,7 +213,7 @@ class SimgridReplay {
       sg4::this_actor::sleep_for(op.seconds);
     }
     ranks_[static_cast<std::size_t>(r)].spans.push_back({start, sg4::Engine::get_clock(), true,
-                                                         op.compute, CommKind::kTP, op.microbatch,
+                                                         op.compute, op.comm, op.microbatch,
                                                          op.chunk, -1, i});
     ++activities_;
   }

@@ -1,6 +1,7 @@
 #include "sim/graph/builder.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <utility>
 #include <vector>
@@ -37,7 +38,8 @@ Index RankProgramWriter::run(ComputeKind kind, std::int64_t mb, std::int64_t chu
   all.insert(all.end(), deps.begin(), deps.end());
   Deps alongside = all;
   if (last_compute_) alongside.push_back(*last_compute_);
-  last_compute_ = b_.compute(kind, mb, chunk, pass.seconds, all);
+  last_compute_ = b_.compute(kind, mb, chunk, pass.seconds - pass.overlap_stall_s, all);
+  wait_for_calls_beside(pass, 1.0, mb, chunk);
   ran_alongside_.clear();
   for (const CollectiveLoad& load : pass.collectives) {
     const auto group = groups_[index_of(load.dim)];
@@ -58,6 +60,22 @@ Index RankProgramWriter::run(ComputeKind kind, std::int64_t mb, std::int64_t chu
   return *last_compute_;
 }
 
+// The compute stream's wait, after a pass's kernels, for the calls beside them that outlast them
+// (`times` the pass's stalls): one wait op per kind of traffic, so that the replay counts that
+// time as exposed communication of its kind rather than as compute.
+void RankProgramWriter::wait_for_calls_beside(const PassCost& pass, double times, std::int64_t mb,
+                                              std::int64_t chunk) {
+  std::array<double, kNumCommKinds> by_kind{};
+  for (std::size_t d = 0; d < kNumDims; ++d) {
+    by_kind[static_cast<std::size_t>(comm_kind(static_cast<Dim>(d)))] += pass.stall_s[d];
+  }
+  for (std::size_t k = 0; k < kNumCommKinds; ++k) {
+    if (by_kind[k] * times > 0) {
+      last_compute_ = b_.wait(static_cast<CommKind>(k), mb, chunk, by_kind[k] * times);
+    }
+  }
+}
+
 // What a pass's output waits for: `tail`, the last op of its compute stream, and the calls the
 // pass (its last piece, when cut into buckets) ran alongside. The calls beside a pass are its
 // layers' collectives lumped into one op from the pass's start, so they end before the pass's
@@ -75,6 +93,10 @@ Deps RankProgramWriter::output_of(Index tail) const {
 PassCost RankProgramWriter::pass_piece(const PassCost& pass, std::int64_t k, std::int64_t n) {
   PassCost piece;
   piece.seconds = pass.seconds / static_cast<double>(n);
+  piece.overlap_stall_s = pass.overlap_stall_s / static_cast<double>(n);
+  for (std::size_t d = 0; d < kNumDims; ++d) {
+    piece.stall_s[d] = pass.stall_s[d] / static_cast<double>(n);
+  }
   for (const CollectiveLoad& load : pass.collectives) {
     const std::int64_t calls = load.count * (k + 1) / n - load.count * k / n;
     if (calls == 0) continue;
@@ -204,7 +226,8 @@ void RankProgramWriter::flush_lm_head_wgrads() {
     Deps beside = start;
     if (last_compute_) beside.push_back(*last_compute_);
     compute_op(ComputeKind::kBackwardWeight, -1, c,
-               static_cast<double>(n) * wgrad.seconds - wgrad.overlap_stall_s, start);
+               static_cast<double>(n) * (wgrad.seconds - wgrad.overlap_stall_s), start);
+    wait_for_calls_beside(wgrad, static_cast<double>(n - 1), -1, c);
     for (const auto& [load, group] : gathers) {
       if (n < 2) break;
       pending_.push_back(b_.collective(Stream::kTP, comm_kind(load.dim), load.kind, group,

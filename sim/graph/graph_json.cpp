@@ -27,8 +27,10 @@ constexpr std::array<Dim, kNumDims> kDims = {
 constexpr std::array<CollectiveKind, kNumCollectiveKinds> kCollectives = {
     CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
     CollectiveKind::kAllToAll,  CollectiveKind::kBroadcast, CollectiveKind::kSendRecv};
-constexpr std::array<ComputeKind, 4> kComputeKinds = {ComputeKind::kForward, ComputeKind::kBackward,
-                                                      ComputeKind::kOptimizer, ComputeKind::kOther};
+constexpr std::array<ComputeKind, 8> kComputeKinds = {
+    ComputeKind::kForward,        ComputeKind::kBackward,  ComputeKind::kBackwardInput,
+    ComputeKind::kBackwardWeight, ComputeKind::kRecompute, ComputeKind::kOptimizer,
+    ComputeKind::kOther,          ComputeKind::kWait};
 
 // The dimension a kind of traffic is named after: the first in kDims that carries it.
 Dim own_dim(CommKind kind) {
@@ -58,6 +60,7 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
       switch (op.type) {
         case OpType::kCompute:
           o = {{"op", "compute"}, {"kind", to_string(op.compute)}, {"seconds", op.seconds}};
+          if (op.compute == ComputeKind::kWait) o["comm"] = to_string(op.comm);
           break;
         case OpType::kCollective:
           o = {{"op", "collective"},
@@ -141,6 +144,7 @@ Op read_op(JsonObject o, RankProgram& prog, IntRange rank_range, IntRange group_
   if (type == "compute") {
     op.type = OpType::kCompute;
     op.compute = enum_from(o, "kind", kComputeKinds);
+    if (op.compute == ComputeKind::kWait) op.comm = enum_from(o, "comm", kCommKinds);
     op.seconds = o.number("seconds", {0.0, true});
   } else if (type == "collective") {
     op.type = OpType::kCollective;

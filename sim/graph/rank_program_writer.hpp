@@ -49,6 +49,18 @@ class RankBuilder {
     return add(op, deps);
   }
 
+  // The compute stream held for calls of `kind` beside the kernels before it (ComputeKind::kWait).
+  Index wait(CommKind kind, std::int64_t mb, std::int64_t chunk, double seconds) {
+    Op op;
+    op.type = OpType::kCompute;
+    op.compute = ComputeKind::kWait;
+    op.comm = kind;
+    op.microbatch = static_cast<std::int32_t>(mb);
+    op.chunk = static_cast<std::int16_t>(chunk);
+    op.seconds = seconds;
+    return add(op, {});
+  }
+
   Index collective(Stream stream, CommKind kind, CollectiveKind coll, std::int32_t group,
                    double bytes, std::int64_t count, std::int64_t mb, const Deps& deps) {
     Op op;
@@ -142,6 +154,8 @@ class RankProgramWriter {
                    Deps deps = {});
   Index run(ComputeKind kind, std::int64_t mb, std::int64_t chunk, const PassCost& pass,
             Deps deps = {});
+  void wait_for_calls_beside(const PassCost& pass, double times, std::int64_t mb,
+                             std::int64_t chunk);
   Deps output_of(Index tail) const;
   static PassCost pass_piece(const PassCost& pass, std::int64_t k, std::int64_t n);
   void pass(const ScheduleStep& step);

@@ -61,6 +61,8 @@ const char* to_string(ComputeKind kind) {
       return "optimizer";
     case ComputeKind::kOther:
       return "other";
+    case ComputeKind::kWait:
+      return "wait";
   }
   return "?";
 }

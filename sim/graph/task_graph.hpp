@@ -26,7 +26,10 @@ const char* to_string(CommKind kind);
 CommKind comm_kind(Dim d);
 
 /// What a compute op does, for reports and traces. A backward is either whole, or split into
-/// its input-gradient part (B) and its weight-gradient part (W) by zero-bubble schedules.
+/// its input-gradient part (B) and its weight-gradient part (W) by zero-bubble schedules. A wait
+/// holds the compute stream after a pass's kernels for the calls beside them that outlast them
+/// (the op's `comm` names their kind): it takes the stream like compute, but its time is
+/// exposed communication, not compute.
 enum class ComputeKind : std::uint8_t {
   kForward,
   kBackward,
@@ -34,7 +37,8 @@ enum class ComputeKind : std::uint8_t {
   kBackwardWeight,
   kRecompute,
   kOptimizer,
-  kOther
+  kOther,
+  kWait
 };
 const char* to_string(ComputeKind kind);
 

@@ -47,6 +47,11 @@ StepTimes step_times(const std::vector<ComputeStep>& steps, const std::vector<Sp
         s.microbatch < 0) {
       continue;
     }
+    // A wait after a pass's kernels ends that pass.
+    if (s.compute_kind == ComputeKind::kWait) {
+      if (i < steps.size() && t.start[i] >= 0) t.end[i] = s.end;
+      continue;
+    }
     // A span of the current step, or the first of the next one.
     if (i < steps.size() && t.start[i] >= 0 && !belongs(s, steps[i])) ++i;
     if (i >= steps.size() || !belongs(s, steps[i])) {

@@ -52,6 +52,7 @@ const char* pass_label(ComputeKind kind) {
     case ComputeKind::kOptimizer:
       return "optimizer";
     case ComputeKind::kOther:
+    case ComputeKind::kWait:
       break;
   }
   return "other";
@@ -110,6 +111,10 @@ std::vector<Box> stage_boxes(const std::vector<Span>& timeline, double px_per_s,
                              std::int64_t& merged) {
   std::vector<Box> boxes;
   for (const Span& s : compute_in_start_order(timeline)) {
+    if (s.compute_kind == ComputeKind::kWait) {  // the pass waiting for calls beside it
+      if (!boxes.empty()) boxes.back().end = s.end;
+      continue;
+    }
     if (!boxes.empty() && boxes.back().kind == s.compute_kind &&
         boxes.back().microbatch == s.microbatch && boxes.back().chunk == s.chunk) {
       boxes.back().end = s.end;  // the next piece of the same pass

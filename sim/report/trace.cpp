@@ -33,11 +33,16 @@ std::vector<std::pair<std::int64_t, std::int64_t>> pieces(const std::vector<Span
   const auto same = [](const Span& a, const Span& b) {
     return a.compute_kind == b.compute_kind && a.microbatch == b.microbatch && a.chunk == b.chunk;
   };
-  for (std::size_t i = 0; i < compute.size();) {
+  // The compute stream's waits between a pass's pieces are not pieces.
+  std::vector<std::size_t> passes;
+  for (std::size_t i = 0; i < compute.size(); ++i) {
+    if (compute[i].compute_kind != ComputeKind::kWait) passes.push_back(i);
+  }
+  for (std::size_t i = 0; i < passes.size();) {
     std::size_t j = i + 1;
-    while (j < compute.size() && same(compute[i], compute[j])) ++j;
+    while (j < passes.size() && same(compute[passes[i]], compute[passes[j]])) ++j;
     for (std::size_t k = i; k < j; ++k) {
-      out[k] = {static_cast<std::int64_t>(k - i + 1), static_cast<std::int64_t>(j - i)};
+      out[passes[k]] = {static_cast<std::int64_t>(k - i + 1), static_cast<std::int64_t>(j - i)};
     }
     i = j;
   }

@@ -24,6 +24,7 @@ const char* pass_letter(ComputeKind kind) {
     case ComputeKind::kOptimizer:
       return "optimizer";
     case ComputeKind::kOther:
+    case ComputeKind::kWait:
       break;
   }
   return "compute";
@@ -44,6 +45,7 @@ const PassCost* pass_cost(const StageCost& sc, ComputeKind kind) {
     case ComputeKind::kOptimizer:
       return &sc.optimizer;
     case ComputeKind::kOther:
+    case ComputeKind::kWait:
       break;
   }
   return nullptr;
@@ -71,6 +73,17 @@ TraceEvent compute_event(const Span& span, std::int64_t stage, const Partition& 
   e.category = to_string(span.compute_kind);
   e.args["pass"] = to_string(span.compute_kind);
   e.args["ms"] = (span.end - span.start) * 1e3;
+  if (span.compute_kind == ComputeKind::kWait) {
+    e.category = to_string(span.comm);
+    e.name = std::string("wait for ") + to_string(span.comm) +
+             (span.microbatch >= 0 ? " mb " + std::to_string(span.microbatch) : "");
+    e.args["waits for"] = std::string("the ") + to_string(span.comm) +
+                          " calls beside the pass's kernels, where they outlast them: exposed "
+                          "communication";
+    if (span.microbatch >= 0) e.args["micro-batch"] = span.microbatch;
+    e.args["chunk"] = span.chunk;
+    return e;
+  }
   if (span.compute_kind == ComputeKind::kOptimizer) {
     e.name = "optimizer step";
     for (std::int64_t c = 0; c < partition.chunks; ++c) {

@@ -29,7 +29,7 @@ std::array<Share, 3> step_shares(const PlanSpace& space) {
   const double step = e.sim.step_time_s;
   double idle = 0, comm = 0;
   for (const RankStats& r : e.sim.ranks) {
-    idle += step - r.compute_s - r.comm_total();
+    idle += std::max(0.0, step - r.compute_s - r.comm_total());  // not below 0 by rounding
     comm += r.comm_total();
   }
   const auto ranks = static_cast<double>(e.sim.ranks.size());

@@ -127,6 +127,33 @@ TEST(TaskGraph, JsonGroupDimension) {
   }
 }
 
+// Every kind of compute op round-trips; a wait names the traffic it waits for.
+TEST(TaskGraph, JsonComputeKindsAndWaits) {
+  TaskGraph g;
+  g.ranks.resize(1);
+  for (const ComputeKind kind :
+       {ComputeKind::kForward, ComputeKind::kBackwardInput, ComputeKind::kBackwardWeight,
+        ComputeKind::kRecompute, ComputeKind::kWait}) {
+    Op op;
+    op.compute = kind;
+    op.seconds = 1e-3;
+    op.comm = kind == ComputeKind::kWait ? CommKind::kEP : CommKind::kTP;
+    g.ranks[0].ops.push_back(op);
+  }
+  auto j = task_graph_to_json(g);
+  EXPECT_EQ(j.at("ranks").at(0).at("ops").at(4).at("kind"), "wait");
+  EXPECT_EQ(j.at("ranks").at(0).at("ops").at(4).at("comm"), "ep");
+  EXPECT_FALSE(j.at("ranks").at(0).at("ops").at(0).contains("comm"));
+  const TaskGraph back = task_graph_from_json(j, "g.json");
+  ASSERT_EQ(back.ranks.at(0).ops.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(back.ranks[0].ops[i].compute, g.ranks[0].ops[i].compute);
+  }
+  EXPECT_EQ(back.ranks[0].ops[4].comm, CommKind::kEP);
+  j["ranks"][0]["ops"][4].erase("comm");
+  EXPECT_THROW(task_graph_from_json(j, "g.json"), std::exception);
+}
+
 TEST(TaskGraph, MismatchedTransfersAreRejected) {
   TaskGraph g = test::transfers_graph(2, {{0, 1}}, 1e6);
   g.ranks[1].ops.clear();
