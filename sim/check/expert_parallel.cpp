@@ -36,6 +36,35 @@ double extra_expert_seconds(const PassCost& pass, double load) {
   return s * (1.0 - 1.0 / load);
 }
 
+// Seconds per micro-batch a stage's forward and backward wait for their expert all-to-alls:
+// all of them on the compute stream, or, overlapped with the layers' compute
+// (--overlap-moe-expert-parallel-comm), what outlasts it.
+double a2a_wait_seconds(const StageCost& stage, const Plan& plan, const PassGroups& groups) {
+  double a2a = 0;
+  for (const PassCost* pass : {&stage.forward, &stage.backward}) {
+    if (plan.moe_a2a_overlap) {
+      a2a += pass->stall(Dim::kEP);
+      continue;
+    }
+    for (const auto& c : pass->collectives) {
+      if (c.dim == Dim::kEP && c.kind == CollectiveKind::kAllToAll && c.count > 0) {
+        a2a += groups.choose(c.dim, c.kind, c.bytes, c.count).seconds;
+      }
+    }
+  }
+  return a2a;
+}
+
+// Over the stages, the largest share of a stage's forward and backward (with their collectives)
+// its passes wait for their expert all-to-alls.
+StageShare largest_a2a_wait(const CheckContext& context) {
+  const PassGroups groups(context.platform, context.plan);
+  const auto& stages = context.costs.stages;
+  return largest_share(stages.size(), [&](std::size_t s) {
+    return std::pair{a2a_wait_seconds(stages[s], context.plan, groups), context.stage_times[s]};
+  });
+}
+
 }  // namespace
 
 std::vector<Finding> find_expert_imbalance(const CheckContext& context) {
@@ -84,6 +113,13 @@ std::vector<Finding> find_ep_across_nodes(const CheckContext& context) {
                                    : "") +
               ": every MoE layer's token all-to-alls, forward and backward, cross InfiniBand "
               "instead of NVLink";
+  if (const StageShare wait = largest_a2a_wait(context); wait.part > 0) {
+    d.message += std::string(plan.moe_a2a_overlap
+                                 ? " (overlapped with the layers' compute, they outlast it: "
+                                 : " (") +
+                 "each micro-batch's passes wait " + format_seconds(wait.part) + " for them, " +
+                 format_fixed(100 * wait.share, 1) + " % of the stage's forward and backward)";
+  }
   return {{std::move(d), EpWithinNode{}}};
 }
 
@@ -92,19 +128,7 @@ std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context) {
   if (plan.ep < 2 || plan.moe_a2a_overlap || plan.moe_dispatcher != MoeDispatcher::kAllToAll) {
     return {};
   }
-  const PassGroups groups(context.platform, plan);
-  const auto& stages = context.costs.stages;
-  const StageShare worst = largest_share(stages.size(), [&](std::size_t s) {
-    double a2a = 0;
-    for (const PassCost* pass : {&stages[s].forward, &stages[s].backward}) {
-      for (const auto& c : pass->collectives) {
-        if (c.dim == Dim::kEP && c.kind == CollectiveKind::kAllToAll && c.count > 0) {
-          a2a += groups.choose(c.dim, c.kind, c.bytes, c.count).seconds;
-        }
-      }
-    }
-    return std::pair{a2a, context.stage_times[s]};
-  });
+  const StageShare worst = largest_a2a_wait(context);
   if (worst.share <= kA2aExposedThreshold) return {};
   Diagnostic d;
   d.id = "ep-a2a-exposed";

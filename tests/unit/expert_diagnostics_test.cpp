@@ -4,11 +4,13 @@
 // results/moe/mixtral-8x7b.txt's plan).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "sim/cli/scenario.hpp"
+#include "sim/core/format.hpp"
 #include "sim/cost/layer_ops.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/search/diagnose.hpp"
@@ -74,9 +76,30 @@ TEST(ExpertDiagnostics, ImbalanceThatDominatesAStage) {
 TEST(ExpertDiagnostics, AllToAllAcrossNodesWhenANodeWouldDo) {
   const auto found = diagnostics("ep-across-nodes", {{"rank_order", "tp-dp-ep-cp-pp"}});
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].message,
-            "the expert-parallel group of 8 GPUs spans 2 nodes (it fits in 1 node): every MoE "
-            "layer's token all-to-alls, forward and backward, cross InfiniBand instead of NVLink");
+  EXPECT_EQ(found[0].message.rfind(
+                "the expert-parallel group of 8 GPUs spans 2 nodes (it fits in 1 node): every MoE "
+                "layer's token all-to-alls, forward and backward, cross InfiniBand instead of "
+                "NVLink (each micro-batch's passes wait ",
+                0),
+            0u)
+      << found[0].message;
+  // The wait is the one ep-a2a-exposed reports for the same plan: the all-to-alls on the
+  // compute stream.
+  const auto exposed = diagnostics("ep-a2a-exposed", {{"rank_order", "tp-dp-ep-cp-pp"}});
+  ASSERT_EQ(exposed.size(), 1u);
+  const auto wait_of = [](const std::string& m, const std::string& after) {
+    const auto at = m.find(after);
+    return at == std::string::npos ? std::string() : m.substr(at + after.size(), 16);
+  };
+  const std::string wait = wait_of(found[0].message, "passes wait ");
+  ASSERT_FALSE(wait.empty());
+  EXPECT_EQ(wait.substr(0, wait.find(' ')),
+            wait_of(exposed[0].message, "forward and backward (").substr(0, wait.find(' ')));
+  // Overlapped with the layers' compute the all-to-alls hide there, the step gains nothing from
+  // one node and nothing is said (ExpertAllToAllsOutlastingTheirComputeAcrossNodes below).
+  EXPECT_TRUE(diagnostics("ep-across-nodes", {{"rank_order", "tp-dp-ep-cp-pp"},
+                                              {"overlap_moe_expert_parallel_comm", "true"}})
+                  .empty());
   EXPECT_EQ(found[0].fix.rfind("--rank-order tp-ep-dp-cp-pp (same GPUs): step ", 0), 0u)
       << found[0].fix;
   EXPECT_NE(found[0].fix.find("(-"), std::string::npos);  // faster
@@ -86,6 +109,30 @@ TEST(ExpertDiagnostics, AllToAllAcrossNodesWhenANodeWouldDo) {
   const auto etp = diagnostics("ep-across-nodes", {{"tp", "2"}, {"sp", "true"}, {"dp", "8"}});
   ASSERT_EQ(etp.size(), 1u);
   EXPECT_NE(etp[0].fix.find("--etp 1 (same GPUs): step "), std::string::npos) << etp[0].fix;
+}
+
+// Qwen3-30B-A3B's scenario: EP 16 over two nodes with the all-to-alls overlapped, which still
+// outlast each MoE layer's compute; the wait the message names is the passes' stalls, and the
+// fix (EP 8 on one node) is priced.
+TEST(ExpertDiagnostics, ExpertAllToAllsOutlastingTheirComputeAcrossNodes) {
+  InputRequest req;
+  req.scenario = test::source_dir() + "/scenarios/qwen3-30b-a3b-16gpu.json";
+  const ResolvedInputs in = resolve_inputs(req);
+  const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
+  const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
+  const auto all = diagnose(in.model, in.platform, in.plan, part, costs);
+  const auto d = std::find_if(all.begin(), all.end(),
+                              [](const Diagnostic& x) { return x.id == "ep-across-nodes"; });
+  ASSERT_NE(d, all.end());
+  const double stalls =
+      costs.stages[0].forward.stall(Dim::kEP) + costs.stages[0].backward.stall(Dim::kEP);
+  ASSERT_GT(stalls, 0.0);
+  EXPECT_NE(d->message.find(" (overlapped with the layers' compute, they outlast it: each "
+                            "micro-batch's passes wait " +
+                            format_seconds(stalls) + " for them, "),
+            std::string::npos)
+      << d->message;
+  EXPECT_EQ(d->fix.rfind("--ep 8 ", 0), 0u) << d->fix;
 }
 
 // Across two nodes the expert all-to-alls take 13 % of a stage's passes on the compute stream;
