@@ -60,7 +60,6 @@ void add_overlap_stalls(PassCost& pass, std::size_t first, const std::string& pr
     const double stall =
         overlap_stall(o.method, kernel_s, costing.groups.choose(o.dim, o.kind, o.bytes, 1).seconds,
                       costing.groups.size(o.dim));
-    pass.overlap_stall_s += stall * static_cast<double>(count);
     pass.stall_s[index_of(o.dim)] += stall * static_cast<double>(count);
     pass.seconds += stall * static_cast<double>(count);
   }

@@ -28,13 +28,17 @@ struct KernelCost {
 };
 
 struct PassCost {
-  double seconds = 0;  // all kernels of the pass, summed, and overlap_stall_s
+  double seconds = 0;  // all kernels of the pass, summed, and overlap_stall()
   /// Where calls beside the pass's kernels outlast them (TP calls beside their GEMMs, a CP ring
   /// beside the attention steps, expert all-to-alls beside the layer): the kernels' wait
-  /// (sim/cost/tp_overlap), in all and per dimension of the calls waited for.
-  double overlap_stall_s = 0;
+  /// (sim/cost/tp_overlap) per dimension of the calls waited for, and in all.
   std::array<double, kNumDims> stall_s{};
   double stall(Dim d) const { return stall_s[index_of(d)]; }
+  double overlap_stall() const {
+    double all = 0;
+    for (const double s : stall_s) all += s;
+    return all;
+  }
   std::vector<KernelCost> kernels;
   std::vector<CollectiveLoad> collectives;  // issued after the pass's compute (or beside it)
 };

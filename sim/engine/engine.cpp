@@ -39,9 +39,10 @@ void add_segment(RankStats& st, double len, int compute,
       } else if (active[k] > 0) {
         st.comm_hidden_s[k] += len;
       }
+    } else if (active[k] > 0 && compute > 0) {
+      st.comm_hidden_s[k] += len;
     } else if (active[k] > 0) {
-      (compute > 0 ? st.comm_hidden_s[k] : st.comm_s[k]) +=
-          compute > 0 ? len : len / static_cast<double>(kinds);
+      st.comm_s[k] += len / static_cast<double>(kinds);
     }
     if (active[k] > 0) st.comm_total_s[k] += len;
   }

@@ -38,7 +38,7 @@ Index RankProgramWriter::run(ComputeKind kind, std::int64_t mb, std::int64_t chu
   all.insert(all.end(), deps.begin(), deps.end());
   Deps alongside = all;
   if (last_compute_) alongside.push_back(*last_compute_);
-  last_compute_ = b_.compute(kind, mb, chunk, pass.seconds - pass.overlap_stall_s, all);
+  last_compute_ = b_.compute(kind, mb, chunk, pass.seconds - pass.overlap_stall(), all);
   wait_for_calls_beside(pass, 1.0, mb, chunk);
   ran_alongside_.clear();
   for (const CollectiveLoad& load : pass.collectives) {
@@ -93,7 +93,6 @@ Deps RankProgramWriter::output_of(Index tail) const {
 PassCost RankProgramWriter::pass_piece(const PassCost& pass, std::int64_t k, std::int64_t n) {
   PassCost piece;
   piece.seconds = pass.seconds / static_cast<double>(n);
-  piece.overlap_stall_s = pass.overlap_stall_s / static_cast<double>(n);
   for (std::size_t d = 0; d < kNumDims; ++d) {
     piece.stall_s[d] = pass.stall_s[d] / static_cast<double>(n);
   }
@@ -226,7 +225,7 @@ void RankProgramWriter::flush_lm_head_wgrads() {
     Deps beside = start;
     if (last_compute_) beside.push_back(*last_compute_);
     compute_op(ComputeKind::kBackwardWeight, -1, c,
-               static_cast<double>(n) * (wgrad.seconds - wgrad.overlap_stall_s), start);
+               static_cast<double>(n) * (wgrad.seconds - wgrad.overlap_stall()), start);
     wait_for_calls_beside(wgrad, static_cast<double>(n - 1), -1, c);
     for (const auto& [load, group] : gathers) {
       if (n < 2) break;

@@ -62,10 +62,8 @@ CostModel waiting_costs(bool split) {
   PassCost& f = costs.stages[0].forward;
   f.stall_s[index_of(Dim::kTP)] = kFwdTp;
   f.stall_s[index_of(Dim::kEP)] = kFwdEp;
-  f.overlap_stall_s = kFwdTp + kFwdEp;
   PassCost& b = costs.stages[0].backward;
   b.stall_s[index_of(Dim::kEP)] = kBwdEp;
-  b.overlap_stall_s = kBwdEp;
   return costs;
 }
 

@@ -172,7 +172,7 @@ TEST(ContextParallel, RingStepOverlapInClosedForm) {
                      kernel(sc.forward, "decoder.attention.ring").time.seconds;
     const double per_layer = overlap_stall(OverlapMethod::kRingExchange, G, C, 2);
     EXPECT_DOUBLE_EQ(per_layer, std::max(0.0, G / 2 + C - G));
-    EXPECT_NEAR(sc.forward.overlap_stall_s, 32 * per_layer, 1e-12);
+    EXPECT_NEAR(sc.forward.overlap_stall(), 32 * per_layer, 1e-12);
     if (order[3] == 'c') {
       EXPECT_EQ(per_layer, 0);  // NVLink carries an 8 MiB K/V block well within a step
     } else {

@@ -84,10 +84,10 @@ TEST(TpOverlap, ForwardStallIsTheSumOfItsCallsOnTheTpGroup) {
                            stall(OverlapMethod::kRingExchange, "mlp_up", gather) +
                            stall(OverlapMethod::kPipelined, "mlp_down", scatter);
   ASSERT_GT(per_layer, 0);
-  EXPECT_NEAR(fwd.overlap_stall_s, 32 * per_layer, 1e-12);
+  EXPECT_NEAR(fwd.overlap_stall(), 32 * per_layer, 1e-12);
   double kernels = 0;
   for (const auto& k : fwd.kernels) kernels += k.time.seconds * static_cast<double>(k.count);
-  EXPECT_NEAR(fwd.seconds, kernels + fwd.overlap_stall_s, 1e-12);
+  EXPECT_NEAR(fwd.seconds, kernels + fwd.overlap_stall(), 1e-12);
   // Every decoder call runs beside the pass; after it the embedding's reduce-scatter, the LM
   // head's gather of its (BF16) input, and the loss's all-reduces (Megatron-Core's own linear
   // and embedding, no userbuffers).
@@ -119,7 +119,7 @@ TEST(TpOverlap, ForwardStallIsTheSumOfItsCallsOnTheTpGroup) {
 TEST(TpOverlap, WithoutUserbuffersOnlyTheBackwardsAsynchronousCallsOverlap) {
   Fp8Tp4 c;
   const StageCost s = c.costs().stages[0];
-  EXPECT_EQ(s.forward.overlap_stall_s, 0);
+  EXPECT_EQ(s.forward.overlap_stall(), 0);
   for (const auto& load : s.forward.collectives) EXPECT_FALSE(load.alongside);
   std::int64_t beside = 0, after = 0;
   for (const auto& load : s.backward.collectives) {
@@ -130,7 +130,7 @@ TEST(TpOverlap, WithoutUserbuffersOnlyTheBackwardsAsynchronousCallsOverlap) {
   EXPECT_EQ(beside, 4 * 32 + 2);
   // Output gradients of out_proj and mlp_down; the embedding's.
   EXPECT_EQ(after, 2 * 32 + 1);
-  EXPECT_GE(s.backward.overlap_stall_s, 0);
+  EXPECT_GE(s.backward.overlap_stall(), 0);
 }
 
 // Megatron-Core turns --tp-comm-overlap off for a multi-latent-attention model (its first
@@ -164,7 +164,7 @@ TEST(TpOverlap, MegatronDropsUserbuffersForMultiLatentAttention) {
   const auto partition = test::uniform_partition(small, 1);
   const StageCost on = compute_costs(small, platform, plan, partition).stages[0];
   const StageCost without = compute_costs(small, platform, off, partition).stages[0];
-  EXPECT_EQ(on.forward.overlap_stall_s, 0);
+  EXPECT_EQ(on.forward.overlap_stall(), 0);
   EXPECT_DOUBLE_EQ(on.forward.seconds, without.forward.seconds);
   EXPECT_DOUBLE_EQ(on.backward.seconds, without.backward.seconds);
   ASSERT_EQ(on.forward.collectives.size(), without.forward.collectives.size());

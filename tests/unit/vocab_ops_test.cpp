@@ -174,7 +174,7 @@ TEST(VocabularyParallel, TheFlushGathersTheFirstInputBeforeItsGemms) {
     }
     ASSERT_GT(flush, 0u);
     EXPECT_DOUBLE_EQ(r.ops[flush].seconds,
-                     2 * last.lm_head_wgrad.seconds - last.lm_head_wgrad.overlap_stall_s);
+                     2 * last.lm_head_wgrad.seconds - last.lm_head_wgrad.overlap_stall());
     const Op& gather = r.ops[flush - 1];
     EXPECT_EQ(gather.type, OpType::kCollective);
     EXPECT_EQ(gather.stream, Stream::kCompute);
