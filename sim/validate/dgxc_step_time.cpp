@@ -37,7 +37,15 @@ std::string catalog_model(const std::string& row_model) {
   return "";
 }
 
-std::string unexpressed(const Fields& f, const std::string& model) {
+// The virtual pipeline size a row's benchmark ran where its table says NA, or 0 where not known:
+// v25.04.02's nemotron/launch.sh passes -vp 12 to every Nemotron-4 340B run (its README's table
+// leaves the column NA), as NeMo's recommended H100 configuration at the commit its setup.sh pins
+// (d2b2155, scripts/performance/recommended_model_configs/model_configs_h100.csv) also sets.
+std::int64_t launcher_vp(const std::string& model, const std::string& tag) {
+  return model == "Nemotron4 340B" && tag == "v25.04.02" ? 12 : 0;
+}
+
+std::string unexpressed(const Fields& f, const std::string& model, const std::string& tag) {
   if (f.string("task").value_or("pretrain") != "pretrain") return "fine-tuning (SFT, LoRA)";
   if (model.find("JAX") != std::string::npos) {
     return "JAX framework (MaxText, PaxML): not a Megatron recipe";
@@ -52,7 +60,7 @@ std::string unexpressed(const Fields& f, const std::string& model) {
   }
   // A MoE recipe's VP without PP is no schedule Megatron runs; its table leaves VP off for PP.
   const bool moe = model.find("MoE") != std::string::npos;
-  if (f.integer("pp").value_or(1) > 1 && !f.integer("vp") && !moe) {
+  if (f.integer("pp").value_or(1) > 1 && !f.integer("vp") && !moe && !launcher_vp(model, tag)) {
     return "pipeline-parallel row without its virtual pipeline size (the table says NA)";
   }
   return "";
@@ -170,6 +178,11 @@ std::string apply_benchmark_script(const std::string& model, const std::string& 
     p.grad_reduce_in_bf16 = true;
     says("bf16 grad reduce");
   }
+  if (const auto vp = launcher_vp(model, tag); vp && p.pp > 1 && p.vp == 1) {
+    p.vp = vp;
+    p.schedule = ScheduleKind::kInterleaved;
+    says("vp " + std::to_string(vp) + " from its launch script");
+  }
   if (model == "Nemotron4 340B") apply_nemotron4_340b_recipe(tag, p, says);
   if (model != "DeepSeek-V3 671B (MoE)" || p.pp < 2 || 64 % p.pp != 0) return out.str();
   p.recompute = Recompute::kSelective;
@@ -203,13 +216,15 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   // The mixture-of-experts rows came after the platform's calibration was fitted on the dense
   // ones: all of them check it, none is fitted on.
   if (model.find("(MoE)") != std::string::npos) row.half = "check";
+  // So did the rows whose virtual pipeline size was read from their launch script later.
+  if (launcher_vp(model, tag) && !f.integer("vp")) row.half = "check";
   const auto measured = f.number("step_time_s");
   if (!measured) {
     row.skipped = "no step time";
     return row;
   }
   row.measured = *measured;
-  if (auto why = unexpressed(f, model); !why.empty()) {
+  if (auto why = unexpressed(f, model, tag); !why.empty()) {
     row.skipped = why;
     return row;
   }
@@ -261,7 +276,8 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "weights in FP8 rows; where the row's benchmark configuration is known, what it sets "
       "beyond them (FlashAttention-2 where it exports NVTE_FUSED_ATTN=0; sequential experts where "
       "it sets moe_grouped_gemm false; gradients reduced in BF16 where it sets grad_sync_dtype "
-      "bf16 or grad_reduce_in_fp32 False; DeepSeek-V3's script)");
+      "bf16 or grad_reduce_in_fp32 False; the virtual pipeline size its launch script passes where "
+      "the table says NA; DeepSeek-V3's script)");
   set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
     return dgxc_row(row, file, path, platform);
   });
