@@ -239,6 +239,39 @@ def write_dense(done, band, lines):
                                                        100 * band[1], plain))
 
 
+# How each release's benchmarks ran and read a step's time, from its READMEs and launch scripts
+# (NVIDIA/dgxc-benchmarking at each tag): v24.11.1 through NeMo 1's launcher, the last step's
+# train_step_timing; v25.04.02's dense recipes through NeMo 2's performance scripts, the last
+# step's; v25.05.05's through NeMo 2's performance scripts, the mean of iterations 11-44.
+RELEASE_TIMING = {
+    "v24.11.1": "NeMo 1 launcher, last step",
+    "v25.04.02": "NeMo 2 scripts, last step",
+    "v25.05.05": "NeMo 2 scripts, mean of steps 11-44",
+}
+
+
+def signed(rows):
+    """Mean signed error and its range over rows, e.g. "+2.9 % (+0.3 to +5.5 %), 5 rows"."""
+    if not rows:
+        return "none"
+    e = [100 * r["error"] for r in rows]
+    return "%+.1f %% (%+.1f to %+.1f %%), %d rows" % (sum(e) / len(e), min(e), max(e), len(e))
+
+
+def write_release_bias(done, lines):
+    """The dense rows' signed error per release and precision, both halves together: where the
+    residuals split by software release rather than by model or scale."""
+    dense = [r for r in done if "(MoE)" not in r["name"]]
+    lines += ["", "Dense rows by release (signed error, predicted over measured, both halves):", "",
+              "| release | how it ran and timed a step | BF16 | FP8 |", "|---|---|---|---|"]
+    for tag in sorted({name_parts(r["name"])[2] for r in dense}):
+        sel = [r for r in dense if name_parts(r["name"])[2] == tag]
+        lines.append("| %s | %s | %s | %s |" % (
+            tag, RELEASE_TIMING.get(tag, "not recorded"),
+            signed([r for r in sel if r["setup"].endswith("bf16")]),
+            signed([r for r in sel if r["setup"].endswith("fp8")])))
+
+
 def mean_width(rows, precision):
     """Mean P10-P90 band width relative to the prediction over the rows of one precision."""
     w = [(r["p90_s"] - r["p10_s"]) / r["predicted_s"] for r in rows if r["setup"].endswith(precision)]
@@ -274,6 +307,7 @@ def write_markdown(rows, band, halves, path, a100, ci, readme):
                      (halves[half]["in_band"], halves[half]["rows"],
                       "fitting" if half == "fit" else "checking"))
     write_dense(done, band, lines)
+    write_release_bias(done, lines)
     write_scale_growth(done, lines)
     over = [r for r in done if abs(r["error"]) > 0.08]
     context = fp8_context(done)
