@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "sim/memory/memory.hpp"
+
 namespace trainsim {
 
 namespace {
-
-constexpr double kActBytes = 2;  // BF16 activations
 
 double d(std::int64_t v) {
   return static_cast<double>(v);

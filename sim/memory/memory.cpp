@@ -10,7 +10,6 @@ namespace trainsim {
 
 namespace {
 
-constexpr double kActBytes = 2;      // BF16 activations
 constexpr double kTokenIdBytes = 8;  // int64 token ids
 constexpr double kMaskBytes = 1;     // dropout masks
 constexpr double kFp32 = 4;

@@ -45,6 +45,8 @@ inline constexpr double kFp8WeightCopyBytes = 2;
 inline constexpr double kGradBytes = 4;       // fp32 main gradients (BF16: kWeightBytes)
 inline constexpr double kMasterBytes = 4;     // fp32 master weights
 inline constexpr double kOptimizerBytes = 8;  // Adam first and second moments, fp32
+/// Bytes per element of the activations and of the buffers that hold them: BF16.
+inline constexpr double kActBytes = 2;
 
 /// Model state per GPU, bytes.
 struct ModelState {
