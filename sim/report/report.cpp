@@ -106,6 +106,8 @@ void add_chunks(Report& r, StageReport& sr, const ReportInputs& in,
     sr.forward_s += cost.forward.seconds;
     sr.backward_s += cost.backward.seconds;
     sr.recompute_s += cost.recompute.seconds;
+    sr.wait_s += cost.forward.overlap_stall() + cost.backward.overlap_stall() +
+                 cost.recompute.overlap_stall();
     record_kernels(r.provenance, v, "forward", cost.forward, m, time_by_source);
     record_kernels(r.provenance, v, "backward", cost.backward, m, time_by_source);
     record_kernels(r.provenance, v, "recompute", cost.recompute, m, time_by_source);

@@ -31,7 +31,10 @@ struct StageReport {
   double forward_s = 0;    // one micro-batch through all the stage's chunks
   double backward_s = 0;   // one micro-batch
   double recompute_s = 0;  // one micro-batch (--recompute)
-  double compute_s = 0;    // a GPU of the stage, whole step
+  /// The part of the three above that is the passes' wait for calls beside their kernels (TP
+  /// userbuffers, a CP ring, overlapped all-to-alls) where those outlast the kernels.
+  double wait_s = 0;
+  double compute_s = 0;  // a GPU of the stage, whole step: its kernels, without those waits
   std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over the stage's GPUs
   double idle_s = 0;                                   // mean over the stage's GPUs
   double peak_memory_bytes = 0;  // device memory per GPU at the stage's peak (sim/memory)

@@ -94,6 +94,13 @@ void stage_table(std::ostringstream& o, const Report& r) {
       << gib(s.peak_memory_bytes) << "</td></tr>\n";
   }
   o << "</table>\n";
+  double wait = 0;
+  for (const StageReport& s : r.stages) wait = std::max(wait, s.wait_s);
+  if (wait > 0) {
+    o << "<p>Forward and backward include each pass's wait for the calls beside its kernels, up "
+         "to "
+      << ms(wait) << " ms a micro-batch; compute is the kernels alone.</p>\n";
+  }
 }
 
 // One stage's memory over the step, with its peak marked and named above the plot.

@@ -134,6 +134,7 @@ J stage_json(const StageReport& s) {
   sj["forward_s"] = s.forward_s;
   sj["backward_s"] = s.backward_s;
   sj["recompute_s"] = s.recompute_s;
+  sj["wait_s"] = s.wait_s;
   sj["compute_s"] = s.compute_s;
   sj["exposed_comm_s"] = comm_json(s.exposed_comm_s);
   sj["idle_s"] = s.idle_s;

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "sim/collective/group_collectives.hpp"
+#include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/model/flops.hpp"
@@ -226,6 +228,41 @@ TEST(Report, ContractFieldsAndConsistency) {
     for (const auto& [_, v] : s["exposed_comm_s"].items()) comm += v.get<double>();
     EXPECT_NEAR(s["compute_s"].get<double>() + comm + s["idle_s"].get<double>(), step, 1e-9 * step);
   }
+}
+
+// A stage's wait_s is its passes' waits for the calls beside their kernels (here TP userbuffer
+// calls outlasting their GEMMs), per micro-batch, as the costs price them: part of forward_s and
+// backward_s, not of compute_s. The text says so under the stage table only where there is one.
+TEST(Report, StagesWaitIsTheirPassesStalls) {
+  Plan p = plan();
+  p.sp = true;
+  p.tp_comm_overlap = true;
+  const Report r = simulated(p);
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const auto costs = compute_costs(m, pf, p, build_partition(m, pf, p));
+  double most = 0;
+  for (const auto& s : r.stages) {
+    const auto& c = costs.stages[static_cast<std::size_t>(s.index)];
+    const double stalls =
+        c.forward.overlap_stall() + c.backward.overlap_stall() + c.recompute.overlap_stall();
+    EXPECT_GT(stalls, 0.0) << s.index;
+    EXPECT_DOUBLE_EQ(s.wait_s, stalls) << s.index;
+    EXPECT_LT(s.wait_s, s.forward_s + s.backward_s) << s.index;
+    most = std::max(most, s.wait_s);
+  }
+  const std::string text = report_text(r);
+  EXPECT_NE(text.find("fwd/mb and bwd/mb include each pass's wait for the calls beside its "
+                      "kernels, up to " +
+                      format_seconds(most) + " a micro-batch"),
+            std::string::npos)
+      << text;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(report_json(r))["stages"][0]["wait_s"].get<double>(),
+                   r.stages[0].wait_s);
+
+  const Report plain = simulated(plan());
+  for (const auto& s : plain.stages) EXPECT_EQ(s.wait_s, 0.0) << s.index;
+  EXPECT_EQ(report_text(plain).find("include each pass's wait"), std::string::npos);
 }
 
 }  // namespace
