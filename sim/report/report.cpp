@@ -136,6 +136,14 @@ void fill_provenance(Report& r, const ReportInputs& in,
 
 }  // namespace
 
+const StageReport* stage_waiting_most(const Report& report) {
+  const StageReport* most = nullptr;
+  for (const auto& s : report.stages) {
+    if (s.wait_s > 0 && (!most || s.wait_s > most->wait_s)) most = &s;
+  }
+  return most;
+}
+
 Report make_report(const ReportInputs& in) {
   Report r;
   fill_headline(r, in);

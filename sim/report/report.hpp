@@ -158,6 +158,10 @@ struct ReportInputs {
 
 Report make_report(const ReportInputs& in);
 
+/// The stage whose passes wait longest for the calls beside their kernels (the first of equals),
+/// or null where no pass waits.
+const StageReport* stage_waiting_most(const Report& report);
+
 /// Every plan field as the report's "plan" object writes it, in the plan schema's order (the
 /// partition by the name of what was built); a sweep's CSV columns are its keys.
 nlohmann::ordered_json plan_json(const Plan& plan, const std::string& partition);

@@ -94,12 +94,10 @@ void stage_table(std::ostringstream& o, const Report& r) {
       << gib(s.peak_memory_bytes) << "</td></tr>\n";
   }
   o << "</table>\n";
-  double wait = 0;
-  for (const StageReport& s : r.stages) wait = std::max(wait, s.wait_s);
-  if (wait > 0) {
+  if (const StageReport* most = stage_waiting_most(r)) {
     o << "<p>Forward and backward include each pass's wait for the calls beside its kernels, up "
          "to "
-      << ms(wait) << " ms a micro-batch; compute is the kernels alone.</p>\n";
+      << ms(most->wait_s) << " ms a micro-batch; compute is the kernels alone.</p>\n";
   }
 }
 

@@ -223,11 +223,7 @@ void write_stages(const Report& r, std::ostringstream& o) {
       << pad_right(format_bytes(s.peak_memory_bytes), 12)
       << (s.chunks.size() == 1 && s.chunks[0].empty() ? "(empty stage)" : blocks) << "\n";
   }
-  const StageReport* most = nullptr;
-  for (const auto& s : r.stages) {
-    if (s.wait_s > 0 && (!most || s.wait_s > most->wait_s)) most = &s;
-  }
-  if (most) {
+  if (const StageReport* most = stage_waiting_most(r)) {
     o << "fwd/mb and bwd/mb include each pass's wait for the calls beside its kernels, up to "
       << format_seconds(most->wait_s) << " a micro-batch (stage " << most->index
       << "); compute is the kernels alone\n";
