@@ -1,0 +1,259 @@
+#include <string>
+#include <utility>
+
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/plan/context_rules.hpp"
+#include "sim/plan/deferral_rules.hpp"
+#include "sim/plan/expert_rules.hpp"
+#include "sim/plan/optimizer_rules.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
+
+// The rules a plan must meet before anything is priced, each failing as bad input that names the
+// flag or JSON path at fault. validate_plan runs them in a fixed order, so that a plan with
+// several faults always reports the same one.
+namespace trainsim {
+
+namespace {
+
+void require_divides(const PlanOrigin& origin, const char* field, std::int64_t divisor,
+                     const char* what, std::int64_t value) {
+  if (value % divisor != 0) {
+    fail_input(origin.of(field), "must divide " + std::string(what) + " (" + std::to_string(value) +
+                                     "), got " + std::to_string(divisor));
+  }
+}
+
+// Options that need another option, the model or the platform to mean anything.
+void validate_option_pairs(const Plan& plan, const Model& model, const Platform& platform,
+                           const PlanOrigin& origin) {
+  if (plan.seq_len <= 0) fail_input(origin.of("seq_len"), "is required (a positive integer)");
+  if (plan.recompute_modules != kRecomputeCoreAttn && plan.recompute != Recompute::kSelective) {
+    fail_input(
+        origin.of("recompute_modules"),
+        "needs " + origin.name("recompute") + " selective (got " + to_string(plan.recompute) + ")");
+  }
+  if ((plan.recompute_modules & kRecomputeMlaUpProj) != 0 && !model.mla.is_mla()) {
+    fail_input(origin.of("recompute_modules"),
+               "mla_up_proj needs a model with multi-head latent attention (Megatron-Core's rule)");
+  }
+  if (plan.attention_backend == AttentionBackend::kFlashAttn2 &&
+      !platform.flash_attn2_time_factor) {
+    fail_input(origin.of("attention_backend"),
+               "flash-attn2 needs the platform's attention_backends.flash_attn2_time_factor "
+               "(FlashAttention-2's time over the kernel database's fused attention); " +
+                   platform.name + " has none");
+  }
+  if (model.mtp_layers > 0 && plan.effective_framework() != Framework::kMegatron) {
+    fail_input(origin.of("mtp_num_layers"),
+               std::string("multi-token prediction is Megatron-Core's; ") +
+                   to_string(plan.effective_framework()) + " builds none (use 0)");
+  }
+}
+
+// Bounds that keep every product below int64 and the task graph within a machine's memory.
+void validate_sizes(const Plan& plan, const PlanOrigin& origin) {
+  constexpr std::int64_t kMaxGpus = std::int64_t{1} << 20;
+  constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 24;
+  constexpr double kMaxReplayedPasses = 1e8;  // GPUs x micro-batches x chunks
+  if (plan.seq_len > kMaxSeqLen) {
+    fail_input(origin.of("seq_len"), "must be at most " + format_grouped(kMaxSeqLen) +
+                                         " tokens, got " + format_grouped(plan.seq_len));
+  }
+  std::int64_t gpus = 1;
+  for (const auto& [field, size] : {std::pair{"tp", plan.tp}, std::pair{"pp", plan.pp},
+                                    std::pair{"dp", plan.dp}, std::pair{"cp", plan.cp}}) {
+    if (size > kMaxGpus / gpus) {
+      fail_input(origin.of(field), "makes the plan larger than " + format_grouped(kMaxGpus) +
+                                       " GPUs, the most trainsim simulates");
+    }
+    gpus *= size;
+  }
+  if (plan.mbs > kMaxSeqLen) {
+    fail_input(origin.of("mbs"), "must be at most " + format_grouped(kMaxSeqLen) + ", got " +
+                                     format_grouped(plan.mbs));
+  }
+  constexpr std::int64_t kMaxTokensPerStep = std::int64_t{1} << 40;
+  if (plan.global_batch() > kMaxTokensPerStep / plan.seq_len) {
+    fail_input(origin.of("gbs"), "times seq-len gives " + format_grouped(plan.global_batch()) +
+                                     " x " + format_grouped(plan.seq_len) +
+                                     " tokens per step, more than trainsim handles (" +
+                                     format_grouped(kMaxTokensPerStep) + ")");
+  }
+  const double replayed = static_cast<double>(gpus) * static_cast<double>(plan.vp) *
+                          static_cast<double>(plan.num_microbatches());
+  if (replayed > kMaxReplayedPasses) {
+    fail_input(
+        origin.of("gbs"),
+        "gives " + format_grouped(plan.num_microbatches()) + " micro-batches per step on " +
+            format_grouped(gpus) + " GPUs" +
+            (plan.vp > 1 ? " x " + std::to_string(plan.vp) + " chunks" : "") +
+            ": more than the 100,000,000 passes per step trainsim can replay; use a larger " +
+            origin.name("mbs") + " or a smaller " + origin.name("gbs"));
+  }
+}
+
+// The schedule's options: virtual stages, micro-batch groups and the overlapped exchanges.
+void validate_schedule_options(const Plan& plan, const PlanOrigin& origin) {
+  if (plan.vp > 1 && plan.schedule != ScheduleKind::kInterleaved) {
+    fail_input(origin.of("vp"), "virtual stages need " + origin.name("schedule") +
+                                    " interleaved (got " + std::string(to_string(plan.schedule)) +
+                                    ")");
+  }
+  if (plan.schedule == ScheduleKind::kInterleaved) {
+    if (plan.vp < 2)
+      fail_input(origin.of("schedule"), "interleaved needs " + origin.name("vp") + " 2 or more");
+    if (plan.pp < 2)
+      fail_input(origin.of("schedule"), "interleaved needs " + origin.name("pp") + " 2 or more");
+  }
+  if (plan.microbatch_group_size_per_vp_stage > 0 && plan.schedule != ScheduleKind::kInterleaved) {
+    fail_input(origin.of("microbatch_group_size_per_vp_stage"),
+               "applies to the interleaved schedule only");
+  }
+  if (plan.overlap_p2p_comm && plan.schedule != ScheduleKind::kInterleaved) {
+    fail_input(origin.of("overlap_p2p_comm"),
+               "applies to the interleaved schedule only: gpipe and 1f1b wait for their exchanges "
+               "on the compute stream (Megatron-LM turns the overlap off for them) and zb-h1 "
+               "always posts them asynchronously");
+  }
+}
+
+// Communication overlaps, the optimizer's sharding and the precision, as Megatron-LM and
+// DeepSpeed accept them.
+void validate_overlap_and_optimizer(const Plan& plan, const Platform& platform,
+                                    const PlanOrigin& origin) {
+  if (plan.tp_comm_overlap && plan.tp == 1) {
+    fail_input(origin.of("tp_comm_overlap"), "needs " + origin.name("tp") + " 2 or more");
+  }
+  if (plan.tp_comm_overlap && !plan.sp) {
+    // Megatron-LM: "Tensor parallel communication/GEMM overlap can happen only when sequence
+    // parallelism is enabled".
+    fail_input(origin.of("tp_comm_overlap"),
+               "needs " + origin.name("sp") + " (sequence parallelism)");
+  }
+  if (plan.overlap_param_gather && !plan.distributed_optimizer()) {
+    fail_input(origin.of("overlap_param_gather"), "needs the distributed optimizer (" +
+                                                      origin.name("zero") +
+                                                      " 1 or more), as in Megatron-LM");
+  }
+  if (plan.fp8_param_gather &&
+      (plan.precision != Precision::kFP8 || !plan.distributed_optimizer())) {
+    fail_input(origin.of("fp8_param_gather"),
+               "needs " + origin.name("precision") + " fp8 and the distributed optimizer (" +
+                   origin.name("zero") + " 1 or more), as in Megatron-LM");
+  }
+  if (plan.overlap_param_gather && !plan.overlap_grad_reduce) {
+    fail_input(origin.of("overlap_param_gather"),
+               "needs " + origin.name("overlap_grad_reduce") +
+                   ", as in Megatron-LM (the gathers reuse its buckets)");
+  }
+  if (plan.zero < 0 || plan.zero > 3) {
+    fail_input(origin.of("zero"),
+               "must be a ZeRO stage in [0, 3], got " + std::to_string(plan.zero));
+  }
+  if (plan.zero >= 2 && plan.pp > 1) {
+    fail_input(origin.of("zero"),
+               "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism "
+               "(DeepSpeed's PipelineEngine asserts it); use " +
+                   origin.name("zero") + " 1 or " + origin.name("pp") + " 1");
+  }
+  if (plan.precision == Precision::kFP8 && platform.gpu.peak_fp8_flops <= 0) {
+    fail_input(origin.of("precision"), "fp8 needs FP8 tensor cores; " + platform.gpu.name +
+                                           " has none (platform " + platform.name + ")");
+  }
+}
+
+void validate_shapes(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  // Shapes every framework must split evenly (vocabularies are padded instead; see check/).
+  require_divides(origin, "tp", plan.tp, "the attention heads", model.num_attention_heads);
+  require_divides(origin, "tp", plan.tp, "the KV heads", model.num_kv_heads);
+  require_divides(origin, "tp", plan.tp, "the FFN hidden size", model.ffn_hidden_size);
+  if (plan.pp > model.num_layers) {
+    fail_input(origin.of("pp"),
+               "exceeds the number of layers (" + std::to_string(model.num_layers) + ")");
+  }
+  const std::int64_t per_step = plan.mbs * plan.dp;
+  if (plan.gbs > 0 && plan.gbs < per_step) {
+    fail_input(origin.of("gbs"), "must be at least mbs x dp (" + std::to_string(plan.mbs) + " x " +
+                                     std::to_string(plan.dp) + " = " + std::to_string(per_step) +
+                                     "), got " + std::to_string(plan.gbs));
+  }
+  if (plan.sp && plan.tp == 1) {
+    fail_input(origin.of("sp"), "sequence parallelism needs " + origin.name("tp") + " 2 or more");
+  }
+}
+
+void validate_interleaving(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  // Megatron-LM counts the embedding and the loss as layers when told to account for them.
+  const std::int64_t units = model.num_layers +
+                             (plan.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                             (plan.account_for_loss_in_pipeline_split ? 1 : 0);
+  if (plan.schedule == ScheduleKind::kInterleaved && plan.pp * plan.vp > units) {
+    fail_input(origin.of("vp"),
+               "pp x vp = " + std::to_string(plan.pp * plan.vp) +
+                   " virtual stages exceed the number of layers (" + std::to_string(units) +
+                   (units > model.num_layers ? ", embedding and loss included" : "") + ")");
+  }
+  if (plan.schedule == ScheduleKind::kInterleaved) {
+    const ScheduleConfig sc = schedule_config(plan);
+    const std::string problem = interleaving_problem(sc);
+    if (!problem.empty()) {
+      fail_input(origin.of(plan.microbatch_group_size_per_vp_stage > 0
+                               ? "microbatch_group_size_per_vp_stage"
+                               : "gbs"),
+                 "Megatron-LM's interleaved schedule refuses " + std::to_string(sc.microbatches) +
+                     " micro-batches per step with pp " + std::to_string(plan.pp) +
+                     " and groups of " +
+                     std::to_string(sc.group_size > 0 ? sc.group_size : plan.pp) + ": " + problem);
+    }
+  }
+}
+
+// The plan against its own totals, the model's positions and its partition rule.
+void validate_totals(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  if (plan.gpus > 0 && plan.gpus != plan.world_size()) {
+    fail_input(origin.of("gpus"), "is " + std::to_string(plan.gpus) + " but tp x pp x dp" +
+                                      (plan.cp > 1 ? " x cp" : "") + " = " +
+                                      std::to_string(plan.tp) + " x " + std::to_string(plan.pp) +
+                                      " x " + std::to_string(plan.dp) +
+                                      (plan.cp > 1 ? " x " + std::to_string(plan.cp) : "") + " = " +
+                                      std::to_string(plan.world_size()));
+  }
+  if (model.position_embedding == PositionEmbedding::kLearned &&
+      plan.seq_len > model.max_position_embeddings) {
+    fail_input(origin.of("seq_len"), "exceeds the model's learned positions (" +
+                                         std::to_string(model.max_position_embeddings) + ")");
+  }
+  const bool uneven =
+      plan.decoder_first_pipeline_num_layers >= 0 || plan.decoder_last_pipeline_num_layers >= 0 ||
+      plan.account_for_embedding_in_pipeline_split || plan.account_for_loss_in_pipeline_split;
+  if (uneven && plan.partition != "uniform") {
+    const char* field =
+        plan.decoder_first_pipeline_num_layers >= 0    ? "decoder_first_pipeline_num_layers"
+        : plan.decoder_last_pipeline_num_layers >= 0   ? "decoder_last_pipeline_num_layers"
+        : plan.account_for_embedding_in_pipeline_split ? "account_for_embedding_in_pipeline_split"
+                                                       : "account_for_loss_in_pipeline_split";
+    fail_input(origin.of(field), "is a Megatron-LM option of the uniform partition, not of \"" +
+                                     plan.partition + "\"");
+  }
+}
+
+}  // namespace
+
+void validate_plan(const Plan& plan, const Model& model, const Platform& platform,
+                   const PlanOrigin& origin) {
+  validate_option_pairs(plan, model, platform, origin);
+  validate_sizes(plan, origin);
+  validate_schedule_options(plan, origin);
+  validate_overlap_and_optimizer(plan, platform, origin);
+  validate_shapes(plan, model, origin);
+  validate_context_parallelism(plan, model, origin);
+  validate_expert_parallelism(plan, model, origin);
+  validate_optimizer_instances(plan, origin);
+  validate_wgrad_deferral(plan, model, origin);
+  validate_interleaving(plan, model, origin);
+  validate_totals(plan, model, origin);
+}
+
+}  // namespace trainsim
