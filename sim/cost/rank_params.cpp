@@ -55,4 +55,80 @@ std::int64_t layer_params_per_rank(const Model& m, const Plan& plan, bool moe_la
   return n;
 }
 
+namespace {
+
+// What each GPU holds of one decoder layer of either kind, of its GEMM weights (all but the norms
+// and the router; biases are left in: a few thousand parameters a layer) and of its experts (held
+// apart from the dense weights only when EP re-divides the GPUs).
+struct LayerShares {
+  std::int64_t moe, dense, moe_gemms, dense_gemms, experts;
+  LayerShares(const Model& model, const Plan& plan)
+      : moe(layer_params_per_rank(model, plan)),
+        dense(layer_params_per_rank(model, plan, false)),
+        moe_gemms(moe - count_params(model).layer_norms - router_params(model)),
+        dense_gemms(dense - count_params(model).layer_norms),
+        experts(plan.ep > 1 ? expert_params_per_rank(model, plan) : 0) {}
+  void add_layer(StageParams& sp, bool moe_layer) const {
+    sp.per_gpu += moe_layer ? moe : dense;
+    sp.gemm_per_gpu += moe_layer ? moe_gemms : dense_gemms;
+    if (moe_layer) sp.expert_per_gpu += experts;
+  }
+};
+
+}  // namespace
+
+StageParams stage_params(const Model& model, const Plan& plan, const Partition& partition,
+                         std::int64_t stage, std::int64_t padded_vocab) {
+  const ParamCount pc = count_params(model);
+  const LayerShares layer(model, plan);
+  const std::int64_t vocab_rows = padded_vocab / plan.tp;
+  StageParams sp;
+  bool mtp_embedding_counted = false;
+  const auto& range = partition.stages[static_cast<std::size_t>(stage)];
+  for (auto i = range.begin; i < range.end; ++i) {
+    const Block& block = partition.blocks[static_cast<std::size_t>(i)];
+    switch (block.kind) {
+      case BlockKind::kEmbedding:
+        sp.params += pc.embedding();
+        sp.per_gpu += vocab_rows * model.hidden_size + pc.position_embedding;
+        break;
+      case BlockKind::kDecoder: {
+        const bool moe = is_moe_layer(model, block.layer);
+        sp.params += pc.layer(moe);
+        layer.add_layer(sp, moe);
+        break;
+      }
+      case BlockKind::kMtp: {
+        // Its decoder layer, the projection split over TP, three norms replicated.
+        const std::int64_t projection = 2 * model.hidden_size * model.hidden_size / plan.tp;
+        sp.params += mtp_module_params(model);
+        layer.add_layer(sp, mtp_layer_is_moe(model));
+        sp.per_gpu += projection + 3 * norm_params(model, model.hidden_size);
+        sp.gemm_per_gpu += projection;
+        // The module embeds the tokens ahead: away from the embedding's stage, with a copy.
+        if (!partition.holds(stage, BlockKind::kEmbedding) && !mtp_embedding_counted) {
+          sp.per_gpu += vocab_rows * model.hidden_size;
+        }
+        mtp_embedding_counted = true;
+        break;
+      }
+      case BlockKind::kFinalNorm:
+        sp.params += pc.final_norm;
+        sp.per_gpu += pc.final_norm;
+        break;
+      case BlockKind::kLmHead:
+        sp.params += pc.lm_head;
+        // A tied LM head reuses the embedding; on another stage it is a synchronised copy.
+        if (!model.tied_embeddings || !partition.holds(stage, BlockKind::kEmbedding)) {
+          sp.per_gpu += vocab_rows * model.hidden_size;
+        }
+        break;
+      case BlockKind::kCast:
+      case BlockKind::kLoss:
+        break;
+    }
+  }
+  return sp;
+}
+
 }  // namespace trainsim

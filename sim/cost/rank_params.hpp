@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "sim/model/model.hpp"
+#include "sim/plan/partition.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {
@@ -18,5 +19,18 @@ std::int64_t layer_params_per_rank(const Model& model, std::int64_t tp);
 std::int64_t layer_params_per_rank(const Model& model, const Plan& plan, bool moe_layer = true);
 /// Parameters of one MoE layer's routed experts held by each GPU (0 for a dense model).
 std::int64_t expert_params_per_rank(const Model& model, const Plan& plan);
+
+/// The parameters of one pipeline stage's blocks (its GPU's model chunks): logical ones, those
+/// each GPU of the stage holds (TP shards, the padded vocabulary, a synchronised copy of a tied
+/// LM head or of the embedding a multi-token-prediction module uses), and of those the experts
+/// EP splits and the decoder layers' GEMM weights.
+struct StageParams {
+  std::int64_t params = 0;
+  std::int64_t per_gpu = 0;
+  std::int64_t expert_per_gpu = 0;
+  std::int64_t gemm_per_gpu = 0;
+};
+StageParams stage_params(const Model& model, const Plan& plan, const Partition& partition,
+                         std::int64_t stage, std::int64_t padded_vocab);
 
 }  // namespace trainsim

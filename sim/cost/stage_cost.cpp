@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "sim/cost/fp8_amax.hpp"
 #include "sim/cost/pass_groups.hpp"
@@ -244,6 +245,39 @@ void add_optimizer(StageCost& sc, const Plan& plan, const Costing& costing) {
   add_pass(sc.optimizer, "optimizer", opt, 1, costing);
 }
 
+// A stage's passes, its blocks in model order; decoder kernels are costed once per kind (`shapes`:
+// a mixture-of-experts model's MoE layers, then its dense ones) and repeated per layer.
+void add_stage_passes(StageCost& sc, const Model& model, const Plan& plan,
+                      const Partition& partition, std::int64_t s,
+                      const std::pair<LayerShape, LayerShape>& shapes, const Costing& costing) {
+  const auto& [shape, dense_shape] = shapes;
+  const DecoderKinds decoders = decoder_kinds(model, partition, s);
+  bool decoders_added = false;
+  const bool defers = plan.defer_embedding_wgrad_compute && partition.holds(s, BlockKind::kLmHead);
+  const auto add = [&](BlockKind kind, const LayerShape& of, std::int64_t count) {
+    add_block_passes(sc, kind, of, count, plan, costing, defers);
+  };
+  const auto& range = partition.stages[static_cast<std::size_t>(s)];
+  for (auto i = range.begin; i < range.end; ++i) {
+    const auto kind = partition.blocks[static_cast<std::size_t>(i)].kind;
+    if (kind == BlockKind::kMtp) {
+      add(kind, shape, 1);
+      LayerShape layer = mtp_layer_is_moe(model) ? shape : dense_shape;
+      layer.tp_comm_overlap = mtp_layer_tp_overlap(model, plan);
+      add(BlockKind::kDecoder, layer, 1);
+    } else if (kind != BlockKind::kDecoder) {
+      add(kind, shape, block_runs(kind, model));
+    } else if (!decoders_added) {
+      decoders_added = true;
+      // Dense layers first (a pass's collectives keep the order of their first kind).
+      add(kind, dense_shape, decoders.dense);
+      add(kind, with_local_attention(model, dense_shape), decoders.dense_local);
+      add(kind, shape, decoders.moe);
+      add(kind, with_local_attention(model, shape), decoders.moe_local);
+    }
+  }
+}
+
 }  // namespace
 
 CostModel compute_costs(const Model& model, const Platform& platform, const Plan& plan,
@@ -253,96 +287,20 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   // A mixture-of-experts model's MoE layers and its dense layers (a dense model's every layer).
   const LayerShape shape = layer_shape(model, plan, cm.padded_vocab);
   const LayerShape dense_shape = layer_shape(model, plan, cm.padded_vocab, false);
-  const ParamCount pc = count_params(model);
-  const std::int64_t moe_rank = layer_params_per_rank(model, plan);
-  const std::int64_t dense_rank = layer_params_per_rank(model, plan, false);
-  // Of those, the GEMM weights: all but the norms and the router (biases are left in: a few
-  // thousand parameters a layer).
-  const std::int64_t moe_gemms = moe_rank - pc.layer_norms - router_params(model);
-  const std::int64_t dense_gemms = dense_rank - pc.layer_norms;
-  // Experts held apart from the dense weights only when EP re-divides the GPUs.
-  const std::int64_t layer_experts = plan.ep > 1 ? expert_params_per_rank(model, plan) : 0;
-  const std::int64_t vocab_rows = cm.padded_vocab / plan.tp;
   const Costing costing(platform, plan);
 
   // What an empty stage passes on: the hidden states it received.
   double message = block_output_bytes(Block{BlockKind::kDecoder}, shape);
   for (std::int64_t s = 0; s < partition.num_stages(); ++s) {
     StageCost sc;
-    const DecoderKinds decoders = decoder_kinds(model, partition, s);
-    // Blocks run in model order; decoder kernels are costed once per kind and repeated per layer.
-    bool decoders_added = false;
-    bool mtp_embedding_counted = false;
-    const bool defers =
-        plan.defer_embedding_wgrad_compute && partition.holds(s, BlockKind::kLmHead);
-    const auto add = [&](BlockKind kind, const LayerShape& of, std::int64_t count) {
-      add_block_passes(sc, kind, of, count, plan, costing, defers);
-    };
-    const auto& range = partition.stages[static_cast<std::size_t>(s)];
-    for (auto i = range.begin; i < range.end; ++i) {
-      const auto kind = partition.blocks[static_cast<std::size_t>(i)].kind;
-      if (kind == BlockKind::kMtp) {
-        add(kind, shape, 1);
-        LayerShape layer = mtp_layer_is_moe(model) ? shape : dense_shape;
-        layer.tp_comm_overlap = mtp_layer_tp_overlap(model, plan);
-        add(BlockKind::kDecoder, layer, 1);
-      } else if (kind != BlockKind::kDecoder) {
-        add(kind, shape, block_runs(kind, model));
-      } else if (!decoders_added) {
-        decoders_added = true;
-        // Dense layers first (a pass's collectives keep the order of their first kind).
-        add(kind, dense_shape, decoders.dense);
-        add(kind, with_local_attention(model, dense_shape), decoders.dense_local);
-        add(kind, shape, decoders.moe);
-        add(kind, with_local_attention(model, shape), decoders.moe_local);
-      }
-      switch (kind) {
-        case BlockKind::kEmbedding:
-          sc.params += pc.embedding();
-          sc.params_per_gpu += vocab_rows * model.hidden_size + pc.position_embedding;
-          break;
-        case BlockKind::kDecoder: {
-          const bool moe = is_moe_layer(model, partition.blocks[static_cast<std::size_t>(i)].layer);
-          sc.params += pc.layer(moe);
-          sc.params_per_gpu += moe ? moe_rank : dense_rank;
-          sc.gemm_params_per_gpu += moe ? moe_gemms : dense_gemms;
-          if (moe) sc.expert_params_per_gpu += layer_experts;
-          break;
-        }
-        case BlockKind::kMtp: {
-          // Its decoder layer, the projection split over TP, three norms replicated.
-          const bool moe = mtp_layer_is_moe(model);
-          const std::int64_t projection = 2 * model.hidden_size * model.hidden_size / plan.tp;
-          sc.params += mtp_module_params(model);
-          sc.params_per_gpu += (moe ? moe_rank : dense_rank) + projection +
-                               3 * norm_params(model, model.hidden_size);
-          sc.gemm_params_per_gpu += (moe ? moe_gemms : dense_gemms) + projection;
-          if (moe) sc.expert_params_per_gpu += layer_experts;
-          // The module embeds the tokens ahead: away from the embedding's stage, with a copy.
-          if (!partition.holds(s, BlockKind::kEmbedding) && !mtp_embedding_counted) {
-            sc.params_per_gpu += vocab_rows * model.hidden_size;
-          }
-          mtp_embedding_counted = true;
-          break;
-        }
-        case BlockKind::kFinalNorm:
-          sc.params += pc.final_norm;
-          sc.params_per_gpu += pc.final_norm;
-          break;
-        case BlockKind::kLmHead:
-          sc.params += pc.lm_head;
-          // A tied LM head reuses the embedding; on another stage it is a synchronised copy.
-          if (!model.tied_embeddings || !partition.holds(s, BlockKind::kEmbedding)) {
-            sc.params_per_gpu += vocab_rows * model.hidden_size;
-          }
-          break;
-        case BlockKind::kCast:
-        case BlockKind::kLoss:
-          break;
-      }
-    }
+    add_stage_passes(sc, model, plan, partition, s, {shape, dense_shape}, costing);
     if (const Block* last = partition.last_block(s)) message = block_output_bytes(*last, shape);
     sc.p2p_bytes = message;
+    const StageParams held = stage_params(model, plan, partition, s, cm.padded_vocab);
+    sc.params = held.params;
+    sc.params_per_gpu = held.per_gpu;
+    sc.expert_params_per_gpu = held.expert_per_gpu;
+    sc.gemm_params_per_gpu = held.gemm_per_gpu;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * grad_reduce_bytes(plan);
     add_amax_reductions(sc);
     add_optimizer(sc, plan, costing);
