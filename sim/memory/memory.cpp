@@ -203,83 +203,114 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   return a;
 }
 
+namespace {
+
+// What one stage's blocks keep are priced with: the micro-batch's shape, the logits elements per
+// GPU (of the main model and of each multi-token-prediction module: `runs`), each decoder kind's
+// activations.
+struct BlockInputs {
+  const Model& model;
+  const Plan& plan;
+  const ActivationOptions& o;
+  Shape s;
+  double runs;
+  double logits;
+  double vocab_rows;  // the padded vocabulary's rows on one TP rank
+  LayerActivations moe_layer;
+  LayerActivations dense_layer;
+  BlockInputs(const Model& m, const Plan& p, const ActivationOptions& opts,
+              std::int64_t padded_vocab)
+      : model(m),
+        plan(p),
+        o(opts),
+        s(shape_of(m, p)),
+        runs(d(1 + m.mtp_layers)),
+        logits(s.tokens * d(padded_vocab) / s.t * runs),
+        vocab_rows(d(padded_vocab) / s.t),
+        moe_layer(layer_activations(m, p, opts, true)),
+        dense_layer(layer_activations(m, p, opts, false)) {}
+  double hidden() const { return kActBytes * s.tokens * s.h / s.r; }  // one hidden state
+};
+
+// The LM head keeps its input, once for the main model and once for each multi-token-prediction
+// module. Deferring its weight gradient, a backward keeps that input and the BF16 gradient of the
+// logits to the flush (Megatron-LM's embedding_activation_buffer and grad_output_buffer).
+void add_lm_head(PassFootprint& f, const BlockInputs& in) {
+  f.saved += in.hidden() * in.runs;
+  if (in.plan.defer_embedding_wgrad_compute) {
+    f.deferred += in.hidden() * in.runs + kActBytes * in.logits;
+    f.deferrals = in.plan.deferred_lm_head_wgrads();
+  }
+}
+
+// Vocabulary-parallel cross-entropy: an fp32 copy of the logits turned into the softmax in place
+// and kept for the backward; the BF16 logits live beside it while the loss runs (the fused one's
+// second fp32 tensor too), and the BF16 logits gradient beside it in the backward. With
+// multi-token prediction every module's softmax is kept; their BF16 logits and gradients come one
+// at a time.
+void add_loss(PassFootprint& f, const BlockInputs& in, bool holds_lm_head) {
+  f.saved += kFp32 * in.logits;
+  const double fused = in.o.fused_cross_entropy ? kFp32 * in.logits / in.runs : 0.0;
+  if (holds_lm_head) {
+    f.forward_transient = std::max(f.forward_transient, kActBytes * in.logits / in.runs + fused);
+  } else {
+    f.saved += kActBytes * in.logits;  // received from the previous stage, held
+    f.forward_transient = std::max(f.forward_transient, fused);
+  }
+  f.backward_transient = std::max(f.backward_transient, kActBytes * in.logits / in.runs);
+}
+
+// Adds what `block` keeps to `f`; returns its parameters per GPU (for ZeRO's working set).
+double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bool holds_lm_head) {
+  const Model& model = in.model;
+  const double T = in.s.tokens;
+  switch (block.kind) {
+    case BlockKind::kEmbedding:
+      // Token ids (Megatron's estimator: "input to embedding"), and the dropout mask.
+      f.saved += kTokenIdBytes * T;
+      if (in.o.hidden_dropout) f.saved += kMaskBytes * T * in.s.h / in.s.r;
+      return in.vocab_rows * in.s.h + d(count_params(model).position_embedding);
+    case BlockKind::kDecoder:
+    case BlockKind::kMtp: {
+      const bool moe = block.kind == BlockKind::kMtp ? mtp_layer_is_moe(model)
+                                                     : is_moe_layer(model, block.layer);
+      const LayerActivations& layer = moe ? in.moe_layer : in.dense_layer;
+      // A multi-token-prediction module's decoder layer, and its token ids ahead, the two norms'
+      // inputs, the projection's input (both norms' outputs) and the final norm's input.
+      f.saved += block.kind == BlockKind::kMtp
+                     ? layer.saved + kTokenIdBytes * T + 5.0 * kActBytes * T * in.s.h / in.s.r
+                     : layer.saved;
+      f.backward_transient = std::max(f.backward_transient, layer.recompute);
+      return d(layer_params_per_rank(model, in.plan, moe));
+    }
+    case BlockKind::kFinalNorm:
+      f.saved += in.hidden();  // the norm's input
+      return 0;
+    case BlockKind::kLmHead:
+      add_lm_head(f, in);
+      return in.vocab_rows * in.s.h;
+    case BlockKind::kCast:
+      return 0;  // its fp32 output is the loss's input, counted there
+    case BlockKind::kLoss:
+      add_loss(f, in, holds_lm_head);
+      return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
 PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partition& partition,
                               std::int64_t stage, std::int64_t padded_vocab,
                               const ActivationOptions& o) {
-  const Shape s = shape_of(model, plan);
-  const double T = s.tokens;
-  // Logits elements per GPU, of the main model and of each multi-token-prediction module.
-  const double runs = d(1 + model.mtp_layers);
-  const double logits = T * d(padded_vocab) / s.t * runs;
-  const LayerActivations moe_layer = layer_activations(model, plan, o, true);
-  const LayerActivations dense_layer = layer_activations(model, plan, o, false);
-  const ParamCount pc = count_params(model);
-
+  const BlockInputs in(model, plan, o, padded_vocab);
+  const bool holds_lm_head = partition.holds(stage, BlockKind::kLmHead);
   PassFootprint f;
   double largest_block = 0;  // parameters per GPU of the stage's largest block (ZeRO 2/3)
   const auto& range = partition.stages[static_cast<std::size_t>(stage)];
   for (auto i = range.begin; i < range.end; ++i) {
-    switch (partition.blocks[static_cast<std::size_t>(i)].kind) {
-      case BlockKind::kEmbedding:
-        // Token ids (Megatron's estimator: "input to embedding"), and the dropout mask.
-        f.saved += kTokenIdBytes * T;
-        if (o.hidden_dropout) f.saved += kMaskBytes * T * s.h / s.r;
-        largest_block =
-            std::max(largest_block, d(padded_vocab) / s.t * s.h + d(pc.position_embedding));
-        break;
-      case BlockKind::kDecoder: {
-        const bool moe = is_moe_layer(model, partition.blocks[static_cast<std::size_t>(i)].layer);
-        const LayerActivations& layer = moe ? moe_layer : dense_layer;
-        f.saved += layer.saved;
-        f.backward_transient = std::max(f.backward_transient, layer.recompute);
-        largest_block = std::max(largest_block, d(layer_params_per_rank(model, plan, moe)));
-        break;
-      }
-      case BlockKind::kMtp: {
-        // Its decoder layer's; the token ids ahead, the two norms' inputs, the projection's
-        // input (both norms' outputs) and the final norm's input.
-        const LayerActivations& layer = mtp_layer_is_moe(model) ? moe_layer : dense_layer;
-        f.saved += layer.saved + kTokenIdBytes * T + 5.0 * kActBytes * T * s.h / s.r;
-        f.backward_transient = std::max(f.backward_transient, layer.recompute);
-        largest_block =
-            std::max(largest_block, d(layer_params_per_rank(model, plan, mtp_layer_is_moe(model))));
-        break;
-      }
-      case BlockKind::kFinalNorm:
-        f.saved += kActBytes * T * s.h / s.r;  // the norm's input
-        break;
-      case BlockKind::kLmHead:
-        // Its input, once for the main model and once for each multi-token-prediction module.
-        f.saved += kActBytes * T * s.h / s.r * runs;
-        largest_block = std::max(largest_block, d(padded_vocab) / s.t * s.h);
-        // Deferring its weight gradient, a backward keeps that input and the BF16 gradient of
-        // the logits to the flush (Megatron-LM's embedding_activation_buffer and
-        // grad_output_buffer).
-        if (plan.defer_embedding_wgrad_compute) {
-          f.deferred += kActBytes * T * s.h / s.r * runs + kActBytes * logits;
-          f.deferrals = plan.deferred_lm_head_wgrads();
-        }
-        break;
-      case BlockKind::kCast:
-        break;  // its fp32 output is the loss's input, counted there
-      case BlockKind::kLoss: {
-        // Vocabulary-parallel cross-entropy: an fp32 copy of the logits turned into the softmax
-        // in place and kept for the backward; the BF16 logits live beside it while the loss
-        // runs (the fused one's second fp32 tensor too), and the BF16 logits gradient beside it
-        // in the backward. With multi-token prediction every module's softmax is kept; their
-        // BF16 logits and gradients come one at a time.
-        f.saved += kFp32 * logits;
-        const double fused = o.fused_cross_entropy ? kFp32 * logits / runs : 0.0;
-        if (partition.holds(stage, BlockKind::kLmHead)) {
-          f.forward_transient = std::max(f.forward_transient, kActBytes * logits / runs + fused);
-        } else {
-          f.saved += kActBytes * logits;  // received from the previous stage, held
-          f.forward_transient = std::max(f.forward_transient, fused);
-        }
-        f.backward_transient = std::max(f.backward_transient, kActBytes * logits / runs);
-        break;
-      }
-    }
+    const Block& block = partition.blocks[static_cast<std::size_t>(i)];
+    largest_block = std::max(largest_block, add_block(f, in, block, holds_lm_head));
   }
   // ZeRO working set: one block's full gradients before their reduce-scatter (stage >= 2); the
   // gathered weights of the running and the prefetched block (stage 3).
