@@ -148,6 +148,80 @@ bool has_errors(const std::vector<Diagnostic>& diagnostics) {
                      [](const Diagnostic& d) { return d.severity == Severity::kError; });
 }
 
+// One replay of the plan's step: which GPUs it replays, their task graph and what the engine
+// made of it.
+struct Replayed {
+  ReplayChoice replay;
+  TaskGraph graph;
+  SimResult sim;
+};
+
+Replayed replay_step(const ResolvedInputs& in, const CostModel& costs, const RunOptions& opt,
+                     ProgressLine& progress, std::ostream& out) {
+  const Topology topology(in.platform, in.plan.world_size());
+  ReplayChoice replay =
+      choose_replay(in.plan, topology, in.engine == EngineKind::kSimGrid, opt.full_simulation);
+  progress.phase("building the task graph");
+  TaskGraph graph = build_task_graph(in.plan, costs, replay.replay, replay.chains);
+  if (opt.dump_graph) {
+    Outputs::write(*opt.dump_graph, task_graph_to_json(graph).dump() + "\n", out);
+  }
+  EngineOptions engine_options;
+  engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
+  engine_options.keep_timelines = opt.trace || opt.svg || opt.html;
+  engine_options.list_collectives = true;
+  ProgressCounter replayed;
+  engine_options.progress = &replayed;
+  progress.phase(in.engine == EngineKind::kSimGrid ? "replaying the step on SimGrid, ops"
+                                                   : "replaying the step, ops",
+                 &replayed);
+  SimResult sim = simulate(graph, topology, in.engine, engine_options);
+  return {std::move(replay), std::move(graph), std::move(sim)};
+}
+
+// `trainsim run` once the plan is costed: replay the step, then write the trace, the diagram,
+// the report with its diagnostics and priced fixes, and the page.
+int run_plan(const ResolvedInputs& in, const Partition& partition, const CostModel& costs,
+             const RunOptions& opt, const Outputs& outputs, ProgressLine& progress,
+             std::ostream& out) {
+  const Replayed r = replay_step(in, costs, opt, progress, out);
+  progress.phase("writing the outputs");
+  // The memory timeline the trace's counter and the page's curves follow.
+  const std::optional<MemoryModel> memory =
+      opt.trace || opt.html
+          ? std::optional(compute_memory(in.model, in.platform, in.plan, partition, costs))
+          : std::nullopt;
+  if (opt.trace) {
+    Outputs::write(*opt.trace,
+                   trace_json({in.plan, in.platform, partition, costs, r.graph, r.sim, *memory}),
+                   out);
+  }
+  const std::string diagram =
+      opt.svg || opt.html
+          ? pipeline_svg(in.plan, r.sim, pipeline_title(in.plan, in.model.name, in.platform.name))
+          : std::string();
+  if (opt.svg) Outputs::write(*opt.svg, diagram, out);
+  // Fixes are priced with the analytic engine and the symmetric replay where the layout allows
+  // it (evaluate()). A run on that engine without --full-simulation is that same simulation of
+  // the plan, so its step time is the baseline; SimGrid's (contention) or the full replay's is
+  // not, and the plan space then prices the baseline itself: fixes compare like with like.
+  const bool same_simulator = in.engine == EngineKind::kAnalytic && !opt.full_simulation;
+  progress.phase("diagnosing the plan and pricing fixes");
+  const std::vector<Diagnostic> diagnostics =
+      diagnose(in.model, in.platform, in.plan, partition, costs, {},
+               same_simulator ? std::optional<double>(r.sim.step_time_s) : std::nullopt);
+  ReportInputs ri{in.model,    in.platform,      in.plan,           partition,   costs,
+                  r.sim,       in.scenario_name, input_records(in), diagnostics, r.replay.why_full,
+                  in.published};
+  const Report report = make_report(ri);
+  if (opt.html) {
+    Outputs::write(*opt.html,
+                   report_html({report, diagram, stage_memory_curves(in, r.sim, *memory)}), out);
+  }
+  emit(report, opt, outputs, out);
+  return opt.strict && has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
+}
+
 int run_or_check(const std::string& command, const std::vector<std::string>& args,
                  std::ostream& out) {
   RunOptions opt = parse_run_options(command, args);
@@ -162,65 +236,11 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   progress.phase("costing the plan");
   const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);
   const CostModel costs = compute_costs(in.model, in.platform, in.plan, partition);
-  if (command == "check") {
-    progress.phase("checking the plan");
-    const auto diagnostics = diagnose(in.model, in.platform, in.plan, partition, costs);
-    print_diagnostics(diagnostics, opt.format, out);
-    return has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
-  }
-
-  const Topology topology(in.platform, in.plan.world_size());
-  const ReplayChoice replay =
-      choose_replay(in.plan, topology, in.engine == EngineKind::kSimGrid, opt.full_simulation);
-  progress.phase("building the task graph");
-  const TaskGraph graph = build_task_graph(in.plan, costs, replay.replay, replay.chains);
-  if (opt.dump_graph) {
-    Outputs::write(*opt.dump_graph, task_graph_to_json(graph).dump() + "\n", out);
-  }
-  EngineOptions engine_options;
-  engine_options.compute_slowdown = in.platform.overlap.compute_slowdown;
-  engine_options.keep_timelines = opt.trace || opt.svg || opt.html;
-  engine_options.list_collectives = true;
-  ProgressCounter replayed;
-  engine_options.progress = &replayed;
-  progress.phase(in.engine == EngineKind::kSimGrid ? "replaying the step on SimGrid, ops"
-                                                   : "replaying the step, ops",
-                 &replayed);
-  const SimResult sim = simulate(graph, topology, in.engine, engine_options);
-  progress.phase("writing the outputs");
-  // The memory timeline the trace's counter and the page's curves follow.
-  const std::optional<MemoryModel> memory =
-      opt.trace || opt.html
-          ? std::optional(compute_memory(in.model, in.platform, in.plan, partition, costs))
-          : std::nullopt;
-  if (opt.trace) {
-    Outputs::write(*opt.trace,
-                   trace_json({in.plan, in.platform, partition, costs, graph, sim, *memory}), out);
-  }
-  const std::string diagram =
-      opt.svg || opt.html
-          ? pipeline_svg(in.plan, sim, pipeline_title(in.plan, in.model.name, in.platform.name))
-          : std::string();
-  if (opt.svg) Outputs::write(*opt.svg, diagram, out);
-  // Fixes are priced with the analytic engine and the symmetric replay where the layout allows
-  // it (evaluate()). A run on that engine without --full-simulation is that same simulation of
-  // the plan, so its step time is the baseline; SimGrid's (contention) or the full replay's is
-  // not, and the plan space then prices the baseline itself: fixes compare like with like.
-  const bool same_simulator = in.engine == EngineKind::kAnalytic && !opt.full_simulation;
-  progress.phase("diagnosing the plan and pricing fixes");
-  const std::vector<Diagnostic> diagnostics =
-      diagnose(in.model, in.platform, in.plan, partition, costs, {},
-               same_simulator ? std::optional<double>(sim.step_time_s) : std::nullopt);
-  ReportInputs ri{in.model,    in.platform,      in.plan,           partition,   costs,
-                  sim,         in.scenario_name, input_records(in), diagnostics, replay.why_full,
-                  in.published};
-  const Report report = make_report(ri);
-  if (opt.html) {
-    Outputs::write(*opt.html, report_html({report, diagram, stage_memory_curves(in, sim, *memory)}),
-                   out);
-  }
-  emit(report, opt, outputs, out);
-  return opt.strict && has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
+  if (command == "run") return run_plan(in, partition, costs, opt, outputs, progress, out);
+  progress.phase("checking the plan");
+  const auto diagnostics = diagnose(in.model, in.platform, in.plan, partition, costs);
+  print_diagnostics(diagnostics, opt.format, out);
+  return has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
 }
 
 int validate_command(const std::vector<std::string>& args, std::ostream& out) {
