@@ -247,8 +247,11 @@ std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpu
   return out;
 }
 
-std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_node) {
-  std::vector<Plan> out = smaller_pp(plan);
+namespace {
+
+// The plan's neighbours in its layout: twice the PP or TP from the DP, half the TP, half or
+// twice the virtual stages (interleaving a plain pipeline).
+void add_layout_neighbours(std::vector<Plan>& out, const Plan& plan, std::int64_t gpus_per_node) {
   if (plan.dp % 2 == 0) {
     Plan p = plan;
     p.pp *= 2;
@@ -271,6 +274,11 @@ std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_nod
       out.push_back(p);
     }
   }
+}
+
+// The plan's neighbours in its other settings: micro-batch size, recomputation, CP, optimizer
+// instances and EP.
+void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan) {
   for (const std::int64_t mbs : {plan.mbs * 2, plan.mbs / 2}) {
     if (mbs < 1) continue;
     Plan p = plan;
@@ -307,6 +315,14 @@ std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_nod
       out.push_back(p);
     }
   }
+}
+
+}  // namespace
+
+std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_node) {
+  std::vector<Plan> out = smaller_pp(plan);
+  add_layout_neighbours(out, plan, gpus_per_node);
+  add_setting_neighbours(out, plan);
   return out;
 }
 
