@@ -45,17 +45,10 @@ std::string number(double x) {
   return o.str();
 }
 
-}  // namespace
-
-KernelDatabase build_published_database(const std::filesystem::path& refdata_dir,
-                                        const std::string& cited_as) {
-  std::vector<KernelDbEntry> entries;
-  KernelDbMeta meta;
-  meta.gpu_name = "NVIDIA H100 SXM5 80GB";
-  meta.sm_count = 132;
-  meta.l2_MiB = 50;
-
-  // GEMM ceilings: the best measured matmul rate per element type on H100 SXM.
+// GEMM ceilings: the best measured matmul rate per element type on H100 SXM, each also kept as
+// the database's BF16 or FP8 ceiling in `meta`.
+void add_gemm_entries(std::vector<KernelDbEntry>& entries, KernelDbMeta& meta,
+                      const std::filesystem::path& refdata_dir, const std::string& cited_as) {
   const auto gemm = load_json_file(refdata_dir / kGemmFile);
   const auto& gemm_rows = field(gemm, "rows", std::string(kGemmFile) + ": $");
   for (std::size_t i = 0; i < gemm_rows.size(); ++i) {
@@ -81,8 +74,11 @@ KernelDatabase build_published_database(const std::filesystem::path& refdata_dir
     (dtype == DType::kFP8 ? meta.gemm_fp8_tflops : meta.gemm_bf16_tflops) = tflops;
     entries.push_back(std::move(e));
   }
+}
 
-  // Attention: FlashAttention-2 forward + backward on H100 80GB SXM5.
+// Attention: FlashAttention-2 forward + backward on H100 80GB SXM5.
+void add_attention_entries(std::vector<KernelDbEntry>& entries,
+                           const std::filesystem::path& refdata_dir, const std::string& cited_as) {
   const auto fa = load_json_file(refdata_dir / kAttentionFile);
   const auto& fa_rows = field(fa, "rows", std::string(kAttentionFile) + ": $");
   for (std::size_t i = 0; i < fa_rows.size(); ++i) {
@@ -112,6 +108,20 @@ KernelDatabase build_published_database(const std::filesystem::path& refdata_dir
                " heads: " + number(tflops) + " TFLOP/s";
     entries.push_back(std::move(e));
   }
+}
+
+}  // namespace
+
+KernelDatabase build_published_database(const std::filesystem::path& refdata_dir,
+                                        const std::string& cited_as) {
+  std::vector<KernelDbEntry> entries;
+  KernelDbMeta meta;
+  meta.gpu_name = "NVIDIA H100 SXM5 80GB";
+  meta.sm_count = 132;
+  meta.l2_MiB = 50;
+
+  add_gemm_entries(entries, meta, refdata_dir, cited_as);
+  add_attention_entries(entries, refdata_dir, cited_as);
 
   meta.notes = {
       "Built by trainsim_published_db from " + cited_as +
