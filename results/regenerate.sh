@@ -165,6 +165,17 @@ mixtral=(--model mixtral-8x7b --platform h100-sxm-ndr --seq-len 4096 --tp 1 --pp
 } > "$out"
 echo "wrote $out"
 
+# The expert-TP diagnostic README quotes: Qwen3-30B-A3B's fine-grained experts split by expert
+# TP 2 (as TP) on 16 GPUs at EP 4, where EP 8 holds the same share of them whole.
+out="$here/moe/qwen3-30b-a3b-expert-tp.txt"
+qwen=(--model qwen3-30b-a3b --platform h100-sxm-ndr --seq-len 4096 --tp 2 --sp --dp 8 --ep 4
+  --gbs 256 --zero 1 --overlap-grad-reduce)
+{
+  echo "build/trainsim check ${qwen[*]}"
+  "$bin" check "${qwen[@]}" || true
+} > "$out"
+echo "wrote $out"
+
 # DeepSeek-V3's 25.09 recipe on 1,024 GPUs with and without its recomputation of the MLA
 # up-projections and dense MLPs: the memory per GPU of each pipeline stage.
 out="$here/moe/deepseek-v3-recompute-modules.txt"

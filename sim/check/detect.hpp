@@ -12,7 +12,8 @@
 namespace trainsim {
 
 /// Every detector in report order: partition defects, imbalance, batch, vocabulary, TP span,
-/// CP ring, expert load, EP span, what the model holds beyond the simulation, memory.
+/// CP ring, expert load, EP span, expert TP, exposed all-to-alls, what the model holds beyond the
+/// simulation, memory.
 std::vector<Finding> detect(const CheckContext& context);
 
 /// Stages with no blocks or no parameters, and decoder layers the rule does not build.
@@ -31,6 +32,9 @@ std::vector<Finding> find_cp_ring_exposed(const CheckContext& context);
 std::vector<Finding> find_expert_imbalance(const CheckContext& context);
 /// An expert-parallel group spanning nodes (its fix is withdrawn where no alternative is faster).
 std::vector<Finding> find_ep_across_nodes(const CheckContext& context);
+/// Experts split over an expert TP group where EP could hold them whole on the same GPUs (withdrawn
+/// where no such plan is faster).
+std::vector<Finding> find_expert_tp_split(const CheckContext& context);
 /// Expert all-to-alls on the compute stream taking a large share of a stage's passes (withdrawn
 /// where overlapping them is no faster).
 std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context);

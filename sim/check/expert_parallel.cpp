@@ -1,7 +1,9 @@
 // Expert parallelism's three defects. A skewed router (--moe-imbalance) makes the GPU holding the
 // busiest expert compute more rows than the others, and every GPU waits for it at the combine.
 // An expert-parallel group the rank order spreads over more nodes than it needs sends its
-// all-to-alls over InfiniBand where NVLink would carry them. All-to-alls left on the compute
+// all-to-alls over InfiniBand where NVLink would carry them. Expert tensor parallelism splits
+// every expert into narrower GEMMs and gathers the routed tokens around them where a larger EP
+// could hold the same share of the experts whole. All-to-alls left on the compute
 // stream stop every MoE layer twice a pass where another micro-batch's compute could hide them.
 #include <cmath>
 #include <string>
@@ -20,6 +22,10 @@ namespace {
 // The share of a stage's forward and backward the busiest GPU's extra expert rows may take
 // before it is a defect.
 constexpr double kImbalanceThreshold = 0.10;
+
+// The share of the step whole experts (a larger EP instead of expert TP) must save before split
+// ones are a defect.
+constexpr double kExpertsWholeMinGain = 0.05;
 
 // The share of a stage's forward and backward (with their collectives) the expert all-to-alls
 // on the compute stream may take before it is a defect.
@@ -121,6 +127,26 @@ std::vector<Finding> find_ep_across_nodes(const CheckContext& context) {
                  format_fixed(100 * wait.share, 1) + " % of the stage's forward and backward)";
   }
   return {{std::move(d), EpWithinNode{}}};
+}
+
+std::vector<Finding> find_expert_tp_split(const CheckContext& context) {
+  const Plan& plan = context.plan;
+  const MoeSpec& moe = context.model.moe;
+  const std::int64_t etp = plan.expert_tp();
+  if (!moe.is_moe() || etp < 2) return {};
+  const std::string n = std::to_string(etp);
+  Diagnostic d;
+  d.id = "expert-tp-split";
+  d.severity = Severity::kWarning;
+  d.message =
+      "expert tensor parallelism " + n + " splits each of the " + format_grouped(moe.num_experts) +
+      " experts' FFNs (" + format_grouped(moe.expert_ffn_hidden_size) + " wide) into GEMMs " +
+      format_grouped(moe.expert_ffn_hidden_size / etp) +
+      " wide, and every MoE layer gathers its routed tokens over those " + n +
+      " GPUs and reduce-scatters the experts' outputs back, forward and backward; an EP up "
+      "to " +
+      n + " times larger holds the same share of the experts on each GPU, each expert whole";
+  return {{std::move(d), ExpertsWholeOverEp{kExpertsWholeMinGain}}};
 }
 
 std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context) {

@@ -67,6 +67,13 @@ struct ExpertLoadSpread {};
 /// the rank order, or an EP a node wide (or narrower). Withdrawn where none is faster.
 struct EpWithinNode {};
 
+/// Each expert kept whole on its GPU, on the same GPUs: the expert TP halved (down to 1) and the EP
+/// grown by as much, so that every GPU holds the same share of the experts' weights. Withdrawn
+/// where none saves `min_gain` of the step.
+struct ExpertsWholeOverEp {
+  double min_gain = 0;
+};
+
 /// The expert all-to-alls overlapped with another micro-batch's compute
 /// (--overlap-moe-expert-parallel-comm), on the same GPUs. Withdrawn where it is no faster.
 struct EpOverlapped {};
@@ -77,9 +84,10 @@ struct Advice {
   std::string text;
 };
 
-using FixRequest = std::variant<FitInMemory, DefectFreePartition, BalancedPartition, DivisibleBatch,
-                                FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, CpRingHidden,
-                                ExpertLoadSpread, EpWithinNode, EpOverlapped, Advice>;
+using FixRequest =
+    std::variant<FitInMemory, DefectFreePartition, BalancedPartition, DivisibleBatch,
+                 FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, CpRingHidden,
+                 ExpertLoadSpread, EpWithinNode, ExpertsWholeOverEp, EpOverlapped, Advice>;
 
 /// A diagnostic as detection leaves it (fix text empty) with the fix to search for.
 struct Finding {

@@ -319,6 +319,19 @@ void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan) {
 
 }  // namespace
 
+std::vector<Plan> experts_whole_alternatives(const Plan& plan, std::int64_t num_experts) {
+  std::vector<Plan> out;
+  const std::int64_t experts_split = plan.ep * plan.expert_tp();
+  for (std::int64_t etp = plan.expert_tp() / 2; etp >= 1; etp /= 2) {
+    if (experts_split % etp != 0) break;
+    Plan p = plan;
+    p.etp = etp;
+    p.ep = experts_split / etp;
+    if (num_experts % p.ep == 0) out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_node) {
   std::vector<Plan> out = smaller_pp(plan);
   add_layout_neighbours(out, plan, gpus_per_node);

@@ -45,6 +45,10 @@ std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model);
 /// nodes, EP next to TP in the rank order and halved EPs down to a node's GPUs.
 std::vector<Plan> expert_load_alternatives(const Plan& plan);
 std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpus_per_node);
+/// Expert TP traded for EP on the same GPUs: the expert TP halved down to 1, the EP multiplied by
+/// as much (ep x etp kept, so each GPU holds the same share of the experts), where the experts
+/// divide over the larger EP.
+std::vector<Plan> experts_whole_alternatives(const Plan& plan, std::int64_t num_experts);
 
 /// The plans one step from this one on the same GPUs: every smaller pp and twice the pp (DP taking
 /// up the rest), half and twice the TP (within a node), the interleaved schedule with half or twice

@@ -119,14 +119,20 @@ struct FixWriter {
     return priced_alternatives(
         ep_within_node_alternatives(space.plan(), space.platform().node.gpus_per_node), true);
   }
+  std::string operator()(const ExpertsWholeOverEp& request) const {
+    return priced_alternatives(
+        experts_whole_alternatives(space.plan(), space.model().moe.num_experts), true,
+        request.min_gain);
+  }
   std::string operator()(const EpOverlapped&) const {
     Plan p = space.plan();
     p.moe_a2a_overlap = true;
     return priced_alternatives({p}, true);
   }
   // Each alternative that fits, the fastest first; with `faster_only`, only those faster than
-  // the plan.
-  std::string priced_alternatives(const std::vector<Plan>& plans, bool faster_only = false) const;
+  // the plan by more than `min_gain` of its step.
+  std::string priced_alternatives(const std::vector<Plan>& plans, bool faster_only = false,
+                                  double min_gain = 0) const;
 
   std::string operator()(const TpWithinNode& request) const {
     const Plan& plan = space.plan();
@@ -174,12 +180,13 @@ std::string FixWriter::operator()(const UnpaddedVocabulary& request) const {
   return join(options, "; ");
 }
 
-std::string FixWriter::priced_alternatives(const std::vector<Plan>& plans, bool faster_only) const {
+std::string FixWriter::priced_alternatives(const std::vector<Plan>& plans, bool faster_only,
+                                           double min_gain) const {
   const Plan& plan = space.plan();
   std::vector<std::pair<double, std::string>> priced;
   for (const Plan& p : plans) {
     const Outcome o = space.price({p}, Need::kFits);
-    if (!o || (faster_only && o->step_time_s >= space.baseline())) continue;
+    if (!o || (faster_only && o->step_time_s >= space.baseline() * (1 - min_gain))) continue;
     priced.emplace_back(o->step_time_s, plan_changes(plan, p) + " (same GPUs): " +
                                             step_comparison(o->step_time_s, space.baseline()));
   }
@@ -220,9 +227,10 @@ std::vector<Diagnostic> write_fixes(PlanSpace& space, std::vector<Finding> findi
       continue;
     }
     f.diagnostic.fix = fix_text(space, f.fix);
-    // An EP group across nodes is a defect only where a placement on NVLink is faster; exposed
-    // all-to-alls only where overlapping them is.
+    // An EP group across nodes is a defect only where a placement on NVLink is faster; split
+    // experts only where whole ones are; exposed all-to-alls only where overlapping them is.
     if ((std::holds_alternative<EpWithinNode>(f.fix) ||
+         std::holds_alternative<ExpertsWholeOverEp>(f.fix) ||
          std::holds_alternative<EpOverlapped>(f.fix)) &&
         f.diagnostic.fix.empty()) {
       continue;

@@ -1,18 +1,20 @@
 // Expert parallelism's diagnostics: a skewed expert load that dominates a stage, an
-// expert-parallel group the rank order spreads over nodes, and all-to-alls left on the compute
-// stream, each with fixes priced on the same GPUs (Mixtral 8x7B on 64 GPUs,
-// results/moe/mixtral-8x7b.txt's plan).
+// expert-parallel group the rank order spreads over nodes, experts split by expert TP where a
+// larger EP holds them whole, and all-to-alls left on the compute stream, each with fixes priced
+// on the same GPUs (Mixtral 8x7B on 64 GPUs, results/moe/mixtral-8x7b.txt's plan).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/cli/scenario.hpp"
 #include "sim/core/format.hpp"
 #include "sim/cost/layer_ops.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/search/candidates.hpp"
 #include "sim/search/diagnose.hpp"
 #include "tests/support/support.hpp"
 
@@ -20,9 +22,10 @@ namespace trainsim {
 namespace {
 
 std::vector<Diagnostic> diagnostics(const std::string& id,
-                                    const std::map<std::string, std::string>& extra) {
+                                    const std::map<std::string, std::string>& extra,
+                                    const std::string& model = "mixtral-8x7b") {
   InputRequest req;
-  req.model = "mixtral-8x7b";
+  req.model = model;
   req.platform = "h100-sxm-ndr";
   req.plan_flags = {{"pp", "4"},
                     {"vp", "8"},
@@ -109,6 +112,51 @@ TEST(ExpertDiagnostics, AllToAllAcrossNodesWhenANodeWouldDo) {
   const auto etp = diagnostics("ep-across-nodes", {{"tp", "2"}, {"sp", "true"}, {"dp", "8"}});
   ASSERT_EQ(etp.size(), 1u);
   EXPECT_NE(etp[0].fix.find("--etp 1 (same GPUs): step "), std::string::npos) << etp[0].fix;
+}
+
+// Expert TP traded for EP keeps ep x etp, so each GPU holds the same share of the experts; the
+// larger EP must divide the experts.
+TEST(ExpertDiagnostics, ExpertTpTradedForEpKeepsTheExpertShare) {
+  Plan p;
+  p.tp = 4;
+  p.ep = 8;  // etp 0: as TP
+  const auto whole = experts_whole_alternatives(p, 128);
+  ASSERT_EQ(whole.size(), 2u);
+  EXPECT_EQ(std::pair(whole[0].ep, whole[0].etp), std::pair(std::int64_t{16}, std::int64_t{2}));
+  EXPECT_EQ(std::pair(whole[1].ep, whole[1].etp), std::pair(std::int64_t{32}, std::int64_t{1}));
+  EXPECT_EQ(experts_whole_alternatives(p, 16).size(), 1u);
+  EXPECT_TRUE(experts_whole_alternatives(p, 8).empty());
+  p.etp = 1;
+  EXPECT_TRUE(experts_whole_alternatives(p, 128).empty());
+}
+
+// Qwen3-30B-A3B at TP 2 (expert TP 2): its 768-wide experts run as 384-wide GEMMs with their tokens
+// gathered over two GPUs; EP 16 at expert TP 1 holds the same expert share whole and is priced
+// over 5 % faster. Mixtral's 8 experts at EP 8 leave no larger EP; at EP 2 the whole experts of
+// EP 4 gain under 5 % and the warning is withdrawn; at expert TP 1 there is nothing to say.
+TEST(ExpertDiagnostics, ExpertsSplitByExpertTpWhereEpHoldsThemWhole) {
+  const std::map<std::string, std::string> tp2 = {{"tp", "2"}, {"sp", "true"}, {"dp", "8"}};
+  auto qwen = tp2;
+  qwen["vp"] = "2";  // 48 layers over 4 x 2 virtual stages
+  const auto found = diagnostics("expert-tp-split", qwen, "qwen3-30b-a3b");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].severity, Severity::kWarning);
+  EXPECT_EQ(found[0].message.rfind("expert tensor parallelism 2 splits each of the 128 experts' "
+                                   "FFNs (768 wide) into GEMMs 384 wide, and every MoE layer "
+                                   "gathers its routed tokens over those 2 GPUs",
+                                   0),
+            0u)
+      << found[0].message;
+  EXPECT_EQ(found[0].fix.rfind("--ep 16 --etp 1 (same GPUs): step ", 0), 0u) << found[0].fix;
+  const auto gain_at = found[0].fix.find("(-");
+  ASSERT_NE(gain_at, std::string::npos) << found[0].fix;
+  EXPECT_GT(std::stod(found[0].fix.substr(gain_at + 2)), 5.0) << found[0].fix;
+  EXPECT_TRUE(diagnostics("expert-tp-split", tp2).empty());
+  auto ep2 = tp2;
+  ep2["ep"] = "2";
+  EXPECT_TRUE(diagnostics("expert-tp-split", ep2).empty());
+  qwen["etp"] = "1";
+  EXPECT_TRUE(diagnostics("expert-tp-split", qwen, "qwen3-30b-a3b").empty());
 }
 
 // Qwen3-30B-A3B's scenario: EP 16 over two nodes with the all-to-alls overlapped, which still
