@@ -179,6 +179,19 @@ TEST(Cli, CheckAndHelp) {
   r = test::run_trainsim({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("exit codes"), std::string::npos);
+  // check's help names every diagnostic it can report (sim/check and the neighbourhood).
+  r = test::run_trainsim({"check", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  std::string help = r.out.substr(0, r.out.find("Inputs and output:"));
+  for (char& c : help) c = c == '\n' ? ' ' : c;
+  for (const char* id :
+       {"stage-without-parameters", "empty-stage", "layers-dropped", "gbs-not-divisible", "oom",
+        "stage-imbalance", "microbatches-fewer-than-stages", "uneven-tp-shard", "tp-across-nodes",
+        "cp-ring-exposed", "expert-imbalance", "ep-across-nodes", "expert-tp-split",
+        "ep-a2a-exposed", "sequence-past-trained-positions", "unmodelled-config-key",
+        "tp-comm-overlap-dropped", "faster-plan-nearby"}) {
+    EXPECT_NE(help.find(id), std::string::npos) << id;
+  }
 }
 
 // Llama 3.1 70B on one DGX H100 node without any sharding: 18 bytes per parameter alone are
