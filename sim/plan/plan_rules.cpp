@@ -1,3 +1,6 @@
+// The rules a plan must meet before anything is priced, each failing as bad input that names the
+// flag or JSON path at fault. validate_plan runs them in a fixed order, so that a plan with
+// several faults always reports the same one.
 #include <string>
 #include <utility>
 
@@ -10,9 +13,6 @@
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/schedule.hpp"
 
-// The rules a plan must meet before anything is priced, each failing as bad input that names the
-// flag or JSON path at fault. validate_plan runs them in a fixed order, so that a plan with
-// several faults always reports the same one.
 namespace trainsim {
 
 namespace {
