@@ -1,7 +1,7 @@
 #pragma once
-// Parameters each GPU holds of one decoder layer: its TP shard of the attention and the MLP, the
+// Parameters each GPU holds of one decoder layer (its TP shard of the attention and the MLP, the
 // replicated norms and biases, and of a mixture-of-experts layer its EP x expert-TP share of the
-// routed experts.
+// routed experts) and of a pipeline stage's blocks.
 #include <cstdint>
 
 #include "sim/model/model.hpp"
