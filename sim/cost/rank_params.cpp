@@ -62,11 +62,11 @@ namespace {
 // apart from the dense weights only when EP re-divides the GPUs).
 struct LayerShares {
   std::int64_t moe, dense, moe_gemms, dense_gemms, experts;
-  LayerShares(const Model& model, const Plan& plan)
+  LayerShares(const Model& model, const Plan& plan, const ParamCount& pc)
       : moe(layer_params_per_rank(model, plan)),
         dense(layer_params_per_rank(model, plan, false)),
-        moe_gemms(moe - count_params(model).layer_norms - router_params(model)),
-        dense_gemms(dense - count_params(model).layer_norms),
+        moe_gemms(moe - pc.layer_norms - router_params(model)),
+        dense_gemms(dense - pc.layer_norms),
         experts(plan.ep > 1 ? expert_params_per_rank(model, plan) : 0) {}
   void add_layer(StageParams& sp, bool moe_layer) const {
     sp.per_gpu += moe_layer ? moe : dense;
@@ -80,7 +80,7 @@ struct LayerShares {
 StageParams stage_params(const Model& model, const Plan& plan, const Partition& partition,
                          std::int64_t stage, std::int64_t padded_vocab) {
   const ParamCount pc = count_params(model);
-  const LayerShares layer(model, plan);
+  const LayerShares layer(model, plan, pc);
   const std::int64_t vocab_rows = padded_vocab / plan.tp;
   StageParams sp;
   bool mtp_embedding_counted = false;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <utility>
 
 #include "sim/cost/fp8_amax.hpp"
 #include "sim/cost/pass_groups.hpp"
@@ -245,12 +244,12 @@ void add_optimizer(StageCost& sc, const Plan& plan, const Costing& costing) {
   add_pass(sc.optimizer, "optimizer", opt, 1, costing);
 }
 
-// A stage's passes, its blocks in model order; decoder kernels are costed once per kind (`shapes`:
-// a mixture-of-experts model's MoE layers, then its dense ones) and repeated per layer.
+// A stage's passes, its blocks in model order; decoder kernels are costed once per kind (`shape`
+// for a mixture-of-experts model's MoE layers, `dense_shape` for dense ones) and repeated per
+// layer.
 void add_stage_passes(StageCost& sc, const Model& model, const Plan& plan,
-                      const Partition& partition, std::int64_t s,
-                      const std::pair<LayerShape, LayerShape>& shapes, const Costing& costing) {
-  const auto& [shape, dense_shape] = shapes;
+                      const Partition& partition, std::int64_t s, const LayerShape& shape,
+                      const LayerShape& dense_shape, const Costing& costing) {
   const DecoderKinds decoders = decoder_kinds(model, partition, s);
   bool decoders_added = false;
   const bool defers = plan.defer_embedding_wgrad_compute && partition.holds(s, BlockKind::kLmHead);
@@ -293,7 +292,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
   double message = block_output_bytes(Block{BlockKind::kDecoder}, shape);
   for (std::int64_t s = 0; s < partition.num_stages(); ++s) {
     StageCost sc;
-    add_stage_passes(sc, model, plan, partition, s, {shape, dense_shape}, costing);
+    add_stage_passes(sc, model, plan, partition, s, shape, dense_shape, costing);
     if (const Block* last = partition.last_block(s)) message = block_output_bytes(*last, shape);
     sc.p2p_bytes = message;
     const StageParams held = stage_params(model, plan, partition, s, cm.padded_vocab);

@@ -277,9 +277,8 @@ double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bo
       const LayerActivations& layer = moe ? in.moe_layer : in.dense_layer;
       // A multi-token-prediction module's decoder layer, and its token ids ahead, the two norms'
       // inputs, the projection's input (both norms' outputs) and the final norm's input.
-      f.saved += block.kind == BlockKind::kMtp
-                     ? layer.saved + kTokenIdBytes * T + 5.0 * kActBytes * T * in.s.h / in.s.r
-                     : layer.saved;
+      f.saved += block.kind == BlockKind::kMtp ? layer.saved + kTokenIdBytes * T + 5.0 * in.hidden()
+                                               : layer.saved;
       f.backward_transient = std::max(f.backward_transient, layer.recompute);
       return d(layer_params_per_rank(model, in.plan, moe));
     }

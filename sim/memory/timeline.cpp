@@ -63,7 +63,7 @@ class ActivationWalk {
   // What the last step leaves for the flush: the deferred LM-head buffers, held until their
   // weight gradients run after it (nothing otherwise).
   ActivationTimeline finish(std::size_t steps) {
-    if (steps > 0 && held_ > t_.peak) note_peak(held_, static_cast<std::int64_t>(steps) - 1, false);
+    if (steps > 0) note_peak(held_, static_cast<std::int64_t>(steps) - 1, false);
     return std::move(t_);
   }
 
