@@ -2,15 +2,12 @@
 
 #include <algorithm>
 
+#include "sim/plan/plan_variants.hpp"
 #include "sim/plan/vocab.hpp"
 
 namespace trainsim {
 
 namespace {
-
-bool divides_batch(const Plan& p) {
-  return p.gbs <= 0 || p.gbs % (p.mbs * p.dp) == 0;
-}
 
 // One more pipeline stage: the next pp that divides the same GPUs, DP shrinking.
 std::optional<Plan> one_more_stage(const Plan& plan) {
@@ -25,29 +22,6 @@ std::optional<Plan> one_more_stage(const Plan& plan) {
 }
 
 }  // namespace
-
-Plan with_gbs(const Plan& plan, std::int64_t gbs) {
-  Plan p = plan;
-  p.gbs = gbs;
-  return p;
-}
-
-Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp) {
-  Plan p = plan;
-  p.tp = tp;
-  p.dp = dp;
-  // Switches that only exist with TP go where TP does (else every tp 1 candidate is invalid).
-  p.sp = plan.sp && tp > 1;
-  p.tp_comm_overlap = plan.tp_comm_overlap && tp > 1;
-  return p;
-}
-
-Plan with_cp_dp(const Plan& plan, std::int64_t cp, std::int64_t dp) {
-  Plan p = plan;
-  p.cp = cp;
-  p.dp = dp;
-  return p;
-}
 
 std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_node) {
   std::vector<Plan> out;

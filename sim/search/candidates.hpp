@@ -56,11 +56,4 @@ std::vector<Plan> experts_whole_alternatives(const Plan& plan, std::int64_t num_
 /// Whether a framework would run each is left to pricing.
 std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_node);
 
-/// The plan with another global batch.
-Plan with_gbs(const Plan& plan, std::int64_t gbs);
-/// The plan with another TP and DP (at tp 1 without sequence parallelism or TP overlap).
-Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp);
-/// The plan with another CP and DP (the same GPUs when cp x dp is kept).
-Plan with_cp_dp(const Plan& plan, std::int64_t cp, std::int64_t dp);
-
 }  // namespace trainsim

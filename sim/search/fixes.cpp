@@ -8,6 +8,7 @@
 
 #include "sim/check/wording.hpp"
 #include "sim/core/format.hpp"
+#include "sim/plan/plan_variants.hpp"
 #include "sim/search/candidates.hpp"
 #include "sim/search/memory_fix.hpp"
 #include "sim/search/plan_text.hpp"

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "sim/plan/plan_variants.hpp"
 #include "sim/search/candidates.hpp"
 
 namespace trainsim {

@@ -1,0 +1,20 @@
+#pragma once
+// A plan with one setting changed and the switches that depend on it kept valid: the steps every
+// alternative plan (a diagnostic's fix, the memory search, the neighbourhood) is built from.
+#include <cstdint>
+
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+
+/// The plan with another global batch.
+Plan with_gbs(const Plan& plan, std::int64_t gbs);
+/// The plan with another TP and DP (at tp 1 without sequence parallelism or TP overlap).
+Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp);
+/// The plan with another CP and DP (the same GPUs when cp x dp is kept).
+Plan with_cp_dp(const Plan& plan, std::int64_t cp, std::int64_t dp);
+
+/// Whether mbs x dp divides the global batch (always, where the plan has none).
+bool divides_batch(const Plan& plan);
+
+}  // namespace trainsim
