@@ -2,12 +2,15 @@
 // before it. When a rank's share of the sequence is short (a short sequence over a large CP
 // group), or the ring crosses the network, the transfers outlast the steps and the attention
 // waits for them: the stall the cost model prices beside the attention (sim/cost/tp_overlap).
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "sim/check/detect.hpp"
 #include "sim/check/stage_share.hpp"
 #include "sim/core/format.hpp"
 #include "sim/plan/layout.hpp"
+#include "sim/plan/plan_variants.hpp"
 
 namespace trainsim {
 
@@ -23,6 +26,30 @@ std::string where_ring_runs(const Plan& plan, std::int64_t gpus_per_node) {
 }
 
 }  // namespace
+
+std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model) {
+  std::vector<Plan> out;
+  RankOrder inner = plan.rank_order;
+  const auto tp = std::find(inner.begin(), inner.end(), Dim::kTP);
+  const auto cp = std::find(inner.begin(), inner.end(), Dim::kCP);
+  if (cp > tp + 1) {
+    std::rotate(tp + 1, cp, cp + 1);
+    Plan p = plan;
+    p.rank_order = inner;
+    out.push_back(p);
+  }
+  const std::int64_t split = plan.tp * plan.cp;
+  if (model.num_attention_heads % split == 0 && model.num_kv_heads % split == 0) {
+    Plan p = plan;
+    p.cp_comm = CpComm::kA2A;
+    out.push_back(p);
+  }
+  if (plan.cp % 2 == 0) {
+    const Plan p = with_cp_dp(plan, plan.cp / 2, plan.dp * 2);
+    if (divides_batch(p)) out.push_back(p);
+  }
+  return out;
+}
 
 std::vector<Finding> find_cp_ring_exposed(const CheckContext& context) {
   const Plan& plan = context.plan;
@@ -44,7 +71,8 @@ std::vector<Finding> find_cp_ring_exposed(const CheckContext& context) {
               where_ring_runs(plan, context.platform.node.gpus_per_node) + " (" +
               format_seconds(worst.part) + " per micro-batch, " +
               format_fixed(100 * worst.share, 1) + " % of the stage's forward and backward)";
-  return {{std::move(d), CpRingHidden{}}};
+  return {
+      {std::move(d), PricedAlternatives{cp_ring_alternatives(plan, context.model), std::nullopt}}};
 }
 
 }  // namespace trainsim

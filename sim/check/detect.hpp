@@ -1,7 +1,8 @@
 #pragma once
 // Detection of plan defects, one detector per file, each reading the shared context and returning
-// its findings in report order. Nothing here simulates: the fixes are requests (fix_request.hpp)
-// that sim/search prices and writes out.
+// its findings in report order. Nothing here simulates: the fixes are requests (fix_request.hpp),
+// a search to run or the plans to compare, that sim/search prices and writes out. A priced
+// diagnostic is its detector's file, its line in detect() and its declarations here.
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,24 @@ std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context);
 std::vector<Finding> find_model_beyond_modelled(const CheckContext& context);
 /// A stage whose peak memory exceeds the GPU's.
 std::vector<Finding> find_out_of_memory(const CheckContext& context);
+
+// The plans a detector's fix compares (PricedAlternatives), built without pricing any.
+
+/// For cp-ring-exposed, context-parallel rings whose transfers may hide better, on the same GPUs:
+/// the CP group moved next to TP in the rank order (where it is not already), the all-to-all
+/// variant (where the heads split over tp x cp), and half the CP size with twice the DP (where it
+/// divides).
+std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model);
+/// For expert-imbalance, capacity factors 1.25 and 1.0 (below the plan's, dropping the tokens over
+/// them) and half the EP, on the same GPUs.
+std::vector<Plan> expert_load_alternatives(const Plan& plan);
+/// For ep-across-nodes, on the same GPUs: EP next to TP in the rank order, halved EPs down to a
+/// node's GPUs, and (EP kept) a smaller expert TP until ep x etp fits in a node.
+std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpus_per_node);
+/// For expert-tp-split, expert TP traded for EP on the same GPUs: the expert TP halved down to 1,
+/// the EP multiplied by as much (ep x etp kept, so each GPU holds the same share of the experts),
+/// where the experts divide over the larger EP.
+std::vector<Plan> experts_whole_alternatives(const Plan& plan, std::int64_t num_experts);
 
 /// The defect a framework stops on, in a few words ("stage 3 has no parameters"); nullopt for a
 /// partition without one.

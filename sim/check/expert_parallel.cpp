@@ -5,7 +5,9 @@
 // every expert into narrower GEMMs and gathers the routed tokens around them where a larger EP
 // could hold the same share of the experts whole. All-to-alls left on the compute
 // stream stop every MoE layer twice a pass where another micro-batch's compute could hide them.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "sim/check/detect.hpp"
@@ -71,7 +73,77 @@ StageShare largest_a2a_wait(const CheckContext& context) {
   });
 }
 
+// The plan with the EP dimension moved right after TP in its rank order.
+std::optional<Plan> ep_next_to_tp(const Plan& plan) {
+  RankOrder order = plan.rank_order;
+  const auto tp = std::find(order.begin(), order.end(), Dim::kTP);
+  const auto ep = std::find(order.begin(), order.end(), Dim::kEP);
+  if (ep == order.end() || ep == tp + 1) return std::nullopt;
+  if (ep > tp) {
+    std::rotate(tp + 1, ep, ep + 1);
+  } else {
+    std::rotate(ep, ep + 1, tp + 1);
+  }
+  Plan p = plan;
+  p.rank_order = order;
+  return p;
+}
+
 }  // namespace
+
+std::vector<Plan> expert_load_alternatives(const Plan& plan) {
+  std::vector<Plan> out;
+  for (double capacity : {1.25, 1.0}) {
+    if (plan.moe_capacity_factor > 0 && plan.moe_capacity_factor <= capacity) continue;
+    Plan p = plan;
+    p.moe_capacity_factor = capacity;
+    out.push_back(p);
+  }
+  if (plan.ep % 2 == 0) {
+    Plan p = plan;
+    p.ep = plan.ep / 2;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpus_per_node) {
+  std::vector<Plan> out;
+  const std::optional<Plan> reordered = ep_next_to_tp(plan);
+  if (reordered) out.push_back(*reordered);
+  std::int64_t ep = plan.ep;
+  while (ep % 2 == 0 && ep > 2) {
+    ep /= 2;
+    Plan p = reordered.value_or(plan);
+    p.ep = ep;
+    out.push_back(p);
+    if (ep * plan.expert_tp() <= gpus_per_node) break;
+  }
+  // A smaller expert TP, EP kept: the expert layout strides EP by etp, so an EP group lies in
+  // one node once ep x etp GPUs do.
+  if (plan.ep <= gpus_per_node) {
+    for (std::int64_t etp = plan.expert_tp(); etp % 2 == 0 && plan.ep * etp > gpus_per_node;) {
+      etp /= 2;
+      Plan p = plan;
+      p.etp = etp;
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+std::vector<Plan> experts_whole_alternatives(const Plan& plan, std::int64_t num_experts) {
+  std::vector<Plan> out;
+  const std::int64_t experts_split = plan.ep * plan.expert_tp();
+  for (std::int64_t etp = plan.expert_tp() / 2; etp >= 1; etp /= 2) {
+    if (experts_split % etp != 0) break;
+    Plan p = plan;
+    p.etp = etp;
+    p.ep = experts_split / etp;
+    if (num_experts % p.ep == 0) out.push_back(p);
+  }
+  return out;
+}
 
 std::vector<Finding> find_expert_imbalance(const CheckContext& context) {
   const Plan& plan = context.plan;
@@ -99,7 +171,7 @@ std::vector<Finding> find_expert_imbalance(const CheckContext& context) {
       " times the balanced rows and every GPU waits for it at the combine: " +
       format_seconds(worst.part) + " per micro-batch, " + format_fixed(100 * worst.share, 1) +
       " % of the stage's forward and backward";
-  return {{std::move(d), ExpertLoadSpread{}}};
+  return {{std::move(d), PricedAlternatives{expert_load_alternatives(plan), std::nullopt}}};
 }
 
 std::vector<Finding> find_ep_across_nodes(const CheckContext& context) {
@@ -126,7 +198,7 @@ std::vector<Finding> find_ep_across_nodes(const CheckContext& context) {
                  "each micro-batch's passes wait " + format_seconds(wait.part) + " for them, " +
                  format_fixed(100 * wait.share, 1) + " % of the stage's forward and backward)";
   }
-  return {{std::move(d), EpWithinNode{}}};
+  return {{std::move(d), PricedAlternatives{ep_within_node_alternatives(plan, per_node), 0.0}}};
 }
 
 std::vector<Finding> find_expert_tp_split(const CheckContext& context) {
@@ -146,7 +218,8 @@ std::vector<Finding> find_expert_tp_split(const CheckContext& context) {
       " GPUs and reduce-scatters the experts' outputs back, forward and backward; an EP up "
       "to " +
       n + " times larger holds the same share of the experts on each GPU, each expert whole";
-  return {{std::move(d), ExpertsWholeOverEp{kExpertsWholeMinGain}}};
+  return {{std::move(d), PricedAlternatives{experts_whole_alternatives(plan, moe.num_experts),
+                                            kExpertsWholeMinGain}}};
 }
 
 std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context) {
@@ -165,7 +238,9 @@ std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context) {
       "for its tokens to reach their experts and come back, forward and backward (" +
       format_seconds(worst.part) + " per micro-batch, " + format_fixed(100 * worst.share, 1) +
       " % of the stage's forward and backward with their collectives)";
-  return {{std::move(d), EpOverlapped{}}};
+  Plan overlapped = plan;
+  overlapped.moe_a2a_overlap = true;
+  return {{std::move(d), PricedAlternatives{{overlapped}, 0.0}}};
 }
 
 }  // namespace trainsim

@@ -1,13 +1,15 @@
 #pragma once
-// What a diagnostic's fix should look for, as data. Detection (sim/check) says what is wanted;
-// sim/search finds and prices the plans that do it and writes the fix text.
+// What a diagnostic's fix should look for, as data. Detection (sim/check) says what is wanted, a
+// search to run or the plans to compare; sim/search prices them and writes the fix text.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "sim/check/diagnostic.hpp"
 #include "sim/plan/dims.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace trainsim {
 
@@ -55,28 +57,14 @@ struct TpWithinNode {
   RankOrder rank_order = kMegatronOrder;
 };
 
-/// A context-parallel ring whose transfers hide behind the attention, on the same GPUs: the CP
-/// group within a node (rank order), the all-to-all variant, or half the CP size (DP doubling).
-struct CpRingHidden {};
-
-/// A shorter wait for the busiest expert, on the same GPUs: a capacity factor that drops the
-/// tokens over it, or half the EP (each GPU averages the busiest expert with more others).
-struct ExpertLoadSpread {};
-
-/// Expert-parallel all-to-alls over NVLink, on the same GPUs: the EP group moved next to TP in
-/// the rank order, or an EP a node wide (or narrower). Withdrawn where none is faster.
-struct EpWithinNode {};
-
-/// Each expert kept whole on its GPU, on the same GPUs: the expert TP halved (down to 1) and the EP
-/// grown by as much, so that every GPU holds the same share of the experts' weights. Withdrawn
-/// where none saves `min_gain` of the step.
-struct ExpertsWholeOverEp {
-  double min_gain = 0;
+/// Other plans on the same GPUs that the detector names (the fix's candidates, built with
+/// sim/plan/plan_variants): each that fits is priced and listed, the fastest first. With
+/// `min_gain`, only those saving more than that share of the step are, and the diagnostic is
+/// withdrawn where none does (the defect is one only where a plan without it is faster).
+struct PricedAlternatives {
+  std::vector<Plan> plans;
+  std::optional<double> min_gain;
 };
-
-/// The expert all-to-alls overlapped with another micro-batch's compute
-/// (--overlap-moe-expert-parallel-comm), on the same GPUs. Withdrawn where it is no faster.
-struct EpOverlapped {};
 
 /// Nothing to search: the fix is advice detection already knows (the model, not the plan, is
 /// beyond what is modelled).
@@ -86,8 +74,7 @@ struct Advice {
 
 using FixRequest =
     std::variant<FitInMemory, DefectFreePartition, BalancedPartition, DivisibleBatch,
-                 FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, CpRingHidden,
-                 ExpertLoadSpread, EpWithinNode, ExpertsWholeOverEp, EpOverlapped, Advice>;
+                 FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, PricedAlternatives, Advice>;
 
 /// A diagnostic as detection leaves it (fix text empty) with the fix to search for.
 struct Finding {

@@ -1,7 +1,5 @@
 #include "sim/search/candidates.hpp"
 
-#include <algorithm>
-
 #include "sim/plan/plan_variants.hpp"
 #include "sim/plan/vocab.hpp"
 
@@ -136,91 +134,6 @@ std::vector<Plan> unpadded_smaller_tp(const Plan& plan, std::int64_t vocab_size)
   return out;
 }
 
-std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model) {
-  std::vector<Plan> out;
-  RankOrder inner = plan.rank_order;
-  const auto tp = std::find(inner.begin(), inner.end(), Dim::kTP);
-  const auto cp = std::find(inner.begin(), inner.end(), Dim::kCP);
-  if (cp > tp + 1) {
-    std::rotate(tp + 1, cp, cp + 1);
-    Plan p = plan;
-    p.rank_order = inner;
-    out.push_back(p);
-  }
-  const std::int64_t split = plan.tp * plan.cp;
-  if (model.num_attention_heads % split == 0 && model.num_kv_heads % split == 0) {
-    Plan p = plan;
-    p.cp_comm = CpComm::kA2A;
-    out.push_back(p);
-  }
-  if (plan.cp % 2 == 0) {
-    const Plan p = with_cp_dp(plan, plan.cp / 2, plan.dp * 2);
-    if (divides_batch(p)) out.push_back(p);
-  }
-  return out;
-}
-
-namespace {
-
-// The plan with the EP dimension moved right after TP in its rank order.
-std::optional<Plan> ep_next_to_tp(const Plan& plan) {
-  RankOrder order = plan.rank_order;
-  const auto tp = std::find(order.begin(), order.end(), Dim::kTP);
-  const auto ep = std::find(order.begin(), order.end(), Dim::kEP);
-  if (ep == order.end() || ep == tp + 1) return std::nullopt;
-  if (ep > tp) {
-    std::rotate(tp + 1, ep, ep + 1);
-  } else {
-    std::rotate(ep, ep + 1, tp + 1);
-  }
-  Plan p = plan;
-  p.rank_order = order;
-  return p;
-}
-
-}  // namespace
-
-std::vector<Plan> expert_load_alternatives(const Plan& plan) {
-  std::vector<Plan> out;
-  for (double capacity : {1.25, 1.0}) {
-    if (plan.moe_capacity_factor > 0 && plan.moe_capacity_factor <= capacity) continue;
-    Plan p = plan;
-    p.moe_capacity_factor = capacity;
-    out.push_back(p);
-  }
-  if (plan.ep % 2 == 0) {
-    Plan p = plan;
-    p.ep = plan.ep / 2;
-    out.push_back(p);
-  }
-  return out;
-}
-
-std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpus_per_node) {
-  std::vector<Plan> out;
-  const std::optional<Plan> reordered = ep_next_to_tp(plan);
-  if (reordered) out.push_back(*reordered);
-  std::int64_t ep = plan.ep;
-  while (ep % 2 == 0 && ep > 2) {
-    ep /= 2;
-    Plan p = reordered.value_or(plan);
-    p.ep = ep;
-    out.push_back(p);
-    if (ep * plan.expert_tp() <= gpus_per_node) break;
-  }
-  // A smaller expert TP, EP kept: the expert layout strides EP by etp, so an EP group lies in
-  // one node once ep x etp GPUs do.
-  if (plan.ep <= gpus_per_node) {
-    for (std::int64_t etp = plan.expert_tp(); etp % 2 == 0 && plan.ep * etp > gpus_per_node;) {
-      etp /= 2;
-      Plan p = plan;
-      p.etp = etp;
-      out.push_back(p);
-    }
-  }
-  return out;
-}
-
 namespace {
 
 // The plan's neighbours in its layout: twice the PP or TP from the DP, half the TP, half or
@@ -292,19 +205,6 @@ void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan) {
 }
 
 }  // namespace
-
-std::vector<Plan> experts_whole_alternatives(const Plan& plan, std::int64_t num_experts) {
-  std::vector<Plan> out;
-  const std::int64_t experts_split = plan.ep * plan.expert_tp();
-  for (std::int64_t etp = plan.expert_tp() / 2; etp >= 1; etp /= 2) {
-    if (experts_split % etp != 0) break;
-    Plan p = plan;
-    p.etp = etp;
-    p.ep = experts_split / etp;
-    if (num_experts % p.ep == 0) out.push_back(p);
-  }
-  return out;
-}
 
 std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_node) {
   std::vector<Plan> out = smaller_pp(plan);

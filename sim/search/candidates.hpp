@@ -1,11 +1,11 @@
 #pragma once
-// The alternative plans each fix considers, generated without pricing any: sim/search's fixes
-// price them in a PlanSpace.
+// The plan spaces the searches walk (memory fixes, layouts, a plan's neighbourhood) and the
+// alternatives of the fixes written in sim/search, generated without pricing any: PlanSpace
+// prices them. A detector's own alternatives live beside it (sim/check/detect.hpp).
 #include <cstdint>
 #include <optional>
 #include <vector>
 
-#include "sim/model/model.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {
@@ -34,21 +34,6 @@ std::optional<Plan> unpadded_vocabulary_multiple(const Plan& plan, std::int64_t 
 
 /// Smaller TPs (halving) on the same GPUs that pad nothing, the largest first.
 std::vector<Plan> unpadded_smaller_tp(const Plan& plan, std::int64_t vocab_size);
-
-/// Context-parallel rings whose transfers may hide better, on the same GPUs: the CP group moved
-/// next to TP in the rank order (where it is not already), the all-to-all variant (where the
-/// heads split over tp x cp), and half the CP size with twice the DP (where it divides).
-std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model);
-
-/// Expert-parallel alternatives on the same GPUs: for a skewed load, capacity factors 1.25 and
-/// 1.0 (below the plan's, dropping the tokens over them) and half the EP; for an EP group across
-/// nodes, EP next to TP in the rank order and halved EPs down to a node's GPUs.
-std::vector<Plan> expert_load_alternatives(const Plan& plan);
-std::vector<Plan> ep_within_node_alternatives(const Plan& plan, std::int64_t gpus_per_node);
-/// Expert TP traded for EP on the same GPUs: the expert TP halved down to 1, the EP multiplied by
-/// as much (ep x etp kept, so each GPU holds the same share of the experts), where the experts
-/// divide over the larger EP.
-std::vector<Plan> experts_whole_alternatives(const Plan& plan, std::int64_t num_experts);
 
 /// The plans one step from this one on the same GPUs: every smaller pp and twice the pp (DP taking
 /// up the rest), half and twice the TP (within a node), the interleaved schedule with half or twice

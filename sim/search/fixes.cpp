@@ -112,28 +112,7 @@ struct FixWriter {
   }
 
   std::string operator()(const UnpaddedVocabulary& request) const;
-  std::string operator()(const CpRingHidden& request) const;
-  std::string operator()(const ExpertLoadSpread&) const {
-    return priced_alternatives(expert_load_alternatives(space.plan()));
-  }
-  std::string operator()(const EpWithinNode&) const {
-    return priced_alternatives(
-        ep_within_node_alternatives(space.plan(), space.platform().node.gpus_per_node), true);
-  }
-  std::string operator()(const ExpertsWholeOverEp& request) const {
-    return priced_alternatives(
-        experts_whole_alternatives(space.plan(), space.model().moe.num_experts), true,
-        request.min_gain);
-  }
-  std::string operator()(const EpOverlapped&) const {
-    Plan p = space.plan();
-    p.moe_a2a_overlap = true;
-    return priced_alternatives({p}, true);
-  }
-  // Each alternative that fits, the fastest first; with `faster_only`, only those faster than
-  // the plan by more than `min_gain` of its step.
-  std::string priced_alternatives(const std::vector<Plan>& plans, bool faster_only = false,
-                                  double min_gain = 0) const;
+  std::string operator()(const PricedAlternatives& request) const;
 
   std::string operator()(const TpWithinNode& request) const {
     const Plan& plan = space.plan();
@@ -181,13 +160,16 @@ std::string FixWriter::operator()(const UnpaddedVocabulary& request) const {
   return join(options, "; ");
 }
 
-std::string FixWriter::priced_alternatives(const std::vector<Plan>& plans, bool faster_only,
-                                           double min_gain) const {
+// Each alternative that fits, the fastest first; with a `min_gain`, only those faster than the
+// plan by more than that share of its step.
+std::string FixWriter::operator()(const PricedAlternatives& request) const {
   const Plan& plan = space.plan();
   std::vector<std::pair<double, std::string>> priced;
-  for (const Plan& p : plans) {
+  for (const Plan& p : request.plans) {
     const Outcome o = space.price({p}, Need::kFits);
-    if (!o || (faster_only && o->step_time_s >= space.baseline() * (1 - min_gain))) continue;
+    if (!o || (request.min_gain && o->step_time_s >= space.baseline() * (1 - *request.min_gain))) {
+      continue;
+    }
     priced.emplace_back(o->step_time_s, plan_changes(plan, p) + " (same GPUs): " +
                                             step_comparison(o->step_time_s, space.baseline()));
   }
@@ -195,10 +177,6 @@ std::string FixWriter::priced_alternatives(const std::vector<Plan>& plans, bool 
   std::vector<std::string> options;
   for (auto& [step, text] : priced) options.push_back(std::move(text));
   return join(options, "; or ");
-}
-
-std::string FixWriter::operator()(const CpRingHidden&) const {
-  return priced_alternatives(cp_ring_alternatives(space.plan(), space.model()));
 }
 
 // Completes a stage-imbalance diagnostic with what the imbalance costs against the balanced
@@ -228,12 +206,9 @@ std::vector<Diagnostic> write_fixes(PlanSpace& space, std::vector<Finding> findi
       continue;
     }
     f.diagnostic.fix = fix_text(space, f.fix);
-    // An EP group across nodes is a defect only where a placement on NVLink is faster; split
-    // experts only where whole ones are; exposed all-to-alls only where overlapping them is.
-    if ((std::holds_alternative<EpWithinNode>(f.fix) ||
-         std::holds_alternative<ExpertsWholeOverEp>(f.fix) ||
-         std::holds_alternative<EpOverlapped>(f.fix)) &&
-        f.diagnostic.fix.empty()) {
+    // A defect only where a plan without it is faster (PricedAlternatives::min_gain).
+    if (const auto* a = std::get_if<PricedAlternatives>(&f.fix);
+        a && a->min_gain && f.diagnostic.fix.empty()) {
       continue;
     }
     out.push_back(std::move(f.diagnostic));

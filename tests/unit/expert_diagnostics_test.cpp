@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "sim/check/detect.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/format.hpp"
 #include "sim/cost/layer_ops.hpp"
 #include "sim/evaluate/evaluate.hpp"
-#include "sim/search/candidates.hpp"
 #include "sim/search/diagnose.hpp"
 #include "tests/support/support.hpp"
 
