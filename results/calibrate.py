@@ -11,12 +11,18 @@ Parameters (the platform file's "calibration" block; see README, Accuracy):
   sustained_fp8_gemm further share of their database rate that FP8 GEMMs sustain in a step
 The fit minimises the mean absolute log error of predicted against measured step time over the
 rows of the fitting half only (the split is fixed: README, Accuracy), by Nelder-Mead from the
-neutral values, restarted from its best point until a restart gains nothing. The band
-(residual_p10, residual_p90) holds 80 % of predictions: of the residuals
-measured / predicted - 1 on the same rows after the fit, the order statistics a conformal
-prediction interval takes (the floor(0.1 (n + 1))-th smallest and the ceil(0.9 (n + 1))-th
-smallest), not the sample's 10th and 90th percentiles, which hold fewer than 80 % of new rows
-when n is small. The locally weighted band (residual_per_spread_p10/p90) takes the same order
+neutral values, restarted from its best point until a restart gains nothing. Only the fitting
+half's rows are priced (a copy of the reference holding only them).
+
+The band (residual_p10, residual_p90) holds 80 % of predictions: of the residuals
+measured / predicted - 1 of the fitting rows, each predicted by the parameters fitted without it
+(FOLDS folds of the fitting rows, dealt by the SHA-256 of their names, each fitted afresh on the
+others), the order statistics a conformal prediction interval takes (the floor(0.1 (n + 1))-th
+smallest and the ceil(0.9 (n + 1))-th smallest), not the sample's 10th and 90th percentiles,
+which hold fewer than 80 % of new rows when n is small. A conformal interval covers new rows only
+if its residuals come from rows the model was not fitted on: the fit's own residuals are smaller
+than a new row's error by what four parameters absorb of thirty rows. The locally weighted band
+(residual_per_spread_p10/p90) takes the same order
 statistics of each residual divided by its row's kernel spread (the P10-P90 width of the step's
 kernels in the kernel database, time-weighted), and a prediction's band is then 1 + q x its own
 kernel spread: the kernel database's p10/p90 set the band's width plan by plan, the residuals its
@@ -24,6 +30,7 @@ scale. Only the fitting half is read: the
 checking half stays unseen, and `trainsim validate` reports both.
 """
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -39,9 +46,14 @@ REFERENCES = {
     "a100-sxm-hdr": [os.path.join("tests", "validation", "refdata",
                                   "narayanan2021_megatron_a100_table1_table2.json")],
 }
+# The arrays of rows a reference holds, in the order `trainsim validate` lists them.
+ROW_ARRAYS = ("rows", "rows_table1", "rows_table2_ptdp_vs_zero3")
 # At least this many fitting rows per fitted parameter: with fewer rows only the first
 # parameters of PARAMETERS are fitted, the others stay neutral.
 ROWS_PER_PARAMETER = 5
+# The band's residuals are each fitting row's error under the parameters fitted without it, in
+# this many folds (or one per row, where there are fewer rows).
+FOLDS = 10
 # (block, key, neutral value, lower bound, upper bound, scale of the first simplex step)
 PARAMETERS = [
     ("calibration", "sustained_compute", 1.0, 0.5, 1.0, 0.1),
@@ -85,41 +97,72 @@ def apply(platform, values, band=None):
 class Fit:
     def __init__(self, trainsim, platform_path, references):
         self.trainsim = trainsim
-        self.references = references
         with open(platform_path) as f:
             self.base = json.load(f)
         db = self.base.get("kernel_database")
         if db:  # the temporary copy lives elsewhere: name the database by its absolute path
             self.base["kernel_database"] = os.path.join(os.path.dirname(platform_path), db)
         self.evaluations = 0
+        self.tmp = tempfile.TemporaryDirectory()
+        self.references = [self.fitting_rows_only(r) for r in references]
+
+    def fitting_rows_only(self, reference):
+        """A copy of `reference` with only its fitting half's rows (beside links to the files it
+        reads next to it): the fit then prices only those, and the checking half is not even
+        predicted. The reference itself where its row arrays do not match what `trainsim
+        validate` lists, in order."""
+        with open(os.path.join(ROOT, reference)) as f:
+            data = json.load(f)
+        listed = self.validate([reference], None)
+        arrays = [k for k in ROW_ARRAYS if isinstance(data.get(k), list)]
+        if not arrays or sum(len(data[k]) for k in arrays) != len(listed):
+            return reference
+        for k in arrays:
+            rows, listed = listed[:len(data[k])], listed[len(data[k]):]
+            data[k] = [row for row, r in zip(data[k], rows) if r.get("half") == "fit"]
+        source = os.path.dirname(os.path.join(ROOT, reference))
+        for name in os.listdir(source):
+            target = os.path.join(self.tmp.name, name)
+            if name != os.path.basename(reference) and not os.path.lexists(target):
+                os.symlink(os.path.join(source, name), target)
+        path = os.path.join(self.tmp.name, os.path.basename(reference))
+        if os.path.lexists(path):
+            os.unlink(path)
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    def validate(self, references, platform_path):
+        """Every row `trainsim validate` lists for these references, in order."""
+        extra = ["--platform", platform_path] if platform_path else []
+        out = subprocess.run([self.trainsim, "validate", *references, *extra, "--format", "json"],
+                             cwd=ROOT, check=True, capture_output=True, text=True).stdout
+        return [r for s in json.loads(out)["validation"] for r in s["rows"]]
 
     def rows(self, values, half="fit"):
-        """(measured, predicted) of the expressed rows of `half` under these parameter values."""
+        """(measured, predicted, kernel spread, name) of the expressed rows of `half` under these
+        parameter values."""
         platform = apply(self.base, values)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(platform, f)
             path = f.name
         try:
-            out = subprocess.run([self.trainsim, "validate", *self.references, "--platform", path,
-                                  "--format", "json"], cwd=ROOT, check=True, capture_output=True,
-                                 text=True).stdout
+            listed = self.validate(self.references, path)
         finally:
             os.unlink(path)
         self.evaluations += 1
-        rows = []
-        for s in json.loads(out)["validation"]:
-            for r in s["rows"]:
-                if "skipped" not in r and (half is None or r.get("half") == half):
-                    rows.append((r["measured_s"], r["predicted_s"], r.get("kernel_spread", 0.0)))
-        return rows
+        return [(r["measured_s"], r["predicted_s"], r.get("kernel_spread", 0.0), r["name"])
+                for r in listed
+                if "skipped" not in r and (half is None or r.get("half") == half)]
 
-    def loss(self, values):
-        """Mean |log error| on the fitting half with the first len(values) parameters set."""
+    def loss(self, values, leave_out=frozenset()):
+        """Mean |log error| on the fitting half (less the rows named in `leave_out`) with the
+        first len(values) parameters set."""
         for (_, _, _, lo, hi, _), v in zip(PARAMETERS, values):
             if v < lo or v > hi:
                 return float("inf")
-        rows = self.rows(padded(values))
-        return sum(abs(math.log(p / m)) for m, p, _ in rows) / len(rows)
+        rows = [r for r in self.rows(padded(values)) if r[3] not in leave_out]
+        return sum(abs(math.log(p / m)) for m, p, _, _ in rows) / len(rows)
 
 
 def padded(values):
@@ -186,6 +229,47 @@ def restarted_nelder_mead(f, x0, steps, restarts=4, tolerance=1e-5):
     return best, loss
 
 
+def folds_of(names):
+    """The fitting rows dealt round-robin into FOLDS folds in the order of the SHA-256 of their
+    names: fixed, even in size, and chosen by no one."""
+    order = sorted(names, key=lambda n: hashlib.sha256(n.encode()).hexdigest())
+    k = min(FOLDS, len(order))
+    return [frozenset(order[i::k]) for i in range(k)]
+
+
+def out_of_fold_rows(fit, names, fitted):
+    """(measured, predicted, kernel spread) of every fitting row, predicted by the parameters
+    fitted (from the neutral values, as the full fit) on the other folds only."""
+    x0 = [p[2] for p in PARAMETERS[:fitted]]
+    steps = [p[5] for p in PARAMETERS[:fitted]]
+    out = []
+    folds = folds_of(names)
+    for i, fold in enumerate(folds):
+        best, _ = restarted_nelder_mead(lambda v, fold=fold: fit.loss(v, fold), x0, steps)
+        out += [(m, p, w) for m, p, w, name in fit.rows(padded(best)) if name in fold]
+        print("  fold %d of %d (%d rows held out): %s" %
+              (i + 1, len(folds), len(fold), " ".join("%.4f" % v for v in best)), flush=True)
+    return out
+
+
+def residual_band(rows):
+    """The plain and the locally weighted 80 % conformal band of (measured, predicted, spread)
+    rows (see the module's docstring)."""
+    low, high = conformal_band([m / p - 1 for m, p, _ in rows])
+    band = {
+        "residual_p10": round(min(0.0, low), 4),
+        "residual_p90": round(max(0.0, high), 4),
+    }
+    # Locally weighted: each residual over its row's kernel spread (the P10-P90 width of the
+    # kernels the database timed), so that the band widens with the kernels' own variation.
+    weighted = [(m / p - 1) / w for m, p, w in rows if w > 0]
+    if len(weighted) == len(rows):
+        low, high = conformal_band(weighted)
+        band["residual_per_spread_p10"] = round(min(0.0, low), 3)
+        band["residual_per_spread_p90"] = round(max(0.0, high), 3)
+    return band
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--platform", default="h100-sxm-ndr")
@@ -208,25 +292,18 @@ def main():
     best, loss = restarted_nelder_mead(fit.loss, x0[:fitted], [p[5] for p in PARAMETERS[:fitted]])
     best = padded([round(v, 4) for v in best])
     rows = fit.rows(best)
-    residuals = [m / p - 1 for m, p, _ in rows]
-    low, high = conformal_band(residuals)
-    band = {
-        "residual_p10": round(min(0.0, low), 4),
-        "residual_p90": round(max(0.0, high), 4),
-    }
-    # Locally weighted: each residual over its row's kernel spread (the P10-P90 width of the
-    # kernels the database timed), so that the band widens with the kernels' own variation.
-    weighted = [(m / p - 1) / w for m, p, w in rows if w > 0]
-    if len(weighted) == len(rows):
-        low, high = conformal_band(weighted)
-        band["residual_per_spread_p10"] = round(min(0.0, low), 3)
-        band["residual_per_spread_p90"] = round(max(0.0, high), 3)
+    in_sample = residual_band([r[:3] for r in rows])
     print("fit after %d evaluations: mean |log error| %.4f on %d rows" %
-          (fit.evaluations, loss, len(residuals)))
+          (fit.evaluations, loss, len(rows)))
     for (block, key, _, _, _, _), v in zip(PARAMETERS, best):
         print("  %-30s %s" % (block + "." + key, v))
+    names = [r[3] for r in rows]
+    print("band: each fitting row predicted by the parameters fitted on the other %d folds" %
+          (len(folds_of(names)) - 1), flush=True)
+    band = residual_band(out_of_fold_rows(fit, names, fitted))
     for k, v in band.items():
-        print("  %-30s %s" % ("calibration." + k, v))
+        print("  %-30s %s (on the fit's own residuals: %s)" %
+              ("calibration." + k, v, in_sample[k]))
     if not args.write:
         return
     with open(platform_path) as f:
@@ -234,17 +311,18 @@ def main():
     sources = platform.setdefault("sources", {})
     how = ("fit: results/calibrate.py --write on the fitting half of the step-time validation "
            "rows (%s; the fixed split of README, Accuracy): %d rows, mean |log error| %.4f" %
-           (", ".join(references), len(residuals), loss))
+           (", ".join(references), len(rows), loss))
     if fitted < len(PARAMETERS):
         how += ("; only %s fitted (at least %d rows per parameter), %s neutral" %
                 (", ".join(p[1] for p in PARAMETERS[:fitted]), ROWS_PER_PARAMETER,
                  ", ".join(p[1] for p in PARAMETERS[fitted:])))
     sources["overlap.compute_slowdown"] = how + ", together with the calibration block"
-    sources["calibration"] = how + ("; the band bounds measured / predicted - 1 on those rows "
-                                       "by the order statistics of an 80 % conformal prediction "
-                                       "interval, plain (residual_p10/p90) and divided by each "
-                                       "row's kernel spread (residual_per_spread_p10/p90, locally "
-                                       "weighted)")
+    sources["calibration"] = how + ("; the band bounds measured / predicted - 1 on those rows, "
+                                       "each predicted by the parameters fitted on the other "
+                                       "folds (%d), by the order statistics of an 80 %% conformal "
+                                       "prediction interval, plain (residual_p10/p90) and divided "
+                                       "by each row's kernel spread (residual_per_spread_p10/p90, "
+                                       "locally weighted)" % len(folds_of(names)))
     tmp = platform_path + ".tmp"
     with open(tmp, "w") as f:
         f.write(json.dumps(platform, indent=2, ensure_ascii=False) + "\n")

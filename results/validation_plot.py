@@ -286,7 +286,8 @@ def write_markdown(rows, band, halves, path, a100, ci, readme):
              "(`results/calibrate.py`, fitted on the fitting half only). Mean and max absolute "
              "error of predicted against measured step time; the band is the prediction times "
              "1 + q x the P10-P90 width of the row's kernels in the kernel database, q from %.2f "
-             "to %.2f (the calibration's residuals over each fitting row's kernel spread; %s, "
+             "to %.2f (the residuals of the fitting rows, each predicted by the calibration fitted "
+             "on the other folds, over each row's kernel spread; %s, "
              "mean width %.1f %% on BF16 rows and %.1f %% on FP8 rows)." %
              (os.path.relpath(REFERENCE, ROOT), band[2], band[3],
               "column `kernel_spread` of `results/validation.csv`",

@@ -246,7 +246,9 @@ ValidationSet checking_rows(const std::string& part, bool moe) {
 // coverage has a standard deviation of 6.7 points; the guard is that no row more leaves the band
 // and no mean grows past where it stands. With v25.04.02's eight Nemotron-4 340B rows expressed
 // (their VP from the launch script; the same layout as v25.05.05's rows, measured 5-6 % faster):
-// BF16 3.35 % on 19 rows, FP8 2.66 % on 25, the band on 24 of 44.
+// BF16 3.35 % on 19 rows, FP8 2.66 % on 25, the band on 24 of 44. Since the band's residuals
+// are cross-validated (each fitting row predicted by the fit on the other folds, as a conformal
+// interval needs; the fit itself unchanged): the band on 28 of 44.
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto bf16 = checking_rows(" BF16 ", false).errors_of("", "");
   const auto fp8 = checking_rows(" FP8 ", false).errors_of("", "");
@@ -258,7 +260,7 @@ TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   EXPECT_LE(fp8.max, 0.080);
   const auto [inside, checking] = checking_rows("", false).in_band("check");
   EXPECT_EQ(checking, 44);
-  EXPECT_GE(inside, 24);  // the target is 36 (80 %)
+  EXPECT_GE(inside, 28);  // the target is 36 (80 %)
 }
 
 // The mixture-of-experts rows (Grok-1, DeepSeek-V3, Llama 4 Maverick), all checking rows: where
