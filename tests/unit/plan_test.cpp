@@ -210,7 +210,7 @@ TEST_F(PlanRules, Fp8NeedsFp8TensorCores) {
             "a100-sxm-hdr)");
 }
 
-TEST_F(PlanRules, SchedulesAndOverlap) {
+TEST_F(PlanRules, Schedules) {
   Plan p = base();
   p.vp = 2;
   EXPECT_EQ(error_of(p), "--vp: virtual stages need --schedule interleaved (got 1f1b)");
@@ -240,7 +240,10 @@ TEST_F(PlanRules, SchedulesAndOverlap) {
   p.microbatch_group_size_per_vp_stage = 4;
   EXPECT_EQ(error_of(p),
             "--microbatch-group-size-per-vp-stage: applies to the interleaved schedule only");
-  p = base();
+}
+
+TEST_F(PlanRules, Overlap) {
+  Plan p = base();
   p.overlap_param_gather = true;
   p.overlap_grad_reduce = true;
   EXPECT_EQ(error_of(p),
