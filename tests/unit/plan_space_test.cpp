@@ -1,14 +1,20 @@
 // The plan space: candidates priced once each, infeasible ones as values with their reason, the
-// caller's baseline taken as given, and the memory requirement with its peak.
+// caller's baseline taken as given, the memory requirement with its peak, and a detector's
+// priced alternatives written out.
 #include "sim/search/plan_space.hpp"
 
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "sim/check/detect.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
+#include "sim/search/fixes.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -148,6 +154,40 @@ TEST(PlanSpace, MemoryNeedReportsPeakAndRefusesWhatDoesNotFit) {
   ASSERT_TRUE(buildable);
   EXPECT_FALSE(buildable->peak_bytes.has_value());
   EXPECT_EQ(s.calls, 1);
+}
+
+// A detector's PricedAlternatives: every candidate that fits, priced and listed fastest first (the
+// infeasible and the unsharded one left out); with a min_gain, only those saving that share of the
+// step, and the diagnostic withdrawn where none does. Without one it stays, whatever the prices.
+TEST(PlanSpace, PricedAlternativesListTheFastestFirstAndWithdrawWhereNoneGains) {
+  Space s;
+  Plan tp3 = s.in.plan;
+  tp3.tp = 3;  // refused: 32 heads
+  const Plan z3 = s.with_zero(3);
+  Plan z3_full = z3;
+  z3_full.recompute = Recompute::kFull;  // the same plan, slower by its recomputation
+  const std::vector<Plan> plans = {tp3, s.in.plan, z3_full, z3};
+  auto finding = [&](std::optional<double> min_gain) {
+    Diagnostic d;
+    d.id = "test";
+    return Finding{d, PricedAlternatives{plans, min_gain}};
+  };
+  PlanSpace slow = s.space(/*baseline=*/1e6);
+  const auto listed = write_fixes(slow, {finding(0.05)});
+  ASSERT_EQ(listed.size(), 1u);
+  const std::string& fix = listed[0].fix;
+  const auto first = fix.find("--zero 3 (same GPUs): step ");
+  const auto second = fix.find("; or --zero 3 --recompute full (same GPUs): step ");
+  EXPECT_EQ(first, 0u) << fix;
+  EXPECT_NE(second, std::string::npos) << fix;
+  EXPECT_EQ(fix.find("--tp 3"), std::string::npos) << fix;
+  const Outcome z3_priced = slow.price({z3});
+  ASSERT_TRUE(z3_priced);
+  PlanSpace fast = s.space(/*baseline=*/z3_priced->step_time_s * 1.04);  // z3 saves under 5 %
+  EXPECT_TRUE(write_fixes(fast, {finding(0.05)}).empty());
+  const auto kept = write_fixes(fast, {finding(std::nullopt)});
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].fix.find("--zero 3 (same GPUs): step "), 0u) << kept[0].fix;
 }
 
 }  // namespace
