@@ -2,6 +2,7 @@
 // before it. When a rank's share of the sequence is short (a short sequence over a large CP
 // group), or the ring crosses the network, the transfers outlast the steps and the attention
 // waits for them: the stall the cost model prices beside the attention (sim/cost/tp_overlap).
+// The fix compares the plans cp_ring_alternatives builds from the plan alone.
 #include <algorithm>
 #include <optional>
 #include <string>

@@ -5,6 +5,7 @@
 // every expert into narrower GEMMs and gathers the routed tokens around them where a larger EP
 // could hold the same share of the experts whole. All-to-alls left on the compute
 // stream stop every MoE layer twice a pass where another micro-batch's compute could hide them.
+// Each detector names the plans its fix compares, built here from the plan alone.
 #include <algorithm>
 #include <cmath>
 #include <optional>

@@ -57,8 +57,8 @@ struct TpWithinNode {
   RankOrder rank_order = kMegatronOrder;
 };
 
-/// Other plans on the same GPUs that the detector names (the fix's candidates, built with
-/// sim/plan/plan_variants): each that fits is priced and listed, the fastest first. With
+/// Other plans on the same GPUs that the detector names (the fix's candidates, built beside the
+/// detector from the plan alone): each that fits is priced and listed, the fastest first. With
 /// `min_gain`, only those saving more than that share of the step are, and the diagnostic is
 /// withdrawn where none does (the defect is one only where a plan without it is faster).
 struct PricedAlternatives {
