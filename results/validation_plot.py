@@ -233,10 +233,11 @@ def write_dense(done, band, lines):
         plain = sum(1 for r in sel if r["predicted_s"] * (1 + band[0]) <= r["measured_s"] <=
                     r["predicted_s"] * (1 + band[1]))
         lines.append("")
-        lines.append("On the %s half's %d dense rows the band holds %d (plain, q from %+.1f %% to "
-                     "%+.1f %% on every row: %d)." % ("fitting" if half == "fit" else "checking",
-                                                       len(sel), weighted, 100 * band[0],
-                                                       100 * band[1], plain))
+        lines.append("On the %s half's %d dense rows the band, %.1f %% wide on BF16 rows and %.1f %% "
+                     "on FP8 rows (mean), holds %d (plain, q from %+.1f %% to %+.1f %% on every "
+                     "row: %d)." % ("fitting" if half == "fit" else "checking", len(sel),
+                                    100 * mean_width(sel, "bf16"), 100 * mean_width(sel, "fp8"),
+                                    weighted, 100 * band[0], 100 * band[1], plain))
 
 
 # How each release's benchmarks ran and read a step's time, from its READMEs and launch scripts
