@@ -160,7 +160,8 @@ Replayed replay_step(const ResolvedInputs& in, const CostModel& costs, const Run
                      ProgressLine& progress, std::ostream& out) {
   const Topology topology(in.platform, in.plan.world_size());
   ReplayChoice replay =
-      choose_replay(in.plan, topology, in.engine == EngineKind::kSimGrid, opt.full_simulation);
+      choose_replay(in.plan, topology, in.engine == EngineKind::kSimGrid, opt.full_simulation,
+                    embedding_sync_stages(costs, in.plan.pp));
   progress.phase("building the task graph");
   TaskGraph graph = build_task_graph(in.plan, costs, replay.replay, replay.chains);
   if (opt.dump_graph) {

@@ -75,6 +75,31 @@ struct LayerShares {
   }
 };
 
+// Whether virtual stage v holds a copy of the word embedding away from it: a tied LM head, or the
+// table a multi-token-prediction module embeds with.
+bool holds_embedding_copy(const Model& model, const Partition& partition, std::int64_t v) {
+  if (partition.holds(v, BlockKind::kEmbedding)) return false;
+  return (model.tied_embeddings && partition.holds(v, BlockKind::kLmHead)) ||
+         partition.holds(v, BlockKind::kMtp);
+}
+
+// Whether virtual stage v holds the embedding or a copy of it that the other's gradient is
+// all-reduced with: the two on different physical stages (on one GPU they are one tensor).
+bool syncs_embedding(const Model& model, const Partition& partition, std::int64_t v) {
+  const std::int64_t pp = partition.physical_stages();
+  if (holds_embedding_copy(model, partition, v)) {
+    for (std::int64_t u = 0; u < partition.num_stages(); ++u) {
+      if (u % pp != v % pp && partition.holds(u, BlockKind::kEmbedding)) return true;
+    }
+    return false;
+  }
+  if (!partition.holds(v, BlockKind::kEmbedding)) return false;
+  for (std::int64_t u = 0; u < partition.num_stages(); ++u) {
+    if (u % pp != v % pp && holds_embedding_copy(model, partition, u)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 StageParams stage_params(const Model& model, const Plan& plan, const Partition& partition,
@@ -127,6 +152,9 @@ StageParams stage_params(const Model& model, const Plan& plan, const Partition& 
       case BlockKind::kLoss:
         break;
     }
+  }
+  if (syncs_embedding(model, partition, stage)) {
+    sp.synced_embedding_per_gpu = vocab_rows * model.hidden_size;
   }
   return sp;
 }

@@ -23,12 +23,16 @@ std::int64_t expert_params_per_rank(const Model& model, const Plan& plan);
 /// The parameters of one pipeline stage's blocks (its GPU's model chunks): logical ones, those
 /// each GPU of the stage holds (TP shards, the padded vocabulary, a synchronised copy of a tied
 /// LM head or of the embedding a multi-token-prediction module uses), and of those the experts
-/// EP splits and the decoder layers' GEMM weights.
+/// EP splits and the decoder layers' GEMM weights; and of those the word embedding whose gradient
+/// is all-reduced with a copy on another stage (Megatron-Core's embedding group: the table and
+/// a tied LM head, or the table a multi-token-prediction module embeds with, on different
+/// pipeline stages).
 struct StageParams {
   std::int64_t params = 0;
   std::int64_t per_gpu = 0;
   std::int64_t expert_per_gpu = 0;
   std::int64_t gemm_per_gpu = 0;
+  std::int64_t synced_embedding_per_gpu = 0;
 };
 StageParams stage_params(const Model& model, const Plan& plan, const Partition& partition,
                          std::int64_t stage, std::int64_t padded_vocab);

@@ -301,11 +301,26 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     sc.expert_params_per_gpu = held.expert_per_gpu;
     sc.gemm_params_per_gpu = held.gemm_per_gpu;
     sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * grad_reduce_bytes(plan);
+    sc.embedding_sync_bytes =
+        static_cast<double>(held.synced_embedding_per_gpu) * grad_reduce_bytes(plan);
     add_amax_reductions(sc);
     add_optimizer(sc, plan, costing);
     cm.stages.push_back(std::move(sc));
   }
   return cm;
+}
+
+std::vector<std::int64_t> embedding_sync_stages(const CostModel& costs, std::int64_t pp) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t s = 0; s < pp; ++s) {
+    for (auto v = s; v < static_cast<std::int64_t>(costs.stages.size()); v += pp) {
+      if (costs.stages[static_cast<std::size_t>(v)].embedding_sync_bytes > 0) {
+        out.push_back(s);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 TimeSpread kernel_spread(const CostModel& costs) {

@@ -64,9 +64,12 @@ struct StageCost {
   /// Message to the next stage (and its gradient back): the output of the stage's last block,
   /// hidden states in BF16 after a decoder, logits after the LM head, fp32 logits after a cast.
   double p2p_bytes = 0;
-  double grad_bytes = 0;    // data-parallel gradient reduction buffer per GPU (fp32 or BF16)
-  PassCost optimizer;       // once per step
-  std::int64_t params = 0;  // logical parameters of the stage's blocks
+  double grad_bytes = 0;  // data-parallel gradient reduction buffer per GPU (fp32 or BF16)
+  /// Of those, the word embedding's (or its copy's) that the stage all-reduces with the other
+  /// stage holding it, after the data-parallel reduction (0 where it holds neither).
+  double embedding_sync_bytes = 0;
+  PassCost optimizer;               // once per step
+  std::int64_t params = 0;          // logical parameters of the stage's blocks
   std::int64_t params_per_gpu = 0;  // held by each GPU of the stage: TP shard, padded vocabulary
   /// The part of params_per_gpu in experts that expert parallelism splits (0 without EP): their
   /// gradients reduce over the expert-data-parallel group, not the data-parallel one.
@@ -80,6 +83,11 @@ struct CostModel {
   std::int64_t padded_vocab = 0;
   std::vector<StageCost> stages;
 };
+
+/// The physical stages that all-reduce the word embedding's gradient with one another (the
+/// members of Megatron-Core's embedding group along the pipeline), ascending; empty when none
+/// does (untied, or the embedding and its copy on one GPU).
+std::vector<std::int64_t> embedding_sync_stages(const CostModel& costs, std::int64_t pp);
 
 /// Bytes moved per parameter by the Adam step with fp32 master weights and moments: read the
 /// fp32 gradient, master weight and two moments; write those three and the BF16 weight.

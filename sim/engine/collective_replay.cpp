@@ -53,6 +53,20 @@ std::vector<std::vector<CollectiveStat>> collective_stats(
   return out;
 }
 
+namespace {
+
+// Whether each member of a symmetric graph's group is a replaying GPU, replaying itself (the
+// embedding group's, between the stages' replaying GPUs): its flows then run as in a full graph.
+bool members_replay_themselves(const TaskGraph& graph, const Group& group) {
+  if (group.ranks.size() != group.members.size()) return false;
+  for (std::size_t i = 0; i < group.ranks.size(); ++i) {
+    if (graph.gpu_of(group.ranks[i]) != group.members[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 CollectiveReplayPlan::CollectiveReplayPlan(const TaskGraph& graph, const Topology& topology,
                                            const std::vector<GroupCollectives>& groups)
     : topo_(topology) {
@@ -69,7 +83,7 @@ CollectiveReplayPlan::CollectiveReplayPlan(const TaskGraph& graph, const Topolog
     const auto& [g, kind, algorithm] = key;
     const auto& group = graph.groups[static_cast<std::size_t>(g)];
     const auto& flows = groups[static_cast<std::size_t>(g)].flows(kind, algorithm);
-    if (group.ranks.empty()) {
+    if (group.ranks.empty() || members_replay_themselves(graph, group)) {
       add_full(key, flows);
     } else {
       if (group.ranks.size() != 1) {

@@ -33,6 +33,36 @@ std::int32_t add_group(Dim d, const std::vector<std::int64_t>& members, TaskGrap
   return as_i32(static_cast<std::int64_t>(g.groups.size()) - 1);
 }
 
+// The embedding groups: each GPU of the stages holding the word embedding or a copy of it with
+// its peers at the same place in the others; in a symmetric graph, one per class of pipeline
+// chain (its members stand at one offset in every stage), replayed by that class's rank of each
+// of those stages.
+void add_embedding_groups(const Layout& layout, const CostModel& costs, const ChainClasses* chains,
+                          TaskGraph& g, std::vector<GroupIds>& ids) {
+  const auto stages = embedding_sync_stages(costs, layout.size(Dim::kPP));
+  if (stages.size() < 2) return;
+  const std::size_t e = index_of(Dim::kEmbedding);
+  if (!chains) {
+    for (const auto r : layout.stage_ranks(stages.front())) {
+      const auto members = layout.pipeline_peers(r, stages);
+      const auto id = add_group(Dim::kEmbedding, members, g);
+      for (const auto m : members) ids[static_cast<std::size_t>(m)][e] = id;
+    }
+    return;
+  }
+  const std::int64_t classes = chains->count();
+  for (std::int64_t c = 0; c < classes; ++c) {
+    const auto leader = layout.stage_leader(stages.front());
+    const auto id = add_group(Dim::kEmbedding,
+                              layout.pipeline_peers(leader + chains->rep_offset(c), stages), g);
+    for (const auto s : stages) {
+      const std::int64_t rank = s * classes + c;
+      g.groups[static_cast<std::size_t>(id)].ranks.push_back(as_i32(rank));
+      ids[static_cast<std::size_t>(rank)][e] = id;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<GroupIds> add_groups(const Layout& layout, const CostModel& costs,
@@ -65,6 +95,7 @@ std::vector<GroupIds> add_groups(const Layout& layout, const CostModel& costs,
       }
     }
   }
+  add_embedding_groups(layout, costs, chains, g, ids);
   return ids;
 }
 

@@ -21,7 +21,8 @@ std::int32_t as_i32(std::int64_t v);
 /// Adds every group the graph's ranks call, every collective dimension's, to g: all of them in a
 /// full graph (`chains` null); in a symmetric one the groups of each stage's replaying GPUs (one
 /// per chain class), each replayed by those of them it holds. The stage-wide group only where a
-/// pass calls it. Returns each rank's group per dimension (-1: none).
+/// pass calls it; the embedding group where two stages hold the word embedding (or a copy of it).
+/// Returns each rank's group per dimension (-1: none).
 std::vector<GroupIds> add_groups(const Layout& layout, const CostModel& costs,
                                  const ChainClasses* chains, TaskGraph& g);
 

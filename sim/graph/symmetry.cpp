@@ -44,11 +44,13 @@ LinkLoad link_load(const Topology& topo, const std::vector<CollectiveFlow>& mine
 
 class Checker {
  public:
-  Checker(const Plan& plan, const Topology& topology, bool contention)
+  Checker(const Plan& plan, const Topology& topology, bool contention,
+          const std::vector<std::int64_t>& embedding_stages)
       : plan_(plan),
         layout_(plan),
         topo_(topology),
         contention_(contention),
+        embedding_stages_(embedding_stages),
         stage_offsets_(layout_.offset_residues({}, topo_.leaf_unit_gpus())) {}
 
   Symmetry run() {
@@ -111,16 +113,25 @@ class Checker {
         return "intra-instance expert-data";
       case Dim::kInterEDP:
         return "inter-instance expert-data";
+      case Dim::kEmbedding:
+        return "embedding";
     }
     return "?";
   }
 
-  // The pipeline neighbours of stage s's GPUs: one step either way (interleaving wraps around).
+  // The pipeline neighbours of stage s's GPUs: one step either way (interleaving wraps around),
+  // and in a stage of the embedding group its peers there.
   std::vector<std::int64_t> neighbour_steps(std::int64_t s) const {
     std::vector<std::int64_t> out;
     const bool ring = plan_.vp > 1 && plan_.pp > 1;
     if (s + 1 < plan_.pp || ring) out.push_back(1);
     if (s > 0 || ring) out.push_back(-1);
+    if (std::find(embedding_stages_.begin(), embedding_stages_.end(), s) !=
+        embedding_stages_.end()) {
+      for (const auto t : embedding_stages_) {
+        if (t != s) out.push_back(t - s);
+      }
+    }
     return out;
   }
 
@@ -270,6 +281,7 @@ class Checker {
   Layout layout_;
   const Topology& topo_;
   bool contention_;
+  std::vector<std::int64_t> embedding_stages_;  // the stages whose GPUs sync the embedding
   // Offsets from a stage's leader to its GPUs, one per residue modulo a leaf unit; per
   // dimension, to its groups along it (built on first use). Every stage has the same.
   std::vector<std::int64_t> stage_offsets_;
@@ -280,14 +292,16 @@ class Checker {
 
 }  // namespace
 
-Symmetry stage_symmetry(const Plan& plan, const Topology& topology, bool contention) {
-  return Checker(plan, topology, contention).run();
+Symmetry stage_symmetry(const Plan& plan, const Topology& topology, bool contention,
+                        const std::vector<std::int64_t>& embedding_stages) {
+  return Checker(plan, topology, contention, embedding_stages).run();
 }
 
-ReplayChoice choose_replay(const Plan& plan, const Topology& topology, bool contention, bool full) {
+ReplayChoice choose_replay(const Plan& plan, const Topology& topology, bool contention, bool full,
+                           const std::vector<std::int64_t>& embedding_stages) {
   if (full) return {Replay::kFull, "--full-simulation", {}};
   if (plan.world_size() == plan.pp) return {Replay::kFull, {}, {}};  // nothing to fold
-  auto symmetry = stage_symmetry(plan, topology, contention);
+  auto symmetry = stage_symmetry(plan, topology, contention, embedding_stages);
   if (symmetry.holds) return {Replay::kSymmetric, {}, std::move(symmetry.chains)};
   return {Replay::kFull, std::move(symmetry.reason), {}};
 }

@@ -25,6 +25,8 @@ CommKind comm_kind(Dim d) {
     case Dim::kIntraEDP:
     case Dim::kInterEDP:
       return CommKind::kDP;  // the distributed optimizer's instances
+    case Dim::kEmbedding:
+      return CommKind::kDP;  // a gradient reduction, after the data-parallel one
   }
   return CommKind::kTP;
 }

@@ -21,8 +21,8 @@ namespace trainsim {
 enum class CommKind : std::uint8_t { kTP, kPP, kDP, kCP, kEP };
 inline constexpr std::size_t kNumCommKinds = 5;
 const char* to_string(CommKind kind);
-/// The kind of traffic a collective along d is (expert data parallelism and the stage-wide group
-/// count as data-parallel).
+/// The kind of traffic a collective along d is (expert data parallelism, the stage-wide group and
+/// the embedding group count as data-parallel).
 CommKind comm_kind(Dim d);
 
 /// What a compute op does, for reports and traces. A backward is either whole, or split into

@@ -28,6 +28,8 @@ const char* to_string(Dim d) {
       return "intra-edp";
     case Dim::kInterEDP:
       return "inter-edp";
+    case Dim::kEmbedding:
+      return "embedding";
   }
   return "?";
 }

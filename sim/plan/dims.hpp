@@ -20,8 +20,11 @@ namespace trainsim {
 /// --num-distributed-optimizer-instances N), the data-parallel ranks split into N instances of
 /// consecutive ranks: the intra-instance groups (an instance's dp x cp / N ranks; for experts its
 /// expert-data-parallel / N) reduce-scatter gradients and all-gather parameters, the
-/// inter-instance groups (one rank of each instance) all-reduce the reduced shards. The first
-/// five enumerate ranks; the others are derived from them.
+/// inter-instance groups (one rank of each instance) all-reduce the reduced shards. The
+/// embedding group: the ranks of a pipeline that hold the word embedding or a copy of it (the
+/// first stage's and, for a tied LM head or a multi-token-prediction module, the stage holding
+/// that), over which their gradients are all-reduced (Megatron-Core's embedding group). The
+/// first five enumerate ranks; the others are derived from them.
 enum class Dim : std::uint8_t {
   kTP,
   kCP,
@@ -34,9 +37,10 @@ enum class Dim : std::uint8_t {
   kIntraDP,
   kInterDP,
   kIntraEDP,
-  kInterEDP
+  kInterEDP,
+  kEmbedding
 };
-inline constexpr std::size_t kNumDims = 12;
+inline constexpr std::size_t kNumDims = 13;
 /// The dimensions a rank order lists.
 inline constexpr std::size_t kNumOrderDims = 5;
 

@@ -43,7 +43,8 @@ Layout::Layout(const Plan& plan) : order_(plan.rank_order) {
 RankCoord Layout::coord(std::int64_t rank) const {
   RankCoord c;
   for (std::size_t i = 0; i < kNumDims; ++i) {
-    if (static_cast<Dim>(i) != Dim::kStage) c.at[i] = coord(rank, static_cast<Dim>(i));
+    const Dim d = static_cast<Dim>(i);
+    if (d != Dim::kStage && d != Dim::kEmbedding) c.at[i] = coord(rank, d);
   }
   return c;
 }
@@ -180,6 +181,14 @@ std::vector<std::int64_t> Layout::offset_residues(const std::vector<Dim>& fixed,
 
 std::int64_t Layout::stage_leader(std::int64_t stage) const {
   return stage * stride(Dim::kPP);
+}
+
+std::vector<std::int64_t> Layout::pipeline_peers(std::int64_t rank,
+                                                 const std::vector<std::int64_t>& stages) const {
+  const std::int64_t offset = rank - stage_leader(coord(rank, Dim::kPP));
+  std::vector<std::int64_t> out;
+  for (const auto s : stages) out.push_back(stage_leader(s) + offset);
+  return out;
 }
 
 GroupSpan group_span(const std::vector<std::int64_t>& ranks, std::int64_t gpus_per_node) {

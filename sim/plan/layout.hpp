@@ -78,6 +78,10 @@ class Layout {
                                             std::int64_t modulus) const;
   /// The stage's first rank: coordinate 0 along every dimension but the pipeline.
   std::int64_t stage_leader(std::int64_t stage) const;
+  /// The ranks at `rank`'s coordinates in each of pipeline stages `stages` (ascending): its
+  /// embedding group when they are the stages holding the word embedding or a copy of it.
+  std::vector<std::int64_t> pipeline_peers(std::int64_t rank,
+                                           const std::vector<std::int64_t>& stages) const;
 
  private:
   // Calls visit(offset) with the offset from a stage's leader of every rank of that stage whose
@@ -101,7 +105,7 @@ class Layout {
   static bool is_intra(Dim d) { return d == Dim::kIntraDP || d == Dim::kIntraEDP; }
   static bool is_inter(Dim d) { return d == Dim::kInterDP || d == Dim::kInterEDP; }
   static std::size_t slot(Dim d) {
-    assert(d != Dim::kStage);
+    assert(d != Dim::kStage && d != Dim::kEmbedding);
     if (d == Dim::kETP) return index_of(Dim::kTP);
     if (d == Dim::kEDP || is_intra(d) || is_inter(d)) return index_of(Dim::kDP);
     return index_of(d);

@@ -56,8 +56,10 @@ double simulate_once(const Scale& s, EngineKind engine, bool full) {
   const Plan& p = s.plan;
   const auto part = build_partition(m, pf, p);
   const Topology topology(pf, p.world_size());
-  const auto replay = choose_replay(p, topology, engine == EngineKind::kSimGrid, full).replay;
-  const auto graph = build_task_graph(p, compute_costs(m, pf, p, part), replay);
+  const auto costs = compute_costs(m, pf, p, part);
+  const auto replay = choose_replay(p, topology, engine == EngineKind::kSimGrid, full,
+                                    embedding_sync_stages(costs, p.pp));
+  const auto graph = build_task_graph(p, costs, replay.replay, replay.chains);
   return simulate(graph, topology, engine).step_time_s;
 }
 

@@ -27,7 +27,7 @@ Symmetry symmetry(const Plan& plan, bool contention, double oversubscription = 1
                   std::int64_t nodes_per_leaf = 4) {
   const Topology topo(test::simple_platform(400, 0.5, 50, 2.0, nodes_per_leaf, oversubscription),
                       plan.world_size());
-  return stage_symmetry(plan, topo, contention);
+  return stage_symmetry(plan, topo, contention, {});
 }
 
 TEST(Symmetry, NodeAlignedLayoutsAreSymmetric) {
@@ -67,21 +67,51 @@ TEST(Symmetry, WhereGpusOfAStageDiffer) {
   EXPECT_TRUE(symmetry(plan_of(8, 4, 32), false, 2.0).holds);
 }
 
+// The embedding group's peers count among a GPU's pipeline routes. TP 4, DP 3, PP 3 on leaves of
+// 4 nodes: every GPU reaches its neighbours 12 GPUs on over another rail (through the spine),
+// but of the first stage's GPUs, 0-7 reach their last-stage peers (24 on) under one leaf on
+// their own rail and 8-11 theirs (32-35, the next leaf) through the spine: two classes of chain.
+TEST(Symmetry, EmbeddingPeersJoinThePipelineRoutes) {
+  const Plan p = plan_of(4, 3, 3);
+  const Topology topo(test::simple_platform(400, 0.5, 50, 2.0, 4), p.world_size());
+  const Symmetry untied = stage_symmetry(p, topo, false, {});
+  EXPECT_TRUE(untied.holds);
+  EXPECT_TRUE(untied.chains.rep_offsets.empty());
+  const Symmetry tied = stage_symmetry(p, topo, false, {0, 2});
+  EXPECT_TRUE(tied.holds);
+  EXPECT_EQ(tied.chains.rep_offsets, (std::vector<std::int64_t>{0, 8}));
+  for (std::int64_t o = 0; o < 12; ++o) EXPECT_EQ(tied.chains.class_of(o), o < 8 ? 0 : 1) << o;
+  // Each class's replaying GPUs of the first and last stages all-reduce with each other.
+  CostModel costs = test::uniform_costs(3, 1e-3, 2e-3);
+  costs.stages[0].embedding_sync_bytes = costs.stages[2].embedding_sync_bytes = 1e6;
+  const TaskGraph g = build_task_graph(p, costs, Replay::kSymmetric, tied.chains);
+  std::vector<std::pair<Members, std::vector<std::int32_t>>> groups;
+  for (const Group& grp : g.groups) {
+    if (grp.dim == Dim::kEmbedding) groups.emplace_back(grp.members, grp.ranks);
+  }
+  const std::vector<std::pair<Members, std::vector<std::int32_t>>> want = {{{0, 24}, {0, 4}},
+                                                                           {{8, 32}, {1, 5}}};
+  EXPECT_EQ(groups, want);
+  // And the replay of the two classes takes the step every GPU's replay does.
+  const double full = simulate(build_task_graph(p, costs), topo, EngineKind::kAnalytic).step_time_s;
+  EXPECT_NEAR(simulate(g, topo, EngineKind::kAnalytic).step_time_s, full, 1e-12 * full);
+}
+
 TEST(Symmetry, ChooseReplay) {
   const Plan plan = plan_of(8, 4, 2);
   const Topology topo(test::simple_platform(400, 0.5, 50, 2.0), plan.world_size());
-  const auto symmetric = choose_replay(plan, topo, true, false);
+  const auto symmetric = choose_replay(plan, topo, true, false, {});
   EXPECT_EQ(symmetric.replay, Replay::kSymmetric);
   EXPECT_EQ(symmetric.why_full, "");
-  const auto asked = choose_replay(plan, topo, true, true);
+  const auto asked = choose_replay(plan, topo, true, true, {});
   EXPECT_EQ(asked.replay, Replay::kFull);
   EXPECT_EQ(asked.why_full, "--full-simulation");
-  const auto one_per_stage = choose_replay(plan_of(1, 4, 1), topo, true, false);
+  const auto one_per_stage = choose_replay(plan_of(1, 4, 1), topo, true, false, {});
   EXPECT_EQ(one_per_stage.replay, Replay::kFull);
   EXPECT_EQ(one_per_stage.why_full, "");  // nothing to fold: nothing to explain
-  const auto uneven = choose_replay(plan_of(4, 1, 3), topo, true, false);
+  const auto uneven = choose_replay(plan_of(4, 1, 3), topo, true, false, {});
   EXPECT_EQ(uneven.replay, Replay::kFull);
-  EXPECT_EQ(uneven.why_full, stage_symmetry(plan_of(4, 1, 3), topo, true).reason);
+  EXPECT_EQ(uneven.why_full, stage_symmetry(plan_of(4, 1, 3), topo, true, {}).reason);
   EXPECT_FALSE(uneven.why_full.empty());
 }
 
