@@ -147,10 +147,15 @@ TEST(Platform, A100Sheet) {
   EXPECT_DOUBLE_EQ(p.efficiency.gemm_fp8, p.efficiency.gemm);  // not given: the BF16 one
 }
 
-TEST(Platform, StrictInput) {
+nlohmann::json h100_sheet() {
   std::ifstream in(test::source_dir() + "/platforms/h100-sxm-ndr.json");
   auto j = nlohmann::json::parse(in);
   j.erase("kernel_database");  // its path resolves next to the platform file, not "p.json"
+  return j;
+}
+
+TEST(Platform, StrictInputRulesBetweenFields) {
+  const auto j = h100_sheet();
   auto bad = j;
   bad["network"]["nics_per_node"] = 4;
   expect_error(
@@ -159,8 +164,12 @@ TEST(Platform, StrictInput) {
   bad = j;
   bad["efficiency"]["gemm"] = 1.2;
   expect_error(bad, "p.json: $.efficiency.gemm: must be a number >= 0.01 and <= 1, got 1.2");
-  // Physical bounds: an NVLink latency of 1e30 s, a BF16 peak of 1e308 TFLOP/s.
-  bad = j;
+}
+
+TEST(Platform, StrictInputPhysicalBounds) {
+  const auto j = h100_sheet();
+  // Above: an NVLink latency of 1e30 s, a BF16 peak of 1e308 TFLOP/s.
+  auto bad = j;
   bad["node"]["nvlink_latency_us"] = 1e30;
   expect_error(bad,
                "p.json: $.node.nvlink_latency_us: must be a number >= 0 and <= 1e+06, got 1e+30");
@@ -185,6 +194,18 @@ TEST(Platform, StrictInput) {
   expect_error(bad,
                "p.json: $.node.gpus_per_node: must be an integer in [1, 4096], got 1099511627776");
   bad = j;
+  bad["memory"]["runtime_reserved_GiB"] = -1;
+  expect_error(bad,
+               "p.json: $.memory.runtime_reserved_GiB: must be a number >= 0 and <= 65536, got -1");
+  bad = j;
+  bad["gpu"]["hbm_bandwidth_GBps"] = -1;
+  expect_error(bad,
+               "p.json: $.gpu.hbm_bandwidth_GBps: must be a number >= 0.1 and <= 1e+06, got -1");
+}
+
+TEST(Platform, StrictInputUnknownKeysAndTypes) {
+  const auto j = h100_sheet();
+  auto bad = j;
   bad["node"]["nvlink_bandwidth"] = 450;
   expect_error(bad,
                "p.json: $.node.nvlink_bandwidth: unknown key (known keys here: gpus_per_node, "
@@ -196,19 +217,11 @@ TEST(Platform, StrictInput) {
       "p.json: $.memory.fragmentation_percent: unknown key (known keys here: "
       "allocated_overhead_MiB, cublas_workspace_MiB, fragmentation, runtime_reserved_GiB)");
   bad = j;
-  bad["memory"]["runtime_reserved_GiB"] = -1;
-  expect_error(bad,
-               "p.json: $.memory.runtime_reserved_GiB: must be a number >= 0 and <= 65536, got -1");
-  bad = j;
   bad["memory"]["cublas_workspace_MiB"] = "32";
   expect_error(
       bad,
       "p.json: $.memory.cublas_workspace_MiB: must be a number >= 0 and <= 67108864, got a "
       "string \"32\"");
-  bad = j;
-  bad["gpu"]["hbm_bandwidth_GBps"] = -1;
-  expect_error(bad,
-               "p.json: $.gpu.hbm_bandwidth_GBps: must be a number >= 0.1 and <= 1e+06, got -1");
 }
 
 }  // namespace
