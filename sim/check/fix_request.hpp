@@ -43,8 +43,8 @@ struct FullPipelineBatch {
   std::int64_t gbs = 0;
 };
 
-/// A vocabulary split without padding over TP: a smaller vocabulary multiple, or a smaller TP on
-/// the same GPUs; else keep the `padding` rows and strip them when saving.
+/// A vocabulary split without padding over TP: a smaller vocabulary multiple, or where none splits
+/// it a smaller TP on the same GPUs; else keep the `padding` rows and strip them when saving.
 struct UnpaddedVocabulary {
   std::int64_t padding = 0;
 };

@@ -132,19 +132,25 @@ struct FixWriter {
   }
 };
 
+// The least change that removes the padding: a smaller vocabulary multiple, which prices the
+// padding alone; only where none does, the smallest step down in TP (whose price is the TP
+// change's as much as the padding's); and keeping the padding, stripped when saving.
 std::string FixWriter::operator()(const UnpaddedVocabulary& request) const {
   const Plan& plan = space.plan();
   const Model& model = space.model();
   std::vector<std::string> options;
-  if (auto p = unpadded_vocabulary_multiple(plan, model.vocab_size)) {
-    if (const Outcome o = space.price({*p})) {
-      options.push_back("--vocab-divisible-by " + std::to_string(p->vocab_divisible_by) + " (" +
-                        format_grouped(model.vocab_size) + " = " + std::to_string(plan.tp) + " x " +
-                        format_grouped(model.vocab_size / plan.tp) + ", no padding, same GPUs): " +
-                        step_comparison(o->step_time_s, space.baseline()));
+  const auto multiple = unpadded_vocabulary_multiple(plan, model.vocab_size);
+  if (multiple) {
+    if (const Outcome o = space.price({*multiple})) {
+      options.push_back(
+          "--vocab-divisible-by " + std::to_string(multiple->vocab_divisible_by) + " (" +
+          format_grouped(model.vocab_size) + " = " + std::to_string(plan.tp) + " x " +
+          format_grouped(model.vocab_size / plan.tp) +
+          ", no padding, same GPUs): " + step_comparison(o->step_time_s, space.baseline()));
     }
   }
-  for (const Plan& p : unpadded_smaller_tp(plan, model.vocab_size)) {
+  for (const Plan& p :
+       multiple ? std::vector<Plan>{} : unpadded_smaller_tp(plan, model.vocab_size)) {
     if (const Outcome o = space.price({p})) {
       options.push_back(
           "--tp " + std::to_string(p.tp) + " --dp " + std::to_string(p.dp) +

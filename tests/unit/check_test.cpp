@@ -32,6 +32,13 @@ TEST(Diagnostics, Nanotron108StageWithoutParameters) {
   EXPECT_TRUE(contains(d.fix, "--partition balanced (Megatron layout \"Et*2|L\"")) << d.fix;
   EXPECT_TRUE(contains(d.fix, "keep nanotron's rule with --pp 1 --dp 4")) << d.fix;
   EXPECT_TRUE(contains(d.fix, "step ")) << d.fix;
+  // Its odd vocabulary (50,277) splits over no TP but 1, so only a smaller TP removes the
+  // padding: the fix prices that.
+  const auto padding = c.with_id("uneven-tp-shard");
+  ASSERT_EQ(padding.size(), 1u);
+  EXPECT_TRUE(contains(padding[0]->fix, "--tp 1 --dp 4 (no padding, same GPUs): step "))
+      << padding[0]->fix;
+  EXPECT_FALSE(contains(padding[0]->fix, "--vocab-divisible-by")) << padding[0]->fix;
 }
 
 TEST(Diagnostics, NanotronTwelveLayers) {
@@ -62,8 +69,17 @@ TEST(Diagnostics, ColossalAi6108VocabularyPadding) {
       << d.message;
   EXPECT_TRUE(contains(d.message, "16064 x 8 = 128512 != 128256")) << d.message;
   EXPECT_TRUE(contains(d.message, "[16064, 8192]")) << d.message;
-  EXPECT_TRUE(contains(d.fix, "--vocab-divisible-by 32")) << d.fix;
-  EXPECT_TRUE(contains(d.fix, "--tp 4 --dp 4 (no padding, same GPUs): step ")) << d.fix;
+  // A smaller vocabulary multiple removes the padding and prices it alone; a smaller TP, which
+  // would move the step for reasons of its own, is then not offered.
+  EXPECT_TRUE(contains(d.fix,
+                       "--vocab-divisible-by 32 (128,256 = 8 x 16,032, no padding, same "
+                       "GPUs): step "))
+      << d.fix;
+  EXPECT_FALSE(contains(d.fix, "--tp 4")) << d.fix;
+  EXPECT_TRUE(contains(d.fix,
+                       "or keep the padding and strip the 256 rows when saving (save "
+                       "[128256, 8192])"))
+      << d.fix;
   EXPECT_EQ(c.in.plan.vocab_multiple(), 64);
 
   // Megatron's default rule at tp 8 pads to 129024; ColossalAI's at tp 4 pads nothing.
