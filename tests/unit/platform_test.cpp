@@ -85,9 +85,13 @@ TEST(Platform, CalibrationBlock) {
   // Absent: neutral; each key bounded to what a physical value can be.
   const Calibration none;
   EXPECT_DOUBLE_EQ(compute_time_factor(none, 4096), 1.0);
-  // The A100's fit (5 fitting rows) set only the sustained share; the spread stays neutral.
+  // The A100's fit (5 fitting rows) set only the sustained share; the spread stays neutral, so
+  // compute takes 1 / sustained share of its database time.
   const Calibration a100 = test::catalog_platform("a100-sxm-hdr").calibration;
-  EXPECT_DOUBLE_EQ(compute_time_factor(a100, 4096), 1.0 / 0.6982);
+  EXPECT_DOUBLE_EQ(a100.gpu_speed_spread, 0.0);
+  EXPECT_GT(a100.sustained_compute, 0.5);
+  EXPECT_LT(a100.sustained_compute, 0.9);
+  EXPECT_DOUBLE_EQ(compute_time_factor(a100, 4096), 1.0 / a100.sustained_compute);
   std::ifstream in(test::source_dir() + "/platforms/h100-sxm-ndr.json");
   auto j = nlohmann::json::parse(in);
   j.erase("kernel_database");
