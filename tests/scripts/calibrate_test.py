@@ -1,0 +1,98 @@
+"""results/calibrate.py's own arithmetic, against closed forms: the conformal band's order
+statistics, the folds dealt by SHA-256, the Nelder-Mead search, the platform file it writes, and
+(given a trainsim binary in TRAINSIM) the copy of a reference that holds only its fitting half.
+Run by ctest as `python3 -m unittest` from this folder."""
+import hashlib
+import os
+import sys
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "results"))
+import calibrate  # noqa: E402
+
+
+class ConformalBand(unittest.TestCase):
+    def test_thirty_residuals_take_the_third_and_twenty_eighth(self):
+        # a = 0.1: floor(0.1 x 31) = 3, ceil(0.9 x 31) = 28.
+        residuals = [(7 * i) % 30 + 1 for i in range(30)]  # 1..30 shuffled
+        self.assertEqual(calibrate.conformal_band(residuals), (3, 28))
+
+    def test_five_residuals_clamp_to_the_extremes(self):
+        # floor(0.1 x 6) = 0 -> the 1st; ceil(0.9 x 6) = 6 -> the 5th.
+        self.assertEqual(calibrate.conformal_band([0.3, -0.1, 0.2, 0.0, -0.4]), (-0.4, 0.3))
+
+    def test_the_band_holds_zero_and_weighs_by_spread(self):
+        # Ten rows measured 1 % to 10 % over their prediction: the plain band's low end is
+        # clamped to 0; the weighted one divides each residual by its row's kernel spread.
+        rows = [(1.0 + k / 100, 1.0, 0.5) for k in range(1, 11)]
+        band = calibrate.residual_band(rows)
+        self.assertEqual(band["residual_p10"], 0.0)
+        self.assertEqual(band["residual_p90"], 0.1)  # ceil(0.9 x 11) = 10: the largest
+        self.assertEqual(band["residual_per_spread_p90"], 0.2)
+        # A row without a spread leaves the weighted band out.
+        band = calibrate.residual_band(rows + [(0.9, 1.0, 0.0)])
+        self.assertNotIn("residual_per_spread_p10", band)
+        self.assertEqual(band["residual_p10"], -0.1)  # floor(0.1 x 12) = 1: the smallest
+
+
+class Folds(unittest.TestCase):
+    def test_thirty_rows_deal_ten_folds_of_three_by_their_hash(self):
+        names = ["row %d" % i for i in range(30)]
+        folds = calibrate.folds_of(names)
+        self.assertEqual(len(folds), 10)
+        self.assertTrue(all(len(f) == 3 for f in folds))
+        self.assertEqual(frozenset().union(*folds), frozenset(names))
+        order = sorted(names, key=lambda n: hashlib.sha256(n.encode()).hexdigest())
+        self.assertEqual(folds[0], frozenset([order[0], order[10], order[20]]))
+        # The deal depends on the names only, not on the order they come in.
+        self.assertEqual(calibrate.folds_of(list(reversed(names))), folds)
+
+    def test_fewer_rows_than_folds_hold_one_out_each(self):
+        folds = calibrate.folds_of(["a", "b", "c", "d", "e"])
+        self.assertEqual(sorted(len(f) for f in folds), [1] * 5)
+
+
+class NelderMead(unittest.TestCase):
+    def test_finds_a_quadratic_minimum_inside_the_bounds(self):
+        def f(v):
+            return (v[0] - 0.8) ** 2 + 100 * (v[1] - 0.03) ** 2
+
+        best, loss = calibrate.restarted_nelder_mead(f, [1.0, 0.0], [0.1, 0.01])
+        self.assertAlmostEqual(best[0], 0.8, delta=0.01)
+        self.assertAlmostEqual(best[1], 0.03, delta=0.001)
+        self.assertLess(loss, 1e-4)
+
+    def test_padded_fills_the_unfitted_parameters_with_their_neutral_values(self):
+        self.assertEqual(calibrate.padded([0.9]), [0.9, 0.0, 0.0, 1.0])
+
+
+class Apply(unittest.TestCase):
+    def test_writes_each_parameter_into_its_block_before_the_sources(self):
+        platform = {"name": "p", "overlap": {"tp": 1}, "sources": {"x": "y"}}
+        out = calibrate.apply(platform, [0.9, 0.05, 0.1, 0.95], {"residual_p10": -0.04})
+        self.assertEqual(list(out), ["name", "overlap", "calibration", "sources"])
+        self.assertEqual(out["overlap"], {"tp": 1, "compute_slowdown": 0.1})
+        self.assertEqual(out["calibration"], {"sustained_compute": 0.9, "gpu_speed_spread": 0.05,
+                                              "sustained_fp8_gemm": 0.95,
+                                              "residual_p10": -0.04})
+        self.assertEqual(platform["overlap"], {"tp": 1})  # the input is left alone
+
+
+@unittest.skipUnless(os.environ.get("TRAINSIM"), "needs a trainsim binary in TRAINSIM")
+class FittingHalfCopy(unittest.TestCase):
+    def test_the_fit_prices_exactly_the_fitting_rows(self):
+        reference = calibrate.REFERENCES["a100-sxm-hdr"]
+        fit = calibrate.Fit(os.environ["TRAINSIM"],
+                            os.path.join(ROOT, "platforms", "a100-sxm-hdr.json"), reference)
+        self.addCleanup(fit.tmp.cleanup)
+        listed = fit.validate(reference, None)
+        fitting = sorted(r["name"] for r in listed if r.get("half") == "fit")
+        self.assertEqual(len(fitting), 5)
+        self.assertNotEqual(fit.references, reference)  # a copy, in a temporary folder
+        priced = fit.rows(calibrate.padded([0.7]), half=None)
+        self.assertEqual(sorted(name for _, _, _, name in priced), fitting)
+
+
+if __name__ == "__main__":
+    unittest.main()
