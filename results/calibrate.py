@@ -237,13 +237,12 @@ def folds_of(names):
     return [frozenset(order[i::k]) for i in range(k)]
 
 
-def out_of_fold_rows(fit, names, fitted):
+def out_of_fold_rows(fit, folds, fitted):
     """(measured, predicted, kernel spread) of every fitting row, predicted by the parameters
     fitted (from the neutral values, as the full fit) on the other folds only."""
     x0 = [p[2] for p in PARAMETERS[:fitted]]
     steps = [p[5] for p in PARAMETERS[:fitted]]
     out = []
-    folds = folds_of(names)
     for i, fold in enumerate(folds):
         best, _ = restarted_nelder_mead(lambda v, fold=fold: fit.loss(v, fold), x0, steps)
         out += [(m, p, w) for m, p, w, name in fit.rows(padded(best)) if name in fold]
@@ -297,10 +296,10 @@ def main():
           (fit.evaluations, loss, len(rows)))
     for (block, key, _, _, _, _), v in zip(PARAMETERS, best):
         print("  %-30s %s" % (block + "." + key, v))
-    names = [r[3] for r in rows]
+    folds = folds_of([r[3] for r in rows])
     print("band: each fitting row predicted by the parameters fitted on the other %d folds" %
-          (len(folds_of(names)) - 1), flush=True)
-    band = residual_band(out_of_fold_rows(fit, names, fitted))
+          (len(folds) - 1), flush=True)
+    band = residual_band(out_of_fold_rows(fit, folds, fitted))
     for k, v in band.items():
         print("  %-30s %s (on the fit's own residuals: %s)" %
               ("calibration." + k, v, in_sample[k]))
@@ -322,7 +321,7 @@ def main():
                                        "folds (%d), by the order statistics of an 80 %% conformal "
                                        "prediction interval, plain (residual_p10/p90) and divided "
                                        "by each row's kernel spread (residual_per_spread_p10/p90, "
-                                       "locally weighted)" % len(folds_of(names)))
+                                       "locally weighted)" % len(folds))
     tmp = platform_path + ".tmp"
     with open(tmp, "w") as f:
         f.write(json.dumps(platform, indent=2, ensure_ascii=False) + "\n")

@@ -159,9 +159,8 @@ struct Replayed {
 Replayed replay_step(const ResolvedInputs& in, const CostModel& costs, const RunOptions& opt,
                      ProgressLine& progress, std::ostream& out) {
   const Topology topology(in.platform, in.plan.world_size());
-  ReplayChoice replay =
-      choose_replay(in.plan, topology, in.engine == EngineKind::kSimGrid, opt.full_simulation,
-                    embedding_sync_stages(costs, in.plan.pp));
+  ReplayChoice replay = choose_replay(in.plan, costs, topology, in.engine == EngineKind::kSimGrid,
+                                      opt.full_simulation);
   progress.phase("building the task graph");
   TaskGraph graph = build_task_graph(in.plan, costs, replay.replay, replay.chains);
   if (opt.dump_graph) {

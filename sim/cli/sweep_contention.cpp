@@ -30,8 +30,7 @@ std::string why_not(const SweepContext& c, std::int64_t index) {
   const Topology topology(c.platform, p.world_size());
   const CostModel costs =
       compute_costs(c.model, c.platform, p, build_partition(c.model, c.platform, p));
-  const ReplayChoice choice =
-      choose_replay(p, topology, true, false, embedding_sync_stages(costs, p.pp));
+  const ReplayChoice choice = choose_replay(p, costs, topology, true, false);
   if (choice.replay == Replay::kSymmetric) return "";
   return "left out: SimGrid would replay all " + format_grouped(p.world_size()) + " GPUs (" +
          choice.why_full + ")";

@@ -86,16 +86,15 @@ bool holds_embedding_copy(const Model& model, const Partition& partition, std::i
 // Whether virtual stage v holds the embedding or a copy of it that the other's gradient is
 // all-reduced with: the two on different physical stages (on one GPU they are one tensor).
 bool syncs_embedding(const Model& model, const Partition& partition, std::int64_t v) {
+  const bool table = partition.holds(v, BlockKind::kEmbedding);
+  if (!table && !holds_embedding_copy(model, partition, v)) return false;
   const std::int64_t pp = partition.physical_stages();
-  if (holds_embedding_copy(model, partition, v)) {
-    for (std::int64_t u = 0; u < partition.num_stages(); ++u) {
-      if (u % pp != v % pp && partition.holds(u, BlockKind::kEmbedding)) return true;
-    }
-    return false;
-  }
-  if (!partition.holds(v, BlockKind::kEmbedding)) return false;
   for (std::int64_t u = 0; u < partition.num_stages(); ++u) {
-    if (u % pp != v % pp && holds_embedding_copy(model, partition, u)) return true;
+    if (u % pp == v % pp) continue;
+    if (table ? holds_embedding_copy(model, partition, u)
+              : partition.holds(u, BlockKind::kEmbedding)) {
+      return true;
+    }
   }
   return false;
 }

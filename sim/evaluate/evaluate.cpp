@@ -187,8 +187,8 @@ Partition build_partition(const Model& model, const Platform& platform, const Pl
 SimResult replay_with(const Platform& platform, const Plan& plan, const CostModel& costs,
                       EngineKind engine, EngineOptions options) {
   const Topology topology(platform, plan.world_size());
-  const ReplayChoice choice = choose_replay(plan, topology, engine == EngineKind::kSimGrid, false,
-                                            embedding_sync_stages(costs, plan.pp));
+  const ReplayChoice choice =
+      choose_replay(plan, costs, topology, engine == EngineKind::kSimGrid, false);
   const TaskGraph graph = build_task_graph(plan, costs, choice.replay, choice.chains);
   options.compute_slowdown = platform.overlap.compute_slowdown;
   return simulate(graph, topology, engine, options);

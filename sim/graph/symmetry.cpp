@@ -297,11 +297,11 @@ Symmetry stage_symmetry(const Plan& plan, const Topology& topology, bool content
   return Checker(plan, topology, contention, embedding_stages).run();
 }
 
-ReplayChoice choose_replay(const Plan& plan, const Topology& topology, bool contention, bool full,
-                           const std::vector<std::int64_t>& embedding_stages) {
+ReplayChoice choose_replay(const Plan& plan, const CostModel& costs, const Topology& topology,
+                           bool contention, bool full) {
   if (full) return {Replay::kFull, "--full-simulation", {}};
   if (plan.world_size() == plan.pp) return {Replay::kFull, {}, {}};  // nothing to fold
-  auto symmetry = stage_symmetry(plan, topology, contention, embedding_stages);
+  auto symmetry = stage_symmetry(plan, topology, contention, embedding_sync_stages(costs, plan.pp));
   if (symmetry.holds) return {Replay::kSymmetric, {}, std::move(symmetry.chains)};
   return {Replay::kFull, std::move(symmetry.reason), {}};
 }

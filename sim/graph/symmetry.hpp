@@ -44,8 +44,9 @@ struct ReplayChoice {
   ChainClasses chains;   // a symmetric replay's classes of pipeline chain
 };
 
-/// The symmetric replay where the layout allows it and no full one is asked for.
-ReplayChoice choose_replay(const Plan& plan, const Topology& topology, bool contention, bool full,
-                           const std::vector<std::int64_t>& embedding_stages);
+/// The symmetric replay of the graph `costs` make where the layout allows it and no full one is
+/// asked for (the stages that sync the word embedding come from `costs`).
+ReplayChoice choose_replay(const Plan& plan, const CostModel& costs, const Topology& topology,
+                           bool contention, bool full);
 
 }  // namespace trainsim

@@ -149,13 +149,14 @@ std::string FixWriter::operator()(const UnpaddedVocabulary& request) const {
           ", no padding, same GPUs): " + step_comparison(o->step_time_s, space.baseline()));
     }
   }
-  for (const Plan& p :
-       multiple ? std::vector<Plan>{} : unpadded_smaller_tp(plan, model.vocab_size)) {
-    if (const Outcome o = space.price({p})) {
-      options.push_back(
-          "--tp " + std::to_string(p.tp) + " --dp " + std::to_string(p.dp) +
-          " (no padding, same GPUs): " + step_comparison(o->step_time_s, space.baseline()));
-      break;
+  if (!multiple) {
+    for (const Plan& p : unpadded_smaller_tp(plan, model.vocab_size)) {
+      if (const Outcome o = space.price({p})) {
+        options.push_back(
+            "--tp " + std::to_string(p.tp) + " --dp " + std::to_string(p.dp) +
+            " (no padding, same GPUs): " + step_comparison(o->step_time_s, space.baseline()));
+        break;
+      }
     }
   }
   const std::int64_t pad = request.padding;

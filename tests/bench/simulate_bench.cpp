@@ -57,8 +57,7 @@ double simulate_once(const Scale& s, EngineKind engine, bool full) {
   const auto part = build_partition(m, pf, p);
   const Topology topology(pf, p.world_size());
   const auto costs = compute_costs(m, pf, p, part);
-  const auto replay = choose_replay(p, topology, engine == EngineKind::kSimGrid, full,
-                                    embedding_sync_stages(costs, p.pp));
+  const auto replay = choose_replay(p, costs, topology, engine == EngineKind::kSimGrid, full);
   const auto graph = build_task_graph(p, costs, replay.replay, replay.chains);
   return simulate(graph, topology, engine).step_time_s;
 }

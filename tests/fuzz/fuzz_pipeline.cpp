@@ -86,8 +86,7 @@ void run(const Model& model, const Platform& platform, const Plan& plan, const P
   const Partition partition = build_partition(model, platform, plan, origin);
   const CostModel costs = compute_costs(model, platform, plan, partition);
   const Topology topology(platform, plan.world_size());
-  const ReplayChoice replay =
-      choose_replay(plan, topology, false, full, embedding_sync_stages(costs, plan.pp));
+  const ReplayChoice replay = choose_replay(plan, costs, topology, false, full);
   const TaskGraph graph = build_task_graph(plan, costs, replay.replay, replay.chains);
   EngineOptions options;
   options.compute_slowdown = platform.overlap.compute_slowdown;

@@ -84,6 +84,9 @@ TEST(Symmetry, EmbeddingPeersJoinThePipelineRoutes) {
   // Each class's replaying GPUs of the first and last stages all-reduce with each other.
   CostModel costs = test::uniform_costs(3, 1e-3, 2e-3);
   costs.stages[0].embedding_sync_bytes = costs.stages[2].embedding_sync_bytes = 1e6;
+  // choose_replay reads those stages from the costs.
+  EXPECT_EQ(choose_replay(p, costs, topo, false, false).chains.rep_offsets,
+            tied.chains.rep_offsets);
   const TaskGraph g = build_task_graph(p, costs, Replay::kSymmetric, tied.chains);
   std::vector<std::pair<Members, std::vector<std::int32_t>>> groups;
   for (const Group& grp : g.groups) {
@@ -100,16 +103,16 @@ TEST(Symmetry, EmbeddingPeersJoinThePipelineRoutes) {
 TEST(Symmetry, ChooseReplay) {
   const Plan plan = plan_of(8, 4, 2);
   const Topology topo(test::simple_platform(400, 0.5, 50, 2.0), plan.world_size());
-  const auto symmetric = choose_replay(plan, topo, true, false, {});
+  const auto symmetric = choose_replay(plan, CostModel{}, topo, true, false);
   EXPECT_EQ(symmetric.replay, Replay::kSymmetric);
   EXPECT_EQ(symmetric.why_full, "");
-  const auto asked = choose_replay(plan, topo, true, true, {});
+  const auto asked = choose_replay(plan, CostModel{}, topo, true, true);
   EXPECT_EQ(asked.replay, Replay::kFull);
   EXPECT_EQ(asked.why_full, "--full-simulation");
-  const auto one_per_stage = choose_replay(plan_of(1, 4, 1), topo, true, false, {});
+  const auto one_per_stage = choose_replay(plan_of(1, 4, 1), CostModel{}, topo, true, false);
   EXPECT_EQ(one_per_stage.replay, Replay::kFull);
   EXPECT_EQ(one_per_stage.why_full, "");  // nothing to fold: nothing to explain
-  const auto uneven = choose_replay(plan_of(4, 1, 3), topo, true, false, {});
+  const auto uneven = choose_replay(plan_of(4, 1, 3), CostModel{}, topo, true, false);
   EXPECT_EQ(uneven.replay, Replay::kFull);
   EXPECT_EQ(uneven.why_full, stage_symmetry(plan_of(4, 1, 3), topo, true, {}).reason);
   EXPECT_FALSE(uneven.why_full.empty());
