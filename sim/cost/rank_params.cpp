@@ -6,10 +6,9 @@ namespace trainsim {
 
 namespace {
 
-// One layer's attention on a TP rank: the projections split (heads, with their sinks), MLA's
-// down-projections and their norms whole (Megatron-Core's duplicated linears), the output bias
-// and the q/k norms replicated.
-std::int64_t attention_params_per_rank(const Model& m, std::int64_t tp) {
+// One layer's attention parameters every TP rank holds whole: MLA's down-projections and their
+// norms (Megatron-Core's duplicated linears), the output bias and the q/k norms.
+std::int64_t attention_replicated(const Model& m) {
   std::int64_t replicated = m.attention_output_bias ? m.hidden_size : 0;
   if (m.qk_norm) replicated += 2 * norm_params(m, m.head_dim);
   if (m.mla.is_mla()) {
@@ -20,6 +19,13 @@ std::int64_t attention_params_per_rank(const Model& m, std::int64_t tp) {
       replicated += m.hidden_size * a.q_lora_rank + norm_params(m, a.q_lora_rank);
     }
   }
+  return replicated;
+}
+
+// One layer's attention on a TP rank: the projections split (heads, with their sinks), the rest
+// replicated.
+std::int64_t attention_params_per_rank(const Model& m, std::int64_t tp) {
+  const std::int64_t replicated = attention_replicated(m);
   return (count_params(m).layer_attention - replicated) / tp + replicated;
 }
 
@@ -45,6 +51,17 @@ std::int64_t expert_params_per_rank(const Model& m, const Plan& plan) {
   return m.moe.num_experts / plan.ep * (expert / plan.expert_tp() + bias);
 }
 
+std::int64_t tp_partial_grads_per_layer(const Model& m, const Plan& plan, bool moe_layer) {
+  if (plan.tp < 2) return 0;
+  if (!plan.sp) return m.qk_norm ? 2 * norm_params(m, m.head_dim) : 0;
+  const bool moe = m.moe.is_moe() && moe_layer;
+  const std::int64_t bias = m.mlp_bias ? m.hidden_size : 0;
+  std::int64_t n = attention_replicated(m) + count_params(m).layer_norms;
+  if (!moe) return n + bias;
+  if (m.moe.shared_expert_ffn_hidden_size > 0) n += bias;
+  return n + router_params(m);
+}
+
 std::int64_t layer_params_per_rank(const Model& m, const Plan& plan, bool moe_layer) {
   if (!m.moe.is_moe() || !moe_layer) return layer_params_per_rank(m, plan.tp);
   std::int64_t n = attention_params_per_rank(m, plan.tp) + count_params(m).layer_norms +
@@ -58,19 +75,23 @@ std::int64_t layer_params_per_rank(const Model& m, const Plan& plan, bool moe_la
 namespace {
 
 // What each GPU holds of one decoder layer of either kind, of its GEMM weights (all but the norms
-// and the router; biases are left in: a few thousand parameters a layer) and of its experts (held
-// apart from the dense weights only when EP re-divides the GPUs).
+// and the router; biases are left in: a few thousand parameters a layer), of its experts (held
+// apart from the dense weights only when EP re-divides the GPUs) and of the parameters whose
+// gradients TP all-reduces.
 struct LayerShares {
-  std::int64_t moe, dense, moe_gemms, dense_gemms, experts;
+  std::int64_t moe, dense, moe_gemms, dense_gemms, experts, tp_partial_moe, tp_partial_dense;
   LayerShares(const Model& model, const Plan& plan, const ParamCount& pc)
       : moe(layer_params_per_rank(model, plan)),
         dense(layer_params_per_rank(model, plan, false)),
         moe_gemms(moe - pc.layer_norms - router_params(model)),
         dense_gemms(dense - pc.layer_norms),
-        experts(plan.ep > 1 ? expert_params_per_rank(model, plan) : 0) {}
+        experts(plan.ep > 1 ? expert_params_per_rank(model, plan) : 0),
+        tp_partial_moe(tp_partial_grads_per_layer(model, plan, true)),
+        tp_partial_dense(tp_partial_grads_per_layer(model, plan, false)) {}
   void add_layer(StageParams& sp, bool moe_layer) const {
     sp.per_gpu += moe_layer ? moe : dense;
     sp.gemm_per_gpu += moe_layer ? moe_gemms : dense_gemms;
+    sp.tp_partial_grad_per_gpu += moe_layer ? tp_partial_moe : tp_partial_dense;
     if (moe_layer) sp.expert_per_gpu += experts;
   }
 };
@@ -127,8 +148,10 @@ StageParams stage_params(const Model& model, const Plan& plan, const Partition& 
         const std::int64_t projection = 2 * model.hidden_size * model.hidden_size / plan.tp;
         sp.params += mtp_module_params(model);
         layer.add_layer(sp, mtp_layer_is_moe(model));
-        sp.per_gpu += projection + 3 * norm_params(model, model.hidden_size);
+        const std::int64_t norms = 3 * norm_params(model, model.hidden_size);
+        sp.per_gpu += projection + norms;
         sp.gemm_per_gpu += projection;
+        if (plan.sp && plan.tp > 1) sp.tp_partial_grad_per_gpu += norms;
         // The module embeds the tokens ahead: away from the embedding's stage, with a copy.
         if (!partition.holds(stage, BlockKind::kEmbedding) && !mtp_embedding_counted) {
           sp.per_gpu += vocab_rows * model.hidden_size;
@@ -139,6 +162,7 @@ StageParams stage_params(const Model& model, const Plan& plan, const Partition& 
       case BlockKind::kFinalNorm:
         sp.params += pc.final_norm;
         sp.per_gpu += pc.final_norm;
+        if (plan.sp && plan.tp > 1) sp.tp_partial_grad_per_gpu += pc.final_norm;
         break;
       case BlockKind::kLmHead:
         sp.params += pc.lm_head;

@@ -19,6 +19,14 @@ std::int64_t layer_params_per_rank(const Model& model, std::int64_t tp);
 std::int64_t layer_params_per_rank(const Model& model, const Plan& plan, bool moe_layer = true);
 /// Parameters of one MoE layer's routed experts held by each GPU (0 for a dense model).
 std::int64_t expert_params_per_rank(const Model& model, const Plan& plan);
+/// Parameters of one decoder layer (an MoE layer, or with `moe_layer` false a dense one) that
+/// every TP rank holds whole but whose gradient each rank computes from its own share, so that
+/// Megatron-Core's finalize_model_grads all-reduces them over TP: with sequence parallelism every
+/// replicated one (norms, row-parallel biases, the router, MLA's duplicated down-projections and
+/// their norms), each rank having seen its own tokens; without it the q/k norms alone, each rank
+/// normalising its own heads. 0 without TP. Routed experts' parameters are not among them.
+std::int64_t tp_partial_grads_per_layer(const Model& model, const Plan& plan,
+                                        bool moe_layer = true);
 
 /// The parameters of one pipeline stage's blocks (its GPU's model chunks): logical ones, those
 /// each GPU of the stage holds (TP shards, the padded vocabulary, a synchronised copy of a tied
@@ -26,13 +34,16 @@ std::int64_t expert_params_per_rank(const Model& model, const Plan& plan);
 /// EP splits and the decoder layers' GEMM weights; and of those the word embedding whose gradient
 /// is all-reduced with a copy on another stage (Megatron-Core's embedding group: the table and
 /// a tied LM head, or the table a multi-token-prediction module embeds with, on different
-/// pipeline stages).
+/// pipeline stages); and of those the ones whose gradients TP all-reduces
+/// (tp_partial_grads_per_layer(), with the final norm and a multi-token-prediction module's
+/// norms under sequence parallelism).
 struct StageParams {
   std::int64_t params = 0;
   std::int64_t per_gpu = 0;
   std::int64_t expert_per_gpu = 0;
   std::int64_t gemm_per_gpu = 0;
   std::int64_t synced_embedding_per_gpu = 0;
+  std::int64_t tp_partial_grad_per_gpu = 0;
 };
 StageParams stage_params(const Model& model, const Plan& plan, const Partition& partition,
                          std::int64_t stage, std::int64_t padded_vocab);

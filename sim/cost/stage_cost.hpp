@@ -68,6 +68,10 @@ struct StageCost {
   /// Of those, the word embedding's (or its copy's) that the stage all-reduces with the other
   /// stage holding it, after the data-parallel reduction (0 where it holds neither).
   double embedding_sync_bytes = 0;
+  /// Of those, the replicated parameters' whose gradients each TP rank computes from its own
+  /// tokens or heads (norms and biases under sequence parallelism, q/k norms; StageParams), that
+  /// the stage all-reduces over TP after the data-parallel reduction (0 without TP).
+  double tp_sync_bytes = 0;
   PassCost optimizer;               // once per step
   std::int64_t params = 0;          // logical parameters of the stage's blocks
   std::int64_t params_per_gpu = 0;  // held by each GPU of the stage: TP shard, padded vocabulary
