@@ -166,7 +166,9 @@ StageParams stage_params(const Model& model, const Plan& plan, const Partition& 
         break;
       case BlockKind::kLmHead:
         sp.params += pc.lm_head;
-        // A tied LM head reuses the embedding; on another stage it is a synchronised copy.
+        // A tied LM head reuses the embedding; on another stage it is a synchronised copy (beside
+        // a multi-token-prediction module, whose table is the synchronised one, Megatron-Core's
+        // GPTModel still allocates the head's own weight, unused).
         if (!model.tied_embeddings || !partition.holds(stage, BlockKind::kEmbedding)) {
           sp.per_gpu += vocab_rows * model.hidden_size;
         }

@@ -61,9 +61,15 @@ TEST(EmbeddingSync, AMultiTokenPredictionModuleAwayFromTheEmbeddingHoldsACopy) {
   const CostModel c = costs(m, plan(2));
   EXPECT_DOUBLE_EQ(c.stages[0].embedding_sync_bytes, kShardBytes);
   EXPECT_DOUBLE_EQ(c.stages[1].embedding_sync_bytes, kShardBytes);
-  // Tied as well: the last stage's LM head and module share one table, synchronised once.
+  // Tied as well: the module's table is the one synchronised (Megatron-Core's
+  // shared_embedding_or_output_weight() on a stage running the module), once.
+  const std::int64_t untied_held = c.stages[1].params_per_gpu;
   m.tied_embeddings = true;
-  EXPECT_DOUBLE_EQ(costs(m, plan(2)).stages[1].embedding_sync_bytes, kShardBytes);
+  const CostModel tied = costs(m, plan(2));
+  EXPECT_DOUBLE_EQ(tied.stages[1].embedding_sync_bytes, kShardBytes);
+  // Yet the stage holds two tables, as untied: GPTModel skips the output layer's own weight only
+  // on the embedding's stage, so there it is allocated beside the module's table, unused.
+  EXPECT_EQ(tied.stages[1].params_per_gpu, untied_held);
 }
 
 // The collectives rank r runs on its embedding group.
