@@ -236,33 +236,18 @@ void RankProgramWriter::flush_lm_head_wgrads() {
   }
 }
 
-// Megatron-Core's finalize_model_grads: once the data-parallel reductions are done, each TP
-// group all-reduces the gradients its ranks computed apart of the parameters they all hold (the
-// norms, biases and router under sequence parallelism, the q/k norms), every model chunk's in one
-// call on the compute stream.
-void RankProgramWriter::sync_tp_partial_gradients() {
-  const std::int32_t group = groups_[index_of(Dim::kTP)];
-  double bytes = 0;
-  for (std::int64_t c = 0; c < plan_.vp; ++c) bytes += cost(c).tp_sync_bytes;
-  if (group < 0 || bytes <= 0) return;
+// One of Megatron-Core's finalize_model_grads all-reduces, once the data-parallel reductions are
+// done: every model chunk's `bytes` in one call over the rank's `dim` group, on the compute
+// stream (none where the rank has no such group or nothing to reduce).
+void RankProgramWriter::all_reduce_after_dp(Dim dim, double StageCost::*bytes) {
+  const std::int32_t group = groups_[index_of(dim)];
+  double total = 0;
+  for (std::int64_t c = 0; c < plan_.vp; ++c) total += cost(c).*bytes;
+  if (group < 0 || total <= 0) return;
   Deps deps = take_pending();
   deps.insert(deps.end(), dp_ops_.begin(), dp_ops_.end());
-  last_compute_ = b_.collective(Stream::kCompute, comm_kind(Dim::kTP), CollectiveKind::kAllReduce,
-                                group, bytes, 1, -1, deps);
-}
-
-// Then the stages holding the word embedding and a copy of it (a tied LM head, a
-// multi-token-prediction module's table) all-reduce its gradient over the embedding group, on the
-// compute stream, before the optimizer step.
-void RankProgramWriter::sync_embedding_gradients() {
-  const std::int32_t group = groups_[index_of(Dim::kEmbedding)];
-  double bytes = 0;
-  for (std::int64_t c = 0; c < plan_.vp; ++c) bytes += cost(c).embedding_sync_bytes;
-  if (group < 0 || bytes <= 0) return;
-  Deps deps = take_pending();
-  deps.insert(deps.end(), dp_ops_.begin(), dp_ops_.end());
-  last_compute_ = b_.collective(Stream::kCompute, comm_kind(Dim::kEmbedding),
-                                CollectiveKind::kAllReduce, group, bytes, 1, -1, deps);
+  last_compute_ = b_.collective(Stream::kCompute, comm_kind(dim), CollectiveKind::kAllReduce, group,
+                                total, 1, -1, deps);
 }
 
 void RankProgramWriter::finish_step() {
@@ -271,8 +256,12 @@ void RankProgramWriter::finish_step() {
     last_compute_ = dp_collective(Stream::kCompute, reduction(), chunk, cost(chunk).grad_bytes,
                                   buckets(chunk), -1, take_pending());
   }
-  sync_tp_partial_gradients();
-  sync_embedding_gradients();
+  // Each TP group all-reduces the gradients its ranks computed apart of the parameters they all
+  // hold (the norms, biases and router under sequence parallelism, the q/k norms); then the
+  // stages holding the word embedding and a copy of it (a tied LM head, a multi-token-prediction
+  // module's table) all-reduce its gradient over the embedding group.
+  all_reduce_after_dp(Dim::kTP, &StageCost::tp_sync_bytes);
+  all_reduce_after_dp(Dim::kEmbedding, &StageCost::embedding_sync_bytes);
   Deps deps = dp_ops_;
   deps.insert(deps.end(), sends_.begin(), sends_.end());
   double seconds = 0;

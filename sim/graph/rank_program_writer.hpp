@@ -163,8 +163,7 @@ class RankProgramWriter {
   bool defers_lm_head_wgrad(std::int64_t chunk);
   std::vector<Transfer> transfers(const std::vector<Exchange>& ex, bool sending) const;
   void flush_lm_head_wgrads();
-  void sync_tp_partial_gradients();
-  void sync_embedding_gradients();
+  void all_reduce_after_dp(Dim dim, double StageCost::*bytes);
   void finish_step();
 
   std::int32_t dp_group() const { return groups_[index_of(Dim::kDP)]; }
