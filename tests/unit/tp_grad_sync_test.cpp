@@ -139,5 +139,12 @@ TEST(TpGradSync, SimGridReplaysTheSameAllReduce) {
   EXPECT_NEAR(t.step(EngineKind::kSimGrid, Replay::kFull), closed, 1e-6 * closed);
 }
 
+// Folded: one rank replays the TP group for its eight members.
+TEST(TpGradSync, SimGridFoldedReplaysTheSameAllReduce) {
+  const OneNode t;
+  const double closed = t.closed_form();
+  EXPECT_NEAR(t.step(EngineKind::kSimGrid, Replay::kSymmetric), closed, 1e-6 * closed);
+}
+
 }  // namespace
 }  // namespace trainsim
