@@ -6,11 +6,26 @@ namespace trainsim {
 
 namespace {
 
+// The q/k norms, shared by the heads: every TP rank holds them whole.
+std::int64_t qk_norm_params(const Model& m) {
+  return m.qk_norm ? 2 * norm_params(m, m.head_dim) : 0;
+}
+
+// An MLP's (an expert's) output bias, added after the TP reduction: every TP rank holds it whole.
+std::int64_t mlp_output_bias(const Model& m) {
+  return m.mlp_bias ? m.hidden_size : 0;
+}
+
+// Whether TP all-reduces the gradients of every parameter its ranks hold whole: under sequence
+// parallelism each rank has seen only its own tokens.
+bool syncs_replicated_grads(const Plan& plan) {
+  return plan.sp && plan.tp > 1;
+}
+
 // One layer's attention parameters every TP rank holds whole: MLA's down-projections and their
 // norms (Megatron-Core's duplicated linears), the output bias and the q/k norms.
 std::int64_t attention_replicated(const Model& m) {
-  std::int64_t replicated = m.attention_output_bias ? m.hidden_size : 0;
-  if (m.qk_norm) replicated += 2 * norm_params(m, m.head_dim);
+  std::int64_t replicated = (m.attention_output_bias ? m.hidden_size : 0) + qk_norm_params(m);
   if (m.mla.is_mla()) {
     const MlaSpec& a = m.mla;
     replicated +=
@@ -32,7 +47,7 @@ std::int64_t attention_params_per_rank(const Model& m, std::int64_t tp) {
 // A dense MLP of width `ffn` on a TP rank: its matrices and up-projection bias split, its output
 // bias replicated.
 std::int64_t mlp_params_per_rank(const Model& m, std::int64_t ffn, std::int64_t tp) {
-  const std::int64_t bias = m.mlp_bias ? m.hidden_size : 0;
+  const std::int64_t bias = mlp_output_bias(m);
   return (mlp_params(m, ffn) - bias) / tp + bias;
 }
 
@@ -46,16 +61,15 @@ std::int64_t layer_params_per_rank(const Model& m, std::int64_t tp) {
 std::int64_t expert_params_per_rank(const Model& m, const Plan& plan) {
   if (!m.moe.is_moe()) return 0;
   // Each expert's matrices split over expert TP; its output bias replicated.
-  const std::int64_t bias = m.mlp_bias ? m.hidden_size : 0;
+  const std::int64_t bias = mlp_output_bias(m);
   const std::int64_t expert = mlp_params(m, m.moe.expert_ffn_hidden_size) - bias;
   return m.moe.num_experts / plan.ep * (expert / plan.expert_tp() + bias);
 }
 
 std::int64_t tp_partial_grads_per_layer(const Model& m, const Plan& plan, bool moe_layer) {
-  if (plan.tp < 2) return 0;
-  if (!plan.sp) return m.qk_norm ? 2 * norm_params(m, m.head_dim) : 0;
+  if (!syncs_replicated_grads(plan)) return plan.tp > 1 ? qk_norm_params(m) : 0;
   const bool moe = m.moe.is_moe() && moe_layer;
-  const std::int64_t bias = m.mlp_bias ? m.hidden_size : 0;
+  const std::int64_t bias = mlp_output_bias(m);
   std::int64_t n = attention_replicated(m) + count_params(m).layer_norms;
   if (!moe) return n + bias;
   if (m.moe.shared_expert_ffn_hidden_size > 0) n += bias;
@@ -151,7 +165,7 @@ StageParams stage_params(const Model& model, const Plan& plan, const Partition& 
         const std::int64_t norms = 3 * norm_params(model, model.hidden_size);
         sp.per_gpu += projection + norms;
         sp.gemm_per_gpu += projection;
-        if (plan.sp && plan.tp > 1) sp.tp_partial_grad_per_gpu += norms;
+        if (syncs_replicated_grads(plan)) sp.tp_partial_grad_per_gpu += norms;
         // The module embeds the tokens ahead: away from the embedding's stage, with a copy.
         if (!partition.holds(stage, BlockKind::kEmbedding) && !mtp_embedding_counted) {
           sp.per_gpu += vocab_rows * model.hidden_size;
@@ -162,7 +176,7 @@ StageParams stage_params(const Model& model, const Plan& plan, const Partition& 
       case BlockKind::kFinalNorm:
         sp.params += pc.final_norm;
         sp.per_gpu += pc.final_norm;
-        if (plan.sp && plan.tp > 1) sp.tp_partial_grad_per_gpu += pc.final_norm;
+        if (syncs_replicated_grads(plan)) sp.tp_partial_grad_per_gpu += pc.final_norm;
         break;
       case BlockKind::kLmHead:
         sp.params += pc.lm_head;
