@@ -1,7 +1,6 @@
 #include "sim/evaluate/evaluate.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 
 #include "sim/collective/group_collectives.hpp"
@@ -102,57 +101,9 @@ std::vector<double> stage_times(const Platform& platform, const Plan& plan,
 Partition balanced_partition(const Model& model, const Platform& platform, const Plan& plan) {
   std::vector<Block> blocks = model_blocks(model);
   const auto times = block_times(model, platform, plan, blocks);
-  const auto n = static_cast<std::int64_t>(blocks.size());
   // With interleaving the parts are the pp x vp virtual stages: every chunk runs once per
   // micro-batch, so the slowest chunk sets the pace as the slowest stage does without it.
-  const std::int64_t p = plan.pp * plan.vp;
-  std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
-  std::vector<std::int64_t> params_before(static_cast<std::size_t>(n) + 1, 0);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const auto u = static_cast<std::size_t>(i);
-    prefix[u + 1] = prefix[u] + times[u];
-    params_before[u + 1] = params_before[u] + (has_parameters(blocks[u].kind) ? 1 : 0);
-  }
-  // best[j][i]: the smallest possible slowest stage when the first i blocks form j stages.
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const auto idx = [n](std::int64_t j, std::int64_t i) {
-    return static_cast<std::size_t>(j * (n + 1) + i);
-  };
-  std::vector<double> best(static_cast<std::size_t>((p + 1) * (n + 1)), kInf);
-  std::vector<std::int64_t> cut(best.size(), -1);
-  best[idx(0, 0)] = 0.0;
-  // A stage starts with the embedding, a decoder layer or the final norm, so the final norm, LM
-  // head and loss stay together (Megatron's L), the multi-token-prediction modules stay with the
-  // last decoder layer (one stage, the last chunk of its rank) and the partition is a Megatron
-  // layout.
-  const auto may_start = [&](std::int64_t k) {
-    const auto kind = blocks[static_cast<std::size_t>(k)].kind;
-    return k == 0 || kind == BlockKind::kDecoder || kind == BlockKind::kFinalNorm;
-  };
-  for (std::int64_t j = 1; j <= p; ++j) {
-    for (std::int64_t i = j; i <= n; ++i) {
-      for (std::int64_t k = j - 1; k < i; ++k) {
-        const double prev = best[idx(j - 1, k)];
-        if (prev == kInf || !may_start(k)) continue;
-        // Every stage must train something: at least one block with parameters.
-        if (params_before[static_cast<std::size_t>(i)] ==
-            params_before[static_cast<std::size_t>(k)])
-          continue;
-        const double stage =
-            prefix[static_cast<std::size_t>(i)] - prefix[static_cast<std::size_t>(k)];
-        const double worst = prev > stage ? prev : stage;
-        if (worst < best[idx(j, i)]) {
-          best[idx(j, i)] = worst;
-          cut[idx(j, i)] = k;
-        }
-      }
-    }
-  }
-  std::vector<std::int64_t> bounds(static_cast<std::size_t>(p) + 1, 0);
-  bounds[static_cast<std::size_t>(p)] = n;
-  for (std::int64_t j = p; j >= 1; --j) {
-    bounds[static_cast<std::size_t>(j - 1)] = cut[idx(j, bounds[static_cast<std::size_t>(j)])];
-  }
+  const auto bounds = min_max_bounds(blocks, times, plan.pp * plan.vp);
   return partition_from_bounds("balanced", std::move(blocks), bounds, plan.vp);
 }
 

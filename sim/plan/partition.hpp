@@ -134,6 +134,16 @@ void check_deepspeed_type_pattern(const std::string& pattern, const std::string&
 Partition deepspeed_partition(const Model& model, const PartitionSpec& spec, std::int64_t pp,
                               const std::vector<std::int64_t>& layer_params);
 
+/// trainsim's balanced rule over blocks taking `times` each: the bounds of the contiguous split
+/// into `parts` stages (stage s holds [bounds[s], bounds[s+1])) whose slowest stage is the least
+/// possible, each stage starting at the embedding, a decoder layer or the final norm and holding
+/// a block with parameters. Layouts with the same slowest stage (within 1e-9 of it, so rounding
+/// does not choose) are many where layers cost the same; of those it keeps the one whose cuts lie
+/// nearest the even split of the decoder layers (least summed distance, then the first), the
+/// smallest change from Megatron-LM's uniform rule.
+std::vector<std::int64_t> min_max_bounds(const std::vector<Block>& blocks,
+                                         const std::vector<double>& times, std::int64_t parts);
+
 /// A partition from stage boundaries over `blocks`: stage s holds [bounds[s], bounds[s+1]).
 Partition partition_from_bounds(std::string method, std::vector<Block> blocks,
                                 const std::vector<std::int64_t>& bounds, std::int64_t chunks = 1);

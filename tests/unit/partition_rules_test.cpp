@@ -1,8 +1,6 @@
 // The frameworks' layer-to-stage rules, reproduced exactly, on the cases their bug reports give.
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include "sim/core/error.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/plan/partition.hpp"
@@ -227,76 +225,6 @@ TEST(PartitionSpec, Names) {
   EXPECT_EQ(parse_partition_spec("Et*4|t*4L", "--partition").rule, PartitionRule::kLayout);
   EXPECT_THROW(parse_partition_spec("deepspeed-type:(", "--partition"), InputError);
   EXPECT_THROW(parse_partition_spec("greedy", "--partition"), InputError);
-}
-
-// balanced is exact: brute force over every contiguous split agrees with the dynamic program.
-TEST(BalancedRule, MatchesExhaustiveSearch) {
-  const Model m = seed_model("nanotron-12l");
-  const Platform pf = test::catalog_platform("h100-sxm-ndr");
-  for (std::int64_t pp : {2, 3, 4}) {
-    Plan plan;
-    plan.pp = pp;
-    plan.seq_len = 2048;
-    const Partition b = balanced_partition(m, pf, plan);
-    const auto times = block_times(m, pf, plan, b.blocks);
-    auto worst = [&](const std::vector<std::int64_t>& bounds) {
-      double w = 0;
-      for (std::size_t s = 0; s + 1 < bounds.size(); ++s) {
-        double t = 0;
-        for (auto i = bounds[s]; i < bounds[s + 1]; ++i) t += times[static_cast<std::size_t>(i)];
-        w = std::max(w, t);
-      }
-      return w;
-    };
-    std::vector<std::int64_t> got;
-    for (const auto& r : b.stages) got.push_back(r.begin);
-    got.push_back(b.stages.back().end);
-    // Every split whose stages start at the embedding, a decoder or the final norm and hold a
-    // block with parameters.
-    const auto n = static_cast<std::int64_t>(b.blocks.size());
-    double best = 1e300;
-    std::vector<std::int64_t> bounds(static_cast<std::size_t>(pp) + 1, 0);
-    bounds.back() = n;
-    std::function<void(std::int64_t, std::int64_t)> search = [&](std::int64_t stage,
-                                                                 std::int64_t start) {
-      if (stage == pp - 1) {
-        bounds[static_cast<std::size_t>(stage)] = start;
-        Partition cand = partition_from_bounds("x", b.blocks, bounds);
-        for (std::int64_t s = 0; s < pp; ++s) {
-          if (!cand.has_parameters(s)) return;
-        }
-        best = std::min(best, worst(bounds));
-        return;
-      }
-      bounds[static_cast<std::size_t>(stage)] = start;
-      for (std::int64_t next = start + 1; next < n; ++next) {
-        const auto kind = b.blocks[static_cast<std::size_t>(next)].kind;
-        if (kind != BlockKind::kDecoder && kind != BlockKind::kFinalNorm) continue;
-        search(stage + 1, next);
-      }
-    };
-    search(0, 0);
-    EXPECT_DOUBLE_EQ(worst(got), best) << pp;
-  }
-}
-
-// balanced removes nanotron's parameter-less stages and, simulated, steps at least 10 % faster
-// (15 % at pp 8, where the LM head's measured rate leaves its stage the heaviest either way).
-TEST(BalancedRule, FixesTheNanotronPartitions) {
-  const Model m = seed_model("nanotron-12l");
-  const Platform pf = test::catalog_platform("h100-sxm-ndr");
-  for (std::int64_t pp : {4, 8}) {
-    Plan plan;
-    plan.pp = pp;
-    plan.dp = 8 / pp;
-    plan.gbs = 64;
-    plan.seq_len = 2048;
-    const Partition b = balanced_partition(m, pf, plan);
-    EXPECT_EQ(stages_without_parameters(b), Counts{}) << pp;
-    const double balanced = evaluate(m, pf, plan, b).sim.step_time_s;
-    const double nanotron = evaluate(m, pf, plan, nanotron_partition(m, pp, 50277)).sim.step_time_s;
-    EXPECT_LT(balanced, 0.9 * nanotron) << pp;
-  }
 }
 
 }  // namespace

@@ -1,0 +1,110 @@
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+
+#include "sim/plan/partition.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// A stage starts with the embedding, a decoder layer or the final norm, so the final norm, LM
+// head and loss stay together (Megatron's L), the multi-token-prediction modules stay with the
+// last decoder layer and the partition is a Megatron layout; every stage trains something.
+class StageRules {
+ public:
+  StageRules(const std::vector<Block>& blocks, const std::vector<double>& times)
+      : blocks_(blocks), prefix_(blocks.size() + 1, 0.0), params_before_(blocks.size() + 1, 0) {
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      prefix_[i + 1] = prefix_[i] + times[i];
+      params_before_[i + 1] = params_before_[i] + (has_parameters(blocks[i].kind) ? 1 : 0);
+    }
+  }
+  std::int64_t blocks() const { return static_cast<std::int64_t>(blocks_.size()); }
+  // Whether blocks [k, i) may form a stage.
+  bool allowed(std::int64_t k, std::int64_t i) const {
+    const auto kind = blocks_[static_cast<std::size_t>(k)].kind;
+    const bool starts = k == 0 || kind == BlockKind::kDecoder || kind == BlockKind::kFinalNorm;
+    return starts && params_before_[static_cast<std::size_t>(i)] !=
+                         params_before_[static_cast<std::size_t>(k)];
+  }
+  double time(std::int64_t k, std::int64_t i) const {
+    return prefix_[static_cast<std::size_t>(i)] - prefix_[static_cast<std::size_t>(k)];
+  }
+
+ private:
+  const std::vector<Block>& blocks_;
+  std::vector<double> prefix_;
+  std::vector<std::int64_t> params_before_;
+};
+
+// A dynamic program over (stages formed, blocks used): each state keeps its least cost and the
+// cut before its last stage. `extend(prev, k, i, j)` prices stage j - 1 = [k, i) after a prefix
+// costing `prev`, or returns nullopt where the stage is not allowed.
+template <typename Cost, typename Extend>
+std::vector<std::int64_t> solve(const StageRules& rules, std::int64_t parts, Extend extend) {
+  const std::int64_t n = rules.blocks();
+  const auto idx = [n](std::int64_t j, std::int64_t i) {
+    return static_cast<std::size_t>(j * (n + 1) + i);
+  };
+  const Cost none = std::numeric_limits<Cost>::max();
+  std::vector<Cost> best(static_cast<std::size_t>((parts + 1) * (n + 1)), none);
+  std::vector<std::int64_t> cut(best.size(), -1);
+  best[idx(0, 0)] = Cost{};
+  for (std::int64_t j = 1; j <= parts; ++j) {
+    for (std::int64_t i = j; i <= n; ++i) {
+      for (std::int64_t k = j - 1; k < i; ++k) {
+        const Cost prev = best[idx(j - 1, k)];
+        if (prev == none || !rules.allowed(k, i)) continue;
+        const auto cost = extend(prev, k, i, j);
+        if (cost && *cost < best[idx(j, i)]) {  // the first of equal costs stays
+          best[idx(j, i)] = *cost;
+          cut[idx(j, i)] = k;
+        }
+      }
+    }
+  }
+  std::vector<std::int64_t> bounds(static_cast<std::size_t>(parts) + 1, 0);
+  bounds[static_cast<std::size_t>(parts)] = n;
+  for (std::int64_t j = parts; j >= 1; --j) {
+    bounds[static_cast<std::size_t>(j - 1)] = cut[idx(j, bounds[static_cast<std::size_t>(j)])];
+  }
+  return bounds;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> min_max_bounds(const std::vector<Block>& blocks,
+                                         const std::vector<double>& times, std::int64_t parts) {
+  const StageRules rules(blocks, times);
+  // First the least possible slowest stage.
+  const auto minimax = solve<double>(
+      rules, parts,
+      [&](double prev, std::int64_t k, std::int64_t i, std::int64_t) -> std::optional<double> {
+        return std::max(prev, rules.time(k, i));
+      });
+  double slowest = 0;
+  for (std::size_t s = 0; s + 1 < minimax.size(); ++s) {
+    slowest = std::max(slowest, rules.time(minimax[s], minimax[s + 1]));
+  }
+  // Then, among the splits whose slowest stage equals it but for rounding, the one whose cuts lie
+  // nearest the even split of the decoder layers: cut j at the first decoder + j x decoders /
+  // parts, distances summed in units of 1 / parts so that they are integers.
+  std::int64_t first = 0, decoders = 0;
+  for (std::size_t i = blocks.size(); i-- > 0;) {
+    if (blocks[i].kind != BlockKind::kDecoder) continue;
+    first = static_cast<std::int64_t>(i);
+    ++decoders;
+  }
+  const double limit = slowest * (1 + 1e-9);
+  return solve<std::int64_t>(rules, parts,
+                             [&](std::int64_t prev, std::int64_t k, std::int64_t i,
+                                 std::int64_t j) -> std::optional<std::int64_t> {
+                               if (rules.time(k, i) > limit) return std::nullopt;
+                               const std::int64_t even = parts * first + (j - 1) * decoders;
+                               return prev + std::abs(parts * k - even);
+                             });
+}
+
+}  // namespace trainsim
