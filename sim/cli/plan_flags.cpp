@@ -86,8 +86,8 @@ void add_batch_and_schedule_flags(po::options_description& d) {
   add("partition", s("RULE"),
       "layer-to-stage rule: uniform (Megatron-LM, the default), nanotron, deepspeed-uniform, "
       "deepspeed-parameters, deepspeed-type:REGEX, balanced (trainsim: the contiguous "
-      "split whose slowest stage is the least, found exactly; of tied splits the nearest "
-      "uniform), or a Megatron layout such as \"Et*3|t*4|t*4|t*3L\" (E embedding, "
+      "split whose slowest stage is the least, found exactly; of tied splits the one with "
+      "its layers latest), or a Megatron layout such as \"Et*3|t*4|t*4|t*3L\" (E embedding, "
       "t decoder layer, L loss, | stage boundary)");
   add("decoder-first-pipeline-num-layers", s("N"),
       "Megatron-LM: decoder layers on the first stage (uniform partition)");

@@ -138,9 +138,9 @@ Partition deepspeed_partition(const Model& model, const PartitionSpec& spec, std
 /// into `parts` stages (stage s holds [bounds[s], bounds[s+1])) whose slowest stage is the least
 /// possible, each stage starting at the embedding, a decoder layer or the final norm and holding
 /// a block with parameters. Layouts with the same slowest stage (within 1e-9 of it, so rounding
-/// does not choose) are many where layers cost the same; of those it keeps the one whose cuts lie
-/// nearest the even split of the decoder layers (least summed distance, then the first), the
-/// smallest change from Megatron-LM's uniform rule.
+/// does not choose) are many where layers cost the same; of those it keeps the one whose stages
+/// start earliest (least summed start), putting each layer that could go to either of two stages
+/// on the later one, where Megatron's schedules keep fewer micro-batches' activations in flight.
 std::vector<std::int64_t> min_max_bounds(const std::vector<Block>& blocks,
                                          const std::vector<double>& times, std::int64_t parts);
 

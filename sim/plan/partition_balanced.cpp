@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -40,8 +39,8 @@ class StageRules {
 };
 
 // A dynamic program over (stages formed, blocks used): each state keeps its least cost and the
-// cut before its last stage. `extend(prev, k, i, j)` prices stage j - 1 = [k, i) after a prefix
-// costing `prev`, or returns nullopt where the stage is not allowed.
+// cut before its last stage. `extend(prev, k, i)` prices the stage [k, i) after a prefix costing
+// `prev`, or returns nullopt where the stage is not allowed.
 template <typename Cost, typename Extend>
 std::vector<std::int64_t> solve(const StageRules& rules, std::int64_t parts, Extend extend) {
   const std::int64_t n = rules.blocks();
@@ -57,7 +56,7 @@ std::vector<std::int64_t> solve(const StageRules& rules, std::int64_t parts, Ext
       for (std::int64_t k = j - 1; k < i; ++k) {
         const Cost prev = best[idx(j - 1, k)];
         if (prev == none || !rules.allowed(k, i)) continue;
-        const auto cost = extend(prev, k, i, j);
+        const auto cost = extend(prev, k, i);
         if (cost && *cost < best[idx(j, i)]) {  // the first of equal costs stays
           best[idx(j, i)] = *cost;
           cut[idx(j, i)] = k;
@@ -80,31 +79,24 @@ std::vector<std::int64_t> min_max_bounds(const std::vector<Block>& blocks,
   const StageRules rules(blocks, times);
   // First the least possible slowest stage.
   const auto minimax = solve<double>(
-      rules, parts,
-      [&](double prev, std::int64_t k, std::int64_t i, std::int64_t) -> std::optional<double> {
+      rules, parts, [&](double prev, std::int64_t k, std::int64_t i) -> std::optional<double> {
         return std::max(prev, rules.time(k, i));
       });
   double slowest = 0;
   for (std::size_t s = 0; s + 1 < minimax.size(); ++s) {
     slowest = std::max(slowest, rules.time(minimax[s], minimax[s + 1]));
   }
-  // Then, among the splits whose slowest stage equals it but for rounding, the one whose cuts lie
-  // nearest the even split of the decoder layers: cut j at the first decoder + j x decoders /
-  // parts, distances summed in units of 1 / parts so that they are integers.
-  std::int64_t first = 0, decoders = 0;
-  for (std::size_t i = blocks.size(); i-- > 0;) {
-    if (blocks[i].kind != BlockKind::kDecoder) continue;
-    first = static_cast<std::int64_t>(i);
-    ++decoders;
-  }
+  // Then, among the splits whose slowest stage equals it but for rounding, the one whose stages
+  // start earliest (their first blocks' indices summed least; of equal sums the last stage longest
+  // first): a layer that could go to either of two stages goes to the later one, which in every
+  // Megatron schedule holds fewer micro-batches' activations in flight.
   const double limit = slowest * (1 + 1e-9);
-  return solve<std::int64_t>(rules, parts,
-                             [&](std::int64_t prev, std::int64_t k, std::int64_t i,
-                                 std::int64_t j) -> std::optional<std::int64_t> {
-                               if (rules.time(k, i) > limit) return std::nullopt;
-                               const std::int64_t even = parts * first + (j - 1) * decoders;
-                               return prev + std::abs(parts * k - even);
-                             });
+  return solve<std::int64_t>(
+      rules, parts,
+      [&](std::int64_t prev, std::int64_t k, std::int64_t i) -> std::optional<std::int64_t> {
+        if (rules.time(k, i) > limit) return std::nullopt;
+        return prev + k;
+      });
 }
 
 }  // namespace trainsim
