@@ -30,6 +30,10 @@ Model catalog_model(const std::string& name) {
   return load_model(source_dir() + "/models/" + name + ".json");
 }
 
+Model seed_model(const std::string& name) {
+  return load_model(source_dir() + "/scenarios/seeds/models/" + name + ".json");
+}
+
 Platform catalog_platform(const std::string& name) {
   return load_platform(source_dir() + "/platforms/" + name + ".json");
 }
@@ -65,6 +69,14 @@ Partition uniform_partition(const Model& model, std::int64_t pp) {
   Plan plan;
   plan.pp = pp;
   return megatron_uniform_partition(model, plan, {});
+}
+
+std::vector<std::int64_t> stages_without_parameters(const Partition& p) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t s = 0; s < p.num_stages(); ++s) {
+    if (!p.has_parameters(s)) out.push_back(s);
+  }
+  return out;
 }
 
 Platform simple_platform(double nvlink_GBps, double nvlink_latency_us, double nic_GBps,

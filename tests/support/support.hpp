@@ -18,6 +18,8 @@ namespace trainsim::test {
 std::string source_dir();
 std::string data_path(const std::string& relative);  // under tests/data
 Model catalog_model(const std::string& name);
+/// A model of the seed scenarios (scenarios/seeds/models/NAME.json).
+Model seed_model(const std::string& name);
 Platform catalog_platform(const std::string& name);
 /// The message validate_plan raises for `plan` and `model` on h100-sxm-ndr, or "(valid)".
 std::string plan_error(const Plan& plan, const Model& model);
@@ -29,6 +31,8 @@ KernelDbEntry db_entry(KernelShape shape, double seconds);
 
 /// Megatron-LM's uniform partition of `model` over `pp` stages.
 Partition uniform_partition(const Model& model, std::int64_t pp);
+/// The virtual stages of `p` with no block that has parameters.
+std::vector<std::int64_t> stages_without_parameters(const Partition& p);
 
 /// A platform with round numbers: nvlink and NIC bandwidths in GB/s, latencies in us, and every
 /// efficiency 1, so closed forms are easy to write.

@@ -13,17 +13,8 @@ namespace {
 
 using Counts = std::vector<std::int64_t>;
 
-Model seed_model(const std::string& name) {
-  return load_model(test::source_dir() + "/scenarios/seeds/models/" + name + ".json");
-}
-
-std::vector<std::int64_t> stages_without_parameters(const Partition& p) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t s = 0; s < p.num_stages(); ++s) {
-    if (!p.has_parameters(s)) out.push_back(s);
-  }
-  return out;
-}
+using test::seed_model;
+using test::stages_without_parameters;
 
 // The embedding, eight equal decoder layers, the final norm, the LM head and the loss.
 std::vector<Block> eight_layer_blocks() {

@@ -12,17 +12,8 @@ namespace {
 
 using Counts = std::vector<std::int64_t>;
 
-Model seed_model(const std::string& name) {
-  return load_model(test::source_dir() + "/scenarios/seeds/models/" + name + ".json");
-}
-
-std::vector<std::int64_t> stages_without_parameters(const Partition& p) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t s = 0; s < p.num_stages(); ++s) {
-    if (!p.has_parameters(s)) out.push_back(s);
-  }
-  return out;
-}
+using test::seed_model;
+using test::stages_without_parameters;
 
 // nanotron issue #108: hidden 16, FFN 64, 4 heads, 2 layers, vocabulary 50277 (padded to 50278 at
 // tp 2), tied embeddings, pp 2: stage 1 gets only the cast and the loss.

@@ -33,7 +33,7 @@ const Diagnostic* find(const ReshardResult& r, const std::string& id) {
 }
 
 Model tiny() {
-  return load_model(test::source_dir() + "/scenarios/seeds/models/nanotron-108-tiny.json");
+  return test::seed_model("nanotron-108-tiny");
 }
 
 bool contains(const std::string& s, const std::string& part) {

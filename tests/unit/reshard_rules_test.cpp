@@ -13,7 +13,7 @@ namespace trainsim {
 namespace {
 
 Model tiny() {
-  return load_model(test::source_dir() + "/scenarios/seeds/models/nanotron-108-tiny.json");
+  return test::seed_model("nanotron-108-tiny");
 }
 
 Plan layout(const std::string& text, Framework f = Framework::kMegatron) {
