@@ -140,7 +140,8 @@ Partition deepspeed_partition(const Model& model, const PartitionSpec& spec, std
 /// a block with parameters. Layouts with the same slowest stage (within 1e-9 of it, so rounding
 /// does not choose) are many where layers cost the same; of those it keeps the one whose stages
 /// start earliest (least summed start), putting each layer that could go to either of two stages
-/// on the later one, where Megatron's schedules keep fewer micro-batches' activations in flight.
+/// on the later one, which 1F1B's warm-up leaves fewer micro-batches' activations in flight (with
+/// interleaving, so within a chunk; across a chunk boundary the later stage is the first rank).
 std::vector<std::int64_t> min_max_bounds(const std::vector<Block>& blocks,
                                          const std::vector<double>& times, std::int64_t parts);
 

@@ -88,8 +88,8 @@ std::vector<std::int64_t> min_max_bounds(const std::vector<Block>& blocks,
   }
   // Then, among the splits whose slowest stage equals it but for rounding, the one whose stages
   // start earliest (their first blocks' indices summed least; of equal sums the last stage longest
-  // first): a layer that could go to either of two stages goes to the later one, which in every
-  // Megatron schedule holds fewer micro-batches' activations in flight.
+  // first): a layer that could go to either of two stages goes to the later one, which 1F1B's
+  // warm-up leaves fewer micro-batches in flight (with interleaving, within a chunk).
   const double limit = slowest * (1 + 1e-9);
   return solve<std::int64_t>(
       rules, parts,
