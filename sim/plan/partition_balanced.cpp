@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <optional>
 
@@ -64,6 +65,8 @@ std::vector<std::int64_t> solve(const StageRules& rules, std::int64_t parts, Ext
       }
     }
   }
+  // Plan validation keeps pp x vp within the layers, so a split always exists.
+  assert(best[idx(parts, n)] != none);
   std::vector<std::int64_t> bounds(static_cast<std::size_t>(parts) + 1, 0);
   bounds[static_cast<std::size_t>(parts)] = n;
   for (std::int64_t j = parts; j >= 1; --j) {
@@ -76,6 +79,7 @@ std::vector<std::int64_t> solve(const StageRules& rules, std::int64_t parts, Ext
 
 std::vector<std::int64_t> min_max_bounds(const std::vector<Block>& blocks,
                                          const std::vector<double>& times, std::int64_t parts) {
+  assert(times.size() == blocks.size() && parts >= 1);
   const StageRules rules(blocks, times);
   // First the least possible slowest stage.
   const auto minimax = solve<double>(
