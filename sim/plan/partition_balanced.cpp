@@ -2,6 +2,7 @@
 #include <cassert>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "sim/plan/partition.hpp"
 
@@ -39,11 +40,18 @@ class StageRules {
   std::vector<std::int64_t> params_before_;
 };
 
+// The least-cost split and its cost: stage s holds [bounds[s], bounds[s+1]).
+template <typename Cost>
+struct Split {
+  Cost cost;
+  std::vector<std::int64_t> bounds;
+};
+
 // A dynamic program over (stages formed, blocks used): each state keeps its least cost and the
 // cut before its last stage. `extend(prev, k, i)` prices the stage [k, i) after a prefix costing
 // `prev`, or returns nullopt where the stage is not allowed.
 template <typename Cost, typename Extend>
-std::vector<std::int64_t> solve(const StageRules& rules, std::int64_t parts, Extend extend) {
+Split<Cost> solve(const StageRules& rules, std::int64_t parts, Extend extend) {
   const std::int64_t n = rules.blocks();
   const auto idx = [n](std::int64_t j, std::int64_t i) {
     return static_cast<std::size_t>(j * (n + 1) + i);
@@ -72,7 +80,7 @@ std::vector<std::int64_t> solve(const StageRules& rules, std::int64_t parts, Ext
   for (std::int64_t j = parts; j >= 1; --j) {
     bounds[static_cast<std::size_t>(j - 1)] = cut[idx(j, bounds[static_cast<std::size_t>(j)])];
   }
-  return bounds;
+  return {best[idx(parts, n)], std::move(bounds)};
 }
 
 }  // namespace
@@ -86,21 +94,18 @@ std::vector<std::int64_t> min_max_bounds(const std::vector<Block>& blocks,
       rules, parts, [&](double prev, std::int64_t k, std::int64_t i) -> std::optional<double> {
         return std::max(prev, rules.time(k, i));
       });
-  double slowest = 0;
-  for (std::size_t s = 0; s + 1 < minimax.size(); ++s) {
-    slowest = std::max(slowest, rules.time(minimax[s], minimax[s + 1]));
-  }
   // Then, among the splits whose slowest stage equals it but for rounding, the one whose stages
   // start earliest (their first blocks' indices summed least; of equal sums the last stage longest
   // first): a layer that could go to either of two stages goes to the later one, which 1F1B's
   // warm-up leaves fewer micro-batches in flight (with interleaving, within a chunk).
-  const double limit = slowest * (1 + 1e-9);
-  return solve<std::int64_t>(
+  const double limit = minimax.cost * (1 + 1e-9);
+  const auto earliest = solve<std::int64_t>(
       rules, parts,
       [&](std::int64_t prev, std::int64_t k, std::int64_t i) -> std::optional<std::int64_t> {
         if (rules.time(k, i) > limit) return std::nullopt;
         return prev + k;
       });
+  return earliest.bounds;
 }
 
 }  // namespace trainsim
