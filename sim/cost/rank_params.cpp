@@ -90,10 +90,11 @@ namespace {
 
 // What each GPU holds of one decoder layer of either kind, of its GEMM weights (all but the norms
 // and the router; biases are left in: a few thousand parameters a layer), of its experts (held
-// apart from the dense weights only when EP re-divides the GPUs) and of the parameters whose
-// gradients TP all-reduces.
+// apart from the dense weights only when EP re-divides the GPUs), of the parameters whose
+// gradients TP all-reduces, and an MoE layer's expert-bias counts (every expert's, whole).
 struct LayerShares {
-  std::int64_t moe, dense, moe_gemms, dense_gemms, experts, tp_partial_moe, tp_partial_dense;
+  std::int64_t moe, dense, moe_gemms, dense_gemms, experts, tp_partial_moe, tp_partial_dense,
+      expert_bias_counts;
   LayerShares(const Model& model, const Plan& plan, const ParamCount& pc)
       : moe(layer_params_per_rank(model, plan)),
         dense(layer_params_per_rank(model, plan, false)),
@@ -101,12 +102,16 @@ struct LayerShares {
         dense_gemms(dense - pc.layer_norms),
         experts(plan.ep > 1 ? expert_params_per_rank(model, plan) : 0),
         tp_partial_moe(tp_partial_grads_per_layer(model, plan, true)),
-        tp_partial_dense(tp_partial_grads_per_layer(model, plan, false)) {}
+        tp_partial_dense(tp_partial_grads_per_layer(model, plan, false)),
+        expert_bias_counts(model.moe.router_expert_bias ? model.moe.num_experts : 0) {}
   void add_layer(StageParams& sp, bool moe_layer) const {
     sp.per_gpu += moe_layer ? moe : dense;
     sp.gemm_per_gpu += moe_layer ? moe_gemms : dense_gemms;
     sp.tp_partial_grad_per_gpu += moe_layer ? tp_partial_moe : tp_partial_dense;
-    if (moe_layer) sp.expert_per_gpu += experts;
+    if (moe_layer) {
+      sp.expert_per_gpu += experts;
+      sp.expert_bias_counts += expert_bias_counts;
+    }
   }
 };
 

@@ -36,7 +36,9 @@ std::int64_t tp_partial_grads_per_layer(const Model& model, const Plan& plan,
 /// a tied LM head, or the table a multi-token-prediction module embeds with, on different
 /// pipeline stages); and of those the ones whose gradients TP all-reduces
 /// (tp_partial_grads_per_layer(), with the final norm and a multi-token-prediction module's
-/// norms under sequence parallelism).
+/// norms under sequence parallelism). Beside them, not parameters: the experts a stage's MoE
+/// layers route to, counted once per layer, when the router keeps an expert bias
+/// (Model::MoeSpec::router_expert_bias): each keeps one tokens-per-expert count and one bias.
 struct StageParams {
   std::int64_t params = 0;
   std::int64_t per_gpu = 0;
@@ -44,6 +46,7 @@ struct StageParams {
   std::int64_t gemm_per_gpu = 0;
   std::int64_t synced_embedding_per_gpu = 0;
   std::int64_t tp_partial_grad_per_gpu = 0;
+  std::int64_t expert_bias_counts = 0;
 };
 StageParams stage_params(const Model& model, const Plan& plan, const Partition& partition,
                          std::int64_t stage, std::int64_t padded_vocab);

@@ -72,6 +72,11 @@ struct StageCost {
   /// tokens or heads (norms and biases under sequence parallelism, q/k norms; StageParams), that
   /// the stage all-reduces over TP after the data-parallel reduction (0 without TP).
   double tp_sync_bytes = 0;
+  /// The MoE layers' tokens-per-expert counts (fp32) where the router keeps an expert bias: the
+  /// stage all-reduces them over its every rank (TP x CP x DP) after the data-parallel reduction,
+  /// to move the biases. Also the size of each of the two buffers the routers keep (the counts,
+  /// the biases); 0 without expert bias.
+  double expert_bias_sync_bytes = 0;
   PassCost optimizer;               // once per step
   std::int64_t params = 0;          // logical parameters of the stage's blocks
   std::int64_t params_per_gpu = 0;  // held by each GPU of the stage: TP shard, padded vocabulary
@@ -102,6 +107,8 @@ inline constexpr double kGradReduceBytes = 4;
 inline double grad_reduce_bytes(const Plan& plan) {
   return plan.grad_reduce_in_bf16 ? 2.0 : kGradReduceBytes;
 }
+/// A router's tokens-per-expert count and expert bias: fp32 each.
+inline constexpr double kExpertBiasBytes = 4;
 
 /// A kernel's time: from the platform's kernel-timing database when it holds or brackets the
 /// shape (measured, interpolated or published), else the roofline at the precision of the

@@ -259,9 +259,11 @@ void RankProgramWriter::finish_step() {
   // Each TP group all-reduces the gradients its ranks computed apart of the parameters they all
   // hold (the norms, biases and router under sequence parallelism, the q/k norms); then the
   // stages holding the word embedding and a copy of it (a tied LM head, a multi-token-prediction
-  // module's table) all-reduce its gradient over the embedding group.
+  // module's table) all-reduce its gradient over the embedding group; then, where the routers keep
+  // an expert bias, every rank of a stage all-reduces their tokens-per-expert counts.
   all_reduce_after_dp(Dim::kTP, &StageCost::tp_sync_bytes);
   all_reduce_after_dp(Dim::kEmbedding, &StageCost::embedding_sync_bytes);
+  all_reduce_after_dp(Dim::kStage, &StageCost::expert_bias_sync_bytes);
   Deps deps = dp_ops_;
   deps.insert(deps.end(), sends_.begin(), sends_.end());
   double seconds = 0;

@@ -13,9 +13,11 @@ std::int32_t as_i32(std::int64_t v) {
 
 namespace {
 
-// Whether a pass calls the stage-wide group (FP8 amax reductions): only then is it built.
+// Whether a pass or the step's end calls the stage-wide group (FP8 amax reductions, the expert
+// biases' counts): only then is it built.
 bool calls_stage_group(const CostModel& costs) {
   for (const StageCost& sc : costs.stages) {
+    if (sc.expert_bias_sync_bytes > 0) return true;
     for (const PassCost* pass : {&sc.forward, &sc.backward, &sc.backward_input}) {
       for (const CollectiveLoad& load : pass->collectives) {
         if (load.dim == Dim::kStage) return true;

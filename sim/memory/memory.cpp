@@ -360,6 +360,7 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
   for (std::int64_t s = 0; s < pp; ++s) {
     StageMemory sm;
     std::int64_t params = 0, experts = 0, gemm_params = 0;
+    double router_buffers = 0;  // the expert biases and their tokens-per-expert counts
     bool lm_head = false;
     std::vector<PassFootprint> footprints;
     for (std::int64_t c = 0; c < partition.chunks; ++c) {
@@ -368,6 +369,7 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
       params += costs.stages[static_cast<std::size_t>(v)].params_per_gpu;
       experts += costs.stages[static_cast<std::size_t>(v)].expert_params_per_gpu;
       gemm_params += costs.stages[static_cast<std::size_t>(v)].gemm_params_per_gpu;
+      router_buffers += 2 * costs.stages[static_cast<std::size_t>(v)].expert_bias_sync_bytes;
       footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab, options));
     }
     // Experts split by EP share their state over the expert-data-parallel ranks; with several
@@ -382,9 +384,9 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
     if (plan.precision == Precision::kFP8 && !plan.fp8_param_gather) {
       sm.state.weights += kFp8WeightCopyBytes * d(gemm_params);
     }
-    sm.runtime_allocated = platform.memory.allocated +
-                           extra_cublas_workspaces(platform, plan, experts > 0) +
-                           megatron_global_buffers(model, plan, lm_head, experts > 0);
+    sm.runtime_allocated =
+        platform.memory.allocated + extra_cublas_workspaces(platform, plan, experts > 0) +
+        megatron_global_buffers(model, plan, lm_head, experts > 0) + router_buffers;
     sm.footprint = footprints.front();
     const auto steps = compute_steps(stage_program(config, s));
     sm.timeline = walk_activations(steps, footprints, sm.base());

@@ -7,8 +7,9 @@
 //    et al. 2022 (Table 2) extended to GQA, gated MLPs and flash attention, under no, selective or
 //    full recomputation, with or without sequence parallelism; the logits and the loss's fp32
 //    softmax on the stage with the loss;
-//  - the platform's runtime terms: buffers the caching allocator counts beyond the above, memory
-//    outside it (CUDA context, NCCL), and fragmentation.
+//  - the runtime terms: buffers the caching allocator counts beyond the above (the platform's
+//    fitted overhead, the software stack's kept buffers, the routers' expert biases and their
+//    counts), memory outside it (CUDA context, NCCL), and fragmentation.
 // Activations are walked over the stage's own program (sim/memory/timeline.hpp), so the number of
 // micro-batches in flight comes from the schedule itself, not from a formula per schedule.
 #include <cstdint>

@@ -68,7 +68,7 @@ void read_deepseek(HfReader& r, Model& m) {
   if (r.integer_or("moe_layer_freq", 1) != 1) {
     r.fail("moe_layer_freq", "only 1 (every layer after the dense ones) is supported");
   }
-  m.moe.router_bias = r.string_or("topk_method", "greedy") == "noaux_tc";
+  m.moe.router_expert_bias = r.string_or("topk_method", "greedy") == "noaux_tc";
   m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, {0, Model::kMaxMtpLayers});
 }
 

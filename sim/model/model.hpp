@@ -32,8 +32,14 @@ struct MoeSpec {
   /// After those, layer i (from 0) is an MoE layer when (i + 1) % layer_interval == 0, the
   /// others dense (Llama 4's interleave_moe_layer_step, Qwen3's decoder_sparse_step).
   std::int64_t layer_interval = 1;
-  /// The router has a bias (GPT-OSS) or a score-correction bias (DeepSeek-V3): one per expert.
+  /// The router has a learned bias, one per expert (GPT-OSS): a parameter like its weight.
   bool router_bias = false;
+  /// Auxiliary-loss-free load balancing (DeepSeek-V3's score-correction bias, Megatron-Core's
+  /// --moe-router-enable-expert-bias): one fp32 bias per expert added to the scores for the
+  /// choice of experts, a buffer, not a parameter. Each MoE layer's router counts its tokens per
+  /// expert (a second fp32 buffer); after every step the counts are all-reduced over the
+  /// pipeline stage's TP x CP x DP ranks and each bias moves by a fixed rate towards balance.
+  bool router_expert_bias = false;
   bool is_moe() const { return num_experts > 0; }
 };
 

@@ -173,6 +173,7 @@ void read_moe(JsonObject moe, Model& m) {
   m.moe.first_dense_layers = moe.optional_integer("first_dense_layers").value_or(0);
   m.moe.layer_interval = moe.optional_integer("layer_interval").value_or(1);
   m.moe.router_bias = moe.optional_boolean("router_bias").value_or(false);
+  m.moe.router_expert_bias = moe.optional_boolean("router_expert_bias").value_or(false);
   moe.finish();
 }
 

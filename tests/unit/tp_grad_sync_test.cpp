@@ -48,11 +48,12 @@ TEST(TpGradSync, SequenceParallelismSyncsEveryReplicatedParameter) {
   EXPECT_EQ(tp_partial_grads_per_layer(qwen, plan(2, true)), 2 * 128 + 2 * 2048 + 128 * 2048);
 
   // DeepSeek-V3: MLA's duplicated down-projections (7,168 x (512 + 64) and 7,168 x 1,536) with
-  // their norms, the two layer norms, and in an MoE layer the router (256 x (7,168 + 1 bias)).
+  // their norms, the two layer norms, and in an MoE layer the router (256 x 7,168; its expert
+  // bias is a buffer without a gradient).
   const Model ds = test::catalog_model("deepseek-v3");
   const std::int64_t mla = 7168 * (512 + 64) + 512 + 7168 * 1536 + 1536;
   EXPECT_EQ(tp_partial_grads_per_layer(ds, plan(2, true), false), mla + 2 * 7168);
-  EXPECT_EQ(tp_partial_grads_per_layer(ds, plan(2, true), true), mla + 2 * 7168 + 256 * 7169);
+  EXPECT_EQ(tp_partial_grads_per_layer(ds, plan(2, true), true), mla + 2 * 7168 + 256 * 7168);
 }
 
 TEST(TpGradSync, EachStageSyncsItsLayersAndTheLastItsFinalNorm) {
