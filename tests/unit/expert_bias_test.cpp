@@ -5,13 +5,12 @@
 // (_update_router_expert_bias) and moves each bias by a fixed rate. The bias is not a parameter.
 #include <gtest/gtest.h>
 
-#include "sim/collective/group_collectives.hpp"
 #include "sim/cost/stage_cost.hpp"
-#include "sim/engine/engine.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/layout.hpp"
+#include "tests/support/after_step_all_reduce.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -125,46 +124,30 @@ TEST(ExpertBias, TheRoutersKeepTheBiasesAndTheCounts) {
 // One stage of tp 4 x cp 2 on one node, no latency: the step is the micro-batches' closed form
 // and then the ring all-reduce over the stage's 8 GPUs (not the TP group's 4), on either engine
 // and either replay.
-struct OneNode {
+test::AfterStepAllReduce one_node() {
   Plan p;
-  CostModel c = test::uniform_costs(1, 1e-3, 2e-3);
-  Topology topo{test::simple_platform(450, 0, 50, 0), 8};  // no latency
-  static constexpr double kBytes = 1e9;
-  OneNode() {
-    p.tp = 4;
-    p.cp = 2;
-    p.gbs = 4;
-    p.seq_len = 1;
-    c.stages[0].expert_bias_sync_bytes = kBytes;
-  }
-  double closed_form() const {
-    const Members stage{0, 1, 2, 3, 4, 5, 6, 7};
-    const double all_reduce =
-        GroupCollectives(topo, stage).choose(CollectiveKind::kAllReduce, kBytes, 1).seconds;
-    // A ring of eight moves 2 x 7/8 of the buffer through each GPU's 450 GB/s link.
-    EXPECT_NEAR(all_reduce, 2 * 7.0 / 8 * kBytes / 450e9, 1e-9);
-    return 4 * 3e-3 + all_reduce;
-  }
-  double step(EngineKind engine, Replay replay) const {
-    return simulate(build_task_graph(p, c, replay), topo, engine).step_time_s;
-  }
-};
+  p.tp = 4;
+  p.cp = 2;
+  return test::AfterStepAllReduce(p, &StageCost::expert_bias_sync_bytes);
+}
 
 TEST(ExpertBias, TheStepWaitsForTheAllReduce) {
-  const OneNode t;
+  const auto t = one_node();
+  // A ring of eight moves 2 x 7/8 of the buffer through each GPU's 450 GB/s link.
+  EXPECT_NEAR(t.all_reduce(), 2 * 7.0 / 8 * t.kBytes / 450e9, 1e-9);
   const double closed = t.closed_form();
   EXPECT_NEAR(t.step(EngineKind::kAnalytic, Replay::kFull), closed, 1e-9 * closed);
   EXPECT_NEAR(t.step(EngineKind::kAnalytic, Replay::kSymmetric), closed, 1e-9 * closed);
 }
 
 TEST(ExpertBias, SimGridReplaysTheSameAllReduce) {
-  const OneNode t;
+  const auto t = one_node();
   const double closed = t.closed_form();
   EXPECT_NEAR(t.step(EngineKind::kSimGrid, Replay::kFull), closed, 1e-6 * closed);
 }
 
 TEST(ExpertBias, SimGridFoldedReplaysTheSameAllReduce) {
-  const OneNode t;
+  const auto t = one_node();
   const double closed = t.closed_form();
   EXPECT_NEAR(t.step(EngineKind::kSimGrid, Replay::kSymmetric), closed, 1e-6 * closed);
 }

@@ -8,11 +8,10 @@
 
 #include <algorithm>
 
-#include "sim/collective/group_collectives.hpp"
 #include "sim/cost/rank_params.hpp"
-#include "sim/engine/engine.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/plan/layout.hpp"
+#include "tests/support/after_step_all_reduce.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -101,48 +100,31 @@ TEST(TpGradSync, EachGpuAllReducesOverItsTpGroupBeforeTheOptimizer) {
 
 // One stage of TP 8 on one node, no DP, no latency: the step is the micro-batches' closed form and
 // then the ring all-reduce over NVLink, on either engine and either replay.
-struct OneNode {
+test::AfterStepAllReduce one_node() {
   Plan p;
-  CostModel c = test::uniform_costs(1, 1e-3, 2e-3);
-  Topology topo{test::simple_platform(450, 0, 50, 0), 8};  // no latency
-  static constexpr double kBytes = 1e9;
-  OneNode() {
-    p.tp = 8;
-    p.sp = true;
-    p.gbs = 4;
-    p.seq_len = 1;
-    c.stages[0].tp_sync_bytes = kBytes;
-  }
-  double closed_form() const {
-    Members tp;
-    for (std::int32_t g = 0; g < 8; ++g) tp.push_back(g);
-    const double all_reduce =
-        GroupCollectives(topo, tp).choose(CollectiveKind::kAllReduce, kBytes, 1).seconds;
-    // A ring of eight moves 2 x 7/8 of the buffer through each GPU's 450 GB/s link.
-    EXPECT_NEAR(all_reduce, 2 * 7.0 / 8 * kBytes / 450e9, 1e-9);
-    return 4 * 3e-3 + all_reduce;
-  }
-  double step(EngineKind engine, Replay replay) const {
-    return simulate(build_task_graph(p, c, replay), topo, engine).step_time_s;
-  }
-};
+  p.tp = 8;
+  p.sp = true;
+  return test::AfterStepAllReduce(p, &StageCost::tp_sync_bytes);
+}
 
 TEST(TpGradSync, TheStepWaitsForTheAllReduce) {
-  const OneNode t;
+  const auto t = one_node();
+  // A ring of eight moves 2 x 7/8 of the buffer through each GPU's 450 GB/s link.
+  EXPECT_NEAR(t.all_reduce(), 2 * 7.0 / 8 * t.kBytes / 450e9, 1e-9);
   const double closed = t.closed_form();
   EXPECT_NEAR(t.step(EngineKind::kAnalytic, Replay::kFull), closed, 1e-9 * closed);
   EXPECT_NEAR(t.step(EngineKind::kAnalytic, Replay::kSymmetric), closed, 1e-9 * closed);
 }
 
 TEST(TpGradSync, SimGridReplaysTheSameAllReduce) {
-  const OneNode t;
+  const auto t = one_node();
   const double closed = t.closed_form();
   EXPECT_NEAR(t.step(EngineKind::kSimGrid, Replay::kFull), closed, 1e-6 * closed);
 }
 
 // Folded: one rank replays the TP group for its eight members.
 TEST(TpGradSync, SimGridFoldedReplaysTheSameAllReduce) {
-  const OneNode t;
+  const auto t = one_node();
   const double closed = t.closed_form();
   EXPECT_NEAR(t.step(EngineKind::kSimGrid, Replay::kSymmetric), closed, 1e-6 * closed);
 }
