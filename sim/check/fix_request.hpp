@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "sim/check/diagnostic.hpp"
-#include "sim/plan/dims.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {
@@ -49,14 +48,6 @@ struct UnpaddedVocabulary {
   std::int64_t padding = 0;
 };
 
-/// Tensor parallelism within one node on the same GPUs: TP at most a node wide (DP growing), in a
-/// rank order that keeps a TP group on one node.
-struct TpWithinNode {
-  std::int64_t tp = 0;
-  std::int64_t dp = 0;
-  RankOrder rank_order = kMegatronOrder;
-};
-
 /// Other plans on the same GPUs that the detector names (the fix's candidates, built beside the
 /// detector from the plan alone): each that fits is priced and listed, the fastest first. With
 /// `min_gain`, only those saving more than that share of the step are, and the diagnostic is
@@ -72,9 +63,8 @@ struct Advice {
   std::string text;
 };
 
-using FixRequest =
-    std::variant<FitInMemory, DefectFreePartition, BalancedPartition, DivisibleBatch,
-                 FullPipelineBatch, UnpaddedVocabulary, TpWithinNode, PricedAlternatives, Advice>;
+using FixRequest = std::variant<FitInMemory, DefectFreePartition, BalancedPartition, DivisibleBatch,
+                                FullPipelineBatch, UnpaddedVocabulary, PricedAlternatives, Advice>;
 
 /// A diagnostic as detection leaves it (fix text empty) with the fix to search for.
 struct Finding {

@@ -5,6 +5,7 @@
 
 #include "sim/check/detect.hpp"
 #include "sim/plan/layout.hpp"
+#include "sim/plan/plan_variants.hpp"
 
 namespace trainsim {
 
@@ -51,12 +52,11 @@ std::string spread_message(const Plan& plan, const std::vector<std::int64_t>& gr
 
 // TP within a node on the same GPUs: at most a node wide (DP growing), and TP innermost where the
 // plan's rank order would still spread it over nodes.
-TpWithinNode within_node(const Plan& plan, std::int64_t gpus_per_node) {
-  Plan alt = plan;
-  alt.tp = std::min(plan.tp, gpus_per_node);
-  alt.dp = plan.dp * plan.tp / alt.tp;
+Plan within_node(const Plan& plan, std::int64_t gpus_per_node) {
+  const std::int64_t tp = std::min(plan.tp, gpus_per_node);
+  Plan alt = with_tp_dp(plan, tp, plan.dp * plan.tp / tp);
   if (!tp_in_one_node(alt, gpus_per_node)) alt.rank_order = tp_innermost(plan.rank_order);
-  return {alt.tp, alt.dp, alt.rank_order};
+  return alt;
 }
 
 }  // namespace
@@ -72,7 +72,7 @@ std::vector<Finding> find_tp_across_nodes(const CheckContext& context) {
   d.severity = Severity::kWarning;
   d.message = consecutive(group) ? wider_than_node_message(plan, node)
                                  : spread_message(plan, group, span, node);
-  return {{std::move(d), within_node(plan, node)}};
+  return {{std::move(d), PricedAlternatives{{within_node(plan, node)}, std::nullopt}}};
 }
 
 }  // namespace trainsim

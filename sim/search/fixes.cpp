@@ -113,23 +113,6 @@ struct FixWriter {
 
   std::string operator()(const UnpaddedVocabulary& request) const;
   std::string operator()(const PricedAlternatives& request) const;
-
-  std::string operator()(const TpWithinNode& request) const {
-    const Plan& plan = space.plan();
-    Plan alt = with_tp_dp(plan, request.tp, request.dp);
-    alt.rank_order = request.rank_order;
-    const Outcome o = space.price({alt});
-    if (!o) return "";
-    std::string flags;
-    if (alt.tp != plan.tp) {
-      flags = "--tp " + std::to_string(alt.tp) + " --dp " + std::to_string(alt.dp);
-    }
-    if (alt.rank_order != plan.rank_order) {
-      flags +=
-          (flags.empty() ? "" : " ") + std::string("--rank-order ") + to_string(alt.rank_order);
-    }
-    return flags + ": " + step_comparison(o->step_time_s, space.baseline());
-  }
 };
 
 // The least change that removes the padding: a smaller vocabulary multiple, which prices the

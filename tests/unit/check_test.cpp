@@ -175,7 +175,7 @@ TEST(Diagnostics, TpAcrossNodesFollowsTheRankOrder) {
     ASSERT_EQ(found.size(), 1u) << order;
     EXPECT_EQ(found[0].severity, Severity::kWarning);
     EXPECT_EQ(found[0].message, wide);
-    EXPECT_EQ(found[0].fix.rfind("--tp 8 --dp 4: step ", 0), 0u) << found[0].fix;
+    EXPECT_EQ(found[0].fix.rfind("--tp 8 --dp 4 (same GPUs): step ", 0), 0u) << found[0].fix;
   }
   EXPECT_TRUE(tp_span("tp-cp-ep-dp-pp", "4", "8").empty());
   const auto spread = tp_span("dp-tp-cp-ep-pp", "4", "8");
@@ -184,10 +184,12 @@ TEST(Diagnostics, TpAcrossNodesFollowsTheRankOrder) {
             "tensor parallelism of 4 spans 4 nodes of 8 GPUs: rank order dp-tp-cp-ep-pp numbers a "
             "TP group's GPUs 8 apart (one per node), so its all-reduces leave NVLink for the "
             "network");
-  EXPECT_EQ(spread[0].fix.rfind("--rank-order tp-dp-cp-ep-pp: step ", 0), 0u) << spread[0].fix;
+  EXPECT_EQ(spread[0].fix.rfind("--rank-order tp-dp-cp-ep-pp (same GPUs): step ", 0), 0u)
+      << spread[0].fix;
   const auto both = tp_span("dp-tp-cp-ep-pp", "16", "2");
   ASSERT_EQ(both.size(), 1u);
-  EXPECT_EQ(both[0].fix.rfind("--tp 8 --dp 4 --rank-order tp-dp-cp-ep-pp: step ", 0), 0u)
+  EXPECT_EQ(both[0].fix.rfind("--tp 8 --dp 4 --rank-order tp-dp-cp-ep-pp (same GPUs): step ", 0),
+            0u)
       << both[0].fix;
 }
 
