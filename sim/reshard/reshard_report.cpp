@@ -38,10 +38,19 @@ std::string framework_name(const Plan& plan) {
   return "?";
 }
 
-std::string stages_text(const std::vector<std::int64_t>& stages) {
+// "3", "0-7" for every stage from 0 to 7, "0,7" for the two ends only.
+std::string stages_text(std::vector<std::int64_t> stages) {
   if (stages.empty()) return "not built";
-  const auto [lo, hi] = std::minmax_element(stages.begin(), stages.end());
-  return *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + "-" + std::to_string(*hi);
+  std::sort(stages.begin(), stages.end());
+  stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+  const std::int64_t lo = stages.front(), hi = stages.back();
+  if (lo == hi) return std::to_string(lo);
+  if (hi - lo + 1 == static_cast<std::int64_t>(stages.size())) {
+    return std::to_string(lo) + "-" + std::to_string(hi);
+  }
+  std::string out;
+  for (auto s : stages) out += (out.empty() ? "" : ",") + std::to_string(s);
+  return out;
 }
 
 std::string padding_text(const LayoutShards& l, std::int64_t vocab) {
