@@ -125,6 +125,9 @@ void validate_layout(const Plan& plan, const Model& model, const Platform& platf
   }
   // What a run would check of the layout; the batch and sequence only have to be admissible.
   Plan probe = plan;
+  // Sequence parallelism changes no tensor of a checkpoint; Megatron-LM needs it for an MoE
+  // model's TP, so a checkpoint of one at TP above 1 was trained with it.
+  probe.sp = plan.tp > 1;
   probe.seq_len = 1;
   probe.mbs = 1;
   probe.gbs = plan.dp * plan.pp;

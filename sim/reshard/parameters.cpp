@@ -1,5 +1,7 @@
 #include "sim/reshard/parameters.hpp"
 
+#include "sim/model/params.hpp"
+
 namespace trainsim {
 
 const char* to_string(TpSplit split) {
@@ -14,10 +16,24 @@ const char* to_string(TpSplit split) {
   return "?";
 }
 
+namespace {
+
+// `text` with the digits that follow the first `marker` replaced by "*".
+std::string star_index(std::string text, const std::string& marker) {
+  const std::size_t at = text.find(marker);
+  if (at == std::string::npos) return text;
+  const std::size_t digits = at + marker.size();
+  std::size_t end = digits;
+  while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+  if (end == digits) return text;
+  return text.replace(digits, end - digits, "*");
+}
+
+}  // namespace
+
 std::string ParamSpec::kind() const {
-  if (layer < 0) return name;
-  const std::string prefix = "model.layers." + std::to_string(layer) + ".";
-  return "model.layers.*." + name.substr(prefix.size());
+  const std::string out = block == BlockKind::kDecoder ? star_index(name, "model.layers.") : name;
+  return star_index(out, ".experts.");
 }
 
 std::int64_t ParamSpec::numel() const {
@@ -28,46 +44,150 @@ std::int64_t ParamSpec::numel() const {
 
 namespace {
 
+// Mixtral's names for its router and experts (block_sparse_moe, w1/w3/w2) where the model has
+// nothing Mixtral lacks; the names DeepSeek's and Qwen3's checkpoints use (mlp.gate,
+// mlp.experts.E.gate_proj, mlp.shared_experts) otherwise.
+bool mixtral_names(const Model& m) {
+  const MoeSpec& e = m.moe;
+  return !m.mla.is_mla() && !m.qk_norm && !m.attention_sinks && !m.sandwich_norms &&
+         e.shared_expert_ffn_hidden_size == 0 && e.first_dense_layers == 0 &&
+         e.layer_interval == 1 && !e.router_bias;
+}
+
+// One decoder layer's tensors, named "model.layers.<index>.": a main-model layer (block kDecoder,
+// its layer) or a multi-token-prediction module's (block kMtp, module k, named after the last
+// layer as DeepSeek's checkpoints number it).
 struct LayerBuilder {
   const Model& m;
-  std::int64_t layer;
+  std::int64_t index;
+  BlockKind block;
+  std::int64_t block_layer;
   std::vector<ParamSpec>& out;
 
   void add(const std::string& suffix, std::vector<std::int64_t> shape, TpSplit split) {
-    out.push_back({"model.layers." + std::to_string(layer) + "." + suffix, BlockKind::kDecoder,
-                   layer, std::move(shape), split, false});
+    out.push_back({"model.layers." + std::to_string(index) + "." + suffix, block, block_layer,
+                   std::move(shape), split, false});
   }
-  void norm(const std::string& name) {
-    add(name + ".weight", {m.hidden_size}, TpSplit::kReplicated);
-    if (m.norm == NormKind::kLayerNorm) add(name + ".bias", {m.hidden_size}, TpSplit::kReplicated);
+  void norm(const std::string& name, std::int64_t width) {
+    add(name + ".weight", {width}, TpSplit::kReplicated);
+    if (m.norm == NormKind::kLayerNorm) add(name + ".bias", {width}, TpSplit::kReplicated);
   }
-  void attention() {
-    const std::int64_t h = m.hidden_size;
-    for (const auto& [proj, width] :
-         {std::pair{"q_proj", m.q_size()}, {"k_proj", m.kv_size()}, {"v_proj", m.kv_size()}}) {
-      add(std::string("self_attn.") + proj + ".weight", {width, h}, TpSplit::kRows);
-      if (m.qkv_bias) add(std::string("self_attn.") + proj + ".bias", {width}, TpSplit::kRows);
-    }
-    add("self_attn.o_proj.weight", {h, m.q_size()}, TpSplit::kColumns);
-    if (m.attention_output_bias) add("self_attn.o_proj.bias", {h}, TpSplit::kReplicated);
-  }
-  // One MLP (or one expert: `prefix` "block_sparse_moe.experts.E.", Mixtral's w1/w3/w2).
-  void mlp(const std::string& prefix, std::int64_t ffn, bool mixtral) {
-    const std::int64_t h = m.hidden_size;
-    const bool gated = is_gated(m.ffn_kind);
-    const std::string gate = mixtral ? "w1" : "gate_proj";
-    const std::string up = mixtral ? "w3" : "up_proj";
-    const std::string down = mixtral ? "w2" : "down_proj";
-    if (gated) add(prefix + gate + ".weight", {ffn, h}, TpSplit::kRows);
-    add(prefix + up + ".weight", {ffn, h}, TpSplit::kRows);
-    if (m.mlp_bias) {
-      if (gated) add(prefix + gate + ".bias", {ffn}, TpSplit::kRows);
-      add(prefix + up + ".bias", {ffn}, TpSplit::kRows);
-    }
-    add(prefix + down + ".weight", {h, ffn}, TpSplit::kColumns);
-    if (m.mlp_bias) add(prefix + down + ".bias", {h}, TpSplit::kReplicated);
-  }
+  void norm(const std::string& name) { norm(name, m.hidden_size); }
+  void attention();
+  void latent_attention();
+  void mlp(const std::string& prefix, std::int64_t ffn, bool mixtral);
+  void experts();
+  void layer(bool moe_layer);
 };
+
+// Grouped-query attention: q/k/v column-parallel, o row-parallel; Qwen3's per-head q/k norms and
+// GPT-OSS's sink per head (split with the heads).
+void LayerBuilder::attention() {
+  const std::int64_t h = m.hidden_size;
+  for (const auto& [proj, width] :
+       {std::pair{"q_proj", m.q_size()}, {"k_proj", m.kv_size()}, {"v_proj", m.kv_size()}}) {
+    add(std::string("self_attn.") + proj + ".weight", {width, h}, TpSplit::kRows);
+    if (m.qkv_bias) add(std::string("self_attn.") + proj + ".bias", {width}, TpSplit::kRows);
+  }
+  add("self_attn.o_proj.weight", {h, m.q_size()}, TpSplit::kColumns);
+}
+
+// Multi-head latent attention as DeepSeek's checkpoints hold it: the down-projections (query,
+// and joint key-value with the rotary key) and their norms replicated over TP (Megatron-Core
+// duplicates them), the up-projections column-parallel, o row-parallel.
+void LayerBuilder::latent_attention() {
+  const MlaSpec& a = m.mla;
+  const std::int64_t h = m.hidden_size, heads = m.num_attention_heads;
+  const std::int64_t q_out = heads * (a.qk_nope_head_dim + a.qk_rope_head_dim);
+  if (a.q_lora_rank > 0) {
+    add("self_attn.q_a_proj.weight", {a.q_lora_rank, h}, TpSplit::kReplicated);
+    norm("self_attn.q_a_layernorm", a.q_lora_rank);
+    add("self_attn.q_b_proj.weight", {q_out, a.q_lora_rank}, TpSplit::kRows);
+  } else {
+    add("self_attn.q_proj.weight", {q_out, h}, TpSplit::kRows);
+  }
+  add("self_attn.kv_a_proj_with_mqa.weight", {a.kv_lora_rank + a.qk_rope_head_dim, h},
+      TpSplit::kReplicated);
+  norm("self_attn.kv_a_layernorm", a.kv_lora_rank);
+  add("self_attn.kv_b_proj.weight", {heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank},
+      TpSplit::kRows);
+  add("self_attn.o_proj.weight", {h, m.v_size()}, TpSplit::kColumns);
+}
+
+// One MLP (a dense layer's, a shared expert's or one routed expert's): gate/up column-parallel
+// with their biases, down row-parallel with its bias replicated.
+void LayerBuilder::mlp(const std::string& prefix, std::int64_t ffn, bool mixtral) {
+  const std::int64_t h = m.hidden_size;
+  const bool gated = is_gated(m.ffn_kind);
+  const std::string gate = mixtral ? "w1" : "gate_proj";
+  const std::string up = mixtral ? "w3" : "up_proj";
+  const std::string down = mixtral ? "w2" : "down_proj";
+  if (gated) add(prefix + gate + ".weight", {ffn, h}, TpSplit::kRows);
+  add(prefix + up + ".weight", {ffn, h}, TpSplit::kRows);
+  if (m.mlp_bias) {
+    if (gated) add(prefix + gate + ".bias", {ffn}, TpSplit::kRows);
+    add(prefix + up + ".bias", {ffn}, TpSplit::kRows);
+  }
+  add(prefix + down + ".weight", {h, ffn}, TpSplit::kColumns);
+  if (m.mlp_bias) add(prefix + down + ".bias", {h}, TpSplit::kReplicated);
+}
+
+// An MoE layer: the router (replicated; with GPT-OSS's learned bias, not DeepSeek's expert bias,
+// a buffer), the routed experts, then a shared expert.
+void LayerBuilder::experts() {
+  const bool mixtral = mixtral_names(m);
+  const std::string moe = mixtral ? "block_sparse_moe." : "mlp.";
+  add(moe + "gate.weight", {m.moe.num_experts, m.hidden_size}, TpSplit::kReplicated);
+  if (m.moe.router_bias) add(moe + "gate.bias", {m.moe.num_experts}, TpSplit::kReplicated);
+  for (std::int64_t e = 0; e < m.moe.num_experts; ++e) {
+    mlp(moe + "experts." + std::to_string(e) + ".", m.moe.expert_ffn_hidden_size, mixtral);
+  }
+  if (m.moe.shared_expert_ffn_hidden_size > 0) {
+    mlp("mlp.shared_experts.", m.moe.shared_expert_ffn_hidden_size, false);
+  }
+}
+
+// A decoder layer: its norms (Grok-1's four under its own names), attention and MLP.
+void LayerBuilder::layer(bool moe_layer) {
+  norm(m.sandwich_norms ? "pre_attn_norm" : "input_layernorm");
+  if (m.mla.is_mla()) {
+    latent_attention();
+  } else {
+    attention();
+  }
+  if (m.attention_output_bias) add("self_attn.o_proj.bias", {m.hidden_size}, TpSplit::kReplicated);
+  if (m.qk_norm) {
+    norm("self_attn.q_norm", m.head_dim);
+    norm("self_attn.k_norm", m.head_dim);
+  }
+  if (m.attention_sinks) add("self_attn.sinks", {m.num_attention_heads}, TpSplit::kRows);
+  if (m.sandwich_norms) {
+    norm("post_attn_norm");
+    norm("pre_moe_norm");
+    norm("post_moe_norm");
+  } else {
+    norm("post_attention_layernorm");
+  }
+  if (moe_layer) {
+    experts();
+  } else {
+    mlp("mlp.", m.ffn_hidden_size, false);
+  }
+}
+
+// Multi-token-prediction module k as DeepSeek's checkpoints hold it, numbered after the main
+// layers: the norms of the embedding and of the hidden states, their projection (column-parallel,
+// as Megatron-Core's), a decoder layer like the model's last, and the norm before the shared
+// LM head. The embedding and the head it uses are the main model's.
+void add_mtp_module(const Model& m, std::int64_t k, std::vector<ParamSpec>& out) {
+  const std::int64_t h = m.hidden_size;
+  LayerBuilder b{m, m.num_layers + k, BlockKind::kMtp, k, out};
+  b.norm("enorm");
+  b.norm("hnorm");
+  b.add("eh_proj.weight", {h, 2 * h}, TpSplit::kRows);
+  b.layer(mtp_layer_is_moe(m));
+  b.norm("shared_head.norm");
+}
 
 }  // namespace
 
@@ -89,24 +209,13 @@ std::vector<ParamSpec> model_parameters(const Model& m) {
                    false});
   }
   for (std::int64_t l = 0; l < m.num_layers; ++l) {
-    LayerBuilder b{m, l, out};
-    b.norm("input_layernorm");
-    b.attention();
-    b.norm("post_attention_layernorm");
-    if (m.moe.is_moe()) {
-      b.add("block_sparse_moe.gate.weight", {m.moe.num_experts, h}, TpSplit::kReplicated);
-      for (std::int64_t e = 0; e < m.moe.num_experts; ++e) {
-        b.mlp("block_sparse_moe.experts." + std::to_string(e) + ".", m.moe.expert_ffn_hidden_size,
-              true);
-      }
-    } else {
-      b.mlp("mlp.", m.ffn_hidden_size, false);
-    }
+    LayerBuilder{m, l, BlockKind::kDecoder, l, out}.layer(is_moe_layer(m, l));
   }
   out.push_back({"model.norm.weight", BlockKind::kFinalNorm, -1, {h}, TpSplit::kReplicated, false});
   if (m.norm == NormKind::kLayerNorm) {
     out.push_back({"model.norm.bias", BlockKind::kFinalNorm, -1, {h}, TpSplit::kReplicated, false});
   }
+  for (std::int64_t k = 0; k < m.mtp_layers; ++k) add_mtp_module(m, k, out);
   if (!m.tied_embeddings) {
     out.push_back(
         {"lm_head.weight", BlockKind::kLmHead, -1, {m.vocab_size, h}, TpSplit::kRows, true});

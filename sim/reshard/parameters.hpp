@@ -1,8 +1,11 @@
 #pragma once
 // Every trainable tensor of a model, named as a Hugging Face checkpoint names it (what
-// safetensors saves carry), with its global shape and how tensor parallelism splits it.
-// Megatron-LM and nanotron fuse q/k/v and gate/up into one tensor each; the rows each TP rank
-// holds are the same, so shapes per rank and bytes are too.
+// safetensors saves carry: Llama's names, Mixtral's for its experts, DeepSeek's for multi-head
+// latent attention, shared experts and multi-token-prediction modules, Qwen3's q/k norms,
+// Grok-1's four norms), with its global shape and how tensor parallelism splits it. Megatron-LM
+// and nanotron fuse q/k/v and gate/up into one tensor each, and GPT-OSS and Llama 4 their
+// experts' gate/up and down; the rows each TP rank holds are the same, so shapes per rank and
+// bytes are too.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,13 +28,15 @@ struct ParamSpec {
   std::vector<std::int64_t> shape;  // global, without vocabulary padding
   TpSplit split = TpSplit::kReplicated;
   bool vocabulary = false;  // dim 0 is the vocabulary: padded per the framework's rule
-  /// "model.layers.*.mlp.down_proj.weight" for every decoder layer's copy of one tensor.
+  /// "model.layers.*.mlp.down_proj.weight" for every decoder layer's copy of one tensor, and
+  /// "experts.*" for every expert's.
   std::string kind() const;
   std::int64_t numel() const;
 };
 
 /// The model's tensors in the order a Llama-style model registers them: embedding, each decoder
-/// layer, final norm, LM head (absent when tied). Their element count is total_params(model).
+/// layer, final norm, the multi-token-prediction modules, LM head (absent when tied). Their
+/// element count is total_params(model), plus mtp_module_params(model) per module.
 std::vector<ParamSpec> model_parameters(const Model& model);
 
 }  // namespace trainsim

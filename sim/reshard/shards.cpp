@@ -56,14 +56,20 @@ std::int64_t stage_of(const Partition& partition, BlockKind kind, std::int64_t l
   return -1;  // a layer the rule does not build
 }
 
-std::vector<std::int64_t> holders(const Partition& partition, const ParamSpec& spec, bool tied) {
+std::vector<std::int64_t> holders(const Partition& partition, const ParamSpec& spec,
+                                  const Model& model) {
   std::vector<std::int64_t> out;
   const std::int64_t s = stage_of(partition, spec.block, spec.layer);
   if (s >= 0) out.push_back(s);
-  // A tied embedding is also the LM head: the stage holding the head keeps its own copy.
-  if (tied && spec.block == BlockKind::kEmbedding && spec.vocabulary) {
-    const std::int64_t head = stage_of(partition, BlockKind::kLmHead, -1);
-    if (head >= 0 && head != s) out.push_back(head);
+  // A tied embedding is also the LM head, and a multi-token-prediction module embeds the tokens
+  // ahead with it: the stages holding those keep their own copy.
+  if (spec.block == BlockKind::kEmbedding && spec.vocabulary) {
+    auto copy = [&](BlockKind kind, std::int64_t layer) {
+      const std::int64_t at = stage_of(partition, kind, layer);
+      if (at >= 0 && std::find(out.begin(), out.end(), at) == out.end()) out.push_back(at);
+    };
+    if (model.tied_embeddings) copy(BlockKind::kLmHead, -1);
+    if (model.mtp_layers > 0) copy(BlockKind::kMtp, 0);
   }
   return out;
 }
@@ -126,7 +132,7 @@ LayoutShards shard_layout(const Model& model, const Platform& platform, const Pl
   l.params = model_parameters(model);
   for (const auto& spec : l.params) {
     PlacedParam p = place(spec, plan.tp, l.padded_vocab);
-    p.stages = holders(l.partition, spec, model.tied_embeddings);
+    p.stages = holders(l.partition, spec, model);
     l.placed.push_back(std::move(p));
   }
   if (plan.distributed_optimizer()) {
