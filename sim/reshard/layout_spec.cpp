@@ -123,6 +123,13 @@ void validate_layout(const Plan& plan, const Model& model, const Platform& platf
                "checkpoints with context parallelism are not converted yet; use 1 (the weights are "
                "the same on every CP rank)");
   }
+  // Expert-parallel ranks hold different experts, and their optimizer state shards over the
+  // expert-data-parallel group: neither is mapped yet.
+  if (plan.ep != 1) {
+    fail_input(flag + " ep",
+               "checkpoints with expert parallelism are not converted yet; use 1 (every expert's "
+               "tensors split over TP as a dense MLP's)");
+  }
   // What a run would check of the layout; the batch and sequence only have to be admissible.
   Plan probe = plan;
   // Sequence parallelism changes no tensor of a checkpoint; Megatron-LM needs it for an MoE
