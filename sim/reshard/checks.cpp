@@ -89,7 +89,9 @@ std::vector<Diagnostic> find_optimizer_format(const ReshardContext& c) {
           "later), or resume with --no-load-optim and lose the Adam moments";
       return {d};
     case Framework::kDeepSpeed:
-      if (a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.zero == b.zero) return {};
+      if (a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.zero == b.zero) {
+        return {};
+      }
       d.id = "optimizer-not-reshardable";
       d.message =
           "DeepSpeed's ZeRO checkpoints hold each DP rank's flat partition of the "
@@ -132,8 +134,8 @@ std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
   const RuntimeMemory& rt = c.platform.memory;
   const auto need = [&](std::int64_t zero) {
     return device_bytes(
-        rt,
-        model_state(worst_params, zero, plan.dp, plan.grad_reduce_in_bf16).total() + rt.allocated);
+        rt, model_state(worst_params, zero, plan.data_shards(), plan.grad_reduce_in_bf16).total() +
+                rt.allocated);
   };
   const double bytes = need(plan.zero);
   const double capacity = c.platform.gpu.memory_bytes;
@@ -148,7 +150,7 @@ std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
               "activation, more than the GPU's " +
               format_bytes(capacity) + " (" + c.platform.gpu.name + ")";
   for (std::int64_t zero = plan.zero + 1; zero <= (plan.pp > 1 ? 1 : 3); ++zero) {
-    if (plan.dp > 1 && need(zero) <= capacity) {
+    if (plan.data_shards() > 1 && need(zero) <= capacity) {
       d.fix = "zero=" + std::to_string(zero) + " in --to brings it to " + format_bytes(need(zero)) +
               " (activations come on top)";
       return {d};

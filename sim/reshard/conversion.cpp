@@ -81,11 +81,19 @@ std::int64_t overlap(const std::vector<Rect>& a, const std::vector<Rect>& b) {
   return n;
 }
 
-// Ranks that all hold the same copy of tensor i and share its reading: the DP group, and for a
-// replicated tensor the TP group too.
+// Ranks that all hold the same copy of tensor i and share its reading: the data-parallel ranks
+// with the context-parallel ones (dp x cp, which hold the same weights), and for a replicated
+// tensor the TP group too.
 double sharers(const LayoutShards& l, std::size_t i) {
   const bool replicated = l.params[i].split == TpSplit::kReplicated;
-  return static_cast<double>(l.plan.dp * (replicated ? l.plan.tp : 1));
+  return static_cast<double>(l.plan.data_shards() * (replicated ? l.plan.tp : 1));
+}
+
+// Where a rank stands in its dp x cp group (Megatron-Core's data-parallel group with context
+// parallelism, in rank order): the share of the distributed optimizer's flat buffer it owns.
+std::int64_t data_shard(const Layout& layout, std::int64_t rank) {
+  const auto group = layout.collective_group(Dim::kDP, rank);
+  return std::find(group.begin(), group.end(), rank) - group.begin();
 }
 
 // What one new rank needs of one tensor, as rectangles, and the fraction of them it reads (1 over
@@ -97,7 +105,7 @@ struct Need {
   double optimizer_share = 1;
 };
 
-Need need_of(const LayoutShards& to, std::size_t i, const RankCoord& c) {
+Need need_of(const LayoutShards& to, std::size_t i, const RankCoord& c, std::int64_t owner) {
   const ParamSpec& spec = to.params[i];
   const TpShard& shard = to.placed[i].shards[static_cast<std::size_t>(c[Dim::kTP])];
   Need n;
@@ -105,7 +113,7 @@ Need need_of(const LayoutShards& to, std::size_t i, const RankCoord& c) {
   n.weight_share = 1.0 / sharers(to, i);
   if (to.plan.distributed_optimizer()) {
     const FlatBuffer& buf = to.buffers[static_cast<std::size_t>(c[Dim::kPP])];
-    const Interval mine = buf.owned(c[Dim::kDP], to.plan.dp).intersect(buf.params[i]);
+    const Interval mine = buf.owned(owner, to.plan.data_shards()).intersect(buf.params[i]);
     if (mine.size() > 0) {
       const Interval local{mine.begin - buf.params[i].begin, mine.end - buf.params[i].begin};
       n.optimizer = flat_rects(spec, shard, local);
@@ -139,8 +147,8 @@ void read_from(const LayoutShards& from, std::size_t i, const Need& need, RankCo
       continue;
     }
     const FlatBuffer& buf = from.buffers[static_cast<std::size_t>(s)];
-    for (std::int64_t d = 0; d < from.plan.dp; ++d) {
-      const Interval part = buf.owned(d, from.plan.dp).intersect(buf.params[i]);
+    for (std::int64_t d = 0; d < from.plan.data_shards(); ++d) {
+      const Interval part = buf.owned(d, from.plan.data_shards()).intersect(buf.params[i]);
       if (part.size() == 0) continue;
       const Interval local{part.begin - buf.params[i].begin, part.end - buf.params[i].begin};
       const double o =
@@ -153,7 +161,8 @@ void read_from(const LayoutShards& from, std::size_t i, const Need& need, RankCo
 
 // Bytes rank c writes when saving at layout `to` (fully parallel: each rank of a group sharing a
 // copy writes its share), and what it receives from that group after a fully parallel load.
-void written_and_exchanged(const LayoutShards& to, const RankCoord& c, RankConversion& rc) {
+void written_and_exchanged(const LayoutShards& to, const RankCoord& c, std::int64_t owner,
+                           RankConversion& rc) {
   for (std::size_t i = 0; i < to.placed.size(); ++i) {
     const PlacedParam& p = to.placed[i];
     if (!p.held_by(c[Dim::kPP])) continue;
@@ -166,7 +175,7 @@ void written_and_exchanged(const LayoutShards& to, const RankCoord& c, RankConve
     rc.written_bytes += shard * state / k;
     if (!to.plan.distributed_optimizer()) continue;
     const FlatBuffer& buf = to.buffers[static_cast<std::size_t>(c[Dim::kPP])];
-    const Interval mine = buf.owned(c[Dim::kDP], to.plan.dp).intersect(buf.params[i]);
+    const Interval mine = buf.owned(owner, to.plan.data_shards()).intersect(buf.params[i]);
     rc.written_bytes += static_cast<double>(mine.size()) * kCheckpointOptimizerBytes;
   }
 }
@@ -184,8 +193,9 @@ void price(ConversionPlan& plan, const LayoutShards& to, const Platform& platfor
   for (const auto& [node, bytes] : node_bytes) busiest = std::max(busiest, bytes);
   plan.storage_bandwidth = platform.storage.read_bandwidth;
   plan.read_s = busiest / plan.storage_bandwidth;
-  // The DP group's exchange crosses nodes where the group does; a TP group's stays in its node.
-  const GroupSpan span = group_span(layout.group(Dim::kDP, 0), per_node);
+  // The dp x cp group's exchange crosses nodes where the group does; a TP group's stays in its
+  // node.
+  const GroupSpan span = group_span(layout.collective_group(Dim::kDP, 0), per_node);
   const double bw =
       span.in_one_node() ? platform.nvlink_link_bandwidth() : platform.nic_link_bandwidth();
   plan.exchange_s = exchange / bw;
@@ -206,12 +216,14 @@ ConversionPlan plan_conversion(const LayoutShards& from, const LayoutShards& to,
     rc.tp = c[Dim::kTP];
     rc.pp = c[Dim::kPP];
     rc.dp = c[Dim::kDP];
+    rc.cp = c[Dim::kCP];
+    rc.data_shard = data_shard(layout, rank);
     for (std::size_t i = 0; i < to.placed.size(); ++i) {
       if (!to.placed[i].held_by(c[Dim::kPP])) continue;
-      read_from(from, i, need_of(to, i, c), rc);
+      read_from(from, i, need_of(to, i, c, rc.data_shard), rc);
     }
     for (const auto& [file, bytes] : rc.reads) rc.read_bytes += bytes;
-    written_and_exchanged(to, c, rc);
+    written_and_exchanged(to, c, rc.data_shard, rc);
     plan.read_bytes += rc.read_bytes;
     plan.written_bytes += rc.written_bytes;
     plan.ranks.push_back(std::move(rc));

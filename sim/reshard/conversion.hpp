@@ -7,9 +7,10 @@
 // counter is one scalar, not sharded, copied to every rank.
 //
 // Loading is fully parallel, as Megatron-LM's --ckpt-fully-parallel-load does it: what the ranks
-// of a DP group all need (the weights; all optimizer state without a distributed optimizer) is
-// read once, a 1/dp share by each, then exchanged over the DP group; a distributed optimizer's
-// share is read by its owner alone. Only the rows of the model are read: padding rows of the old
+// of a DP group (with context parallelism, dp x cp ranks: they hold the same weights) all need
+// (the weights; all optimizer state without a distributed optimizer) is read once, a 1/(dp x cp)
+// share by each, then exchanged over the group; a distributed optimizer's share is read by its
+// owner alone. Only the rows of the model are read: padding rows of the old
 // layout are skipped, those of the new one are initialised.
 #include <map>
 #include <string>
@@ -24,14 +25,15 @@ inline constexpr double kCheckpointWeightBytes = 2;      // BF16
 inline constexpr double kCheckpointOptimizerBytes = 12;  // fp32 master weight, exp_avg, exp_avg_sq
 
 /// Old files, as the layout shards them: weights per (pp, tp) rank ("model pp0 tp1"), optimizer
-/// state per (pp, tp) rank, or with a distributed optimizer per (pp, tp, dp) rank ("optim pp0 tp1
-/// dp3").
+/// state per (pp, tp) rank, or with a distributed optimizer per (pp, tp) rank and share of the
+/// dp x cp group ("optim pp0 tp1 dp3": the fourth share).
 std::string model_file(std::int64_t pp, std::int64_t tp);
 std::string optimizer_file(std::int64_t pp, std::int64_t tp, std::int64_t dp);  // dp -1: none
 
 struct RankConversion {
   std::int64_t rank = 0;
-  std::int64_t tp = 0, pp = 0, dp = 0;
+  std::int64_t tp = 0, pp = 0, dp = 0, cp = 0;
+  std::int64_t data_shard = 0;  // its place in the dp x cp group: the optimizer share it owns
   std::map<std::string, double> reads;  // old file -> bytes this rank reads from it
   double read_bytes = 0;
   double exchanged_bytes = 0;  // received from its DP group after the reads

@@ -84,6 +84,7 @@ Plan parse_layout(const std::string& text, const std::string& flag, Plan base) {
 std::string layout_text(const Plan& plan) {
   std::string s = "tp " + std::to_string(plan.tp) + ", pp " + std::to_string(plan.pp);
   if (plan.vp > 1) s += " x vp " + std::to_string(plan.vp);
+  if (plan.cp > 1) s += ", cp " + std::to_string(plan.cp);
   s += ", dp " + std::to_string(plan.dp);
   if (plan.zero > 0) s += ", zero " + std::to_string(plan.zero);
   return s;
@@ -116,13 +117,6 @@ PlanOrigin layout_origin(const std::string& flag) {
 
 void validate_layout(const Plan& plan, const Model& model, const Platform& platform,
                      const std::string& flag) {
-  // Context-parallel ranks hold the same weights, but the distributed optimizer shards over
-  // dp x cp, which the conversion does not map yet.
-  if (plan.cp != 1) {
-    fail_input(flag + " cp",
-               "checkpoints with context parallelism are not converted yet; use 1 (the weights are "
-               "the same on every CP rank)");
-  }
   // Expert-parallel ranks hold different experts, and their optimizer state shards over the
   // expert-data-parallel group: neither is mapped yet.
   if (plan.ep != 1) {
@@ -135,7 +129,7 @@ void validate_layout(const Plan& plan, const Model& model, const Platform& platf
   // Sequence parallelism changes no tensor of a checkpoint; Megatron-LM needs it for an MoE
   // model's TP, so a checkpoint of one at TP above 1 was trained with it.
   probe.sp = plan.tp > 1;
-  probe.seq_len = 1;
+  probe.seq_len = 2 * plan.cp * plan.tp;  // what context parallelism splits evenly
   probe.mbs = 1;
   probe.gbs = plan.dp * plan.pp;
   validate_plan(probe, model, platform, layout_origin(flag));

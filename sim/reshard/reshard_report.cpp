@@ -101,8 +101,9 @@ void buffer_lines(const LayoutShards& l, const char* which, std::ostringstream& 
   for (std::size_t s = 0; s < l.buffers.size(); ++s) {
     sizes.push_back(format_grouped(l.buffers[s].size) + " elements on stage " + std::to_string(s));
   }
-  o << and_list(sizes) << "; dp rank d owns elements [d x size / " << l.plan.dp
-    << ", (d + 1) x size / " << l.plan.dp << ")\n";
+  const std::string n = std::to_string(l.plan.data_shards());
+  o << and_list(sizes) << "; " << (l.plan.cp > 1 ? "rank d of the dp x cp group" : "dp rank d")
+    << " owns elements [d x size / " << n << ", (d + 1) x size / " << n << ")\n";
 }
 
 std::string reads_text(const RankConversion& rc) {
@@ -119,16 +120,20 @@ std::string reads_text(const RankConversion& rc) {
 
 void plan_section(const ReshardResult& r, std::ostringstream& o) {
   const ConversionPlan& p = r.plan;
-  o << "conversion (fully parallel load: a DP group reads what its ranks share once, 1/dp each, "
-       "then exchanges it):\n";
-  o << pad("rank", 5) << pad("tp", 3) << pad("pp", 3) << pad("dp", 4) << pad("read", 11)
-    << pad("received", 11) << pad("written", 11) << "old files read\n";
+  const bool cp = r.to.plan.cp > 1;  // a column for the CP rank only where there is one
+  o << "conversion (fully parallel load: a "
+    << (cp ? "dp x cp group reads what its ranks share once, 1/(dp x cp)"
+           : "DP group reads what its ranks share once, 1/dp")
+    << " each, then exchanges it):\n";
+  o << pad("rank", 5) << pad("tp", 3) << pad("pp", 3) << (cp ? pad("cp", 3) : "") << pad("dp", 4)
+    << pad("read", 11) << pad("received", 11) << pad("written", 11) << "old files read\n";
   for (std::size_t i = 0; i < p.ranks.size() && i < kRanksShown; ++i) {
     const auto& rc = p.ranks[i];
     o << pad(std::to_string(rc.rank), 5) << pad(std::to_string(rc.tp), 3)
-      << pad(std::to_string(rc.pp), 3) << pad(std::to_string(rc.dp), 4)
-      << pad(format_bytes(rc.read_bytes), 11) << pad(format_bytes(rc.exchanged_bytes), 11)
-      << pad(format_bytes(rc.written_bytes), 11) << reads_text(rc) << "\n";
+      << pad(std::to_string(rc.pp), 3) << (cp ? pad(std::to_string(rc.cp), 3) : "")
+      << pad(std::to_string(rc.dp), 4) << pad(format_bytes(rc.read_bytes), 11)
+      << pad(format_bytes(rc.exchanged_bytes), 11) << pad(format_bytes(rc.written_bytes), 11)
+      << reads_text(rc) << "\n";
   }
   if (p.ranks.size() > kRanksShown) {
     o << "... " << p.ranks.size() - kRanksShown << " more ranks (--format json lists them all)\n";
@@ -198,6 +203,7 @@ Json layout_json(const LayoutShards& l) {
           {"pp", l.plan.pp},
           {"vp", l.plan.vp},
           {"dp", l.plan.dp},
+          {"cp", l.plan.cp},
           {"zero", l.plan.zero},
           {"partition", l.partition.megatron_layout()},
           {"vocab_multiple", l.vocab_multiple},
@@ -245,6 +251,8 @@ std::string reshard_json(const ReshardResult& r) {
                      {"tp", rc.tp},
                      {"pp", rc.pp},
                      {"dp", rc.dp},
+                     {"cp", rc.cp},
+                     {"data_shard", rc.data_shard},
                      {"read_bytes", rc.read_bytes},
                      {"received_bytes", rc.exchanged_bytes},
                      {"written_bytes", rc.written_bytes},

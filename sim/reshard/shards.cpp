@@ -23,9 +23,9 @@ bool PlacedParam::held_by(std::int64_t stage) const {
   return std::find(stages.begin(), stages.end(), stage) != stages.end();
 }
 
-Interval FlatBuffer::owned(std::int64_t dp_rank, std::int64_t dp) const {
-  const std::int64_t share = size / dp;
-  return {dp_rank * share, (dp_rank + 1) * share};
+Interval FlatBuffer::owned(std::int64_t share, std::int64_t shares) const {
+  const std::int64_t n = size / shares;
+  return {share * n, (share + 1) * n};
 }
 
 std::int64_t LayoutShards::stage_shard_numel(std::int64_t stage) const {
@@ -115,8 +115,8 @@ FlatBuffer flat_buffer(const LayoutShards& l, std::int64_t stage) {
     b.params[i] = {offset, offset + l.placed[i].shard_numel()};
     offset = b.params[i].end;
   }
-  const std::int64_t dp = l.plan.dp;
-  b.size = round_up(offset, megatron ? std::lcm(dp, std::int64_t{128}) : dp);
+  const std::int64_t shards = l.plan.data_shards();
+  b.size = round_up(offset, megatron ? std::lcm(shards, std::int64_t{128}) : shards);
   return b;
 }
 

@@ -39,16 +39,17 @@ struct PlacedParam {
   bool held_by(std::int64_t stage) const;
 };
 
-/// A pipeline stage's flat parameter buffer as the distributed optimizer shards it over DP.
+/// A pipeline stage's flat parameter buffer as the distributed optimizer shards it over DP (with
+/// context parallelism over dp x cp, Megatron-Core's data-parallel group with CP; n below).
 /// Megatron-LM (param_and_grad_buffer.py, one bucket: no --overlap-grad-reduce): parameters in
 /// reverse order of registration, each starting at a multiple of 64 elements, the end padded to a
-/// multiple of lcm(dp, 128). Other frameworks: registration order, no alignment, the end padded
-/// to a multiple of dp.
+/// multiple of lcm(n, 128). Other frameworks: registration order, no alignment, the end padded
+/// to a multiple of n.
 struct FlatBuffer {
   std::int64_t size = 0;         // elements, padding included
   std::vector<Interval> params;  // per parameter index; empty for parameters of other stages
-  /// DP rank d's share: [d x size / dp, (d + 1) x size / dp).
-  Interval owned(std::int64_t dp_rank, std::int64_t dp) const;
+  /// Share d of n: [d x size / n, (d + 1) x size / n).
+  Interval owned(std::int64_t share, std::int64_t shares) const;
 };
 
 struct LayoutShards {

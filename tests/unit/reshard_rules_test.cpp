@@ -59,9 +59,12 @@ TEST(ReshardLayout, ParsesKeysAndNamesTheFlagAtFault) {
   const Platform h = test::catalog_platform("h100-sxm-ndr");
   EXPECT_EQ(error_of([&] { validate_layout(layout("tp=3"), m, h, "--to"); }),
             "--to tp: must divide the attention heads (32), got 3");
-  EXPECT_EQ(error_of([&] { validate_layout(layout("cp=2"), m, h, "--to"); }),
-            "--to cp: checkpoints with context parallelism are not converted yet; use 1 (the "
-            "weights are the same on every CP rank)");
+  EXPECT_EQ(error_of([&] { validate_layout(layout("cp=3"), m, h, "--to"); }), "(no error)");
+  EXPECT_EQ(error_of([&] {
+              validate_layout(layout("ep=2"), test::catalog_model("mixtral-8x7b"), h, "--to");
+            }),
+            "--to ep: checkpoints with expert parallelism are not converted yet; use 1 (every "
+            "expert's tensors split over TP as a dense MLP's)");
 }
 
 // Column-parallel weights split along dim 0, row-parallel along dim 1, norms replicated; the
@@ -170,6 +173,43 @@ TEST(ReshardConversion, CleanChangeReadsTheCheckpointOnce) {
   EXPECT_NEAR(z.read_bytes, z.checkpoint_bytes + 266240.0 * 12, 1.0);
   EXPECT_GT(z.ranks[0].reads.count("optim pp0 tp0 dp1"), 0u);  // old dp 0 and 1 -> new dp 0
   EXPECT_EQ(z.ranks[0].reads.count("optim pp0 tp0 dp2"), 0u);
+}
+
+// Context-parallel ranks hold the same weights, and the distributed optimizer shards over dp x cp
+// (Megatron-Core's data-parallel group with CP), each rank owning the share at its place in that
+// group. From dp 4 to cp 2 x dp 2 on the same 4 GPUs the buffer and its shares stay: rank r (cp
+// r % 2, dp r / 2) reads old share r alone and a quarter of the weights; on 8 GPUs (cp 2 x dp 4)
+// the buffer is padded to lcm(8, 128) and each share is about half an old one.
+TEST(ReshardConversion, ContextParallelismShardsTheOptimizerOverDpTimesCp) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform h = test::catalog_platform("h100-sxm-ndr");
+  const LayoutShards from = shards(m, layout("tp=1,pp=1,dp=4,zero=1"));
+  const LayoutShards to = shards(m, layout("tp=1,pp=1,cp=2,dp=2,zero=1"));
+  EXPECT_EQ(from.buffers[0].size, to.buffers[0].size);
+  const ConversionPlan p = plan_conversion(from, to, h);
+  ASSERT_EQ(p.ranks.size(), 4u);
+  const double weights = 8'030'261'248.0 * 2;
+  for (std::int64_t r = 0; r < 4; ++r) {
+    const RankConversion& rc = p.ranks[static_cast<std::size_t>(r)];
+    EXPECT_EQ(rc.cp, r % 2);
+    EXPECT_EQ(rc.dp, r / 2);
+    EXPECT_EQ(rc.data_shard, r);
+    ASSERT_EQ(rc.reads.size(), 2u) << r;  // the weights' file and its own optimizer share
+    EXPECT_NEAR(rc.reads.at("model pp0 tp0"), weights / 4, 1.0);
+    const FlatBuffer& b = to.buffers[0];
+    EXPECT_GT(rc.reads.count("optim pp0 tp0 dp" + std::to_string(r)), 0u);
+    EXPECT_LE(rc.reads.at("optim pp0 tp0 dp" + std::to_string(r)), b.size / 4 * 12.0);
+  }
+  EXPECT_NEAR(p.read_bytes, p.checkpoint_bytes, 1.0);
+  const LayoutShards wide = shards(m, layout("tp=1,pp=1,cp=2,dp=4,zero=1"));
+  EXPECT_EQ(wide.buffers[0].size % 128, 0);
+  EXPECT_EQ(wide.buffers[0].size, from.buffers[0].size);  // lcm(8, 128) = lcm(4, 128)
+  const ConversionPlan q = plan_conversion(from, wide, h);
+  EXPECT_NEAR(q.read_bytes, q.checkpoint_bytes, 1.0);
+  // Rank 3 (cp 1, dp 1) owns share 3 of 8: the second half of old share 1.
+  EXPECT_EQ(q.ranks[3].data_shard, 3);
+  EXPECT_GT(q.ranks[3].reads.count("optim pp0 tp0 dp1"), 0u);
+  EXPECT_EQ(q.ranks[3].reads.count("optim pp0 tp0 dp0"), 0u);
 }
 
 }  // namespace
