@@ -86,6 +86,12 @@ std::int64_t layer_params_per_rank(const Model& m, const Plan& plan, bool moe_la
   return n;
 }
 
+bool holds_embedding_copy(const Model& model, const Partition& partition, std::int64_t v) {
+  if (partition.holds(v, BlockKind::kEmbedding)) return false;
+  return (model.tied_embeddings && partition.holds(v, BlockKind::kLmHead)) ||
+         partition.holds(v, BlockKind::kMtp);
+}
+
 namespace {
 
 // What each GPU holds of one decoder layer of either kind, of its GEMM weights (all but the norms
@@ -114,14 +120,6 @@ struct LayerShares {
     }
   }
 };
-
-// Whether virtual stage v holds a copy of the word embedding away from it: a tied LM head, or the
-// table a multi-token-prediction module embeds with.
-bool holds_embedding_copy(const Model& model, const Partition& partition, std::int64_t v) {
-  if (partition.holds(v, BlockKind::kEmbedding)) return false;
-  return (model.tied_embeddings && partition.holds(v, BlockKind::kLmHead)) ||
-         partition.holds(v, BlockKind::kMtp);
-}
 
 // Whether virtual stage v holds the embedding or a copy of it that the other's gradient is
 // all-reduced with: the two on different physical stages (on one GPU they are one tensor).

@@ -28,6 +28,10 @@ std::int64_t expert_params_per_rank(const Model& model, const Plan& plan);
 std::int64_t tp_partial_grads_per_layer(const Model& model, const Plan& plan,
                                         bool moe_layer = true);
 
+/// Whether virtual stage v holds a copy of the word embedding away from the table itself: a tied
+/// LM head, or the table a multi-token-prediction module embeds the tokens ahead with.
+bool holds_embedding_copy(const Model& model, const Partition& partition, std::int64_t v);
+
 /// The parameters of one pipeline stage's blocks (its GPU's model chunks): logical ones, those
 /// each GPU of the stage holds (TP shards, the padded vocabulary, a synchronised copy of a tied
 /// LM head or of the embedding a multi-token-prediction module uses), and of those the experts

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <numeric>
 
+#include "sim/cost/rank_params.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/plan/vocab.hpp"
 
@@ -61,15 +62,16 @@ std::vector<std::int64_t> holders(const Partition& partition, const ParamSpec& s
   std::vector<std::int64_t> out;
   const std::int64_t s = stage_of(partition, spec.block, spec.layer);
   if (s >= 0) out.push_back(s);
-  // A tied embedding is also the LM head, and a multi-token-prediction module embeds the tokens
-  // ahead with it: the stages holding those keep their own copy.
+  // The stages holding a copy of the word embedding (a tied LM head, a multi-token-prediction
+  // module) keep their own.
   if (spec.block == BlockKind::kEmbedding && spec.vocabulary) {
-    auto copy = [&](BlockKind kind, std::int64_t layer) {
-      const std::int64_t at = stage_of(partition, kind, layer);
-      if (at >= 0 && std::find(out.begin(), out.end(), at) == out.end()) out.push_back(at);
-    };
-    if (model.tied_embeddings) copy(BlockKind::kLmHead, -1);
-    if (model.mtp_layers > 0) copy(BlockKind::kMtp, 0);
+    for (std::int64_t v = 0; v < partition.num_stages(); ++v) {
+      const std::int64_t at = v % partition.physical_stages();
+      if (holds_embedding_copy(model, partition, v) &&
+          std::find(out.begin(), out.end(), at) == out.end()) {
+        out.push_back(at);
+      }
+    }
   }
   return out;
 }
