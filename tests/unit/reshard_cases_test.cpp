@@ -7,16 +7,14 @@
 #include "sim/reshard/checks.hpp"
 #include "sim/reshard/layout_spec.hpp"
 #include "sim/reshard/reshard.hpp"
+#include "tests/support/reshard_layouts.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
 namespace {
 
 Plan layout(const std::string& text, Framework f = Framework::kMegatron) {
-  Plan base;
-  base.framework = f;
-  base.partition = framework_partition_rule(f);
-  return parse_layout(text, "--from", base);
+  return test::reshard_layout(text, f);
 }
 
 ReshardResult run(const Model& m, const std::string& from, const std::string& to,
