@@ -12,8 +12,10 @@ namespace trainsim {
 
 namespace {
 
+// The same (tp, pp) ranks, and the same experts on each (ep, etp) rank.
 bool same_model_split(const Plan& a, const Plan& b) {
-  return a.tp == b.tp && a.pp == b.pp && a.vp == b.vp;
+  return a.tp == b.tp && a.pp == b.pp && a.vp == b.vp && a.ep == b.ep &&
+         a.expert_tp() == b.expert_tp();
 }
 
 // "decoder 16-31" for a run of consecutive layers.
@@ -75,15 +77,20 @@ std::vector<Diagnostic> find_optimizer_format(const ReshardContext& c) {
   if (!a.distributed_optimizer()) return {};
   Diagnostic d;
   d.severity = Severity::kWarning;
+  bool experts = false;
   switch (b.effective_framework()) {
     case Framework::kMegatron:
       if (same_model_split(a, b)) return {};
+      experts = c.from.experts_apart() || c.to.experts_apart();
       d.id = "optimizer-not-reshardable";
       d.message =
           "the old layout uses Megatron-LM's distributed optimizer, whose default checkpoint "
-          "format (dp_reshardable) addresses optimizer state by its place in each (tp, pp) "
-          "rank's flat buffer and resumes only at the same TP and PP; this change moves from " +
-          layout_text(a) + " to " + layout_text(b);
+          "format (dp_reshardable) addresses optimizer state by its place in each " +
+          std::string(experts ? "(tp, pp) rank's flat buffer and each (ep, etp, pp) rank's expert "
+                                "buffer, and resumes only at the same TP, PP, EP and expert TP"
+                              : "(tp, pp) rank's flat buffer and resumes only at the same TP and "
+                                "PP") +
+          "; this change moves from " + layout_text(a) + " to " + layout_text(b);
       d.fix =
           "save the checkpoint with --dist-ckpt-optim-fully-reshardable (Megatron-Core 0.14 and "
           "later), or resume with --no-load-optim and lose the Adam moments";
@@ -126,16 +133,21 @@ std::vector<Diagnostic> find_unbuilt_layers(const ReshardContext& c) {
 
 std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
   const Plan& plan = c.to.plan;
+  // Every EP rank holds as many experts' elements: EP rank 0 stands for all.
   std::int64_t worst = 0, worst_params = 0;
+  LayoutShards::Numel held;
   for (std::int64_t s = 0; s < plan.pp; ++s) {
-    const std::int64_t params = c.to.stage_shard_numel(s);
-    if (params > worst_params) worst = s, worst_params = params;
+    const LayoutShards::Numel n = c.to.stage_shard_numel(s, 0);
+    if (n.shared + n.experts <= worst_params) continue;
+    worst = s;
+    worst_params = n.shared + n.experts;
+    held = n;
   }
   const RuntimeMemory& rt = c.platform.memory;
   const auto need = [&](std::int64_t zero) {
-    return device_bytes(
-        rt, model_state(worst_params, zero, plan.data_shards(), plan.grad_reduce_in_bf16).total() +
-                rt.allocated);
+    ModelState state = model_state(held.shared, zero, plan.data_shards(), plan.grad_reduce_in_bf16);
+    state += model_state(held.experts, zero, plan.expert_data_shards(), plan.grad_reduce_in_bf16);
+    return device_bytes(rt, state.total() + rt.allocated);
   };
   const double bytes = need(plan.zero);
   const double capacity = c.platform.gpu.memory_bytes;

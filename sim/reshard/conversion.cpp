@@ -6,13 +6,23 @@
 
 namespace trainsim {
 
-std::string model_file(std::int64_t pp, std::int64_t tp) {
-  return "model pp" + std::to_string(pp) + " tp" + std::to_string(tp);
+namespace {
+
+std::string rank_text(std::int64_t pp, std::int64_t tp, std::int64_t ep) {
+  const std::string stage = "pp" + std::to_string(pp);
+  if (ep < 0) return stage + " tp" + std::to_string(tp);
+  return stage + " ep" + std::to_string(ep) + " etp" + std::to_string(tp);
 }
 
-std::string optimizer_file(std::int64_t pp, std::int64_t tp, std::int64_t dp) {
-  std::string s = "optim pp" + std::to_string(pp) + " tp" + std::to_string(tp);
-  return dp < 0 ? s : s + " dp" + std::to_string(dp);
+}  // namespace
+
+std::string model_file(std::int64_t pp, std::int64_t tp, std::int64_t ep) {
+  return "model " + rank_text(pp, tp, ep);
+}
+
+std::string optimizer_file(std::int64_t pp, std::int64_t tp, std::int64_t ep, std::int64_t share) {
+  const std::string s = "optim " + rank_text(pp, tp, ep);
+  return share < 0 ? s : s + (ep < 0 ? " dp" : " edp") + std::to_string(share);
 }
 
 double checkpoint_bytes(const LayoutShards& layout) {
@@ -21,7 +31,7 @@ double checkpoint_bytes(const LayoutShards& layout) {
     const PlacedParam& p = layout.placed[i];
     if (p.stages.empty()) continue;
     const bool replicated = layout.params[i].split == TpSplit::kReplicated;
-    numel += static_cast<double>(p.shard_numel() * (replicated ? 1 : layout.plan.tp));
+    numel += static_cast<double>(p.shard_numel() * (replicated ? 1 : layout.tp_of(i)));
   }
   return numel * (kCheckpointWeightBytes + kCheckpointOptimizerBytes);
 }
@@ -82,19 +92,36 @@ std::int64_t overlap(const std::vector<Rect>& a, const std::vector<Rect>& b) {
 }
 
 // Ranks that all hold the same copy of tensor i and share its reading: the data-parallel ranks
-// with the context-parallel ones (dp x cp, which hold the same weights), and for a replicated
-// tensor the TP group too.
+// with the context-parallel ones (dp x cp, which hold the same weights; for a routed expert kept
+// apart, its expert-data-parallel group), and for a replicated tensor the (expert) TP group too.
 double sharers(const LayoutShards& l, std::size_t i) {
   const bool replicated = l.params[i].split == TpSplit::kReplicated;
-  return static_cast<double>(l.plan.data_shards() * (replicated ? l.plan.tp : 1));
+  return static_cast<double>(l.data_shards_of(i) * (replicated ? l.tp_of(i) : 1));
 }
 
-// Where a rank stands in its dp x cp group (Megatron-Core's data-parallel group with context
-// parallelism, in rank order): the share of the distributed optimizer's flat buffer it owns.
-std::int64_t data_shard(const Layout& layout, std::int64_t rank) {
-  const auto group = layout.collective_group(Dim::kDP, rank);
+// Where a rank stands in its group along d (in rank order): for the dp x cp group
+// (Megatron-Core's data-parallel group with context parallelism) and the expert-data-parallel
+// group, the share of the distributed optimizer's flat buffer it owns.
+std::int64_t place_in(const Layout& layout, Dim d, std::int64_t rank) {
+  const auto group = layout.collective_group(d, rank);
   return std::find(group.begin(), group.end(), rank) - group.begin();
 }
+
+// A new rank: its coordinates, and which shard and optimizer share of tensor i it takes.
+struct NewRank {
+  RankCoord at;
+  std::int64_t data_shard = 0;
+  std::int64_t expert_data_shard = 0;
+  std::int64_t tp(const LayoutShards& l, std::size_t i) const {
+    return at[l.apart(i) ? Dim::kETP : Dim::kTP];
+  }
+  std::int64_t share(const LayoutShards& l, std::size_t i) const {
+    return l.apart(i) ? expert_data_shard : data_shard;
+  }
+  const FlatBuffer& buffer(const LayoutShards& l, std::size_t i) const {
+    return l.buffer_of(i, at[Dim::kPP], at[Dim::kEP]);
+  }
+};
 
 // What one new rank needs of one tensor, as rectangles, and the fraction of them it reads (1 over
 // the ranks sharing the copy).
@@ -105,19 +132,24 @@ struct Need {
   double optimizer_share = 1;
 };
 
-Need need_of(const LayoutShards& to, std::size_t i, const RankCoord& c, std::int64_t owner) {
+// Parameter i's elements among share `share` of `buffer`, counted from the parameter's first.
+Interval local_share(const FlatBuffer& buffer, std::size_t i, std::int64_t share,
+                     std::int64_t shares) {
+  const Interval at = buffer.of(i);
+  const Interval part = buffer.owned(share, shares).intersect(at);
+  if (part.size() == 0) return {};
+  return {part.begin - at.begin, part.end - at.begin};
+}
+
+Need need_of(const LayoutShards& to, std::size_t i, const NewRank& r) {
   const ParamSpec& spec = to.params[i];
-  const TpShard& shard = to.placed[i].shards[static_cast<std::size_t>(c[Dim::kTP])];
+  const TpShard& shard = to.placed[i].shards[static_cast<std::size_t>(r.tp(to, i))];
   Need n;
   n.weights = {shard_rect(spec, shard)};
   n.weight_share = 1.0 / sharers(to, i);
   if (to.plan.distributed_optimizer()) {
-    const FlatBuffer& buf = to.buffers[static_cast<std::size_t>(c[Dim::kPP])];
-    const Interval mine = buf.owned(owner, to.plan.data_shards()).intersect(buf.params[i]);
-    if (mine.size() > 0) {
-      const Interval local{mine.begin - buf.params[i].begin, mine.end - buf.params[i].begin};
-      n.optimizer = flat_rects(spec, shard, local);
-    }
+    const Interval local = local_share(r.buffer(to, i), i, r.share(to, i), to.data_shards_of(i));
+    if (local.size() > 0) n.optimizer = flat_rects(spec, shard, local);
   } else {
     n.optimizer = n.weights;
     n.optimizer_share = n.weight_share;
@@ -131,74 +163,81 @@ void read_from(const LayoutShards& from, std::size_t i, const Need& need, RankCo
   const PlacedParam& old = from.placed[i];
   if (old.stages.empty()) return;
   const std::int64_t s = old.stages.front();
-  for (std::int64_t t = 0; t < from.plan.tp; ++t) {
+  const std::int64_t ep = from.apart(i) ? old.ep_rank : -1;
+  const std::int64_t shares = from.data_shards_of(i);
+  for (std::int64_t t = 0; t < from.tp_of(i); ++t) {
     const TpShard& shard = old.shards[static_cast<std::size_t>(t)];
     const Rect saved = shard_rect(spec, shard);
     // A replicated tensor is saved once, by TP rank 0.
     if (spec.split == TpSplit::kReplicated && t > 0) break;
     const double w = static_cast<double>(overlap(need.weights, {saved})) * kCheckpointWeightBytes *
                      need.weight_share;
-    if (w > 0) rc.reads[model_file(s, t)] += w;
+    if (w > 0) rc.reads[model_file(s, t, ep)] += w;
     if (need.optimizer.empty()) continue;
     if (!from.plan.distributed_optimizer()) {
       const double o = static_cast<double>(overlap(need.optimizer, {saved})) *
                        kCheckpointOptimizerBytes * need.optimizer_share;
-      if (o > 0) rc.reads[optimizer_file(s, t, -1)] += o;
+      if (o > 0) rc.reads[optimizer_file(s, t, ep, -1)] += o;
       continue;
     }
-    const FlatBuffer& buf = from.buffers[static_cast<std::size_t>(s)];
-    for (std::int64_t d = 0; d < from.plan.data_shards(); ++d) {
-      const Interval part = buf.owned(d, from.plan.data_shards()).intersect(buf.params[i]);
-      if (part.size() == 0) continue;
-      const Interval local{part.begin - buf.params[i].begin, part.end - buf.params[i].begin};
+    const FlatBuffer& buf = from.buffer_of(i, s, std::max<std::int64_t>(old.ep_rank, 0));
+    for (std::int64_t d = 0; d < shares; ++d) {
+      const Interval local = local_share(buf, i, d, shares);
+      if (local.size() == 0) continue;
       const double o =
           static_cast<double>(overlap(need.optimizer, flat_rects(spec, shard, local))) *
           kCheckpointOptimizerBytes * need.optimizer_share;
-      if (o > 0) rc.reads[optimizer_file(s, t, d)] += o;
+      if (o > 0) rc.reads[optimizer_file(s, t, ep, d)] += o;
     }
   }
 }
 
 // Bytes rank c writes when saving at layout `to` (fully parallel: each rank of a group sharing a
 // copy writes its share), and what it receives from that group after a fully parallel load.
-void written_and_exchanged(const LayoutShards& to, const RankCoord& c, std::int64_t owner,
-                           RankConversion& rc) {
+void written_and_exchanged(const LayoutShards& to, const NewRank& r, RankConversion& rc) {
   for (std::size_t i = 0; i < to.placed.size(); ++i) {
     const PlacedParam& p = to.placed[i];
-    if (!p.held_by(c[Dim::kPP])) continue;
+    if (!p.held_by(r.at[Dim::kPP], r.at[Dim::kEP])) continue;
     const double k = sharers(to, i);
     const auto shard = static_cast<double>(p.shard_numel());
     const double state = to.plan.distributed_optimizer()
                              ? kCheckpointWeightBytes
                              : kCheckpointWeightBytes + kCheckpointOptimizerBytes;
-    rc.exchanged_bytes += shard * state * (k - 1) / k;
+    const double received = shard * state * (k - 1) / k;
+    rc.exchanged_bytes += received;
+    if (to.apart(i)) rc.expert_exchanged_bytes += received;
     rc.written_bytes += shard * state / k;
     if (!to.plan.distributed_optimizer()) continue;
-    const FlatBuffer& buf = to.buffers[static_cast<std::size_t>(c[Dim::kPP])];
-    const Interval mine = buf.owned(owner, to.plan.data_shards()).intersect(buf.params[i]);
+    const Interval mine = local_share(r.buffer(to, i), i, r.share(to, i), to.data_shards_of(i));
     rc.written_bytes += static_cast<double>(mine.size()) * kCheckpointOptimizerBytes;
   }
+}
+
+// Bytes per second of a point-to-point exchange within the group along d of rank 0: NVLink where
+// the group stays in a node, the NIC where it crosses nodes (a TP group's stays in its node).
+double exchange_bandwidth(const Layout& layout, Dim d, const Platform& platform) {
+  const std::int64_t per_node = std::max<std::int64_t>(1, platform.node.gpus_per_node);
+  const GroupSpan span = group_span(layout.collective_group(d, 0), per_node);
+  return span.in_one_node() ? platform.nvlink_link_bandwidth() : platform.nic_link_bandwidth();
 }
 
 void price(ConversionPlan& plan, const LayoutShards& to, const Platform& platform) {
   const Layout layout(to.plan);
   const std::int64_t per_node = std::max<std::int64_t>(1, platform.node.gpus_per_node);
+  const double dense_bw = exchange_bandwidth(layout, Dim::kDP, platform);
+  const double expert_bw = exchange_bandwidth(layout, Dim::kEDP, platform);
   std::map<std::int64_t, double> node_bytes;
-  double exchange = 0;
+  plan.exchange_s = 0;
   for (const auto& r : plan.ranks) {
     node_bytes[r.rank / per_node] += r.read_bytes;
-    exchange = std::max(exchange, r.exchanged_bytes);
+    const double s = (r.exchanged_bytes - r.expert_exchanged_bytes) / dense_bw +
+                     r.expert_exchanged_bytes / expert_bw;
+    plan.exchange_s = std::max(plan.exchange_s, s);
   }
   double busiest = 0;
   for (const auto& [node, bytes] : node_bytes) busiest = std::max(busiest, bytes);
   plan.storage_bandwidth = platform.storage.read_bandwidth;
   plan.read_s = busiest / plan.storage_bandwidth;
-  // The dp x cp group's exchange crosses nodes where the group does; a TP group's stays in its
-  // node.
-  const GroupSpan span = group_span(layout.collective_group(Dim::kDP, 0), per_node);
-  const double bw =
-      span.in_one_node() ? platform.nvlink_link_bandwidth() : platform.nic_link_bandwidth();
-  plan.exchange_s = exchange / bw;
 }
 
 }  // namespace
@@ -210,20 +249,24 @@ ConversionPlan plan_conversion(const LayoutShards& from, const LayoutShards& to,
   plan.new_checkpoint_bytes = checkpoint_bytes(to);
   const Layout layout(to.plan);
   for (std::int64_t rank = 0; rank < layout.world_size(); ++rank) {
-    const RankCoord c = layout.coord(rank);
+    const NewRank r{layout.coord(rank), place_in(layout, Dim::kDP, rank),
+                    place_in(layout, Dim::kEDP, rank)};
     RankConversion rc;
     rc.rank = rank;
-    rc.tp = c[Dim::kTP];
-    rc.pp = c[Dim::kPP];
-    rc.dp = c[Dim::kDP];
-    rc.cp = c[Dim::kCP];
-    rc.data_shard = data_shard(layout, rank);
+    rc.tp = r.at[Dim::kTP];
+    rc.pp = r.at[Dim::kPP];
+    rc.dp = r.at[Dim::kDP];
+    rc.cp = r.at[Dim::kCP];
+    rc.ep = r.at[Dim::kEP];
+    rc.etp = r.at[Dim::kETP];
+    rc.data_shard = r.data_shard;
+    rc.expert_data_shard = r.expert_data_shard;
     for (std::size_t i = 0; i < to.placed.size(); ++i) {
-      if (!to.placed[i].held_by(c[Dim::kPP])) continue;
-      read_from(from, i, need_of(to, i, c, rc.data_shard), rc);
+      if (!to.placed[i].held_by(r.at[Dim::kPP], r.at[Dim::kEP])) continue;
+      read_from(from, i, need_of(to, i, r), rc);
     }
     for (const auto& [file, bytes] : rc.reads) rc.read_bytes += bytes;
-    written_and_exchanged(to, c, rc.data_shard, rc);
+    written_and_exchanged(to, r, rc);
     plan.read_bytes += rc.read_bytes;
     plan.written_bytes += rc.written_bytes;
     plan.ranks.push_back(std::move(rc));

@@ -10,8 +10,9 @@
 // of a DP group (with context parallelism, dp x cp ranks: they hold the same weights) all need
 // (the weights; all optimizer state without a distributed optimizer) is read once, a 1/(dp x cp)
 // share by each, then exchanged over the group; a distributed optimizer's share is read by its
-// owner alone. Only the rows of the model are read: padding rows of the old
-// layout are skipped, those of the new one are initialised.
+// owner alone. A routed expert's tensors, with expert parallelism, are held by one EP rank's
+// expert-data-parallel group, which reads and exchanges them the same way. Only the rows of the
+// model are read: padding rows of the old layout are skipped, those of the new one are initialised.
 #include <map>
 #include <string>
 #include <vector>
@@ -26,18 +27,23 @@ inline constexpr double kCheckpointOptimizerBytes = 12;  // fp32 master weight, 
 
 /// Old files, as the layout shards them: weights per (pp, tp) rank ("model pp0 tp1"), optimizer
 /// state per (pp, tp) rank, or with a distributed optimizer per (pp, tp) rank and share of the
-/// dp x cp group ("optim pp0 tp1 dp3": the fourth share).
-std::string model_file(std::int64_t pp, std::int64_t tp);
-std::string optimizer_file(std::int64_t pp, std::int64_t tp, std::int64_t dp);  // dp -1: none
+/// dp x cp group ("optim pp0 tp1 dp3": the fourth share). Routed experts kept apart (expert
+/// parallelism): per (pp, ep, expert-TP) rank, their optimizer state per share of the
+/// expert-data-parallel group ("model pp0 ep5 etp0", "optim pp0 ep5 etp0 edp1").
+std::string model_file(std::int64_t pp, std::int64_t tp, std::int64_t ep);  // ep -1: not apart
+std::string optimizer_file(std::int64_t pp, std::int64_t tp, std::int64_t ep,
+                           std::int64_t share);  // share -1: no distributed optimizer
 
 struct RankConversion {
   std::int64_t rank = 0;
-  std::int64_t tp = 0, pp = 0, dp = 0, cp = 0;
+  std::int64_t tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, etp = 0;
   std::int64_t data_shard = 0;  // its place in the dp x cp group: the optimizer share it owns
+  std::int64_t expert_data_shard = 0;   // and in the expert-data-parallel group, for its experts
   std::map<std::string, double> reads;  // old file -> bytes this rank reads from it
   double read_bytes = 0;
-  double exchanged_bytes = 0;  // received from its DP group after the reads
-  double written_bytes = 0;    // its share when saving at the new layout (fully parallel save)
+  double exchanged_bytes = 0;         // received from the ranks sharing its copies, after the reads
+  double expert_exchanged_bytes = 0;  // of which its routed experts', from its EDP group
+  double written_bytes = 0;  // its share when saving at the new layout (fully parallel save)
 };
 
 struct ConversionPlan {

@@ -25,6 +25,7 @@ const std::vector<LayoutKey>& layout_keys() {
       {"dp", &Plan::dp, 1, std::int64_t{1} << 20},
       {"cp", &Plan::cp, 1, std::int64_t{1} << 20},
       {"ep", &Plan::ep, 1, std::int64_t{1} << 20},
+      {"etp", &Plan::etp, 1, std::int64_t{1} << 20},
       {"vp", &Plan::vp, 1, std::int64_t{1} << 20},
       {"zero", &Plan::zero, 0, 3},
       {"vocab-divisible-by", &Plan::vocab_divisible_by, 1, std::int64_t{1} << 20}};
@@ -86,6 +87,8 @@ std::string layout_text(const Plan& plan) {
   if (plan.vp > 1) s += " x vp " + std::to_string(plan.vp);
   if (plan.cp > 1) s += ", cp " + std::to_string(plan.cp);
   s += ", dp " + std::to_string(plan.dp);
+  if (plan.ep > 1) s += ", ep " + std::to_string(plan.ep);
+  if (plan.expert_tp() != plan.tp) s += ", etp " + std::to_string(plan.expert_tp());
   if (plan.zero > 0) s += ", zero " + std::to_string(plan.zero);
   return s;
 }
@@ -105,7 +108,7 @@ std::string framework_partition_rule(Framework framework) {
 
 PlanOrigin layout_origin(const std::string& flag) {
   PlanOrigin origin;
-  for (const char* field : {"tp", "pp", "dp", "cp", "ep", "vp", "zero"}) {
+  for (const char* field : {"tp", "pp", "dp", "cp", "ep", "etp", "vp", "zero"}) {
     origin.where[field] = flag + " " + field;
   }
   origin.where["vocab_divisible_by"] = flag + " vocab-divisible-by";
@@ -117,13 +120,6 @@ PlanOrigin layout_origin(const std::string& flag) {
 
 void validate_layout(const Plan& plan, const Model& model, const Platform& platform,
                      const std::string& flag) {
-  // Expert-parallel ranks hold different experts, and their optimizer state shards over the
-  // expert-data-parallel group: neither is mapped yet.
-  if (plan.ep != 1) {
-    fail_input(flag + " ep",
-               "checkpoints with expert parallelism are not converted yet; use 1 (every expert's "
-               "tensors split over TP as a dense MLP's)");
-  }
   // What a run would check of the layout; the batch and sequence only have to be admissible.
   Plan probe = plan;
   // Sequence parallelism changes no tensor of a checkpoint; Megatron-LM needs it for an MoE

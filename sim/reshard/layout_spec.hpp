@@ -1,6 +1,6 @@
 #pragma once
 // A parallel layout as `trainsim reshard` takes it on the command line: "tp=2,pp=1,dp=4", plus
-// zero=, vp=, cp=, ep= where the plan has them, and vocab-divisible-by= (the layout's own
+// zero=, vp=, cp=, ep=, etp= where the plan has them, and vocab-divisible-by= (the layout's own
 // vocabulary padding multiple). The rest of the plan (framework, vocabulary
 // rule) comes from the base plan both layouts share.
 #include <string>
@@ -15,7 +15,8 @@ namespace trainsim {
 /// key at fault for a malformed layout, an unknown or repeated key or a value out of range.
 Plan parse_layout(const std::string& text, const std::string& flag, Plan base);
 
-/// "tp 2, pp 1, dp 4", with ", vp 2" and ", zero 1" where they are set.
+/// "tp 2, pp 1, dp 4", with ", vp 2", ", cp 2", ", ep 8", ", etp 1" and ", zero 1" where they are
+/// set.
 std::string layout_text(const Plan& plan);
 
 /// The partition rule of the plan's framework: Megatron-LM's uniform split (also used for

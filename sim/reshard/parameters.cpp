@@ -63,10 +63,11 @@ struct LayerBuilder {
   BlockKind block;
   std::int64_t block_layer;
   std::vector<ParamSpec>& out;
+  std::int64_t expert = -1;  // the routed expert whose tensors add() is adding
 
   void add(const std::string& suffix, std::vector<std::int64_t> shape, TpSplit split) {
     out.push_back({"model.layers." + std::to_string(index) + "." + suffix, block, block_layer,
-                   std::move(shape), split, false});
+                   std::move(shape), split, false, expert});
   }
   void norm(const std::string& name, std::int64_t width) {
     add(name + ".weight", {width}, TpSplit::kReplicated);
@@ -139,9 +140,10 @@ void LayerBuilder::experts() {
   const std::string moe = mixtral ? "block_sparse_moe." : "mlp.";
   add(moe + "gate.weight", {m.moe.num_experts, m.hidden_size}, TpSplit::kReplicated);
   if (m.moe.router_bias) add(moe + "gate.bias", {m.moe.num_experts}, TpSplit::kReplicated);
-  for (std::int64_t e = 0; e < m.moe.num_experts; ++e) {
-    mlp(moe + "experts." + std::to_string(e) + ".", m.moe.expert_ffn_hidden_size, mixtral);
+  for (expert = 0; expert < m.moe.num_experts; ++expert) {
+    mlp(moe + "experts." + std::to_string(expert) + ".", m.moe.expert_ffn_hidden_size, mixtral);
   }
+  expert = -1;
   if (m.moe.shared_expert_ffn_hidden_size > 0) {
     mlp("mlp.shared_experts.", m.moe.shared_expert_ffn_hidden_size, false);
   }

@@ -28,6 +28,10 @@ struct ParamSpec {
   std::vector<std::int64_t> shape;  // global, without vocabulary padding
   TpSplit split = TpSplit::kReplicated;
   bool vocabulary = false;  // dim 0 is the vocabulary: padded per the framework's rule
+  /// A routed expert's index; -1 for every other tensor (a shared expert's too). Expert
+  /// parallelism places a routed expert on one EP rank, and expert tensor parallelism splits it.
+  std::int64_t expert = -1;
+  bool is_expert() const { return expert >= 0; }
   /// "model.layers.*.mlp.down_proj.weight" for every decoder layer's copy of one tensor, and
   /// "experts.*" for every expert's.
   std::string kind() const;

@@ -104,6 +104,19 @@ void buffer_lines(const LayoutShards& l, const char* which, std::ostringstream& 
   const std::string n = std::to_string(l.plan.data_shards());
   o << and_list(sizes) << "; " << (l.plan.cp > 1 ? "rank d of the dp x cp group" : "dp rank d")
     << " owns elements [d x size / " << n << ", (d + 1) x size / " << n << ")\n";
+  if (l.expert_buffers.empty()) return;
+  // Every EP rank of a stage holds as many experts, of the same shapes: one size per stage.
+  sizes.clear();
+  for (std::int64_t s = 0; s < l.plan.pp; ++s) {
+    const FlatBuffer& b = l.expert_buffers[static_cast<std::size_t>(s * l.plan.ep)];
+    if (b.size > 0) {
+      sizes.push_back(format_grouped(b.size) + " elements on stage " + std::to_string(s));
+    }
+  }
+  const std::string e = std::to_string(l.plan.expert_data_shards());
+  o << "  and per (ep, etp, pp) rank an expert buffer of its routed experts' tensors, "
+    << (sizes.empty() ? "empty" : and_list(sizes)) << "; rank d of the expert-data-parallel "
+    << "group owns elements [d x size / " << e << ", (d + 1) x size / " << e << ")\n";
 }
 
 std::string reads_text(const RankConversion& rc) {
@@ -121,19 +134,21 @@ std::string reads_text(const RankConversion& rc) {
 void plan_section(const ReshardResult& r, std::ostringstream& o) {
   const ConversionPlan& p = r.plan;
   const bool cp = r.to.plan.cp > 1;  // a column for the CP rank only where there is one
+  const bool ep = r.to.plan.ep > 1;  // and for the EP rank
   o << "conversion (fully parallel load: a "
     << (cp ? "dp x cp group reads what its ranks share once, 1/(dp x cp)"
            : "DP group reads what its ranks share once, 1/dp")
-    << " each, then exchanges it):\n";
+    << " each, then exchanges it" << (ep ? "; an EP rank's experts, its EDP group" : "") << "):\n";
   o << pad("rank", 5) << pad("tp", 3) << pad("pp", 3) << (cp ? pad("cp", 3) : "") << pad("dp", 4)
-    << pad("read", 11) << pad("received", 11) << pad("written", 11) << "old files read\n";
+    << (ep ? pad("ep", 4) : "") << pad("read", 11) << pad("received", 11) << pad("written", 11)
+    << "old files read\n";
   for (std::size_t i = 0; i < p.ranks.size() && i < kRanksShown; ++i) {
     const auto& rc = p.ranks[i];
     o << pad(std::to_string(rc.rank), 5) << pad(std::to_string(rc.tp), 3)
       << pad(std::to_string(rc.pp), 3) << (cp ? pad(std::to_string(rc.cp), 3) : "")
-      << pad(std::to_string(rc.dp), 4) << pad(format_bytes(rc.read_bytes), 11)
-      << pad(format_bytes(rc.exchanged_bytes), 11) << pad(format_bytes(rc.written_bytes), 11)
-      << reads_text(rc) << "\n";
+      << pad(std::to_string(rc.dp), 4) << (ep ? pad(std::to_string(rc.ep), 4) : "")
+      << pad(format_bytes(rc.read_bytes), 11) << pad(format_bytes(rc.exchanged_bytes), 11)
+      << pad(format_bytes(rc.written_bytes), 11) << reads_text(rc) << "\n";
   }
   if (p.ranks.size() > kRanksShown) {
     o << "... " << p.ranks.size() - kRanksShown << " more ranks (--format json lists them all)\n";
@@ -199,16 +214,25 @@ Json layout_json(const LayoutShards& l) {
   for (std::size_t s = 0; s < l.buffers.size(); ++s) {
     buffers.push_back({{"stage", s}, {"size", l.buffers[s].size}});
   }
+  Json expert_buffers = Json::array();
+  for (std::size_t b = 0; b < l.expert_buffers.size(); ++b) {
+    const auto ep = static_cast<std::size_t>(l.plan.ep);
+    expert_buffers.push_back(
+        {{"stage", b / ep}, {"ep", b % ep}, {"size", l.expert_buffers[b].size}});
+  }
   return {{"tp", l.plan.tp},
           {"pp", l.plan.pp},
           {"vp", l.plan.vp},
           {"dp", l.plan.dp},
           {"cp", l.plan.cp},
+          {"ep", l.plan.ep},
+          {"etp", l.plan.expert_tp()},
           {"zero", l.plan.zero},
           {"partition", l.partition.megatron_layout()},
           {"vocab_multiple", l.vocab_multiple},
           {"padded_vocab", l.padded_vocab},
           {"flat_buffers", buffers},
+          {"expert_flat_buffers", expert_buffers},
           {"checkpoint_bytes", checkpoint_bytes(l)}};
 }
 
@@ -220,10 +244,11 @@ Json placement_json(const LayoutShards& l, std::size_t i) {
         {{"shape", s.shape}, {"slice", {s.split.begin, s.split.end}}, {"model_rows", s.real}});
   }
   Json j = {{"padded_shape", p.padded_shape}, {"stages", p.stages}, {"shards", shards}};
+  if (p.ep_rank >= 0) j["ep_rank"] = p.ep_rank;
   if (!l.buffers.empty()) {
     Json flat = Json::array();
     for (auto s : p.stages) {
-      const Interval& iv = l.buffers[static_cast<std::size_t>(s)].params[i];
+      const Interval iv = l.buffer_of(i, s, std::max<std::int64_t>(p.ep_rank, 0)).of(i);
       flat.push_back({{"stage", s}, {"offsets", {iv.begin, iv.end}}});
     }
     j["flat_buffer"] = flat;
@@ -252,7 +277,10 @@ std::string reshard_json(const ReshardResult& r) {
                      {"pp", rc.pp},
                      {"dp", rc.dp},
                      {"cp", rc.cp},
+                     {"ep", rc.ep},
+                     {"etp", rc.etp},
                      {"data_shard", rc.data_shard},
+                     {"expert_data_shard", rc.expert_data_shard},
                      {"read_bytes", rc.read_bytes},
                      {"received_bytes", rc.exchanged_bytes},
                      {"written_bytes", rc.written_bytes},

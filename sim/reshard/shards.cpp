@@ -24,15 +24,41 @@ bool PlacedParam::held_by(std::int64_t stage) const {
   return std::find(stages.begin(), stages.end(), stage) != stages.end();
 }
 
+bool PlacedParam::held_by(std::int64_t stage, std::int64_t ep) const {
+  return (ep_rank < 0 || ep_rank == ep) && held_by(stage);
+}
+
 Interval FlatBuffer::owned(std::int64_t share, std::int64_t shares) const {
   const std::int64_t n = size / shares;
   return {share * n, (share + 1) * n};
 }
 
-std::int64_t LayoutShards::stage_shard_numel(std::int64_t stage) const {
-  std::int64_t n = 0;
-  for (const auto& p : placed) {
-    if (p.held_by(stage)) n += p.shard_numel();
+Interval FlatBuffer::of(std::size_t i) const {
+  const auto it = params.find(i);
+  return it == params.end() ? Interval{} : it->second;
+}
+
+std::int64_t LayoutShards::tp_of(std::size_t i) const {
+  return params[i].is_expert() ? plan.expert_tp() : plan.tp;
+}
+
+std::int64_t LayoutShards::data_shards_of(std::size_t i) const {
+  return apart(i) ? plan.expert_data_shards() : plan.data_shards();
+}
+
+const FlatBuffer& LayoutShards::buffer_of(std::size_t i, std::int64_t stage,
+                                          std::int64_t ep) const {
+  if (apart(i)) {
+    return expert_buffers[static_cast<std::size_t>(stage * plan.ep + ep)];
+  }
+  return buffers[static_cast<std::size_t>(stage)];
+}
+
+LayoutShards::Numel LayoutShards::stage_shard_numel(std::int64_t stage, std::int64_t ep) const {
+  Numel n;
+  for (std::size_t i = 0; i < placed.size(); ++i) {
+    if (!placed[i].held_by(stage, ep)) continue;
+    (apart(i) ? n.experts : n.shared) += placed[i].shard_numel();
   }
   return n;
 }
@@ -103,23 +129,40 @@ std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
 }
 
-FlatBuffer flat_buffer(const LayoutShards& l, std::int64_t stage) {
+// The flat buffer of `stage`'s parameters that `in_buffer` selects, sharded over `shards` ranks.
+template <class InBuffer>
+FlatBuffer flat_buffer(const LayoutShards& l, std::int64_t stage, std::int64_t shards,
+                       InBuffer&& in_buffer) {
   FlatBuffer b;
-  b.params.assign(l.placed.size(), Interval{});
   const bool megatron = l.plan.effective_framework() == Framework::kMegatron;
   std::vector<std::size_t> order(l.placed.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   if (megatron) std::reverse(order.begin(), order.end());
   std::int64_t offset = 0;
   for (std::size_t i : order) {
-    if (!l.placed[i].held_by(stage)) continue;
+    if (!l.placed[i].held_by(stage) || !in_buffer(i)) continue;
     if (megatron) offset = round_up(offset, 64);
-    b.params[i] = {offset, offset + l.placed[i].shard_numel()};
-    offset = b.params[i].end;
+    const Interval at{offset, offset + l.placed[i].shard_numel()};
+    b.params.emplace(i, at);
+    offset = at.end;
   }
-  const std::int64_t shards = l.plan.data_shards();
   b.size = round_up(offset, megatron ? std::lcm(shards, std::int64_t{128}) : shards);
   return b;
+}
+
+void build_buffers(LayoutShards& l) {
+  const bool apart = l.experts_apart();
+  for (std::int64_t s = 0; s < l.plan.pp; ++s) {
+    l.buffers.push_back(flat_buffer(l, s, l.plan.data_shards(), [&](std::size_t i) {
+      return !apart || !l.params[i].is_expert();
+    }));
+    if (!apart) continue;
+    for (std::int64_t e = 0; e < l.plan.ep; ++e) {
+      l.expert_buffers.push_back(flat_buffer(l, s, l.plan.expert_data_shards(), [&](std::size_t i) {
+        return l.placed[i].ep_rank == e;
+      }));
+    }
+  }
 }
 
 }  // namespace
@@ -132,14 +175,14 @@ LayoutShards shard_layout(const Model& model, const Platform& platform, const Pl
   l.vocab_multiple = plan.vocab_multiple();
   l.padded_vocab = padded_vocab(model.vocab_size, l.vocab_multiple, plan.tp);
   l.params = model_parameters(model);
+  const std::int64_t experts_per_rank = model.moe.is_moe() ? model.moe.num_experts / plan.ep : 1;
   for (const auto& spec : l.params) {
-    PlacedParam p = place(spec, plan.tp, l.padded_vocab);
+    PlacedParam p = place(spec, spec.is_expert() ? plan.expert_tp() : plan.tp, l.padded_vocab);
     p.stages = holders(l.partition, spec, model);
+    if (spec.is_expert()) p.ep_rank = spec.expert / experts_per_rank;
     l.placed.push_back(std::move(p));
   }
-  if (plan.distributed_optimizer()) {
-    for (std::int64_t s = 0; s < plan.pp; ++s) l.buffers.push_back(flat_buffer(l, s));
-  }
+  if (plan.distributed_optimizer()) build_buffers(l);
   return l;
 }
 

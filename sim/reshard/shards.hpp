@@ -1,10 +1,11 @@
 #pragma once
 // Where every tensor of a model lives under one parallel layout: its shard on each TP rank (the
 // slice of the padded global tensor, and how many of its rows are the vocabulary's), the
-// pipeline stages that hold it (from the framework's own partition rule), and, with a
-// distributed optimizer (ZeRO 1 and up), its offsets in the stage's flat buffer, of which each
-// DP rank owns one contiguous share.
+// pipeline stages that hold it (from the framework's own partition rule), for a routed expert's
+// tensor the EP rank holding it, and, with a distributed optimizer (ZeRO 1 and up), its offsets in
+// the stage's flat buffer, of which each DP rank owns one contiguous share.
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "sim/model/model.hpp"
@@ -34,9 +35,14 @@ struct PlacedParam {
   std::vector<std::int64_t> padded_shape;
   /// Physical pipeline stages holding it: one, or for a tied embedding the first and the last.
   std::vector<std::int64_t> stages;
-  std::vector<TpShard> shards;  // one per TP rank
+  /// The EP rank holding a routed expert's tensor (expert e of E on rank e / (E / ep), as
+  /// Megatron-Core numbers its local experts); -1 for a tensor every EP rank holds.
+  std::int64_t ep_rank = -1;
+  std::vector<TpShard> shards;  // one per TP rank (per expert-TP rank for an expert's tensor)
   std::int64_t shard_numel() const;
   bool held_by(std::int64_t stage) const;
+  /// Held by the ranks of `stage` at EP rank `ep`.
+  bool held_by(std::int64_t stage, std::int64_t ep) const;
 };
 
 /// A pipeline stage's flat parameter buffer as the distributed optimizer shards it over DP (with
@@ -45,11 +51,18 @@ struct PlacedParam {
 /// reverse order of registration, each starting at a multiple of 64 elements, the end padded to a
 /// multiple of lcm(n, 128). Other frameworks: registration order, no alignment, the end padded
 /// to a multiple of n.
+///
+/// With expert parallelism, or expert TP unlike TP, Megatron-Core keeps the routed experts'
+/// tensors apart (`allreduce` False: its expert_parallel_buffers): each EP rank of a stage has a
+/// second flat buffer of its own experts, built by the same rule and sharded over the
+/// expert-data-parallel group.
 struct FlatBuffer {
-  std::int64_t size = 0;         // elements, padding included
-  std::vector<Interval> params;  // per parameter index; empty for parameters of other stages
+  std::int64_t size = 0;                   // elements, padding included
+  std::map<std::size_t, Interval> params;  // by parameter index, the buffer's parameters only
   /// Share d of n: [d x size / n, (d + 1) x size / n).
   Interval owned(std::int64_t share, std::int64_t shares) const;
+  /// Parameter i's elements; empty if the buffer does not hold it.
+  Interval of(std::size_t i) const;
 };
 
 struct LayoutShards {
@@ -59,10 +72,33 @@ struct LayoutShards {
   std::int64_t padded_vocab = 0;
   std::vector<ParamSpec> params;
   std::vector<PlacedParam> placed;  // per parameter
-  std::vector<FlatBuffer> buffers;  // per physical stage; empty without a distributed optimizer
+  /// Per physical stage; empty without a distributed optimizer. With experts apart, the
+  /// parameters every EP rank holds; the experts' are in expert_buffers.
+  std::vector<FlatBuffer> buffers;
+  /// Per physical stage and EP rank (stage x ep + ep rank), with experts apart and a distributed
+  /// optimizer; empty otherwise.
+  std::vector<FlatBuffer> expert_buffers;
 
-  /// Elements a rank of `stage` holds (its TP shards of the stage's tensors, padding included).
-  std::int64_t stage_shard_numel(std::int64_t stage) const;
+  /// Whether the routed experts have process groups and buffers of their own: Megatron-Core's
+  /// rule, expert parallelism or an expert TP unlike TP.
+  bool experts_apart() const { return plan.ep > 1 || plan.expert_tp() != plan.tp; }
+  /// Whether parameter i is a routed expert's, kept apart.
+  bool apart(std::size_t i) const { return params[i].is_expert() && experts_apart(); }
+  /// The TP size splitting parameter i: expert TP for a routed expert's tensor, TP otherwise.
+  std::int64_t tp_of(std::size_t i) const;
+  /// The ranks sharing one copy of parameter i's shards, over which its gradients are reduced
+  /// and its optimizer state sharded: dp x cp, or a routed expert's expert-data-parallel group.
+  std::int64_t data_shards_of(std::size_t i) const;
+  /// The flat buffer holding parameter i on `stage` at EP rank `ep`.
+  const FlatBuffer& buffer_of(std::size_t i, std::int64_t stage, std::int64_t ep) const;
+
+  /// Elements a rank of `stage` at EP rank `ep` holds (its TP shards of the stage's tensors,
+  /// padding included): those every EP rank holds, and its routed experts'.
+  struct Numel {
+    std::int64_t shared = 0;
+    std::int64_t experts = 0;
+  };
+  Numel stage_shard_numel(std::int64_t stage, std::int64_t ep) const;
 };
 
 /// The shards of every tensor of `model` under `plan` (its partition from the plan's rule;

@@ -7,6 +7,7 @@
 #include "sim/reshard/conversion.hpp"
 #include "sim/reshard/layout_spec.hpp"
 #include "sim/reshard/shards.hpp"
+#include "tests/support/reshard_layouts.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -17,14 +18,11 @@ Model tiny() {
 }
 
 Plan layout(const std::string& text, Framework f = Framework::kMegatron) {
-  Plan base;
-  base.framework = f;
-  base.partition = framework_partition_rule(f);
-  return parse_layout(text, "--from", base);
+  return test::reshard_layout(text, f);
 }
 
 LayoutShards shards(const Model& m, const Plan& p) {
-  return shard_layout(m, test::catalog_platform("h100-sxm-ndr"), p, layout_origin("--from"));
+  return test::reshard_shards(m, p);
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -60,11 +58,14 @@ TEST(ReshardLayout, ParsesKeysAndNamesTheFlagAtFault) {
   EXPECT_EQ(error_of([&] { validate_layout(layout("tp=3"), m, h, "--to"); }),
             "--to tp: must divide the attention heads (32), got 3");
   EXPECT_EQ(error_of([&] { validate_layout(layout("cp=3"), m, h, "--to"); }), "(no error)");
-  EXPECT_EQ(error_of([&] {
-              validate_layout(layout("ep=2"), test::catalog_model("mixtral-8x7b"), h, "--to");
-            }),
-            "--to ep: checkpoints with expert parallelism are not converted yet; use 1 (every "
-            "expert's tensors split over TP as a dense MLP's)");
+  const Model mixtral = test::catalog_model("mixtral-8x7b");
+  EXPECT_EQ(error_of([&] { validate_layout(layout("dp=8,ep=3"), mixtral, h, "--to"); }),
+            "--to ep: must divide the number of experts (8), got 3");
+  EXPECT_EQ(error_of([&] { validate_layout(layout("tp=2,dp=8,ep=8,etp=1"), mixtral, h, "--to"); }),
+            "(no error)");
+  EXPECT_EQ(layout_text(layout("tp=2,dp=8,ep=8,etp=1")), "tp 2, pp 1, dp 8, ep 8, etp 1");
+  EXPECT_EQ(error_of([] { layout("etp=0"); }),
+            "--from etp: must be an integer in [1, 1048576], got '0'");
 }
 
 // Column-parallel weights split along dim 0, row-parallel along dim 1, norms replicated; the
@@ -126,7 +127,7 @@ TEST(ReshardShards, MegatronFlatBufferOffsets) {
   const FlatBuffer& b = l.buffers[0];
   const auto at = [&](const std::string& name) {
     for (std::size_t i = 0; i < l.params.size(); ++i) {
-      if (l.params[i].name == name) return b.params[i];
+      if (l.params[i].name == name) return b.of(i);
     }
     return Interval{-1, -1};
   };
@@ -140,7 +141,7 @@ TEST(ReshardShards, MegatronFlatBufferOffsets) {
   EXPECT_EQ(b.owned(1, 2).begin, 406720);
   // Other frameworks: registration order, no alignment, padded to a multiple of dp.
   const LayoutShards n = shards(tiny(), layout("tp=1,pp=1,dp=2,zero=1", Framework::kNanotron));
-  EXPECT_EQ(n.buffers[0].params[0].begin, 0);
+  EXPECT_EQ(n.buffers[0].of(0).begin, 0);
   EXPECT_EQ(n.buffers[0].size, total_params(tiny()));  // even: no padding
 }
 
