@@ -30,13 +30,12 @@ std::string where_ring_runs(const Plan& plan, std::int64_t gpus_per_node) {
 
 std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model) {
   std::vector<Plan> out;
-  RankOrder inner = plan.rank_order;
-  const auto tp = std::find(inner.begin(), inner.end(), Dim::kTP);
-  const auto cp = std::find(inner.begin(), inner.end(), Dim::kCP);
-  if (cp > tp + 1) {
-    std::rotate(tp + 1, cp, cp + 1);
+  const RankOrder& order = plan.rank_order;
+  const auto tp = std::find(order.begin(), order.end(), Dim::kTP);
+  const auto cp = std::find(order.begin(), order.end(), Dim::kCP);
+  if (cp > tp + 1) {  // CP outside TP with a dimension between them
     Plan p = plan;
-    p.rank_order = inner;
+    p.rank_order = moved_after(order, Dim::kCP, Dim::kTP);
     out.push_back(p);
   }
   const std::int64_t split = plan.tp * plan.cp;

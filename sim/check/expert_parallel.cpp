@@ -17,6 +17,7 @@
 #include "sim/cost/layer_ops.hpp"
 #include "sim/cost/pass_groups.hpp"
 #include "sim/plan/layout.hpp"
+#include "sim/plan/plan_variants.hpp"
 
 namespace trainsim {
 
@@ -76,17 +77,9 @@ StageShare largest_a2a_wait(const CheckContext& context) {
 
 // The plan with the EP dimension moved right after TP in its rank order.
 std::optional<Plan> ep_next_to_tp(const Plan& plan) {
-  RankOrder order = plan.rank_order;
-  const auto tp = std::find(order.begin(), order.end(), Dim::kTP);
-  const auto ep = std::find(order.begin(), order.end(), Dim::kEP);
-  if (ep == order.end() || ep == tp + 1) return std::nullopt;
-  if (ep > tp) {
-    std::rotate(tp + 1, ep, ep + 1);
-  } else {
-    std::rotate(ep, ep + 1, tp + 1);
-  }
   Plan p = plan;
-  p.rank_order = order;
+  p.rank_order = moved_after(plan.rank_order, Dim::kEP, Dim::kTP);
+  if (p.rank_order == plan.rank_order) return std::nullopt;
   return p;
 }
 

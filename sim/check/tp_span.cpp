@@ -23,14 +23,6 @@ bool tp_in_one_node(const Plan& plan, std::int64_t gpus_per_node) {
   return group_span(Layout(plan).group(Dim::kTP, 0), gpus_per_node).in_one_node();
 }
 
-// The order with TP innermost, the other dimensions kept in their order.
-RankOrder tp_innermost(const RankOrder& order) {
-  RankOrder out = order;
-  const auto tp = std::find(out.begin(), out.end(), Dim::kTP);
-  std::rotate(out.begin(), tp, tp + 1);
-  return out;
-}
-
 // The message for consecutive ranks wider than a node.
 std::string wider_than_node_message(const Plan& plan, std::int64_t gpus_per_node) {
   return "tensor parallelism of " + std::to_string(plan.tp) + " spans nodes of " +
@@ -55,7 +47,9 @@ std::string spread_message(const Plan& plan, const std::vector<std::int64_t>& gr
 Plan within_node(const Plan& plan, std::int64_t gpus_per_node) {
   const std::int64_t tp = std::min(plan.tp, gpus_per_node);
   Plan alt = with_tp_dp(plan, tp, plan.dp * plan.tp / tp);
-  if (!tp_in_one_node(alt, gpus_per_node)) alt.rank_order = tp_innermost(plan.rank_order);
+  if (!tp_in_one_node(alt, gpus_per_node)) {
+    alt.rank_order = moved_after(plan.rank_order, Dim::kTP, std::nullopt);
+  }
   return alt;
 }
 

@@ -1,5 +1,8 @@
 #include "sim/plan/plan_variants.hpp"
 
+#include <algorithm>
+#include <cassert>
+
 namespace trainsim {
 
 Plan with_gbs(const Plan& plan, std::int64_t gbs) {
@@ -27,6 +30,15 @@ Plan with_cp_dp(const Plan& plan, std::int64_t cp, std::int64_t dp) {
 
 bool divides_batch(const Plan& plan) {
   return plan.gbs <= 0 || plan.gbs % (plan.mbs * plan.dp) == 0;
+}
+
+RankOrder moved_after(RankOrder order, Dim d, std::optional<Dim> anchor) {
+  const auto from = std::find(order.begin(), order.end(), d);
+  assert(from != order.end() && anchor != d);
+  std::rotate(from, from + 1, order.end());  // d last, the others in their order
+  const auto at = anchor ? std::find(order.begin(), order.end() - 1, *anchor) + 1 : order.begin();
+  std::rotate(at, order.end() - 1, order.end());
+  return order;
 }
 
 }  // namespace trainsim

@@ -2,6 +2,7 @@
 // A plan with one setting changed and the switches that depend on it kept valid: the steps every
 // alternative plan (a diagnostic's fix, the memory search, the neighbourhood) is built from.
 #include <cstdint>
+#include <optional>
 
 #include "sim/plan/plan.hpp"
 
@@ -16,5 +17,10 @@ Plan with_cp_dp(const Plan& plan, std::int64_t cp, std::int64_t dp);
 
 /// Whether mbs x dp divides the global batch (always, where the plan has none).
 bool divides_batch(const Plan& plan);
+
+/// The rank order with dimension d moved to just after `anchor` (just inside it: d's groups
+/// then take the ranks next to `anchor`'s), or innermost without one; the other dimensions keep
+/// their order. What the rank-order fixes do: TP innermost, CP or EP next to TP.
+RankOrder moved_after(RankOrder order, Dim d, std::optional<Dim> anchor);
 
 }  // namespace trainsim

@@ -3,6 +3,7 @@
 #include "sim/core/error.hpp"
 #include "sim/plan/layout.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/plan/plan_variants.hpp"
 #include "sim/plan/vocab.hpp"
 #include "tests/support/support.hpp"
 
@@ -89,6 +90,21 @@ TEST(Layout, RankOrderParsing) {
   EXPECT_FALSE(parse_rank_order("tp-cp-ep-dp-pp-tp").has_value());  // too many
   EXPECT_FALSE(parse_rank_order("tp-cp-ep-dp-xx").has_value());
   EXPECT_FALSE(parse_rank_order("").has_value());
+}
+
+// The rank-order fixes' one move: a dimension taken out and put back just inside another, or
+// innermost; the rest keep their order.
+TEST(Layout, RankOrderMoves) {
+  const auto order = [](const char* text) { return *parse_rank_order(text); };
+  const auto moved = [](const RankOrder& o, Dim d, std::optional<Dim> anchor) {
+    return to_string(moved_after(o, d, anchor));
+  };
+  EXPECT_EQ(moved(order("cp-ep-tp-dp-pp"), Dim::kTP, std::nullopt), "tp-cp-ep-dp-pp");
+  EXPECT_EQ(moved(order("tp-cp-dp-ep-pp"), Dim::kEP, Dim::kTP), "tp-ep-cp-dp-pp");
+  EXPECT_EQ(moved(order("ep-cp-tp-dp-pp"), Dim::kEP, Dim::kTP), "cp-tp-ep-dp-pp");
+  EXPECT_EQ(moved(order("tp-dp-pp-ep-cp"), Dim::kCP, Dim::kTP), "tp-cp-dp-pp-ep");
+  EXPECT_EQ(moved(order("tp-cp-ep-dp-pp"), Dim::kCP, Dim::kTP), "tp-cp-ep-dp-pp");
+  EXPECT_EQ(moved(order("dp-pp-tp-cp-ep"), Dim::kDP, Dim::kEP), "pp-tp-cp-ep-dp");
 }
 
 TEST(Layout, GroupSpanOnNodes) {
