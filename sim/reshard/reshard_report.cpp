@@ -93,6 +93,25 @@ void tensor_table(const ReshardResult& r, std::ostringstream& o) {
   }
 }
 
+// "ep 4 (2 experts a rank: expert e on EP rank e / 2), each split over expert TP 1", or "no EP"
+// with every expert on every rank.
+std::string experts_text(const LayoutShards& l, std::int64_t experts) {
+  if (!l.experts_apart()) return "no EP (every expert on every rank, split over TP as a dense MLP)";
+  const std::int64_t per = experts / l.plan.ep;
+  return "ep " + std::to_string(l.plan.ep) + " (" + std::to_string(per) + " expert" +
+         (per == 1 ? "" : "s") + " a rank: expert e on EP rank e / " + std::to_string(per) +
+         "), each split over expert TP " + std::to_string(l.plan.expert_tp());
+}
+
+// Where the routed experts go, where either layout has expert parallelism or expert TP.
+void experts_line(const ReshardResult& r, std::ostringstream& o) {
+  if (!r.from.experts_apart() && !r.to.experts_apart()) return;
+  std::int64_t experts = 0;
+  for (const auto& p : r.to.params) experts = std::max(experts, p.expert + 1);
+  o << "routed experts (" << experts << " a layer): from " << experts_text(r.from, experts)
+    << "; to " << experts_text(r.to, experts) << "\n";
+}
+
 void buffer_lines(const LayoutShards& l, const char* which, std::ostringstream& o) {
   if (l.buffers.empty()) return;
   o << which << " distributed optimizer (zero " << l.plan.zero << "): per (tp, pp) rank a flat "
@@ -175,6 +194,7 @@ std::string reshard_text(const ReshardResult& r) {
   o << "vocabulary " << format_grouped(vocab) << ": " << padding_text(r.from, vocab) << " -> "
     << padding_text(r.to, vocab) << "\n\n";
   tensor_table(r, o);
+  experts_line(r, o);
   o << "optimizer state of every tensor: fp32 master weight, Adam exp_avg and exp_avg_sq, each "
        "sharded as the weight; Adam's step: one scalar per rank, not sharded\n";
   buffer_lines(r.from, "from:", o);

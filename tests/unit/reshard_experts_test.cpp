@@ -136,6 +136,11 @@ TEST(ReshardExperts, ChangingEpReadsEachExpertFromItsOldRank) {
   EXPECT_EQ(r.diagnostics[0].id, "optimizer-not-reshardable");
   EXPECT_NE(r.diagnostics[0].message.find("resumes only at the same TP, PP, EP and expert TP"),
             std::string::npos);
+  EXPECT_NE(reshard_text(r).find("routed experts (8 a layer): from ep 8 (1 expert a rank: expert "
+                                 "e on EP rank e / 1), each split over expert TP 1; to ep 4 (2 "
+                                 "experts a rank: expert e on EP rank e / 2), each split over "
+                                 "expert TP 1\n"),
+            std::string::npos);
 }
 
 // EP 8 -> no EP: every rank holds every expert, reads an eighth of each one's weights from its old
