@@ -131,6 +131,17 @@ std::vector<Diagnostic> find_unbuilt_layers(const ReshardContext& c) {
   return out;
 }
 
+// The EP sizes above the layout's that Megatron-Core admits on its GPUs, smallest first.
+std::vector<std::int64_t> larger_ep(const Plan& plan, std::int64_t experts) {
+  std::vector<std::int64_t> out;
+  const std::int64_t ranks = plan.tp * plan.cp * plan.dp;
+  for (std::int64_t ep = plan.ep * 2; experts % ep == 0 && ranks % (plan.expert_tp() * ep) == 0;
+       ep *= 2) {
+    out.push_back(ep);
+  }
+  return out;
+}
+
 std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
   const Plan& plan = c.to.plan;
   // Every EP rank holds as many experts' elements: EP rank 0 stands for all.
@@ -144,12 +155,16 @@ std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
     held = n;
   }
   const RuntimeMemory& rt = c.platform.memory;
-  const auto need = [&](std::int64_t zero) {
-    ModelState state = model_state(held.shared, zero, plan.data_shards(), plan.grad_reduce_in_bf16);
-    state += model_state(held.experts, zero, plan.expert_data_shards(), plan.grad_reduce_in_bf16);
+  // At ZeRO stage `zero` with the experts over `ep` EP ranks of the same GPUs: each holds
+  // plan.ep / ep of its experts, their state sharded over that many times fewer ranks.
+  const auto need = [&](std::int64_t zero, std::int64_t ep) {
+    const bool bf16 = plan.grad_reduce_in_bf16;
+    ModelState state = model_state(held.shared, zero, plan.data_shards(), bf16);
+    state += model_state(held.experts * plan.ep / ep, zero,
+                         plan.expert_data_shards() * plan.ep / ep, bf16);
     return device_bytes(rt, state.total() + rt.allocated);
   };
-  const double bytes = need(plan.zero);
+  const double bytes = need(plan.zero, plan.ep);
   const double capacity = c.platform.gpu.memory_bytes;
   if (bytes <= capacity) return {};
   Diagnostic d;
@@ -161,10 +176,20 @@ std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
               " of weights, gradients, optimizer state and runtime memory before any "
               "activation, more than the GPU's " +
               format_bytes(capacity) + " (" + c.platform.gpu.name + ")";
+  const std::string on_top = " (activations come on top)";
   for (std::int64_t zero = plan.zero + 1; zero <= (plan.pp > 1 ? 1 : 3); ++zero) {
-    if (plan.data_shards() > 1 && need(zero) <= capacity) {
-      d.fix = "zero=" + std::to_string(zero) + " in --to brings it to " + format_bytes(need(zero)) +
-              " (activations come on top)";
+    if (plan.data_shards() > 1 && need(zero, plan.ep) <= capacity) {
+      d.fix = "zero=" + std::to_string(zero) + " in --to brings it to " +
+              format_bytes(need(zero, plan.ep)) + on_top;
+      return {d};
+    }
+  }
+  if (held.experts > 0) {
+    for (const std::int64_t ep : larger_ep(plan, c.model.moe.num_experts)) {
+      if (need(plan.zero, ep) > capacity) continue;
+      d.fix = "ep=" + std::to_string(ep) + " in --to (the same GPUs, " +
+              std::to_string(c.model.moe.num_experts / ep) + " experts a rank) brings it to " +
+              format_bytes(need(plan.zero, ep)) + on_top;
       return {d};
     }
   }

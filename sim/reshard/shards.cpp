@@ -58,7 +58,7 @@ LayoutShards::Numel LayoutShards::stage_shard_numel(std::int64_t stage, std::int
   Numel n;
   for (std::size_t i = 0; i < placed.size(); ++i) {
     if (!placed[i].held_by(stage, ep)) continue;
-    (apart(i) ? n.experts : n.shared) += placed[i].shard_numel();
+    (params[i].is_expert() ? n.experts : n.shared) += placed[i].shard_numel();
   }
   return n;
 }

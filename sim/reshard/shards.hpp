@@ -93,7 +93,8 @@ struct LayoutShards {
   const FlatBuffer& buffer_of(std::size_t i, std::int64_t stage, std::int64_t ep) const;
 
   /// Elements a rank of `stage` at EP rank `ep` holds (its TP shards of the stage's tensors,
-  /// padding included): those every EP rank holds, and its routed experts'.
+  /// padding included): its routed experts', and the others'. (Without experts apart the two
+  /// share dp x cp: expert_data_shards() is data_shards().)
   struct Numel {
     std::int64_t shared = 0;
     std::int64_t experts = 0;

@@ -70,13 +70,14 @@ TEST(ReshardExperts, EachExpertOnOneEpRankSplitOverExpertTp) {
     const LayoutShards::Numel n = l.stage_shard_numel(0, ep);
     EXPECT_EQ(n.experts, 2 * kExpertAllLayers);
   }
-  // Without EP and with expert TP as TP, the experts are dense tensors for the buffers.
+  // Without EP and with expert TP as TP, the experts are in the dense buffer, and every rank
+  // holds its TP shard of each.
   const LayoutShards plain = shards("tp=2,pp=1,dp=8");
   EXPECT_FALSE(plain.experts_apart());
-  EXPECT_EQ(plain.stage_shard_numel(0, 0).experts, 0);
+  EXPECT_EQ(plain.stage_shard_numel(0, 0).experts, 8 * kExpertAllLayers / 2);
   // Replicated over TP: two norms a layer and the final one, and the routers.
   constexpr std::int64_t kReplicated = 65 * 4096 + 32 * 8 * 4096;
-  EXPECT_EQ(plain.stage_shard_numel(0, 0).shared, (46'702'792'704 - kReplicated) / 2 + kReplicated);
+  EXPECT_EQ(plain.stage_shard_numel(0, 0).shared, (kDense - kReplicated) / 2 + kReplicated);
 }
 
 // Zero 1 at EP 8 on 8 GPUs: the dense buffer holds the dense tensors only; each EP rank's expert
@@ -171,7 +172,10 @@ TEST(ReshardExperts, AnExpertsCopyIsExchangedOverItsEdpGroup) {
 
 // The new layout's memory check shards the experts' optimizer state over their EDP group: at EP 8
 // on one node (an EDP group of one) each GPU keeps its expert's master weights and moments whole,
-// 5,637,144,576 x 18 bytes: more than an H100 holds; at PP 4 a quarter of that fits.
+// 5,637,144,576 x 18 bytes: more than an H100 holds; at PP 4 a quarter of that fits. Without EP
+// at PP 4, the last stage's 8 experts x 8 layers (11,274,289,152 elements, 7.5 bytes each with
+// the state over dp 8) and 466,948,096 others do not fit; the fix offered is EP 2 on the same
+// GPUs, half the experts with their state over 4 ranks (9 bytes an element).
 TEST(ReshardExperts, MemoryShardsExpertStateOverItsEdpGroup) {
   const Model m = mixtral();
   const auto oom = [&](const std::string& to) {
@@ -179,13 +183,18 @@ TEST(ReshardExperts, MemoryShardsExpertStateOverItsEdpGroup) {
         reshard(m, test::catalog_platform("h100-sxm-ndr"), test::reshard_layout(to),
                 test::reshard_layout(to), std::nullopt);
     for (const auto& d : r.diagnostics) {
-      if (d.id == "oom") return d.message;
+      if (d.id == "oom") return d;
     }
-    return std::string();
+    return Diagnostic{};
   };
-  EXPECT_NE(oom("tp=1,pp=1,dp=8,ep=8,zero=1").find("holds 7,242,780,672 parameters"),
+  EXPECT_NE(oom("tp=1,pp=1,dp=8,ep=8,zero=1").message.find("holds 7,242,780,672 parameters"),
             std::string::npos);
-  EXPECT_EQ(oom("tp=1,pp=4,dp=8,ep=8,zero=1"), "");
+  EXPECT_EQ(oom("tp=1,pp=4,dp=8,ep=8,zero=1").id, "");
+  const Diagnostic no_ep = oom("tp=1,pp=4,dp=8,zero=1");
+  EXPECT_EQ(no_ep.stage, 3);
+  EXPECT_NE(no_ep.message.find("holds 11,741,237,248 parameters"), std::string::npos);
+  EXPECT_EQ(no_ep.fix.rfind("ep=2 in --to (the same GPUs, 4 experts a rank) brings it to ", 0), 0u);
+  EXPECT_EQ(oom("tp=1,pp=4,dp=8,ep=2,zero=1").id, "");
 }
 
 }  // namespace
