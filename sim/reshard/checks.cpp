@@ -77,11 +77,10 @@ std::vector<Diagnostic> find_optimizer_format(const ReshardContext& c) {
   if (!a.distributed_optimizer()) return {};
   Diagnostic d;
   d.severity = Severity::kWarning;
-  bool experts = false;
   switch (b.effective_framework()) {
-    case Framework::kMegatron:
+    case Framework::kMegatron: {
       if (same_model_split(a, b)) return {};
-      experts = c.from.experts_apart() || c.to.experts_apart();
+      const bool experts = c.from.experts_apart() || c.to.experts_apart();
       d.id = "optimizer-not-reshardable";
       d.message =
           "the old layout uses Megatron-LM's distributed optimizer, whose default checkpoint "
@@ -95,6 +94,7 @@ std::vector<Diagnostic> find_optimizer_format(const ReshardContext& c) {
           "save the checkpoint with --dist-ckpt-optim-fully-reshardable (Megatron-Core 0.14 and "
           "later), or resume with --no-load-optim and lose the Adam moments";
       return {d};
+    }
     case Framework::kDeepSpeed:
       if (a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.zero == b.zero) {
         return {};

@@ -115,12 +115,9 @@ struct NewRank {
   std::int64_t tp(const LayoutShards& l, std::size_t i) const {
     return at[l.apart(i) ? Dim::kETP : Dim::kTP];
   }
-  std::int64_t share(const LayoutShards& l, std::size_t i) const {
-    return l.apart(i) ? expert_data_shard : data_shard;
-  }
-  const FlatBuffer& buffer(const LayoutShards& l, std::size_t i) const {
-    return l.buffer_of(i, at[Dim::kPP], at[Dim::kEP]);
-  }
+  // Its share of tensor i's elements in the distributed optimizer's buffer, counted from the
+  // tensor's first.
+  Interval owned(const LayoutShards& l, std::size_t i) const;
 };
 
 // What one new rank needs of one tensor, as rectangles, and the fraction of them it reads (1 over
@@ -141,6 +138,11 @@ Interval local_share(const FlatBuffer& buffer, std::size_t i, std::int64_t share
   return {part.begin - at.begin, part.end - at.begin};
 }
 
+Interval NewRank::owned(const LayoutShards& l, std::size_t i) const {
+  const std::int64_t share = l.apart(i) ? expert_data_shard : data_shard;
+  return local_share(l.buffer_of(i, at[Dim::kPP]), i, share, l.data_shards_of(i));
+}
+
 Need need_of(const LayoutShards& to, std::size_t i, const NewRank& r) {
   const ParamSpec& spec = to.params[i];
   const TpShard& shard = to.placed[i].shards[static_cast<std::size_t>(r.tp(to, i))];
@@ -148,7 +150,7 @@ Need need_of(const LayoutShards& to, std::size_t i, const NewRank& r) {
   n.weights = {shard_rect(spec, shard)};
   n.weight_share = 1.0 / sharers(to, i);
   if (to.plan.distributed_optimizer()) {
-    const Interval local = local_share(r.buffer(to, i), i, r.share(to, i), to.data_shards_of(i));
+    const Interval local = r.owned(to, i);
     if (local.size() > 0) n.optimizer = flat_rects(spec, shard, local);
   } else {
     n.optimizer = n.weights;
@@ -180,7 +182,7 @@ void read_from(const LayoutShards& from, std::size_t i, const Need& need, RankCo
       if (o > 0) rc.reads[optimizer_file(s, t, ep, -1)] += o;
       continue;
     }
-    const FlatBuffer& buf = from.buffer_of(i, s, std::max<std::int64_t>(old.ep_rank, 0));
+    const FlatBuffer& buf = from.buffer_of(i, s);
     for (std::int64_t d = 0; d < shares; ++d) {
       const Interval local = local_share(buf, i, d, shares);
       if (local.size() == 0) continue;
@@ -208,8 +210,7 @@ void written_and_exchanged(const LayoutShards& to, const NewRank& r, RankConvers
     if (to.apart(i)) rc.expert_exchanged_bytes += received;
     rc.written_bytes += shard * state / k;
     if (!to.plan.distributed_optimizer()) continue;
-    const Interval mine = local_share(r.buffer(to, i), i, r.share(to, i), to.data_shards_of(i));
-    rc.written_bytes += static_cast<double>(mine.size()) * kCheckpointOptimizerBytes;
+    rc.written_bytes += static_cast<double>(r.owned(to, i).size()) * kCheckpointOptimizerBytes;
   }
 }
 

@@ -127,7 +127,7 @@ void buffer_lines(const LayoutShards& l, const char* which, std::ostringstream& 
   // Every EP rank of a stage holds as many experts, of the same shapes: one size per stage.
   sizes.clear();
   for (std::int64_t s = 0; s < l.plan.pp; ++s) {
-    const FlatBuffer& b = l.expert_buffers[static_cast<std::size_t>(s * l.plan.ep)];
+    const FlatBuffer& b = l.expert_buffer(s, 0);
     if (b.size > 0) {
       sizes.push_back(format_grouped(b.size) + " elements on stage " + std::to_string(s));
     }
@@ -235,10 +235,10 @@ Json layout_json(const LayoutShards& l) {
     buffers.push_back({{"stage", s}, {"size", l.buffers[s].size}});
   }
   Json expert_buffers = Json::array();
-  for (std::size_t b = 0; b < l.expert_buffers.size(); ++b) {
-    const auto ep = static_cast<std::size_t>(l.plan.ep);
-    expert_buffers.push_back(
-        {{"stage", b / ep}, {"ep", b % ep}, {"size", l.expert_buffers[b].size}});
+  for (std::int64_t s = 0; !l.expert_buffers.empty() && s < l.plan.pp; ++s) {
+    for (std::int64_t ep = 0; ep < l.plan.ep; ++ep) {
+      expert_buffers.push_back({{"stage", s}, {"ep", ep}, {"size", l.expert_buffer(s, ep).size}});
+    }
   }
   return {{"tp", l.plan.tp},
           {"pp", l.plan.pp},
@@ -268,7 +268,7 @@ Json placement_json(const LayoutShards& l, std::size_t i) {
   if (!l.buffers.empty()) {
     Json flat = Json::array();
     for (auto s : p.stages) {
-      const Interval iv = l.buffer_of(i, s, std::max<std::int64_t>(p.ep_rank, 0)).of(i);
+      const Interval iv = l.buffer_of(i, s).of(i);
       flat.push_back({{"stage", s}, {"offsets", {iv.begin, iv.end}}});
     }
     j["flat_buffer"] = flat;

@@ -46,11 +46,12 @@ std::int64_t LayoutShards::data_shards_of(std::size_t i) const {
   return apart(i) ? plan.expert_data_shards() : plan.data_shards();
 }
 
-const FlatBuffer& LayoutShards::buffer_of(std::size_t i, std::int64_t stage,
-                                          std::int64_t ep) const {
-  if (apart(i)) {
-    return expert_buffers[static_cast<std::size_t>(stage * plan.ep + ep)];
-  }
+const FlatBuffer& LayoutShards::expert_buffer(std::int64_t stage, std::int64_t ep) const {
+  return expert_buffers[static_cast<std::size_t>(stage * plan.ep + ep)];
+}
+
+const FlatBuffer& LayoutShards::buffer_of(std::size_t i, std::int64_t stage) const {
+  if (apart(i)) return expert_buffer(stage, placed[i].ep_rank);
   return buffers[static_cast<std::size_t>(stage)];
 }
 
@@ -153,9 +154,8 @@ FlatBuffer flat_buffer(const LayoutShards& l, std::int64_t stage, std::int64_t s
 void build_buffers(LayoutShards& l) {
   const bool apart = l.experts_apart();
   for (std::int64_t s = 0; s < l.plan.pp; ++s) {
-    l.buffers.push_back(flat_buffer(l, s, l.plan.data_shards(), [&](std::size_t i) {
-      return !apart || !l.params[i].is_expert();
-    }));
+    l.buffers.push_back(
+        flat_buffer(l, s, l.plan.data_shards(), [&](std::size_t i) { return !l.apart(i); }));
     if (!apart) continue;
     for (std::int64_t e = 0; e < l.plan.ep; ++e) {
       l.expert_buffers.push_back(flat_buffer(l, s, l.plan.expert_data_shards(), [&](std::size_t i) {

@@ -89,8 +89,10 @@ struct LayoutShards {
   /// The ranks sharing one copy of parameter i's shards, over which its gradients are reduced
   /// and its optimizer state sharded: dp x cp, or a routed expert's expert-data-parallel group.
   std::int64_t data_shards_of(std::size_t i) const;
-  /// The flat buffer holding parameter i on `stage` at EP rank `ep`.
-  const FlatBuffer& buffer_of(std::size_t i, std::int64_t stage, std::int64_t ep) const;
+  /// The expert buffer of `stage`'s EP rank `ep` (experts apart, a distributed optimizer).
+  const FlatBuffer& expert_buffer(std::int64_t stage, std::int64_t ep) const;
+  /// The flat buffer holding parameter i on `stage` (for an expert's, its EP rank's).
+  const FlatBuffer& buffer_of(std::size_t i, std::int64_t stage) const;
 
   /// Elements a rank of `stage` at EP rank `ep` holds (its TP shards of the stage's tensors,
   /// padding included): its routed experts', and the others'. (Without experts apart the two
