@@ -121,8 +121,9 @@ void layout_fields(FieldTable& t) {
       "moe_token_dispatcher_type", {"alltoall", "allgather"}, [](Plan& p, const std::string& s) {
         p.moe_dispatcher = s == "allgather" ? MoeDispatcher::kAllGather : MoeDispatcher::kAllToAll;
       });
-  t.real("moe_imbalance", &Plan::moe_imbalance, {1.0});
-  t.real("moe_capacity_factor", &Plan::moe_capacity_factor, {0.0});
+  // The defaults are in range: 1 (balanced) and 0 (dropless), as a report's plan writes them.
+  t.real("moe_imbalance", &Plan::moe_imbalance, {1.0, true});
+  t.real("moe_capacity_factor", &Plan::moe_capacity_factor, {0.0, true});
   t.flag("moe_grouped_gemm", &Plan::moe_grouped_gemm);
   t.add({"mtp_num_layers",
          FieldType::kInt,
@@ -273,9 +274,8 @@ void apply_flag(Plan& plan, const PlanField& field, const std::string& value) {
       if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v)) {
         fail_input(flag, "must be a number, got '" + value + "'");
       }
-      if (v < field.real_range.min || v > field.real_range.max) {
-        fail_input(flag,
-                   "must be at least " + format_number(field.real_range.min) + ", got " + value);
+      if (!field.real_range.holds(v)) {
+        fail_input(flag, "must be " + field.real_range.describe() + ", got " + value);
       }
       plan.*field.real = v;
       break;

@@ -20,14 +20,7 @@ std::string describe_range(const IntRange& r) {
 }
 
 std::string describe_range(const RealRange& r) {
-  std::string s = "a number ";
-  s += r.min_inclusive ? ">= " : "> ";
-  s += format_number(r.min);
-  if (std::isfinite(r.max)) {
-    s += r.max_inclusive ? " and <= " : " and < ";
-    s += format_number(r.max);
-  }
-  return s;
+  return r.describe();
 }
 
 // "a string \"64\"", "an array [1,2]", "null": what a message says it got.
@@ -36,6 +29,22 @@ std::string described(const nlohmann::json& value) {
 }
 
 }  // namespace
+
+bool RealRange::holds(double x) const {
+  return std::isfinite(x) && (min_inclusive ? x >= min : x > min) &&
+         (max_inclusive ? x <= max : x < max);
+}
+
+std::string RealRange::describe() const {
+  std::string s = "a number ";
+  s += min_inclusive ? ">= " : "> ";
+  s += format_number(min);
+  if (std::isfinite(max)) {
+    s += max_inclusive ? " and <= " : " and < ";
+    s += format_number(max);
+  }
+  return s;
+}
 
 JsonObject::JsonObject(const nlohmann::json& value, std::string file, std::string path)
     : value_(&value), file_(std::move(file)), path_(std::move(path)) {
@@ -141,9 +150,7 @@ double JsonObject::number(std::string_view key, RealRange range) {
     fail(key, "must be " + describe_range(range) + ", got " + described(v));
   }
   double x = v.get<double>();
-  bool ok = std::isfinite(x) && (range.min_inclusive ? x >= range.min : x > range.min) &&
-            (range.max_inclusive ? x <= range.max : x < range.max);
-  if (!ok) fail(key, "must be " + describe_range(range) + ", got " + v.dump());
+  if (!range.holds(x)) fail(key, "must be " + describe_range(range) + ", got " + v.dump());
   return x;
 }
 

@@ -25,6 +25,10 @@ struct RealRange {
   bool min_inclusive = false;
   double max = std::numeric_limits<double>::infinity();
   bool max_inclusive = true;
+  /// Whether x is finite and within the range.
+  bool holds(double x) const;
+  /// "a number >= 0 and < 1": what an error message says a value must be.
+  std::string describe() const;
 };
 
 /// A JSON object read strictly. Call finish() after reading to reject unknown keys.
