@@ -156,6 +156,7 @@ void execution_fields(FieldTable& t) {
                                    : s == "flash-attn2" ? AttentionBackend::kFlashAttn2
                                                         : AttentionBackend::kFlash;
            });
+  t.real("attention_dropout", &Plan::attention_dropout, {0.0, true, 1.0, false});
   t.integer("zero", {0, 3}, &Plan::zero);
   t.integer("num_distributed_optimizer_instances", {}, &Plan::num_distributed_optimizer_instances);
   // Bounded as reshard's layouts bound it: 2^62 overflowed the padding multiple (x tp) to a

@@ -126,6 +126,11 @@ void add_memory_and_overlap_flags(po::options_description& d) {
       "flash-attn2: Transformer Engine with NVTE_FUSED_ATTN=0 (the flash-attn package's "
       "FlashAttention-2 kernels in place of cuDNN's), the database's time x the platform's "
       "flash_attn2_time_factor");
+  add("attention-dropout", s("P"),
+      "dropout probability on the attention probabilities (Megatron-LM's flag, whose default is "
+      "0.1; here 0, as NeMo's recipes set it): with --attention-backend unfused, PyTorch's "
+      "dropout over the s x s probabilities, a pass each way and a 1-byte mask kept for the "
+      "backward; a fused kernel draws its mask inside, not priced");
   add("zero", s("N"),
       "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
       "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "

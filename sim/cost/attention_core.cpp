@@ -76,7 +76,9 @@ KernelSpec batched_gemm(std::string name, const LayerShape& s, double m, double 
 }  // namespace
 
 // The attention core of one pass. Flash: one fused kernel. Unfused (Megatron-LM's CoreAttention):
-// the full s x s scores of every head (the causal mask does not skip work), softmax in place.
+// the full s x s scores of every head (the causal mask does not skip work), softmax in place,
+// then with attention dropout PyTorch's dropout over the probabilities (PV reads its output) and
+// in the backward its mask applied to dP before the softmax's gradient.
 void attention_core(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
   if (!s.unfused_attention) {
     flash_attention(k, s, backward);
@@ -88,11 +90,17 @@ void attention_core(std::vector<KernelSpec>& k, const LayerShape& s, bool backwa
     k.push_back(batched_gemm("attention.scores", s, n, d, n));  // Q K^T
     k.push_back(
         memory("attention.softmax", KernelKind::kElementwise, "scale_mask_softmax", rows, n));
+    if (s.attention_dropout) {
+      k.push_back(elementwise("attention.dropout", "dropout", rows, n));
+    }
     k.push_back(batched_gemm("attention.context", s, n, n, d));  // P V
     return;
   }
   k.push_back(batched_gemm("attention.context.dgrad", s, n, d, n));  // dP = dO V^T
   k.push_back(batched_gemm("attention.context.vgrad", s, n, n, d));  // dV = P^T dO
+  if (s.attention_dropout) {
+    k.push_back(elementwise("attention.dropout.grad", "dropout.grad", rows, n));
+  }
   k.push_back(memory("attention.softmax.grad", KernelKind::kElementwise, "scale_mask_softmax.grad",
                      rows, n));
   k.push_back(batched_gemm("attention.scores.qgrad", s, n, n, d));  // dQ = dS K

@@ -78,6 +78,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   }
   s.gemm_dtype = plan.precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
   s.unfused_attention = plan.attention_backend == AttentionBackend::kUnfused;
+  s.attention_dropout = plan.attention_dropout > 0;
   s.norm = model.norm;
   s.ffn_kind = model.ffn_kind;
   return s;

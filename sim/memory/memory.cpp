@@ -37,11 +37,13 @@ Shape shape_of(const Model& model, const Plan& plan) {
 
 // What the attention core keeps between forward and backward beyond Q, K, V and its output:
 // flash attention its softmax statistics (fp32 per query and head); otherwise the s x s
-// probabilities, and with attention dropout its mask and output (Korthikanti's 5as^2b).
-double attention_core(const Model& model, const Shape& s, const ActivationOptions& o) {
+// probabilities, and with attention dropout (Plan::attention_dropout) its mask and output
+// (Korthikanti's 5as^2b).
+double attention_core(const Model& model, const Shape& s, const ActivationOptions& o,
+                      bool dropout) {
   const double heads = d(model.num_attention_heads);
   if (o.flash_attention) return kFp32 * s.tokens * heads / s.t;
-  const double per_element = kActBytes + (o.attention_dropout ? kMaskBytes + kActBytes : 0.0);
+  const double per_element = kActBytes + (dropout ? kMaskBytes + kActBytes : 0.0);
   return per_element * heads * s.seq * s.tokens / s.t;
 }
 
@@ -169,7 +171,7 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   const AttentionActivations att = attention_activations(model, s, in);
   replicated += att.latent;
   const double sharded = att.sharded + mlp;
-  const double core = attention_core(model, s, o);
+  const double core = attention_core(model, s, o, plan.attention_dropout > 0);
   const double all = replicated / s.r + sharded + core;
 
   LayerActivations a;

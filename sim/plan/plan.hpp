@@ -108,6 +108,11 @@ struct Plan {
   /// attention core).
   std::uint32_t recompute_modules = kRecomputeCoreAttn;
   AttentionBackend attention_backend = AttentionBackend::kFlash;
+  /// Dropout probability on the attention probabilities (Megatron-LM's --attention-dropout,
+  /// whose default is 0.1; NeMo's recipes set 0). Above 0 it costs time and memory only in the
+  /// unfused backend, where the s x s probabilities pass through PyTorch's dropout; a fused
+  /// kernel draws its mask inside (not priced: the kernel database times it without dropout).
+  double attention_dropout = 0.0;
   std::int64_t zero = 0;
   /// Pad the vocabulary to a multiple of this x tp; 0: the framework's default.
   std::int64_t vocab_divisible_by = 0;

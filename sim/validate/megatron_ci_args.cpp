@@ -15,11 +15,11 @@ namespace {
 
 using Setter = std::function<void(CiLaunchArgs&, const Fields&, const char*)>;
 
-// A dropout argument: on unless its probability is 0.
-bool dropout_on(const Fields& args, const char* key) {
+// A dropout argument's probability, in [0, 1).
+double dropout_probability(const Fields& args, const char* key) {
   const auto p = args.number(key);
   if (!p || *p < 0 || *p >= 1) args.fail(key, "must be a probability in [0, 1)");
-  return *p > 0;
+  return *p;
 }
 
 // A string argument that must be one of `values`.
@@ -57,7 +57,14 @@ Setter count_into(std::int64_t CiLaunchArgs::*field) {
   };
 }
 Setter dropout_into(bool CiLaunchArgs::*field) {
-  return [field](CiLaunchArgs& a, const Fields& f, const char* k) { a.*field = dropout_on(f, k); };
+  return [field](CiLaunchArgs& a, const Fields& f, const char* k) {
+    a.*field = dropout_probability(f, k) > 0;
+  };
+}
+Setter probability_into(double CiLaunchArgs::*field) {
+  return [field](CiLaunchArgs& a, const Fields& f, const char* k) {
+    a.*field = dropout_probability(f, k);
+  };
 }
 Setter string_into(std::string CiLaunchArgs::*field) {
   return [field](CiLaunchArgs& a, const Fields& f, const char* k) { a.*field = *f.string(k); };
@@ -74,7 +81,7 @@ const std::map<std::string, Setter>& modelled() {
        }},
       {"--disable-bias-linear", flag_into(&CiLaunchArgs::disable_bias_linear)},
       {"--hidden-dropout", dropout_into(&CiLaunchArgs::hidden_dropout)},
-      {"--attention-dropout", dropout_into(&CiLaunchArgs::attention_dropout)},
+      {"--attention-dropout", probability_into(&CiLaunchArgs::attention_dropout)},
       {"--decoder-first-pipeline-num-layers", integer_into(&CiLaunchArgs::decoder_first)},
       {"--decoder-last-pipeline-num-layers", integer_into(&CiLaunchArgs::decoder_last)},
       {"--account-for-embedding-in-pipeline-split",

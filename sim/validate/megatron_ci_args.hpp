@@ -21,7 +21,7 @@ struct CiLaunchArgs {
   bool disable_bias_linear = false;
   // Megatron-LM's default dropout, 0.1 on attention probabilities and hidden states.
   bool hidden_dropout = true;
-  bool attention_dropout = true;
+  double attention_dropout = 0.1;
   std::int64_t decoder_first = -1;
   std::int64_t decoder_last = -1;
   bool account_for_embedding = false;

@@ -150,7 +150,7 @@ TEST(Memory, LayerActivationsEveryVariant) {
   ActivationOptions unfused;
   unfused.flash_attention = false;
   EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 30720 + 8192);
-  unfused.attention_dropout = true;
+  plan.attention_dropout = 0.1;
   unfused.hidden_dropout = true;
   EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 8192 + 30720 + 20480);
   // For MHA without GQA the split part is Korthikanti's 24 sbh / t and the replicated part his

@@ -66,12 +66,12 @@ TEST(PlanFields, RealsReadTheSameFromAFlagAndAScenario) {
     }
     EXPECT_EQ(flag_error(field, nlohmann::json(def).dump()), "") << field.name << " default";
   }
-  // moe_imbalance, moe_capacity_factor.
-  EXPECT_EQ(reals, 2);
+  // moe_imbalance, moe_capacity_factor, attention_dropout.
+  EXPECT_EQ(reals, 3);
 }
 
-// The bounds: an imbalance of at least 1 (the balanced default); a capacity factor of 0
-// (dropless, the default) or above.
+// The bounds as Megatron-LM states them: a probability below 1; an imbalance of at least 1 (the
+// balanced default); a capacity factor of 0 (dropless, the default) or above.
 TEST(PlanFields, RealBounds) {
   auto field = [](const std::string& name) -> const PlanField& {
     for (const auto& f : plan_fields()) {
@@ -79,6 +79,11 @@ TEST(PlanFields, RealBounds) {
     }
     throw std::runtime_error("no field " + name);
   };
+  EXPECT_EQ(flag_error(field("attention_dropout"), "1"),
+            "--attention-dropout: must be a number >= 0 and < 1, got 1");
+  EXPECT_EQ(flag_error(field("attention_dropout"), "0.1"), "");
+  EXPECT_EQ(json_error(field("attention_dropout"), -0.1),
+            "s.json: $.plan.attention_dropout: must be a number >= 0 and < 1, got -0.1");
   EXPECT_EQ(flag_error(field("moe_imbalance"), "0.9"),
             "--moe-imbalance: must be a number >= 1, got 0.9");
   EXPECT_EQ(json_error(field("moe_imbalance"), 1.0), "");

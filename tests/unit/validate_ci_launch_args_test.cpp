@@ -40,7 +40,7 @@ TEST(CiLaunchArgs, MegatronDefaultsWhereTheConfigIsSilent) {
   EXPECT_TRUE(a.present);
   EXPECT_EQ(a.vocab_size, 50257);
   EXPECT_TRUE(a.hidden_dropout);
-  EXPECT_TRUE(a.attention_dropout);
+  EXPECT_DOUBLE_EQ(a.attention_dropout, 0.1);
   EXPECT_EQ(a.moe_dispatcher, "allgather");
   EXPECT_FALSE(a.moe_grouped_gemm);
   EXPECT_EQ(a.normalization, "LayerNorm");
@@ -52,7 +52,7 @@ TEST(CiLaunchArgs, MegatronDefaultsWhereTheConfigIsSilent) {
 
 TEST(CiLaunchArgs, EachArgumentSetsItsField) {
   const CiLaunchArgs a = read({{"--hidden-dropout", 0.0},
-                               {"--attention-dropout", 0.1},
+                               {"--attention-dropout", 0.05},
                                {"--moe-token-dispatcher-type", "alltoall"},
                                {"--moe-grouped-gemm", true},
                                {"--moe-shared-expert-intermediate-size", 512},
@@ -64,7 +64,7 @@ TEST(CiLaunchArgs, EachArgumentSetsItsField) {
                                {"--moe-router-load-balancing-type", "sinkhorn"},
                                {"--no-bias-gelu-fusion", true}});
   EXPECT_FALSE(a.hidden_dropout);
-  EXPECT_TRUE(a.attention_dropout);
+  EXPECT_DOUBLE_EQ(a.attention_dropout, 0.05);
   EXPECT_EQ(a.moe_dispatcher, "alltoall");
   EXPECT_TRUE(a.moe_grouped_gemm);
   EXPECT_EQ(a.shared_expert_ffn_hidden_size, 512);
@@ -138,7 +138,7 @@ TEST(CiLaunchArgs, ContextParallelRun) {
   EXPECT_EQ(run.plan.dp, 1);
   EXPECT_TRUE(run.plan.sp);
   EXPECT_FALSE(run.options.hidden_dropout);
-  EXPECT_FALSE(run.options.attention_dropout);
+  EXPECT_EQ(run.plan.attention_dropout, 0);
   EXPECT_FALSE(run.model.moe.is_moe());
 }
 
