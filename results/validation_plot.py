@@ -51,23 +51,23 @@ A100_CAUSES = {
         "leaves it slow"),
 }
 SMALL_CAUSE = (
-    "a narrow model at micro-batch 8-16 with Megatron-LM's 2021 unfused attention: the dropout on "
-    "the attention probabilities (two more passes over the s x s scores) is not modelled, and "
-    "a100-sxm-hdr has no measured kernel database, so the small batched GEMMs and the memory-bound "
-    "kernels run at the roofline times one fitted factor that the large rows set (the unfused "
-    "attention itself is modelled: %.2f s of the 1.7B row's step)")
+    "a narrow model at micro-batch 8-16 with Megatron-LM's 2021 unfused attention and its dropout "
+    "on the attention probabilities, both modelled (%.2f s of the 1.7B row's step, %.2f s of it "
+    "the dropout); a100-sxm-hdr has no measured kernel database, so the batched GEMMs over the "
+    "s x s scores and the memory-bound kernels run at the roofline times one fitted factor that "
+    "the large rows set")
 
 
-def a100_cause(r, unfused_s):
+def a100_cause(r, unfused):
     for part, text in A100_CAUSES.items():
         if r["name"].startswith(part + " "):
-            return (SMALL_CAUSE % unfused_s) if text == "SMALL" else text % ()
+            return (SMALL_CAUSE % unfused) if text == "SMALL" else text % ()
     return "cause not yet identified"
 
 
 def unfused_share():
-    """What the unfused attention adds to the SC21 1.7B row (launch script's plan), by running it
-    both ways."""
+    """What the unfused attention with its dropout adds to the SC21 1.7B row (launch script's
+    plan), and what the dropout adds of it, by running it three ways: (both, dropout)."""
     model = {"name": "gpt-1.7b", "hidden_size": 2304, "num_layers": 24, "num_attention_heads": 24,
              "ffn_hidden_size": 9216, "ffn_kind": "gelu", "vocab_size": 51200,
              "tied_embeddings": True, "position_embedding": "learned",
@@ -78,15 +78,16 @@ def unfused_share():
         with open(path, "w") as f:
             json.dump(model, f)
         steps = []
-        for backend in ["flash", "unfused"]:
+        for backend, dropout in [("flash", "0"), ("unfused", "0"), ("unfused", "0.1")]:
             out = subprocess.run(
                 [os.path.join(BUILD, "trainsim"), "run", "--model", path, "--platform",
                  "a100-sxm-hdr", "--dp", "32", "--mbs", "16", "--gbs", "512", "--seq-len", "2048",
                  "--recompute", "full", "--overlap-grad-reduce", "--engine", "analytic",
-                 "--attention-backend", backend, "--format", "json"],
+                 "--attention-backend", backend, "--attention-dropout", dropout,
+                 "--format", "json"],
                 check=True, capture_output=True, text=True).stdout
             steps.append(json.loads(out)["step_time_s"])
-    return steps[1] - steps[0]
+    return steps[2] - steps[0], steps[2] - steps[1]
 
 
 def write_a100(result, lines):
@@ -111,7 +112,7 @@ def write_a100(result, lines):
                       100 * r["error"]))
     over = [r for r in done if abs(r["error"]) > 0.08]
     lines += ["", "Rows over 8 %% (%d)%s" % (len(over), ":" if over else ": none.")]
-    unfused = unfused_share() if over else 0
+    unfused = unfused_share() if over else (0, 0)
     for r in over:
         lines.append("- %s: %+.1f %% (%s half). Likely cause: %s." %
                      (r["name"], 100 * r["error"], r["half"], a100_cause(r, unfused)))
