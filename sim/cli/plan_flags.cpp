@@ -131,6 +131,10 @@ void add_memory_and_overlap_flags(po::options_description& d) {
       "0.1; here 0, as NeMo's recipes set it): with --attention-backend unfused, PyTorch's "
       "dropout over the s x s probabilities, a pass each way and a 1-byte mask kept for the "
       "backward; a fused kernel draws its mask inside, not priced");
+  add("hidden-dropout", s("P"),
+      "dropout probability on the hidden states (Megatron-LM's flag, default 0.1; here 0): "
+      "after the embedding and in each block's bias-dropout-add, a 1-byte mask written and kept "
+      "for the backward, which applies it");
   add("zero", s("N"),
       "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
       "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "

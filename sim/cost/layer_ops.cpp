@@ -79,6 +79,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.gemm_dtype = plan.precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
   s.unfused_attention = plan.attention_backend == AttentionBackend::kUnfused;
   s.attention_dropout = plan.attention_dropout > 0;
+  s.hidden_dropout = plan.hidden_dropout > 0;
   s.norm = model.norm;
   s.ffn_kind = model.ffn_kind;
   return s;
@@ -263,6 +264,22 @@ std::string act_op(const LayerShape& s) {
   return to_string(s.ffn_kind);
 }
 
+// A block's residual add; with hidden dropout Megatron-LM's fused bias-dropout-add, which also
+// writes the 1-byte mask its backward (residual_add_grad) reads.
+void residual_add(std::vector<KernelSpec>& k, const LayerShape& s) {
+  k.push_back(elementwise("residual_add", "add", s.sharded_tokens(), s.hidden));
+  if (s.hidden_dropout) {
+    k.push_back(elementwise("hidden_dropout", "dropout_mask", s.sharded_tokens(), s.hidden));
+  }
+}
+
+void residual_add_grad(std::vector<KernelSpec>& k, const LayerShape& s) {
+  k.push_back(elementwise("residual_add.grad", "add", s.sharded_tokens(), s.hidden));
+  if (s.hidden_dropout) {
+    k.push_back(elementwise("hidden_dropout.grad", "dropout.grad", s.sharded_tokens(), s.hidden));
+  }
+}
+
 void decoder_forward(const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, S = s.sharded_tokens();
   const DType g = s.gemm_dtype;
@@ -272,7 +289,7 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
   attention_core(k, s, false);
   linear(k, "out_proj", T, s.v, h, g);
   if (s.sandwich_norms) k.push_back(elementwise("attention_output_norm", norm_op(s), S, h));
-  k.push_back(elementwise("residual_add", "add", S, h));
+  residual_add(k, s);
   k.push_back(elementwise("post_attention_norm", norm_op(s), S, h));
   if (s.is_moe()) {
     moe_forward(s, p);
@@ -282,7 +299,7 @@ void decoder_forward(const LayerShape& s, BlockPass& p) {
     linear(k, "mlp_down", T, s.ffn, h, g);
   }
   if (s.sandwich_norms) k.push_back(elementwise("mlp_output_norm", norm_op(s), S, h));
-  k.push_back(elementwise("residual_add", "add", S, h));
+  residual_add(k, s);
   if (s.tp > 1) decoder_forward_tp(s, p);
   if (s.cp > 1) decoder_cp(s, p, false);
 }
@@ -291,7 +308,7 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, S = s.sharded_tokens();
   const DType g = s.gemm_dtype;
   auto& k = p.kernels;
-  k.push_back(elementwise("residual_add.grad", "add", S, h));
+  residual_add_grad(k, s);
   if (s.sandwich_norms) {
     k.push_back(elementwise("mlp_output_norm.grad", norm_op(s) + ".grad", S, h));
   }
@@ -303,7 +320,7 @@ void decoder_backward(const LayerShape& s, BlockPass& p) {
     gemm_backward(k, "mlp_up", T, h, s.up_factor * s.ffn, g);
   }
   k.push_back(elementwise("post_attention_norm.grad", norm_op(s) + ".grad", S, h));
-  k.push_back(elementwise("residual_add.grad", "add", S, h));
+  residual_add_grad(k, s);
   if (s.sandwich_norms) {
     k.push_back(elementwise("attention_output_norm.grad", norm_op(s) + ".grad", S, h));
   }

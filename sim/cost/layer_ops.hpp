@@ -116,6 +116,7 @@ struct LayerShape {
   DType gemm_dtype = DType::kBF16;
   bool unfused_attention = false;  // Plan::attention_backend
   bool attention_dropout = false;  // Plan::attention_dropout above 0
+  bool hidden_dropout = false;     // Plan::hidden_dropout above 0
   /// Local attention (Model::local_attention) on this layer: the tokens of the causal blocks its
   /// flash attention costs as (a chunk; two windows for a sliding window, whose s x w scores
   /// equal causal blocks of 2w); 0: the whole sequence.

@@ -14,6 +14,10 @@ namespace {
 void embedding(bool backward, const LayerShape& s, BlockPass& p) {
   const double T = s.tokens, h = s.hidden, e = s.act_bytes;
   if (backward) {
+    if (s.hidden_dropout) {
+      p.kernels.push_back(
+          elementwise("embedding_dropout.grad", "dropout.grad", s.sharded_tokens(), h));
+    }
     if (s.tp > 1 && s.sp) tp_after(p, CollectiveKind::kAllGather, T * h * e);
     // Scatter-add of the output gradient into the (fp32) embedding gradient rows.
     p.kernels.push_back(elementwise("embedding.grad", "embedding.grad", T, h));
@@ -21,6 +25,10 @@ void embedding(bool backward, const LayerShape& s, BlockPass& p) {
   }
   p.kernels.push_back(elementwise("embedding", "embedding", T, h));
   if (s.tp > 1) tp_after(p, embedding_output_call(s), T * h * e);
+  // Hidden dropout on the embedding's output (its sequence-parallel part with SP).
+  if (s.hidden_dropout) {
+    p.kernels.push_back(elementwise("embedding_dropout", "dropout", s.sharded_tokens(), h));
+  }
 }
 
 // Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine

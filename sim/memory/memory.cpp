@@ -167,7 +167,7 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   double replicated = 2.0 * kActBytes * T * s.h + norm_outputs * s.r;
   // Sandwich norms (Grok-1): the attention and MLP outputs, their inputs.
   if (model.sandwich_norms) replicated += 2.0 * kActBytes * T * s.h;
-  if (o.hidden_dropout) replicated += 2.0 * kMaskBytes * T * s.h;
+  if (plan.hidden_dropout > 0) replicated += 2.0 * kMaskBytes * T * s.h;
   const AttentionActivations att = attention_activations(model, s, in);
   replicated += att.latent;
   const double sharded = att.sharded + mlp;
@@ -270,7 +270,7 @@ double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bo
     case BlockKind::kEmbedding:
       // Token ids (Megatron's estimator: "input to embedding"), and the dropout mask.
       f.saved += kTokenIdBytes * T;
-      if (in.o.hidden_dropout) f.saved += kMaskBytes * T * in.s.h / in.s.r;
+      if (in.plan.hidden_dropout > 0) f.saved += kMaskBytes * T * in.s.h / in.s.r;
       return in.vocab_rows * in.s.h + d(count_params(model).position_embedding);
     case BlockKind::kDecoder:
     case BlockKind::kMtp: {

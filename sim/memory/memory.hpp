@@ -29,8 +29,6 @@ namespace trainsim {
 struct ActivationOptions {
   /// A fused attention kernel (FlashAttention, cuDNN): no s x s scores or probabilities are kept.
   bool flash_attention = true;
-  /// Dropout after the embedding and after each attention and MLP block: a 1-byte mask each.
-  bool hidden_dropout = false;
   /// Megatron-Core's fused vocabulary-parallel cross-entropy (--cross-entropy-loss-fusion, its
   /// native implementation): its forward writes the exponentiated logits to a second fp32
   /// tensor beside the fp32 copy it takes, where the plain one works in place.

@@ -113,6 +113,10 @@ struct Plan {
   /// unfused backend, where the s x s probabilities pass through PyTorch's dropout; a fused
   /// kernel draws its mask inside (not priced: the kernel database times it without dropout).
   double attention_dropout = 0.0;
+  /// Dropout probability on the hidden states (Megatron-LM's --hidden-dropout, default 0.1;
+  /// NeMo's recipes 0): after the embedding and in each attention and MLP block's fused
+  /// bias-dropout-add, each keeping a 1-byte mask for the backward.
+  double hidden_dropout = 0.0;
   std::int64_t zero = 0;
   /// Pad the vocabulary to a multiple of this x tp; 0: the framework's default.
   std::int64_t vocab_divisible_by = 0;

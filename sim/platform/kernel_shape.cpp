@@ -89,11 +89,13 @@ const std::vector<MemoryOp>& memory_ops() {
       {"scale_mask_softmax.grad", 6, "read the probabilities and their gradient, write the scores'",
        false},
       {"dropout", 5,
-       "PyTorch's dropout on the attention probabilities: read them, write the kept ones scaled "
-       "and a 1-byte mask (rows = batch x heads x seq, cols = seq)",
+       "PyTorch's dropout: read the input, write the kept elements scaled and a 1-byte mask (the "
+       "attention probabilities: rows = batch x heads x seq, cols = seq)",
        false},
       {"dropout.grad", 5, "read the gradient and the mask, write the gradient of the kept ones",
        false},
+      {"dropout_mask", 1,
+       "what hidden dropout adds to a fused bias-dropout-add: its 1-byte mask written", false},
       {"moe_router",
        6,
        "a mixture-of-experts router's softmax and top-k: read the BF16 logits, write fp32 "

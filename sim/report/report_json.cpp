@@ -55,6 +55,7 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
   // mtp_num_layers gives.
   if (p.mtp_num_layers) j["mtp_num_layers"] = *p.mtp_num_layers;
   if (p.attention_dropout > 0) j["attention_dropout"] = p.attention_dropout;
+  if (p.hidden_dropout > 0) j["hidden_dropout"] = p.hidden_dropout;
   if (p.num_distributed_optimizer_instances > 1) {
     j["num_distributed_optimizer_instances"] = p.num_distributed_optimizer_instances;
   }

@@ -103,6 +103,9 @@ std::vector<std::string> plan_extras(const Plan& p) {
   if (p.attention_dropout > 0) {
     extras.push_back("attention dropout " + format_fixed(p.attention_dropout, 2));
   }
+  if (p.hidden_dropout > 0) {
+    extras.push_back("hidden dropout " + format_fixed(p.hidden_dropout, 2));
+  }
   if (p.moe_dispatcher != MoeDispatcher::kAllToAll) extras.push_back("all-gather token dispatch");
   if (p.moe_imbalance != 1.0) {
     extras.push_back("busiest expert " + format_fixed(p.moe_imbalance, 2) + "x the mean load");

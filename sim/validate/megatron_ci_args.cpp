@@ -56,11 +56,6 @@ Setter count_into(std::int64_t CiLaunchArgs::*field) {
     a.*field = *v;
   };
 }
-Setter dropout_into(bool CiLaunchArgs::*field) {
-  return [field](CiLaunchArgs& a, const Fields& f, const char* k) {
-    a.*field = dropout_probability(f, k) > 0;
-  };
-}
 Setter probability_into(double CiLaunchArgs::*field) {
   return [field](CiLaunchArgs& a, const Fields& f, const char* k) {
     a.*field = dropout_probability(f, k);
@@ -80,7 +75,7 @@ const std::map<std::string, Setter>& modelled() {
          a.normalization = one_of(f, k, {"LayerNorm", "RMSNorm"});
        }},
       {"--disable-bias-linear", flag_into(&CiLaunchArgs::disable_bias_linear)},
-      {"--hidden-dropout", dropout_into(&CiLaunchArgs::hidden_dropout)},
+      {"--hidden-dropout", probability_into(&CiLaunchArgs::hidden_dropout)},
       {"--attention-dropout", probability_into(&CiLaunchArgs::attention_dropout)},
       {"--decoder-first-pipeline-num-layers", integer_into(&CiLaunchArgs::decoder_first)},
       {"--decoder-last-pipeline-num-layers", integer_into(&CiLaunchArgs::decoder_last)},

@@ -20,7 +20,7 @@ struct CiLaunchArgs {
   std::string normalization = "LayerNorm";
   bool disable_bias_linear = false;
   // Megatron-LM's default dropout, 0.1 on attention probabilities and hidden states.
-  bool hidden_dropout = true;
+  double hidden_dropout = 0.1;
   double attention_dropout = 0.1;
   std::int64_t decoder_first = -1;
   std::int64_t decoder_last = -1;

@@ -171,6 +171,7 @@ Plan ci_plan(const Fields& f, const CiLaunchArgs& extra, const Model& m, std::in
   plan.defer_embedding_wgrad_compute = extra.defer_embedding_wgrad;
   plan.wgrad_deferral_limit = extra.wgrad_deferral_limit;
   plan.attention_dropout = extra.attention_dropout;
+  plan.hidden_dropout = extra.hidden_dropout;
   return plan;
 }
 
@@ -217,7 +218,7 @@ std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra
   if (extra.decoder_first >= 0 || extra.decoder_last >= 0) {
     setup << ", first/last stage " << extra.decoder_first << "/" << extra.decoder_last << " layers";
   }
-  if (!options.hidden_dropout && plan.attention_dropout == 0) setup << ", no dropout";
+  if (plan.hidden_dropout == 0 && plan.attention_dropout == 0) setup << ", no dropout";
   if (local) setup << ", local impl";
   return setup.str();
 }
@@ -274,9 +275,6 @@ CiRun read_ci_run(const CiReference& ref, const nlohmann::json& row, const std::
   run.gpus = f.integer("n_gpus");
   run.model = ci_model(f, extra, run.name, ref.file);
   run.plan = ci_plan(f, extra, run.model, run.gpus.value_or(8));
-  // Hidden dropout as the launch arguments set it (Megatron-LM's default: 0.1); the attention's
-  // is the plan's.
-  run.options.hidden_dropout = extra.hidden_dropout;
   run.options.flash_attention = run.plan.attention_backend != AttentionBackend::kUnfused;
   run.options.fused_cross_entropy = extra.cross_entropy_loss_fusion;
   const bool local = f.string("transformer_impl").value_or("transformer_engine") == "local";

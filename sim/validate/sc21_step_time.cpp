@@ -74,8 +74,10 @@ Plan sc21_plan(const Fields& row, const Fields& script, const Model& m) {
   p.recompute = Recompute::kFull;
   // Megatron-LM's 2021 attention: batched GEMMs around its fused scale-mask-softmax.
   p.attention_backend = AttentionBackend::kUnfused;
-  // The scripts' common arguments (examples/sc21/CONFIG.sh) set no dropout: Megatron-LM's default.
+  // The scripts' common arguments (examples/sc21/CONFIG.sh) set no dropout: Megatron-LM's
+  // defaults.
   p.attention_dropout = 0.1;
+  p.hidden_dropout = 0.1;
   if (const auto per_chunk = script.integer("num_layers_per_virtual_pipeline_stage")) {
     p.vp = m.num_layers / (p.pp * *per_chunk);
     if (p.vp > 1) p.schedule = ScheduleKind::kInterleaved;
@@ -91,7 +93,7 @@ std::string sc21_setup(const Model& m, const Plan& p) {
   s << m.num_layers << " x " << m.hidden_size << ", tp " << p.tp << " pp " << p.pp;
   if (p.vp > 1) s << " x vp " << p.vp;
   s << " dp " << p.dp << ", mbs " << p.mbs << ", gbs " << p.gbs << ", seq " << p.seq_len
-    << ", full recompute, unfused attention, attention dropout " << p.attention_dropout << ", "
+    << ", full recompute, unfused attention, dropout " << p.attention_dropout << ", "
     << (p.overlap_grad_reduce ? "torch DDP" : "local DDP");
   return s.str();
 }
@@ -177,8 +179,9 @@ ValidationSet validate_sc21_step_time(const std::filesystem::path& reference,
       "Eq. 3 FLOPs of a step over its TFLOP/s per GPU and GPU count); predicted: trainsim's step "
       "time (analytic engine, symmetric replay) for the model, layout and batch of the row with "
       "the micro-batch size, virtual pipeline size and DDP of NVIDIA's launch script, full "
-      "recomputation, unfused attention with Megatron-LM's default attention dropout (0.1), no "
-      "sequence parallelism or distributed optimizer (2021)");
+      "recomputation, unfused attention, Megatron-LM's default dropout (0.1 on the attention "
+      "probabilities and the hidden states), no sequence parallelism or distributed optimizer "
+      "(2021)");
   set.rows = parallel_rows(
       table1, file,
       [&](const nlohmann::json& row, const std::string& path) {

@@ -1,6 +1,5 @@
 // Attention backends beyond the fused kernel the database times: FlashAttention-2
-// (--attention-backend flash-attn2), priced at the platform's factor over the fused kernel; and
-// dropout on the attention probabilities (--attention-dropout) in the unfused backend.
+// (--attention-backend flash-attn2), priced at the platform's factor over the fused kernel.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -55,62 +54,6 @@ TEST(CostModel, FlashAttention2IsTheFusedAttentionTimesThePlatformsFactor) {
     EXPECT_NE(std::string(e.what()).find("flash-attn2 needs the platform's"), std::string::npos)
         << e.what();
   }
-}
-
-const KernelCost* kernel_named(const PassCost& pass, const std::string& name) {
-  for (const auto& k : pass.kernels) {
-    if (k.name == name) return &k;
-  }
-  return nullptr;
-}
-
-// --attention-dropout in the unfused backend: per layer and micro-batch, PyTorch's dropout over
-// the b a s^2 probabilities, reading them (2 bytes) and writing its output (2) and mask (1); its
-// backward reads the gradient (2) and the mask (1) and writes the gradient (2). Both are
-// roofline-timed as the softmax is (5 bytes a score element against its 4 and 6), selective
-// recomputation re-runs the forward one, and nothing else changes. A fused kernel draws its mask
-// inside: flash attention costs the same with dropout as without.
-TEST(CostModel, AttentionDropoutIsAPassEachWayOverTheProbabilities) {
-  const Model m = test::catalog_model("llama3.1-8b");
-  const Platform platform = test::catalog_platform("a100-sxm-hdr");
-  Plan p;
-  p.tp = 2;
-  p.mbs = 2;
-  p.seq_len = 2048;
-  p.recompute = Recompute::kSelective;
-  const auto part = test::uniform_partition(m, 1);
-  const auto flash = compute_costs(m, platform, p, part);
-  p.attention_dropout = 0.1;
-  const auto flash_dropout = compute_costs(m, platform, p, part);
-  EXPECT_DOUBLE_EQ(flash_dropout.stages[0].forward.seconds, flash.stages[0].forward.seconds);
-  EXPECT_DOUBLE_EQ(flash_dropout.stages[0].backward.seconds, flash.stages[0].backward.seconds);
-
-  p.attention_backend = AttentionBackend::kUnfused;
-  const auto with = compute_costs(m, platform, p, part);
-  p.attention_dropout = 0;
-  const auto without = compute_costs(m, platform, p, part);
-  const double b = 2, a = 32.0 / 2, s = 2048, scores = b * a * s * s;
-  const auto& st = with.stages[0];
-  const KernelCost* softmax = kernel_named(st.forward, "decoder.attention.softmax");
-  const KernelCost* softmax_grad = kernel_named(st.backward, "decoder.attention.softmax.grad");
-  const KernelCost* drop = kernel_named(st.forward, "decoder.attention.dropout");
-  const KernelCost* drop_grad = kernel_named(st.backward, "decoder.attention.dropout.grad");
-  ASSERT_TRUE(softmax && softmax_grad && drop && drop_grad);
-  EXPECT_EQ(kernel_named(without.stages[0].forward, "decoder.attention.dropout"), nullptr);
-  EXPECT_DOUBLE_EQ(drop->bytes, 5 * scores);
-  EXPECT_DOUBLE_EQ(drop_grad->bytes, 5 * scores);
-  EXPECT_EQ(drop->count, 32);
-  EXPECT_EQ(drop_grad->count, 32);
-  EXPECT_NEAR(drop->time.seconds, softmax->time.seconds * 5 / 4, 1e-9 * drop->time.seconds);
-  EXPECT_NEAR(drop_grad->time.seconds, softmax_grad->time.seconds * 5 / 6,
-              1e-9 * drop_grad->time.seconds);
-  const double layers = 32;
-  auto grew = [&](PassCost StageCost::*pass) {
-    return (with.stages[0].*pass).seconds - (without.stages[0].*pass).seconds;
-  };
-  EXPECT_NEAR(grew(&StageCost::forward), layers * drop->time.seconds, 1e-9);
-  EXPECT_NEAR(grew(&StageCost::recompute), layers * drop->time.seconds, 1e-9);
-  EXPECT_NEAR(grew(&StageCost::backward), layers * drop_grad->time.seconds, 1e-9);
 }
 
 // The factor is the published figures' own: the median over the FlashAttention-3 paper's causal

@@ -151,7 +151,7 @@ TEST(Memory, LayerActivationsEveryVariant) {
   unfused.flash_attention = false;
   EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 30720 + 8192);
   plan.attention_dropout = 0.1;
-  unfused.hidden_dropout = true;
+  plan.hidden_dropout = 0.1;
   EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 8192 + 30720 + 20480);
   // For MHA without GQA the split part is Korthikanti's 24 sbh / t and the replicated part his
   // 10 sbh: check against sbh (34 + 5 a s / h) at t = 1 for a GeLU MLP of 4h.
@@ -168,6 +168,7 @@ TEST(Memory, LayerActivationsEveryVariant) {
   plan.recompute = Recompute::kSelective;
   EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 8192 + 30720);
   EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).recompute, 20480);
+  plan.attention_dropout = plan.hidden_dropout = 0;  // as before: no masks
   EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 32768 + 30720);
   EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).recompute, 512);
 
@@ -253,12 +254,11 @@ TEST(Memory, StageFootprintsEmbeddingAndLoss) {
   EXPECT_DOUBLE_EQ(stage_footprint(m, plan, part, 0, 1024, fused).forward_transient, 0);
 
   // With hidden dropout the embedding keeps its 1-byte mask, T x h = 4,096 (2,048 with SP).
-  ActivationOptions drop;
-  drop.hidden_dropout = true;
   Plan sp = plan;
   sp.sp = true;
-  EXPECT_DOUBLE_EQ(stage_footprint(m, sp, part, 0, 1024, drop).saved,
-                   512 + 2048 + 2 * layer_activations(m, sp, drop).saved);
+  sp.hidden_dropout = 0.1;
+  EXPECT_DOUBLE_EQ(stage_footprint(m, sp, part, 0, 1024, {}).saved,
+                   512 + 2048 + 2 * layer_activations(m, sp, {}).saved);
 
   // ZeRO 3: the gathered BF16 weights of the running and the prefetched block (the largest
   // block of stage 1 is the LM head, 512 x 64 = 32,768 parameters) in both passes, and one

@@ -66,8 +66,8 @@ TEST(PlanFields, RealsReadTheSameFromAFlagAndAScenario) {
     }
     EXPECT_EQ(flag_error(field, nlohmann::json(def).dump()), "") << field.name << " default";
   }
-  // moe_imbalance, moe_capacity_factor, attention_dropout.
-  EXPECT_EQ(reals, 3);
+  // moe_imbalance, moe_capacity_factor, attention_dropout, hidden_dropout.
+  EXPECT_EQ(reals, 4);
 }
 
 // The bounds as Megatron-LM states them: a probability below 1; an imbalance of at least 1 (the

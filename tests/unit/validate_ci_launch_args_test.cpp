@@ -39,7 +39,7 @@ TEST(CiLaunchArgs, MegatronDefaultsWhereTheConfigIsSilent) {
   const CiLaunchArgs a = read(nlohmann::json::object());
   EXPECT_TRUE(a.present);
   EXPECT_EQ(a.vocab_size, 50257);
-  EXPECT_TRUE(a.hidden_dropout);
+  EXPECT_DOUBLE_EQ(a.hidden_dropout, 0.1);
   EXPECT_DOUBLE_EQ(a.attention_dropout, 0.1);
   EXPECT_EQ(a.moe_dispatcher, "allgather");
   EXPECT_FALSE(a.moe_grouped_gemm);
@@ -63,7 +63,7 @@ TEST(CiLaunchArgs, EachArgumentSetsItsField) {
                                {"--fp8-param-gather", true},
                                {"--moe-router-load-balancing-type", "sinkhorn"},
                                {"--no-bias-gelu-fusion", true}});
-  EXPECT_FALSE(a.hidden_dropout);
+  EXPECT_EQ(a.hidden_dropout, 0);
   EXPECT_DOUBLE_EQ(a.attention_dropout, 0.05);
   EXPECT_EQ(a.moe_dispatcher, "alltoall");
   EXPECT_TRUE(a.moe_grouped_gemm);
@@ -137,7 +137,7 @@ TEST(CiLaunchArgs, ContextParallelRun) {
   EXPECT_EQ(run.plan.cp, 2);
   EXPECT_EQ(run.plan.dp, 1);
   EXPECT_TRUE(run.plan.sp);
-  EXPECT_FALSE(run.options.hidden_dropout);
+  EXPECT_EQ(run.plan.hidden_dropout, 0);
   EXPECT_EQ(run.plan.attention_dropout, 0);
   EXPECT_FALSE(run.model.moe.is_moe());
 }

@@ -76,6 +76,7 @@ TEST(ValidateCiStepTime, PredictionIsTheSimulatedStepOfTheRunsPlan) {
   p.seq_len = 8192;
   p.zero = 1;
   p.overlap_grad_reduce = p.overlap_param_gather = true;
+  p.attention_dropout = p.hidden_dropout = 0.1;  // its arguments leave Megatron-LM's defaults
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
   const double step = evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s;
   EXPECT_DOUBLE_EQ(row.predicted, step);

@@ -79,7 +79,8 @@ Plan sc21_recipe(std::int64_t pp, std::int64_t dp, std::int64_t mbs, std::int64_
   p.seq_len = 2048;
   p.recompute = Recompute::kFull;
   p.attention_backend = AttentionBackend::kUnfused;
-  p.attention_dropout = 0.1;  // CONFIG.sh sets none: Megatron-LM's default
+  p.attention_dropout = 0.1;  // CONFIG.sh sets none: Megatron-LM's defaults
+  p.hidden_dropout = 0.1;
   return p;
 }
 
@@ -107,12 +108,12 @@ TEST(ValidateSc21, MeasuredIsEq3OverTheRateAndPredictedTheScriptsPlan) {
   EXPECT_DOUBLE_EQ(row.predicted, simulated_step(p));
   EXPECT_EQ(row.setup,
             "24 x 2304, tp 1 pp 1 dp 32, mbs 16, gbs 512, seq 2048, full recompute, unfused "
-            "attention, attention dropout 0.1, torch DDP");
+            "attention, dropout 0.1, torch DDP");
   // The second row has the same width and depth, so the same script row: its own layout.
   ASSERT_FALSE(set.rows[1].skipped) << *set.rows[1].skipped;
   EXPECT_EQ(set.rows[1].setup,
             "24 x 2304, tp 1 pp 2 dp 2, mbs 16, gbs 64, seq 2048, full recompute, unfused "
-            "attention, attention dropout 0.1, torch DDP");
+            "attention, dropout 0.1, torch DDP");
 }
 
 TEST(ValidateSc21, LayersPerVirtualStageGiveTheInterleavedSchedule) {
@@ -123,7 +124,7 @@ TEST(ValidateSc21, LayersPerVirtualStageGiveTheInterleavedSchedule) {
   // 24 layers over pp 2 in chunks of 3: vp 4; local DDP reduces after the backward pass.
   EXPECT_EQ(set.rows[0].setup,
             "24 x 2304, tp 1 pp 2 x vp 4 dp 2, mbs 2, gbs 16, seq 2048, full recompute, unfused "
-            "attention, attention dropout 0.1, local DDP");
+            "attention, dropout 0.1, local DDP");
   Plan p = sc21_recipe(2, 2, 2, 16);
   p.vp = 4;
   p.schedule = ScheduleKind::kInterleaved;
