@@ -158,6 +158,7 @@ void execution_fields(FieldTable& t) {
            });
   t.real("attention_dropout", &Plan::attention_dropout, {0.0, true, 1.0, false});
   t.real("hidden_dropout", &Plan::hidden_dropout, {0.0, true, 1.0, false});
+  t.flag("cross_entropy_loss_fusion", &Plan::cross_entropy_loss_fusion);
   t.integer("zero", {0, 3}, &Plan::zero);
   t.integer("num_distributed_optimizer_instances", {}, &Plan::num_distributed_optimizer_instances);
   // Bounded as reshard's layouts bound it: 2^62 overflowed the padding multiple (x tp) to a

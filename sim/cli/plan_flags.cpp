@@ -135,6 +135,9 @@ void add_memory_and_overlap_flags(po::options_description& d) {
       "dropout probability on the hidden states (Megatron-LM's flag, default 0.1; here 0): "
       "after the embedding and in each block's bias-dropout-add, a 1-byte mask written and kept "
       "for the backward, which applies it");
+  add("cross-entropy-loss-fusion", po::bool_switch(),
+      "Megatron-Core's fused vocabulary-parallel cross-entropy (its native implementation): the "
+      "last stage holds a second fp32 copy of its logits while the loss runs (memory only)");
   add("zero", s("N"),
       "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
       "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "

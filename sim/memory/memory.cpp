@@ -247,12 +247,12 @@ void add_lm_head(PassFootprint& f, const BlockInputs& in) {
 
 // Vocabulary-parallel cross-entropy: an fp32 copy of the logits turned into the softmax in place
 // and kept for the backward; the BF16 logits live beside it while the loss runs (the fused one's
-// second fp32 tensor too), and the BF16 logits gradient beside it in the backward. With
-// multi-token prediction every module's softmax is kept; their BF16 logits and gradients come one
-// at a time.
+// second fp32 tensor too: Plan::cross_entropy_loss_fusion), and the BF16 logits gradient beside it
+// in the backward. With multi-token prediction every module's softmax is kept; their BF16 logits
+// and gradients come one at a time.
 void add_loss(PassFootprint& f, const BlockInputs& in, bool holds_lm_head) {
   f.saved += kFp32 * in.logits;
-  const double fused = in.o.fused_cross_entropy ? kFp32 * in.logits / in.runs : 0.0;
+  const double fused = in.plan.cross_entropy_loss_fusion ? kFp32 * in.logits / in.runs : 0.0;
   if (holds_lm_head) {
     f.forward_transient = std::max(f.forward_transient, kActBytes * in.logits / in.runs + fused);
   } else {

@@ -24,15 +24,11 @@
 
 namespace trainsim {
 
-/// Parts of the training recipe that change activation memory but not the parallel plan.
-/// trainsim run uses the defaults (flash attention, no dropout: Llama-style training).
+/// What a caller may assume beyond the plan (the recipe's dropout and loss fusion are plan
+/// fields). trainsim run uses the default.
 struct ActivationOptions {
   /// A fused attention kernel (FlashAttention, cuDNN): no s x s scores or probabilities are kept.
   bool flash_attention = true;
-  /// Megatron-Core's fused vocabulary-parallel cross-entropy (--cross-entropy-loss-fusion, its
-  /// native implementation): its forward writes the exponentiated logits to a second fp32
-  /// tensor beside the fp32 copy it takes, where the plain one works in place.
-  bool fused_cross_entropy = false;
 };
 
 /// Bytes per element of the model state (mixed-precision Adam as Megatron-LM runs it).

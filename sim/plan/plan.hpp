@@ -117,6 +117,11 @@ struct Plan {
   /// NeMo's recipes 0): after the embedding and in each attention and MLP block's fused
   /// bias-dropout-add, each keeping a 1-byte mask for the backward.
   double hidden_dropout = 0.0;
+  /// Megatron-Core's fused vocabulary-parallel cross-entropy (--cross-entropy-loss-fusion, its
+  /// native implementation): its forward writes the exponentiated logits to a second fp32 tensor
+  /// beside the fp32 copy it takes, where the plain one works in place (memory only: the loss's
+  /// kernels are timed as the plain one's).
+  bool cross_entropy_loss_fusion = false;
   std::int64_t zero = 0;
   /// Pad the vocabulary to a multiple of this x tp; 0: the framework's default.
   std::int64_t vocab_divisible_by = 0;

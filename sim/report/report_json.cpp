@@ -56,6 +56,7 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
   if (p.mtp_num_layers) j["mtp_num_layers"] = *p.mtp_num_layers;
   if (p.attention_dropout > 0) j["attention_dropout"] = p.attention_dropout;
   if (p.hidden_dropout > 0) j["hidden_dropout"] = p.hidden_dropout;
+  if (p.cross_entropy_loss_fusion) j["cross_entropy_loss_fusion"] = true;
   if (p.num_distributed_optimizer_instances > 1) {
     j["num_distributed_optimizer_instances"] = p.num_distributed_optimizer_instances;
   }

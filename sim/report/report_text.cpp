@@ -106,6 +106,7 @@ std::vector<std::string> plan_extras(const Plan& p) {
   if (p.hidden_dropout > 0) {
     extras.push_back("hidden dropout " + format_fixed(p.hidden_dropout, 2));
   }
+  if (p.cross_entropy_loss_fusion) extras.push_back("fused cross-entropy");
   if (p.moe_dispatcher != MoeDispatcher::kAllToAll) extras.push_back("all-gather token dispatch");
   if (p.moe_imbalance != 1.0) {
     extras.push_back("busiest expert " + format_fixed(p.moe_imbalance, 2) + "x the mean load");

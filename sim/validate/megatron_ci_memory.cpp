@@ -57,8 +57,7 @@ ValidationRow megatron_memory_row(const CiReference& ref, const nlohmann::json& 
     validate_plan(run.plan, run.model, platform, {});
     const Partition partition = build_partition(run.model, platform, run.plan);
     const CostModel costs = compute_costs(run.model, platform, run.plan, partition);
-    const MemoryModel memory =
-        compute_memory(run.model, platform, run.plan, partition, costs, run.options);
+    const MemoryModel memory = compute_memory(run.model, platform, run.plan, partition, costs);
     // Megatron-LM writes TensorBoard from rank world_size - 1 (megatron/training/global_vars.py);
     // with its rank order (tp innermost, pp outermost) that is a GPU of the last stage.
     row.stage = partition.physical_stages() - 1;

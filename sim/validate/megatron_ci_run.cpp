@@ -172,12 +172,12 @@ Plan ci_plan(const Fields& f, const CiLaunchArgs& extra, const Model& m, std::in
   plan.wgrad_deferral_limit = extra.wgrad_deferral_limit;
   plan.attention_dropout = extra.attention_dropout;
   plan.hidden_dropout = extra.hidden_dropout;
+  plan.cross_entropy_loss_fusion = extra.cross_entropy_loss_fusion;
   return plan;
 }
 
 // The run in a few words.
-std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra,
-                     const ActivationOptions& options, bool local) {
+std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra, bool local) {
   std::ostringstream setup;
   setup << m.num_layers << " x " << m.hidden_size << " (" << m.num_attention_heads << "/"
         << m.num_kv_heads << " heads)";
@@ -207,8 +207,8 @@ std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra
       setup << " (groups of " << plan.microbatch_group_size_per_vp_stage << ")";
     }
   }
-  if (!options.flash_attention) setup << ", unfused attn";
-  if (options.fused_cross_entropy) setup << ", fused CE";
+  if (plan.attention_backend == AttentionBackend::kUnfused) setup << ", unfused attn";
+  if (plan.cross_entropy_loss_fusion) setup << ", fused CE";
   if (m.mla.is_mla()) setup << ", mla";
   if (m.qk_norm) setup << ", qk norm";
   if (m.ffn_kind == FfnKind::kSwiGLU) setup << ", swiglu";
@@ -275,10 +275,8 @@ CiRun read_ci_run(const CiReference& ref, const nlohmann::json& row, const std::
   run.gpus = f.integer("n_gpus");
   run.model = ci_model(f, extra, run.name, ref.file);
   run.plan = ci_plan(f, extra, run.model, run.gpus.value_or(8));
-  run.options.flash_attention = run.plan.attention_backend != AttentionBackend::kUnfused;
-  run.options.fused_cross_entropy = extra.cross_entropy_loss_fusion;
   const bool local = f.string("transformer_impl").value_or("transformer_engine") == "local";
-  run.setup = ci_setup(run.model, run.plan, extra, run.options, local);
+  run.setup = ci_setup(run.model, run.plan, extra, local);
   return run;
 }
 

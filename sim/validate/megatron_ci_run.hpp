@@ -1,15 +1,13 @@
 #pragma once
 // A run of Megatron-LM's CI on DGX H100 (a row of megatron_lm_ci_golden_values_h100.json,
 // completed by the launch arguments of megatron_lm_ci_model_args_h100.json beside it) as
-// trainsim's model, plan and activation options: what the CI's memory and step-time comparisons
-// share.
+// trainsim's model and plan: what the CI's memory and step-time comparisons share.
 #include <filesystem>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "sim/memory/memory.hpp"
 #include "sim/model/model.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/platform/platform.hpp"
@@ -34,8 +32,7 @@ struct CiRun {
   std::optional<std::string> skipped;  // why trainsim cannot express the run
   std::optional<std::int64_t> gpus;    // the run's GPU count, when the row gives it
   Model model;
-  Plan plan;  // on the row's GPU count, or one node of 8 when it gives none
-  ActivationOptions options;
+  Plan plan;          // on the row's GPU count, or one node of 8 when it gives none
   std::string setup;  // the run in a few words
 };
 

@@ -245,13 +245,13 @@ TEST(Memory, StageFootprintsEmbeddingAndLoss) {
   // beside the fp32 copy and the BF16 logits while the loss runs; the same softmax kept, the same
   // backward. Megatron-LM's CI measured +390.5 MiB between the fused and plain runs of one model,
   // 4 bytes of its 4,096 x 25,216 logits per GPU (394.0 MiB).
-  ActivationOptions fused;
-  fused.fused_cross_entropy = true;
-  const PassFootprint f1 = stage_footprint(m, plan, part, 1, 1024, fused);
+  Plan fused = plan;
+  fused.cross_entropy_loss_fusion = true;
+  const PassFootprint f1 = stage_footprint(m, fused, part, 1, 1024, {});
   EXPECT_DOUBLE_EQ(f1.saved, s1.saved);
   EXPECT_DOUBLE_EQ(f1.forward_transient, 65536 + 131072);
   EXPECT_DOUBLE_EQ(f1.backward_transient, s1.backward_transient);
-  EXPECT_DOUBLE_EQ(stage_footprint(m, plan, part, 0, 1024, fused).forward_transient, 0);
+  EXPECT_DOUBLE_EQ(stage_footprint(m, fused, part, 0, 1024, {}).forward_transient, 0);
 
   // With hidden dropout the embedding keeps its 1-byte mask, T x h = 4,096 (2,048 with SP).
   Plan sp = plan;
