@@ -19,10 +19,6 @@ std::string describe_range(const IntRange& r) {
   return "an integer in [" + std::to_string(r.min) + ", " + std::to_string(r.max) + "]";
 }
 
-std::string describe_range(const RealRange& r) {
-  return r.describe();
-}
-
 // "a string \"64\"", "an array [1,2]", "null": what a message says it got.
 std::string described(const nlohmann::json& value) {
   return value.is_null() ? "null" : json_type_name(value) + " " + json_excerpt(value);
@@ -147,10 +143,10 @@ std::optional<std::int64_t> JsonObject::optional_integer(std::string_view key, I
 double JsonObject::number(std::string_view key, RealRange range) {
   const auto& v = get(key);
   if (!v.is_number()) {
-    fail(key, "must be " + describe_range(range) + ", got " + described(v));
+    fail(key, "must be " + range.describe() + ", got " + described(v));
   }
   double x = v.get<double>();
-  if (!range.holds(x)) fail(key, "must be " + describe_range(range) + ", got " + v.dump());
+  if (!range.holds(x)) fail(key, "must be " + range.describe() + ", got " + v.dump());
   return x;
 }
 
