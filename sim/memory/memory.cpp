@@ -36,13 +36,13 @@ Shape shape_of(const Model& model, const Plan& plan) {
 }
 
 // What the attention core keeps between forward and backward beyond Q, K, V and its output:
-// flash attention its softmax statistics (fp32 per query and head); otherwise the s x s
-// probabilities, and with attention dropout (Plan::attention_dropout) its mask and output
-// (Korthikanti's 5as^2b).
-double attention_core(const Model& model, const Shape& s, const ActivationOptions& o,
-                      bool dropout) {
+// a fused kernel (flash, flash-attn2) its softmax statistics (fp32 per query and head); the
+// unfused backend the s x s probabilities, and with attention dropout their mask and the
+// dropout's output (Korthikanti's 5as^2b).
+double attention_core(const Model& model, const Plan& plan, const Shape& s) {
   const double heads = d(model.num_attention_heads);
-  if (o.flash_attention) return kFp32 * s.tokens * heads / s.t;
+  if (plan.attention_backend != AttentionBackend::kUnfused) return kFp32 * s.tokens * heads / s.t;
+  const bool dropout = plan.attention_dropout > 0;
   const double per_element = kActBytes + (dropout ? kMaskBytes + kActBytes : 0.0);
   return per_element * heads * s.seq * s.tokens / s.t;
 }
@@ -149,8 +149,7 @@ AttentionActivations attention_activations(const Model& model, const Shape& s,
 
 }  // namespace
 
-LayerActivations layer_activations(const Model& model, const Plan& plan, const ActivationOptions& o,
-                                   bool moe_layer) {
+LayerActivations layer_activations(const Model& model, const Plan& plan, bool moe_layer) {
   const Shape s = shape_of(model, plan);
   const double T = s.tokens;
   const bool moe = model.moe.is_moe() && moe_layer;
@@ -171,7 +170,7 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, const A
   const AttentionActivations att = attention_activations(model, s, in);
   replicated += att.latent;
   const double sharded = att.sharded + mlp;
-  const double core = attention_core(model, s, o, plan.attention_dropout > 0);
+  const double core = attention_core(model, plan, s);
   const double all = replicated / s.r + sharded + core;
 
   LayerActivations a;
@@ -213,24 +212,21 @@ namespace {
 struct BlockInputs {
   const Model& model;
   const Plan& plan;
-  const ActivationOptions& o;
   Shape s;
   double runs;
   double logits;
   double vocab_rows;  // the padded vocabulary's rows on one TP rank
   LayerActivations moe_layer;
   LayerActivations dense_layer;
-  BlockInputs(const Model& m, const Plan& p, const ActivationOptions& opts,
-              std::int64_t padded_vocab)
+  BlockInputs(const Model& m, const Plan& p, std::int64_t padded_vocab)
       : model(m),
         plan(p),
-        o(opts),
         s(shape_of(m, p)),
         runs(d(1 + m.mtp_layers)),
         logits(s.tokens * d(padded_vocab) / s.t * runs),
         vocab_rows(d(padded_vocab) / s.t),
-        moe_layer(layer_activations(m, p, opts, true)),
-        dense_layer(layer_activations(m, p, opts, false)) {}
+        moe_layer(layer_activations(m, p, true)),
+        dense_layer(layer_activations(m, p, false)) {}
   double hidden() const { return kActBytes * s.tokens * s.h / s.r; }  // one hidden state
 };
 
@@ -302,9 +298,8 @@ double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bo
 }  // namespace
 
 PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partition& partition,
-                              std::int64_t stage, std::int64_t padded_vocab,
-                              const ActivationOptions& o) {
-  const BlockInputs in(model, plan, o, padded_vocab);
+                              std::int64_t stage, std::int64_t padded_vocab) {
+  const BlockInputs in(model, plan, padded_vocab);
   const bool holds_lm_head = partition.holds(stage, BlockKind::kLmHead);
   PassFootprint f;
   double largest_block = 0;  // parameters per GPU of the stage's largest block (ZeRO 2/3)
@@ -347,11 +342,7 @@ bool MemoryModel::fits() const {
 }
 
 MemoryModel compute_memory(const Model& model, const Platform& platform, const Plan& plan,
-                           const Partition& partition, const CostModel& costs,
-                           const ActivationOptions& requested) {
-  // The unfused attention backend keeps the s x s scores whatever the caller assumed.
-  ActivationOptions options = requested;
-  if (plan.attention_backend == AttentionBackend::kUnfused) options.flash_attention = false;
+                           const Partition& partition, const CostModel& costs) {
   MemoryModel mm;
   mm.capacity = platform.gpu.memory_bytes;
   // The programs the task graph replays: each compute step names its model chunk, and each
@@ -372,7 +363,7 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
       experts += costs.stages[static_cast<std::size_t>(v)].expert_params_per_gpu;
       gemm_params += costs.stages[static_cast<std::size_t>(v)].gemm_params_per_gpu;
       router_buffers += 2 * costs.stages[static_cast<std::size_t>(v)].expert_bias_sync_bytes;
-      footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab, options));
+      footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab));
     }
     // Experts split by EP share their state over the expert-data-parallel ranks; with several
     // distributed-optimizer instances, over one instance's share of them.

@@ -24,13 +24,6 @@
 
 namespace trainsim {
 
-/// What a caller may assume beyond the plan (the recipe's dropout and loss fusion are plan
-/// fields). trainsim run uses the default.
-struct ActivationOptions {
-  /// A fused attention kernel (FlashAttention, cuDNN): no s x s scores or probabilities are kept.
-  bool flash_attention = true;
-};
-
 /// Bytes per element of the model state (mixed-precision Adam as Megatron-LM runs it).
 inline constexpr double kWeightBytes = 2;  // BF16 weights used by forward and backward
 /// FP8 runs: an E4M3 copy of each GEMM weight and of its transpose (Transformer Engine).
@@ -72,15 +65,13 @@ struct LayerActivations {
   double recompute = 0;  // rebuilt transiently in the backward (selective: attention core;
                          // full: the whole layer)
 };
-LayerActivations layer_activations(const Model& model, const Plan& plan,
-                                   const ActivationOptions& options, bool moe_layer = true);
+LayerActivations layer_activations(const Model& model, const Plan& plan, bool moe_layer = true);
 
 /// What one micro-batch of `stage` holds: its blocks' saved activations and transients, plus the
 /// ZeRO-2/3 working set (gradients of one layer before their reduce-scatter; weights of the
 /// current and the prefetched layer).
 PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partition& partition,
-                              std::int64_t stage, std::int64_t padded_vocab,
-                              const ActivationOptions& options);
+                              std::int64_t stage, std::int64_t padded_vocab);
 
 struct StageMemory {
   ModelState state;
@@ -116,7 +107,6 @@ struct MemoryModel {
 
 /// Memory of every stage of `plan` on `platform`; `costs` gives each stage's parameters per GPU.
 MemoryModel compute_memory(const Model& model, const Platform& platform, const Plan& plan,
-                           const Partition& partition, const CostModel& costs,
-                           const ActivationOptions& options = {});
+                           const Partition& partition, const CostModel& costs);
 
 }  // namespace trainsim

@@ -247,7 +247,7 @@ TEST(ContextParallel, ActivationsShrinkByCp) {
     one.tp = four.tp = 8;
     one.sp = four.sp = true;
     one.recompute = four.recompute = recompute;
-    const auto a = layer_activations(m, one, {}), b = layer_activations(m, four, {});
+    const auto a = layer_activations(m, one), b = layer_activations(m, four);
     EXPECT_NEAR(b.saved, a.saved / 4, 1e-6 * a.saved);
     EXPECT_NEAR(b.recompute, a.recompute / 4, 1e-6 * a.saved);
   }

@@ -110,7 +110,7 @@ TEST(ExpertBias, TheRoutersKeepTheBiasesAndTheCounts) {
     Model m = small_deepseek();
     m.moe.router_expert_bias = expert_bias;
     const Partition part = test::uniform_partition(m, p.pp);
-    return compute_memory(m, platform, p, part, compute_costs(m, platform, p, part), {});
+    return compute_memory(m, platform, p, part, compute_costs(m, platform, p, part));
   };
   const MemoryModel with = memory(true), without = memory(false);
   for (std::size_t s = 0; s < 2; ++s) {

@@ -305,7 +305,7 @@ TEST(ExpertParallel, ExpertWeightsAndStateSplitByEp) {
   const CostModel costs = compute_costs(m, platform, p, part);
   const auto& sc = costs.stages[0];
   EXPECT_EQ(sc.expert_params_per_gpu, 32 * 4 * static_cast<std::int64_t>(expert));
-  const MemoryModel mem = compute_memory(m, platform, p, part, costs, {});
+  const MemoryModel mem = compute_memory(m, platform, p, part, costs);
   const double dense = static_cast<double>(sc.params_per_gpu - sc.expert_params_per_gpu);
   const double experts = static_cast<double>(sc.expert_params_per_gpu);
   EXPECT_DOUBLE_EQ(mem.stages[0].state.optimizer, 8.0 * (dense / 8.0 + experts / 4.0));
@@ -328,7 +328,7 @@ TEST(ExpertParallel, GroupedAndOverlappedGemmsKeepTheirOwnWorkspaces) {
   const Partition part = test::uniform_partition(m, 2);
   auto runtime = [&](const Plan& plan) {
     const CostModel costs = compute_costs(m, platform, plan, part);
-    const MemoryModel mem = compute_memory(m, platform, plan, part, costs, {});
+    const MemoryModel mem = compute_memory(m, platform, plan, part, costs);
     return std::make_pair(mem.stages[0].runtime_allocated, mem.stages[1].runtime_allocated);
   };
   // The last stage also keeps Megatron-Core's "mpu" buffer: the LM head's input gathered over

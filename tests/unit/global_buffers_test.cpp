@@ -21,7 +21,7 @@ std::pair<double, double> runtime(const Model& m, const Plan& plan) {
   const Platform platform = test::catalog_platform("h100-sxm-ndr");
   const Partition part = megatron_uniform_partition(m, plan, {});
   const CostModel costs = compute_costs(m, platform, plan, part);
-  const MemoryModel mem = compute_memory(m, platform, plan, part, costs, {});
+  const MemoryModel mem = compute_memory(m, platform, plan, part, costs);
   return {mem.stages.front().runtime_allocated, mem.stages.back().runtime_allocated};
 }
 

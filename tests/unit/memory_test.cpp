@@ -58,11 +58,10 @@ Platform platform(double allocated = 0, double reserved = 0, double fragmentatio
   return p;
 }
 
-MemoryModel memory_of(const Model& m, const Plan& plan, const Platform& pf,
-                      const ActivationOptions& o = {}) {
+MemoryModel memory_of(const Model& m, const Plan& plan, const Platform& pf) {
   const Partition part = megatron_uniform_partition(m, plan, {});
   const CostModel costs = compute_costs(m, pf, plan, part);
-  return compute_memory(m, pf, plan, part, costs, o);
+  return compute_memory(m, pf, plan, part, costs);
 }
 
 TEST(Memory, ParametersPerGpuOfEachStage) {
@@ -131,28 +130,31 @@ TEST(Memory, ModelStateByZeroStage) {
 TEST(Memory, LayerActivationsEveryVariant) {
   const Model m = tiny();
   Plan plan = tiny_plan();
-  ActivationOptions o;  // flash attention, no dropout
+  // Flash attention (the default), no dropout; `unfused(plan)` the same plan with the s x s
+  // scores materialised.
+  auto unfused = [](Plan p) {
+    p.attention_backend = AttentionBackend::kUnfused;
+    return p;
+  };
   // T = 64 tokens. Replicated over TP: two norm inputs and two norm outputs, 4 x 2 x T x h =
   // 32,768. Split by TP 2: Q 64 + K 32 + V 32 + attention output 64 + SwiGLU input 2 x 96 +
   // its output 96 = 480 columns, 2 x 64 x 480 / 2 = 30,720. Flash softmax statistics:
   // 4 x T x 4 heads / 2 = 512.
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 32768 + 30720 + 512);
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).recompute, 0);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan).saved, 32768 + 30720 + 512);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan).recompute, 0);
 
   // Sequence parallelism splits the replicated part too: 32,768 / 2.
   plan.sp = true;
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 16384 + 30720 + 512);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan).saved, 16384 + 30720 + 512);
   plan.sp = false;
 
   // Materialised attention (Korthikanti's s^2 terms): probabilities 2 x a s^2 b / t
   // = 2 x 4 x 32 x 64 / 2 = 8,192; with attention dropout its mask (1 B) and output (2 B) too:
   // 5 x 4 x 32 x 64 / 2 = 20,480. Hidden dropout: two 1-byte masks, 2 x T x h = 8,192.
-  ActivationOptions unfused;
-  unfused.flash_attention = false;
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 30720 + 8192);
+  EXPECT_DOUBLE_EQ(layer_activations(m, unfused(plan)).saved, 32768 + 30720 + 8192);
   plan.attention_dropout = 0.1;
   plan.hidden_dropout = 0.1;
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 8192 + 30720 + 20480);
+  EXPECT_DOUBLE_EQ(layer_activations(m, unfused(plan)).saved, 32768 + 8192 + 30720 + 20480);
   // For MHA without GQA the split part is Korthikanti's 24 sbh / t and the replicated part his
   // 10 sbh: check against sbh (34 + 5 a s / h) at t = 1 for a GeLU MLP of 4h.
   Model mha = m;
@@ -162,23 +164,23 @@ TEST(Memory, LayerActivationsEveryVariant) {
   Plan t1 = plan;
   t1.tp = 1;
   const double sbh = 64.0 * 64.0;
-  EXPECT_DOUBLE_EQ(layer_activations(mha, t1, unfused).saved, sbh * (34.0 + 5.0 * 4 * 32 / 64));
+  EXPECT_DOUBLE_EQ(layer_activations(mha, unfused(t1)).saved, sbh * (34.0 + 5.0 * 4 * 32 / 64));
 
   // Selective recomputation drops the attention core and rebuilds it in the backward.
   plan.recompute = Recompute::kSelective;
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).saved, 32768 + 8192 + 30720);
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, unfused).recompute, 20480);
+  EXPECT_DOUBLE_EQ(layer_activations(m, unfused(plan)).saved, 32768 + 8192 + 30720);
+  EXPECT_DOUBLE_EQ(layer_activations(m, unfused(plan)).recompute, 20480);
   plan.attention_dropout = plan.hidden_dropout = 0;  // as before: no masks
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 32768 + 30720);
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).recompute, 512);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan).saved, 32768 + 30720);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan).recompute, 512);
 
   // Full recomputation keeps the layer input, 2 x T x h = 8,192 (4,096 with SP), and rebuilds
   // the whole layer in the backward.
   plan.recompute = Recompute::kFull;
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 8192);
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).recompute, 32768 + 30720 + 512);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan).saved, 8192);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan).recompute, 32768 + 30720 + 512);
   plan.sp = true;
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, 4096);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan).saved, 4096);
 }
 
 // FP8 (Transformer Engine on Hopper): a GEMM keeps its input for the weight gradient as the FP8
@@ -191,10 +193,9 @@ TEST(Memory, LayerActivationsEveryVariant) {
 TEST(Memory, Fp8KeepsEachGemmInputAsItsQuantisedTranspose) {
   const Model m = tiny();
   Plan plan = tiny_plan();
-  const ActivationOptions o;
-  const double bf16 = layer_activations(m, plan, o).saved;
+  const double bf16 = layer_activations(m, plan).saved;
   plan.precision = Precision::kFP8;
-  EXPECT_DOUBLE_EQ(layer_activations(m, plan, o).saved, bf16 - 8192 + 2048 - 3072);
+  EXPECT_DOUBLE_EQ(layer_activations(m, plan).saved, bf16 - 8192 + 2048 - 3072);
   // An MoE layer (Qwen3-30B-A3B at EP 8, TP 1, mbs 1 x 4096, no shared expert): the router keeps
   // the MLP norm's output in BF16, so only the experts' inputs (rows x 2048) and down-projection
   // inputs (rows x 768) and the QKV input (T x 2048) drop a byte, and the attention output
@@ -205,10 +206,10 @@ TEST(Memory, Fp8KeepsEachGemmInputAsItsQuantisedTranspose) {
   moe.dp = 8;
   moe.seq_len = 4096;
   moe.gbs = 64;
-  const double moe_bf16 = layer_activations(q, moe, o, true).saved;
+  const double moe_bf16 = layer_activations(q, moe, true).saved;
   moe.precision = Precision::kFP8;
   const double T = 4096, rows = 4096.0 * 8;
-  EXPECT_DOUBLE_EQ(layer_activations(q, moe, o, true).saved,
+  EXPECT_DOUBLE_EQ(layer_activations(q, moe, true).saved,
                    moe_bf16 - rows * (2048 + 768) - T * 2048 + T * 4096);
   // MLA (DeepSeek-V3's dense first layer, TP 1): the two down-projections each keep an FP8 copy
   // of their shared input, as many bytes as the BF16 tensor; the latent norms run fused into the
@@ -218,9 +219,9 @@ TEST(Memory, Fp8KeepsEachGemmInputAsItsQuantisedTranspose) {
   const Model ds = test::catalog_model("deepseek-v3");
   Plan mla = moe;
   mla.precision = Precision::kBF16;
-  const double mla_bf16 = layer_activations(ds, mla, o, false).saved;
+  const double mla_bf16 = layer_activations(ds, mla, false).saved;
   mla.precision = Precision::kFP8;
-  EXPECT_DOUBLE_EQ(layer_activations(ds, mla, o, false).saved,
+  EXPECT_DOUBLE_EQ(layer_activations(ds, mla, false).saved,
                    mla_bf16 - T * (1536 + 512) - T * 7168 - T * 18432 + T * 128 * 128);
 }
 
@@ -230,14 +231,14 @@ TEST(Memory, StageFootprintsEmbeddingAndLoss) {
   const Partition part = megatron_uniform_partition(m, plan, {});
   const double layer = 64000;
   // Stage 0: token ids 8 x T = 512 and two layers.
-  const PassFootprint s0 = stage_footprint(m, plan, part, 0, 1024, {});
+  const PassFootprint s0 = stage_footprint(m, plan, part, 0, 1024);
   EXPECT_DOUBLE_EQ(s0.saved, 512 + 2 * layer);
   EXPECT_DOUBLE_EQ(s0.forward_transient, 0);
   EXPECT_DOUBLE_EQ(s0.backward_transient, 0);
   // Stage 1: two layers, the final norm's and the LM head's inputs (2 x 2 x T x h = 16,384) and
   // the loss's fp32 softmax over T x 512 logits per GPU (4 x 32,768 = 131,072); the BF16 logits
   // (65,536) live beside it while the loss runs, and the BF16 logits gradient in the backward.
-  const PassFootprint s1 = stage_footprint(m, plan, part, 1, 1024, {});
+  const PassFootprint s1 = stage_footprint(m, plan, part, 1, 1024);
   EXPECT_DOUBLE_EQ(s1.saved, 2 * layer + 16384 + 131072);
   EXPECT_DOUBLE_EQ(s1.forward_transient, 65536);
   EXPECT_DOUBLE_EQ(s1.backward_transient, 65536);
@@ -247,25 +248,25 @@ TEST(Memory, StageFootprintsEmbeddingAndLoss) {
   // 4 bytes of its 4,096 x 25,216 logits per GPU (394.0 MiB).
   Plan fused = plan;
   fused.cross_entropy_loss_fusion = true;
-  const PassFootprint f1 = stage_footprint(m, fused, part, 1, 1024, {});
+  const PassFootprint f1 = stage_footprint(m, fused, part, 1, 1024);
   EXPECT_DOUBLE_EQ(f1.saved, s1.saved);
   EXPECT_DOUBLE_EQ(f1.forward_transient, 65536 + 131072);
   EXPECT_DOUBLE_EQ(f1.backward_transient, s1.backward_transient);
-  EXPECT_DOUBLE_EQ(stage_footprint(m, fused, part, 0, 1024, {}).forward_transient, 0);
+  EXPECT_DOUBLE_EQ(stage_footprint(m, fused, part, 0, 1024).forward_transient, 0);
 
   // With hidden dropout the embedding keeps its 1-byte mask, T x h = 4,096 (2,048 with SP).
   Plan sp = plan;
   sp.sp = true;
   sp.hidden_dropout = 0.1;
-  EXPECT_DOUBLE_EQ(stage_footprint(m, sp, part, 0, 1024, {}).saved,
-                   512 + 2048 + 2 * layer_activations(m, sp, {}).saved);
+  EXPECT_DOUBLE_EQ(stage_footprint(m, sp, part, 0, 1024).saved,
+                   512 + 2048 + 2 * layer_activations(m, sp).saved);
 
   // ZeRO 3: the gathered BF16 weights of the running and the prefetched block (the largest
   // block of stage 1 is the LM head, 512 x 64 = 32,768 parameters) in both passes, and one
   // block's fp32 gradients before the reduce-scatter in the backward.
   Plan z3 = plan;
   z3.zero = 3;
-  const PassFootprint f3 = stage_footprint(m, z3, part, 1, 1024, {});
+  const PassFootprint f3 = stage_footprint(m, z3, part, 1, 1024);
   EXPECT_DOUBLE_EQ(f3.forward_transient, 65536 + 2 * 2 * 32768.0);
   EXPECT_DOUBLE_EQ(f3.backward_transient, 65536 + 2 * 2 * 32768.0 + 4 * 32768.0);
 }

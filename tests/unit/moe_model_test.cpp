@@ -97,7 +97,7 @@ TEST(MoeModel, QkNormPerHeadBeforeRope) {
       block_pass(BlockKind::kDecoder, false, layer_shape(without, plan, 151936, true));
   EXPECT_EQ(fwd.kernels.size(), plain.kernels.size() + 2);
   const double saved =
-      layer_activations(m, plan, {}, true).saved - layer_activations(without, plan, {}, true).saved;
+      layer_activations(m, plan, true).saved - layer_activations(without, plan, true).saved;
   EXPECT_DOUBLE_EQ(saved, 2.0 * 4096 * (32 * 128 + 4 * 128) / 2);
 }
 
@@ -124,7 +124,7 @@ TEST(MoeModel, SandwichNormsOnTheAttentionAndMlpOutputs) {
   EXPECT_EQ(fwd.kernels.size(), block_pass(BlockKind::kDecoder, false, plain).kernels.size() + 2);
   EXPECT_EQ(bwd.kernels.size(), block_pass(BlockKind::kDecoder, true, plain).kernels.size() + 2);
   const double saved =
-      layer_activations(m, plan, {}, true).saved - layer_activations(without, plan, {}, true).saved;
+      layer_activations(m, plan, true).saved - layer_activations(without, plan, true).saved;
   EXPECT_DOUBLE_EQ(saved, 2.0 * 2 * 4096 * 6144 / 4);
 }
 
@@ -213,8 +213,8 @@ TEST(MoeModel, DenseAndMoeLayersCostedByKind) {
 TEST(MoeModel, LeadingDenseLayersHoldDenseActivations) {
   const Model m = test::catalog_model("deepseek-v3");
   const Plan plan = moe_plan(2, 8, 32, 64);
-  const LayerActivations dense = layer_activations(m, plan, {}, false);
-  const LayerActivations moe = layer_activations(m, plan, {}, true);
+  const LayerActivations dense = layer_activations(m, plan, false);
+  const LayerActivations moe = layer_activations(m, plan, true);
   // A dense layer keeps 3 x 18432 / 2 MLP elements per token; an MoE layer, of the GPU's 4096 / 2
   // tokens (SP), 8 routed rows each of 7168 inputs and 3 x 2048 up outputs and activations, and
   // the shared expert's 3 x 2048 / 2 per token.
@@ -236,19 +236,19 @@ TEST(MoeModel, PlainExpertActivationKeepsItsUnweightedOutput) {
   plain.ffn_kind = FfnKind::kGelu;
   Plan plan = moe_plan(1, 1, 8, 8);
   const double rows = 4096.0 * 2, h = 4096, f = 14336;
-  const LayerActivations a = layer_activations(gated, plan, {}, true);
-  const LayerActivations b = layer_activations(plain, plan, {}, true);
+  const LayerActivations a = layer_activations(gated, plan, true);
+  const LayerActivations b = layer_activations(plain, plan, true);
   // SwiGLU: 2f up outputs and f weighted outputs; GeLU: f up outputs, f activation outputs and f
   // weighted outputs. The same bytes either way; the rest of the layer is the same too.
   EXPECT_DOUBLE_EQ(a.saved, b.saved);
-  const LayerActivations dense = layer_activations(gated, plan, {}, false);
+  const LayerActivations dense = layer_activations(gated, plan, false);
   EXPECT_NEAR(a.saved - dense.saved, 2.0 * (rows * (h + 3 * f) - 4096 * 3 * f), 1.0);
   // Recomputing moe_act drops what the weighted activation keeps beyond its input: f per row
   // after SwiGLU, 2f after GeLU.
   plan.recompute = Recompute::kSelective;
   plan.recompute_modules = kRecomputeMoeAct;
-  EXPECT_DOUBLE_EQ(layer_activations(gated, plan, {}, true).recompute, 2.0 * rows * f);
-  EXPECT_DOUBLE_EQ(layer_activations(plain, plan, {}, true).recompute, 2.0 * rows * 2 * f);
+  EXPECT_DOUBLE_EQ(layer_activations(gated, plan, true).recompute, 2.0 * rows * f);
+  EXPECT_DOUBLE_EQ(layer_activations(plain, plan, true).recompute, 2.0 * rows * 2 * f);
 }
 
 // --overlap-moe-expert-parallel-comm: the expert all-to-alls (dispatch and combine, 2 calls of

@@ -230,10 +230,10 @@ TEST(MultiTokenPrediction, ActivationsOfTheModule) {
   without.mtp_layers = 0;
   const std::int64_t vocab = padded_vocab(with.vocab_size, plan.vocab_multiple(), plan.tp);
   const auto footprint = [&](const Model& m) {
-    return stage_footprint(m, plan, megatron_uniform_partition(m, plan, {}), 1, vocab, {});
+    return stage_footprint(m, plan, megatron_uniform_partition(m, plan, {}), 1, vocab);
   };
   const double tokens = 4096, h = 7168;
-  const LayerActivations layer = layer_activations(with, plan, {}, true);
+  const LayerActivations layer = layer_activations(with, plan, true);
   const double logits = tokens * static_cast<double>(vocab) / 2;
   const double expected = layer.saved + 8 * tokens + 5 * 2 * tokens * h / 2 +  // the module
                           2 * tokens * h / 2 +                                 // LM head input

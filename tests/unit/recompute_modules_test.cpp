@@ -178,8 +178,8 @@ TEST(RecomputeModules, ActivationsEachModuleDrops) {
   Plan off = selective(kRecomputeCoreAttn);
   off.recompute = Recompute::kNone;
   const auto dropped = [&](std::uint32_t modules, bool moe) {
-    const LayerActivations none = layer_activations(ds, off, {}, moe);
-    const LayerActivations a = layer_activations(ds, selective(modules), {}, moe);
+    const LayerActivations none = layer_activations(ds, off, moe);
+    const LayerActivations a = layer_activations(ds, selective(modules), moe);
     EXPECT_DOUBLE_EQ(a.saved + a.recompute, none.saved);
     return a.recompute;
   };

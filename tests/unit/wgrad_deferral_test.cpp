@@ -86,11 +86,11 @@ test::CommandResult run_8b(const std::vector<std::string>& flags) {
   return test::run_trainsim(args);
 }
 
-// The plan's memory per stage (llama3.1-8b on h100-sxm-ndr, the default activation options).
+// The plan's memory per stage (llama3.1-8b on h100-sxm-ndr).
 MemoryModel memory_of(const Plan& p) {
   const Built b = build(p);
   return compute_memory(test::catalog_model("llama3.1-8b"), test::catalog_platform("h100-sxm-ndr"),
-                        p, b.partition, b.costs, {});
+                        p, b.partition, b.costs);
 }
 
 // The last stage's backward without the LM head's weight-gradient GEMM costs the whole backward
