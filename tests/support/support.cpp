@@ -241,4 +241,16 @@ CommandResult run_trainsim(const std::vector<std::string>& args, const std::stri
   return start_trainsim(args, cwd).finish();
 }
 
+nlohmann::json llama8b_report(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"run",  "--model",  "llama3.1-8b", "--platform", "h100-sxm-ndr",
+                                   "--dp", "8",        "--gbs",       "8",          "--seq-len",
+                                   "4096", "--engine", "analytic",    "--format",   "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CommandResult r = run_trainsim(args);
+  if (r.exit_code != 0) {
+    throw std::runtime_error("trainsim exited " + std::to_string(r.exit_code) + ": " + r.err);
+  }
+  return nlohmann::json::parse(r.out);
+}
+
 }  // namespace trainsim::test

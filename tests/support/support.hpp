@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/cost/stage_cost.hpp"
 #include "sim/graph/task_graph.hpp"
 #include "sim/model/model.hpp"
@@ -60,6 +62,10 @@ struct CommandResult {
 };
 /// Runs the trainsim binary with `args` (no shell), capturing both streams; in `cwd` when given.
 CommandResult run_trainsim(const std::vector<std::string>& args, const std::string& cwd = "");
+/// `trainsim run --model llama3.1-8b --platform h100-sxm-ndr --dp 8 --gbs 8 --seq-len 4096
+/// --engine analytic --format json` with `extra` flags after them, its report parsed;
+/// std::runtime_error with its error output when it does not exit 0.
+nlohmann::json llama8b_report(const std::vector<std::string>& extra);
 
 /// The binary started and running; finish() waits for it and reads its streams.
 struct RunningTrainsim {

@@ -28,14 +28,9 @@ TEST(GradReduceInBf16, ModelStateIsMegatronsLowPrecisionGradientRow) {
 }
 
 nlohmann::json run_report(bool bf16_grads) {
-  std::vector<std::string> args = {
-      "run", "--model",  "llama3.1-8b", "--platform", "h100-sxm-ndr", "--dp",
-      "8",   "--gbs",    "8",           "--seq-len",  "4096",         "--zero",
-      "1",   "--engine", "analytic",    "--format",   "json"};
-  if (bf16_grads) args.emplace_back("--grad-reduce-in-bf16");
-  const auto r = test::run_trainsim(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return nlohmann::json::parse(r.out);
+  std::vector<std::string> extra = {"--zero", "1"};
+  if (bf16_grads) extra.emplace_back("--grad-reduce-in-bf16");
+  return test::llama8b_report(extra);
 }
 
 double dp_bytes(const nlohmann::json& stage, const std::string& collective) {

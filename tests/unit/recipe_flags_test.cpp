@@ -12,16 +12,6 @@
 namespace trainsim {
 namespace {
 
-nlohmann::json run_report(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"run",  "--model",  "llama3.1-8b", "--platform", "h100-sxm-ndr",
-                                   "--dp", "8",        "--gbs",       "8",          "--seq-len",
-                                   "4096", "--engine", "analytic",    "--format",   "json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const auto r = test::run_trainsim(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return nlohmann::json::parse(r.out);
-}
-
 double activations(const nlohmann::json& report) {
   return report.at("stages").at(0).at("memory").at("activations_bytes").get<double>();
 }
@@ -29,8 +19,8 @@ double activations(const nlohmann::json& report) {
 // Megatron-Core's fused cross-entropy holds a second fp32 copy of the logits while the loss runs:
 // 4 bytes x 4,096 tokens x 128,256 vocabulary rows on the one stage; the step is unchanged.
 TEST(RecipeFlags, FusedCrossEntropyHoldsASecondFp32CopyOfTheLogits) {
-  const auto plain = run_report({});
-  const auto fused = run_report({"--cross-entropy-loss-fusion"});
+  const auto plain = test::llama8b_report({});
+  const auto fused = test::llama8b_report({"--cross-entropy-loss-fusion"});
   EXPECT_FALSE(plain.at("plan").contains("cross_entropy_loss_fusion"));
   EXPECT_EQ(fused.at("plan").at("cross_entropy_loss_fusion"), true);
   EXPECT_DOUBLE_EQ(activations(fused) - activations(plain), 4.0 * 4096 * 128256);
@@ -41,8 +31,9 @@ TEST(RecipeFlags, FusedCrossEntropyHoldsASecondFp32CopyOfTheLogits) {
 // 4,096 x 4,096 bytes; attention dropout changes nothing under flash attention. Both are in the
 // report's plan.
 TEST(RecipeFlags, DropoutReachesThePlanAndTheMemory) {
-  const auto plain = run_report({});
-  const auto dropout = run_report({"--hidden-dropout", "0.1", "--attention-dropout", "0.1"});
+  const auto plain = test::llama8b_report({});
+  const auto dropout =
+      test::llama8b_report({"--hidden-dropout", "0.1", "--attention-dropout", "0.1"});
   EXPECT_DOUBLE_EQ(dropout.at("plan").at("hidden_dropout").get<double>(), 0.1);
   EXPECT_DOUBLE_EQ(dropout.at("plan").at("attention_dropout").get<double>(), 0.1);
   EXPECT_DOUBLE_EQ(activations(dropout) - activations(plain), (2.0 * 32 + 1) * 4096 * 4096);
