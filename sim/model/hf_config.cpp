@@ -64,6 +64,7 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
   HfReader r(j, file);
   Model m;
   m.source = "Hugging Face config.json (" + arch + ")";
+  m.architecture = arch;
   read(r, m);
   if (m.head_dim == 0) {
     if (m.hidden_size % m.num_attention_heads != 0) {

@@ -95,6 +95,10 @@ struct UnmodelledKey {
 struct Model {
   std::string name;
   std::string source;  // where the shapes come from
+  /// The Hugging Face class whose checkpoints hold the model (a config.json's first
+  /// "architectures" entry, a model file's "architecture"): how its tensors are named. Empty when
+  /// a model file names none.
+  std::string architecture;
   std::int64_t hidden_size = 0;
   std::int64_t num_layers = 0;
   std::int64_t num_attention_heads = 0;

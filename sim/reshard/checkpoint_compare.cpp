@@ -1,4 +1,5 @@
 // Saved shapes against the layout's prediction.
+#include <algorithm>
 #include <map>
 
 #include "sim/check/wording.hpp"
@@ -42,23 +43,42 @@ Diagnostic error(std::string id, std::string message, std::string fix) {
   return {std::move(id), Severity::kError, std::nullopt, std::move(message), std::move(fix)};
 }
 
-// A whole tensor (a Hugging Face save) against the model's shape.
-std::optional<Diagnostic> check_whole(const SavedTensor& t, const ParamSpec& spec,
-                                      const PlacedParam& placed, std::int64_t tp) {
-  if (t.shape == spec.shape) return std::nullopt;
-  const std::string saved = t.name + " in " + t.file + " is " + shape_text(t.shape);
-  const std::string model = shape_text(spec.shape);
-  const std::size_t k = spec.split == TpSplit::kColumns ? 1 : 0;
-  bool others_match = t.shape.size() == spec.shape.size();
-  for (std::size_t i = 0; others_match && i < t.shape.size(); ++i) {
-    if (i != k && t.shape[i] != spec.shape[i]) others_match = false;
+// What a whole saved tensor must be: the model's shape, the dimension TP splits (none when
+// replicated) and its padded extent there, whether that is the vocabulary, and the TP size.
+struct WholeTensor {
+  std::vector<std::int64_t> shape;
+  std::optional<std::size_t> split;
+  std::int64_t padded = 0;
+  bool vocabulary = false;
+  std::int64_t tp = 1;
+};
+
+WholeTensor whole_tensor(const LayoutShards& l, std::size_t i) {
+  const ParamSpec& spec = l.params[i];
+  WholeTensor w{spec.shape, std::nullopt, 0, spec.vocabulary, l.tp_of(i)};
+  if (spec.split != TpSplit::kReplicated) {
+    w.split = spec.split == TpSplit::kColumns ? 1 : 0;
+    w.padded = l.placed[i].padded_shape[*w.split];
   }
-  const std::int64_t padded = placed.padded_shape[k];
-  if (others_match && spec.split != TpSplit::kReplicated && t.shape[k] * tp == padded) {
+  return w;
+}
+
+// A whole tensor (a Hugging Face save) against the model's shape.
+std::optional<Diagnostic> check_whole(const SavedTensor& t, const WholeTensor& w) {
+  if (t.shape == w.shape) return std::nullopt;
+  const std::string saved = t.name + " in " + t.file + " is " + shape_text(t.shape);
+  const std::string model = shape_text(w.shape);
+  const std::size_t k = w.split.value_or(0);
+  bool others_match = t.shape.size() == w.shape.size();
+  for (std::size_t i = 0; others_match && i < t.shape.size(); ++i) {
+    if (i != k && t.shape[i] != w.shape[i]) others_match = false;
+  }
+  const std::int64_t tp = w.tp, padded = w.padded;
+  if (others_match && w.split && t.shape[k] * tp == padded) {
     return error("saved-shard-not-tensor",
                  saved + ": one tensor-parallel shard, not the tensor: " +
                      std::to_string(t.shape[k]) + " x tp " + std::to_string(tp) + " = " +
-                     std::to_string(padded) + (padded != spec.shape[k] ? " padded" : "") +
+                     std::to_string(padded) + (padded != w.shape[k] ? " padded" : "") +
                      " rows, the model's is " + model + ": the other " + std::to_string(tp - 1) +
                      " shards' rows are not in the checkpoint and a loader fails on the shape, or "
                      "worse, reads a model of " +
@@ -66,19 +86,101 @@ std::optional<Diagnostic> check_whole(const SavedTensor& t, const ParamSpec& spe
                  "save the gathered tensor with the padding stripped: " + model + ", the " +
                      std::to_string(tp) + " shards concatenated along dim " +
                      std::to_string(static_cast<std::int64_t>(k)) + " and cut to " +
-                     std::to_string(spec.shape[k]));
+                     std::to_string(w.shape[k]));
   }
-  if (others_match && spec.vocabulary && t.shape[k] == padded) {
+  if (others_match && w.vocabulary && t.shape[k] == padded) {
     return Diagnostic{"saved-with-padding", Severity::kWarning, std::nullopt,
-                      saved + ": the vocabulary with its " +
-                          std::to_string(padded - spec.shape[k]) +
+                      saved + ": the vocabulary with its " + std::to_string(padded - w.shape[k]) +
                           " padding rows; a loader expecting the model's " + model +
                           " (Hugging Face, another TP) fails on the shape",
-                      "strip rows " + std::to_string(spec.shape[k]) + "-" +
+                      "strip rows " + std::to_string(w.shape[k]) + "-" +
                           std::to_string(padded - 1) + " when saving"};
   }
   return error("saved-shape-mismatch", saved + ", the model's is " + model,
                "check --model: the checkpoint is of another model");
+}
+
+// The slices "<name>[0]", "<name>[1]", ... of a tensor holding every routed expert of a layer
+// (GPT-OSS's and Llama 4's experts.gate_up_proj, say); empty if `name` is no such tensor.
+std::vector<std::size_t> fused_expert_slices(const std::string& name,
+                                             const std::map<std::string, std::size_t>& by_name) {
+  std::vector<std::size_t> out;
+  for (auto it = by_name.find(name + "[0]"); it != by_name.end();
+       it = by_name.find(name + "[" + std::to_string(out.size()) + "]")) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+// A saved tensor of every expert of a layer against the experts' slices: saved with the experts
+// of one expert-parallel rank only, or as any whole tensor is.
+std::optional<Diagnostic> check_fused_experts(const SavedTensor& t, const LayoutShards& l,
+                                              const std::vector<std::size_t>& slices) {
+  WholeTensor w = whole_tensor(l, slices.front());
+  const std::int64_t experts = static_cast<std::int64_t>(slices.size());
+  w.shape.insert(w.shape.begin(), experts);
+  if (w.split) w.padded = w.shape[++*w.split];
+  const bool others_match = t.shape.size() == w.shape.size() &&
+                            std::equal(t.shape.begin() + 1, t.shape.end(), w.shape.begin() + 1);
+  if (others_match && t.shape[0] > 0 && t.shape[0] < experts && experts % t.shape[0] == 0) {
+    const std::int64_t ranks = experts / t.shape[0];
+    return error("saved-experts-of-one-rank",
+                 t.name + " in " + t.file + " is " + shape_text(t.shape) + ": " +
+                     std::to_string(t.shape[0]) + " of the layer's " + std::to_string(experts) +
+                     " experts, one expert-parallel rank's at ep " + std::to_string(ranks) +
+                     ", not the tensor " + shape_text(w.shape) + ": the other " +
+                     std::to_string(ranks - 1) +
+                     " ranks' experts are not in the checkpoint and a loader fails on the shape",
+                 "gather the experts over the EP group before saving: " + shape_text(w.shape) +
+                     ", the " + std::to_string(ranks) + " ranks' experts concatenated along dim 0");
+  }
+  return check_whole(t, w);
+}
+
+// GPT-OSS's released checkpoint holds its experts' weights in MXFP4 (OCP microscaling: 32
+// 4-bit values to a block, one 8-bit exponent a block), [out, in] per expert: for a layer's
+// [E, in, out] tensor, "<name>_blocks" [E, out, in / 32, 16] bytes and "<name>_scales"
+// [E, out, in / 32].
+std::optional<Diagnostic> check_mxfp4(const SavedTensor& t, const LayoutShards& l,
+                                      const std::vector<std::size_t>& slices, bool blocks) {
+  const std::vector<std::int64_t>& slice = l.params[slices.front()].shape;  // [in, out]
+  std::vector<std::int64_t> want{static_cast<std::int64_t>(slices.size()), slice[1], slice[0] / 32};
+  if (blocks) want.push_back(16);
+  if (t.shape == want) return std::nullopt;
+  return error("saved-shape-mismatch",
+               t.name + " in " + t.file + " is " + shape_text(t.shape) + ", the model's is " +
+                   shape_text(want) + " (MXFP4 " + (blocks ? "blocks" : "scales") + " of " +
+                   std::to_string(slices.size()) + " experts' " + shape_text(slice) + ")",
+               "check --model: the checkpoint is of another model");
+}
+
+// A saved tensor holding every routed expert of a layer, in the model's precision or as MXFP4
+// blocks or scales: the experts' slices it stands for (none if it is no such tensor) and what is
+// wrong with it.
+struct FusedExperts {
+  std::vector<std::size_t> slices;
+  std::optional<Diagnostic> problem;
+};
+
+FusedExperts check_fused(const SavedTensor& t, const LayoutShards& l,
+                         const std::map<std::string, std::size_t>& by_name) {
+  FusedExperts f{fused_expert_slices(t.name, by_name), std::nullopt};
+  if (!f.slices.empty()) {
+    f.problem = check_fused_experts(t, l, f.slices);
+    return f;
+  }
+  for (const bool blocks : {true, false}) {
+    const std::string suffix = blocks ? "_blocks" : "_scales";
+    const std::size_t n = t.name.size(), k = suffix.size();
+    if (n <= k || t.name.compare(n - k, k, suffix) != 0) continue;
+    f.slices = fused_expert_slices(t.name.substr(0, n - k), by_name);
+    if (!f.slices.empty() && l.params[f.slices.front()].shape.size() == 2) {
+      f.problem = check_mxfp4(t, l, f.slices, blocks);
+      return f;
+    }
+    f.slices.clear();
+  }
+  return f;
 }
 
 // One TP shard (nanotron's files) against the shard the layout predicts.
@@ -130,7 +232,13 @@ std::vector<Diagnostic> compare_checkpoint(const CheckpointListing& ckpt,
       name = hf_name(t.name.rfind("model.", 0) == 0 ? t.name.substr(6) : t.name, parts);
     auto it = by_name.find(name);
     if (it == by_name.end()) {
-      ++unknown;
+      FusedExperts fused = t.tp_size > 0 ? FusedExperts{} : check_fused(t, from, by_name);
+      if (fused.slices.empty()) {
+        ++unknown;
+        continue;
+      }
+      if (fused.problem) out.push_back(std::move(*fused.problem));
+      for (std::size_t i : fused.slices) seen[from.params[i].name] = true;
       continue;
     }
     std::optional<Diagnostic> d;
@@ -142,7 +250,7 @@ std::vector<Diagnostic> compare_checkpoint(const CheckpointListing& ckpt,
       }
       for (const auto& p : parts) seen[p] = true;
     } else {
-      d = check_whole(t, from.params[it->second], from.placed[it->second], from.plan.tp);
+      d = check_whole(t, whole_tensor(from, it->second));
       seen[name] = true;
     }
     if (d) out.push_back(std::move(*d));

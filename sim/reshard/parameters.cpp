@@ -33,7 +33,7 @@ std::string star_index(std::string text, const std::string& marker) {
 
 std::string ParamSpec::kind() const {
   const std::string out = block == BlockKind::kDecoder ? star_index(name, "model.layers.") : name;
-  return star_index(out, ".experts.");
+  return star_index(star_index(out, ".experts."), "[");
 }
 
 std::int64_t ParamSpec::numel() const {
@@ -44,14 +44,48 @@ std::int64_t ParamSpec::numel() const {
 
 namespace {
 
-// Mixtral's names for its router and experts (block_sparse_moe, w1/w3/w2) where the model has
-// nothing Mixtral lacks; the names DeepSeek's and Qwen3's checkpoints use (mlp.gate,
-// mlp.experts.E.gate_proj, mlp.shared_experts) otherwise.
-bool mixtral_names(const Model& m) {
+// Where a checkpoint's names differ from Llama's, by the Hugging Face class that saves it.
+struct Names {
+  std::string prefix;            // before every name
+  std::string mlp = "mlp.";      // a dense layer's MLP and an MoE layer's block
+  std::string moe = "mlp.";      // an MoE layer's router, experts and shared expert
+  std::string router = "gate.";  // the router's linear layer
+  std::string shared = "shared_experts.";
+  bool mixtral = false;  // each expert's w1 (gate), w3 (up), w2 (down)
+  /// Every expert's gate and up in one [E, hidden, 2 x ffn] tensor, their downs in one
+  /// [E, ffn, hidden] ([in, out] per expert: the transpose of a linear layer's weight).
+  bool fused_experts = false;
+};
+
+// Mixtral's names where the model has nothing Mixtral lacks (a model file naming no class).
+bool looks_like_mixtral(const Model& m) {
   const MoeSpec& e = m.moe;
   return !m.mla.is_mla() && !m.qk_norm && !m.attention_sinks && !m.sandwich_norms &&
          e.shared_expert_ffn_hidden_size == 0 && e.first_dense_layers == 0 &&
          e.layer_interval == 1 && !e.router_bias;
+}
+
+// Llama's, DeepSeek's and Qwen3's names (mlp.gate, mlp.experts.E.gate_proj, mlp.shared_experts)
+// unless the class is Mixtral's (block_sparse_moe, w1/w3/w2), GPT-OSS's (mlp.router, fused
+// experts with their biases) or Llama 4's (feed_forward, router, fused experts, shared_expert;
+// the multimodal class keeps the language model under "language_model.").
+Names names_of(const Model& m) {
+  Names n;
+  const std::string& a = m.architecture;
+  if (a == "MixtralForCausalLM" || (a.empty() && looks_like_mixtral(m))) {
+    n.moe = "block_sparse_moe.";
+    n.mixtral = true;
+  } else if (a == "GptOssForCausalLM") {
+    n.router = "router.";
+    n.fused_experts = true;
+  } else if (a.rfind("Llama4", 0) == 0) {
+    if (a == "Llama4ForConditionalGeneration") n.prefix = "language_model.";
+    n.mlp = n.moe = "feed_forward.";
+    n.router = "router.";
+    n.shared = "shared_expert.";
+    n.fused_experts = true;
+  }
+  return n;
 }
 
 // One decoder layer's tensors, named "model.layers.<index>.": a main-model layer (block kDecoder,
@@ -59,6 +93,7 @@ bool mixtral_names(const Model& m) {
 // layer as DeepSeek's checkpoints number it).
 struct LayerBuilder {
   const Model& m;
+  const Names& names;
   std::int64_t index;
   BlockKind block;
   std::int64_t block_layer;
@@ -66,8 +101,8 @@ struct LayerBuilder {
   std::int64_t expert = -1;  // the routed expert whose tensors add() is adding
 
   void add(const std::string& suffix, std::vector<std::int64_t> shape, TpSplit split) {
-    out.push_back({"model.layers." + std::to_string(index) + "." + suffix, block, block_layer,
-                   std::move(shape), split, false, expert});
+    out.push_back({names.prefix + "model.layers." + std::to_string(index) + "." + suffix, block,
+                   block_layer, std::move(shape), split, false, expert});
   }
   void norm(const std::string& name, std::int64_t width) {
     add(name + ".weight", {width}, TpSplit::kReplicated);
@@ -77,6 +112,7 @@ struct LayerBuilder {
   void attention();
   void latent_attention();
   void mlp(const std::string& prefix, std::int64_t ffn, bool mixtral);
+  void fused_expert(const std::string& experts);
   void experts();
   void layer(bool moe_layer);
 };
@@ -133,19 +169,38 @@ void LayerBuilder::mlp(const std::string& prefix, std::int64_t ffn, bool mixtral
   if (m.mlp_bias) add(prefix + down + ".bias", {h}, TpSplit::kReplicated);
 }
 
+// Routed expert `expert`'s slices of the fused tensors `experts` + "gate_up_proj" and
+// "down_proj" (and GPT-OSS's biases), each named "<tensor>[<expert>]": expert TP splits the ffn
+// dimension, dim 1 of gate/up and dim 0 of down.
+void LayerBuilder::fused_expert(const std::string& experts) {
+  const std::int64_t h = m.hidden_size, ffn = m.moe.expert_ffn_hidden_size;
+  const std::int64_t width = is_gated(m.ffn_kind) ? 2 * ffn : ffn;
+  const std::string at = "[" + std::to_string(expert) + "]";
+  add(experts + "gate_up_proj" + at, {h, width}, TpSplit::kColumns);
+  if (m.mlp_bias) add(experts + "gate_up_proj_bias" + at, {width}, TpSplit::kRows);
+  add(experts + "down_proj" + at, {ffn, h}, TpSplit::kRows);
+  if (m.mlp_bias) add(experts + "down_proj_bias" + at, {h}, TpSplit::kReplicated);
+}
+
 // An MoE layer: the router (replicated; with GPT-OSS's learned bias, not DeepSeek's expert bias,
 // a buffer), the routed experts, then a shared expert.
 void LayerBuilder::experts() {
-  const bool mixtral = mixtral_names(m);
-  const std::string moe = mixtral ? "block_sparse_moe." : "mlp.";
-  add(moe + "gate.weight", {m.moe.num_experts, m.hidden_size}, TpSplit::kReplicated);
-  if (m.moe.router_bias) add(moe + "gate.bias", {m.moe.num_experts}, TpSplit::kReplicated);
+  const std::string& moe = names.moe;
+  add(moe + names.router + "weight", {m.moe.num_experts, m.hidden_size}, TpSplit::kReplicated);
+  if (m.moe.router_bias) {
+    add(moe + names.router + "bias", {m.moe.num_experts}, TpSplit::kReplicated);
+  }
   for (expert = 0; expert < m.moe.num_experts; ++expert) {
-    mlp(moe + "experts." + std::to_string(expert) + ".", m.moe.expert_ffn_hidden_size, mixtral);
+    if (names.fused_experts) {
+      fused_expert(moe + "experts.");
+    } else {
+      mlp(moe + "experts." + std::to_string(expert) + ".", m.moe.expert_ffn_hidden_size,
+          names.mixtral);
+    }
   }
   expert = -1;
   if (m.moe.shared_expert_ffn_hidden_size > 0) {
-    mlp("mlp.shared_experts.", m.moe.shared_expert_ffn_hidden_size, false);
+    mlp(moe + names.shared, m.moe.shared_expert_ffn_hidden_size, false);
   }
 }
 
@@ -173,7 +228,7 @@ void LayerBuilder::layer(bool moe_layer) {
   if (moe_layer) {
     experts();
   } else {
-    mlp("mlp.", m.ffn_hidden_size, false);
+    mlp(names.mlp, m.ffn_hidden_size, false);
   }
 }
 
@@ -181,9 +236,10 @@ void LayerBuilder::layer(bool moe_layer) {
 // layers: the norms of the embedding and of the hidden states, their projection (column-parallel,
 // as Megatron-Core's), a decoder layer like the model's last, and the norm before the shared
 // LM head. The embedding and the head it uses are the main model's.
-void add_mtp_module(const Model& m, std::int64_t k, std::vector<ParamSpec>& out) {
+void add_mtp_module(const Model& m, const Names& names, std::int64_t k,
+                    std::vector<ParamSpec>& out) {
   const std::int64_t h = m.hidden_size;
-  LayerBuilder b{m, m.num_layers + k, BlockKind::kMtp, k, out};
+  LayerBuilder b{m, names, m.num_layers + k, BlockKind::kMtp, k, out};
   b.norm("enorm");
   b.norm("hnorm");
   b.add("eh_proj.weight", {h, 2 * h}, TpSplit::kRows);
@@ -194,33 +250,28 @@ void add_mtp_module(const Model& m, std::int64_t k, std::vector<ParamSpec>& out)
 }  // namespace
 
 std::vector<ParamSpec> model_parameters(const Model& m) {
+  const Names names = names_of(m);
   std::vector<ParamSpec> out;
   const std::int64_t h = m.hidden_size;
-  out.push_back({"model.embed_tokens.weight",
-                 BlockKind::kEmbedding,
-                 -1,
-                 {m.vocab_size, h},
-                 TpSplit::kRows,
-                 true});
+  auto add = [&](const std::string& name, BlockKind block, std::vector<std::int64_t> shape,
+                 TpSplit split, bool vocabulary) {
+    out.push_back({names.prefix + name, block, -1, std::move(shape), split, vocabulary});
+  };
+  add("model.embed_tokens.weight", BlockKind::kEmbedding, {m.vocab_size, h}, TpSplit::kRows, true);
   if (m.position_embedding == PositionEmbedding::kLearned) {
-    out.push_back({"model.embed_positions.weight",
-                   BlockKind::kEmbedding,
-                   -1,
-                   {m.max_position_embeddings, h},
-                   TpSplit::kReplicated,
-                   false});
+    add("model.embed_positions.weight", BlockKind::kEmbedding, {m.max_position_embeddings, h},
+        TpSplit::kReplicated, false);
   }
   for (std::int64_t l = 0; l < m.num_layers; ++l) {
-    LayerBuilder{m, l, BlockKind::kDecoder, l, out}.layer(is_moe_layer(m, l));
+    LayerBuilder{m, names, l, BlockKind::kDecoder, l, out}.layer(is_moe_layer(m, l));
   }
-  out.push_back({"model.norm.weight", BlockKind::kFinalNorm, -1, {h}, TpSplit::kReplicated, false});
+  add("model.norm.weight", BlockKind::kFinalNorm, {h}, TpSplit::kReplicated, false);
   if (m.norm == NormKind::kLayerNorm) {
-    out.push_back({"model.norm.bias", BlockKind::kFinalNorm, -1, {h}, TpSplit::kReplicated, false});
+    add("model.norm.bias", BlockKind::kFinalNorm, {h}, TpSplit::kReplicated, false);
   }
-  for (std::int64_t k = 0; k < m.mtp_layers; ++k) add_mtp_module(m, k, out);
+  for (std::int64_t k = 0; k < m.mtp_layers; ++k) add_mtp_module(m, names, k, out);
   if (!m.tied_embeddings) {
-    out.push_back(
-        {"lm_head.weight", BlockKind::kLmHead, -1, {m.vocab_size, h}, TpSplit::kRows, true});
+    add("lm_head.weight", BlockKind::kLmHead, {m.vocab_size, h}, TpSplit::kRows, true);
   }
   return out;
 }

@@ -1,11 +1,13 @@
 #pragma once
-// Every trainable tensor of a model, named as a Hugging Face checkpoint names it (what
-// safetensors saves carry: Llama's names, Mixtral's for its experts, DeepSeek's for multi-head
+// Every trainable tensor of a model, named as a Hugging Face checkpoint of its class names it
+// (Model::architecture: Llama's names, Mixtral's for its experts, DeepSeek's for multi-head
 // latent attention, shared experts and multi-token-prediction modules, Qwen3's q/k norms,
-// Grok-1's four norms), with its global shape and how tensor parallelism splits it. Megatron-LM
-// and nanotron fuse q/k/v and gate/up into one tensor each, and GPT-OSS and Llama 4 their
-// experts' gate/up and down; the rows each TP rank holds are the same, so shapes per rank and
-// bytes are too.
+// Grok-1's four norms, GPT-OSS's and Llama 4's routers and experts), with its global shape and
+// how tensor parallelism splits it. GPT-OSS and Llama 4 save every expert of a layer in one
+// tensor ([E, hidden, 2 x ffn] for gate and up, [E, ffn, hidden] for down): each expert's slice
+// is listed as a tensor of its own, "<name>[<expert>]", since expert parallelism places experts,
+// not tensors. Megatron-LM and nanotron fuse q/k/v and gate/up into one tensor each; the rows
+// each TP rank holds are the same, so shapes per rank and bytes are too.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,7 +35,7 @@ struct ParamSpec {
   std::int64_t expert = -1;
   bool is_expert() const { return expert >= 0; }
   /// "model.layers.*.mlp.down_proj.weight" for every decoder layer's copy of one tensor, and
-  /// "experts.*" for every expert's.
+  /// "experts.*" (or "[*]" for a fused tensor's slice) for every expert's.
   std::string kind() const;
   std::int64_t numel() const;
 };

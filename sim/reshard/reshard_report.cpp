@@ -60,6 +60,11 @@ std::string padding_text(const LayoutShards& l, std::int64_t vocab) {
                                  : ")");
 }
 
+// "model.layers.*.mlp.down_proj.weight (x32)": a kind and how many tensors it groups.
+std::string row_name(const std::string& kind, std::int64_t count) {
+  return count > 1 ? kind + " (x" + std::to_string(count) + ")" : kind;
+}
+
 // One row per tensor kind (decoder layers grouped): shapes and the stages holding it.
 void tensor_table(const ReshardResult& r, std::ostringstream& o) {
   struct Row {
@@ -79,13 +84,15 @@ void tensor_table(const ReshardResult& r, std::ostringstream& o) {
     for (auto s : r.from.placed[i].stages) row.from_stages.push_back(s);
     for (auto s : r.to.placed[i].stages) row.to_stages.push_back(s);
   }
-  o << pad("tensor", 52) << pad("global shape", 16) << pad("tp split", 11) << pad("from: shard", 16)
-    << pad("stages", 7) << pad("to: shard", 16) << "stages\n";
+  // The name column fits the longest name (Llama 4's carry "language_model.").
+  std::size_t width = 52;
+  for (const auto& row : rows) width = std::max(width, row_name(row.kind, row.count).size() + 1);
+  o << pad("tensor", width) << pad("global shape", 16) << pad("tp split", 11)
+    << pad("from: shard", 16) << pad("stages", 7) << pad("to: shard", 16) << "stages\n";
   for (const auto& row : rows) {
     const ParamSpec& spec = r.to.params[row.first];
-    const std::string name =
-        row.count > 1 ? row.kind + " (x" + std::to_string(row.count) + ")" : row.kind;
-    o << pad(name, 52) << pad(shape_text(spec.shape), 16) << pad(to_string(spec.split), 11)
+    o << pad(row_name(row.kind, row.count), width) << pad(shape_text(spec.shape), 16)
+      << pad(to_string(spec.split), 11)
       << pad(shape_text(r.from.placed[row.first].shards.front().shape), 16)
       << pad(stages_text(row.from_stages), 7)
       << pad(shape_text(r.to.placed[row.first].shards.front().shape), 16)

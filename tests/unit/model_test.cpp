@@ -290,13 +290,14 @@ TEST(ModelJson, StrictSchema) {
   };
   auto j = base;
   j["hidden_sise"] = 64;
-  expect_error(j,
-               "tiny.json: $.hidden_sise: unknown key (known keys here: attention_sinks, bias, "
-               "ffn_hidden_size, ffn_kind, head_dim, hidden_size, local_attention, "
-               "max_position_embeddings, mla, "
-               "moe, mtp_layers, name, norm, notes, num_attention_heads, num_kv_heads, num_layers, "
-               "position_embedding, published_params, qk_norm, sandwich_norms, source, "
-               "tied_embeddings, vocab_size)");
+  expect_error(
+      j,
+      "tiny.json: $.hidden_sise: unknown key (known keys here: architecture, "
+      "attention_sinks, bias, ffn_hidden_size, ffn_kind, head_dim, hidden_size, local_attention, "
+      "max_position_embeddings, mla, "
+      "moe, mtp_layers, name, norm, notes, num_attention_heads, num_kv_heads, num_layers, "
+      "position_embedding, published_params, qk_norm, sandwich_norms, source, "
+      "tied_embeddings, vocab_size)");
   j = base;
   j["hidden_size"] = 0;
   expect_error(j, "tiny.json: $.hidden_size: must be an integer >= 1, got 0");

@@ -114,6 +114,66 @@ TEST(ReshardCases, ColossalAI6108) {
   EXPECT_EQ(ds[0].id, "checkpoint-missing-tensors");  // only the embedding was "saved"
 }
 
+// GPT-OSS's Hugging Face checkpoint holds a layer's experts in one tensor: saved whole it
+// accounts for all 128 experts' slices; saved with one EP rank's 16 experts, or one expert-TP
+// shard of each, it is the expert analogue of ColossalAI #6108.
+TEST(ReshardCases, FusedExpertsSavedWholeOrByOneRank) {
+  const Model m = test::catalog_model("gpt-oss-120b");
+  const ReshardResult r = run(m, "tp=2,pp=4,dp=8,ep=8", "tp=2,pp=4,dp=8,ep=8");
+  CheckpointListing ck;
+  const std::string name = "model.layers.0.mlp.experts.gate_up_proj";
+  ck.tensors.push_back({name, "BF16", {128, 2880, 5760}, 0, "a.safetensors"});
+  auto ds = compare_checkpoint(ck, r.from);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].id, "checkpoint-missing-tensors");
+  const std::int64_t tensors = static_cast<std::int64_t>(r.from.params.size());
+  EXPECT_TRUE(contains(ds[0].message, std::to_string(tensors - 128) + " of the model's " +
+                                          std::to_string(tensors) + " tensors"))
+      << ds[0].message;
+  ck.tensors[0].shape = {16, 2880, 5760};
+  ds = compare_checkpoint(ck, r.from);
+  ASSERT_FALSE(ds.empty());
+  EXPECT_EQ(ds[0].id, "saved-experts-of-one-rank");
+  EXPECT_EQ(ds[0].severity, Severity::kError);
+  EXPECT_TRUE(contains(ds[0].message,
+                       "is [16, 2880, 5760]: 16 of the layer's 128 experts, one expert-parallel "
+                       "rank's at ep 8, not the tensor [128, 2880, 5760]"))
+      << ds[0].message;
+  EXPECT_TRUE(contains(ds[0].fix,
+                       "[128, 2880, 5760], the 8 ranks' experts concatenated along "
+                       "dim 0"))
+      << ds[0].fix;
+  // Expert TP 2 splits the ffn dimension, dim 2 of the saved tensor.
+  ck.tensors[0].shape = {128, 2880, 2880};
+  ds = compare_checkpoint(ck, r.from);
+  ASSERT_FALSE(ds.empty());
+  EXPECT_EQ(ds[0].id, "saved-shard-not-tensor");
+  EXPECT_TRUE(contains(ds[0].message, "2880 x tp 2 = 5760 rows, the model's is [128, 2880, 5760]"))
+      << ds[0].message;
+  EXPECT_TRUE(contains(ds[0].fix, "the 2 shards concatenated along dim 2")) << ds[0].fix;
+  ck.tensors[0].shape = {128, 2880, 5000};
+  ds = compare_checkpoint(ck, r.from);
+  ASSERT_FALSE(ds.empty());
+  EXPECT_EQ(ds[0].id, "saved-shape-mismatch");
+  // OpenAI's release: the experts in MXFP4, [out, in] per expert, 32 values to a block of 16
+  // bytes with one scale each: the same 128 slices.
+  ck.tensors = {{name + "_blocks", "U8", {128, 5760, 90, 16}, 0, "a.safetensors"},
+                {name + "_scales", "U8", {128, 5760, 90}, 0, "a.safetensors"}};
+  ds = compare_checkpoint(ck, r.from);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].id, "checkpoint-missing-tensors");
+  EXPECT_TRUE(contains(ds[0].message, std::to_string(tensors - 128) + " of the model's"))
+      << ds[0].message;
+  ck.tensors[0].shape = {128, 2880, 180, 16};  // [in, out]: not how MXFP4 holds them
+  ds = compare_checkpoint(ck, r.from);
+  ASSERT_FALSE(ds.empty());
+  EXPECT_EQ(ds[0].id, "saved-shape-mismatch");
+  EXPECT_TRUE(contains(ds[0].message,
+                       "is [128, 2880, 180, 16], the model's is [128, 5760, 90, "
+                       "16] (MXFP4 blocks of 128 experts' [2880, 5760])"))
+      << ds[0].message;
+}
+
 // llama3.1-8b from tp 2 to tp 4 under Megatron's rules: no error; the padding grows from 0 to 256
 // rows, which Megatron loads (allow_shape_mismatch): information only.
 TEST(ReshardCases, CleanMegatronChange) {

@@ -81,13 +81,12 @@ TEST(ReshardTensors, DeepSeekV3AsItsCheckpointHoldsIt) {
 }
 
 // GPT-OSS's sinks split with the heads and its router's learned bias; Qwen3's q/k norms;
-// Grok-1's four norms under its names; Llama 4's dense layers between MoE layers with a shared
-// expert; Mixtral keeps its own names.
+// Grok-1's four norms under its names; Mixtral keeps its own names.
 TEST(ReshardTensors, EachArchitecturesOwnTensors) {
   const auto oss = by_name(test::catalog_model("gpt-oss-120b"));
   expect_tensor(oss, "model.layers.0.self_attn.sinks", {64}, TpSplit::kRows);
-  expect_tensor(oss, "model.layers.0.mlp.gate.bias", {128}, TpSplit::kReplicated);
-  expect_tensor(oss, "model.layers.0.mlp.experts.0.down_proj.bias", {2880}, TpSplit::kReplicated);
+  expect_tensor(oss, "model.layers.0.mlp.router.weight", {128, 2880}, TpSplit::kReplicated);
+  expect_tensor(oss, "model.layers.0.mlp.router.bias", {128}, TpSplit::kReplicated);
   const auto qwen = by_name(test::catalog_model("qwen3-30b-a3b"));
   expect_tensor(qwen, "model.layers.0.self_attn.q_norm.weight", {128}, TpSplit::kReplicated);
   expect_tensor(qwen, "model.layers.0.mlp.experts.127.gate_proj.weight", {768, 2048},
@@ -97,13 +96,70 @@ TEST(ReshardTensors, EachArchitecturesOwnTensors) {
     expect_tensor(grok, std::string("model.layers.0.") + norm + ".weight", {6144},
                   TpSplit::kReplicated);
   }
-  const auto llama4 = by_name(test::catalog_model("llama4-maverick"));
-  expect_tensor(llama4, "model.layers.0.mlp.gate_proj.weight", {16384, 5120}, TpSplit::kRows);
-  expect_tensor(llama4, "model.layers.1.mlp.shared_experts.gate_proj.weight", {8192, 5120},
-                TpSplit::kRows);
   expect_tensor(by_name(test::catalog_model("mixtral-8x7b")),
                 "model.layers.0.block_sparse_moe.experts.7.w2.weight", {4096, 14336},
                 TpSplit::kColumns);
+}
+
+// GPT-OSS saves a layer's experts in four tensors, gate and up interleaved in one [128, 2880,
+// 5760] and down in one [128, 2880, 2880] (each [in, out] per expert), with their biases: each
+// expert's slice is listed on its own, expert TP splitting the ffn dimension.
+TEST(ReshardTensors, GptOssFusedExperts) {
+  const auto oss = by_name(test::catalog_model("gpt-oss-120b"));
+  const std::string e = "model.layers.35.mlp.experts.";
+  expect_tensor(oss, e + "gate_up_proj[127]", {2880, 2 * 2880}, TpSplit::kColumns);
+  expect_tensor(oss, e + "gate_up_proj_bias[127]", {2 * 2880}, TpSplit::kRows);
+  expect_tensor(oss, e + "down_proj[0]", {2880, 2880}, TpSplit::kRows);
+  expect_tensor(oss, e + "down_proj_bias[0]", {2880}, TpSplit::kReplicated);
+  EXPECT_EQ(oss.count(e + "gate_up_proj[128]"), 0u);
+  EXPECT_EQ(oss.count(e + "0.gate_proj.weight"), 0u);
+  EXPECT_EQ(oss.at(e + "down_proj[17]").expert, 17);
+  EXPECT_EQ(oss.at(e + "down_proj[17]").kind(), "model.layers.*.mlp.experts.down_proj[*]");
+  // A layer: 2 norms, q/k/v/o with biases (8), sinks, a router with its bias (2), 128 x 4.
+  EXPECT_EQ(oss.size(), 36u * (2 + 8 + 1 + 2 + 128 * 4) + 3);
+}
+
+// The multimodal Llama 4 checkpoint keeps its language model under "language_model.": dense
+// layers' MLP and MoE layers' router, fused experts and shared expert under "feed_forward."; the
+// text-only class has no prefix.
+TEST(ReshardTensors, Llama4AsItsCheckpointHoldsIt) {
+  Model m = test::catalog_model("llama4-maverick");
+  EXPECT_EQ(m.architecture, "Llama4ForConditionalGeneration");
+  const auto t = by_name(m);
+  const std::string l1 = "language_model.model.layers.1.feed_forward.";
+  expect_tensor(t, "language_model.model.embed_tokens.weight", {202048, 5120}, TpSplit::kRows);
+  expect_tensor(t, "language_model.model.layers.0.feed_forward.gate_proj.weight", {16384, 5120},
+                TpSplit::kRows);
+  expect_tensor(t, l1 + "router.weight", {128, 5120}, TpSplit::kReplicated);
+  expect_tensor(t, l1 + "experts.gate_up_proj[127]", {5120, 2 * 8192}, TpSplit::kColumns);
+  expect_tensor(t, l1 + "experts.down_proj[0]", {8192, 5120}, TpSplit::kRows);
+  expect_tensor(t, l1 + "shared_expert.down_proj.weight", {5120, 8192}, TpSplit::kColumns);
+  expect_tensor(t, "language_model.model.norm.weight", {5120}, TpSplit::kReplicated);
+  expect_tensor(t, "language_model.lm_head.weight", {202048, 5120}, TpSplit::kRows);
+  EXPECT_EQ(t.count(l1 + "experts.gate_up_proj_bias[0]"), 0u);
+  m.architecture = "Llama4ForCausalLM";
+  const auto text = by_name(m);
+  expect_tensor(text, "model.layers.1.feed_forward.experts.down_proj[0]", {8192, 5120},
+                TpSplit::kRows);
+  expect_tensor(text, "lm_head.weight", {202048, 5120}, TpSplit::kRows);
+}
+
+// A Hugging Face config.json names its class, and a catalog file the same one: both give the
+// same tensors, by name, shape and split.
+TEST(ReshardTensors, ConfigAndCatalogNameTheSameTensors) {
+  for (const char* name : {"llama3.1-8b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3", "grok-1",
+                           "llama4-maverick", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"}) {
+    const Model hf = load_model(test::data_path(std::string("hf/") + name + "/config.json"));
+    const Model cat = test::catalog_model(name);
+    EXPECT_EQ(hf.architecture, cat.architecture) << name;
+    const auto a = model_parameters(hf), b = model_parameters(cat);
+    ASSERT_EQ(a.size(), b.size()) << name;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].name, b[i].name) << name;
+      EXPECT_EQ(a[i].shape, b[i].shape) << a[i].name;
+      EXPECT_EQ(a[i].split, b[i].split) << a[i].name;
+    }
+  }
 }
 
 // Sequence parallelism changes no tensor: an MoE checkpoint at TP 2 (trained with it, as
