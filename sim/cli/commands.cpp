@@ -304,15 +304,24 @@ int reshard_command(const std::vector<std::string>& args, std::ostream& out) {
   return result.has_errors() ? kExitDiagnostics : kExitOk;
 }
 
-// The catalog: every model with its parameter count, every platform and scenario.
+// The catalog: every model with its parameter count, every platform and scenario, the models'
+// and platforms' names in one column as wide as the longest.
 int list_catalog(std::ostream& out) {
+  const std::vector<std::string> models = catalog_names("models");
+  const std::vector<std::string> platforms = catalog_names("platforms");
+  std::size_t width = 16;
+  for (const auto* names : {&models, &platforms}) {
+    for (const auto& name : *names) width = std::max(width, name.size() + 2);
+  }
+  const auto column = [&](const std::string& name) {
+    return "  " + name + std::string(width - name.size(), ' ');
+  };
   out << "models:\n";
-  for (const auto& name : catalog_names("models")) {
+  for (const auto& name : models) {
     const Model m = load_model(resolve_catalog_entry("models", name, "models/" + name));
-    out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ')
-        << format_grouped(total_params(m)) << " parameters, " << m.num_layers << " layers, hidden "
-        << m.hidden_size << ", " << m.num_attention_heads << "/" << m.num_kv_heads
-        << " heads/KV heads, vocabulary " << m.vocab_size;
+    out << column(name) << format_grouped(total_params(m)) << " parameters, " << m.num_layers
+        << " layers, hidden " << m.hidden_size << ", " << m.num_attention_heads << "/"
+        << m.num_kv_heads << " heads/KV heads, vocabulary " << m.vocab_size;
     if (m.moe.is_moe()) {
       out << "; " << m.moe.num_experts << " experts, top " << m.moe.experts_per_token << ", "
           << format_grouped(active_params(m)) << " active";
@@ -325,10 +334,9 @@ int list_catalog(std::ostream& out) {
     out << "\n";
   }
   out << "platforms:\n";
-  for (const auto& name : catalog_names("platforms")) {
+  for (const auto& name : platforms) {
     const Platform p = load_platform(resolve_catalog_entry("platforms", name, "platforms/" + name));
-    out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << p.gpu.name
-        << ", " << p.node.gpus_per_node << " per node\n";
+    out << column(name) << p.gpu.name << ", " << p.node.gpus_per_node << " per node\n";
   }
   out << "scenarios:\n";
   for (const auto& name : catalog_names("scenarios")) out << "  " << name << "\n";

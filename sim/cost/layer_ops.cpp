@@ -57,6 +57,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
     m.a2a_overlap = plan.moe_a2a_overlap;
     m.grouped = plan.moe_grouped_gemm;
     m.shared_ffn = static_cast<double>(model.moe.shared_expert_ffn_hidden_size) / t;
+    m.shared_gate = model.moe.shared_expert_gate;
   }
   s.up_factor = is_gated(model.ffn_kind) ? 2.0 : 1.0;
   s.vocab = static_cast<double>(padded_vocab) / t;

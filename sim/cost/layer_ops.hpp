@@ -137,6 +137,7 @@ struct LayerShape {
     double load = 1;
     MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
     double shared_ffn = 0;     // the shared expert's width per TP rank (0: none)
+    bool shared_gate = false;  // MoeSpec::shared_expert_gate
     bool a2a_overlap = false;  // Plan::moe_a2a_overlap
     bool grouped = true;       // Plan::moe_grouped_gemm
   } moe;

@@ -139,11 +139,27 @@ void shared_expert_collectives(const LayerShape& s, BlockPass& p) {
   add_collective(p.collectives, {CollectiveKind::kReduceScatter, Dim::kTP, T * h * e, 1});
 }
 
+// Qwen2-MoE's gate on the shared expert's output (Megatron-Core's SharedExpertMLP with a gate):
+// per token a sigmoid of the layer input times a [1, hidden] weight (a GEMV, replicated over TP
+// on the GPU's own tokens), the output scaled by it; backward, the output's and the gate's
+// gradients from one pass over the output and its gradient, then the GEMV's two.
+void shared_expert_gate(const LayerShape& s, std::vector<KernelSpec>& k, bool backward) {
+  const double rows = s.sharded_tokens(), h = s.hidden;
+  if (backward) {
+    k.push_back(elementwise("shared_gate.scale.grad", "gate_scale.grad", rows, h));
+    gemm_backward(k, "shared_gate", rows, h, 1, DType::kBF16);
+  } else {
+    k.push_back(gemm("shared_gate", rows, h, 1, DType::kBF16));
+    k.push_back(elementwise("shared_gate.scale", "gate_scale", rows, h));
+  }
+}
+
 void shared_expert(const LayerShape& s, BlockPass& p, bool backward) {
   const double T = s.tokens, h = s.hidden, f = s.moe.shared_ffn;
   auto& k = p.kernels;
   const std::string act = to_string(s.ffn_kind);
   if (backward) {
+    if (s.moe.shared_gate) shared_expert_gate(s, k, true);
     gemm_backward(k, "shared_down", T, f, h, s.gemm_dtype);
     k.push_back(elementwise("shared_activation.grad", act + ".grad", T, f));
     gemm_backward(k, "shared_up", T, h, s.up_factor * f, s.gemm_dtype);
@@ -151,6 +167,7 @@ void shared_expert(const LayerShape& s, BlockPass& p, bool backward) {
     linear(k, "shared_up", T, h, s.up_factor * f, s.gemm_dtype);
     k.push_back(elementwise("shared_activation", act, T, f));
     linear(k, "shared_down", T, f, h, s.gemm_dtype);
+    if (s.moe.shared_gate) shared_expert_gate(s, k, false);
   }
   shared_expert_collectives(s, p);
 }

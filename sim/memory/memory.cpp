@@ -167,6 +167,8 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, bool mo
   // Sandwich norms (Grok-1): the attention and MLP outputs, their inputs.
   if (model.sandwich_norms) replicated += 2.0 * kActBytes * T * s.h;
   if (plan.hidden_dropout > 0) replicated += 2.0 * kMaskBytes * T * s.h;
+  // A gated shared expert keeps its output for the gate's gradient (split by SP, as its input).
+  if (shared_expert && model.moe.shared_expert_gate) replicated += kActBytes * T * s.h;
   const AttentionActivations att = attention_activations(model, s, in);
   replicated += att.latent;
   const double sharded = att.sharded + mlp;

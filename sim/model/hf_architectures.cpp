@@ -72,12 +72,9 @@ void read_deepseek(HfReader& r, Model& m) {
   m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, {0, Model::kMaxMtpLayers});
 }
 
-// Qwen3 and Qwen3-MoE: a per-head RMSNorm on queries and keys; MoE layers every
-// decoder_sparse_step layers.
-void read_qwen3(HfReader& r, Model& m, bool moe) {
-  read_llama_like(r, m, false);
-  m.qk_norm = true;
-  if (!moe) return;
+// Qwen's MoE layers (Qwen2-MoE, Qwen3-MoE): num_experts of moe_intermediate_size, every
+// decoder_sparse_step-th layer (the others dense MLPs of intermediate_size).
+void read_qwen_experts(HfReader& r, Model& m) {
   m.moe.num_experts = r.integer("num_experts");
   m.moe.experts_per_token = r.integer("num_experts_per_tok");
   m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
@@ -85,6 +82,22 @@ void read_qwen3(HfReader& r, Model& m, bool moe) {
   if (r.present("mlp_only_layers") && !r.json().at("mlp_only_layers").empty()) {
     r.fail("mlp_only_layers", "dense layers listed one by one are not supported");
   }
+}
+
+// Qwen3 and Qwen3-MoE: a per-head RMSNorm on queries and keys.
+void read_qwen3(HfReader& r, Model& m, bool moe) {
+  read_llama_like(r, m, false);
+  m.qk_norm = true;
+  if (moe) read_qwen_experts(r, m);
+}
+
+// Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): Qwen2's Q/K/V biases, and beside the routed experts
+// a shared expert of shared_expert_intermediate_size whose output a sigmoid gate scales.
+void read_qwen2_moe(HfReader& r, Model& m) {
+  read_llama_like(r, m, true);
+  read_qwen_experts(r, m);
+  m.moe.shared_expert_ffn_hidden_size = r.integer("shared_expert_intermediate_size");
+  m.moe.shared_expert_gate = true;
 }
 
 // Llama 4 (text model): MoE layers every interleave_moe_layer_step layers with one shared
@@ -254,6 +267,7 @@ const ArchitectureReader kArchitectures[] = {
     {"MistralForCausalLM", read_mistral},
     {"MixtralForCausalLM", read_mixtral},
     {"Qwen2ForCausalLM", read_qwen2},
+    {"Qwen2MoeForCausalLM", read_qwen2_moe},
     {"Qwen3ForCausalLM", read_qwen3_dense},
     {"Qwen3MoeForCausalLM", read_qwen3_moe},
     {"DeepseekV2ForCausalLM", read_deepseek},

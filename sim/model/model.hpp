@@ -26,6 +26,9 @@ struct MoeSpec {
   /// Width of the always-active shared expert MLP beside the routed ones (DeepSeek's
   /// n_shared_experts x moe_intermediate_size, Llama 4's shared expert); 0: none.
   std::int64_t shared_expert_ffn_hidden_size = 0;
+  /// The shared expert's output scaled per token by a learned sigmoid gate, a [1, hidden] weight
+  /// (Qwen2-MoE's shared_expert_gate, Megatron-Core's --moe-shared-expert-gate).
+  bool shared_expert_gate = false;
   /// Leading decoder layers with a dense MLP of ffn_hidden_size (DeepSeek's
   /// first_k_dense_replace).
   std::int64_t first_dense_layers = 0;

@@ -144,6 +144,10 @@ void check_experts(const Model& m, const std::string& file) {
   if (m.moe.shared_expert_ffn_hidden_size < 0) {
     fail_input(where("moe.shared_expert_ffn_hidden_size"), "must be >= 0");
   }
+  if (m.moe.shared_expert_gate && m.moe.shared_expert_ffn_hidden_size == 0) {
+    fail_input(where("moe.shared_expert_gate"),
+               "needs a shared expert to gate (moe.shared_expert_ffn_hidden_size above 0)");
+  }
 }
 
 void check_mla(const Model& m, const std::string& file) {
@@ -171,6 +175,7 @@ void read_moe(JsonObject moe, Model& m) {
       moe.optional_integer("expert_ffn_hidden_size").value_or(m.ffn_hidden_size);
   m.moe.shared_expert_ffn_hidden_size =
       moe.optional_integer("shared_expert_ffn_hidden_size").value_or(0);
+  m.moe.shared_expert_gate = moe.optional_boolean("shared_expert_gate").value_or(false);
   m.moe.first_dense_layers = moe.optional_integer("first_dense_layers").value_or(0);
   m.moe.layer_interval = moe.optional_integer("layer_interval").value_or(1);
   m.moe.router_bias = moe.optional_boolean("router_bias").value_or(false);

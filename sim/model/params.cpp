@@ -32,7 +32,8 @@ std::int64_t mlp_params(const Model& m, std::int64_t ffn) {
 }
 
 std::int64_t router_params(const Model& m) {
-  return m.moe.num_experts * (m.hidden_size + (m.moe.router_bias ? 1 : 0));
+  const std::int64_t gate = m.moe.shared_expert_gate ? m.hidden_size : 0;
+  return m.moe.num_experts * (m.hidden_size + (m.moe.router_bias ? 1 : 0)) + gate;
 }
 
 namespace {

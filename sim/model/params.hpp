@@ -51,7 +51,8 @@ std::int64_t layer_params(const Model& m, std::int64_t layer);
 std::int64_t norm_params(const Model& m, std::int64_t width);
 /// Parameters of one MLP (one expert for MoE) including biases.
 std::int64_t mlp_params(const Model& m, std::int64_t ffn_hidden_size);
-/// The MoE layer's router: a weight per expert and model dimension, and its bias if any.
+/// An MoE layer's gates, replicated over TP: the router (a weight per expert and model
+/// dimension, and its bias if any) and the shared expert's gate if any (hidden parameters).
 std::int64_t router_params(const Model& m);
 
 }  // namespace trainsim

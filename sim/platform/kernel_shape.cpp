@@ -96,6 +96,14 @@ const std::vector<MemoryOp>& memory_ops() {
        false},
       {"dropout_mask", 1,
        "what hidden dropout adds to a fused bias-dropout-add: its 1-byte mask written", false},
+      {"gate_scale", 4,
+       "a shared expert's output scaled by its per-token gate: read the output, write it scaled "
+       "(rows = tokens, cols = hidden)",
+       false},
+      {"gate_scale.grad", 6,
+       "read the scaled output's gradient and the output, write the output's gradient (the "
+       "gate's, one per token, from the same pass)",
+       false},
       {"moe_router",
        6,
        "a mixture-of-experts router's softmax and top-k: read the BF16 logits, write fp32 "

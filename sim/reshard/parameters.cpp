@@ -66,7 +66,8 @@ bool looks_like_mixtral(const Model& m) {
 }
 
 // Llama's, DeepSeek's and Qwen3's names (mlp.gate, mlp.experts.E.gate_proj, mlp.shared_experts)
-// unless the class is Mixtral's (block_sparse_moe, w1/w3/w2), GPT-OSS's (mlp.router, fused
+// unless the class is Mixtral's (block_sparse_moe, w1/w3/w2), Qwen2-MoE's (mlp.shared_expert
+// beside mlp.shared_expert_gate), GPT-OSS's (mlp.router, fused
 // experts with their biases) or Llama 4's (feed_forward, router, fused experts, shared_expert;
 // the multimodal class keeps the language model under "language_model.").
 Names names_of(const Model& m) {
@@ -75,6 +76,8 @@ Names names_of(const Model& m) {
   if (a == "MixtralForCausalLM" || (a.empty() && looks_like_mixtral(m))) {
     n.moe = "block_sparse_moe.";
     n.mixtral = true;
+  } else if (a == "Qwen2MoeForCausalLM") {
+    n.shared = "shared_expert.";
   } else if (a == "GptOssForCausalLM") {
     n.router = "router.";
     n.fused_experts = true;
@@ -183,7 +186,7 @@ void LayerBuilder::fused_expert(const std::string& experts) {
 }
 
 // An MoE layer: the router (replicated; with GPT-OSS's learned bias, not DeepSeek's expert bias,
-// a buffer), the routed experts, then a shared expert.
+// a buffer), the routed experts, then a shared expert and its gate (replicated).
 void LayerBuilder::experts() {
   const std::string& moe = names.moe;
   add(moe + names.router + "weight", {m.moe.num_experts, m.hidden_size}, TpSplit::kReplicated);
@@ -201,6 +204,9 @@ void LayerBuilder::experts() {
   expert = -1;
   if (m.moe.shared_expert_ffn_hidden_size > 0) {
     mlp(moe + names.shared, m.moe.shared_expert_ffn_hidden_size, false);
+  }
+  if (m.moe.shared_expert_gate) {
+    add(moe + "shared_expert_gate.weight", {1, m.hidden_size}, TpSplit::kReplicated);
   }
 }
 

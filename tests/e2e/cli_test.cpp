@@ -239,9 +239,13 @@ TEST(Cli, Llama70bOnEightGpusIsOutOfMemory) {
 TEST(Cli, ListShowsTheCatalog) {
   const auto r = test::run_trainsim({"list"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("  llama3.1-8b     8,030,261,248 parameters, 32 layers"), std::string::npos)
+  // One column of names as wide as the longest, qwen1.5-moe-a2.7b's, and two spaces.
+  EXPECT_NE(r.out.find("  llama3.1-8b        8,030,261,248 parameters, 32 layers"),
+            std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("  h100-sxm-ndr    NVIDIA H100 SXM5 80GB, 8 per node"), std::string::npos);
+  EXPECT_NE(r.out.find("  qwen1.5-moe-a2.7b  14,315,784,192 parameters"), std::string::npos);
+  EXPECT_NE(r.out.find("  h100-sxm-ndr       NVIDIA H100 SXM5 80GB, 8 per node"),
+            std::string::npos);
   EXPECT_NE(r.out.find("36,625,603,584 active; 1 multi-token-prediction module, 11,610,067,968 "
                        "parameters more\n"),
             std::string::npos)

@@ -14,10 +14,11 @@ namespace trainsim {
 namespace {
 
 const std::vector<std::string> kCatalog = {
-    "llama2-7b",       "llama2-70b",  "llama3-8b",     "llama3.1-8b",     "llama3.1-70b",
-    "llama3.1-405b",   "gpt3-175b",   "nemotron4-15b", "nemotron4-340b",  "mixtral-8x7b",
-    "mixtral-8x22b",   "deepseek-v3", "grok-1",        "llama4-maverick", "qwen3-30b-a3b",
-    "qwen3-235b-a22b", "gpt-oss-120b"};
+    "llama2-7b",      "llama2-70b",        "llama3-8b",     "llama3.1-8b",
+    "llama3.1-70b",   "llama3.1-405b",     "gpt3-175b",     "nemotron4-15b",
+    "nemotron4-340b", "mixtral-8x7b",      "mixtral-8x22b", "deepseek-v3",
+    "grok-1",         "llama4-maverick",   "qwen3-30b-a3b", "qwen3-235b-a22b",
+    "gpt-oss-120b",   "qwen1.5-moe-a2.7b", "qwen2-57b-a14b"};
 
 TEST(ModelCatalog, HasTheNamedModels) {
   ::setenv("TRAINSIM_DATA_DIR", test::source_dir().c_str(), 1);
@@ -102,6 +103,20 @@ TEST(ModelCatalog, ExactMoeCounts) {
   EXPECT_EQ(36 * count_params(oss).layer_mlp, 114'714'874'368);
   EXPECT_EQ(total_params(oss), 116'829'156'672);
   EXPECT_EQ(active_params(oss), 5'132'849'472);
+  // Qwen1.5-MoE-A2.7B, per layer: attention 4 x 2048^2 + 3 x 2048 (Q/K/V biases), 60 experts of
+  // 3 x 2048 x 1408, the shared expert 3 x 2048 x 5632 and its gate of 2048, the router 60 x
+  // 2048, 2 norms: 570,560,512; 24 of them, the embedding and the LM head of 151936 x 2048 and
+  // the final norm. Active: 4 experts, and the LM head; the model card's 2.7B adds the input
+  // embedding (2,689,173,504).
+  const Model q15 = test::catalog_model("qwen1.5-moe-a2.7b");
+  EXPECT_EQ(count_params(q15).layer(true), 570'560'512);
+  EXPECT_EQ(total_params(q15), 14'315'784'192);
+  EXPECT_EQ(active_params(q15), 2'378'008'576);
+  // Qwen2-57B-A14B: attention 2 x 3584^2 + 2 x 512 x 3584 + 4608 biases, 64 experts of 3 x 3584
+  // x 2560, the shared expert 3 x 3584 x 20480 and its gate, the router, 2 norms.
+  const Model q2 = test::catalog_model("qwen2-57b-a14b");
+  EXPECT_EQ(count_params(q2).layer(true), 2'011'413'504);
+  EXPECT_EQ(total_params(q2), 57'408'658'944);
 }
 
 TEST(HuggingFace, ConfigsReadAsIs) {
@@ -123,10 +138,11 @@ TEST(HuggingFace, ConfigsReadAsIs) {
 // The mixture-of-experts architectures' config.json files give the catalog's counts (each
 // reader maps its keys: DeepSeek's MLA and shared experts, Qwen3's q/k norms and sparse step,
 // Llama 4's text_config with interleaved dense layers, GPT-OSS's biases and sinks, Grok-1's
-// tied embedding and sandwich norms).
+// tied embedding and sandwich norms, Qwen2-MoE's gated shared expert).
 TEST(HuggingFace, MoeConfigsGiveTheCatalogsCounts) {
-  for (const char* name : {"mixtral-8x22b", "deepseek-v3", "grok-1", "llama4-maverick",
-                           "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"}) {
+  for (const char* name :
+       {"mixtral-8x22b", "deepseek-v3", "grok-1", "llama4-maverick", "qwen3-30b-a3b",
+        "qwen3-235b-a22b", "gpt-oss-120b", "qwen1.5-moe-a2.7b", "qwen2-57b-a14b"}) {
     const Model hf = load_model(test::data_path(std::string("hf/") + name + "/config.json"));
     const Model cat = test::catalog_model(name);
     EXPECT_EQ(total_params(hf), total_params(cat)) << name;
@@ -311,6 +327,11 @@ TEST(ModelJson, StrictSchema) {
   j["bias"]["gate"] = true;
   expect_error(j,
                "tiny.json: $.bias.gate: unknown key (known keys here: attention_output, mlp, qkv)");
+  j = base;
+  j["moe"] = {{"num_experts", 4}, {"experts_per_token", 2}, {"shared_expert_gate", true}};
+  expect_error(j,
+               "tiny.json: $.moe.shared_expert_gate: needs a shared expert to gate "
+               "(moe.shared_expert_ffn_hidden_size above 0)");
 }
 
 }  // namespace

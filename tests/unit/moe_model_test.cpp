@@ -1,5 +1,6 @@
 // The mixture-of-experts architectures in the cost model, in closed form: DeepSeek's multi-head
-// latent attention (its GEMMs on a TP rank), the shared expert beside the routed ones, and a
+// latent attention (its GEMMs on a TP rank), the shared expert beside the routed ones (and
+// Qwen2-MoE's gate on it), and a
 // model whose dense and MoE layers differ (Llama 4's interleaving, DeepSeek's leading dense
 // layers) costed and counted layer by layer.
 #include <gtest/gtest.h>
@@ -179,6 +180,46 @@ TEST(MoeModel, SharedExpertIsATensorParallelMlp) {
                    2 * bytes);
   EXPECT_DOUBLE_EQ(collective_load(fwd.collectives, CollectiveKind::kReduceScatter, Dim::kTP).bytes,
                    2 * bytes);
+}
+
+// Qwen2-MoE's gate on the shared expert (Qwen1.5-MoE-A2.7B at TP 2 with SP, 4096 tokens): a
+// GEMV of the GPU's 2048 tokens by the [1, 2048] weight and the output scaled by it, forward;
+// backward, the scaling's gradient and the GEMV's two. The layer keeps the shared expert's
+// output for the gate's gradient: 2048 x 2048 x 2 bytes more than without the gate, and the
+// gate's 2048 parameters are replicated on every rank.
+TEST(MoeModel, SharedExpertGateScalesItsOutput) {
+  const Model gated = test::catalog_model("qwen1.5-moe-a2.7b");
+  ASSERT_TRUE(gated.moe.shared_expert_gate);
+  Model plain = gated;
+  plain.moe.shared_expert_gate = false;
+  const Plan plan = moe_plan(2, 1, 4, 4);
+  const LayerShape s = layer_shape(gated, plan, 151936);
+  const BlockPass fwd = block_pass(BlockKind::kDecoder, false, s);
+  const BlockPass bwd = block_pass(BlockKind::kDecoder, true, s);
+  const GemmShape gemv = gemm_of(fwd, "shared_gate");
+  EXPECT_EQ(gemv.m, 2048);
+  EXPECT_EQ(gemv.n, 1);
+  EXPECT_EQ(gemv.k, 2048);
+  EXPECT_EQ(kernel(fwd, "shared_gate.scale").shape,
+            (KernelShape{MemoryShape{"gate_scale", 2048, 2048}}));
+  EXPECT_EQ(kernel(bwd, "shared_gate.scale.grad").shape,
+            (KernelShape{MemoryShape{"gate_scale.grad", 2048, 2048}}));
+  // The input's gradient: the gate's (2048 tokens x 1) times the weight; the weight's: over the
+  // 2048 tokens, 1 output.
+  const GemmShape dgrad = gemm_of(bwd, "shared_gate.dgrad"),
+                  wgrad = gemm_of(bwd, "shared_gate.wgrad");
+  EXPECT_EQ(dgrad.k, 1);
+  EXPECT_EQ(dgrad.n, 2048);
+  EXPECT_EQ(wgrad.k, 2048);
+  EXPECT_EQ(wgrad.n, 1);
+  const LayerShape p = layer_shape(plain, plan, 151936);
+  EXPECT_EQ(block_pass(BlockKind::kDecoder, false, p).kernels.size() + 2, fwd.kernels.size());
+  EXPECT_EQ(block_pass(BlockKind::kDecoder, true, p).kernels.size() + 3, bwd.kernels.size());
+  EXPECT_DOUBLE_EQ(
+      layer_activations(gated, plan, true).saved - layer_activations(plain, plan, true).saved,
+      2048.0 * 2048 * 2);
+  EXPECT_EQ(layer_params_per_rank(gated, plan, true) - layer_params_per_rank(plain, plan, true),
+            2048);
 }
 
 // Llama 4 Maverick on 2 stages: each holds 24 layers, 12 dense (MLP 16384) and 12 MoE (128

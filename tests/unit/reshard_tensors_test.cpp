@@ -41,7 +41,7 @@ TEST(ReshardTensors, SumToTheParameterCount) {
     EXPECT_EQ(mtp, m.mtp_layers * mtp_module_params(m)) << m.name;
     ++models;
   }
-  EXPECT_EQ(models, 18);
+  EXPECT_EQ(models, 20);
   std::int64_t total = 0;
   for (const auto& p : model_parameters(test::catalog_model("llama3.1-8b"))) total += p.numel();
   EXPECT_EQ(total, 8'030'261'248);
@@ -81,7 +81,7 @@ TEST(ReshardTensors, DeepSeekV3AsItsCheckpointHoldsIt) {
 }
 
 // GPT-OSS's sinks split with the heads and its router's learned bias; Qwen3's q/k norms;
-// Grok-1's four norms under its names; Mixtral keeps its own names.
+// Grok-1's four norms under its names; Mixtral keeps its own names; Qwen2-MoE's shared expert.
 TEST(ReshardTensors, EachArchitecturesOwnTensors) {
   const auto oss = by_name(test::catalog_model("gpt-oss-120b"));
   expect_tensor(oss, "model.layers.0.self_attn.sinks", {64}, TpSplit::kRows);
@@ -99,6 +99,15 @@ TEST(ReshardTensors, EachArchitecturesOwnTensors) {
   expect_tensor(by_name(test::catalog_model("mixtral-8x7b")),
                 "model.layers.0.block_sparse_moe.experts.7.w2.weight", {4096, 14336},
                 TpSplit::kColumns);
+  // Qwen2-MoE: one shared expert, named in the singular, and its gate.
+  const auto q15 = by_name(test::catalog_model("qwen1.5-moe-a2.7b"));
+  expect_tensor(q15, "model.layers.0.mlp.shared_expert.gate_proj.weight", {5632, 2048},
+                TpSplit::kRows);
+  expect_tensor(q15, "model.layers.0.mlp.shared_expert_gate.weight", {1, 2048},
+                TpSplit::kReplicated);
+  expect_tensor(q15, "model.layers.23.mlp.experts.59.down_proj.weight", {2048, 1408},
+                TpSplit::kColumns);
+  expect_tensor(q15, "model.layers.0.self_attn.k_proj.bias", {2048}, TpSplit::kRows);
 }
 
 // GPT-OSS saves a layer's experts in four tensors, gate and up interleaved in one [128, 2880,
@@ -148,7 +157,8 @@ TEST(ReshardTensors, Llama4AsItsCheckpointHoldsIt) {
 // same tensors, by name, shape and split.
 TEST(ReshardTensors, ConfigAndCatalogNameTheSameTensors) {
   for (const char* name : {"llama3.1-8b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3", "grok-1",
-                           "llama4-maverick", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"}) {
+                           "llama4-maverick", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b",
+                           "qwen1.5-moe-a2.7b", "qwen2-57b-a14b"}) {
     const Model hf = load_model(test::data_path(std::string("hf/") + name + "/config.json"));
     const Model cat = test::catalog_model(name);
     EXPECT_EQ(hf.architecture, cat.architecture) << name;
