@@ -73,13 +73,13 @@ std::int64_t tp_partial_grads_per_layer(const Model& m, const Plan& plan, bool m
   std::int64_t n = attention_replicated(m) + count_params(m).layer_norms;
   if (!moe) return n + bias;
   if (m.moe.shared_expert_ffn_hidden_size > 0) n += bias;
-  return n + router_params(m);
+  return n + gating_params(m);
 }
 
 std::int64_t layer_params_per_rank(const Model& m, const Plan& plan, bool moe_layer) {
   if (!m.moe.is_moe() || !moe_layer) return layer_params_per_rank(m, plan.tp);
   std::int64_t n = attention_params_per_rank(m, plan.tp) + count_params(m).layer_norms +
-                   router_params(m) + expert_params_per_rank(m, plan);
+                   gating_params(m) + expert_params_per_rank(m, plan);
   if (m.moe.shared_expert_ffn_hidden_size > 0) {
     n += mlp_params_per_rank(m, m.moe.shared_expert_ffn_hidden_size, plan.tp);
   }
@@ -104,7 +104,7 @@ struct LayerShares {
   LayerShares(const Model& model, const Plan& plan, const ParamCount& pc)
       : moe(layer_params_per_rank(model, plan)),
         dense(layer_params_per_rank(model, plan, false)),
-        moe_gemms(moe - pc.layer_norms - router_params(model)),
+        moe_gemms(moe - pc.layer_norms - gating_params(model)),
         dense_gemms(dense - pc.layer_norms),
         experts(plan.ep > 1 ? expert_params_per_rank(model, plan) : 0),
         tp_partial_moe(tp_partial_grads_per_layer(model, plan, true)),

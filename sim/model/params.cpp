@@ -31,7 +31,7 @@ std::int64_t mlp_params(const Model& m, std::int64_t ffn) {
   return up + down + bias;
 }
 
-std::int64_t router_params(const Model& m) {
+std::int64_t gating_params(const Model& m) {
   const std::int64_t gate = m.moe.shared_expert_gate ? m.hidden_size : 0;
   return m.moe.num_experts * (m.hidden_size + (m.moe.router_bias ? 1 : 0)) + gate;
 }
@@ -82,7 +82,7 @@ ParamCount count_params(const Model& m) {
   c.layer_attention = attention_params(m);
   if (m.moe.is_moe()) {
     c.layer_mlp =
-        m.moe.num_experts * mlp_params(m, m.moe.expert_ffn_hidden_size) + router_params(m);
+        m.moe.num_experts * mlp_params(m, m.moe.expert_ffn_hidden_size) + gating_params(m);
     if (m.moe.shared_expert_ffn_hidden_size > 0) {
       c.layer_mlp += mlp_params(m, m.moe.shared_expert_ffn_hidden_size);
     }

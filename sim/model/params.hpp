@@ -53,6 +53,6 @@ std::int64_t norm_params(const Model& m, std::int64_t width);
 std::int64_t mlp_params(const Model& m, std::int64_t ffn_hidden_size);
 /// An MoE layer's gates, replicated over TP: the router (a weight per expert and model
 /// dimension, and its bias if any) and the shared expert's gate if any (hidden parameters).
-std::int64_t router_params(const Model& m);
+std::int64_t gating_params(const Model& m);
 
 }  // namespace trainsim

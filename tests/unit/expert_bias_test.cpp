@@ -48,13 +48,13 @@ TEST(ExpertBias, DeepSeekKeepsABufferGptOssLearnsABias) {
   EXPECT_FALSE(ds.moe.router_bias);
   // The Hugging Face config names it by its routing method ("noaux_tc").
   EXPECT_TRUE(load_model(test::data_path("hf/deepseek-v3/config.json")).moe.router_expert_bias);
-  EXPECT_EQ(router_params(ds), 256 * 7168);
+  EXPECT_EQ(gating_params(ds), 256 * 7168);
   // GPT-OSS's router has a learned bias, a parameter like its weight.
   const Model oss = test::catalog_model("gpt-oss-120b");
   EXPECT_TRUE(oss.moe.router_bias);
   EXPECT_FALSE(oss.moe.router_expert_bias);
   EXPECT_FALSE(load_model(test::data_path("hf/gpt-oss-120b/config.json")).moe.router_expert_bias);
-  EXPECT_EQ(router_params(oss), 128 * (2880 + 1));
+  EXPECT_EQ(gating_params(oss), 128 * (2880 + 1));
 }
 
 // Every expert's count, whatever share of the experts EP leaves a GPU: the router scores them
