@@ -44,14 +44,25 @@ std::int64_t ParamSpec::numel() const {
 
 namespace {
 
+// An MLP's gate, up and down projections.
+struct Projections {
+  const char* gate;
+  const char* up;
+  const char* down;
+};
+constexpr Projections kLlamaProjections = {"gate_proj", "up_proj", "down_proj"};
+
 // Where a checkpoint's names differ from Llama's, by the Hugging Face class that saves it.
 struct Names {
-  std::string prefix;            // before every name
-  std::string mlp = "mlp.";      // a dense layer's MLP and an MoE layer's block
-  std::string moe = "mlp.";      // an MoE layer's router, experts and shared expert
-  std::string router = "gate.";  // the router's linear layer
+  std::string prefix;  // before every name
+  std::string attention = "self_attn.";
+  std::string norm_weight = "weight";  // a norm's scale
+  std::string mlp = "mlp.";            // a dense layer's MLP and an MoE layer's block
+  std::string moe = "mlp.";            // an MoE layer's router, experts and shared expert
+  std::string router = "gate.";        // the router's linear layer
   std::string shared = "shared_experts.";
-  bool mixtral = false;  // each expert's w1 (gate), w3 (up), w2 (down)
+  /// A routed expert's gate, up and down projections.
+  Projections expert = kLlamaProjections;
   /// Every expert's gate and up in one [E, hidden, 2 x ffn] tensor, their downs in one
   /// [E, ffn, hidden] ([in, out] per expert: the transpose of a linear layer's weight).
   bool fused_experts = false;
@@ -66,16 +77,22 @@ bool looks_like_mixtral(const Model& m) {
 }
 
 // Llama's, DeepSeek's and Qwen3's names (mlp.gate, mlp.experts.E.gate_proj, mlp.shared_experts)
-// unless the class is Mixtral's (block_sparse_moe, w1/w3/w2), Qwen2-MoE's (mlp.shared_expert
-// beside mlp.shared_expert_gate), GPT-OSS's (mlp.router, fused
-// experts with their biases) or Llama 4's (feed_forward, router, fused experts, shared_expert;
-// the multimodal class keeps the language model under "language_model.").
+// unless the class is Mixtral's (block_sparse_moe, w1/w3/w2), Grok-1's port's (attn, moe_block,
+// each expert's linear/linear_v/linear_1, norms' scale), Qwen2-MoE's (mlp.shared_expert beside
+// mlp.shared_expert_gate), GPT-OSS's (mlp.router, fused experts with their biases) or Llama 4's
+// (feed_forward, router, fused experts, shared_expert; the multimodal class keeps the language
+// model under "language_model.").
 Names names_of(const Model& m) {
   Names n;
   const std::string& a = m.architecture;
   if (a == "MixtralForCausalLM" || (a.empty() && looks_like_mixtral(m))) {
     n.moe = "block_sparse_moe.";
-    n.mixtral = true;
+    n.expert = {"w1", "w3", "w2"};
+  } else if (a.rfind("Grok1", 0) == 0) {
+    n.attention = "attn.";
+    n.norm_weight = "scale";
+    n.moe = "moe_block.";
+    n.expert = {"linear", "linear_v", "linear_1"};
   } else if (a == "Qwen2MoeForCausalLM") {
     n.shared = "shared_expert.";
   } else if (a == "GptOssForCausalLM") {
@@ -108,13 +125,13 @@ struct LayerBuilder {
                    block_layer, std::move(shape), split, false, expert});
   }
   void norm(const std::string& name, std::int64_t width) {
-    add(name + ".weight", {width}, TpSplit::kReplicated);
+    add(name + "." + names.norm_weight, {width}, TpSplit::kReplicated);
     if (m.norm == NormKind::kLayerNorm) add(name + ".bias", {width}, TpSplit::kReplicated);
   }
   void norm(const std::string& name) { norm(name, m.hidden_size); }
   void attention();
   void latent_attention();
-  void mlp(const std::string& prefix, std::int64_t ffn, bool mixtral);
+  void mlp(const std::string& prefix, std::int64_t ffn, const Projections& proj);
   void fused_expert(const std::string& experts);
   void experts();
   void layer(bool moe_layer);
@@ -126,10 +143,10 @@ void LayerBuilder::attention() {
   const std::int64_t h = m.hidden_size;
   for (const auto& [proj, width] :
        {std::pair{"q_proj", m.q_size()}, {"k_proj", m.kv_size()}, {"v_proj", m.kv_size()}}) {
-    add(std::string("self_attn.") + proj + ".weight", {width, h}, TpSplit::kRows);
-    if (m.qkv_bias) add(std::string("self_attn.") + proj + ".bias", {width}, TpSplit::kRows);
+    add(names.attention + proj + ".weight", {width, h}, TpSplit::kRows);
+    if (m.qkv_bias) add(names.attention + proj + ".bias", {width}, TpSplit::kRows);
   }
-  add("self_attn.o_proj.weight", {h, m.q_size()}, TpSplit::kColumns);
+  add(names.attention + "o_proj.weight", {h, m.q_size()}, TpSplit::kColumns);
 }
 
 // Multi-head latent attention as DeepSeek's checkpoints hold it: the down-projections (query,
@@ -140,28 +157,26 @@ void LayerBuilder::latent_attention() {
   const std::int64_t h = m.hidden_size, heads = m.num_attention_heads;
   const std::int64_t q_out = heads * (a.qk_nope_head_dim + a.qk_rope_head_dim);
   if (a.q_lora_rank > 0) {
-    add("self_attn.q_a_proj.weight", {a.q_lora_rank, h}, TpSplit::kReplicated);
-    norm("self_attn.q_a_layernorm", a.q_lora_rank);
-    add("self_attn.q_b_proj.weight", {q_out, a.q_lora_rank}, TpSplit::kRows);
+    add(names.attention + "q_a_proj.weight", {a.q_lora_rank, h}, TpSplit::kReplicated);
+    norm(names.attention + "q_a_layernorm", a.q_lora_rank);
+    add(names.attention + "q_b_proj.weight", {q_out, a.q_lora_rank}, TpSplit::kRows);
   } else {
-    add("self_attn.q_proj.weight", {q_out, h}, TpSplit::kRows);
+    add(names.attention + "q_proj.weight", {q_out, h}, TpSplit::kRows);
   }
-  add("self_attn.kv_a_proj_with_mqa.weight", {a.kv_lora_rank + a.qk_rope_head_dim, h},
+  add(names.attention + "kv_a_proj_with_mqa.weight", {a.kv_lora_rank + a.qk_rope_head_dim, h},
       TpSplit::kReplicated);
-  norm("self_attn.kv_a_layernorm", a.kv_lora_rank);
-  add("self_attn.kv_b_proj.weight", {heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank},
-      TpSplit::kRows);
-  add("self_attn.o_proj.weight", {h, m.v_size()}, TpSplit::kColumns);
+  norm(names.attention + "kv_a_layernorm", a.kv_lora_rank);
+  add(names.attention + "kv_b_proj.weight",
+      {heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank}, TpSplit::kRows);
+  add(names.attention + "o_proj.weight", {h, m.v_size()}, TpSplit::kColumns);
 }
 
 // One MLP (a dense layer's, a shared expert's or one routed expert's): gate/up column-parallel
 // with their biases, down row-parallel with its bias replicated.
-void LayerBuilder::mlp(const std::string& prefix, std::int64_t ffn, bool mixtral) {
+void LayerBuilder::mlp(const std::string& prefix, std::int64_t ffn, const Projections& proj) {
   const std::int64_t h = m.hidden_size;
   const bool gated = is_gated(m.ffn_kind);
-  const std::string gate = mixtral ? "w1" : "gate_proj";
-  const std::string up = mixtral ? "w3" : "up_proj";
-  const std::string down = mixtral ? "w2" : "down_proj";
+  const std::string gate = proj.gate, up = proj.up, down = proj.down;
   if (gated) add(prefix + gate + ".weight", {ffn, h}, TpSplit::kRows);
   add(prefix + up + ".weight", {ffn, h}, TpSplit::kRows);
   if (m.mlp_bias) {
@@ -198,12 +213,12 @@ void LayerBuilder::experts() {
       fused_expert(moe + "experts.");
     } else {
       mlp(moe + "experts." + std::to_string(expert) + ".", m.moe.expert_ffn_hidden_size,
-          names.mixtral);
+          names.expert);
     }
   }
   expert = -1;
   if (m.moe.shared_expert_ffn_hidden_size > 0) {
-    mlp(moe + names.shared, m.moe.shared_expert_ffn_hidden_size, false);
+    mlp(moe + names.shared, m.moe.shared_expert_ffn_hidden_size, kLlamaProjections);
   }
   if (m.moe.shared_expert_gate) {
     add(moe + "shared_expert_gate.weight", {1, m.hidden_size}, TpSplit::kReplicated);
@@ -218,12 +233,13 @@ void LayerBuilder::layer(bool moe_layer) {
   } else {
     attention();
   }
-  if (m.attention_output_bias) add("self_attn.o_proj.bias", {m.hidden_size}, TpSplit::kReplicated);
+  if (m.attention_output_bias)
+    add(names.attention + "o_proj.bias", {m.hidden_size}, TpSplit::kReplicated);
   if (m.qk_norm) {
-    norm("self_attn.q_norm", m.head_dim);
-    norm("self_attn.k_norm", m.head_dim);
+    norm(names.attention + "q_norm", m.head_dim);
+    norm(names.attention + "k_norm", m.head_dim);
   }
-  if (m.attention_sinks) add("self_attn.sinks", {m.num_attention_heads}, TpSplit::kRows);
+  if (m.attention_sinks) add(names.attention + "sinks", {m.num_attention_heads}, TpSplit::kRows);
   if (m.sandwich_norms) {
     norm("post_attn_norm");
     norm("pre_moe_norm");
@@ -234,7 +250,7 @@ void LayerBuilder::layer(bool moe_layer) {
   if (moe_layer) {
     experts();
   } else {
-    mlp(names.mlp, m.ffn_hidden_size, false);
+    mlp(names.mlp, m.ffn_hidden_size, kLlamaProjections);
   }
 }
 
@@ -271,7 +287,7 @@ std::vector<ParamSpec> model_parameters(const Model& m) {
   for (std::int64_t l = 0; l < m.num_layers; ++l) {
     LayerBuilder{m, names, l, BlockKind::kDecoder, l, out}.layer(is_moe_layer(m, l));
   }
-  add("model.norm.weight", BlockKind::kFinalNorm, {h}, TpSplit::kReplicated, false);
+  add("model.norm." + names.norm_weight, BlockKind::kFinalNorm, {h}, TpSplit::kReplicated, false);
   if (m.norm == NormKind::kLayerNorm) {
     add("model.norm.bias", BlockKind::kFinalNorm, {h}, TpSplit::kReplicated, false);
   }

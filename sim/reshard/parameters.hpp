@@ -1,13 +1,13 @@
 #pragma once
 // Every trainable tensor of a model, named as a Hugging Face checkpoint of its class names it
 // (Model::architecture: Llama's names, Mixtral's for its experts, DeepSeek's for multi-head
-// latent attention, shared experts and multi-token-prediction modules, Qwen3's q/k norms,
-// Grok-1's four norms, GPT-OSS's and Llama 4's routers and experts), with its global shape and
-// how tensor parallelism splits it. GPT-OSS and Llama 4 save every expert of a layer in one
-// tensor ([E, hidden, 2 x ffn] for gate and up, [E, ffn, hidden] for down): each expert's slice
-// is listed as a tensor of its own, "<name>[<expert>]", since expert parallelism places experts,
-// not tensors. Megatron-LM and nanotron fuse q/k/v and gate/up into one tensor each; the rows
-// each TP rank holds are the same, so shapes per rank and bytes are too.
+// latent attention, shared experts and multi-token-prediction modules, Qwen3's q/k norms, Grok-1's
+// port's, Qwen2-MoE's gated shared expert, GPT-OSS's and Llama 4's routers and experts), with its
+// global shape and how tensor parallelism splits it. GPT-OSS and Llama 4 save every expert of a
+// layer in one tensor ([E, hidden, 2 x ffn] for gate and up, [E, ffn, hidden] for down): each
+// expert's slice is listed as a tensor of its own, "<name>[<expert>]", since expert parallelism
+// places experts, not tensors. Megatron-LM and nanotron fuse q/k/v and gate/up into one tensor
+// each; the rows each TP rank holds are the same, so shapes per rank and bytes are too.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -81,7 +81,7 @@ TEST(ReshardTensors, DeepSeekV3AsItsCheckpointHoldsIt) {
 }
 
 // GPT-OSS's sinks split with the heads and its router's learned bias; Qwen3's q/k norms;
-// Grok-1's four norms under its names; Mixtral keeps its own names; Qwen2-MoE's shared expert.
+// Grok-1's port's names; Mixtral keeps its own names; Qwen2-MoE's shared expert.
 TEST(ReshardTensors, EachArchitecturesOwnTensors) {
   const auto oss = by_name(test::catalog_model("gpt-oss-120b"));
   expect_tensor(oss, "model.layers.0.self_attn.sinks", {64}, TpSplit::kRows);
@@ -91,11 +91,23 @@ TEST(ReshardTensors, EachArchitecturesOwnTensors) {
   expect_tensor(qwen, "model.layers.0.self_attn.q_norm.weight", {128}, TpSplit::kReplicated);
   expect_tensor(qwen, "model.layers.0.mlp.experts.127.gate_proj.weight", {768, 2048},
                 TpSplit::kRows);
+  // Grok-1 as its Hugging Face port (hpcai-tech/grok-1) names it: attn, moe_block, each expert's
+  // linear (gate), linear_v (up) and linear_1 (down), four norms a layer with a scale each.
   const auto grok = by_name(test::catalog_model("grok-1"));
   for (const char* norm : {"pre_attn_norm", "post_attn_norm", "pre_moe_norm", "post_moe_norm"}) {
-    expect_tensor(grok, std::string("model.layers.0.") + norm + ".weight", {6144},
+    expect_tensor(grok, std::string("model.layers.0.") + norm + ".scale", {6144},
                   TpSplit::kReplicated);
   }
+  expect_tensor(grok, "model.layers.0.attn.k_proj.weight", {1024, 6144}, TpSplit::kRows);
+  expect_tensor(grok, "model.layers.63.moe_block.gate.weight", {8, 6144}, TpSplit::kReplicated);
+  expect_tensor(grok, "model.layers.0.moe_block.experts.7.linear.weight", {32768, 6144},
+                TpSplit::kRows);
+  expect_tensor(grok, "model.layers.0.moe_block.experts.7.linear_v.weight", {32768, 6144},
+                TpSplit::kRows);
+  expect_tensor(grok, "model.layers.0.moe_block.experts.7.linear_1.weight", {6144, 32768},
+                TpSplit::kColumns);
+  expect_tensor(grok, "model.norm.scale", {6144}, TpSplit::kReplicated);
+  EXPECT_EQ(grok.count("lm_head.weight"), 0u);  // tied to the embedding
   expect_tensor(by_name(test::catalog_model("mixtral-8x7b")),
                 "model.layers.0.block_sparse_moe.experts.7.w2.weight", {4096, 14336},
                 TpSplit::kColumns);
