@@ -284,21 +284,16 @@ const ArchitectureReader kArchitectures[] = {
 
 }  // namespace
 
-ArchitectureRead find_architecture(const std::string& architecture) {
+ArchitectureRead require_architecture(const JsonObject& o, std::string_view key,
+                                      const std::string& architecture) {
+  std::string supported;
   for (const auto& a : kArchitectures) {
     if (architecture == a.architecture) return a.read;
-  }
-  return nullptr;
-}
-
-std::string supported_architectures() {
-  std::string out;
-  for (const auto& a : kArchitectures) {
     if (!a.listed) continue;
-    if (!out.empty()) out += ", ";
-    out += a.architecture;
+    if (!supported.empty()) supported += ", ";
+    supported += a.architecture;
   }
-  return out;
+  o.fail(key, "unsupported architecture \"" + architecture + "\" (supported: " + supported + ")");
 }
 
 }  // namespace trainsim::hf

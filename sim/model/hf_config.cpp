@@ -56,11 +56,7 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
     top.fail("architectures", "must be a non-empty array of strings, got " + got(archs));
   }
   const std::string arch = archs[0].get<std::string>();
-  const hf::ArchitectureRead read = hf::find_architecture(arch);
-  if (read == nullptr) {
-    top.fail("architectures", "unsupported architecture \"" + arch +
-                                  "\" (supported: " + hf::supported_architectures() + ")");
-  }
+  const hf::ArchitectureRead read = hf::require_architecture(top, "architectures", arch);
   HfReader r(j, file);
   Model m;
   m.source = "Hugging Face config.json (" + arch + ")";

@@ -3,6 +3,7 @@
 // absent keys, errors naming the file and key) and the table of architectures it can read.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -57,9 +58,9 @@ class HfReader {
 
 /// Fills a model from a config of one architecture (its first "architectures" entry).
 using ArchitectureRead = void (*)(HfReader&, Model&);
-/// The reader of an architecture, or nullptr where it is not supported.
-ArchitectureRead find_architecture(const std::string& architecture);
-/// The supported architectures, comma-separated, for an error message.
-std::string supported_architectures();
+/// The reader of an architecture; an input error at `key` of `o` naming the supported ones where
+/// it is not supported (a config.json's "architectures", a model file's "architecture").
+ArchitectureRead require_architecture(const JsonObject& o, std::string_view key,
+                                      const std::string& architecture);
 
 }  // namespace trainsim::hf

@@ -260,10 +260,7 @@ Model parse_model_json(const nlohmann::json& j, const std::string& file) {
   m.name = o.string("name");
   m.source = o.optional_string("source").value_or("");
   m.architecture = o.optional_string("architecture").value_or("");
-  if (!m.architecture.empty() && hf::find_architecture(m.architecture) == nullptr) {
-    o.fail("architecture", "unsupported architecture \"" + m.architecture +
-                               "\" (supported: " + hf::supported_architectures() + ")");
-  }
+  if (!m.architecture.empty()) hf::require_architecture(o, "architecture", m.architecture);
   read_dimensions(o, m);
   if (auto bias = o.optional_object("bias")) read_bias(*bias, m);
   if (auto moe = o.optional_object("moe")) read_moe(*moe, m);

@@ -1,6 +1,7 @@
 // Saved shapes against the layout's prediction.
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "sim/check/wording.hpp"
 #include "sim/core/format.hpp"
@@ -63,16 +64,28 @@ WholeTensor whole_tensor(const LayoutShards& l, std::size_t i) {
   return w;
 }
 
+// "NAME in FILE is [..]": a saved tensor's shape, as a message quotes it.
+std::string saved_shape(const SavedTensor& t) {
+  return t.name + " in " + t.file + " is " + shape_text(t.shape);
+}
+
+// Whether two shapes have the same rank and agree on every dimension but `dim`.
+bool equal_but(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b,
+               std::size_t dim) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (i != dim && a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 // A whole tensor (a Hugging Face save) against the model's shape.
 std::optional<Diagnostic> check_whole(const SavedTensor& t, const WholeTensor& w) {
   if (t.shape == w.shape) return std::nullopt;
-  const std::string saved = t.name + " in " + t.file + " is " + shape_text(t.shape);
+  const std::string saved = saved_shape(t);
   const std::string model = shape_text(w.shape);
   const std::size_t k = w.split.value_or(0);
-  bool others_match = t.shape.size() == w.shape.size();
-  for (std::size_t i = 0; others_match && i < t.shape.size(); ++i) {
-    if (i != k && t.shape[i] != w.shape[i]) others_match = false;
-  }
+  const bool others_match = equal_but(t.shape, w.shape, k);
   const std::int64_t tp = w.tp, padded = w.padded;
   if (others_match && w.split && t.shape[k] * tp == padded) {
     return error("saved-shard-not-tensor",
@@ -120,16 +133,14 @@ std::optional<Diagnostic> check_fused_experts(const SavedTensor& t, const Layout
   const std::int64_t experts = static_cast<std::int64_t>(slices.size());
   w.shape.insert(w.shape.begin(), experts);
   if (w.split) w.padded = w.shape[++*w.split];
-  const bool others_match = t.shape.size() == w.shape.size() &&
-                            std::equal(t.shape.begin() + 1, t.shape.end(), w.shape.begin() + 1);
-  if (others_match && t.shape[0] > 0 && t.shape[0] < experts && experts % t.shape[0] == 0) {
+  if (equal_but(t.shape, w.shape, 0) && t.shape[0] > 0 && t.shape[0] < experts &&
+      experts % t.shape[0] == 0) {
     const std::int64_t ranks = experts / t.shape[0];
     return error("saved-experts-of-one-rank",
-                 t.name + " in " + t.file + " is " + shape_text(t.shape) + ": " +
-                     std::to_string(t.shape[0]) + " of the layer's " + std::to_string(experts) +
-                     " experts, one expert-parallel rank's at ep " + std::to_string(ranks) +
-                     ", not the tensor " + shape_text(w.shape) + ": the other " +
-                     std::to_string(ranks - 1) +
+                 saved_shape(t) + ": " + std::to_string(t.shape[0]) + " of the layer's " +
+                     std::to_string(experts) + " experts, one expert-parallel rank's at ep " +
+                     std::to_string(ranks) + ", not the tensor " + shape_text(w.shape) +
+                     ": the other " + std::to_string(ranks - 1) +
                      " ranks' experts are not in the checkpoint and a loader fails on the shape",
                  "gather the experts over the EP group before saving: " + shape_text(w.shape) +
                      ", the " + std::to_string(ranks) + " ranks' experts concatenated along dim 0");
@@ -148,9 +159,9 @@ std::optional<Diagnostic> check_mxfp4(const SavedTensor& t, const LayoutShards& 
   if (blocks) want.push_back(16);
   if (t.shape == want) return std::nullopt;
   return error("saved-shape-mismatch",
-               t.name + " in " + t.file + " is " + shape_text(t.shape) + ", the model's is " +
-                   shape_text(want) + " (MXFP4 " + (blocks ? "blocks" : "scales") + " of " +
-                   std::to_string(slices.size()) + " experts' " + shape_text(slice) + ")",
+               saved_shape(t) + ", the model's is " + shape_text(want) + " (MXFP4 " +
+                   (blocks ? "blocks" : "scales") + " of " + std::to_string(slices.size()) +
+                   " experts' " + shape_text(slice) + ")",
                "check --model: the checkpoint is of another model");
 }
 
@@ -170,10 +181,9 @@ FusedExperts check_fused(const SavedTensor& t, const LayoutShards& l,
     return f;
   }
   for (const bool blocks : {true, false}) {
-    const std::string suffix = blocks ? "_blocks" : "_scales";
-    const std::size_t n = t.name.size(), k = suffix.size();
-    if (n <= k || t.name.compare(n - k, k, suffix) != 0) continue;
-    f.slices = fused_expert_slices(t.name.substr(0, n - k), by_name);
+    const std::string_view suffix = blocks ? "_blocks" : "_scales";
+    if (!t.name.ends_with(suffix)) continue;
+    f.slices = fused_expert_slices(t.name.substr(0, t.name.size() - suffix.size()), by_name);
     if (!f.slices.empty() && l.params[f.slices.front()].shape.size() == 2) {
       f.problem = check_mxfp4(t, l, f.slices, blocks);
       return f;
@@ -194,8 +204,8 @@ std::optional<Diagnostic> check_shard(const SavedTensor& t, std::vector<std::int
   }
   if (t.shape == expected) return std::nullopt;
   return error("saved-shape-mismatch",
-               t.name + " in " + t.file + " is " + shape_text(t.shape) + "; at " + "tp " +
-                   std::to_string(tp) + " the layout predicts " + shape_text(expected),
+               saved_shape(t) + "; at " + "tp " + std::to_string(tp) + " the layout predicts " +
+                   shape_text(expected),
                "check --model and --from against the run that saved it");
 }
 

@@ -176,15 +176,14 @@ void LayerBuilder::latent_attention() {
 void LayerBuilder::mlp(const std::string& prefix, std::int64_t ffn, const Projections& proj) {
   const std::int64_t h = m.hidden_size;
   const bool gated = is_gated(m.ffn_kind);
-  const std::string gate = proj.gate, up = proj.up, down = proj.down;
-  if (gated) add(prefix + gate + ".weight", {ffn, h}, TpSplit::kRows);
-  add(prefix + up + ".weight", {ffn, h}, TpSplit::kRows);
+  if (gated) add(prefix + proj.gate + ".weight", {ffn, h}, TpSplit::kRows);
+  add(prefix + proj.up + ".weight", {ffn, h}, TpSplit::kRows);
   if (m.mlp_bias) {
-    if (gated) add(prefix + gate + ".bias", {ffn}, TpSplit::kRows);
-    add(prefix + up + ".bias", {ffn}, TpSplit::kRows);
+    if (gated) add(prefix + proj.gate + ".bias", {ffn}, TpSplit::kRows);
+    add(prefix + proj.up + ".bias", {ffn}, TpSplit::kRows);
   }
-  add(prefix + down + ".weight", {h, ffn}, TpSplit::kColumns);
-  if (m.mlp_bias) add(prefix + down + ".bias", {h}, TpSplit::kReplicated);
+  add(prefix + proj.down + ".weight", {h, ffn}, TpSplit::kColumns);
+  if (m.mlp_bias) add(prefix + proj.down + ".bias", {h}, TpSplit::kReplicated);
 }
 
 // Routed expert `expert`'s slices of the fused tensors `experts` + "gate_up_proj" and
