@@ -98,6 +98,37 @@ out="$here/context_parallel/llama3.1-8b.txt"
 131072 8 p2p
 131072 8 a2a
 VARIANTS
+  echo
+  echo "llama3.1-8b on 16 GPUs (two nodes), cp 16, otherwise as above: a2a alone cannot split its"
+  echo "8 KV heads 16 ways; a2a+p2p splits them over an a2a level of A GPUs and rings of 16/A"
+  echo
+  printf '%-7s %-5s %-4s %-16s %9s %11s %10s  %s\n' "seq" "cp" "dp" "cp comm" "step (s)" \
+    "tokens/s" "peak mem" "exposed comm (mean per GPU)"
+  while read -r seq comm a2a; do
+    levels=()
+    label=$comm
+    if [ -n "$a2a" ]; then
+      levels=(--cp-a2a-size "$a2a")
+      label="$comm ($a2a x $((16 / a2a)))"
+    fi
+    "$bin" run --model llama3.1-8b --platform h100-sxm-ndr --seq-len "$seq" --cp 16 --dp 1 \
+      --cp-comm-type "$comm" "${levels[@]}" --gbs 128 --zero 1 --overlap-grad-reduce \
+      --overlap-param-gather > "$tmp" || true
+    printf '%-7s %-5s %-4s %-16s %9s %11s %10s  %s\n' "$seq" 16 1 "$label" \
+      "$(awk '/^step time/ { print $3; exit }' "$tmp")" \
+      "$(awk '/^tokens\/s/ { print $2; exit }' "$tmp")" \
+      "$(awk '$1 == "0" && $NF ~ /GiB$/ { print $(NF-1) " " $NF; exit }' "$tmp")" \
+      "$(headline "exposed comm" "$tmp" | sed 's/ (mean per GPU)//')"
+  done <<'VARIANTS'
+32768 p2p
+32768 a2a+p2p 8
+32768 a2a+p2p 2
+32768 allgather
+131072 p2p
+131072 a2a+p2p 8
+131072 a2a+p2p 2
+131072 allgather
+VARIANTS
 } > "$out"
 echo "wrote $out"
 

@@ -112,9 +112,14 @@ void layout_fields(FieldTable& t) {
   t.integer("pp", {}, &Plan::pp);
   t.integer("dp", {}, &Plan::dp);
   t.integer("cp", {}, &Plan::cp);
-  t.choice("cp_comm_type", {"p2p", "a2a", "allgather"}, [](Plan& p, const std::string& s) {
-    p.cp_comm = s == "a2a" ? CpComm::kA2A : s == "allgather" ? CpComm::kAllGather : CpComm::kP2P;
-  });
+  t.choice("cp_comm_type", {"p2p", "a2a", "allgather", "a2a+p2p"},
+           [](Plan& p, const std::string& s) {
+             p.cp_comm = s == "a2a"         ? CpComm::kA2A
+                         : s == "allgather" ? CpComm::kAllGather
+                         : s == "a2a+p2p"   ? CpComm::kA2AP2P
+                                            : CpComm::kP2P;
+           });
+  t.integer("cp_a2a_size", {0}, &Plan::cp_a2a_size);
   t.integer("ep", {}, &Plan::ep);
   t.integer("etp", {}, &Plan::etp);
   t.choice(

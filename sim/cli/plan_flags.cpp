@@ -27,7 +27,12 @@ void add_parallel_flags(po::options_description& d) {
       "how attention crosses the CP group (Megatron-LM's --cp-comm-type): p2p (default; K/V "
       "blocks around a ring, each transfer beside the previous block's attention), a2a "
       "(all-to-alls swap the sequence split for a head split; heads divisible by tp x cp), "
-      "allgather (K/V all-gathered before the attention, not overlapped)");
+      "allgather (K/V all-gathered before the attention, not overlapped), a2a+p2p (both: "
+      "all-to-alls over --cp-a2a-size consecutive CP ranks, the ring over the rest)");
+  add("cp-a2a-size", s("N"),
+      "with --cp-comm-type a2a+p2p, the all-to-all level's size: N consecutive CP ranks split "
+      "the heads (tp x N divides the heads and KV heads), and rings of cp/N ranks, one a2a "
+      "group apart, pass K/V (Megatron-LM's --hierarchical-context-parallel-sizes N cp/N)");
   add("ep", s("N"),
       "expert-parallel size: each mixture-of-experts layer's experts split over N GPUs, which "
       "re-divide the dense layers' dp x cp (x tp / etp) GPUs; tokens reach their experts by "

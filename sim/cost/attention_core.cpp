@@ -26,13 +26,14 @@ KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass, 
 // each step to the keys the window sees). The p2p ring computes every block whole; a chunked
 // attention under CP is costed whole too.
 bool local_under_cp(const LayerShape& s) {
-  if (s.cp == 1 || s.cp_comm == CpComm::kA2A) return true;
+  if (s.cp_ring == 1) return true;
   return s.cp_comm == CpComm::kAllGather && s.sliding;
 }
 
-// The fused attention of one pass. Context parallelism by ring (p2p, and allgather's two halves)
-// cuts the sequence in 2 x cp chunks of c = s / 2cp, rank i holding chunks i and 2cp-1-i. Its
-// step on its own K/V is causal over its 2c tokens; each of the cp - 1 other steps is a full
+// The fused attention of one pass. Context parallelism by ring (p2p, allgather's two halves, and
+// a2a+p2p's p2p level, on its share of the heads) cuts the sequence in 2 x cp chunks of
+// c = s / 2cp for a ring of cp ranks, rank i holding chunks i and 2cp-1-i. Its step on its own
+// K/V is causal over its 2c tokens; each of the cp - 1 other steps is a full
 // block, Transformer Engine's: half the queries against all the keys (c by 2c: the tiles of
 // half the heads of a 2c block) on the steps from ranks after it, all the queries against half
 // the keys (2c by c: two blocks of c) on those before it. Ranks differ in the mix; the mean rank
@@ -50,17 +51,17 @@ void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backw
     k.push_back(attention(name, s, pass, s.local_block, true, blocks));
     return;
   }
-  if (s.cp == 1 || s.cp_comm == CpComm::kA2A) {
+  if (s.cp_ring == 1) {
     k.push_back(attention(name, s, pass, s.seq, true, 1));
     return;
   }
-  const double chunk = s.seq / (2.0 * static_cast<double>(s.cp));
+  const double chunk = s.seq / (2.0 * static_cast<double>(s.cp_ring));
   k.push_back(attention(name, s, pass, 2 * chunk, true, 1));
-  std::int64_t long_keys = s.cp / 2;                           // steps of c queries by 2c keys
+  std::int64_t long_keys = s.cp_ring / 2;                      // steps of c queries by 2c keys
   if (s.heads % 2 != 0 || s.kv_heads % 2 != 0) long_keys = 0;  // as blocks of c instead
   if (long_keys > 0)
     k.push_back(attention(name + ".ring", s, pass, 2 * chunk, false, long_keys, 2));
-  const std::int64_t short_keys = s.cp - 1 - long_keys;  // steps of 2c queries by c keys
+  const std::int64_t short_keys = s.cp_ring - 1 - long_keys;  // steps of 2c queries by c keys
   if (short_keys > 0) {
     k.push_back(attention(name + ".ring_halves", s, pass, chunk, false, 2 * short_keys));
   }

@@ -29,6 +29,8 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.tp = plan.tp;
   s.cp = plan.cp;
   s.cp_comm = plan.cp_comm;
+  s.cp_head_split = plan.cp_head_split();
+  s.cp_ring = plan.cp_ring_size();
   const double seq = static_cast<double>(plan.seq_len), cp = static_cast<double>(plan.cp);
   s.tokens = static_cast<double>(plan.mbs) * seq / cp;
   s.hidden = static_cast<double>(model.hidden_size);
@@ -72,11 +74,10 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.heads = model.num_attention_heads / plan.tp;
   s.kv_heads = model.num_kv_heads / plan.tp;
   s.seq = seq;
-  // All-to-all context parallelism runs the whole sequence's attention on 1/cp of the heads.
-  if (plan.cp > 1 && plan.cp_comm == CpComm::kA2A) {
-    s.heads /= plan.cp;
-    s.kv_heads /= plan.cp;
-  }
+  // All-to-all context parallelism runs the attention on 1/cp of the heads (1/cp_a2a_size with
+  // a2a+p2p, over the ring's share of the sequence).
+  s.heads /= s.cp_head_split;
+  s.kv_heads /= s.cp_head_split;
   s.gemm_dtype = plan.precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
   s.unfused_attention = plan.attention_backend == AttentionBackend::kUnfused;
   s.attention_dropout = plan.attention_dropout > 0;
@@ -223,25 +224,38 @@ void decoder_backward_tp(const LayerShape& s, BlockPass& p) {
 }
 
 // Context parallelism's collectives around the attention core (sim/plan/plan.hpp, CpComm), on
-// the rank's tokens. A ring exchange is an all-gather's traffic (cp - 1 blocks to the next rank)
-// run beside the attention steps it feeds: the pass waits where a transfer outlasts the block
-// attention before it (sim/cost/tp_overlap.hpp, ring exchange). The backward's ring carries the
-// K/V blocks and their gradient accumulators.
+// the rank's tokens. A ring exchange is an all-gather's traffic (ring - 1 blocks to the next
+// rank) run beside the attention steps it feeds: the pass waits where a transfer outlasts the
+// block attention before it (sim/cost/tp_overlap.hpp, ring exchange). The backward's ring
+// carries the K/V blocks and their gradient accumulators. With a2a+p2p the all-to-alls run over
+// the a2a level first, and the ring over the p2p level carries K/V of 1/cp_a2a_size of the heads
+// for cp_a2a_size times the rank's tokens.
+void ring_exchange(BlockPass& p, bool backward, double gathered, Dim dim) {
+  const double bytes = backward ? 2.0 * gathered : gathered;
+  add_collective(p.collectives, {CollectiveKind::kAllGather, dim, bytes, 1, true});
+  const std::string core = backward ? "attention.grad" : "attention";
+  p.overlaps.push_back({CollectiveKind::kAllGather,
+                        bytes,
+                        {core, core + ".ring"},
+                        OverlapMethod::kRingExchange,
+                        dim});
+}
+
 void decoder_cp(const LayerShape& s, BlockPass& p, bool backward) {
   const double e = s.act_bytes, T = s.tokens;
-  const double gathered = static_cast<double>(s.cp) * T * 2.0 * s.kv * e;  // K and V, all ranks
+  // K and V of every rank of the ring, on the rank's share of the heads.
+  const double gathered =
+      static_cast<double>(s.cp) * T * 2.0 * s.kv * e / static_cast<double>(s.cp_head_split);
+  // Q, K, V in and the output back (their gradients in the backward).
+  const double traded = T * (2.0 * s.q + 2.0 * s.kv) * e;
   switch (s.cp_comm) {
-    case CpComm::kP2P: {
-      const double bytes = backward ? 2.0 * gathered : gathered;
-      add_collective(p.collectives, {CollectiveKind::kAllGather, Dim::kCP, bytes, 1, true});
-      const std::string core = backward ? "attention.grad" : "attention";
-      p.overlaps.push_back({CollectiveKind::kAllGather,
-                            bytes,
-                            {core, core + ".ring"},
-                            OverlapMethod::kRingExchange,
-                            Dim::kCP});
+    case CpComm::kP2P:
+      ring_exchange(p, backward, gathered, Dim::kCP);
       return;
-    }
+    case CpComm::kA2AP2P:
+      add_collective(p.collectives, {CollectiveKind::kAllToAll, Dim::kCPA2A, traded, 4, false});
+      ring_exchange(p, backward, gathered, Dim::kCPP2P);
+      return;
     case CpComm::kAllGather:
       add_collective(p.collectives, {CollectiveKind::kAllGather, Dim::kCP, gathered, 1, false});
       if (backward) {
@@ -250,9 +264,7 @@ void decoder_cp(const LayerShape& s, BlockPass& p, bool backward) {
       }
       return;
     case CpComm::kA2A:
-      // Q, K, V in and the output back (their gradients in the backward).
-      add_collective(p.collectives, {CollectiveKind::kAllToAll, Dim::kCP,
-                                     T * (2.0 * s.q + 2.0 * s.kv) * e, 4, false});
+      add_collective(p.collectives, {CollectiveKind::kAllToAll, Dim::kCP, traded, 4, false});
       return;
   }
 }

@@ -102,7 +102,9 @@ struct LayerShape {
   std::int64_t tp = 1;
   std::int64_t cp = 1;
   CpComm cp_comm = CpComm::kP2P;
-  bool sp = false;  // sequence parallelism
+  std::int64_t cp_head_split = 1;  // Plan::cp_head_split(): CP ranks sharing out the heads
+  std::int64_t cp_ring = 1;        // Plan::cp_ring_size(): CP ranks a K/V ring runs over
+  bool sp = false;                 // sequence parallelism
   /// Plan::tp_comm_overlap: Transformer Engine's userbuffers overlap of the forward's TP
   /// all-gathers and reduce-scatters and the backward's gradient all-gathers with their GEMMs.
   bool tp_comm_overlap = false;
@@ -111,8 +113,8 @@ struct LayerShape {
   // Integer shapes for the kernel-timing database.
   std::int64_t batch = 1;     // micro-batch size
   std::int64_t head_dim = 0;  // d
-  std::int64_t heads = 0;     // query heads per TP rank (and CP rank for a2a)
-  std::int64_t kv_heads = 0;  // key/value heads per TP rank (and CP rank for a2a)
+  std::int64_t heads = 0;     // query heads per TP rank (and a2a CP rank)
+  std::int64_t kv_heads = 0;  // key/value heads per TP rank (and a2a CP rank)
   DType gemm_dtype = DType::kBF16;
   bool unfused_attention = false;  // Plan::attention_backend
   bool attention_dropout = false;  // Plan::attention_dropout above 0

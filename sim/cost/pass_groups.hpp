@@ -33,8 +33,9 @@ class PassGroups {
 };
 
 /// The dimensions whose collectives run inside a pass (beside or after its kernels): tensor and
-/// context parallelism's, and the expert layers' token dispatch (over EP, and over expert TP
-/// where it differs from TP).
-inline constexpr std::array<Dim, 4> kPassDims = {Dim::kTP, Dim::kCP, Dim::kEP, Dim::kETP};
+/// context parallelism's (hierarchical CP's two levels too), and the expert layers' token
+/// dispatch (over EP, and over expert TP where it differs from TP).
+inline constexpr std::array<Dim, 6> kPassDims = {Dim::kTP,  Dim::kCP,    Dim::kEP,
+                                                 Dim::kETP, Dim::kCPA2A, Dim::kCPP2P};
 
 }  // namespace trainsim

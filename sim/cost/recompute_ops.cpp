@@ -48,10 +48,10 @@ BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, con
     // Under context parallelism the attention core crosses the CP group again: the ring
     // exchange beside its steps, or the all-gather or all-to-alls around it.
     for (const auto& c : fwd.collectives) {
-      if (c.dim == Dim::kCP) add_collective(out.collectives, c);
+      if (is_context_dim(c.dim)) add_collective(out.collectives, c);
     }
     for (const auto& o : fwd.overlaps) {
-      if (o.dim == Dim::kCP) out.overlaps.push_back(o);
+      if (is_context_dim(o.dim)) out.overlaps.push_back(o);
     }
   }
   if (!shape.is_moe() && (plan.recompute_modules & kRecomputeMlp) != 0 && shape.tp > 1) {

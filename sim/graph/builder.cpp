@@ -45,9 +45,9 @@ Index RankProgramWriter::run(ComputeKind kind, std::int64_t mb, std::int64_t chu
     const auto group = groups_[index_of(load.dim)];
     if (group < 0 || load.count == 0) continue;
     if (load.alongside) {
-      const Stream side = load.dim == Dim::kCP   ? Stream::kCP
-                          : load.dim == Dim::kEP ? Stream::kEP
-                                                 : Stream::kTP;
+      const Stream side = comm_kind(load.dim) == CommKind::kCP ? Stream::kCP
+                          : load.dim == Dim::kEP               ? Stream::kEP
+                                                               : Stream::kTP;
       const Index call = b_.collective(side, comm_kind(load.dim), load.kind, group, load.bytes,
                                        load.count, mb, alongside);
       pending_.push_back(call);

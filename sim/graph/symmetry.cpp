@@ -115,6 +115,10 @@ class Checker {
         return "inter-instance expert-data";
       case Dim::kEmbedding:
         return "embedding";
+      case Dim::kCPA2A:
+        return "context (a2a level)";
+      case Dim::kCPP2P:
+        return "context (p2p level)";
     }
     return "?";
   }

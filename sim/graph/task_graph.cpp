@@ -7,6 +7,8 @@ CommKind comm_kind(Dim d) {
     case Dim::kTP:
       return CommKind::kTP;
     case Dim::kCP:
+    case Dim::kCPA2A:
+    case Dim::kCPP2P:
       return CommKind::kCP;
     case Dim::kEP:
       return CommKind::kEP;

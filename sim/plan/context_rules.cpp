@@ -7,7 +7,44 @@
 
 namespace trainsim {
 
+namespace {
+
+// a2a+p2p's level sizes (Megatron-LM: --hierarchical-context-parallel-sizes, whose product is
+// cp): an a2a level of cp_a2a_size ranks, strictly between 1 and cp (either end is a2a or p2p
+// alone), dividing cp.
+void validate_hierarchy(const Plan& plan, const PlanOrigin& origin) {
+  const bool hierarchical = plan.cp_comm == CpComm::kA2AP2P;
+  if (!hierarchical) {
+    if (plan.cp_a2a_size != 0) {
+      fail_input(origin.of("cp_a2a_size"),
+                 "sets the a2a level of hierarchical context parallelism, so it needs " +
+                     origin.name("cp_comm_type") + " a2a+p2p (got " + to_string(plan.cp_comm) +
+                     ")");
+    }
+    return;
+  }
+  const std::int64_t a = plan.cp_a2a_size;
+  if (a == 0) {
+    fail_input(origin.of("cp_comm_type"),
+               "a2a+p2p needs the size of its a2a level, " + origin.name("cp_a2a_size") +
+                   " A (Megatron-LM's --hierarchical-context-parallel-sizes A cp/A): a divisor "
+                   "of " +
+                   origin.name("cp") + " " + std::to_string(plan.cp) +
+                   " between 2 and cp / 2, usually the CP ranks on one node");
+  }
+  if (a < 2 || a >= plan.cp || plan.cp % a != 0) {
+    fail_input(origin.of("cp_a2a_size"),
+               "must divide " + origin.name("cp") + " " + std::to_string(plan.cp) +
+                   " and lie between 2 and cp / 2, got " + std::to_string(a) +
+                   " (an a2a level of 1 is p2p, one of cp is a2a: use that " +
+                   origin.name("cp_comm_type") + ")");
+  }
+}
+
+}  // namespace
+
 void validate_context_parallelism(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  validate_hierarchy(plan, origin);
   if (plan.cp == 1) return;
   // Causal load balance: the sequence in 2 x cp chunks, each rank the i-th and the mirrored one;
   // with sequence parallelism each chunk pair is split again over TP.
@@ -24,24 +61,25 @@ void validate_context_parallelism(const Plan& plan, const Model& model, const Pl
     fail_input(origin.of("attention_backend"),
                "context parallelism runs in Transformer Engine's fused attention; use flash");
   }
-  if (plan.cp_comm == CpComm::kP2P &&
+  if ((plan.cp_comm == CpComm::kP2P || plan.cp_comm == CpComm::kA2AP2P) &&
       model.local_attention.kind == LocalAttention::Kind::kSliding) {
     fail_input(origin.of("cp_comm_type"),
                "Transformer Engine runs sliding-window attention under context parallelism only "
-               "with a2a or allgather (got p2p)");
+               "with a2a or allgather (got " +
+                   std::string(to_string(plan.cp_comm)) + ")");
   }
-  if (plan.cp_comm == CpComm::kA2A) {
-    for (const auto& [what, heads] : {std::pair{"attention heads", model.num_attention_heads},
-                                      std::pair{"KV heads", model.num_kv_heads}}) {
-      if (heads % (plan.tp * plan.cp) != 0) {
-        fail_input(origin.of("cp_comm_type"),
-                   "a2a splits the heads over tp x cp = " + std::to_string(plan.tp * plan.cp) +
-                       ", which must "
-                       "divide the " +
-                       what + " (" + std::to_string(heads) + "); use p2p or a smaller " +
-                       origin.name("cp"));
-      }
-    }
+  if (plan.cp_head_split() == 1) return;
+  const bool whole = plan.cp_comm == CpComm::kA2A;
+  const std::int64_t split = plan.tp * plan.cp_head_split();
+  for (const auto& [what, heads] : {std::pair{"attention heads", model.num_attention_heads},
+                                    std::pair{"KV heads", model.num_kv_heads}}) {
+    if (heads % split == 0) continue;
+    fail_input(whole ? origin.of("cp_comm_type") : origin.of("cp_a2a_size"),
+               std::string(to_string(plan.cp_comm)) + " splits the heads over " +
+                   (whole ? "tp x cp = " : "tp x cp_a2a_size = ") + std::to_string(split) +
+                   ", which must divide the " + what + " (" + std::to_string(heads) +
+                   (whole ? "); use p2p or a smaller " + origin.name("cp")
+                          : "); use a smaller a2a level or p2p"));
   }
 }
 

@@ -30,6 +30,10 @@ const char* to_string(Dim d) {
       return "inter-edp";
     case Dim::kEmbedding:
       return "embedding";
+    case Dim::kCPA2A:
+      return "cp-a2a";
+    case Dim::kCPP2P:
+      return "cp-p2p";
   }
   return "?";
 }

@@ -23,7 +23,10 @@ namespace trainsim {
 /// inter-instance groups (one rank of each instance) all-reduce the reduced shards. The
 /// embedding group: the ranks of a pipeline that hold the word embedding or a copy of it (the
 /// first stage's and, for a tied LM head or a multi-token-prediction module, the stage holding
-/// that), over which their gradients are all-reduced (Megatron-Core's embedding group). The
+/// that), over which their gradients are all-reduced (Megatron-Core's embedding group).
+/// Hierarchical context parallelism (a2a+p2p) splits each CP group in two levels: its a2a
+/// groups of consecutive CP ranks (the low digits of the CP coordinate) and its p2p rings of the
+/// ranks one a2a group apart (the high digits; Megatron-Core's hierarchical CP groups). The
 /// first five enumerate ranks; the others are derived from them.
 enum class Dim : std::uint8_t {
   kTP,
@@ -38,9 +41,11 @@ enum class Dim : std::uint8_t {
   kInterDP,
   kIntraEDP,
   kInterEDP,
-  kEmbedding
+  kEmbedding,
+  kCPA2A,
+  kCPP2P
 };
-inline constexpr std::size_t kNumDims = 13;
+inline constexpr std::size_t kNumDims = 15;
 /// The dimensions a rank order lists.
 inline constexpr std::size_t kNumOrderDims = 5;
 
@@ -48,6 +53,10 @@ inline constexpr std::size_t index_of(Dim d) {
   return static_cast<std::size_t>(d);
 }
 const char* to_string(Dim d);
+/// Context parallelism's group or one of its hierarchical levels.
+inline constexpr bool is_context_dim(Dim d) {
+  return d == Dim::kCP || d == Dim::kCPA2A || d == Dim::kCPP2P;
+}
 
 /// Innermost first: the first dimension varies fastest with the rank.
 using RankOrder = std::array<Dim, kNumOrderDims>;

@@ -29,6 +29,7 @@ Layout::Layout(const Plan& plan) : order_(plan.rank_order) {
   expert_.size = sizes(etp, 1, plan.ep, std::max<std::int64_t>(expert_rest, 1), plan.pp);
   has_edp_ = plan.ep > 1;
   instances_ = plan.num_distributed_optimizer_instances;
+  if (plan.cp_comm == CpComm::kA2AP2P) cp_rings_ = plan.cp_ring_size();
   for (Radix* r : {&dense_, &expert_}) {
     std::int64_t stride = 1;
     for (const Dim d : order_) {
@@ -84,14 +85,16 @@ void Layout::for_each_offset(const std::vector<Dim>& fixed, Visit&& visit) const
     bool whole = false, low = false, high = false;  // which digits of the slot are held
     for (const Dim f : fixed) {
       if (slot(f) != index_of(d) || is_expert(f) != expert) continue;
+      if (factor(f).size == 1) continue;  // a level of an unsplit CP slot holds nothing
       (is_intra(f) ? low : is_inter(f) ? high : whole) = true;
     }
     if (whole || (low && high)) continue;
     const Factor all{r.size[index_of(d)], r.stride[index_of(d)]};
+    const std::int64_t split = high_digits(index_of(d));
     if (low) {
-      free.push_back({instances_, all.stride * (all.size / instances_)});
+      free.push_back({split, all.stride * (all.size / split)});
     } else if (high) {
-      free.push_back({all.size / instances_, all.stride});
+      free.push_back({all.size / split, all.stride});
     } else {
       free.push_back(all);
     }
@@ -141,7 +144,8 @@ std::vector<Dim> Layout::collective_dims(Dim d) {
 
 std::int64_t Layout::collective_size(Dim d) const {
   if (d == Dim::kEDP && !has_edp_) return 1;  // without EP, expert gradients reduce over DP
-  if ((is_intra(d) || is_inter(d)) && (instances_ == 1 || (is_expert(d) && !has_edp_))) {
+  const bool dp_split = (is_intra(d) || is_inter(d)) && slot(d) == index_of(Dim::kDP);
+  if (dp_split && (instances_ == 1 || (is_expert(d) && !has_edp_))) {
     return 1;  // one distributed-optimizer instance: the DP and EDP groups serve
   }
   // Expert TP as TP: its collectives run over TP's own group.

@@ -55,9 +55,10 @@ class Layout {
   /// the stage-wide group's over tp x cp x dp; every other dimension's over its own.
   static std::vector<Dim> collective_dims(Dim d);
   /// The dimensions that have collective groups, the derived ones included.
-  static constexpr std::array<Dim, 11> kGroupDims = {
-      Dim::kTP,    Dim::kCP,      Dim::kEP,      Dim::kDP,       Dim::kEDP,     Dim::kETP,
-      Dim::kStage, Dim::kIntraDP, Dim::kInterDP, Dim::kIntraEDP, Dim::kInterEDP};
+  static constexpr std::array<Dim, 13> kGroupDims = {
+      Dim::kTP,       Dim::kCP,    Dim::kEP,      Dim::kDP,      Dim::kEDP,
+      Dim::kETP,      Dim::kStage, Dim::kIntraDP, Dim::kInterDP, Dim::kIntraEDP,
+      Dim::kInterEDP, Dim::kCPA2A, Dim::kCPP2P};
   /// Members of a collective group along d: the product of collective_dims(d)'s sizes.
   std::int64_t collective_size(Dim d) const;
   /// `rank`'s collective group along d (group(collective_dims(d), rank)).
@@ -101,14 +102,24 @@ class Layout {
            d == Dim::kInterEDP;
   }
   // The distributed-optimizer instances split a data-parallel slot in two: its low digits (the
-  // ranks of one instance) and its high ones (which instance).
-  static bool is_intra(Dim d) { return d == Dim::kIntraDP || d == Dim::kIntraEDP; }
-  static bool is_inter(Dim d) { return d == Dim::kInterDP || d == Dim::kInterEDP; }
+  // ranks of one instance) and its high ones (which instance); hierarchical CP splits the CP
+  // slot so: its low digits the a2a groups, its high ones the p2p rings.
+  static bool is_intra(Dim d) {
+    return d == Dim::kIntraDP || d == Dim::kIntraEDP || d == Dim::kCPA2A;
+  }
+  static bool is_inter(Dim d) {
+    return d == Dim::kInterDP || d == Dim::kInterEDP || d == Dim::kCPP2P;
+  }
   static std::size_t slot(Dim d) {
     assert(d != Dim::kStage && d != Dim::kEmbedding);
     if (d == Dim::kETP) return index_of(Dim::kTP);
+    if (d == Dim::kCPA2A || d == Dim::kCPP2P) return index_of(Dim::kCP);
     if (d == Dim::kEDP || is_intra(d) || is_inter(d)) return index_of(Dim::kDP);
     return index_of(d);
+  }
+  // How many values the high digits of a split slot take (instances, or p2p ring ranks).
+  std::int64_t high_digits(std::size_t slot_index) const {
+    return slot_index == index_of(Dim::kCP) ? cp_rings_ : instances_;
   }
   const Radix& radix(Dim d) const { return is_expert(d) ? expert_ : dense_; }
   // A dimension's size and stride: a slot of its radix, or a part of a data-parallel slot.
@@ -119,9 +130,11 @@ class Layout {
   Factor factor(Dim d) const {
     const Radix& r = radix(d);
     const Factor whole{r.size[slot(d)], r.stride[slot(d)]};
-    assert(whole.size % instances_ == 0 || !(is_intra(d) || is_inter(d)));
-    if (is_intra(d)) return {whole.size / instances_, whole.stride};
-    if (is_inter(d)) return {instances_, whole.stride * (whole.size / instances_)};
+    if ((d == Dim::kCPA2A || d == Dim::kCPP2P) && cp_rings_ == 0) return {1, whole.stride};
+    const std::int64_t high = high_digits(slot(d));
+    assert(whole.size % high == 0 || !(is_intra(d) || is_inter(d)));
+    if (is_intra(d)) return {whole.size / high, whole.stride};
+    if (is_inter(d)) return {high, whole.stride * (whole.size / high)};
     return whole;
   }
   std::int64_t stride(Dim d) const { return factor(d).stride; }
@@ -131,6 +144,7 @@ class Layout {
   Radix expert_;
   bool has_edp_ = false;        // expert parallelism on: expert gradients reduced apart
   std::int64_t instances_ = 1;  // distributed-optimizer instances
+  std::int64_t cp_rings_ = 0;   // a2a+p2p: the ring's size (CP's high digits); 0: no split
   std::int64_t world_ = 1;
 };
 

@@ -56,6 +56,8 @@ const char* to_string(CpComm c) {
       return "a2a";
     case CpComm::kAllGather:
       return "allgather";
+    case CpComm::kA2AP2P:
+      return "a2a+p2p";
   }
   return "?";
 }

@@ -37,8 +37,11 @@ enum class AttentionBackend { kFlash, kUnfused, kFlashAttn2 };
 ///   of the step before (the default);
 /// - a2a: all-to-alls trade the sequence split for a head split before the attention and back
 ///   after it (DeepSpeed-Ulysses);
-/// - allgather: K and V all-gathered before the attention, their gradients reduce-scattered.
-enum class CpComm { kP2P, kA2A, kAllGather };
+/// - allgather: K and V all-gathered before the attention, their gradients reduce-scattered;
+/// - a2a+p2p: both, hierarchically (Transformer Engine's a2a+p2p): all-to-alls over groups of
+///   Plan::cp_a2a_size consecutive CP ranks trade their sequence split for a head split, and the
+///   ranks one such group apart run the ring over the rest of the sequence split.
+enum class CpComm { kP2P, kA2A, kAllGather, kA2AP2P };
 
 /// How a mixture-of-experts layer sends each token to the GPUs holding its experts and back
 /// (Megatron-Core's --moe-token-dispatcher-type): all-to-alls over the expert-parallel group
@@ -59,6 +62,9 @@ struct Plan {
   std::int64_t dp = 1;
   std::int64_t cp = 1;
   CpComm cp_comm = CpComm::kP2P;
+  /// a2a+p2p: the size of the all-to-all level, the ring's being cp / cp_a2a_size (Megatron-LM's
+  /// --hierarchical-context-parallel-sizes cp_a2a_size cp/cp_a2a_size); 0 for the other kinds.
+  std::int64_t cp_a2a_size = 0;
   /// Expert parallelism: each mixture-of-experts layer's experts split over ep GPUs, which
   /// re-divide the dp x cp (x tp / etp) ranks of the dense layers (Megatron-Core).
   std::int64_t ep = 1;
@@ -156,6 +162,13 @@ struct Plan {
   auto operator<=>(const Plan&) const = default;
 
   std::int64_t world_size() const { return tp * pp * dp * cp; }
+  /// The CP ranks whose all-to-alls split the heads: cp with a2a, cp_a2a_size with a2a+p2p.
+  std::int64_t cp_head_split() const {
+    if (cp_comm == CpComm::kA2AP2P) return cp_a2a_size > 0 ? cp_a2a_size : 1;
+    return cp_comm == CpComm::kA2A ? cp : 1;
+  }
+  /// The ranks a K/V ring (or all-gather) runs over: cp / cp_head_split().
+  std::int64_t cp_ring_size() const { return cp / cp_head_split(); }
   /// Ranks holding the same parameters, whose gradients are reduced together and over which the
   /// distributed optimizer shards: dp x cp (Megatron-LM's data-parallel group with CP).
   std::int64_t data_shards() const { return dp * cp; }

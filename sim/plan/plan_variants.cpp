@@ -21,9 +21,18 @@ Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp) {
   return p;
 }
 
-Plan with_cp_dp(const Plan& plan, std::int64_t cp, std::int64_t dp) {
+Plan with_cp(const Plan& plan, std::int64_t cp) {
   Plan p = plan;
   p.cp = cp;
+  const std::int64_t a = plan.cp_a2a_size;
+  if (plan.cp_comm != CpComm::kA2AP2P || a == 0 || (a < cp && cp % a == 0)) return p;
+  p.cp_comm = a % cp == 0 ? CpComm::kA2A : CpComm::kP2P;
+  p.cp_a2a_size = 0;
+  return p;
+}
+
+Plan with_cp_dp(const Plan& plan, std::int64_t cp, std::int64_t dp) {
+  Plan p = with_cp(plan, cp);
   p.dp = dp;
   return p;
 }

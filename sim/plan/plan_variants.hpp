@@ -12,6 +12,9 @@ namespace trainsim {
 Plan with_gbs(const Plan& plan, std::int64_t gbs);
 /// The plan with another TP and DP (at tp 1 without sequence parallelism or TP overlap).
 Plan with_tp_dp(const Plan& plan, std::int64_t tp, std::int64_t dp);
+/// The plan with another CP, a2a+p2p's a2a level kept where it still splits the new CP (at or
+/// above it, a2a alone; where it no longer divides it, p2p).
+Plan with_cp(const Plan& plan, std::int64_t cp);
 /// The plan with another CP and DP (the same GPUs when cp x dp is kept).
 Plan with_cp_dp(const Plan& plan, std::int64_t cp, std::int64_t dp);
 

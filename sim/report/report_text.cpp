@@ -156,7 +156,12 @@ void write_header(const Report& r, std::ostringstream& o) {
   o << "plan: tp " << p.tp << ", pp " << p.pp;
   if (p.vp > 1) o << " x vp " << p.vp;
   o << ", dp " << p.dp << (p.sp ? " (sp)" : "");
-  if (p.cp > 1) o << ", cp " << p.cp << " (" << to_string(p.cp_comm) << ")";
+  if (p.cp > 1) {
+    o << ", cp " << p.cp << " (" << to_string(p.cp_comm);
+    if (p.cp_comm == CpComm::kA2AP2P)
+      o << ": a2a " << p.cp_a2a_size << " x p2p " << p.cp_ring_size();
+    o << ")";
+  }
   if (p.ep > 1) {
     o << ", ep " << p.ep;
     if (p.expert_tp() != p.tp) o << " (etp " << p.expert_tp() << ")";

@@ -75,8 +75,7 @@ void add_layouts(const Plan& plan, std::int64_t cp, std::int64_t gpus, std::int6
       ZeroLadder ladder;
       for (std::int64_t zero : {0, 1, 3}) {
         if (zero > 0 && dp * cp == 1) continue;
-        Plan p = with_tp_dp(plan, tp, dp);
-        p.cp = cp;
+        Plan p = with_cp(with_tp_dp(plan, tp, dp), cp);
         p.pp = pp;
         p.gpus = 0;
         p.sp = tp > 1;

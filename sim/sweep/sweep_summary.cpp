@@ -25,6 +25,9 @@ std::string label(const std::map<std::string, std::string>& f) {
     if (f.at(key) != "1") s += " " + std::string(key) + " " + f.at(key);
   }
   if (f.at("cp") != "1" && f.at("cp_comm_type") != "p2p") s += " " + f.at("cp_comm_type");
+  if (auto it = f.find("cp_a2a_size"); it != f.end() && !it->second.empty()) {
+    s += " (a2a " + it->second + ")";
+  }
   if (f.at("ep") != "1" && f.at("etp") != f.at("tp")) s += " etp " + f.at("etp");
   if (f.at("overlap_moe_expert_parallel_comm") == "true") s += " ep-overlap";
   s += " " + f.at("schedule");
