@@ -21,10 +21,7 @@ Enum enum_from(JsonObject& o, const char* key, const std::array<Enum, N>& values
 
 constexpr std::array<CommKind, 5> kCommKinds = {CommKind::kTP, CommKind::kPP, CommKind::kDP,
                                                 CommKind::kCP, CommKind::kEP};
-constexpr std::array<Dim, kNumDims> kDims = {
-    Dim::kTP,       Dim::kCP,       Dim::kEP,        Dim::kDP,      Dim::kPP,
-    Dim::kEDP,      Dim::kETP,      Dim::kStage,     Dim::kIntraDP, Dim::kInterDP,
-    Dim::kIntraEDP, Dim::kInterEDP, Dim::kEmbedding, Dim::kCPA2A,   Dim::kCPP2P};
+constexpr std::array<Dim, kNumDims> kDims = all_dims();
 constexpr std::array<CollectiveKind, kNumCollectiveKinds> kCollectives = {
     CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
     CollectiveKind::kAllToAll,  CollectiveKind::kBroadcast, CollectiveKind::kSendRecv};

@@ -87,41 +87,7 @@ class Checker {
   }
 
  private:
-  static const char* dim_name(Dim d) {
-    switch (d) {
-      case Dim::kTP:
-        return "tensor";
-      case Dim::kCP:
-        return "context";
-      case Dim::kEP:
-        return "expert";
-      case Dim::kDP:
-        return "data";
-      case Dim::kPP:
-        return "pipeline";
-      case Dim::kEDP:
-        return "expert-data";
-      case Dim::kETP:
-        return "expert-tensor";
-      case Dim::kStage:
-        return "tensor-and-data";  // Megatron-Core's name for the group
-      case Dim::kIntraDP:
-        return "intra-instance data";
-      case Dim::kInterDP:
-        return "inter-instance data";
-      case Dim::kIntraEDP:
-        return "intra-instance expert-data";
-      case Dim::kInterEDP:
-        return "inter-instance expert-data";
-      case Dim::kEmbedding:
-        return "embedding";
-      case Dim::kCPA2A:
-        return "context (a2a level)";
-      case Dim::kCPP2P:
-        return "context (p2p level)";
-    }
-    return "?";
-  }
+  static const char* dim_name(Dim d) { return info(d).prose; }
 
   // The pipeline neighbours of stage s's GPUs: one step either way (interleaving wraps around),
   // and in a stage of the embedding group its peers there.

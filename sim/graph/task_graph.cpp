@@ -3,12 +3,8 @@
 namespace trainsim {
 
 CommKind comm_kind(Dim d) {
-  switch (d) {
-    case Dim::kTP:
-      return CommKind::kTP;
+  switch (info(d).traffic) {
     case Dim::kCP:
-    case Dim::kCPA2A:
-    case Dim::kCPP2P:
       return CommKind::kCP;
     case Dim::kEP:
       return CommKind::kEP;
@@ -16,21 +12,9 @@ CommKind comm_kind(Dim d) {
       return CommKind::kDP;
     case Dim::kPP:
       return CommKind::kPP;
-    case Dim::kEDP:
-      return CommKind::kDP;  // expert gradients: data-parallel traffic
-    case Dim::kETP:
-      return CommKind::kTP;  // the experts' tensor parallelism
-    case Dim::kStage:
-      return CommKind::kDP;  // FP8 amaxes: a synchronisation of the data-parallel replicas
-    case Dim::kIntraDP:
-    case Dim::kInterDP:
-    case Dim::kIntraEDP:
-    case Dim::kInterEDP:
-      return CommKind::kDP;  // the distributed optimizer's instances
-    case Dim::kEmbedding:
-      return CommKind::kDP;  // a gradient reduction, after the data-parallel one
+    default:
+      return CommKind::kTP;
   }
-  return CommKind::kTP;
 }
 
 const char* to_string(CommKind kind) {

@@ -1,41 +1,43 @@
 #include "sim/plan/dims.hpp"
 
+#include <algorithm>
+
 namespace trainsim {
 
+namespace {
+
+// In enum order. Expert gradients, the distributed optimizer's instances, FP8 amaxes over a
+// stage (a synchronisation of the data-parallel replicas) and the embedding's gradients are
+// data-parallel traffic; the experts' tensor parallelism is TP's.
+constexpr std::array<DimInfo, kNumDims> kDimInfo = {{
+    {"tp", "tensor", Dim::kTP},
+    {"cp", "context", Dim::kCP},
+    {"ep", "expert", Dim::kEP},
+    {"dp", "data", Dim::kDP},
+    {"pp", "pipeline", Dim::kPP},
+    {"edp", "expert-data", Dim::kDP},
+    {"etp", "expert-tensor", Dim::kTP},
+    {"stage", "tensor-and-data", Dim::kDP},  // Megatron-Core's name for the group
+    {"intra-dp", "intra-instance data", Dim::kDP},
+    {"inter-dp", "inter-instance data", Dim::kDP},
+    {"intra-edp", "intra-instance expert-data", Dim::kDP},
+    {"inter-edp", "inter-instance expert-data", Dim::kDP},
+    {"embedding", "embedding", Dim::kDP},
+    {"cp-a2a", "context (a2a level)", Dim::kCP},
+    {"cp-p2p", "context (p2p level)", Dim::kCP},
+}};
+static_assert(std::all_of(kDimInfo.begin(), kDimInfo.end(),
+                          [](const DimInfo& d) { return d.name != nullptr; }),
+              "one row per dimension");
+
+}  // namespace
+
+const DimInfo& info(Dim d) {
+  return kDimInfo[index_of(d)];
+}
+
 const char* to_string(Dim d) {
-  switch (d) {
-    case Dim::kTP:
-      return "tp";
-    case Dim::kCP:
-      return "cp";
-    case Dim::kEP:
-      return "ep";
-    case Dim::kDP:
-      return "dp";
-    case Dim::kPP:
-      return "pp";
-    case Dim::kEDP:
-      return "edp";
-    case Dim::kETP:
-      return "etp";
-    case Dim::kStage:
-      return "stage";
-    case Dim::kIntraDP:
-      return "intra-dp";
-    case Dim::kInterDP:
-      return "inter-dp";
-    case Dim::kIntraEDP:
-      return "intra-edp";
-    case Dim::kInterEDP:
-      return "inter-edp";
-    case Dim::kEmbedding:
-      return "embedding";
-    case Dim::kCPA2A:
-      return "cp-a2a";
-    case Dim::kCPP2P:
-      return "cp-p2p";
-  }
-  return "?";
+  return info(d).name;
 }
 
 std::string to_string(const RankOrder& order) {

@@ -52,10 +52,24 @@ inline constexpr std::size_t kNumOrderDims = 5;
 inline constexpr std::size_t index_of(Dim d) {
   return static_cast<std::size_t>(d);
 }
+/// What a dimension is called and whose traffic it carries: one row per dimension, the only
+/// place that lists them.
+struct DimInfo {
+  const char* name;   // "cp-a2a": rank orders, task-graph files
+  const char* prose;  // "context (a2a level)": messages ("its context-parallel groups")
+  Dim traffic;        // the rank-order dimension its collectives count as (TP, CP, EP, DP, PP)
+};
+const DimInfo& info(Dim d);
 const char* to_string(Dim d);
+/// Every dimension, in enum order.
+inline constexpr std::array<Dim, kNumDims> all_dims() {
+  std::array<Dim, kNumDims> out{};
+  for (std::size_t i = 0; i < kNumDims; ++i) out[i] = static_cast<Dim>(i);
+  return out;
+}
 /// Context parallelism's group or one of its hierarchical levels.
-inline constexpr bool is_context_dim(Dim d) {
-  return d == Dim::kCP || d == Dim::kCPA2A || d == Dim::kCPP2P;
+inline bool is_context_dim(Dim d) {
+  return info(d).traffic == Dim::kCP;
 }
 
 /// Innermost first: the first dimension varies fastest with the rank.
