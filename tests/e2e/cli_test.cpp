@@ -303,6 +303,27 @@ TEST(Cli, SequentialExpertsAreAPlanSwitch) {
   EXPECT_EQ(launches(js), 4 * launches(jg));
 }
 
+// Hierarchical CP in both reports: the text names the levels, the JSON plan carries the a2a
+// level (and leaves it out for the other kinds), and a2a's all-to-alls are CP traffic.
+TEST(Cli, HierarchicalCpInTheReport) {
+  std::vector<std::string> args = {
+      "run",  "--model",   "llama3.1-8b",    "--platform", "h100-sxm-ndr",  "--cp", "8",
+      "--dp", "2",         "--cp-comm-type", "a2a+p2p",    "--cp-a2a-size", "4",    "--gbs",
+      "4",    "--seq-len", "8192",           "--engine",   "analytic"};
+  const auto text = test::run_trainsim(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(", cp 8 (a2a+p2p: a2a 4 x p2p 2),"), std::string::npos) << text.out;
+  args.insert(args.end(), {"--format", "json"});
+  const auto j = nlohmann::json::parse(test::run_trainsim(args).out);
+  EXPECT_EQ(j["plan"]["cp_comm_type"], "a2a+p2p");
+  EXPECT_EQ(j["plan"]["cp_a2a_size"], 4);
+  args[10] = "p2p";
+  args.erase(args.begin() + 11, args.begin() + 13);  // no a2a level
+  const auto ring = nlohmann::json::parse(test::run_trainsim(args).out);
+  EXPECT_EQ(ring["plan"]["cp_comm_type"], "p2p");
+  EXPECT_FALSE(ring["plan"].contains("cp_a2a_size"));
+}
+
 TEST(Cli, InterleavedReportGroupsChunksByStage) {
   const auto r = test::run_trainsim({"run", kScenario, "--schedule", "interleaved", "--vp", "2",
                                      "--format", "json", "--engine", "analytic"});

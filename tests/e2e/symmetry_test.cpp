@@ -89,6 +89,14 @@ std::vector<Case> cases() {
         "4", "--gbs", "8", "--seq-len", "32768", "--rank-order", "tp-dp-ep-cp-pp"},
        32,
        1},
+      // Hierarchical CP: a2a groups of four GPUs on a node, rings of two across the nodes.
+      {"Llama8bA2aP2pAcrossNodes",
+       "8b cp 8 a2a+p2p across nodes",
+       {"--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--cp", "8", "--cp-comm-type",
+        "a2a+p2p", "--cp-a2a-size", "4", "--dp", "2", "--gbs", "4", "--seq-len", "8192",
+        "--rank-order", "tp-dp-ep-cp-pp"},
+       16,
+       1},
       // Expert parallelism: all-to-alls over EP groups of GPUs a TP group apart across two
       // nodes, and expert gradients over their own groups beside the dense ones; then EP over
       // tp x dp with etp 1, in one node.
