@@ -12,6 +12,10 @@
 
 namespace trainsim {
 
+/// Megatron-LM's default dropout (--attention-dropout and --hidden-dropout, 0.1 each), what a
+/// launch that leaves them out trains with.
+inline constexpr double kMegatronDefaultDropout = 0.1;
+
 struct CiLaunchArgs {
   bool present = false;  // the supplement has the row
   std::optional<std::int64_t> vocab_size;
@@ -19,9 +23,8 @@ struct CiLaunchArgs {
   std::string position_embedding = "learned_absolute";
   std::string normalization = "LayerNorm";
   bool disable_bias_linear = false;
-  // Megatron-LM's default dropout, 0.1 on attention probabilities and hidden states.
-  double hidden_dropout = 0.1;
-  double attention_dropout = 0.1;
+  double hidden_dropout = kMegatronDefaultDropout;
+  double attention_dropout = kMegatronDefaultDropout;
   std::int64_t decoder_first = -1;
   std::int64_t decoder_last = -1;
   bool account_for_embedding = false;

@@ -15,6 +15,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/validate/megatron_ci_args.hpp"
 #include "sim/validate/parallel_rows.hpp"
 #include "sim/validate/reference_fields.hpp"
 #include "sim/validate/step_time.hpp"
@@ -76,8 +77,8 @@ Plan sc21_plan(const Fields& row, const Fields& script, const Model& m) {
   p.attention_backend = AttentionBackend::kUnfused;
   // The scripts' common arguments (examples/sc21/CONFIG.sh) set no dropout: Megatron-LM's
   // defaults.
-  p.attention_dropout = 0.1;
-  p.hidden_dropout = 0.1;
+  p.attention_dropout = kMegatronDefaultDropout;
+  p.hidden_dropout = kMegatronDefaultDropout;
   if (const auto per_chunk = script.integer("num_layers_per_virtual_pipeline_stage")) {
     p.vp = m.num_layers / (p.pp * *per_chunk);
     if (p.vp > 1) p.schedule = ScheduleKind::kInterleaved;
