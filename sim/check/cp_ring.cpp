@@ -1,8 +1,9 @@
-// Context parallelism by ring (p2p): each step's K/V transfer runs beside the block attention
-// before it. When a rank's share of the sequence is short (a short sequence over a large CP
-// group), or the ring crosses the network, the transfers outlast the steps and the attention
-// waits for them: the stall the cost model prices beside the attention (sim/cost/tp_overlap).
-// The fix compares the plans cp_ring_alternatives builds from the plan alone.
+// Context parallelism by ring (p2p, and a2a+p2p's rings): each step's K/V transfer runs beside
+// the block attention before it. When a rank's share of the sequence is short (a short sequence
+// over a large CP group), or the ring crosses the network, the transfers outlast the steps and the
+// attention waits for them: the stall the cost model prices beside the attention
+// (sim/cost/tp_overlap). The fix compares the plans cp_exchange_alternatives builds from the plan
+// alone.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -33,7 +34,7 @@ std::string where_ring_runs(const Plan& plan, std::int64_t gpus_per_node) {
 
 }  // namespace
 
-std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model) {
+std::vector<Plan> cp_exchange_alternatives(const Plan& plan, const Model& model) {
   std::vector<Plan> out;
   const RankOrder& order = plan.rank_order;
   const auto tp = std::find(order.begin(), order.end(), Dim::kTP);
@@ -48,9 +49,10 @@ std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model) {
     return model.num_attention_heads % (plan.tp * a) == 0 &&
            model.num_kv_heads % (plan.tp * a) == 0;
   };
-  if (heads_split(plan.cp)) {
+  for (const CpComm kind : {CpComm::kP2P, CpComm::kA2A}) {
+    if (kind == plan.cp_comm || (kind == CpComm::kA2A && !heads_split(plan.cp))) continue;
     Plan p = plan;
-    p.cp_comm = CpComm::kA2A;
+    p.cp_comm = kind;
     p.cp_a2a_size = 0;
     out.push_back(p);
   }
@@ -95,8 +97,8 @@ std::vector<Finding> find_cp_ring_exposed(const CheckContext& context) {
               where_ring_runs(plan, context.platform.node.gpus_per_node) + " (" +
               format_seconds(worst.part) + " per micro-batch, " +
               format_fixed(100 * worst.share, 1) + " % of the stage's forward and backward)";
-  return {
-      {std::move(d), PricedAlternatives{cp_ring_alternatives(plan, context.model), std::nullopt}}};
+  return {{std::move(d),
+           PricedAlternatives{cp_exchange_alternatives(plan, context.model), std::nullopt}}};
 }
 
 }  // namespace trainsim

@@ -13,8 +13,8 @@
 namespace trainsim {
 
 /// Every detector in report order: partition defects, imbalance, batch, vocabulary, TP span,
-/// CP ring, expert load, EP span, expert TP, exposed all-to-alls, what the model holds beyond the
-/// simulation, memory.
+/// CP ring, CP all-to-all span, expert load, EP span, expert TP, exposed all-to-alls, what the
+/// model holds beyond the simulation, memory.
 std::vector<Finding> detect(const CheckContext& context);
 
 /// Stages with no blocks or no parameters, and decoder layers the rule does not build.
@@ -27,8 +27,11 @@ std::vector<Finding> find_batch_problems(const CheckContext& context);
 std::vector<Finding> find_vocabulary_padding(const CheckContext& context);
 /// A TP group (as the plan's rank order places it) spanning nodes.
 std::vector<Finding> find_tp_across_nodes(const CheckContext& context);
-/// A context-parallel ring (p2p) whose transfers stall the attention.
+/// A context-parallel ring (p2p, or a2a+p2p's rings) whose transfers stall the attention.
 std::vector<Finding> find_cp_ring_exposed(const CheckContext& context);
+/// Context parallelism's all-to-alls (a2a, or a2a+p2p's a2a level) over a group spanning nodes
+/// (withdrawn where no alternative is faster).
+std::vector<Finding> find_cp_a2a_across_nodes(const CheckContext& context);
 /// A skewed expert load whose busiest GPU's extra rows take a large share of a stage's passes.
 std::vector<Finding> find_expert_imbalance(const CheckContext& context);
 /// An expert-parallel group spanning nodes (its fix is withdrawn where no alternative is faster).
@@ -47,11 +50,11 @@ std::vector<Finding> find_out_of_memory(const CheckContext& context);
 
 // The plans a detector's fix compares (PricedAlternatives), built without pricing any.
 
-/// For cp-ring-exposed, context-parallel rings whose transfers may hide better, on the same GPUs:
-/// the CP group moved next to TP in the rank order (where it is not already), the all-to-all
-/// variant (where the heads split over tp x cp), and half the CP size with twice the DP (where it
-/// divides).
-std::vector<Plan> cp_ring_alternatives(const Plan& plan, const Model& model);
+/// For cp-ring-exposed and cp-a2a-across-nodes, other ways across the CP group on the same GPUs:
+/// the CP group moved next to TP in the rank order (where it is not already), p2p, a2a (where the
+/// heads split over tp x cp), a2a+p2p at each a2a level the heads allow (each other than the
+/// plan's own), and half the CP size with twice the DP (where it divides).
+std::vector<Plan> cp_exchange_alternatives(const Plan& plan, const Model& model);
 /// For expert-imbalance, capacity factors 1.25 and 1.0 (below the plan's, dropping the tokens over
 /// them) and half the EP, on the same GPUs.
 std::vector<Plan> expert_load_alternatives(const Plan& plan);

@@ -241,7 +241,7 @@ TEST(HierarchicalCp, ChangedCpKeepsAValidLevel) {
 
 using PlanFlags = std::map<std::string, std::string>;
 
-std::vector<Diagnostic> cp_ring_findings(const PlanFlags& flags) {
+std::vector<Diagnostic> findings(const PlanFlags& flags, const std::string& id) {
   InputRequest req;
   req.model = "llama3.1-8b";
   req.platform = "h100-sxm-ndr";
@@ -251,7 +251,7 @@ std::vector<Diagnostic> cp_ring_findings(const PlanFlags& flags) {
   const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
   std::vector<Diagnostic> found;
   for (auto& d : diagnose(in.model, in.platform, in.plan, part, costs)) {
-    if (d.id == "cp-ring-exposed") found.push_back(std::move(d));
+    if (d.id == id) found.push_back(std::move(d));
   }
   return found;
 }
@@ -262,7 +262,7 @@ std::vector<Diagnostic> cp_ring_findings(const PlanFlags& flags) {
 TEST(HierarchicalCp, RingFixesReachForAnA2aLevel) {
   const PlanFlags ring = {{"cp", "8"},         {"dp", "4"},   {"zero", "1"},
                           {"seq_len", "8192"}, {"gbs", "16"}, {"rank_order", "tp-dp-ep-cp-pp"}};
-  const auto found = cp_ring_findings(ring);
+  const auto found = findings(ring, "cp-ring-exposed");
   ASSERT_EQ(found.size(), 1u);
   for (const char* a : {"2", "4"}) {
     EXPECT_NE(found[0].fix.find(std::string("--cp-comm-type a2a+p2p --cp-a2a-size ") + a +
@@ -273,7 +273,7 @@ TEST(HierarchicalCp, RingFixesReachForAnA2aLevel) {
   PlanFlags levels = ring;
   levels["cp_comm_type"] = "a2a+p2p";
   levels["cp_a2a_size"] = "2";
-  const auto again = cp_ring_findings(levels);
+  const auto again = findings(levels, "cp-ring-exposed");
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].message.rfind("context parallelism of 8 by a2a+p2p (rings of 4) stalls the "
                                    "attention: each GPU's 2,048 tokens per micro-batch make ring "
@@ -287,6 +287,58 @@ TEST(HierarchicalCp, RingFixesReachForAnA2aLevel) {
   // Leaving a2a+p2p clears the level, so that the flags given are a valid plan.
   EXPECT_NE(again[0].fix.find("; or --cp-comm-type a2a --cp-a2a-size 0 (same GPUs): step "),
             std::string::npos);
+}
+
+// All-to-alls over a group the rank order spreads over two nodes: a2a over the whole CP group
+// (GPUs 0, 2, ..., 14), and a2a+p2p's a2a level of two (GPUs 0 and 8, TP 4 x DP 2 filling a
+// node). The fixes, priced on the same GPUs, put the group in a node; with the a2a level in a
+// node (a2a+p2p at 4 x 2 in the first layout) nothing is found.
+TEST(HierarchicalCp, AllToAllsAcrossNodesAreFound) {
+  PlanFlags whole = {{"cp", "8"},
+                     {"dp", "2"},
+                     {"zero", "1"},
+                     {"seq_len", "16384"},
+                     {"gbs", "16"},
+                     {"rank_order", "tp-dp-ep-cp-pp"},
+                     {"cp_comm_type", "a2a"}};
+  const auto found = findings(whole, "cp-a2a-across-nodes");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].message.rfind(
+                "context parallelism's all-to-alls run over the context-parallel group of 8 GPUs "
+                "(a2a) spanning 2 nodes: every layer's Q, K, V and output all-to-alls, forward "
+                "and backward, cross InfiniBand instead of NVLink (each micro-batch's passes "
+                "wait ",
+                0),
+            0u)
+      << found[0].message;
+  EXPECT_EQ(found[0].fix.rfind("--rank-order tp-cp-dp-ep-pp (same GPUs): step ", 0), 0u)
+      << found[0].fix;
+  EXPECT_NE(found[0].fix.find("; or --cp-comm-type a2a+p2p --cp-a2a-size 4 (same GPUs): step "),
+            std::string::npos);
+  EXPECT_NE(found[0].fix.find("; or --cp-comm-type p2p (same GPUs): step "), std::string::npos);
+  PlanFlags level = whole;
+  level["cp_comm_type"] = "a2a+p2p";
+  level["cp_a2a_size"] = "4";
+  EXPECT_TRUE(findings(level, "cp-a2a-across-nodes").empty());
+  PlanFlags pair = {{"tp", "4"},
+                    {"sp", "true"},
+                    {"cp", "4"},
+                    {"dp", "2"},
+                    {"zero", "1"},
+                    {"seq_len", "16384"},
+                    {"gbs", "16"},
+                    {"rank_order", "tp-dp-ep-cp-pp"},
+                    {"cp_comm_type", "a2a+p2p"},
+                    {"cp_a2a_size", "2"}};
+  const auto split = findings(pair, "cp-a2a-across-nodes");
+  ASSERT_EQ(split.size(), 1u);
+  EXPECT_EQ(split[0].message.rfind("context parallelism's all-to-alls run over an a2a level of 2 "
+                                   "GPUs (a2a+p2p) spanning 2 nodes: ",
+                                   0),
+            0u)
+      << split[0].message;
+  EXPECT_EQ(split[0].fix.rfind("--rank-order tp-cp-dp-ep-pp (same GPUs): step ", 0), 0u)
+      << split[0].fix;
 }
 
 }  // namespace
