@@ -459,7 +459,7 @@ out="$here/moe/modelzoo_runs.md"
 Mixtral-8x22B, BF16, forced balance;--model mixtral-8x22b --tp 2 --pp 8 --vp 7 --schedule interleaved --ep 8 --etp 1 --dp 8 --sp --tp-comm-overlap --mbs 1 --gbs 256 --seq-len 4096
 Mixtral-8x22B, BF16, token drop;--model mixtral-8x22b --tp 2 --pp 8 --vp 7 --schedule interleaved --ep 8 --etp 1 --dp 8 --sp --tp-comm-overlap --mbs 1 --gbs 256 --seq-len 4096 --moe-capacity-factor 1.0
 Mixtral-8x22B, BF16, dropless;--model mixtral-8x22b --tp 2 --pp 8 --vp 7 --schedule interleaved --ep 8 --etp 1 --dp 8 --sp --tp-comm-overlap --mbs 1 --gbs 256 --seq-len 4096
-Mixtral-8x22B, FP8 blockwise, forced balance;--model mixtral-8x22b --tp 2 --pp 8 --vp 7 --schedule interleaved --ep 8 --etp 1 --dp 8 --sp --mbs 1 --gbs 256 --seq-len 4096 --precision fp8 --fp8-param-gather
+Mixtral-8x22B, FP8 blockwise, forced balance;--model mixtral-8x22b --tp 2 --pp 8 --vp 7 --schedule interleaved --ep 8 --etp 1 --dp 8 --sp --mbs 1 --gbs 256 --seq-len 4096 --precision fp8 --fp8-recipe blockwise --fp8-param-gather
 Qwen3-235B-A22B, BF16, A2A dispatcher;--model qwen3-235b-a22b --tp 2 --pp 32 --vp 3 --schedule interleaved --ep 8 --etp 1 --dp 4 --sp --mbs 1 --gbs 2048 --seq-len 4096 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split --recompute selective --recompute-modules layernorm,moe_act
 RUNS
   cat <<'TEXT'
@@ -470,9 +470,10 @@ Where a row misses by more than 8 %:
   aux loss balances only on average; the published figures differ by 4.5 % between the two, which
   is the busiest expert's extra time, and trainsim prices the balanced load unless told
   (`--moe-imbalance X`, the busiest expert's load over the mean, which the source does not give).
-- Mixtral 8x22B, FP8: blockwise scaling (128 x 128 weight blocks, 1 x 128 activation tiles),
-  priced as the per-tensor FP8 the suite times: Hopper's block-scaled FP8 GEMMs and their
-  quantisation kernels, which the suite does not time, are the suspect. Its BF16 twin is 5.7 %
+- Mixtral 8x22B, FP8: blockwise scaling (128 x 128 weight blocks, 1 x 128 activation tiles;
+  `--fp8-recipe blockwise`: no amax reduction over the stage), its GEMMs and casts priced as the
+  per-tensor FP8 ones the suite times: Hopper's block-scaled FP8 GEMMs and their quantisation
+  kernels, which the suite does not time, are the suspect. Its BF16 twin is 5.7 %
   fast, so most of the miss lies in what FP8 changes.
 - Qwen3-235B-A22B: priced far too fast, like the fine-grained Qwen3 recipes of Megatron-Bridge
   (128 experts, top 8, each FFN 1,536 wide; results/moe/published_runs.md). This run is

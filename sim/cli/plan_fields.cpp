@@ -146,6 +146,13 @@ void layout_fields(FieldTable& t) {
 void execution_fields(FieldTable& t) {
   t.choice("precision", {"bf16", "fp8"},
            [](Plan& p, const std::string& s) { p.precision = precision_of(s); });
+  t.choice("fp8_recipe", {"delayed", "tensorwise", "blockwise", "mxfp8"},
+           [](Plan& p, const std::string& s) {
+             p.fp8_recipe = s == "tensorwise"  ? Fp8Recipe::kTensorwise
+                            : s == "blockwise" ? Fp8Recipe::kBlockwise
+                            : s == "mxfp8"     ? Fp8Recipe::kMxfp8
+                                               : Fp8Recipe::kDelayed;
+           });
   t.choice("schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"},
            [](Plan& p, const std::string& s) { p.schedule = schedule_of(s); });
   t.text("partition", FieldType::kString, [](Plan& p, const std::string& s) { p.partition = s; });

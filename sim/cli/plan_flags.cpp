@@ -184,6 +184,12 @@ void add_memory_and_overlap_flags(po::options_description& d) {
       "interleaved: wait for pipeline sends and receives on the compute stream (Megatron-LM's "
       "--no-overlap-p2p-communication; by default they run on their own streams)");
   add("precision", s("NAME"), "bf16 (default) or fp8 GEMMs");
+  add("fp8-recipe", s("NAME"),
+      "with --precision fp8, how Transformer Engine scales FP8 tensors (Megatron-LM's "
+      "--fp8-recipe): delayed (default; amax history, reduced over the stage's GPUs each "
+      "pass), tensorwise (current scaling: each tensor's amax read just before its cast, "
+      "all-reduced over TP where --sp gathers it), blockwise (a scale per 128-element block, "
+      "computed in the cast); mxfp8 needs Blackwell GPUs");
   add("gpus", s("N"), "cluster size; must equal tp x pp x dp x cp when given");
 }
 

@@ -6,6 +6,7 @@
 
 #include "sim/cost/attention_core.hpp"
 #include "sim/cost/attention_ops.hpp"
+#include "sim/cost/fp8_recipe.hpp"
 #include "sim/cost/kernel_specs.hpp"
 #include "sim/cost/moe_ops.hpp"
 #include "sim/cost/mtp_ops.hpp"
@@ -79,6 +80,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.heads /= s.cp_head_split;
   s.kv_heads /= s.cp_head_split;
   s.gemm_dtype = plan.precision == Precision::kFP8 ? DType::kFP8 : DType::kBF16;
+  s.fp8_recipe = plan.fp8_recipe;
   s.unfused_attention = plan.attention_backend == AttentionBackend::kUnfused;
   s.attention_dropout = plan.attention_dropout > 0;
   s.hidden_dropout = plan.hidden_dropout > 0;
@@ -377,6 +379,11 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
     case BlockKind::kLoss:
       vocab_block(block, backward, s, p);
       break;
+  }
+  if (s.gemm_dtype == DType::kFP8 && s.fp8_recipe == Fp8Recipe::kTensorwise) {
+    // The forward gathers column-parallel inputs; the backward, as many row-parallel outputs'
+    // gradients.
+    add_current_scaling(p, s, tp_gather_calls(backward ? block_pass(block, false, s) : p));
   }
   return p;
 }

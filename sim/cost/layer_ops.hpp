@@ -116,9 +116,10 @@ struct LayerShape {
   std::int64_t heads = 0;     // query heads per TP rank (and a2a CP rank)
   std::int64_t kv_heads = 0;  // key/value heads per TP rank (and a2a CP rank)
   DType gemm_dtype = DType::kBF16;
-  bool unfused_attention = false;  // Plan::attention_backend
-  bool attention_dropout = false;  // Plan::attention_dropout above 0
-  bool hidden_dropout = false;     // Plan::hidden_dropout above 0
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // Plan::fp8_recipe, with FP8 GEMMs
+  bool unfused_attention = false;              // Plan::attention_backend
+  bool attention_dropout = false;              // Plan::attention_dropout above 0
+  bool hidden_dropout = false;                 // Plan::hidden_dropout above 0
   /// Local attention (Model::local_attention) on this layer: the tokens of the causal blocks its
   /// flash attention costs as (a chunk; two windows for a sliding window, whose s x w scores
   /// equal causal blocks of 2w); 0: the whole sequence.

@@ -305,7 +305,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
         static_cast<double>(held.synced_embedding_per_gpu) * grad_reduce_bytes(plan);
     sc.tp_sync_bytes = static_cast<double>(held.tp_partial_grad_per_gpu) * grad_reduce_bytes(plan);
     sc.expert_bias_sync_bytes = static_cast<double>(held.expert_bias_counts) * kExpertBiasBytes;
-    add_amax_reductions(sc);
+    if (plan.fp8_recipe == Fp8Recipe::kDelayed) add_amax_reductions(sc);
     add_optimizer(sc, plan, costing);
     cm.stages.push_back(std::move(sc));
   }

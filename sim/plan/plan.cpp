@@ -10,6 +10,20 @@ const char* to_string(Precision p) {
   return p == Precision::kBF16 ? "bf16" : "fp8";
 }
 
+const char* to_string(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kTensorwise:
+      return "tensorwise";
+    case Fp8Recipe::kBlockwise:
+      return "blockwise";
+    case Fp8Recipe::kMxfp8:
+      return "mxfp8";
+    case Fp8Recipe::kDelayed:
+      break;
+  }
+  return "delayed";
+}
+
 const char* to_string(ScheduleKind s) {
   switch (s) {
     case ScheduleKind::kGPipe:

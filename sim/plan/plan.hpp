@@ -17,6 +17,15 @@
 namespace trainsim {
 
 enum class Precision { kBF16, kFP8 };
+/// How Transformer Engine scales FP8 tensors (Megatron-LM's --fp8-recipe):
+/// - delayed: a per-tensor scale from the amax history of earlier steps, the amaxes all-reduced
+///   over the stage's GPUs once a pass (the default);
+/// - tensorwise: current scaling, each tensor's amax computed just before it is cast (a read of
+///   the tensor), all-reduced over TP where sequence parallelism gathers it;
+/// - blockwise: a scale per 1 x 128 block of activations and gradients and 128 x 128 block of
+///   weights (DeepSeek-V3's), computed inside the cast;
+/// - mxfp8: microscaling, Blackwell's tensor cores only.
+enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
 enum class ScheduleKind { kGPipe, k1F1B, kInterleaved, kZBH1 };
 enum class Recompute { kNone, kSelective, kFull };
 /// The framework whose rules apply where frameworks differ (vocabulary padding, which error a
@@ -49,6 +58,7 @@ enum class CpComm { kP2P, kA2A, kAllGather, kA2AP2P };
 enum class MoeDispatcher { kAllToAll, kAllGather };
 
 const char* to_string(Precision p);
+const char* to_string(Fp8Recipe r);
 const char* to_string(AttentionBackend a);
 const char* to_string(CpComm c);
 const char* to_string(MoeDispatcher d);
@@ -107,6 +117,7 @@ struct Plan {
   std::int64_t gbs = 0;  // 0: one micro-batch per data-parallel rank (mbs * dp)
   std::int64_t seq_len = 0;
   Precision precision = Precision::kBF16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
   ScheduleKind schedule = ScheduleKind::k1F1B;
   std::string partition = "uniform";  // a rule name or a Megatron layout string
   Recompute recompute = Recompute::kNone;

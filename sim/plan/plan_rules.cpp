@@ -162,6 +162,16 @@ void validate_overlap_and_optimizer(const Plan& plan, const Platform& platform,
     fail_input(origin.of("precision"), "fp8 needs FP8 tensor cores; " + platform.gpu.name +
                                            " has none (platform " + platform.name + ")");
   }
+  if (plan.fp8_recipe != Fp8Recipe::kDelayed && plan.precision != Precision::kFP8) {
+    fail_input(origin.of("fp8_recipe"), "scales FP8 tensors, so it needs " +
+                                            origin.name("precision") + " fp8 (got " +
+                                            to_string(plan.precision) + ")");
+  }
+  if (plan.fp8_recipe == Fp8Recipe::kMxfp8) {
+    fail_input(origin.of("fp8_recipe"),
+               "mxfp8 runs on Blackwell's tensor cores (compute capability 10); " +
+                   platform.gpu.name + " has none: use delayed, tensorwise or blockwise");
+  }
 }
 
 void validate_shapes(const Plan& plan, const Model& model, const PlanOrigin& origin) {

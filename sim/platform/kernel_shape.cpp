@@ -96,6 +96,9 @@ const std::vector<MemoryOp>& memory_ops() {
        false},
       {"dropout_mask", 1,
        "what hidden dropout adds to a fused bias-dropout-add: its 1-byte mask written", false},
+      {"fp8_amax", 2,
+       "current FP8 scaling's amax of a tensor about to be cast: read it (BF16), write one FP32",
+       false},
       {"gate_scale", 4,
        "a shared expert's output scaled by its per-token gate: read the output, write it scaled "
        "(rows = tokens, cols = hidden)",

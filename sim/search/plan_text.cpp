@@ -15,6 +15,8 @@ std::string plan_changes(const Plan& from, const Plan& to) {
   if (to.cp != from.cp) add("--cp " + std::to_string(to.cp));
   if (to.cp_comm != from.cp_comm) add(std::string("--cp-comm-type ") + to_string(to.cp_comm));
   if (to.cp_a2a_size != from.cp_a2a_size) add("--cp-a2a-size " + std::to_string(to.cp_a2a_size));
+  if (to.fp8_recipe != from.fp8_recipe)
+    add(std::string("--fp8-recipe ") + to_string(to.fp8_recipe));
   if (to.mbs != from.mbs) add("--mbs " + std::to_string(to.mbs));
   if (to.sp && !from.sp) add("--sp");
   if (to.zero != from.zero) add("--zero " + std::to_string(to.zero));

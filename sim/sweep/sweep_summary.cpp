@@ -48,6 +48,7 @@ std::string label(const std::map<std::string, std::string>& f) {
     s += " defer-wgrad" + (limit == "0" ? std::string() : " " + limit);
   }
   if (f.at("precision") != "bf16") s += " " + f.at("precision");
+  if (auto it = f.find("fp8_recipe"); it != f.end() && !it->second.empty()) s += " " + it->second;
   if (f.at("tp_comm_overlap") == "true") s += " tp-overlap";
   if (f.at("overlap_grad_reduce") == "true") s += " grad-overlap";
   if (f.at("overlap_param_gather") == "true") s += " param-overlap";

@@ -126,6 +126,9 @@ Plan ci_plan(const Fields& f, const CiLaunchArgs& extra, const Model& m, std::in
   plan.dp = gpus / (plan.tp * plan.pp * plan.cp);
   if (m.moe.is_moe()) set_moe_plan(f, extra, plan);
   if (f.has("fp8_format")) plan.precision = Precision::kFP8;
+  if (plan.precision == Precision::kFP8 && extra.fp8_recipe == "tensorwise") {
+    plan.fp8_recipe = Fp8Recipe::kTensorwise;
+  }
   plan.fp8_param_gather = extra.fp8_param_gather;
   if (extra.tp_pp_dp_mapping) {
     plan.rank_order = {Dim::kTP, Dim::kCP, Dim::kEP, Dim::kPP, Dim::kDP};
@@ -194,6 +197,7 @@ std::string ci_setup(const Model& m, const Plan& plan, const CiLaunchArgs& extra
   if (m.moe.is_moe() && plan.expert_tp() != plan.tp) setup << " etp " << plan.expert_tp();
   setup << " dp " << plan.dp << ", mbs " << plan.mbs << " x " << plan.seq_len;
   if (plan.precision == Precision::kFP8) setup << ", fp8";
+  if (plan.fp8_recipe != Fp8Recipe::kDelayed) setup << " (" << to_string(plan.fp8_recipe) << ")";
   if (plan.zero > 0) setup << ", dist-opt";
   if (plan.num_distributed_optimizer_instances > 1) {
     setup << " x " << plan.num_distributed_optimizer_instances << " instances";
@@ -265,7 +269,7 @@ CiRun read_ci_run(const CiReference& ref, const nlohmann::json& row, const std::
     return run;
   }
   if (f.has("fp8_format") && extra.fp8_recipe != "delayed" && extra.fp8_recipe != "tensorwise") {
-    run.skipped = "FP8 recipe " + extra.fp8_recipe + " not modelled (per-tensor scaling only)";
+    run.skipped = "FP8 recipe " + extra.fp8_recipe + " not modelled (delayed and tensorwise only)";
     return run;
   }
   if (unmodelled_recompute(f)) {
