@@ -130,12 +130,12 @@ class Layout {
   Factor factor(Dim d) const {
     const Radix& r = radix(d);
     const Factor whole{r.size[slot(d)], r.stride[slot(d)]};
+    if (!is_intra(d) && !is_inter(d)) return whole;
     if ((d == Dim::kCPA2A || d == Dim::kCPP2P) && cp_rings_ == 0) return {1, whole.stride};
     const std::int64_t high = high_digits(slot(d));
-    assert(whole.size % high == 0 || !(is_intra(d) || is_inter(d)));
+    assert(high > 0 && whole.size % high == 0);
     if (is_intra(d)) return {whole.size / high, whole.stride};
-    if (is_inter(d)) return {high, whole.stride * (whole.size / high)};
-    return whole;
+    return {high, whole.stride * (whole.size / high)};
   }
   std::int64_t stride(Dim d) const { return factor(d).stride; }
 

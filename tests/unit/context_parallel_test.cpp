@@ -11,6 +11,7 @@
 #include "sim/memory/memory.hpp"
 #include "sim/plan/layout.hpp"
 #include "sim/platform/kernel_shape.hpp"
+#include "tests/support/pass_kernels.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -92,22 +93,6 @@ TEST(ContextParallel, GroupsInMegatronsRankOrder) {
   EXPECT_EQ(cp_groups, 8);
 }
 
-const KernelCost& kernel(const PassCost& pass, const std::string& name) {
-  for (const auto& k : pass.kernels) {
-    if (k.name == name) return k;
-  }
-  ADD_FAILURE() << "no kernel " << name;
-  return pass.kernels.front();
-}
-
-double launches_flops(const PassCost& pass, const std::string& prefix) {
-  double f = 0;
-  for (const auto& k : pass.kernels) {
-    if (k.name.starts_with(prefix)) f += k.flops * static_cast<double>(k.count);
-  }
-  return f;
-}
-
 // Each rank computes 1/cp of the causal attention: its own step causal over its s/cp tokens, and
 // cp - 1 full blocks, Transformer Engine's, the mean rank's mix: cp/2 of c queries by 2c keys
 // (half the heads of a 2c block) and the rest 2c queries by c keys (two blocks of c), c = s/2cp;
@@ -118,23 +103,25 @@ TEST(ContextParallel, EachRankComputesItsShareOfTheCausalAttention) {
   const auto part = test::uniform_partition(m, 1);
   const auto whole = compute_costs(m, pf, cp_plan(1), part).stages[0];
   const auto split = compute_costs(m, pf, cp_plan(4), part).stages[0];
-  const auto& ring = kernel(split.forward, "decoder.attention.ring");
+  const auto& ring = test::pass_kernel(split.forward, "decoder.attention.ring");
   EXPECT_EQ(ring.count, 32 * 2);
   const auto& shape = std::get<AttentionShape>(ring.shape);
   EXPECT_EQ(shape.seq, 16384 / 4);
   EXPECT_EQ(shape.heads, 16);
   EXPECT_EQ(shape.kv_heads, 4);
   EXPECT_FALSE(shape.causal);
-  const auto& halves = kernel(split.forward, "decoder.attention.ring_halves");
+  const auto& halves = test::pass_kernel(split.forward, "decoder.attention.ring_halves");
   EXPECT_EQ(halves.count, 32 * 2);
   EXPECT_EQ(std::get<AttentionShape>(halves.shape).seq, 16384 / 8);
   EXPECT_EQ(std::get<AttentionShape>(halves.shape).heads, 32);
-  EXPECT_EQ(std::get<AttentionShape>(kernel(split.forward, "decoder.attention").shape).seq, 4096);
-  EXPECT_NEAR(launches_flops(split.forward, "decoder.attention"),
-              launches_flops(whole.forward, "decoder.attention") / 4, 1e-6);
-  EXPECT_NEAR(launches_flops(split.backward, "decoder.attention"),
-              launches_flops(whole.backward, "decoder.attention") / 4, 1e-6);
-  const auto& qkv = std::get<GemmShape>(kernel(split.forward, "decoder.qkv_proj").shape);
+  EXPECT_EQ(
+      std::get<AttentionShape>(test::pass_kernel(split.forward, "decoder.attention").shape).seq,
+      4096);
+  EXPECT_NEAR(test::launched_flops(split.forward, "decoder.attention"),
+              test::launched_flops(whole.forward, "decoder.attention") / 4, 1e-6);
+  EXPECT_NEAR(test::launched_flops(split.backward, "decoder.attention"),
+              test::launched_flops(whole.backward, "decoder.attention") / 4, 1e-6);
+  const auto& qkv = std::get<GemmShape>(test::pass_kernel(split.forward, "decoder.qkv_proj").shape);
   EXPECT_EQ(qkv.m, 16384 / 4);
   EXPECT_DOUBLE_EQ(split.p2p_bytes, whole.p2p_bytes / 4);
 }
@@ -168,8 +155,8 @@ TEST(ContextParallel, RingStepOverlapInClosedForm) {
     const Members group = order[3] == 'c' ? Members{0, 1} : Members{0, 8};
     const GroupCollectives cp_group(topo, group);
     const double C = cp_group.choose(CollectiveKind::kAllGather, fwd.bytes / 32, 1).seconds;
-    const double G = kernel(sc.forward, "decoder.attention").time.seconds +
-                     kernel(sc.forward, "decoder.attention.ring").time.seconds;
+    const double G = test::pass_kernel(sc.forward, "decoder.attention").time.seconds +
+                     test::pass_kernel(sc.forward, "decoder.attention.ring").time.seconds;
     const double per_layer = overlap_stall(OverlapMethod::kRingExchange, G, C, 2);
     EXPECT_DOUBLE_EQ(per_layer, std::max(0.0, G / 2 + C - G));
     EXPECT_NEAR(sc.forward.overlap_stall(), 32 * per_layer, 1e-12);
@@ -229,7 +216,8 @@ TEST(ContextParallel, AllToAllTradesTheSequenceSplitForAHeadSplit) {
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
   const auto sc =
       compute_costs(m, pf, cp_plan(4, CpComm::kA2A), test::uniform_partition(m, 1)).stages[0];
-  const auto& a = std::get<AttentionShape>(kernel(sc.forward, "decoder.attention").shape);
+  const auto& a =
+      std::get<AttentionShape>(test::pass_kernel(sc.forward, "decoder.attention").shape);
   EXPECT_EQ(a.seq, 16384);
   EXPECT_EQ(a.heads, 8);
   EXPECT_EQ(a.kv_heads, 2);

@@ -7,17 +7,16 @@
 #include <map>
 #include <string>
 
-#include "sim/cli/scenario.hpp"
 #include "sim/collective/group_collectives.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/cost/tp_overlap.hpp"
-#include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/plan/layout.hpp"
 #include "sim/plan/plan_variants.hpp"
 #include "sim/platform/kernel_shape.hpp"
-#include "sim/search/diagnose.hpp"
+#include "tests/support/pass_kernels.hpp"
 #include "tests/support/support.hpp"
+#include "tests/unit/check_support.hpp"
 
 namespace trainsim {
 namespace {
@@ -113,22 +112,6 @@ TEST(HierarchicalCp, LevelsOfTheCpGroupInMegatronsOrder) {
   EXPECT_EQ(cp_groups, (std::map<std::size_t, int>{{2, 16}, {4, 8}, {8, 4}}));
 }
 
-const KernelCost& kernel(const PassCost& pass, const std::string& name) {
-  for (const auto& k : pass.kernels) {
-    if (k.name == name) return k;
-  }
-  ADD_FAILURE() << "no kernel " << name;
-  return pass.kernels.front();
-}
-
-double launches_flops(const PassCost& pass, const std::string& prefix) {
-  double f = 0;
-  for (const auto& k : pass.kernels) {
-    if (k.name.starts_with(prefix)) f += k.flops * static_cast<double>(k.count);
-  }
-  return f;
-}
-
 // cp 8 = a2a 4 x p2p 2: all-to-alls over the a2a level give each GPU 4 x 2,048 tokens on 8 of
 // the 32 heads; the ring of 2 cuts the sequence in 4 chunks of c = 4,096: a causal step over its
 // 2c tokens and one step of c queries by 2c keys (half the heads). Each GPU does 1/8 of the
@@ -144,21 +127,22 @@ TEST(HierarchicalCp, EachLevelMovesItsShare) {
   one.cp_a2a_size = 0;
   const auto whole = compute_costs(m, pf, one, part).stages[0];
   const auto sc = compute_costs(m, pf, hierarchical(4), part).stages[0];
-  const auto& own = std::get<AttentionShape>(kernel(sc.forward, "decoder.attention").shape);
+  const auto& own =
+      std::get<AttentionShape>(test::pass_kernel(sc.forward, "decoder.attention").shape);
   EXPECT_EQ(own.seq, 8192);
   EXPECT_EQ(own.heads, 8);
   EXPECT_EQ(own.kv_heads, 2);
   EXPECT_TRUE(own.causal);
-  const auto& ring = kernel(sc.forward, "decoder.attention.ring");
+  const auto& ring = test::pass_kernel(sc.forward, "decoder.attention.ring");
   EXPECT_EQ(ring.count, 32);
   EXPECT_EQ(std::get<AttentionShape>(ring.shape).seq, 8192);
   EXPECT_EQ(std::get<AttentionShape>(ring.shape).heads, 4);
   EXPECT_FALSE(std::get<AttentionShape>(ring.shape).causal);
   for (const auto& k : sc.forward.kernels) EXPECT_NE(k.name, "decoder.attention.ring_halves");
-  EXPECT_NEAR(launches_flops(sc.forward, "decoder.attention"),
-              launches_flops(whole.forward, "decoder.attention") / 8, 1e-6);
-  EXPECT_NEAR(launches_flops(sc.backward, "decoder.attention"),
-              launches_flops(whole.backward, "decoder.attention") / 8, 1e-6);
+  EXPECT_NEAR(test::launched_flops(sc.forward, "decoder.attention"),
+              test::launched_flops(whole.forward, "decoder.attention") / 8, 1e-6);
+  EXPECT_NEAR(test::launched_flops(sc.backward, "decoder.attention"),
+              test::launched_flops(whole.backward, "decoder.attention") / 8, 1e-6);
   const double T = 2048, q = 4096, kv = 1024, e = 2;
   for (const PassCost* pass : {&sc.forward, &sc.backward}) {
     const CollectiveLoad a2a =
@@ -199,8 +183,8 @@ TEST(HierarchicalCp, RingOverlapInClosedForm) {
   const Topology topo(pf, 16);
   const GroupCollectives ring(topo, Members{0, 8});
   const double C = ring.choose(CollectiveKind::kAllGather, fwd.bytes / 32, 1).seconds;
-  const double G = kernel(sc.forward, "decoder.attention").time.seconds +
-                   kernel(sc.forward, "decoder.attention.ring").time.seconds;
+  const double G = test::pass_kernel(sc.forward, "decoder.attention").time.seconds +
+                   test::pass_kernel(sc.forward, "decoder.attention.ring").time.seconds;
   const double per_layer = overlap_stall(OverlapMethod::kRingExchange, G, C, 2);
   EXPECT_DOUBLE_EQ(per_layer, std::max(0.0, G / 2 + C - G));
   EXPECT_GT(per_layer, 0);  // one NIC carries the step's 2 MiB slower than the step computes
@@ -241,18 +225,11 @@ TEST(HierarchicalCp, ChangedCpKeepsAValidLevel) {
 
 using PlanFlags = std::map<std::string, std::string>;
 
+// Llama 3.1 8B's diagnostics with these plan flags, those of one id.
 std::vector<Diagnostic> findings(const PlanFlags& flags, const std::string& id) {
-  InputRequest req;
-  req.model = "llama3.1-8b";
-  req.platform = "h100-sxm-ndr";
-  req.plan_flags = flags;
-  const ResolvedInputs in = resolve_inputs(req);
-  const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
-  const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
+  const Checked checked = check_model("llama3.1-8b", flags);
   std::vector<Diagnostic> found;
-  for (auto& d : diagnose(in.model, in.platform, in.plan, part, costs)) {
-    if (d.id == id) found.push_back(std::move(d));
-  }
+  for (const Diagnostic* d : checked.with_id(id)) found.push_back(*d);
   return found;
 }
 

@@ -6,6 +6,7 @@
 #include "sim/cost/stage_cost.hpp"
 #include "sim/cost/tp_overlap.hpp"
 #include "sim/platform/topology.hpp"
+#include "tests/support/pass_kernels.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -51,14 +52,6 @@ struct Fp8Tp4 {
   }
 };
 
-const KernelCost& kernel(const PassCost& pass, const std::string& name) {
-  for (const auto& k : pass.kernels) {
-    if (k.name == name) return k;
-  }
-  ADD_FAILURE() << "no kernel " << name;
-  return pass.kernels.front();
-}
-
 // The forward's stall is each overlapped call's, priced on the TP group (GPUs 0-3 of a node):
 // gathers of the FP8 operand (1 byte an element) by ring exchange before the QKV and MLP-up
 // GEMMs, reduce-scatters of the BF16 output pipelined after the output and MLP-down GEMMs, once
@@ -75,7 +68,7 @@ TEST(TpOverlap, ForwardStallIsTheSumOfItsCallsOnTheTpGroup) {
     return group.choose(kind, bytes, 1).seconds;
   };
   const auto stall = [&](OverlapMethod method, const std::string& gemm, double comm) {
-    return overlap_stall(method, kernel(fwd, "decoder." + gemm).time.seconds, comm, 4);
+    return overlap_stall(method, test::pass_kernel(fwd, "decoder." + gemm).time.seconds, comm, 4);
   };
   const double gather = call(CollectiveKind::kAllGather, T * h);
   const double scatter = call(CollectiveKind::kReduceScatter, T * h * 2);
