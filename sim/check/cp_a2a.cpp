@@ -6,29 +6,12 @@
 #include <string>
 
 #include "sim/check/detect.hpp"
+#include "sim/check/pass_calls.hpp"
 #include "sim/check/stage_share.hpp"
 #include "sim/core/format.hpp"
-#include "sim/cost/pass_groups.hpp"
 #include "sim/plan/layout.hpp"
 
 namespace trainsim {
-
-namespace {
-
-// Seconds per micro-batch a stage's forward and backward spend in the all-to-alls along d.
-double cp_a2a_seconds(const StageCost& stage, Dim d, const PassGroups& groups) {
-  double s = 0;
-  for (const PassCost* pass : {&stage.forward, &stage.backward}) {
-    for (const auto& c : pass->collectives) {
-      if (c.dim == d && c.kind == CollectiveKind::kAllToAll && c.count > 0) {
-        s += groups.choose(c.dim, c.kind, c.bytes, c.count).seconds;
-      }
-    }
-  }
-  return s;
-}
-
-}  // namespace
 
 std::vector<Finding> find_cp_a2a_across_nodes(const CheckContext& context) {
   const Plan& plan = context.plan;
@@ -41,7 +24,10 @@ std::vector<Finding> find_cp_a2a_across_nodes(const CheckContext& context) {
   const PassGroups groups(context.platform, plan);
   const auto& stages = context.costs.stages;
   const StageShare wait = largest_share(stages.size(), [&](std::size_t s) {
-    return std::pair{cp_a2a_seconds(stages[s], dim, groups), context.stage_times[s]};
+    const auto a2a = [&](const PassCost& pass) {
+      return call_seconds(pass, dim, CollectiveKind::kAllToAll, groups);
+    };
+    return std::pair{a2a(stages[s].forward) + a2a(stages[s].backward), context.stage_times[s]};
   });
   const std::int64_t n = plan.cp_head_split();
   Diagnostic d;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "sim/check/detect.hpp"
+#include "sim/check/pass_calls.hpp"
 #include "sim/check/stage_share.hpp"
 #include "sim/core/format.hpp"
 #include "sim/cost/layer_ops.hpp"
@@ -52,15 +53,8 @@ double extra_expert_seconds(const PassCost& pass, double load) {
 double a2a_wait_seconds(const StageCost& stage, const Plan& plan, const PassGroups& groups) {
   double a2a = 0;
   for (const PassCost* pass : {&stage.forward, &stage.backward}) {
-    if (plan.moe_a2a_overlap) {
-      a2a += pass->stall(Dim::kEP);
-      continue;
-    }
-    for (const auto& c : pass->collectives) {
-      if (c.dim == Dim::kEP && c.kind == CollectiveKind::kAllToAll && c.count > 0) {
-        a2a += groups.choose(c.dim, c.kind, c.bytes, c.count).seconds;
-      }
-    }
+    a2a += plan.moe_a2a_overlap ? pass->stall(Dim::kEP)
+                                : call_seconds(*pass, Dim::kEP, CollectiveKind::kAllToAll, groups);
   }
   return a2a;
 }

@@ -84,6 +84,19 @@ class FieldTable {
   void real(std::string name, double Plan::*member, RealRange range) {
     add({std::move(name), FieldType::kReal, {}, {}, {}, member, range});
   }
+  // A choice among an enum's values, each named as to_string names it (reports write the
+  // same name back).
+  template <class E>
+  void named(std::string name, std::initializer_list<E> values, E Plan::*member) {
+    std::vector<std::string_view> names;
+    for (const E v : values) names.push_back(to_string(v));
+    choice(std::move(name), std::move(names),
+           [values = std::vector<E>(values), member](Plan& p, const std::string& s) {
+             for (const E v : values) {
+               if (s == to_string(v)) p.*member = v;
+             }
+           });
+  }
   void choice(std::string name, std::vector<std::string_view> options, Set set) {
     add({std::move(name),
          FieldType::kChoice,
@@ -112,20 +125,13 @@ void layout_fields(FieldTable& t) {
   t.integer("pp", {}, &Plan::pp);
   t.integer("dp", {}, &Plan::dp);
   t.integer("cp", {}, &Plan::cp);
-  t.choice("cp_comm_type", {"p2p", "a2a", "allgather", "a2a+p2p"},
-           [](Plan& p, const std::string& s) {
-             p.cp_comm = s == "a2a"         ? CpComm::kA2A
-                         : s == "allgather" ? CpComm::kAllGather
-                         : s == "a2a+p2p"   ? CpComm::kA2AP2P
-                                            : CpComm::kP2P;
-           });
+  t.named("cp_comm_type", {CpComm::kP2P, CpComm::kA2A, CpComm::kAllGather, CpComm::kA2AP2P},
+          &Plan::cp_comm);
   t.integer("cp_a2a_size", {0}, &Plan::cp_a2a_size);
   t.integer("ep", {}, &Plan::ep);
   t.integer("etp", {}, &Plan::etp);
-  t.choice(
-      "moe_token_dispatcher_type", {"alltoall", "allgather"}, [](Plan& p, const std::string& s) {
-        p.moe_dispatcher = s == "allgather" ? MoeDispatcher::kAllGather : MoeDispatcher::kAllToAll;
-      });
+  t.named("moe_token_dispatcher_type", {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather},
+          &Plan::moe_dispatcher);
   // The defaults are in range: 1 (balanced) and 0 (dropless), as a report's plan writes them.
   t.real("moe_imbalance", &Plan::moe_imbalance, {1.0, true});
   t.real("moe_capacity_factor", &Plan::moe_capacity_factor, {0.0, true});
@@ -146,13 +152,9 @@ void layout_fields(FieldTable& t) {
 void execution_fields(FieldTable& t) {
   t.choice("precision", {"bf16", "fp8"},
            [](Plan& p, const std::string& s) { p.precision = precision_of(s); });
-  t.choice("fp8_recipe", {"delayed", "tensorwise", "blockwise", "mxfp8"},
-           [](Plan& p, const std::string& s) {
-             p.fp8_recipe = s == "tensorwise"  ? Fp8Recipe::kTensorwise
-                            : s == "blockwise" ? Fp8Recipe::kBlockwise
-                            : s == "mxfp8"     ? Fp8Recipe::kMxfp8
-                                               : Fp8Recipe::kDelayed;
-           });
+  t.named("fp8_recipe",
+          {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8},
+          &Plan::fp8_recipe);
   t.choice("schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"},
            [](Plan& p, const std::string& s) { p.schedule = schedule_of(s); });
   t.text("partition", FieldType::kString, [](Plan& p, const std::string& s) { p.partition = s; });

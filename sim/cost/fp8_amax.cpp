@@ -6,7 +6,6 @@ namespace trainsim {
 
 namespace {
 
-constexpr double kAmaxBytes = 4;  // FP32
 constexpr double kForwardAmaxesPerGemm = 3;
 constexpr double kBackwardAmaxesPerGemm = 2;
 

@@ -11,6 +11,9 @@
 
 namespace trainsim {
 
+/// An amax: one FP32, whichever recipe reduces it (current scaling's too, fp8_recipe.hpp).
+inline constexpr double kAmaxBytes = 4;
+
 /// FP8 GEMM calls (a grouped GEMM's every group) in a pass: the GEMM modules whose amaxes it
 /// records.
 std::int64_t fp8_gemm_calls(const PassCost& pass);

@@ -4,13 +4,12 @@
 #include <utility>
 #include <variant>
 
+#include "sim/cost/fp8_amax.hpp"
 #include "sim/cost/kernel_specs.hpp"
 
 namespace trainsim {
 
 namespace {
-
-constexpr double kAmaxBytes = 4;  // FP32
 
 bool is_fp8_cast(const KernelSpec& k) {
   const auto* m = std::get_if<MemoryShape>(&k.shape);

@@ -380,10 +380,17 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
       vocab_block(block, backward, s, p);
       break;
   }
+  return p;
+}
+
+BlockPasses block_passes(BlockKind block, const LayerShape& s) {
+  BlockPasses p{block_pass(block, false, s), block_pass(block, true, s)};
   if (s.gemm_dtype == DType::kFP8 && s.fp8_recipe == Fp8Recipe::kTensorwise) {
     // The forward gathers column-parallel inputs; the backward, as many row-parallel outputs'
     // gradients.
-    add_current_scaling(p, s, tp_gather_calls(backward ? block_pass(block, false, s) : p));
+    const std::int64_t gathered = tp_gather_calls(p.forward);
+    add_current_scaling(p.forward, s, gathered);
+    add_current_scaling(p.backward, s, gathered);
   }
   return p;
 }

@@ -214,6 +214,14 @@ double routed_expert_rows(const LayerShape& s);
 /// Kernels and TP all-reduces of one block's forward or backward pass.
 BlockPass block_pass(BlockKind block, bool backward, const LayerShape& shape);
 
+/// A block's forward and backward passes (block_pass), with what the plan's FP8 scaling recipe
+/// adds to them (sim/cost/fp8_recipe.hpp): what the cost model prices.
+struct BlockPasses {
+  BlockPass forward;
+  BlockPass backward;
+};
+BlockPasses block_passes(BlockKind block, const LayerShape& shape);
+
 /// A memory-bound optimizer kernel over `params` fp32 elements (op "grad_norm" or "adam").
 KernelSpec optimizer_kernel(std::string name, std::string op, std::int64_t params);
 

@@ -142,13 +142,15 @@ BlockCost block_cost(const Model& model, const Platform& platform, const Plan& p
   BlockCost c;
   const Costing costing(platform, plan);
   const std::int64_t runs = block_runs(kind, model);
-  add_pass(c.forward, to_string(kind), block_pass(kind, false, shape), runs, costing);
-  add_pass(c.backward, to_string(kind), block_pass(kind, true, shape), runs, costing);
+  const BlockPasses passes = block_passes(kind, shape);
+  add_pass(c.forward, to_string(kind), passes.forward, runs, costing);
+  add_pass(c.backward, to_string(kind), passes.backward, runs, costing);
   if (kind == BlockKind::kMtp) {
     // The module's decoder layer.
     const LayerShape layer = layer_shape(model, plan, vocab, mtp_layer_is_moe(model));
-    add_pass(c.forward, "decoder", block_pass(BlockKind::kDecoder, false, layer), 1, costing);
-    add_pass(c.backward, "decoder", block_pass(BlockKind::kDecoder, true, layer), 1, costing);
+    const BlockPasses decoder = block_passes(BlockKind::kDecoder, layer);
+    add_pass(c.forward, "decoder", decoder.forward, 1, costing);
+    add_pass(c.backward, "decoder", decoder.backward, 1, costing);
   }
   return c;
 }
@@ -205,8 +207,7 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
                       const Plan& plan, const Costing& costing, bool defers) {
   if (count == 0) return;
   const char* prefix = to_string(kind);
-  const BlockPass fwd = block_pass(kind, false, shape);
-  const BlockPass bwd = block_pass(kind, true, shape);
+  const auto [fwd, bwd] = block_passes(kind, shape);
   add_pass(sc.forward, prefix, fwd, count, costing);
   add_pass(sc.backward, prefix, bwd, count, costing);
   add_pass(sc.backward_input, prefix,
