@@ -146,6 +146,7 @@ void layout_fields(FieldTable& t) {
   t.integer("mbs", {}, &Plan::mbs);
   t.integer("gbs", {}, &Plan::gbs);
   t.integer("seq_len", {}, &Plan::seq_len);
+  t.integer("packed_document_tokens", {0}, &Plan::packed_document_tokens);
 }
 
 // Precision, schedule, partition, recomputation, attention, ZeRO and the framework's rules.

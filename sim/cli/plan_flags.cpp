@@ -77,6 +77,11 @@ void add_batch_and_schedule_flags(po::options_description& d) {
       "global batch size in sequences; micro-batches per step = gbs / (mbs x dp), which must "
       "divide evenly (else a gbs-not-divisible error)");
   add("seq-len", s("N"), "sequence length in tokens (required)");
+  add("packed-document-tokens", s("N"),
+      "fine-tuning on packed sequences (NeMo's packed_sequence, Transformer Engine's THD "
+      "format): each sequence holds documents of N tokens and every token attends only within "
+      "its own, so the attention costs seq-len / N causal blocks of N; for mixed lengths give "
+      "E[l^2] / E[l] (default 0: one document per sequence)");
   add("schedule", s("NAME"),
       "pipeline schedule: gpipe; 1f1b (default; Megatron-LM's non-interleaved); interleaved "
       "(Megatron-LM's interleaved 1F1B, needs --vp >= 2); zb-h1 (zero bubble H1, Qi et al. 2024: "

@@ -1,5 +1,6 @@
 #include "sim/cost/attention_core.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -19,6 +20,17 @@ KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass, 
                      causal,  pass,       DType::kBF16};
   return {std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape,
           launches};
+}
+
+// Packed documents (Transformer Engine's THD format): one fused launch over the micro-batch's
+// documents, each causal over its own tokens (seq / document of them a sequence, rounded).
+KernelSpec document_attention(std::string name, const LayerShape& s, AttentionPass pass) {
+  const auto documents = std::max<std::int64_t>(1, std::llround(s.seq / s.document));
+  KernelShape shape = AttentionShape{
+      s.batch * documents, whole(s.document), s.heads, s.kv_heads, s.head_dim, true, pass,
+      DType::kBF16};
+  return {
+      std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape, 1};
 }
 
 // Whether a local attention layer keeps its locality under the plan's context parallelism: with
@@ -41,6 +53,11 @@ bool local_under_cp(const LayerShape& s) {
 void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
   const auto pass = backward ? AttentionPass::kBackward : AttentionPass::kForward;
   const std::string name = backward ? "attention.grad" : "attention";
+  // Packed documents shorter than a local block bound the attention first (no CP with them).
+  if (s.document > 0 && (s.local_block == 0 || s.document < s.local_block)) {
+    k.push_back(document_attention(name, s, pass));
+    return;
+  }
   if (s.local_block > 0 && s.local_block < s.seq && local_under_cp(s)) {
     // Local attention: causal blocks of local_block tokens over the whole sequence (a2a runs
     // it on 1/cp of the heads); all-gather CP over the rank's 1/cp of the queries, each chunk

@@ -75,6 +75,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.heads = model.num_attention_heads / plan.tp;
   s.kv_heads = model.num_kv_heads / plan.tp;
   s.seq = seq;
+  if (plan.packs_documents()) s.document = static_cast<double>(plan.packed_document_tokens);
   // All-to-all context parallelism runs the attention on 1/cp of the heads (1/cp_a2a_size with
   // a2a+p2p, over the ring's share of the sequence).
   s.heads /= s.cp_head_split;

@@ -125,6 +125,9 @@ struct LayerShape {
   /// equal causal blocks of 2w); 0: the whole sequence.
   double local_block = 0;
   bool sliding = false;  // a sliding window (not a chunk)
+  /// Plan::packed_document_tokens where the sequence packs shorter documents: the tokens of
+  /// each, which the attention runs over causally; 0: the whole sequence is one document.
+  double document = 0;
   NormKind norm = NormKind::kRMSNorm;
   FfnKind ffn_kind = FfnKind::kSwiGLU;
   /// Mixture of experts: the decoder's MLP is a router, the token dispatch and the experts.

@@ -43,6 +43,28 @@ void validate_hierarchy(const Plan& plan, const PlanOrigin& origin) {
 
 }  // namespace
 
+void validate_packing(const Plan& plan, const PlanOrigin& origin) {
+  if (plan.packed_document_tokens > plan.seq_len) {
+    fail_input(origin.of("packed_document_tokens"),
+               "must be at most " + origin.name("seq_len") + " " + std::to_string(plan.seq_len) +
+                   " (the documents are packed into each sequence), got " +
+                   std::to_string(plan.packed_document_tokens));
+  }
+  if (!plan.packs_documents()) return;
+  if (plan.cp > 1) {
+    fail_input(origin.of("packed_document_tokens"),
+               "packed documents under context parallelism (Transformer Engine cuts each "
+               "document in 2 x cp chunks) are not modelled: use " +
+                   origin.name("cp") + " 1");
+  }
+  if (plan.attention_backend == AttentionBackend::kUnfused) {
+    fail_input(origin.of("packed_document_tokens"),
+               "packed documents need Transformer Engine's fused attention (Megatron-Core's "
+               "unfused attention takes no packed sequences): use " +
+                   origin.name("attention_backend") + " flash or flash-attn2");
+  }
+}
+
 void validate_context_parallelism(const Plan& plan, const Model& model, const PlanOrigin& origin) {
   validate_hierarchy(plan, origin);
   if (plan.cp == 1) return;

@@ -116,6 +116,16 @@ struct Plan {
   std::int64_t mbs = 1;
   std::int64_t gbs = 0;  // 0: one micro-batch per data-parallel rank (mbs * dp)
   std::int64_t seq_len = 0;
+  /// Documents packed into each sequence (NeMo's packed sequences for fine-tuning, Transformer
+  /// Engine's THD format): every token attends causally within its own document only, so the
+  /// attention runs over seq_len / packed_document_tokens documents of this many tokens. For
+  /// documents of mixed lengths give E[l^2] / E[l] (the attention's work grows as the sum of the
+  /// squares). 0: one document the length of the sequence, as in pre-training.
+  std::int64_t packed_document_tokens = 0;
+  /// Whether the attention sees shorter documents than the sequence.
+  bool packs_documents() const {
+    return packed_document_tokens > 0 && packed_document_tokens < seq_len;
+  }
   Precision precision = Precision::kBF16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
   ScheduleKind schedule = ScheduleKind::k1F1B;

@@ -259,6 +259,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   validate_overlap_and_optimizer(plan, platform, origin);
   validate_shapes(plan, model, origin);
   validate_context_parallelism(plan, model, origin);
+  validate_packing(plan, origin);
   validate_expert_parallelism(plan, model, origin);
   validate_optimizer_instances(plan, origin);
   validate_wgrad_deferral(plan, model, origin);

@@ -166,8 +166,9 @@ void write_header(const Report& r, std::ostringstream& o) {
     o << ", ep " << p.ep;
     if (p.expert_tp() != p.tp) o << " (etp " << p.expert_tp() << ")";
   }
-  o << ", mbs " << p.mbs << ", gbs " << p.global_batch() << ", seq " << p.seq_len << ", "
-    << to_string(p.precision);
+  o << ", mbs " << p.mbs << ", gbs " << p.global_batch() << ", seq " << p.seq_len;
+  if (p.packs_documents()) o << " (packed documents of " << p.packed_document_tokens << ")";
+  o << ", " << to_string(p.precision);
   if (p.fp8_recipe != Fp8Recipe::kDelayed) o << " (" << to_string(p.fp8_recipe) << " scaling)";
   o << ", " << to_string(p.schedule) << ", " << r.partition << " partition; " << r.microbatches
     << (r.microbatches == 1 ? " micro-batch per step" : " micro-batches per step")

@@ -324,6 +324,26 @@ TEST(Cli, HierarchicalCpInTheReport) {
   EXPECT_FALSE(ring["plan"].contains("cp_a2a_size"));
 }
 
+// Packed documents in the text and JSON plan: the key is written only where the sequence packs
+// shorter documents, and packing prices less attention than the whole sequence's.
+TEST(Cli, PackedDocumentsInTheReport) {
+  std::vector<std::string> args = {
+      "run", "--model",  "llama3-8b", "--platform", "h100-sxm-ndr", "--dp",
+      "8",   "--gbs",    "32",        "--seq-len",  "4096",         "--packed-document-tokens",
+      "200", "--engine", "analytic"};
+  const auto text = test::run_trainsim(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(", seq 4096 (packed documents of 200), bf16"), std::string::npos)
+      << text.out;
+  args.insert(args.end(), {"--format", "json"});
+  const auto j = nlohmann::json::parse(test::run_trainsim(args).out);
+  EXPECT_EQ(j["plan"]["packed_document_tokens"], 200);
+  args[12] = "4096";  // one document a sequence: no packing
+  const auto whole = nlohmann::json::parse(test::run_trainsim(args).out);
+  EXPECT_FALSE(whole["plan"].contains("packed_document_tokens"));
+  EXPECT_GT(whole["step_time_s"].get<double>(), j["step_time_s"].get<double>());
+}
+
 TEST(Cli, InterleavedReportGroupsChunksByStage) {
   const auto r = test::run_trainsim({"run", kScenario, "--schedule", "interleaved", "--vp", "2",
                                      "--format", "json", "--engine", "analytic"});
