@@ -1,7 +1,8 @@
 // NVIDIA's DGX Cloud benchmark recipes on DGX H100 (nvidia_dgxc_benchmarking_h100.json) against
-// trainsim's step time: every pre-training row of a Megatron (NeMo) recipe whose model is in the
-// catalog and whose parallelism trainsim expresses. The tables give the layout, batch, sequence
-// and precision; the rest is the NeMo recipes' defaults (stated in the set's metric).
+// trainsim's step time: every pre-training and supervised fine-tuning row of a Megatron (NeMo)
+// recipe whose model is in the catalog and whose parallelism trainsim expresses. The tables give
+// the layout, batch, sequence and precision; the rest is the NeMo recipes' defaults (stated in the
+// set's metric).
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -46,7 +47,9 @@ std::int64_t launcher_vp(const std::string& model, const std::string& tag) {
 }
 
 std::string unexpressed(const Fields& f, const std::string& model, const std::string& tag) {
-  if (f.string("task").value_or("pretrain") != "pretrain") return "fine-tuning (SFT, LoRA)";
+  const std::string task = f.string("task").value_or("pretrain");
+  if (task == "finetune_LoRA") return "LoRA fine-tuning (frozen weights and adapters)";
+  if (task != "pretrain" && task != "finetune_SFT") return "fine-tuning other than SFT";
   if (model.find("JAX") != std::string::npos) {
     return "JAX framework (MaxText, PaxML): not a Megatron recipe";
   }
@@ -150,6 +153,31 @@ void apply_nemotron4_340b_recipe(const std::string& tag, Plan& p,
   }
 }
 
+// The documents of SQuAD as NeMo's SquadDataModule writes them ("Context: ... Question: ...
+// Answer:" and the answer), in Llama 3 tokens, as the attention sees them: E[l^2] / E[l]. MRQA
+// 2019's unified SQuAD counts 137 tokens a context and 11 a question; at about 1.15 Llama 3
+// tokens to each of those and 8 for the template, the answer and the end tokens, a document
+// holds about 180 on average, and a spread of 0.4 of the mean makes E[l^2] / E[l] about 1.16
+// times that. An estimate: the attention is under 1 % of these runs' FLOPs at this length.
+constexpr std::int64_t kSquadDocumentTokens = 200;
+
+// The fine-tuning rows' benchmark (v25.04.02's ft_llama3: llama3_finetune.py and the NeMo commit
+// its setup.sh pins, 25ec4e9, whose llama3_8b and llama3_70b finetune_recipe run in performance
+// mode): SQuAD packed into sequences of seq_len (packed_sequence, padded to the length), full
+// fine-tuning with the distributed optimizer, its gradient reduce-scatter and parameter
+// all-gather overlapped, gradients reduced in BF16 (grad_reduce_in_fp32 False), and for 70B TP
+// communication overlapped and the LM head's weight gradients of 22 micro-batches deferred.
+void apply_sft_recipe(const std::string& model, Plan& p,
+                      const std::function<void(const std::string&)>& says) {
+  p.packed_document_tokens = kSquadDocumentTokens;
+  says("SQuAD packed, documents of " + std::to_string(kSquadDocumentTokens));
+  if (model == "Llama3 70B" && p.pp > 1) {
+    p.defer_embedding_wgrad_compute = true;
+    p.wgrad_deferral_limit = 22;
+    says("defer-wgrad 22");
+  }
+}
+
 // What a row's benchmark script sets beyond NeMo's defaults, where the script is known: the
 // attention backend and the gradients' type above, and for the DeepSeek-V3 rows (v25.05.05) what
 // NeMo's scripts/performance/llm/pretrain_deepseek_v3.py sets at the commit the benchmark's
@@ -160,12 +188,14 @@ void apply_nemotron4_340b_recipe(const std::string& tag, Plan& p,
 // False); token dropping with capacity factor 1 and expert inputs padded to it
 // (MegatronTokenDropCallback), which under balanced routing computes what dropless routing
 // does. Returns what it set, for the row's setup; empty where nothing.
-std::string apply_benchmark_script(const std::string& model, const std::string& tag, Plan& p) {
+std::string apply_benchmark_script(const std::string& model, const std::string& tag,
+                                   const std::string& task, Plan& p) {
   std::ostringstream out;
   const auto says = [&out](const std::string& what) {
     if (out.tellp() > 0) out << ", ";
     out << what;
   };
+  if (task == "finetune_SFT") apply_sft_recipe(model, p, says);
   if (runs_flash_attn2(model, tag)) {
     p.attention_backend = AttentionBackend::kFlashAttn2;
     says("flash-attn2 attention");
@@ -216,6 +246,8 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   // The mixture-of-experts rows came after the platform's calibration was fitted on the dense
   // ones: all of them check it, none is fitted on.
   if (model.find("(MoE)") != std::string::npos) row.half = "check";
+  // So did the fine-tuning rows.
+  if (task != "pretrain") row.half = "check";
   // So did the rows whose virtual pipeline size was read from their launch script later.
   if (launcher_vp(model, tag) && !f.integer("vp")) row.half = "check";
   const auto measured = f.number("step_time_s");
@@ -230,7 +262,7 @@ ValidationRow dgxc_row(const nlohmann::json& j, const std::string& file, const s
   }
   Plan plan = dgxc_plan(f);
   const auto layers = f.integer("num_layers");
-  const std::string script = apply_benchmark_script(model, tag, plan);
+  const std::string script = apply_benchmark_script(model, tag, task, plan);
   // Where the script's split is not known and pp does not divide the layers, trainsim's balanced
   // rule stands for the recipe's layout.
   const bool uneven = plan.decoder_first_pipeline_num_layers >= 0;
@@ -277,7 +309,7 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "beyond them (FlashAttention-2 where it exports NVTE_FUSED_ATTN=0; sequential experts where "
       "it sets moe_grouped_gemm false; gradients reduced in BF16 where it sets grad_sync_dtype "
       "bf16 or grad_reduce_in_fp32 False; the virtual pipeline size its launch script passes where "
-      "the table says NA; DeepSeek-V3's script)");
+      "the table says NA; DeepSeek-V3's script; the SFT rows' SQuAD packed into each sequence)");
   set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
     return dgxc_row(row, file, path, platform);
   });
