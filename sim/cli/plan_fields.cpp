@@ -8,6 +8,7 @@
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/plan/lora_modules.hpp"
 #include "sim/plan/recompute_modules.hpp"
 
 namespace trainsim {
@@ -54,6 +55,15 @@ void check_recompute_modules(const std::string& where, const std::string& value)
     fail_input(where, "must name modules among " + recompute_module_names() +
                           ", each once, joined by ',' (Megatron-LM's default: core_attn), got '" +
                           value + "'");
+  }
+}
+
+// LoRA target modules as Megatron-Core names the linears, or the reason they are not.
+void check_lora_modules(const std::string& where, const std::string& value) {
+  if (!parse_lora_modules(value)) {
+    fail_input(where, "must name modules among " + lora_module_names() +
+                          ", each once, joined by ',' (NeMo's default: all four), got '" + value +
+                          "'");
   }
 }
 
@@ -174,6 +184,11 @@ void execution_fields(FieldTable& t) {
   t.real("attention_dropout", &Plan::attention_dropout, {0.0, true, 1.0, false});
   t.real("hidden_dropout", &Plan::hidden_dropout, {0.0, true, 1.0, false});
   t.flag("cross_entropy_loss_fusion", &Plan::cross_entropy_loss_fusion);
+  t.integer("lora_rank", {0, std::int64_t{1} << 16}, &Plan::lora_rank);
+  t.text(
+      "lora_target_modules", FieldType::kParsed,
+      [](Plan& p, const std::string& s) { p.lora_target_modules = *parse_lora_modules(s); },
+      check_lora_modules);
   t.integer("zero", {0, 3}, &Plan::zero);
   t.integer("num_distributed_optimizer_instances", {}, &Plan::num_distributed_optimizer_instances);
   // Bounded as reshard's layouts bound it: 2^62 overflowed the padding multiple (x tp) to a

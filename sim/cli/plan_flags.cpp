@@ -148,6 +148,14 @@ void add_memory_and_overlap_flags(po::options_description& d) {
   add("cross-entropy-loss-fusion", po::bool_switch(),
       "Megatron-Core's fused vocabulary-parallel cross-entropy (its native implementation): the "
       "last stage holds a second fp32 copy of its logits while the loss runs (memory only)");
+  add("lora-rank", s("N"),
+      "LoRA fine-tuning (NeMo's peft LoRA, its dim): every base weight frozen (no weight "
+      "gradients, no gradients or optimizer state for it), a rank-N adapter trained beside each "
+      "--lora-target-modules linear of every decoder layer, its two GEMMs each way and its TP "
+      "calls priced (default 0: every weight trained)");
+  add("lora-target-modules", s("LIST"),
+      "the linears LoRA adapts, comma-separated: linear_qkv, linear_proj, linear_fc1, "
+      "linear_fc2 (NeMo's default: all four; its performance recipes: linear_qkv)");
   add("zero", s("N"),
       "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed optimizer "
       "(gradients reduce-scattered, optimizer state sharded, parameters all-gathered); 3: "

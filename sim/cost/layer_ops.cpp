@@ -8,6 +8,7 @@
 #include "sim/cost/attention_ops.hpp"
 #include "sim/cost/fp8_recipe.hpp"
 #include "sim/cost/kernel_specs.hpp"
+#include "sim/cost/lora.hpp"
 #include "sim/cost/moe_ops.hpp"
 #include "sim/cost/mtp_ops.hpp"
 #include "sim/cost/vocab_ops.hpp"
@@ -76,6 +77,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.kv_heads = model.num_kv_heads / plan.tp;
   s.seq = seq;
   if (plan.packs_documents()) s.document = static_cast<double>(plan.packed_document_tokens);
+  if (plan.lora()) s.lora = {plan.lora_rank, plan.lora_target_modules};
   // All-to-all context parallelism runs the attention on 1/cp of the heads (1/cp_a2a_size with
   // a2a+p2p, over the ring's share of the sequence).
   s.heads /= s.cp_head_split;
@@ -393,6 +395,7 @@ BlockPasses block_passes(BlockKind block, const LayerShape& s) {
     add_current_scaling(p.forward, s, gathered);
     add_current_scaling(p.backward, s, gathered);
   }
+  if (s.lora.rank > 0) apply_lora(p, block, s);
   return p;
 }
 

@@ -125,6 +125,12 @@ struct LayerShape {
   /// equal causal blocks of 2w); 0: the whole sequence.
   double local_block = 0;
   bool sliding = false;  // a sliding window (not a chunk)
+  /// LoRA (Plan::lora_rank): every weight frozen, an adapter of `rank` beside each of the
+  /// `targets` linears (LoraModule flags, sim/cost/lora.hpp); rank 0: every weight trained.
+  struct Lora {
+    std::int64_t rank = 0;
+    std::uint32_t targets = 0;
+  } lora;
   /// Plan::packed_document_tokens where the sequence packs shorter documents: the tokens of
   /// each, which the attention runs over causally; 0: the whole sequence is one document.
   double document = 0;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "sim/cost/fp8_amax.hpp"
+#include "sim/cost/lora.hpp"
 #include "sim/cost/pass_groups.hpp"
 #include "sim/cost/recompute_ops.hpp"
 #include "sim/cost/tp_overlap.hpp"
@@ -234,7 +235,7 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
 // instance's ranks).
 void add_optimizer(StageCost& sc, const Plan& plan, const Costing& costing) {
   const bool sharded = plan.distributed_optimizer();
-  const auto dense = static_cast<double>(sc.params_per_gpu - sc.expert_params_per_gpu);
+  const auto dense = static_cast<double>(sc.trained_params_per_gpu() - sc.expert_params_per_gpu);
   const auto experts = static_cast<double>(sc.expert_params_per_gpu);
   const double p = dense / static_cast<double>(sharded ? plan.optimizer_shards() : 1) +
                    experts / static_cast<double>(sharded ? plan.expert_optimizer_shards() : 1);
@@ -301,10 +302,18 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     sc.params_per_gpu = held.per_gpu;
     sc.expert_params_per_gpu = held.expert_per_gpu;
     sc.gemm_params_per_gpu = held.gemm_per_gpu;
-    sc.grad_bytes = static_cast<double>(sc.params_per_gpu) * grad_reduce_bytes(plan);
-    sc.embedding_sync_bytes =
-        static_cast<double>(held.synced_embedding_per_gpu) * grad_reduce_bytes(plan);
-    sc.tp_sync_bytes = static_cast<double>(held.tp_partial_grad_per_gpu) * grad_reduce_bytes(plan);
+    if (plan.lora()) {
+      // Frozen: no embedding or norm gradients to synchronise; the adapters' reduce over DP.
+      const DecoderKinds decoders = decoder_kinds(model, partition, s);
+      sc.lora_params_per_gpu =
+          (decoders.dense + decoders.dense_local) * lora_params_per_layer(shape);
+    } else {
+      sc.embedding_sync_bytes =
+          static_cast<double>(held.synced_embedding_per_gpu) * grad_reduce_bytes(plan);
+      sc.tp_sync_bytes =
+          static_cast<double>(held.tp_partial_grad_per_gpu) * grad_reduce_bytes(plan);
+    }
+    sc.grad_bytes = static_cast<double>(sc.trained_params_per_gpu()) * grad_reduce_bytes(plan);
     sc.expert_bias_sync_bytes = static_cast<double>(held.expert_bias_counts) * kExpertBiasBytes;
     if (plan.fp8_recipe == Fp8Recipe::kDelayed) add_amax_reductions(sc);
     add_optimizer(sc, plan, costing);

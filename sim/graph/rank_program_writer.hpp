@@ -136,7 +136,8 @@ class RankProgramWriter {
   std::int64_t buckets(std::int64_t chunk) const {
     if (!plan_.overlap_grad_reduce) return 1;
     const auto per_bucket = grad_bucket_params(plan_.data_shards());
-    return std::max<std::int64_t>(1, (cost(chunk).params_per_gpu + per_bucket - 1) / per_bucket);
+    const std::int64_t params = cost(chunk).trained_params_per_gpu();
+    return std::max<std::int64_t>(1, (params + per_bucket - 1) / per_bucket);
   }
   static std::int64_t key(Flow flow, std::int64_t mb, std::int64_t chunk) {
     return (mb * 1024 + chunk) * 2 + (flow == Flow::kActivation ? 0 : 1);

@@ -354,7 +354,7 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
   const std::int64_t pp = partition.physical_stages();
   for (std::int64_t s = 0; s < pp; ++s) {
     StageMemory sm;
-    std::int64_t params = 0, experts = 0, gemm_params = 0;
+    std::int64_t params = 0, experts = 0, gemm_params = 0, adapters = 0;
     double router_buffers = 0;  // the expert biases and their tokens-per-expert counts
     bool lm_head = false;
     std::vector<PassFootprint> footprints;
@@ -364,15 +364,24 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
       params += costs.stages[static_cast<std::size_t>(v)].params_per_gpu;
       experts += costs.stages[static_cast<std::size_t>(v)].expert_params_per_gpu;
       gemm_params += costs.stages[static_cast<std::size_t>(v)].gemm_params_per_gpu;
+      adapters += costs.stages[static_cast<std::size_t>(v)].lora_params_per_gpu;
       router_buffers += 2 * costs.stages[static_cast<std::size_t>(v)].expert_bias_sync_bytes;
       footprints.push_back(stage_footprint(model, plan, partition, v, costs.padded_vocab));
     }
     // Experts split by EP share their state over the expert-data-parallel ranks; with several
     // distributed-optimizer instances, over one instance's share of them.
-    sm.state =
-        model_state(params - experts, plan.zero, plan.optimizer_shards(), plan.grad_reduce_in_bf16);
-    sm.state +=
-        model_state(experts, plan.zero, plan.expert_optimizer_shards(), plan.grad_reduce_in_bf16);
+    if (plan.lora()) {
+      // LoRA: the frozen weights alone (no gradients, master copies or moments), the adapters'
+      // whole state beside them.
+      sm.state.weights = kWeightBytes * d(params);
+      sm.state +=
+          model_state(adapters, plan.zero, plan.optimizer_shards(), plan.grad_reduce_in_bf16);
+    } else {
+      sm.state = model_state(params - experts, plan.zero, plan.optimizer_shards(),
+                             plan.grad_reduce_in_bf16);
+      sm.state +=
+          model_state(experts, plan.zero, plan.expert_optimizer_shards(), plan.grad_reduce_in_bf16);
+    }
     // FP8 (Transformer Engine): each GEMM weight is also held quantised, with its transpose for
     // the data gradient (1 byte each), cached from the first micro-batch to the step's end. With
     // FP8 primary weights (--fp8-param-gather) the quantised weight replaces the BF16 one.

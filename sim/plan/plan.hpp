@@ -10,6 +10,7 @@
 
 #include "sim/model/model.hpp"
 #include "sim/plan/dims.hpp"
+#include "sim/plan/lora_modules.hpp"
 #include "sim/plan/recompute_modules.hpp"
 #include "sim/platform/platform.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -149,6 +150,13 @@ struct Plan {
   /// beside the fp32 copy it takes, where the plain one works in place (memory only: the loss's
   /// kernels are timed as the plain one's).
   bool cross_entropy_loss_fusion = false;
+  /// LoRA fine-tuning (NeMo's peft LoRA, its dim): every base weight frozen, and a low-rank
+  /// adapter of this rank trained beside each of lora_target_modules in every decoder layer.
+  /// 0: every weight trained (pre-training, full fine-tuning).
+  std::int64_t lora_rank = 0;
+  /// The decoder layers' linears that get an adapter (LoraModule flags; NeMo's default: all four).
+  std::uint32_t lora_target_modules = kLoraAllModules;
+  bool lora() const { return lora_rank > 0; }
   std::int64_t zero = 0;
   /// Pad the vocabulary to a multiple of this x tp; 0: the framework's default.
   std::int64_t vocab_divisible_by = 0;

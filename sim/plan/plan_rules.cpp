@@ -9,6 +9,7 @@
 #include "sim/plan/context_rules.hpp"
 #include "sim/plan/deferral_rules.hpp"
 #include "sim/plan/expert_rules.hpp"
+#include "sim/plan/lora_rules.hpp"
 #include "sim/plan/optimizer_rules.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -260,6 +261,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   validate_shapes(plan, model, origin);
   validate_context_parallelism(plan, model, origin);
   validate_packing(plan, origin);
+  validate_lora(plan, model, origin);
   validate_expert_parallelism(plan, model, origin);
   validate_optimizer_instances(plan, origin);
   validate_wgrad_deferral(plan, model, origin);

@@ -56,6 +56,10 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
   if (p.mtp_num_layers) j["mtp_num_layers"] = *p.mtp_num_layers;
   if (p.cp_a2a_size > 0) j["cp_a2a_size"] = p.cp_a2a_size;
   if (p.packs_documents()) j["packed_document_tokens"] = p.packed_document_tokens;
+  if (p.lora()) {
+    j["lora_rank"] = p.lora_rank;
+    j["lora_target_modules"] = lora_modules_text(p.lora_target_modules);
+  }
   if (p.fp8_recipe != Fp8Recipe::kDelayed) j["fp8_recipe"] = to_string(p.fp8_recipe);
   if (p.attention_dropout > 0) j["attention_dropout"] = p.attention_dropout;
   if (p.hidden_dropout > 0) j["hidden_dropout"] = p.hidden_dropout;

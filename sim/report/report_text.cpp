@@ -92,6 +92,10 @@ void write_published(const Report& r, std::ostringstream& o) {
 // The plan's options beyond its sizes, as the plan's second line lists them.
 std::vector<std::string> plan_extras(const Plan& p) {
   std::vector<std::string> extras;
+  if (p.lora()) {
+    extras.push_back("LoRA rank " + std::to_string(p.lora_rank) + " on " +
+                     lora_modules_text(p.lora_target_modules) + ", base weights frozen");
+  }
   if (p.recompute == Recompute::kSelective && p.recompute_modules != kRecomputeCoreAttn) {
     extras.push_back("selective recompute (" + recompute_modules_text(p.recompute_modules) + ")");
   } else if (p.recompute != Recompute::kNone) {

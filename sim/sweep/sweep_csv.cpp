@@ -15,15 +15,16 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 // The plan's columns: the report's plan fields, the interleaved schedule's group size, the
 // selective recomputation's modules, the multi-token-prediction modules, the
 // distributed-optimizer instances, the deferred LM-head weight gradients, a2a+p2p's a2a level, the
-// packed documents' length and the FP8 recipe included (blank for other schedules and
-// recomputations, where the model's own count applies, for one instance, without deferral, for
-// the other kinds of CP, without packing and for delayed scaling).
+// packed documents' length, LoRA's rank and modules and the FP8 recipe included (blank for other
+// schedules and recomputations, where the model's own count applies, for one instance, without
+// deferral, for the other kinds of CP, without packing, without LoRA and for delayed scaling).
 const std::vector<std::string>& plan_columns() {
   static const std::vector<std::string> columns = [] {
     Plan p;
     p.cp_a2a_size = 2;
     p.seq_len = 2;
     p.packed_document_tokens = 1;
+    p.lora_rank = 1;
     p.fp8_recipe = Fp8Recipe::kTensorwise;
     p.schedule = ScheduleKind::kInterleaved;
     p.recompute = Recompute::kSelective;

@@ -1,0 +1,185 @@
+// LoRA fine-tuning (--lora-rank, --lora-target-modules): its rules, the frozen model's backward
+// without weight gradients, the adapters' kernels, calls and parameters in closed form, and the
+// model state, gradient reduction and optimizer step of the adapters alone.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+
+#include "sim/cost/stage_cost.hpp"
+#include "sim/memory/memory.hpp"
+#include "tests/support/pass_kernels.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+// Llama 3.1 8B at tp 2 with sequence parallelism, one stage, sequences of 4096.
+Plan lora_plan(std::int64_t rank, std::uint32_t targets = kLoraQkv) {
+  Plan p;
+  p.tp = 2;
+  p.sp = true;
+  p.dp = 1;
+  p.gbs = 1;
+  p.seq_len = 4096;
+  p.lora_rank = rank;
+  p.lora_target_modules = rank > 0 ? targets : kLoraAllModules;
+  return p;
+}
+
+struct Priced {
+  StageCost cost;
+  StageMemory memory;
+};
+
+Priced priced(const Plan& p) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const Partition part = test::uniform_partition(m, 1);
+  const CostModel costs = compute_costs(m, pf, p, part);
+  return {costs.stages[0], compute_memory(m, pf, p, part, costs).stages[0]};
+}
+
+TEST(Lora, RulesOneLineEach) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  Plan p = lora_plan(8);
+  EXPECT_EQ(test::plan_error(p, m), "(valid)");
+  p.lora_rank = 7;
+  EXPECT_EQ(test::plan_error(p, m),
+            "--lora-rank: must be divisible by --tp 2 (an adapter beside linear_qkv or linear_fc1 "
+            "splits its rank over TP), got 7");
+  p.lora_target_modules = kLoraProj | kLoraFc2;  // row-parallel targets keep A's rank whole
+  EXPECT_EQ(test::plan_error(p, m), "(valid)");
+  p = lora_plan(0);
+  p.lora_target_modules = kLoraQkv;
+  EXPECT_EQ(test::plan_error(p, m),
+            "--lora-target-modules: chooses the linears LoRA adapts, so it needs --lora-rank N "
+            "(got 0: every weight trained)");
+  p = lora_plan(8);
+  p.zero = 2;
+  EXPECT_EQ(test::plan_error(p, m),
+            "--zero: with LoRA is modelled up to 1 (Megatron-LM's distributed optimizer over the "
+            "adapters), got 2");
+  p = lora_plan(8);
+  p.pp = 2;
+  p.defer_embedding_wgrad_compute = true;
+  EXPECT_EQ(test::plan_error(p, m),
+            "--defer-embedding-wgrad-compute: has nothing to defer under LoRA, which freezes the "
+            "LM head (no weight gradient)");
+  Plan moe = lora_plan(8);
+  moe.tp = 1;
+  moe.sp = false;
+  EXPECT_EQ(test::plan_error(moe, test::catalog_model("mixtral-8x7b")),
+            "--lora-rank: LoRA is modelled on dense models' decoder layers: adapters on a "
+            "mixture-of-experts model's experts are not");
+}
+
+// The frozen backward: no weight-gradient GEMM but the adapters' (nor the embedding's
+// gradient), every data gradient kept; with SP each column-parallel linear's input is no longer
+// gathered again (two all-gathers of T x h a layer fewer, and the LM head's) and its input
+// gradient's
+// reduce-scatter, beside the weight gradient before, runs after the pass, as many bytes.
+TEST(Lora, FrozenBackwardKeepsDataGradientsOnly) {
+  const Priced full = priced(lora_plan(0));
+  const Priced lora = priced(lora_plan(8));
+  std::int64_t dgrads_full = 0, dgrads_lora = 0;
+  for (const auto& k : full.cost.backward.kernels) dgrads_full += k.name.ends_with(".dgrad");
+  for (const auto& k : lora.cost.backward.kernels) {
+    if (k.name.find(".lora_") != std::string::npos) continue;
+    dgrads_lora += k.name.ends_with(".dgrad");
+    EXPECT_FALSE(k.name.ends_with(".wgrad")) << k.name;
+    EXPECT_NE(k.name, "embedding.grad");
+  }
+  EXPECT_EQ(dgrads_lora, dgrads_full);
+  const double T = 4096, h = 4096, e = 2;
+  const auto gathers = [](const PassCost& p) {
+    return collective_load(p.collectives, CollectiveKind::kAllGather, Dim::kTP);
+  };
+  EXPECT_DOUBLE_EQ(gathers(full.cost.backward).bytes - gathers(lora.cost.backward).bytes,
+                   (32 * 2 + 1) * T * h * e);
+  double rs_alongside = 0, rs_after = 0;
+  for (const auto& c : lora.cost.backward.collectives) {
+    if (c.kind != CollectiveKind::kReduceScatter || c.dim != Dim::kTP) continue;
+    (c.alongside ? rs_alongside : rs_after) += c.bytes;
+  }
+  EXPECT_DOUBLE_EQ(rs_alongside, 0.0);
+  EXPECT_DOUBLE_EQ(rs_after, collective_load(full.cost.backward.collectives,
+                                             CollectiveKind::kReduceScatter, Dim::kTP)
+                                 .bytes);
+  EXPECT_LT(lora.cost.backward.seconds, full.cost.backward.seconds);
+}
+
+// An adapter of rank 8 beside linear_qkv at tp 2: A, T x h by r / tp = 4; B, T x r by the
+// rank's 3072 QKV outputs (16 query heads and 4 KV heads of 128); 2 T h r/tp + 2 T r qkv FLOPs
+// forward, twice that backward. Calls: A's output gathered (T x r, BF16) forward, B's input
+// gradient all-reduced backward (with SP, A's input gradient rides the norm's reduce-scatter).
+TEST(Lora, QkvAdapterInClosedForm) {
+  const Priced lora = priced(lora_plan(8));
+  const double T = 4096, h = 4096, r = 8, qkv = 3072, e = 2;
+  const double forward = 2 * T * h * r / 2 + 2 * T * r * qkv;
+  EXPECT_DOUBLE_EQ(test::launched_flops(lora.cost.forward, "decoder.qkv_proj.lora_"), 32 * forward);
+  EXPECT_DOUBLE_EQ(test::launched_flops(lora.cost.backward, "decoder.qkv_proj.lora_"),
+                   32 * 2 * forward);
+  const Priced full = priced(lora_plan(0));
+  const auto after = [](const PassCost& p, CollectiveKind kind) {
+    double bytes = 0;
+    for (const auto& c : p.collectives) {
+      if (c.kind == kind && c.dim == Dim::kTP && !c.alongside) bytes += c.bytes;
+    }
+    return bytes;
+  };
+  EXPECT_DOUBLE_EQ(after(lora.cost.forward, CollectiveKind::kAllGather) -
+                       after(full.cost.forward, CollectiveKind::kAllGather),
+                   32 * T * r * e);
+  EXPECT_DOUBLE_EQ(after(lora.cost.backward, CollectiveKind::kAllReduce) -
+                       after(full.cost.backward, CollectiveKind::kAllReduce),
+                   32 * T * r * e);
+}
+
+// Beside the row-parallel linears (linear_proj, linear_fc2) B's output is gathered whole over
+// TP forward (T x h) and, with SP, its gradient backward; A's output all-reduced (T x r).
+TEST(Lora, RowParallelAdaptersGatherTheHiddenStates) {
+  const Priced full = priced(lora_plan(0));
+  const Priced lora = priced(lora_plan(8, kLoraProj | kLoraFc2));
+  const double T = 4096, h = 4096, r = 8, e = 2;
+  const auto load = [](const PassCost& p, CollectiveKind kind) {
+    return collective_load(p.collectives, kind, Dim::kTP).bytes;
+  };
+  EXPECT_DOUBLE_EQ(load(lora.cost.forward, CollectiveKind::kAllGather) -
+                       load(full.cost.forward, CollectiveKind::kAllGather),
+                   32 * 2 * T * h * e);
+  EXPECT_DOUBLE_EQ(load(lora.cost.forward, CollectiveKind::kAllReduce) -
+                       load(full.cost.forward, CollectiveKind::kAllReduce),
+                   32 * 2 * T * r * e);
+  // Backward: the frozen model's two re-gathers a layer gone, the adapters' two gathers come;
+  // the LM head's re-gather goes too.
+  EXPECT_DOUBLE_EQ(load(full.cost.backward, CollectiveKind::kAllGather) -
+                       load(lora.cost.backward, CollectiveKind::kAllGather),
+                   T * h * e);
+}
+
+// Trainable parameters: per layer A (h x r/tp) and B (r x the rank's 3072 outputs), 32 layers;
+// the model state holds the frozen weights alone (2 bytes) and the adapters' whole mixed-precision
+// Adam state (2 + 4 + 4 + 8 bytes); the gradient reduction and the optimizer step cover them only.
+TEST(Lora, OnlyTheAdaptersAreTrained) {
+  const Priced full = priced(lora_plan(0));
+  const Priced lora = priced(lora_plan(8));
+  const std::int64_t adapters = 32 * (4096 * 8 / 2 + 8 * 3072);
+  EXPECT_EQ(lora.cost.lora_params_per_gpu, adapters);
+  EXPECT_EQ(lora.cost.params_per_gpu, full.cost.params_per_gpu);
+  EXPECT_EQ(lora.cost.trained_params_per_gpu(), adapters);
+  EXPECT_DOUBLE_EQ(lora.cost.grad_bytes, 4.0 * static_cast<double>(adapters));
+  EXPECT_DOUBLE_EQ(lora.cost.embedding_sync_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(lora.cost.tp_sync_bytes, 0.0);
+  const auto params = static_cast<double>(full.cost.params_per_gpu);
+  const auto a = static_cast<double>(adapters);
+  EXPECT_DOUBLE_EQ(lora.memory.state.weights, 2 * params + 2 * a);
+  EXPECT_DOUBLE_EQ(lora.memory.state.gradients, 4 * a);
+  EXPECT_DOUBLE_EQ(lora.memory.state.master_weights, 4 * a);
+  EXPECT_DOUBLE_EQ(lora.memory.state.optimizer, 8 * a);
+  const auto& adam = test::pass_kernel(lora.cost.optimizer, "optimizer.adam");
+  EXPECT_EQ(std::get<MemoryShape>(adam.shape).cols, adapters);
+}
+
+}  // namespace
+}  // namespace trainsim
