@@ -254,13 +254,14 @@ def write_dense(done, band, lines):
 # How each release's benchmarks ran and read a step's time, from its READMEs and launch scripts
 # (NVIDIA/dgxc-benchmarking at each tag): v24.11.1 through NeMo 1's launcher, the last step's
 # train_step_timing; v25.04.02's dense recipes through NeMo 2's performance scripts, the last
-# step's; v25.04.02's fine-tuning (ft_llama3) through its own NeMo 2 script, the mean of the
-# last 20 steps (its README); v25.05.05's through NeMo 2's performance scripts, the mean of
+# step's; v25.04.02's fine-tuning, SFT and LoRA (ft_llama3), through its own NeMo 2 script, the
+# mean of the last 20 steps (its README); v25.05.05's through NeMo 2's performance scripts, the mean of
 # iterations 11-44.
 RELEASE_TIMING = {
     "v24.11.1": "NeMo 1 launcher, last step",
     "v25.04.02": "NeMo 2 scripts, last step",
     "v25.04.02, finetune_SFT": "NeMo 2 fine-tuning script, mean of the last 20 steps",
+    "v25.04.02, finetune_LoRA": "NeMo 2 fine-tuning script, mean of the last 20 steps",
     "v25.05.05": "NeMo 2 scripts, mean of steps 11-44",
 }
 

@@ -1,5 +1,5 @@
 // NVIDIA's DGX Cloud benchmark recipes on DGX H100 (nvidia_dgxc_benchmarking_h100.json) against
-// trainsim's step time: every pre-training and supervised fine-tuning row of a Megatron (NeMo)
+// trainsim's step time: every pre-training and fine-tuning (SFT, LoRA) row of a Megatron (NeMo)
 // recipe whose model is in the catalog and whose parallelism trainsim expresses. The tables give
 // the layout, batch, sequence and precision; the rest is the NeMo recipes' defaults (stated in the
 // set's metric).
@@ -48,8 +48,9 @@ std::int64_t launcher_vp(const std::string& model, const std::string& tag) {
 
 std::string unexpressed(const Fields& f, const std::string& model, const std::string& tag) {
   const std::string task = f.string("task").value_or("pretrain");
-  if (task == "finetune_LoRA") return "LoRA fine-tuning (frozen weights and adapters)";
-  if (task != "pretrain" && task != "finetune_SFT") return "fine-tuning other than SFT";
+  if (task != "pretrain" && task != "finetune_SFT" && task != "finetune_LoRA") {
+    return "fine-tuning other than SFT and LoRA";
+  }
   if (model.find("JAX") != std::string::npos) {
     return "JAX framework (MaxText, PaxML): not a Megatron recipe";
   }
@@ -178,6 +179,24 @@ void apply_sft_recipe(const std::string& model, Plan& p,
   }
 }
 
+// The LoRA rows' benchmark (the same script and NeMo commit, finetune_recipe with peft_scheme
+// lora in performance mode): SQuAD packed as above; adapters of dim 8 (8B) or 16 (70B) on
+// linear_qkv alone (finetune_performance_optimizations sets target_modules); Megatron's plain
+// optimizer (use_distributed_optimizer False) with NeMo's default DDP, which overlaps nothing;
+// no TP-overlap callback; FP8 rows without the FP8 parameter gather the distributed optimizer
+// would do.
+void apply_lora_recipe(const std::string& model, Plan& p,
+                       const std::function<void(const std::string&)>& says) {
+  p.packed_document_tokens = kSquadDocumentTokens;
+  p.lora_rank = model == "Llama3 70B" ? 16 : 8;
+  p.lora_target_modules = kLoraQkv;
+  p.zero = 0;
+  p.overlap_grad_reduce = p.overlap_param_gather = p.tp_comm_overlap = false;
+  p.fp8_param_gather = false;
+  says("SQuAD packed, documents of " + std::to_string(kSquadDocumentTokens) + ", LoRA rank " +
+       std::to_string(p.lora_rank) + " on linear_qkv, no distributed optimizer, no overlap");
+}
+
 // What a row's benchmark script sets beyond NeMo's defaults, where the script is known: the
 // attention backend and the gradients' type above, and for the DeepSeek-V3 rows (v25.05.05) what
 // NeMo's scripts/performance/llm/pretrain_deepseek_v3.py sets at the commit the benchmark's
@@ -196,6 +215,7 @@ std::string apply_benchmark_script(const std::string& model, const std::string& 
     out << what;
   };
   if (task == "finetune_SFT") apply_sft_recipe(model, p, says);
+  if (task == "finetune_LoRA") apply_lora_recipe(model, p, says);
   if (runs_flash_attn2(model, tag)) {
     p.attention_backend = AttentionBackend::kFlashAttn2;
     says("flash-attn2 attention");
@@ -309,7 +329,8 @@ ValidationSet validate_dgxc_step_time(const std::filesystem::path& reference,
       "beyond them (FlashAttention-2 where it exports NVTE_FUSED_ATTN=0; sequential experts where "
       "it sets moe_grouped_gemm false; gradients reduced in BF16 where it sets grad_sync_dtype "
       "bf16 or grad_reduce_in_fp32 False; the virtual pipeline size its launch script passes where "
-      "the table says NA; DeepSeek-V3's script; the SFT rows' SQuAD packed into each sequence)");
+      "the table says NA; DeepSeek-V3's script; the fine-tuning rows' SQuAD packed into each "
+      "sequence, and the LoRA rows' adapters, plain optimizer and no overlap)");
   set.rows = parallel_rows(rows, file, [&](const nlohmann::json& row, const std::string& path) {
     return dgxc_row(row, file, path, platform);
   });
