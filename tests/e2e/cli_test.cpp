@@ -344,6 +344,55 @@ TEST(Cli, PackedDocumentsInTheReport) {
   EXPECT_GT(whole["step_time_s"].get<double>(), j["step_time_s"].get<double>());
 }
 
+// LoRA in the text and JSON plan; a scenario's keys run what the flags run; without a rank the
+// step is full training's, longer.
+TEST(Cli, LoraInTheReport) {
+  std::vector<std::string> args = {"run",
+                                   "--model",
+                                   "llama3-8b",
+                                   "--platform",
+                                   "h100-sxm-ndr",
+                                   "--dp",
+                                   "8",
+                                   "--gbs",
+                                   "32",
+                                   "--seq-len",
+                                   "4096",
+                                   "--lora-rank",
+                                   "8",
+                                   "--lora-target-modules",
+                                   "linear_qkv,linear_fc2",
+                                   "--engine",
+                                   "analytic"};
+  const auto text = test::run_trainsim(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("LoRA rank 8 on linear_qkv,linear_fc2, base weights frozen"),
+            std::string::npos)
+      << text.out;
+  args.insert(args.end(), {"--format", "json"});
+  const auto j = nlohmann::json::parse(test::run_trainsim(args).out);
+  EXPECT_EQ(j["plan"]["lora_rank"], 8);
+  EXPECT_EQ(j["plan"]["lora_target_modules"], "linear_qkv,linear_fc2");
+  const auto dir = test::make_temp_dir();
+  const nlohmann::json plan = {{"dp", 8},
+                               {"gbs", 32},
+                               {"seq_len", 4096},
+                               {"lora_rank", 8},
+                               {"lora_target_modules", "linear_qkv,linear_fc2"}};
+  test::write_file(
+      dir + "/lora.json",
+      nlohmann::json{{"model", "llama3-8b"}, {"platform", "h100-sxm-ndr"}, {"plan", plan}}.dump());
+  const auto again = nlohmann::json::parse(
+      test::run_trainsim({"run", dir + "/lora.json", "--format", "json", "--engine", "analytic"})
+          .out);
+  EXPECT_EQ(again["step_time_s"], j["step_time_s"]);
+  args[12] = "0";
+  args.erase(args.begin() + 13, args.begin() + 15);  // full training: no modules
+  const auto full = nlohmann::json::parse(test::run_trainsim(args).out);
+  EXPECT_FALSE(full["plan"].contains("lora_rank"));
+  EXPECT_GT(full["step_time_s"].get<double>(), j["step_time_s"].get<double>());
+}
+
 TEST(Cli, InterleavedReportGroupsChunksByStage) {
   const auto r = test::run_trainsim({"run", kScenario, "--schedule", "interleaved", "--vp", "2",
                                      "--format", "json", "--engine", "analytic"});
