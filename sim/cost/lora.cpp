@@ -54,7 +54,6 @@ void freeze(BlockPass& p) {
 }
 
 struct Target {
-  LoraModule module;
   std::string linear;  // the base GEMM's kernel name
   double in = 0;       // the base linear's input width on this rank (row-parallel: its share)
   double out = 0;      // its output width on this rank (column-parallel: its share)
@@ -65,10 +64,10 @@ std::vector<Target> targets(const LayerShape& s) {
   const double t = static_cast<double>(s.tp);
   std::vector<Target> out;
   const auto on = [&s](LoraModule m) { return (s.lora.targets & m) != 0; };
-  if (on(kLoraQkv)) out.push_back({kLoraQkv, attention_in_gemm(s), s.hidden, s.q + 2 * s.kv});
-  if (on(kLoraProj)) out.push_back({kLoraProj, "out_proj", s.v, s.hidden / t, false});
-  if (on(kLoraFc1)) out.push_back({kLoraFc1, "mlp_up", s.hidden, s.up_factor * s.ffn});
-  if (on(kLoraFc2)) out.push_back({kLoraFc2, "mlp_down", s.ffn, s.hidden / t, false});
+  if (on(kLoraQkv)) out.push_back({attention_in_gemm(s), s.hidden, s.q + 2 * s.kv});
+  if (on(kLoraProj)) out.push_back({"out_proj", s.v, s.hidden / t, false});
+  if (on(kLoraFc1)) out.push_back({"mlp_up", s.hidden, s.up_factor * s.ffn});
+  if (on(kLoraFc2)) out.push_back({"mlp_down", s.ffn, s.hidden / t, false});
   return out;
 }
 

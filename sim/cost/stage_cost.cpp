@@ -305,6 +305,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     if (plan.lora()) {
       // Frozen: no embedding or norm gradients to synchronise; the adapters' reduce over DP.
       const DecoderKinds decoders = decoder_kinds(model, partition, s);
+      sc.lora = true;
       sc.lora_params_per_gpu =
           (decoders.dense + decoders.dense_local) * lora_params_per_layer(shape);
     } else {

@@ -86,12 +86,14 @@ struct StageCost {
   /// The part of params_per_gpu in the decoder layers' GEMM weights (every linear layer but the
   /// router): what an FP8 run quantises, keeping an FP8 copy and its transpose beside each.
   std::int64_t gemm_params_per_gpu = 0;
-  /// Under LoRA (Plan::lora_rank) the adapters each GPU of the stage trains beside the frozen
-  /// params_per_gpu: all that has gradients, their reduction and optimizer state. 0 otherwise.
+  /// Under LoRA (Plan::lora_rank, `lora`) every parameter held is frozen and the adapters each
+  /// GPU of the stage trains beside them are all that has gradients, their reduction and
+  /// optimizer state (none on a stage without decoder layers).
+  bool lora = false;
   std::int64_t lora_params_per_gpu = 0;
   /// What the optimizer steps: the adapters under LoRA, else every parameter held.
   std::int64_t trained_params_per_gpu() const {
-    return lora_params_per_gpu > 0 ? lora_params_per_gpu : params_per_gpu;
+    return lora ? lora_params_per_gpu : params_per_gpu;
   }
 };
 

@@ -129,7 +129,7 @@ Index RankProgramWriter::forward_with_param_gather(std::int64_t mb, std::int64_t
 // optimizer updates (and gathers) the adapters only.
 double RankProgramWriter::param_bytes(std::int64_t chunk) const {
   const StageCost& sc = cost(chunk);
-  if (sc.lora_params_per_gpu > 0) return static_cast<double>(sc.lora_params_per_gpu) * 2.0;
+  if (sc.lora) return static_cast<double>(sc.lora_params_per_gpu) * 2.0;
   const double fp8 = plan_.fp8_param_gather ? static_cast<double>(sc.gemm_params_per_gpu) : 0;
   return static_cast<double>(sc.params_per_gpu) * 2.0 - fp8;
 }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sim/cost/stage_cost.hpp"
+#include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
 #include "tests/support/pass_kernels.hpp"
 #include "tests/support/support.hpp"
@@ -179,6 +180,26 @@ TEST(Lora, OnlyTheAdaptersAreTrained) {
   EXPECT_DOUBLE_EQ(lora.memory.state.optimizer, 8 * a);
   const auto& adam = test::pass_kernel(lora.cost.optimizer, "optimizer.adam");
   EXPECT_EQ(std::get<MemoryShape>(adam.shape).cols, adapters);
+}
+
+// A stage without decoder layers (Megatron's layout "Et*32|L": the LM head and the loss alone)
+// trains nothing under LoRA: no gradient to reduce, no optimizer state, the frozen weights alone.
+TEST(Lora, AStageWithoutDecodersTrainsNothing) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  Plan p = lora_plan(8);
+  p.pp = 2;
+  p.partition = "Et*32|L";
+  const Partition part = build_partition(m, pf, p);
+  const CostModel costs = compute_costs(m, pf, p, part);
+  const StageCost& head = costs.stages.at(1);
+  EXPECT_TRUE(head.lora);
+  EXPECT_EQ(head.trained_params_per_gpu(), 0);
+  EXPECT_GT(head.params_per_gpu, 0);
+  EXPECT_DOUBLE_EQ(head.grad_bytes, 0.0);
+  const StageMemory mem = compute_memory(m, pf, p, part, costs).stages.at(1);
+  EXPECT_DOUBLE_EQ(mem.state.weights, 2.0 * static_cast<double>(head.params_per_gpu));
+  EXPECT_DOUBLE_EQ(mem.state.gradients + mem.state.master_weights + mem.state.optimizer, 0.0);
 }
 
 }  // namespace
