@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "sim/core/version.hpp"
+#include "sim/cost/step_flops.hpp"
 #include "sim/memory/memory.hpp"
-#include "sim/model/flops.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/layout.hpp"
 
@@ -56,8 +56,7 @@ void fill_headline(Report& r, const ReportInputs& in) {
   r.step_time_p90_s = band.high(step, r.kernel_spread);
   r.published = in.published;
   r.tokens_per_s = gbs * static_cast<double>(in.plan.seq_len) / step;
-  const double flops =
-      model_flops_per_sample(in.model, in.plan.seq_len) * gbs / step / static_cast<double>(r.gpus);
+  const double flops = step_model_flops(in.model, in.plan) / step / static_cast<double>(r.gpus);
   r.model_tflops_per_gpu = flops / 1e12;
   r.mfu = flops / peak_flops(in.platform, in.plan.precision, KernelKind::kGemm);
 }

@@ -7,9 +7,9 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/cost/roofline.hpp"
+#include "sim/cost/step_flops.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
-#include "sim/model/flops.hpp"
 
 namespace trainsim {
 
@@ -55,8 +55,8 @@ void price(SweepRow& row, const Model& model, const Platform& platform, const Pl
   row.step_p90_s = platform.calibration.band.high(step, spread);
   const auto sequences = static_cast<double>(plan.sequences_per_step());
   row.tokens_per_s = sequences * static_cast<double>(plan.seq_len) / step;
-  const double flops = model_flops_per_sample(model, plan.seq_len) * sequences / step /
-                       static_cast<double>(plan.world_size());
+  const double flops =
+      step_model_flops(model, plan) / step / static_cast<double>(plan.world_size());
   row.tflops_per_gpu = flops / 1e12;
   row.mfu = flops / peak_flops(platform, plan.precision, KernelKind::kGemm);
 }

@@ -7,8 +7,10 @@
 #include <utility>
 
 #include "sim/cost/stage_cost.hpp"
+#include "sim/cost/step_flops.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
+#include "sim/model/flops.hpp"
 #include "tests/support/pass_kernels.hpp"
 #include "tests/support/support.hpp"
 
@@ -200,6 +202,14 @@ TEST(Lora, AStageWithoutDecodersTrainsNothing) {
   const StageMemory mem = compute_memory(m, pf, p, part, costs).stages.at(1);
   EXPECT_DOUBLE_EQ(mem.state.weights, 2.0 * static_cast<double>(head.params_per_gpu));
   EXPECT_DOUBLE_EQ(mem.state.gradients + mem.state.master_weights + mem.state.optimizer, 0.0);
+}
+
+// Model FLOPs for TFLOP/s and MFU: a LoRA step counts two thirds of full training's (no weight
+// gradients), as NVIDIA's benchmark READMEs count a LoRA run's MFU.
+TEST(Lora, ModelFlopsCountTwoThirds) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  EXPECT_DOUBLE_EQ(step_model_flops(m, lora_plan(8)), step_model_flops(m, lora_plan(0)) * 2 / 3);
+  EXPECT_DOUBLE_EQ(step_model_flops(m, lora_plan(0)), model_flops_per_sample(m, 4096));
 }
 
 }  // namespace
