@@ -77,7 +77,7 @@ TEST_P(GoldenReport, MatchesWithinTolerance) {
 INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenReport,
                          ::testing::Values("llama3.1-70b-64gpu", "nemotron4-340b",
                                            "llama3.1-8b-cp2-8gpu", "qwen3-30b-a3b-16gpu",
-                                           "deepseek-v3-1024gpu"),
+                                           "deepseek-v3-1024gpu", "llama3-70b-lora-8gpu"),
                          scenario_test_name);
 
 TEST(Cli, FlagsOverrideTheScenario) {

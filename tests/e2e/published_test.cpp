@@ -69,7 +69,8 @@ nlohmann::json reference_rows(const std::string& file) {
 // model, precision, GPU count and CP, under the release the source names, and its `keys` are the
 // scenario's (VP where the table gives it).
 void expect_dgx_cloud_rows(const std::string& name, const std::string& model,
-                           std::initializer_list<const char*> keys) {
+                           std::initializer_list<const char*> keys,
+                           const std::string& task = "pretrain") {
   SCOPED_TRACE(name);
   const auto scenario = scenario_file(name);
   const auto& plan = scenario.at("plan");
@@ -83,7 +84,7 @@ void expect_dgx_cloud_rows(const std::string& name, const std::string& model,
     for (const auto& row : rows) {
       const std::int64_t row_cp = row.at("cp").is_null() ? 1 : row.at("cp").get<std::int64_t>();
       if (row.at("model") != model || row.at("precision") != "BF16" || row.at("n_gpus") != gpus ||
-          row_cp != cp || row.value("task", "") != "pretrain") {
+          row_cp != cp || row.value("task", "") != task) {
         continue;
       }
       const std::string tag = row.at("source").at("tag");
@@ -270,6 +271,12 @@ TEST(Published, ModelZooMoeRunsWhereTheyStand) {
 TEST(Published, ContextParallelScenarioIsTheDgxCloudRows) {
   expect_dgx_cloud_rows("llama3.1-8b-cp2-8gpu", "Llama3.1 8B",
                         {"tp", "pp", "cp", "mbs", "gbs", "seq_len"});
+}
+
+// The LoRA scenario's figure is the DGX Cloud row of Llama 3 70B LoRA on 8 GPUs.
+TEST(Published, LoraScenarioIsTheDgxCloudRow) {
+  expect_dgx_cloud_rows("llama3-70b-lora-8gpu", "Llama3 70B",
+                        {"tp", "pp", "vp", "mbs", "gbs", "seq_len"}, "finetune_LoRA");
 }
 
 }  // namespace
