@@ -386,6 +386,10 @@ BlockPass block_pass(BlockKind block, bool backward, const LayerShape& s) {
   return p;
 }
 
+bool is_weight_gradient(const KernelSpec& k) {
+  return k.name.ends_with(".wgrad") || k.name == "embedding.grad";
+}
+
 BlockPasses block_passes(BlockKind block, const LayerShape& s) {
   BlockPasses p{block_pass(block, false, s), block_pass(block, true, s)};
   if (s.gemm_dtype == DType::kFP8 && s.fp8_recipe == Fp8Recipe::kTensorwise) {

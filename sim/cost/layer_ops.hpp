@@ -231,6 +231,10 @@ struct BlockPasses {
 };
 BlockPasses block_passes(BlockKind block, const LayerShape& shape);
 
+/// A weight-gradient kernel (a linear's ".wgrad" GEMM, the embedding's gradient): the W of
+/// zero-bubble schedules, and what LoRA's frozen weights drop.
+bool is_weight_gradient(const KernelSpec& k);
+
 /// A memory-bound optimizer kernel over `params` fp32 elements (op "grad_norm" or "adam").
 KernelSpec optimizer_kernel(std::string name, std::string op, std::int64_t params);
 

@@ -12,10 +12,6 @@ namespace trainsim {
 
 namespace {
 
-bool frozen_gradient(const KernelSpec& k) {
-  return k.name.ends_with(".wgrad") || k.name == "embedding.grad";
-}
-
 bool all_named(const OverlapPair& o, const char* suffix) {
   return std::all_of(o.kernels.begin(), o.kernels.end(),
                      [suffix](const std::string& n) { return n.ends_with(suffix); });
@@ -37,7 +33,7 @@ void remove_call(std::vector<CollectiveLoad>& list, const OverlapPair& o) {
 // weight gradient (an all-gather beside ".dgrad", kBulk), and the input gradient's call ran
 // beside the weight gradient; the first goes, the second runs after the pass.
 void freeze(BlockPass& p) {
-  std::erase_if(p.kernels, frozen_gradient);
+  std::erase_if(p.kernels, is_weight_gradient);
   std::vector<OverlapPair> kept;
   for (const auto& o : p.overlaps) {
     const bool regather = o.kind == CollectiveKind::kAllGather &&
@@ -71,17 +67,19 @@ std::vector<Target> targets(const LayerShape& s) {
   return out;
 }
 
-void tp_after_call(BlockPass& p, CollectiveKind kind, double bytes) {
-  add_collective(p.collectives, {kind, Dim::kTP, bytes, 1, false});
+// A's outputs on this rank: beside a column-parallel linear its rank split over TP, beside a
+// row-parallel one the whole rank (its input is split instead).
+double a_outputs(const Target& a, const LayerShape& s) {
+  const double r = static_cast<double>(s.lora.rank);
+  return a.column ? r / static_cast<double>(s.tp) : r;
 }
 
 // One adapter's kernels and calls, forward and backward (see the header). Row-parallel
 // targets: A reads the linear's input share and writes rank outputs; B writes hidden / tp, which
 // the all-gather makes whole.
 void add_adapter(BlockPasses& p, const Target& a, const LayerShape& s) {
-  const double T = s.tokens, e = s.act_bytes, t = static_cast<double>(s.tp);
-  const double r = static_cast<double>(s.lora.rank);
-  const double r_out = a.column ? r / t : r;  // A's outputs on this rank
+  const double T = s.tokens, e = s.act_bytes;
+  const double r = static_cast<double>(s.lora.rank), r_out = a_outputs(a, s);
   // What is scaled and added to the linear's output: its own shape beside a column-parallel
   // linear; beside a row-parallel one the gathered hidden states, the rank's share with SP.
   const double rows = a.column ? T : s.sharded_tokens();
@@ -97,12 +95,12 @@ void add_adapter(BlockPasses& p, const Target& a, const LayerShape& s) {
   gemm_backward(b, name + "_b", T, r, a.out, DType::kBF16);
   gemm_backward(b, name + "_a", T, a.in, r_out, DType::kBF16);
   if (s.tp == 1) return;
-  tp_after_call(p.forward, a.column ? CollectiveKind::kAllGather : CollectiveKind::kAllReduce,
-                T * r * e);
-  if (!a.column) tp_after_call(p.forward, CollectiveKind::kAllGather, T * s.hidden * e);
-  tp_after_call(p.backward, CollectiveKind::kAllReduce, T * r * e);  // B's input gradient
-  if (a.column && !s.sp) tp_after_call(p.backward, CollectiveKind::kAllReduce, T * a.in * e);
-  if (!a.column && s.sp) tp_after_call(p.backward, CollectiveKind::kAllGather, T * s.hidden * e);
+  tp_after(p.forward, a.column ? CollectiveKind::kAllGather : CollectiveKind::kAllReduce,
+           T * r * e);
+  if (!a.column) tp_after(p.forward, CollectiveKind::kAllGather, T * s.hidden * e);
+  tp_after(p.backward, CollectiveKind::kAllReduce, T * r * e);  // B's input gradient
+  if (a.column && !s.sp) tp_after(p.backward, CollectiveKind::kAllReduce, T * a.in * e);
+  if (!a.column && s.sp) tp_after(p.backward, CollectiveKind::kAllGather, T * s.hidden * e);
 }
 
 }  // namespace
@@ -114,11 +112,9 @@ void apply_lora(BlockPasses& passes, BlockKind block, const LayerShape& s) {
 }
 
 std::int64_t lora_params_per_layer(const LayerShape& s) {
-  const double r = static_cast<double>(s.lora.rank), t = static_cast<double>(s.tp);
+  const double r = static_cast<double>(s.lora.rank);
   double params = 0;
-  for (const auto& a : targets(s)) {
-    params += a.column ? a.in * r / t + r * a.out : a.in * r + r * a.out;
-  }
+  for (const auto& a : targets(s)) params += a.in * a_outputs(a, s) + r * a.out;
   return whole(params);
 }
 

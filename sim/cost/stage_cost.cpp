@@ -107,11 +107,6 @@ BlockPass filtered(const BlockPass& pass, Keep keep, bool with_collectives) {
   return out;
 }
 
-// Weight-gradient kernels: the W of zero-bubble schedules.
-bool is_weight_gradient(const KernelSpec& k) {
-  return k.name.ends_with(".wgrad") || k.name == "embedding.grad";
-}
-
 }  // namespace
 
 double block_output_bytes(const Block& block, const LayerShape& shape) {

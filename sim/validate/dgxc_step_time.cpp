@@ -166,14 +166,13 @@ constexpr std::int64_t kSquadDocumentTokens = 200;
 
 // The fine-tuning rows' benchmark (v25.04.02's ft_llama3: llama3_finetune.py and the NeMo commit
 // its setup.sh pins, 25ec4e9, whose llama3_8b and llama3_70b finetune_recipe run in performance
-// mode): SQuAD packed into sequences of seq_len (packed_sequence, padded to the length), full
-// fine-tuning with the distributed optimizer, its gradient reduce-scatter and parameter
-// all-gather overlapped, gradients reduced in BF16 (grad_reduce_in_fp32 False), and for 70B TP
-// communication overlapped and the LM head's weight gradients of 22 micro-batches deferred.
+// mode) packs SQuAD into sequences of seq_len (packed_sequence, padded to the length; set for
+// both fine-tuning tasks by apply_benchmark_script). SFT rows run full fine-tuning with the
+// distributed optimizer, its gradient reduce-scatter and parameter all-gather overlapped,
+// gradients reduced in BF16 (grad_reduce_in_fp32 False), and for 70B TP communication overlapped
+// and the LM head's weight gradients of 22 micro-batches deferred.
 void apply_sft_recipe(const std::string& model, Plan& p,
                       const std::function<void(const std::string&)>& says) {
-  p.packed_document_tokens = kSquadDocumentTokens;
-  says("SQuAD packed, documents of " + std::to_string(kSquadDocumentTokens));
   if (model == "Llama3 70B" && p.pp > 1) {
     p.defer_embedding_wgrad_compute = true;
     p.wgrad_deferral_limit = 22;
@@ -182,21 +181,20 @@ void apply_sft_recipe(const std::string& model, Plan& p,
 }
 
 // The LoRA rows' benchmark (the same script and NeMo commit, finetune_recipe with peft_scheme
-// lora in performance mode): SQuAD packed as above; adapters of dim 8 (8B) or 16 (70B) on
+// lora in performance mode): adapters of dim 8 (8B) or 16 (70B) on
 // linear_qkv alone (finetune_performance_optimizations sets target_modules); Megatron's plain
 // optimizer (use_distributed_optimizer False) with NeMo's default DDP, which overlaps nothing;
 // no TP-overlap callback; FP8 rows without the FP8 parameter gather the distributed optimizer
 // would do.
 void apply_lora_recipe(const std::string& model, Plan& p,
                        const std::function<void(const std::string&)>& says) {
-  p.packed_document_tokens = kSquadDocumentTokens;
   p.lora_rank = model == "Llama3 70B" ? 16 : 8;
   p.lora_target_modules = kLoraQkv;
   p.zero = 0;
   p.overlap_grad_reduce = p.overlap_param_gather = p.tp_comm_overlap = false;
   p.fp8_param_gather = false;
-  says("SQuAD packed, documents of " + std::to_string(kSquadDocumentTokens) + ", LoRA rank " +
-       std::to_string(p.lora_rank) + " on linear_qkv, no distributed optimizer, no overlap");
+  says("LoRA rank " + std::to_string(p.lora_rank) +
+       " on linear_qkv, no distributed optimizer, no overlap");
 }
 
 // What a row's benchmark script sets beyond NeMo's defaults, where the script is known: the
@@ -216,6 +214,10 @@ std::string apply_benchmark_script(const std::string& model, const std::string& 
     if (out.tellp() > 0) out << ", ";
     out << what;
   };
+  if (task != "pretrain") {  // both fine-tuning recipes: SQuAD packed into each sequence
+    p.packed_document_tokens = kSquadDocumentTokens;
+    says("SQuAD packed, documents of " + std::to_string(kSquadDocumentTokens));
+  }
   if (task == "finetune_SFT") apply_sft_recipe(model, p, says);
   if (task == "finetune_LoRA") apply_lora_recipe(model, p, says);
   if (runs_flash_attn2(model, tag)) {
