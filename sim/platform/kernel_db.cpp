@@ -175,16 +175,21 @@ TimeSpread KernelDbEntry::spread() const {
   return s;
 }
 
+std::optional<KernelDbHit> KernelDatabase::exact(const KernelShape& shape) const {
+  const auto it = exact_.find(exact_key(shape));
+  if (it == exact_.end()) return std::nullopt;
+  const auto& e = entries_[it->second];
+  return KernelDbHit{e.median_s, KernelDbMatch::kExact, e.spread()};
+}
+
 std::optional<KernelDbHit> KernelDatabase::lookup(const KernelShape& shape) const {
-  std::string key = exact_key(shape);
-  if (auto it = exact_.find(key); it != exact_.end()) {
-    const auto& e = entries_[it->second];
-    return KernelDbHit{e.median_s, KernelDbMatch::kExact, e.spread()};
-  }
+  if (auto hit = exact(shape)) return hit;
   // Interpolations are remembered: plan searches price the same shapes again and again.
+  std::string key = exact_key(shape);
   const std::lock_guard<std::mutex> lock(memo_->mutex);
   if (auto it = memo_->hits.find(key); it != memo_->hits.end()) return it->second;
   auto hit = interpolate(shape);
+  if (!hit) hit = shorter_attention(shape);
   memo_->hits.emplace(std::move(key), hit);
   return hit;
 }

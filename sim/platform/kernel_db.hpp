@@ -20,8 +20,11 @@
 //     some axis, the rate (FLOP/s; bytes/s for memory-bound ops) of the nearest measured shape
 //     in log distance summed over the axes, applied to the query's FLOPs (bytes): a measured
 //     rate of a neighbouring shape knows the op's efficiency, the roofline only the best one.
-//  4. nothing: a query below the measured range on any axis (a kernel smaller than any measured
-//     runs at an unknown fraction of its neighbour's rate), or any miss in a published
+//  4. shorter attention (measured databases): flash attention shorter than every measured
+//     sequence of its family is scaled from the shortest by the tiles it runs
+//     (short_attention.hpp); reported as nearest, a neighbour's time scaled.
+//  5. nothing: a query below the measured range on any other axis (a kernel smaller than any
+//     measured runs at an unknown fraction of its neighbour's rate), or any miss in a published
 //     database; the caller uses the roofline.
 // A published database holds rows of published benchmarks. Its attention rows (FlashAttention's
 // fwd+bwd figure) are used as a rate per (head size, mask, sequence) for the forward and the
@@ -110,8 +113,10 @@ class KernelDatabase {
   std::string family_key(const KernelShape& shape) const;
 
  private:
+  std::optional<KernelDbHit> exact(const KernelShape& shape) const;
   std::optional<KernelDbHit> interpolate(const KernelShape& shape) const;
   std::optional<KernelDbHit> nearest(const KernelShape& shape) const;
+  std::optional<KernelDbHit> shorter_attention(const KernelShape& shape) const;  // step 4
 
   KernelDbKind kind_ = KernelDbKind::kMeasured;
   KernelDbMeta meta_;
