@@ -27,6 +27,46 @@ SEQUENTIAL_RUNS = [("Grok-1", "v24.11.1"), ("Grok-1", "v25.04.02")]
 KERNELS = os.path.join(ROOT, "platforms", "h100-sxm", "kernels.json")
 
 
+# A LoRA row whose series grows where nothing priced does: its own series and its BF16 twins'.
+LORA_SERIES = (
+    "not established. Its series was measured at %s s on %s GPUs (%+.0f %% from %d to %d; its "
+    "BF16 twins %s s, %+.0f %%), and the other rows are predicted %s. The GPUs added are "
+    "data-parallel ranks of the same %d-GPU layout, whose gradient reduction is the adapters' 6 MB "
+    "a GPU (2.9 million BF16 gradients): nothing trainsim prices grows by %.1f s with them")
+# A LoRA row set against its supervised fine-tuning twin (same model, GPUs, precision, release).
+LORA_OVER_SFT = (
+    "not established. Its supervised fine-tuning twin is predicted %+.1f %%; LoRA's step is "
+    "measured %.3f s shorter than the twin's and predicted %.3f s shorter, so what LoRA changes "
+    "(the frozen backward, the adapters' kernels, Megatron's plain optimizer) is priced %.0f ms "
+    "a step slower than it ran")
+
+
+def lora_series(r, rows):
+    """The row's LoRA series (its GPU counts) and its BF16 twins'."""
+    gpus = lambda x: int(re.search(r" (\d+) GPUs", x["name"]).group(1))
+    same = lambda name: [x for x in rows if re.sub(r" \d+ GPUs", "", x["name"]) == name]
+    series = sorted(same(re.sub(r" \d+ GPUs", "", r["name"])), key=gpus)
+    twins = sorted(same(re.sub(r" \d+ GPUs", "", r["name"]).replace(" FP8 ", " BF16 ")),
+                   key=gpus)
+    steps = lambda xs: ", ".join("%.2f" % x["measured_s"] for x in xs[:-1]) + " and %.2f" % (
+        xs[-1]["measured_s"])
+    others = [x for x in series if x is not r]
+    return (steps(series), ", ".join(str(gpus(x)) for x in series[:-1]) + " and %d" % gpus(
+        series[-1]), 100 * (series[-1]["measured_s"] / series[-2]["measured_s"] - 1),
+            gpus(series[-2]), gpus(series[-1]), steps(twins),
+            100 * (twins[-1]["measured_s"] / twins[-2]["measured_s"] - 1),
+            " and ".join("%+.1f %% on %d GPUs" % (100 * x["error"], gpus(x)) for x in others),
+            gpus(series[0]), series[-1]["measured_s"] - series[-2]["measured_s"])
+
+
+def lora_over_sft(r, rows):
+    """The LoRA row against its supervised fine-tuning twin."""
+    sft = next(x for x in rows if x["name"] == r["name"].replace("finetune_LoRA", "finetune_SFT"))
+    measured = sft["measured_s"] - r["measured_s"]
+    predicted = sft["predicted_s"] - r["predicted_s"]
+    return (100 * sft["error"], measured, predicted, 1e3 * (measured - predicted))
+
+
 ETP1_TWIN = (
     "not established: the only BF16 row with expert TP 1 under TP 4 (the experts' all-to-all "
     "over a group that re-divides the TP ranks), and the only one trainsim predicts more than "
@@ -100,12 +140,8 @@ CAUSES = {
         "rate with no measurement of NCCL's all-to-all at that size to check it against"),
     ("Grok-1 314B (MoE) BF16 512 GPUs", "v25.05.05"): ETP1_TWIN,
     ("Grok-1 314B (MoE) BF16", ""): "not established",
-    ("Llama3 70B FP8 32 GPUs", "finetune_LoRA"): (
-        "not established. Its series was measured at 6.50, 6.70 and 7.60 s on 8, 16 and 32 GPUs "
-        "(+13 % from 16 to 32; its BF16 twins 9.12, 9.40 and 9.77 s, +4 %), and the 8- and "
-        "16-GPU rows are predicted 1.3 and 2.0 % fast. The GPUs added are data-parallel ranks "
-        "of the same 8-GPU layout, whose gradient reduction is the adapters' 6 MB a GPU (2.9 million BF16 gradients): nothing "
-        "trainsim prices grows by 0.9 s with them"),
+    ("Llama3 70B FP8 32 GPUs", "finetune_LoRA"): LORA_SERIES,
+    ("Llama3 8B", "finetune_LoRA"): LORA_OVER_SFT,
 }
 
 
@@ -204,6 +240,10 @@ def cause(r, rows, context):
                                own_fp8_speedup(r, rows), context)
             elif text is ETP1_TWIN:
                 text = text % etp1_twin(r, rows)
+            elif text is LORA_SERIES:
+                text = text % lora_series(r, rows)
+            elif text is LORA_OVER_SFT:
+                text = text % lora_over_sft(r, rows)
             experts = local_expert_miss(r, rows)
             return text + (". " + experts if experts else "")
     return "cause not yet identified"

@@ -328,19 +328,23 @@ ValidationSet checking_rows(const std::string& part, bool moe) {
 // fine-tuning rows expressed (packed documents; all checking rows): BF16 3.36 % on 23, FP8 2.73 %
 // on 29, the band on 33 of 52. With the twelve LoRA rows: BF16 3.31 % on 29, FP8 2.95 % on 35,
 // the band on 40 of 64, and one row over the 8 % maximum (Llama 3 70B FP8 LoRA on 32 GPUs,
-// -11.7 %: its measured step grows 13 % from 16 GPUs, cause not established).
+// -11.7 %: its measured step grows 13 % from 16 GPUs, cause not established). Since attention
+// shorter than the database's shortest is priced by its tiles (the packed 200-token documents
+// had been roofline-timed): BF16 3.26 %, FP8 3.01 %, the band on 42, the FP8 maximum 9.1 % on
+// three LoRA rows over 8 % (that row -9.1 %; Llama 3 8B FP8 LoRA on 16 and 32 GPUs +9.1 and
+// +8.8 %, their SFT twins within 1 %).
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto bf16 = checking_rows(" BF16 ", false).errors_of("", "");
   const auto fp8 = checking_rows(" FP8 ", false).errors_of("", "");
   EXPECT_EQ(bf16.rows, 29);     // 6 with context parallelism, 4 SFT, 6 LoRA
   EXPECT_EQ(fp8.rows, 35);      // 8 with context parallelism, 4 SFT, 6 LoRA
-  EXPECT_LE(bf16.mean, 0.034);  // the target is 0.030: missed
+  EXPECT_LE(bf16.mean, 0.033);  // the target is 0.030: missed
   EXPECT_LE(bf16.max, 0.080);
   EXPECT_LE(fp8.mean, 0.050);
-  EXPECT_LE(fp8.max, 0.118);  // the target is 0.080: missed on one LoRA row
+  EXPECT_LE(fp8.max, 0.092);  // the target is 0.080: missed on three LoRA rows
   const auto [inside, checking] = checking_rows("", false).in_band("check");
   EXPECT_EQ(checking, 64);
-  EXPECT_GE(inside, 40);  // the target is 52 (80 %)
+  EXPECT_GE(inside, 42);  // the target is 52 (80 %)
 }
 
 // The mixture-of-experts rows (Grok-1, DeepSeek-V3, Llama 4 Maverick), all checking rows: where
