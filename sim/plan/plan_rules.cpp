@@ -112,7 +112,11 @@ void validate_schedule_options(const Plan& plan, const PlanOrigin& origin) {
     fail_input(origin.of("microbatch_group_size_per_vp_stage"),
                "applies to the interleaved schedule only");
   }
-  if (plan.overlap_p2p_comm && plan.schedule != ScheduleKind::kInterleaved) {
+  // Only the interleaved schedule takes either value; the others' is fixed, and giving it (as a
+  // report's plan does) changes nothing.
+  const bool fixed = plan.schedule == ScheduleKind::kZBH1;
+  if (plan.overlap_p2p_comm && plan.schedule != ScheduleKind::kInterleaved &&
+      *plan.overlap_p2p_comm != fixed) {
     fail_input(origin.of("overlap_p2p_comm"),
                "applies to the interleaved schedule only: gpipe and 1f1b wait for their exchanges "
                "on the compute stream (Megatron-LM turns the overlap off for them) and zb-h1 "

@@ -293,10 +293,18 @@ TEST_F(PlanRules, Overlap) {
   p.sp = false;
   ASSERT_GT(p.tp, 1);
   EXPECT_EQ(error_of(p), "--tp-comm-overlap: needs --sp (sequence parallelism)");
+  // Outside the interleaved schedule only the value the schedule has anyway is taken.
   p = base();
-  p.overlap_p2p_comm = false;
+  p.overlap_p2p_comm = true;
   EXPECT_EQ(error_of(p).rfind("--overlap-p2p-comm: applies to the interleaved schedule only", 0),
             0u);
+  p.overlap_p2p_comm = false;
+  EXPECT_EQ(error_of(p), "(valid)");
+  p.schedule = ScheduleKind::kZBH1;
+  EXPECT_EQ(error_of(p).rfind("--overlap-p2p-comm: applies to the interleaved schedule only", 0),
+            0u);
+  p.overlap_p2p_comm = true;
+  EXPECT_EQ(error_of(p), "(valid)");
   // Megatron-LM's default: on with interleaving, off for 1F1B; zero bubble always overlaps.
   p = base();
   EXPECT_FALSE(p.p2p_overlap());
