@@ -129,7 +129,7 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
     const Report& r = c.report;
     j.push_back({{"label", c.label},
                  {"gpus", r.gpus},
-                 {"plan", plan_json(r.plan, r.partition)},
+                 {"plan", plan_json(r.plan)},
                  {"step_time_s", r.step_time_s},
                  {"tokens_per_s", r.tokens_per_s},
                  {"mfu", r.mfu},

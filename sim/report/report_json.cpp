@@ -14,7 +14,7 @@ nlohmann::ordered_json comm_json(const std::array<double, kNumCommKinds>& c) {
 
 }  // namespace
 
-nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
+nlohmann::ordered_json plan_json(const Plan& p) {
   using J = nlohmann::ordered_json;
   J j{{"tp", p.tp},
       {"pp", p.pp},
@@ -34,7 +34,7 @@ nlohmann::ordered_json plan_json(const Plan& p, const std::string& partition) {
       {"seq_len", p.seq_len},
       {"precision", to_string(p.precision)},
       {"schedule", to_string(p.schedule)},
-      {"partition", partition},
+      {"partition", p.partition},
       {"recompute", to_string(p.recompute)},
       {"attention_backend", to_string(p.attention_backend)},
       {"zero", p.zero},
@@ -212,7 +212,7 @@ std::string report_json(const Report& r) {
   if (!r.scenario.empty()) j["scenario"] = r.scenario;
   j["model"] = r.model;
   j["platform"] = r.platform;
-  j["plan"] = plan_json(r.plan, r.partition);
+  j["plan"] = plan_json(r.plan);
   j["gpus"] = r.gpus;
   j["nodes"] = r.nodes;
   j["microbatches"] = r.microbatches;

@@ -32,7 +32,7 @@ const std::vector<std::string>& plan_columns() {
     p.num_distributed_optimizer_instances = 2;
     p.defer_embedding_wgrad_compute = true;
     std::vector<std::string> c;
-    const nlohmann::ordered_json plan = plan_json(p, "");
+    const nlohmann::ordered_json plan = plan_json(p);
     for (auto it = plan.begin(); it != plan.end(); ++it) c.push_back(it.key());
     return c;
   }();
@@ -78,7 +78,7 @@ std::string sweep_csv_header() {
 std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
   std::vector<std::string> f = {std::to_string(row.index), std::to_string(row.gpus)};
   const nlohmann::ordered_json plan =
-      row.plan ? plan_json(*row.plan, row.partition) : nlohmann::ordered_json::object();
+      row.plan ? plan_json(*row.plan) : nlohmann::ordered_json::object();
   // Quoted where a value holds a comma (recompute_modules' list).
   for (const auto& key : plan_columns()) {
     f.push_back(plan.contains(key) ? quoted(cell(plan[key])) : "");

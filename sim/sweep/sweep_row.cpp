@@ -70,7 +70,6 @@ SweepRow evaluate_sweep_plan(const Model& base, const Platform& platform, const 
   row.index = index;
   row.gpus = plan.world_size();
   row.plan = plan;
-  row.partition = plan.partition;
   std::optional<Partition> partition;
   try {
     validate_plan(plan, model, platform, {});
@@ -78,7 +77,6 @@ SweepRow evaluate_sweep_plan(const Model& base, const Platform& platform, const 
   } catch (const InputError& e) {
     return refuse(row, SweepStatus::kRule, e.what());
   }
-  row.partition = partition->method;
   if (auto defect = partition_defect(*partition)) {
     return refuse(row, SweepStatus::kDefect, *defect);
   }

@@ -25,7 +25,6 @@ struct SweepRow {
   std::int64_t gpus = 0;
   /// The plan, absent where the swept values did not make one (a rule refused them first).
   std::optional<Plan> plan;
-  std::string partition;  // the rule's name, or what it built
   SweepStatus status = SweepStatus::kOk;
   std::string reason;  // why it was refused; empty when priced
   double step_s = 0;

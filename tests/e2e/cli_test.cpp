@@ -393,6 +393,33 @@ TEST(Cli, LoraInTheReport) {
   EXPECT_GT(full["step_time_s"].get<double>(), j["step_time_s"].get<double>());
 }
 
+// A report's plan is a scenario's plan: each catalog scenario's report, its model, platform and
+// plan read back as a scenario, prices the same step and writes the same plan (every field as
+// the scenario reader takes it: a layout partition as written, the pipeline exchanges' overlap
+// outside the interleaved schedule as the schedule fixes it).
+TEST(Cli, AReportsPlanRunsAgainAsAScenario) {
+  const auto dir = test::make_temp_dir();
+  for (const char* name : {"llama3.1-70b-64gpu", "nemotron4-340b", "llama3.1-8b-cp2-8gpu",
+                           "qwen3-30b-a3b-16gpu", "deepseek-v3-1024gpu", "llama3-70b-lora-8gpu"}) {
+    SCOPED_TRACE(name);
+    const auto first =
+        test::run_trainsim({"run", test::source_dir() + "/scenarios/" + name + ".json", "--format",
+                            "json", "--engine", "analytic"});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    const auto j = nlohmann::json::parse(first.out);
+    test::write_file(
+        dir + "/again.json",
+        nlohmann::json{{"model", j["model"]}, {"platform", j["platform"]}, {"plan", j["plan"]}}
+            .dump());
+    const auto again = test::run_trainsim(
+        {"run", dir + "/again.json", "--format", "json", "--engine", "analytic"});
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const auto k = nlohmann::json::parse(again.out);
+    EXPECT_EQ(k["plan"], j["plan"]);
+    EXPECT_EQ(k["step_time_s"], j["step_time_s"]);
+  }
+}
+
 TEST(Cli, InterleavedReportGroupsChunksByStage) {
   const auto r = test::run_trainsim({"run", kScenario, "--schedule", "interleaved", "--vp", "2",
                                      "--format", "json", "--engine", "analytic"});
