@@ -22,15 +22,22 @@ KernelSpec attention(std::string name, const LayerShape& s, AttentionPass pass, 
           launches};
 }
 
-// Packed documents (Transformer Engine's THD format): one fused launch over the micro-batch's
-// documents, each causal over its own tokens (seq / document of them a sequence, rounded).
-KernelSpec document_attention(std::string name, const LayerShape& s, AttentionPass pass) {
-  const auto documents = std::max<std::int64_t>(1, std::llround(s.seq / s.document));
-  KernelShape shape = AttentionShape{
-      s.batch * documents, whole(s.document), s.heads, s.kv_heads, s.head_dim, true, pass,
-      DType::kBF16};
-  return {
-      std::move(name), KernelKind::kAttention, shape_flops(shape), shape_bytes(shape), shape, 1};
+// Packed documents (Transformer Engine's THD format) as a batch of short sequences: the
+// micro-batch's documents (seq / document of them a sequence, rounded), each causal over its own
+// tokens, in the launches a sequence's attention takes (one; under the CP ring one a step, each
+// step over every document's chunks). Under the ring Transformer Engine cuts each document in
+// 2 x cp chunks, padded to a whole number of tokens each.
+LayerShape documents_as_sequences(const LayerShape& s) {
+  LayerShape d = s;
+  d.batch = s.batch * std::max<std::int64_t>(1, std::llround(s.seq / s.document));
+  d.seq = s.document;
+  if (s.cp_ring > 1) {
+    const double chunks = 2.0 * static_cast<double>(s.cp_ring);
+    d.seq = std::ceil(s.document / chunks) * chunks;
+  }
+  d.document = 0;
+  d.local_block = 0;
+  return d;
 }
 
 // Whether a local attention layer keeps its locality under the plan's context parallelism: with
@@ -53,9 +60,9 @@ bool local_under_cp(const LayerShape& s) {
 void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
   const auto pass = backward ? AttentionPass::kBackward : AttentionPass::kForward;
   const std::string name = backward ? "attention.grad" : "attention";
-  // Packed documents shorter than a local block bound the attention first (no CP with them).
+  // Packed documents shorter than a local block bound the attention first.
   if (s.document > 0 && (s.local_block == 0 || s.document < s.local_block)) {
-    k.push_back(document_attention(name, s, pass));
+    flash_attention(k, documents_as_sequences(s), backward);
     return;
   }
   if (s.local_block > 0 && s.local_block < s.seq && local_under_cp(s)) {

@@ -51,11 +51,11 @@ void validate_packing(const Plan& plan, const PlanOrigin& origin) {
                    std::to_string(plan.packed_document_tokens));
   }
   if (!plan.packs_documents()) return;
-  if (plan.cp > 1) {
+  if (plan.cp > 1 && plan.cp_comm != CpComm::kP2P) {
     fail_input(origin.of("packed_document_tokens"),
-               "packed documents under context parallelism (Transformer Engine cuts each "
-               "document in 2 x cp chunks) are not modelled: use " +
-                   origin.name("cp") + " 1");
+               "packed documents under context parallelism are modelled on the p2p ring only "
+               "(Transformer Engine's ring over each document's 2 x cp chunks): use " +
+                   origin.name("cp_comm_type") + " p2p or " + origin.name("cp") + " 1");
   }
   if (plan.attention_backend == AttentionBackend::kUnfused) {
     fail_input(origin.of("packed_document_tokens"),

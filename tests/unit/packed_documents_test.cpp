@@ -44,9 +44,14 @@ TEST(PackedDocuments, RulesOneLineEach) {
             "into each sequence), got 4097");
   p = packed_plan(256);
   p.cp = 2;
-  EXPECT_EQ(test::plan_error(p, m),
-            "--packed-document-tokens: packed documents under context parallelism (Transformer "
-            "Engine cuts each document in 2 x cp chunks) are not modelled: use --cp 1");
+  EXPECT_EQ(test::plan_error(p, m), "(valid)");  // the p2p ring
+  for (CpComm comm : {CpComm::kA2A, CpComm::kAllGather}) {
+    p.cp_comm = comm;
+    EXPECT_EQ(test::plan_error(p, m),
+              "--packed-document-tokens: packed documents under context parallelism are "
+              "modelled on the p2p ring only (Transformer Engine's ring over each document's 2 "
+              "x cp chunks): use --cp-comm-type p2p or --cp 1");
+  }
   p.packed_document_tokens = 4096;  // one document a sequence: no packing, any CP
   EXPECT_EQ(test::plan_error(p, m), "(valid)");
   p = packed_plan(256);
@@ -103,6 +108,39 @@ TEST(PackedDocuments, UnevenDocumentsAndWholeSequence) {
   const StageCost one = stage(packed_plan(4096));
   EXPECT_DOUBLE_EQ(one.forward.seconds, whole.forward.seconds);
   EXPECT_DOUBLE_EQ(one.backward.seconds, whole.backward.seconds);
+}
+
+// Under the CP ring (cp 2) each document is cut in 4 chunks of c = 64 tokens, each rank holding
+// two of every document: a step on its own chunks, causal over 2c = 128 tokens of each of the
+// mbs x 16 documents, and one step on the other rank's, c queries by 2c keys (half the heads of
+// a full 128-token block). Together 1/cp of the documents' causal work; a 200-token document is
+// padded to 4 chunks of 50.
+TEST(PackedDocuments, TheCpRingRunsOverEachDocumentsChunks) {
+  Plan p = packed_plan(256);
+  p.cp = 2;
+  const StageCost ring = stage(p);
+  const auto& own = test::pass_kernel(ring.forward, "decoder.attention");
+  const auto& a = std::get<AttentionShape>(own.shape);
+  EXPECT_EQ(a.batch, 2 * 16);
+  EXPECT_EQ(a.seq, 128);
+  EXPECT_TRUE(a.causal);
+  const auto& other = test::pass_kernel(ring.forward, "decoder.attention.ring");
+  const auto& b = std::get<AttentionShape>(other.shape);
+  EXPECT_EQ(b.batch, 2 * 16);
+  EXPECT_EQ(b.seq, 128);
+  EXPECT_FALSE(b.causal);
+  EXPECT_EQ(b.heads, 16);
+  const double per_document = 4.0 * 256 * 256 * 32 * 128 / 2;  // causal, whole document
+  EXPECT_DOUBLE_EQ(test::launched_flops(ring.forward, "decoder.attention"),
+                   32 * 2 * 16 * per_document / 2);  // 32 layers, 1/cp of it
+  p.packed_document_tokens = 200;
+  EXPECT_EQ(
+      std::get<AttentionShape>(test::pass_kernel(stage(p).forward, "decoder.attention").shape).seq,
+      2 * 50);  // 200 tokens are 4 chunks of 50 already
+  p.packed_document_tokens = 201;
+  EXPECT_EQ(
+      std::get<AttentionShape>(test::pass_kernel(stage(p).forward, "decoder.attention").shape).seq,
+      2 * 51);  // padded to 4 x 51
 }
 
 // Selective recomputation re-runs the packed attention, not the whole sequence's.
