@@ -83,6 +83,26 @@ GemmInputBytes gemm_input_bytes(const Plan& plan) {
   return {kActBytes, 0.0};
 }
 
+// What a dense decoder layer's four linears keep as their weight gradients' inputs, per element:
+// the QKV and MLP-up inputs (the norms' outputs), the output projection's copy beside the
+// attention output, and the MLP-down input (the activation's output). Under LoRA every base
+// weight is frozen and Transformer Engine keeps no linear's input (its backward needs one only
+// for a weight that requires a gradient); an adapter keeps its own input in BF16, which beside
+// linear_proj and linear_fc2 is the tensor the attention and the activation's output already
+// are (nothing more), and beside linear_qkv and linear_fc1 the norm's output. The adapters' own
+// rank-wide intermediates (a few columns a token) are not counted.
+struct LinearInputs {
+  double qkv, proj_beside, fc1, fc2;
+};
+
+LinearInputs linear_inputs(const Plan& plan, const GemmInputBytes& in) {
+  if (!plan.lora()) return {in.alone, in.beside, in.alone, in.alone};
+  const auto adapted = [&plan](LoraModule m) {
+    return (plan.lora_target_modules & m) != 0 ? kActBytes : 0.0;
+  };
+  return {adapted(kLoraQkv), 0.0, adapted(kLoraFc1), adapted(kLoraFc2)};
+}
+
 // What a layer's MLP keeps: `mlp` in all, `expert_act` the routed experts' activation outputs
 // (dropped with moe_act recomputation), `shared` the shared expert's.
 struct MlpActivations {
@@ -154,14 +174,16 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, bool mo
   const double T = s.tokens;
   const bool moe = model.moe.is_moe() && moe_layer;
   const GemmInputBytes in = gemm_input_bytes(plan);
-  const auto [mlp, expert_act, shared] = mlp_activations(model, plan, s, in, moe);
+  const LinearInputs linears = linear_inputs(plan, in);
+  const auto [mlp, expert_act, shared] =
+      mlp_activations(model, plan, s, {linears.fc2, in.beside}, moe);
 
   // Replicated over TP (split by SP): the two norms' inputs, the QKV and MLP-up inputs (the norms'
   // outputs) and the two hidden dropout masks. MLA's two down-projections share their input, one
   // FP8 copy each; an MoE layer's router keeps its norm's output, the shared expert an FP8 copy.
-  const double qkv_input = model.mla.is_mla() ? kActBytes : in.alone;
+  const double qkv_input = model.mla.is_mla() ? kActBytes : linears.qkv;
   const bool shared_expert = moe && model.moe.shared_expert_ffn_hidden_size > 0;
-  const double mlp_input = !moe ? in.alone : kActBytes + (shared_expert ? in.beside : 0.0);
+  const double mlp_input = !moe ? linears.fc1 : kActBytes + (shared_expert ? in.beside : 0.0);
   const double norm_outputs = (qkv_input + mlp_input) * T * s.h / s.r;
   double replicated = 2.0 * kActBytes * T * s.h + norm_outputs * s.r;
   // Sandwich norms (Grok-1): the attention and MLP outputs, their inputs.
@@ -169,7 +191,7 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, bool mo
   if (plan.hidden_dropout > 0) replicated += 2.0 * kMaskBytes * T * s.h;
   // A gated shared expert keeps its output for the gate's gradient (split by SP, as its input).
   if (shared_expert && model.moe.shared_expert_gate) replicated += kActBytes * T * s.h;
-  const AttentionActivations att = attention_activations(model, s, in);
+  const AttentionActivations att = attention_activations(model, s, {in.alone, linears.proj_beside});
   replicated += att.latent;
   const double sharded = att.sharded + mlp;
   const double core = attention_core(model, plan, s);

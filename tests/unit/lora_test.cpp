@@ -214,3 +214,39 @@ TEST(Lora, ModelFlopsCountTwoThirds) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// Activations under LoRA: no frozen linear keeps its input for a weight gradient; an adapter
+// keeps its own in BF16 (beside linear_proj and linear_fc2 the tensor the attention and the
+// activation keep anyway). Per layer and micro-batch at tp 2 with SP, T = 4096 tokens, h = 4096,
+// ffn 14336: what full training keeps as the four linears' inputs against what LoRA keeps.
+TEST(Lora, FrozenLinearsKeepNoInputs) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const double T = 4096, h = 4096, f = 14336, t = 2;
+  const double norm_output = T * h / t;  // split by SP
+  const double act_output = T * f / t;   // split by TP
+  for (Precision precision : {Precision::kBF16, Precision::kFP8}) {
+    Plan full = lora_plan(0);
+    full.precision = precision;
+    const double in = precision == Precision::kFP8 ? 1 : 2;      // a GEMM input's bytes
+    const double beside = precision == Precision::kFP8 ? 1 : 0;  // proj's FP8 copy
+    const double v = 4096;                                       // the attention output's width
+    const double full_linears = in * (2 * norm_output + act_output) + beside * T * v / t;
+    const double base = layer_activations(m, full).saved - full_linears;
+    for (auto [targets, kept] :
+         {std::pair<std::uint32_t, double>{kLoraQkv, 2 * norm_output},
+          std::pair<std::uint32_t, double>{kLoraProj, 0.0},
+          std::pair<std::uint32_t, double>{kLoraFc1 | kLoraFc2, 2 * (norm_output + act_output)},
+          std::pair<std::uint32_t, double>{kLoraAllModules, 2 * (2 * norm_output + act_output)}}) {
+      Plan lora = lora_plan(8, targets);
+      lora.precision = precision;
+      EXPECT_DOUBLE_EQ(layer_activations(m, lora).saved, base + kept)
+          << to_string(precision) << " " << lora_modules_text(targets);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
