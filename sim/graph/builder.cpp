@@ -272,6 +272,7 @@ void RankProgramWriter::finish_step() {
   if (plan_.distributed_optimizer() && shares_params() && !plan_.overlap_param_gather &&
       plan_.zero < 3) {
     for (std::int64_t c = 0; c < plan_.vp; ++c) {
+      if (!shares_trained_params(c)) continue;
       dp_collective(Stream::kCompute, CollectiveKind::kAllGather, c, param_bytes(c), buckets(c), -1,
                     {});
     }

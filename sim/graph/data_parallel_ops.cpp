@@ -72,7 +72,7 @@ Index RankProgramWriter::dp_collective(Stream stream, CollectiveKind kind, std::
 // gathers at the start of the step, and all of chunk c + 1's when the forward of virtual
 // micro-batch k runs with k + stage the first micro-batch of chunk c.
 bool RankProgramWriter::gathers_during_forward(std::int64_t chunk) const {
-  return shares_params() && plan_.overlap_param_gather && plan_.zero < 3 &&
+  return shares_trained_params(chunk) && plan_.overlap_param_gather && plan_.zero < 3 &&
          !gathered_.contains(chunk);
 }
 
@@ -136,7 +136,7 @@ double RankProgramWriter::param_bytes(std::int64_t chunk) const {
 
 // ZeRO-3 gathers a chunk's parameters before each of its passes.
 void RankProgramWriter::zero3_gather(std::int64_t chunk, std::int64_t mb, Deps& deps) {
-  if (plan_.zero < 3 || !shares_params()) return;
+  if (plan_.zero < 3 || !shares_trained_params(chunk)) return;
   if (plan_.overlap_param_gather) {
     deps.push_back(dp_collective(Stream::kDP, CollectiveKind::kAllGather, chunk, param_bytes(chunk),
                                  buckets(chunk), mb, {}));
@@ -156,7 +156,7 @@ bool RankProgramWriter::completes_gradients(std::int64_t chunk) {
 Index RankProgramWriter::reduce_while_computing(ComputeKind kind, std::int64_t mb,
                                                 std::int64_t chunk, const PassCost& pass,
                                                 const Deps& deps) {
-  if (!plan_.overlap_grad_reduce || !shares_params()) {
+  if (!plan_.overlap_grad_reduce || !shares_trained_params(chunk)) {
     const Index out = run(kind, mb, chunk, pass, deps);
     reduce_gradients(chunk, out);
     return out;
@@ -180,7 +180,7 @@ CollectiveKind RankProgramWriter::reduction() const {
 
 // After the chunk's last gradient: reduce now on the DP stream (overlap) or at step end.
 void RankProgramWriter::reduce_gradients(std::int64_t chunk, Index after) {
-  if (!shares_params()) return;
+  if (!shares_trained_params(chunk)) return;
   if (plan_.overlap_grad_reduce) {
     dp_ops_.push_back(dp_collective(Stream::kDP, reduction(), chunk, cost(chunk).grad_bytes,
                                     buckets(chunk), -1, {after}));

@@ -172,6 +172,11 @@ class RankProgramWriter {
   // Whether the rank's parameters are shared with others: by data parallelism, or its experts'
   // by expert data parallelism.
   bool shares_params() const { return dp_group() >= 0 || edp_group() >= 0; }
+  // Whether a chunk has gradients to reduce and parameters to gather: shared, and trained (under
+  // LoRA a chunk without decoder layers trains nothing, and issues no zero-byte calls).
+  bool shares_trained_params(std::int64_t chunk) const {
+    return shares_params() && cost(chunk).grad_bytes > 0;
+  }
 
   // Gradient reductions and parameter gathers (data_parallel_ops.cpp).
   struct DpGroups {

@@ -9,8 +9,10 @@
 #include "sim/cost/stage_cost.hpp"
 #include "sim/cost/step_flops.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/graph/builder.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/model/flops.hpp"
+#include "sim/plan/layout.hpp"
 #include "tests/support/pass_kernels.hpp"
 #include "tests/support/support.hpp"
 
@@ -202,6 +204,28 @@ TEST(Lora, AStageWithoutDecodersTrainsNothing) {
   const StageMemory mem = compute_memory(m, pf, p, part, costs).stages.at(1);
   EXPECT_DOUBLE_EQ(mem.state.weights, 2.0 * static_cast<double>(head.params_per_gpu));
   EXPECT_DOUBLE_EQ(mem.state.gradients + mem.state.master_weights + mem.state.optimizer, 0.0);
+  // Over two data-parallel replicas, with the distributed optimizer and both overlaps: the
+  // decoders' stage reduces its adapters' gradients and gathers them back; the head's stage
+  // calls nothing over DP (no zero-byte calls).
+  p.dp = 2;
+  p.gbs = 2;
+  p.zero = 1;
+  p.overlap_grad_reduce = p.overlap_param_gather = true;
+  const CostModel replicated = compute_costs(m, pf, p, part);
+  const TaskGraph g = build_task_graph(p, replicated);
+  const Layout layout(p);
+  for (std::int64_t r = 0; r < layout.world_size(); ++r) {
+    std::int64_t dp_calls = 0;
+    for (const Op& op : g.ranks[static_cast<std::size_t>(r)].ops) {
+      dp_calls += op.type == OpType::kCollective &&
+                  g.groups[static_cast<std::size_t>(op.group)].dim == Dim::kDP;
+    }
+    if (layout.coord(r, Dim::kPP) == 1) {
+      EXPECT_EQ(dp_calls, 0) << r;
+    } else {
+      EXPECT_GT(dp_calls, 0) << r;
+    }
+  }
 }
 
 // Model FLOPs for TFLOP/s and MFU: a LoRA step counts two thirds of full training's (no weight
