@@ -47,7 +47,6 @@ void fill_headline(Report& r, const ReportInputs& in) {
   r.mtp_params = r.mtp_layers * mtp_module_params(in.model);
 
   const double step = in.sim.step_time_s;
-  const double gbs = static_cast<double>(in.plan.sequences_per_step());
   r.step_time_s = step;
   const ResidualBand& band = in.platform.calibration.band;
   r.kernel_spread = kernel_spread(in.costs).width();
@@ -55,10 +54,10 @@ void fill_headline(Report& r, const ReportInputs& in) {
   r.step_time_p10_s = band.low(step, r.kernel_spread);
   r.step_time_p90_s = band.high(step, r.kernel_spread);
   r.published = in.published;
-  r.tokens_per_s = gbs * static_cast<double>(in.plan.seq_len) / step;
-  const double flops = step_model_flops(in.model, in.plan) / step / static_cast<double>(r.gpus);
-  r.model_tflops_per_gpu = flops / 1e12;
-  r.mfu = flops / peak_flops(in.platform, in.plan.precision, KernelKind::kGemm);
+  const StepRates rates = step_rates(in.model, in.platform, in.plan, step);
+  r.tokens_per_s = rates.tokens_per_s;
+  r.model_tflops_per_gpu = rates.model_flops_per_gpu / 1e12;
+  r.mfu = rates.mfu;
 }
 
 // Each GPU's replayed time, summed into its stage (idle and exposed communication still totals

@@ -6,7 +6,6 @@
 #include "sim/check/detect.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
-#include "sim/cost/roofline.hpp"
 #include "sim/cost/step_flops.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
@@ -53,12 +52,10 @@ void price(SweepRow& row, const Model& model, const Platform& platform, const Pl
   const double spread = kernel_spread(costs).width();
   row.step_p10_s = platform.calibration.band.low(step, spread);
   row.step_p90_s = platform.calibration.band.high(step, spread);
-  const auto sequences = static_cast<double>(plan.sequences_per_step());
-  row.tokens_per_s = sequences * static_cast<double>(plan.seq_len) / step;
-  const double flops =
-      step_model_flops(model, plan) / step / static_cast<double>(plan.world_size());
-  row.tflops_per_gpu = flops / 1e12;
-  row.mfu = flops / peak_flops(platform, plan.precision, KernelKind::kGemm);
+  const StepRates rates = step_rates(model, platform, plan, step);
+  row.tokens_per_s = rates.tokens_per_s;
+  row.tflops_per_gpu = rates.model_flops_per_gpu / 1e12;
+  row.mfu = rates.mfu;
 }
 
 }  // namespace
