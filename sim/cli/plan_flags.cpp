@@ -81,7 +81,8 @@ void add_batch_and_schedule_flags(po::options_description& d) {
       "fine-tuning on packed sequences (NeMo's packed_sequence, Transformer Engine's THD "
       "format): each sequence holds documents of N tokens and every token attends only within "
       "its own, so the attention costs seq-len / N causal blocks of N; for mixed lengths give "
-      "E[l^2] / E[l] (default 0: one document per sequence)");
+      "E[l^2] / E[l]; with --cp the p2p ring, each document in 2 x cp chunks (default 0: one "
+      "document per sequence)");
   add("schedule", s("NAME"),
       "pipeline schedule: gpipe; 1f1b (default; Megatron-LM's non-interleaved); interleaved "
       "(Megatron-LM's interleaved 1F1B, needs --vp >= 2); zb-h1 (zero bubble H1, Qi et al. 2024: "
