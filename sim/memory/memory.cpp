@@ -175,6 +175,8 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, bool mo
   const bool moe = model.moe.is_moe() && moe_layer;
   const GemmInputBytes in = gemm_input_bytes(plan);
   const LinearInputs linears = linear_inputs(plan, in);
+  // The MLP's GEMM inputs: a dense layer's down projection's (an MoE layer's experts', as `in`:
+  // LoRA takes no experts).
   const auto [mlp, expert_act, shared] =
       mlp_activations(model, plan, s, {linears.fc2, in.beside}, moe);
 

@@ -1,5 +1,6 @@
 #include "sim/platform/short_attention.hpp"
 
+#include <iterator>
 #include <map>
 
 #include "sim/platform/kernel_db.hpp"
