@@ -41,21 +41,25 @@ LORA_OVER_SFT = (
     "a step slower than it ran")
 
 
+def and_list(items):
+    """Items as a sentence lists them: "a, b and c"."""
+    items = list(items)
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
 def lora_series(r, rows):
     """The row's LoRA series (its GPU counts) and its BF16 twins'."""
-    gpus = lambda x: int(re.search(r" (\d+) GPUs", x["name"]).group(1))
-    same = lambda name: [x for x in rows if re.sub(r" \d+ GPUs", "", x["name"]) == name]
-    series = sorted(same(re.sub(r" \d+ GPUs", "", r["name"])), key=gpus)
-    twins = sorted(same(re.sub(r" \d+ GPUs", "", r["name"]).replace(" FP8 ", " BF16 ")),
-                   key=gpus)
-    steps = lambda xs: ", ".join("%.2f" % x["measured_s"] for x in xs[:-1]) + " and %.2f" % (
-        xs[-1]["measured_s"])
-    others = [x for x in series if x is not r]
-    return (steps(series), ", ".join(str(gpus(x)) for x in series[:-1]) + " and %d" % gpus(
-        series[-1]), 100 * (series[-1]["measured_s"] / series[-2]["measured_s"] - 1),
-            gpus(series[-2]), gpus(series[-1]), steps(twins),
-            100 * (twins[-1]["measured_s"] / twins[-2]["measured_s"] - 1),
-            " and ".join("%+.1f %% on %d GPUs" % (100 * x["error"], gpus(x)) for x in others),
+    family, _, tag = name_parts(r["name"])
+    gpus = lambda x: name_parts(x["name"])[1]
+    series_of = lambda f: sorted(
+        (x for x in rows if name_parts(x["name"])[::2] == (f, tag)), key=gpus)
+    series, twins = series_of(family), series_of(family.replace(" FP8", " BF16"))
+    steps = lambda xs: and_list("%.2f" % x["measured_s"] for x in xs)
+    growth = lambda xs: 100 * (xs[-1]["measured_s"] / xs[-2]["measured_s"] - 1)
+    others = and_list("%+.1f %% on %d GPUs" % (100 * x["error"], gpus(x)) for x in series
+                      if x is not r)
+    return (steps(series), and_list(str(gpus(x)) for x in series), growth(series),
+            gpus(series[-2]), gpus(series[-1]), steps(twins), growth(twins), others,
             gpus(series[0]), series[-1]["measured_s"] - series[-2]["measured_s"])
 
 

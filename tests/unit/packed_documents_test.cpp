@@ -32,6 +32,11 @@ StageCost stage(const Plan& p) {
   return compute_costs(m, pf, p, test::uniform_partition(m, 1)).stages[0];
 }
 
+// The attention shape of the kernel `name` of `pass` (a copy: stage() returns temporaries).
+AttentionShape attention_of(const PassCost& pass, const std::string& name) {
+  return std::get<AttentionShape>(test::pass_kernel(pass, name).shape);
+}
+
 TEST(PackedDocuments, RulesOneLineEach) {
   const Model m = test::catalog_model("llama3.1-8b");
   Plan p = packed_plan(256);
@@ -100,8 +105,7 @@ TEST(PackedDocuments, AttentionRunsOverEachDocument) {
 // 20 documents of 200); a document of the sequence's length is no packing at all.
 TEST(PackedDocuments, UnevenDocumentsAndWholeSequence) {
   const StageCost uneven = stage(packed_plan(200));
-  const auto& a =
-      std::get<AttentionShape>(test::pass_kernel(uneven.forward, "decoder.attention").shape);
+  const AttentionShape a = attention_of(uneven.forward, "decoder.attention");
   EXPECT_EQ(a.batch, 2 * 20);
   EXPECT_EQ(a.seq, 200);
   const StageCost whole = stage(packed_plan(0));
@@ -119,13 +123,11 @@ TEST(PackedDocuments, TheCpRingRunsOverEachDocumentsChunks) {
   Plan p = packed_plan(256);
   p.cp = 2;
   const StageCost ring = stage(p);
-  const auto& own = test::pass_kernel(ring.forward, "decoder.attention");
-  const auto& a = std::get<AttentionShape>(own.shape);
+  const AttentionShape a = attention_of(ring.forward, "decoder.attention");
   EXPECT_EQ(a.batch, 2 * 16);
   EXPECT_EQ(a.seq, 128);
   EXPECT_TRUE(a.causal);
-  const auto& other = test::pass_kernel(ring.forward, "decoder.attention.ring");
-  const auto& b = std::get<AttentionShape>(other.shape);
+  const AttentionShape b = attention_of(ring.forward, "decoder.attention.ring");
   EXPECT_EQ(b.batch, 2 * 16);
   EXPECT_EQ(b.seq, 128);
   EXPECT_FALSE(b.causal);
@@ -134,13 +136,10 @@ TEST(PackedDocuments, TheCpRingRunsOverEachDocumentsChunks) {
   EXPECT_DOUBLE_EQ(test::launched_flops(ring.forward, "decoder.attention"),
                    32 * 2 * 16 * per_document / 2);  // 32 layers, 1/cp of it
   p.packed_document_tokens = 200;
-  EXPECT_EQ(
-      std::get<AttentionShape>(test::pass_kernel(stage(p).forward, "decoder.attention").shape).seq,
-      2 * 50);  // 200 tokens are 4 chunks of 50 already
+  EXPECT_EQ(attention_of(stage(p).forward, "decoder.attention").seq,
+            2 * 50);  // 200 tokens are 4 chunks of 50 already
   p.packed_document_tokens = 201;
-  EXPECT_EQ(
-      std::get<AttentionShape>(test::pass_kernel(stage(p).forward, "decoder.attention").shape).seq,
-      2 * 51);  // padded to 4 x 51
+  EXPECT_EQ(attention_of(stage(p).forward, "decoder.attention").seq, 2 * 51);  // padded to 4 x 51
 }
 
 // Selective recomputation re-runs the packed attention, not the whole sequence's.
