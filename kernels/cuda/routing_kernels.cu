@@ -214,6 +214,29 @@ __global__ void cast_transpose_kernel(const bf16* x, __nv_fp8_storage_t* y, __nv
   if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(local));
 }
 
+// Transformer Engine's cast of an operand used only row-wise (a frozen weight's input): 8 BF16
+// a thread read once and written as FP8 in their own layout, the block's largest magnitude
+// folded into amax.
+__global__ void cast_kernel(const bf16* x, __nv_fp8_storage_t* y, float* amax, std::size_t n8) {
+  float local = 0;
+  TS_GRID_STRIDE(i, n8) {
+    float f[8];
+    load8(x + 8 * i, f);
+    union {
+      __nv_fp8_storage_t b[8];
+      uint2 u;
+    } q;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      q.b[e] = __nv_cvt_float_to_fp8(f[e], __NV_SATFINITE, __NV_E4M3);
+      local = fmaxf(local, fabsf(f[e]));
+    }
+    *reinterpret_cast<uint2*>(y + 8 * i) = q.u;
+  }
+  local = block_max(local);
+  if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(local));
+}
+
 unsigned blocks(std::size_t n) {
   return static_cast<unsigned>(n);
 }
@@ -235,6 +258,10 @@ std::vector<TensorSpec> routing_tensors(const std::string& op, std::size_t R, st
   if (op == "moe_router.grad") {
     if (C > static_cast<std::size_t>(kMaxRouterCols)) return {};
     return {{F, N, Role::kIn}, {F, N, Role::kIn}, {B, N, Role::kOut}};
+  }
+  if (op == "fp8_cast") {
+    if (N % 8 != 0) return {};
+    return {{B, N, Role::kIn}, {Elem::kFP8, N, Role::kOut}, {F, 1, Role::kOut}};
   }
   if (op == "fp8_cast_transpose") {
     if (R % 8 != 0) return {};
@@ -278,6 +305,10 @@ bool launch_routing_op(const std::string& op, std::size_t R, std::size_t C, void
     gather_sum_kernel<<<tokens, kThreads, 0, s>>>(b(0), n(1), f(2), b(3), C);
   } else if (op == "moe_unpermute.grad") {
     unpermute_bwd_kernel<<<tokens, kThreads, 0, s>>>(b(0), b(1), n(2), f(3), b(4), f(5), C);
+  } else if (op == "fp8_cast") {
+    TS_CUDA(cudaMemsetAsync(t[2], 0, sizeof(float), s));
+    const std::size_t n8 = R * C / 8;
+    cast_kernel<<<blocks(grid_size(n8)), kThreads, 0, s>>>(b(0), q(1), f(2), n8);
   } else if (op == "fp8_cast_transpose") {
     TS_CUDA(cudaMemsetAsync(t[3], 0, sizeof(float), s));
     const dim3 grid(blocks((C + kTile - 1) / kTile), blocks((R + kTile - 1) / kTile));

@@ -85,6 +85,16 @@ Outputs unpermute_grad(std::size_t R, std::size_t C, const Tensors& t) {
   return {dy, dprobs};
 }
 
+Outputs cast(std::size_t R, std::size_t C, const Tensors& t) {
+  std::vector<double> y(R * C);
+  double amax = 0;
+  for (std::size_t i = 0; i < R * C; ++i) {
+    y[i] = round_to_e4m3(t[0][i]);
+    amax = std::max(amax, std::abs(t[0][i]));
+  }
+  return {y, {amax}};
+}
+
 Outputs cast_transpose(std::size_t R, std::size_t C, const Tensors& t) {
   std::vector<double> y(R * C), yt(R * C);
   double amax = 0;
@@ -137,6 +147,7 @@ std::optional<std::vector<std::vector<double>>> routing_reference(
        [](std::size_t R, std::size_t C, const Tensors& t) { return permute(R, C, t, true); }},
       {"moe_unpermute", unpermute},
       {"moe_unpermute.grad", unpermute_grad},
+      {"fp8_cast", cast},
       {"fp8_cast_transpose", cast_transpose}};
   // Any other op is not one of these: say so before widening its tensors.
   const auto it = references.find(op);

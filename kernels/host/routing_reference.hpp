@@ -1,5 +1,5 @@
 #pragma once
-// What the suite's mixture-of-experts routing kernels and its FP8 cast-transpose must compute
+// What the suite's mixture-of-experts routing kernels and its FP8 casts must compute
 // (kernels/cuda/routing_kernels.cu), in double precision from their inputs: the references the
 // kernels are checked against on the GPU before they are timed. Plain C++, so that the
 // references are themselves tested without a GPU.
@@ -14,6 +14,7 @@
 //   moe_unpermute       y B[R,C], map I[R], probs F[R] -> out B[T,C] = sum_j probs y[map]
 //   moe_unpermute.grad  dout B[T,C], y B[R,C], map I[R], probs F[R] -> dy B[R,C] at map[t k + j]
 //                       = probs dout[t], dprobs F[R] = dout[t] . y[map[t k + j]]
+//   fp8_cast            x B[R,C] -> y Q[R,C] (x at scale 1, saturated), amax F[1]
 //   fp8_cast_transpose  x B[R,C] -> y Q[R,C], yT Q[C,R] (x at scale 1, saturated), amax F[1]
 // `map` (Transformer Engine's row_id_map) is a permutation of [0, R): where each (token, choice)
 // lands among the rows grouped by expert.

@@ -150,6 +150,10 @@ const std::vector<MemoryOp>& memory_ops() {
        true,
        {4096},
        kSuiteTopK},
+      {"fp8_cast", 3,
+       "Transformer Engine's quantisation of a GEMM operand used only in its own layout (a "
+       "frozen weight's input, which no weight-gradient GEMM reads): read BF16, write FP8 and the "
+       "amax"},
       {"fp8_cast_transpose",
        4,
        "Transformer Engine's quantisation of a GEMM operand: read BF16, write FP8 and its FP8 "

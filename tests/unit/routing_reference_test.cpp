@@ -93,6 +93,14 @@ TEST(RoutingReference, CastTransposeRoundsBothLayoutsAndTakesTheAmax) {
   EXPECT_EQ(out[2], std::vector<double>{1000});
 }
 
+TEST(RoutingReference, CastRoundsInPlaceAndTakesTheAmax) {
+  const Tensors t = {{1.0f, 500.0f, -0.3f, 0.0625f, 2.0f, -1000.0f}, {}, {0}};
+  const auto out = run("fp8_cast", 2, 3, t);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], (std::vector<double>{1, 448, -0.3125, 0.0625, 2, -448}));
+  EXPECT_EQ(out[1], std::vector<double>{1000});
+}
+
 TEST(RoutingReference, OtherOpsAreNotItsOwn) {
   EXPECT_FALSE(routing_reference("rmsnorm", 1, 8, {{}, {}}).has_value());
 }
