@@ -13,7 +13,7 @@ namespace {
 
 bool is_fp8_cast(const KernelSpec& k) {
   const auto* m = std::get_if<MemoryShape>(&k.shape);
-  return m != nullptr && m->op == "fp8_cast_transpose";
+  return m != nullptr && (m->op == "fp8_cast_transpose" || m->op == "fp8_cast");
 }
 
 bool has_fp8_casts(const BlockPass& pass) {

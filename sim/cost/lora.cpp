@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "sim/cost/attention_ops.hpp"
@@ -49,6 +50,18 @@ void freeze(BlockPass& p) {
   p.overlaps = std::move(kept);
 }
 
+// A frozen linear's input cast to FP8 for its forward GEMM alone: no weight gradient reads it,
+// so Transformer Engine leaves out its transpose (the input quantizer's column-wise usage is
+// "backward needs input", the weight requiring a gradient; 2.0 to today, and 1.x casts without
+// the transpose too).
+void cast_without_transposes(BlockPass& forward) {
+  for (auto& k : forward.kernels) {
+    const auto* m = std::get_if<MemoryShape>(&k.shape);
+    if (m == nullptr || m->op != "fp8_cast_transpose") continue;
+    k = elementwise(k.name, "fp8_cast", static_cast<double>(m->rows), static_cast<double>(m->cols));
+  }
+}
+
 struct Target {
   std::string linear;  // the base GEMM's kernel name
   double in = 0;       // the base linear's input width on this rank (row-parallel: its share)
@@ -88,12 +101,18 @@ void add_adapter(BlockPasses& p, const Target& a, const LayerShape& s) {
   auto& f = p.forward.kernels;
   linear(f, name + "_a", T, a.in, r_out, DType::kBF16);
   linear(f, name + "_b", T, r, a.out, DType::kBF16);
-  f.push_back(elementwise(name + "_scale", "add", rows, cols));
+  // x * (alpha / dim): one tensor read and written, as a copy moves it.
+  f.push_back(elementwise(name + "_scale", "copy", rows, cols));
   f.push_back(elementwise(name + "_add", "add", rows, cols));
   auto& b = p.backward.kernels;
-  b.push_back(elementwise(name + "_scale.grad", "add", rows, cols));
+  b.push_back(elementwise(name + "_scale.grad", "copy", rows, cols));
   gemm_backward(b, name + "_b", T, r, a.out, DType::kBF16);
   gemm_backward(b, name + "_a", T, a.in, r_out, DType::kBF16);
+  // A's input gradient added to the linear's own: Transformer Engine's norm-linear adds the
+  // returned norm output's gradient to its data gradient (before its reduce-scatter, the output
+  // returned gathered under sequence parallelism), and autograd sums a row-parallel linear's
+  // input gradients. The whole sequence, the input's width on this rank.
+  b.push_back(elementwise(name + "_input_grad_add", "add", T, a.in));
   if (s.tp == 1) return;
   tp_after(p.forward, a.column ? CollectiveKind::kAllGather : CollectiveKind::kAllReduce,
            T * r * e);
@@ -107,6 +126,7 @@ void add_adapter(BlockPasses& p, const Target& a, const LayerShape& s) {
 
 void apply_lora(BlockPasses& passes, BlockKind block, const LayerShape& s) {
   freeze(passes.backward);
+  cast_without_transposes(passes.forward);
   if (block != BlockKind::kDecoder) return;
   for (const auto& a : targets(s)) add_adapter(passes, a, s);
 }

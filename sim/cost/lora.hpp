@@ -22,7 +22,9 @@ namespace trainsim {
 ///    outputs, all-reduced over TP; B, of hidden / tp outputs, all-gathered over TP to the whole
 ///    hidden size (with sequence parallelism each rank keeps its share); backward, B's input
 ///    gradient all-reduced and with sequence parallelism the output gradient all-gathered.
-/// Adapters run in BF16 (Megatron's own linears), their calls on the compute stream.
+/// Adapters run in BF16 (Megatron's own linears), their calls on the compute stream; the scale
+/// by alpha / dim reads and writes its tensor once each way, and A's input gradient is added to
+/// the linear's. Under FP8 a frozen linear casts its input without the transpose.
 void apply_lora(BlockPasses& passes, BlockKind block, const LayerShape& s);
 
 /// The adapter parameters of one decoder layer on one GPU (its TP shard of A and B of each target).

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "sim/cost/stage_cost.hpp"
 #include "sim/cost/step_flops.hpp"
@@ -236,12 +237,6 @@ TEST(Lora, ModelFlopsCountTwoThirds) {
   EXPECT_DOUBLE_EQ(step_model_flops(m, lora_plan(0)), model_flops_per_sample(m, 4096));
 }
 
-}  // namespace
-}  // namespace trainsim
-
-namespace trainsim {
-namespace {
-
 // Activations under LoRA: no frozen linear keeps its input for a weight gradient; an adapter
 // keeps its own in BF16 (beside linear_proj and linear_fc2 the tensor the attention and the
 // activation keep anyway). Per layer and micro-batch at tp 2 with SP, T = 4096 tokens, h = 4096,
@@ -270,6 +265,56 @@ TEST(Lora, FrozenLinearsKeepNoInputs) {
           << to_string(precision) << " " << lora_modules_text(targets);
     }
   }
+}
+
+// Under FP8 a frozen linear's input is cast for its forward GEMM alone: Transformer Engine
+// leaves out the transpose only a weight gradient reads (3 bytes an element, not 4); the output
+// gradient is still cast both ways (2.0 to 2.6 set both usages whatever the weight needs).
+TEST(Lora, FrozenLinearsCastTheirInputsWithoutTransposes) {
+  Plan full_plan = lora_plan(0);
+  full_plan.precision = Precision::kFP8;
+  Plan lora_fp8 = lora_plan(8);
+  lora_fp8.precision = Precision::kFP8;
+  const Priced full = priced(full_plan);
+  const Priced lora = priced(lora_fp8);
+  const auto op_of = [](const KernelCost& k) { return std::get<MemoryShape>(k.shape).op; };
+  int casts = 0;
+  for (const auto& k : full.cost.forward.kernels) {
+    if (!k.name.ends_with(".fp8_cast")) continue;
+    ++casts;
+    EXPECT_EQ(op_of(k), "fp8_cast_transpose") << k.name;
+    const KernelCost& frozen = test::pass_kernel(lora.cost.forward, k.name);
+    EXPECT_EQ(op_of(frozen), "fp8_cast") << k.name;
+    EXPECT_EQ(frozen.count, k.count) << k.name;
+    EXPECT_DOUBLE_EQ(frozen.bytes, k.bytes * 3 / 4) << k.name;
+  }
+  EXPECT_EQ(casts, 4);  // qkv, proj, fc1, fc2
+  for (const auto& k : lora.cost.backward.kernels) {
+    if (k.name.ends_with("fp8_cast")) {
+      EXPECT_EQ(op_of(k), "fp8_cast_transpose") << k.name;
+    }
+  }
+}
+
+// The adapter beside linear_qkv (tp 2): its output scaled by alpha / dim (a read and a write of
+// T x the rank's 3072 outputs, as a copy) and added to the linear's; backward the scale again,
+// and A's input gradient added to the linear's (T x h, BF16: 3 tensors of 2 bytes).
+TEST(Lora, AdapterElementwiseInClosedForm) {
+  const Priced lora = priced(lora_plan(8));
+  const double T = 4096, h = 4096, qkv = 3072, e = 2;
+  const auto shape = [](const KernelCost& k) { return std::get<MemoryShape>(k.shape); };
+  const std::string a = "decoder.qkv_proj.lora";
+  const KernelCost& scale = test::pass_kernel(lora.cost.forward, a + "_scale");
+  EXPECT_EQ(shape(scale), (MemoryShape{"copy", 4096, 3072}));
+  EXPECT_DOUBLE_EQ(scale.bytes, 2 * T * qkv * e);
+  EXPECT_EQ(shape(test::pass_kernel(lora.cost.forward, a + "_add")),
+            (MemoryShape{"add", 4096, 3072}));
+  EXPECT_EQ(shape(test::pass_kernel(lora.cost.backward, a + "_scale.grad")),
+            (MemoryShape{"copy", 4096, 3072}));
+  const KernelCost& grad_add = test::pass_kernel(lora.cost.backward, a + "_input_grad_add");
+  EXPECT_EQ(shape(grad_add), (MemoryShape{"add", 4096, 4096}));
+  EXPECT_DOUBLE_EQ(grad_add.bytes, 3 * T * h * e);
+  EXPECT_EQ(grad_add.count, 32);
 }
 
 }  // namespace
