@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "sim/cost/fp8_amax.hpp"
+#include "sim/cost/fp8_weights.hpp"
 #include "sim/cost/lora.hpp"
 #include "sim/cost/pass_groups.hpp"
 #include "sim/cost/recompute_ops.hpp"
@@ -205,6 +206,7 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
   const char* prefix = to_string(kind);
   const auto [fwd, bwd] = block_passes(kind, shape);
   add_pass(sc.forward, prefix, fwd, count, costing);
+  add_pass(sc.first_forward, prefix, fp8_weight_casts(fwd, plan.fp8_param_gather), count, costing);
   add_pass(sc.backward, prefix, bwd, count, costing);
   add_pass(sc.backward_input, prefix,
            filtered(
@@ -223,6 +225,15 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
   } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kSelective) {
     add_pass(sc.recompute, prefix, selective_recompute(fwd, shape, plan), count, costing);
   }
+}
+
+// `casts` (the weights' quantisation, or nothing) followed by `forward`; nothing without casts.
+void with_forward(PassCost& casts, const PassCost& forward) {
+  if (casts.kernels.empty()) return;
+  PassCost first = forward;
+  first.seconds += casts.seconds;
+  first.kernels.insert(first.kernels.begin(), casts.kernels.begin(), casts.kernels.end());
+  casts = std::move(first);
 }
 
 // The optimizer step over this GPU's parameters, or its 1/(dp x cp) shard of them (ZeRO-1 up),
@@ -312,6 +323,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     sc.grad_bytes = static_cast<double>(sc.trained_params_per_gpu()) * grad_reduce_bytes(plan);
     sc.expert_bias_sync_bytes = static_cast<double>(held.expert_bias_counts) * kExpertBiasBytes;
     if (plan.fp8_recipe == Fp8Recipe::kDelayed) add_amax_reductions(sc);
+    with_forward(sc.first_forward, sc.forward);  // the forward complete, its reduction too
     add_optimizer(sc, plan, costing);
     cm.stages.push_back(std::move(sc));
   }

@@ -77,6 +77,10 @@ struct StageCost {
   /// to move the biases. Also the size of each of the two buffers the routers keep (the counts,
   /// the biases); 0 without expert bias.
   double expert_bias_sync_bytes = 0;
+  /// With FP8 GEMMs, the chunk's first forward of a step: `forward` and the quantisation of its
+  /// GEMM weights, which the other micro-batches reuse (sim/cost/fp8_weights.hpp); empty (no
+  /// kernels) otherwise.
+  PassCost first_forward;
   PassCost optimizer;               // once per step
   std::int64_t params = 0;          // logical parameters of the stage's blocks
   std::int64_t params_per_gpu = 0;  // held by each GPU of the stage: TP shard, padded vocabulary

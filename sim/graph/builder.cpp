@@ -118,9 +118,12 @@ void RankProgramWriter::pass(const ScheduleStep& step) {
     }
     zero3_gather(c, mb, deps);
     align_param_gathers(forwards_++);
+    // The chunk's first forward of the step quantises its FP8 weights for the others.
+    const bool casts = !sc.first_forward.kernels.empty() && weights_cast_.insert(c).second;
+    const PassCost& forward = casts ? sc.first_forward : sc.forward;
     produced_[key(Flow::kActivation, mb, c)] =
-        output_of(gathers_during_forward(c) ? forward_with_param_gather(mb, c, sc.forward, deps)
-                                            : run(ComputeKind::kForward, mb, c, sc.forward, deps));
+        output_of(gathers_during_forward(c) ? forward_with_param_gather(mb, c, forward, deps)
+                                            : run(ComputeKind::kForward, mb, c, forward, deps));
     return;
   }
   if (step.pass == Pass::kBackwardWeight) {

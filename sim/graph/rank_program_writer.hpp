@@ -219,6 +219,7 @@ class RankProgramWriter {
   Deps ran_alongside_;  // the calls the last run() issued beside its compute
   std::unordered_map<std::int64_t, Index> received_;
   std::set<std::int64_t> gathered_;
+  std::set<std::int64_t> weights_cast_;  // chunks whose FP8 weights this step has quantised
   std::map<std::int64_t, std::vector<Index>> dispatched_;
   std::int64_t forwards_ = 0;      // forwards written so far: the next one's virtual micro-batch
   std::vector<TableEntry> table_;  // the interleaved schedule's table

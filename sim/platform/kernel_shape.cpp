@@ -154,6 +154,10 @@ const std::vector<MemoryOp>& memory_ops() {
        "Transformer Engine's quantisation of a GEMM operand used only in its own layout (a "
        "frozen weight's input, which no weight-gradient GEMM reads): read BF16, write FP8 and the "
        "amax"},
+      {"fp8_transpose", 2,
+       "an FP8 weight's transpose, made once a step for the weight-gradient layout Hopper's FP8 "
+       "GEMMs need: read FP8, write FP8",
+       false},
       {"fp8_cast_transpose",
        4,
        "Transformer Engine's quantisation of a GEMM operand: read BF16, write FP8 and its FP8 "
