@@ -237,6 +237,40 @@ __global__ void cast_kernel(const bf16* x, __nv_fp8_storage_t* y, float* amax, s
   if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(local));
 }
 
+// An FP8 weight's transpose (Transformer Engine's, once a step for the weight-gradient layout):
+// a 64 x 64 tile of bytes read 8 at a time into shared memory and written transposed.
+__global__ void transpose_fp8_kernel(const __nv_fp8_storage_t* x, __nv_fp8_storage_t* yt,
+                                     std::size_t rows, std::size_t cols) {
+  __shared__ __nv_fp8_storage_t tile[kTile][kTile + 8];
+  const std::size_t r0 = blockIdx.y * static_cast<std::size_t>(kTile),
+                    c0 = blockIdx.x * static_cast<std::size_t>(kTile);
+  for (int i = static_cast<int>(threadIdx.x); i < kTile * kTile / 8; i += blockDim.x) {
+    const int tr = i / (kTile / 8), tc = (i % (kTile / 8)) * 8;
+    const std::size_t r = r0 + tr, c = c0 + tc;
+    if (r >= rows || c >= cols) continue;
+    union {
+      __nv_fp8_storage_t b[8];
+      uint2 u;
+    } q;
+    q.u = *reinterpret_cast<const uint2*>(x + r * cols + c);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) tile[tr][tc + e] = q.b[e];
+  }
+  __syncthreads();
+  for (int i = static_cast<int>(threadIdx.x); i < kTile * kTile / 8; i += blockDim.x) {
+    const int tc = i / (kTile / 8), tr = (i % (kTile / 8)) * 8;
+    const std::size_t r = r0 + tr, c = c0 + tc;
+    if (r >= rows || c >= cols) continue;
+    union {
+      __nv_fp8_storage_t b[8];
+      uint2 u;
+    } q;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) q.b[e] = tile[tr + e][tc];
+    *reinterpret_cast<uint2*>(yt + c * rows + r) = q.u;
+  }
+}
+
 unsigned blocks(std::size_t n) {
   return static_cast<unsigned>(n);
 }
@@ -262,6 +296,10 @@ std::vector<TensorSpec> routing_tensors(const std::string& op, std::size_t R, st
   if (op == "fp8_cast") {
     if (N % 8 != 0) return {};
     return {{B, N, Role::kIn}, {Elem::kFP8, N, Role::kOut}, {F, 1, Role::kOut}};
+  }
+  if (op == "fp8_transpose") {
+    if (R % 8 != 0 || C % 8 != 0) return {};
+    return {{Elem::kFP8, N, Role::kIn}, {Elem::kFP8, N, Role::kOut}};
   }
   if (op == "fp8_cast_transpose") {
     if (R % 8 != 0) return {};
@@ -309,6 +347,9 @@ bool launch_routing_op(const std::string& op, std::size_t R, std::size_t C, void
     TS_CUDA(cudaMemsetAsync(t[2], 0, sizeof(float), s));
     const std::size_t n8 = R * C / 8;
     cast_kernel<<<blocks(grid_size(n8)), kThreads, 0, s>>>(b(0), q(1), f(2), n8);
+  } else if (op == "fp8_transpose") {
+    const dim3 grid(blocks((C + kTile - 1) / kTile), blocks((R + kTile - 1) / kTile));
+    transpose_fp8_kernel<<<grid, kThreads, 0, s>>>(q(0), q(1), R, C);
   } else if (op == "fp8_cast_transpose") {
     TS_CUDA(cudaMemsetAsync(t[3], 0, sizeof(float), s));
     const dim3 grid(blocks((C + kTile - 1) / kTile), blocks((R + kTile - 1) / kTile));

@@ -95,6 +95,14 @@ Outputs cast(std::size_t R, std::size_t C, const Tensors& t) {
   return {y, {amax}};
 }
 
+Outputs transpose(std::size_t R, std::size_t C, const Tensors& t) {
+  std::vector<double> yt(R * C);
+  for (std::size_t r = 0; r < R; ++r) {
+    for (std::size_t c = 0; c < C; ++c) yt[c * R + r] = t[0][r * C + c];
+  }
+  return {yt};
+}
+
 Outputs cast_transpose(std::size_t R, std::size_t C, const Tensors& t) {
   std::vector<double> y(R * C), yt(R * C);
   double amax = 0;
@@ -148,6 +156,7 @@ std::optional<std::vector<std::vector<double>>> routing_reference(
       {"moe_unpermute", unpermute},
       {"moe_unpermute.grad", unpermute_grad},
       {"fp8_cast", cast},
+      {"fp8_transpose", transpose},
       {"fp8_cast_transpose", cast_transpose}};
   // Any other op is not one of these: say so before widening its tensors.
   const auto it = references.find(op);

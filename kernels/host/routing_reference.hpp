@@ -1,8 +1,8 @@
 #pragma once
-// What the suite's mixture-of-experts routing kernels and its FP8 casts must compute
-// (kernels/cuda/routing_kernels.cu), in double precision from their inputs: the references the
-// kernels are checked against on the GPU before they are timed. Plain C++, so that the
-// references are themselves tested without a GPU.
+// What the suite's mixture-of-experts routing kernels and its FP8 casts and transpose must
+// compute (kernels/cuda/routing_kernels.cu), in double precision from their inputs: the
+// references the kernels are checked against on the GPU before they are timed. Plain C++, so
+// that the references are themselves tested without a GPU.
 //
 // The ops and their tensors, in order (R = rows, C = cols, T = R / kSuiteTopK tokens; B BF16,
 // F fp32, I int32, Q FP8 E4M3):
@@ -15,6 +15,7 @@
 //   moe_unpermute.grad  dout B[T,C], y B[R,C], map I[R], probs F[R] -> dy B[R,C] at map[t k + j]
 //                       = probs dout[t], dprobs F[R] = dout[t] . y[map[t k + j]]
 //   fp8_cast            x B[R,C] -> y Q[R,C] (x at scale 1, saturated), amax F[1]
+//   fp8_transpose       x Q[R,C] -> yT Q[C,R]
 //   fp8_cast_transpose  x B[R,C] -> y Q[R,C], yT Q[C,R] (x at scale 1, saturated), amax F[1]
 // `map` (Transformer Engine's row_id_map) is a permutation of [0, R): where each (token, choice)
 // lands among the rows grouped by expert.

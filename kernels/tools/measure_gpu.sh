@@ -110,7 +110,7 @@ EOF
 
 version=$("$bin" --version 2>/dev/null || echo "")
 routing_ops=(moe_router moe_router.grad moe_permute moe_permute.grad moe_unpermute
-  moe_unpermute.grad fp8_cast fp8_cast_transpose)
+  moe_unpermute.grad fp8_cast fp8_transpose fp8_cast_transpose)
 for g in "${groups[@]}"; do
   case $g in
     smoke)

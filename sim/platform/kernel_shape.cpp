@@ -156,8 +156,7 @@ const std::vector<MemoryOp>& memory_ops() {
        "amax"},
       {"fp8_transpose", 2,
        "an FP8 weight's transpose, made once a step for the weight-gradient layout Hopper's FP8 "
-       "GEMMs need: read FP8, write FP8",
-       false},
+       "GEMMs need: read FP8, write FP8"},
       {"fp8_cast_transpose",
        4,
        "Transformer Engine's quantisation of a GEMM operand: read BF16, write FP8 and its FP8 "

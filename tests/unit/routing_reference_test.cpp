@@ -101,6 +101,13 @@ TEST(RoutingReference, CastRoundsInPlaceAndTakesTheAmax) {
   EXPECT_EQ(out[1], std::vector<double>{1000});
 }
 
+TEST(RoutingReference, TransposeMovesEveryByte) {
+  const Tensors t = {{1.0f, 448.0f, -0.3125f, 0.0625f, 2.0f, -448.0f}, {}};
+  const auto out = run("fp8_transpose", 2, 3, t);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], (std::vector<double>{1, 0.0625, 448, 2, -0.3125, -448}));
+}
+
 TEST(RoutingReference, OtherOpsAreNotItsOwn) {
   EXPECT_FALSE(routing_reference("rmsnorm", 1, 8, {{}, {}}).has_value());
 }
