@@ -334,7 +334,9 @@ ValidationSet checking_rows(const std::string& part, bool moe) {
 // three LoRA rows over 8 % (that row -9.1 %; Llama 3 8B FP8 LoRA on 16 and 32 GPUs +9.1 and
 // +8.8 %, their SFT twins within 1 %). Since a frozen linear's FP8 cast leaves out the
 // transpose and the adapters' elementwise ops are priced as they run: FP8 2.88 %, one row over
-// 8 % (the 70B row, -9.6 %; the 8B FP8 LoRA rows +6.3 to +7.8 %).
+// 8 % (the 70B row, -9.6 %; the 8B FP8 LoRA rows +6.3 to +7.8 %). Since each FP8 weight is
+// quantised once a step and the calibration refitted (the ninth): BF16 3.23 %, FP8 3.12 %, the
+// band on 46, three LoRA rows over 8 % (-9.0 %, +9.3 % and +9.0 %).
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto bf16 = checking_rows(" BF16 ", false).errors_of("", "");
   const auto fp8 = checking_rows(" FP8 ", false).errors_of("", "");
@@ -343,10 +345,10 @@ TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   EXPECT_LE(bf16.mean, 0.033);  // the target is 0.030: missed
   EXPECT_LE(bf16.max, 0.080);
   EXPECT_LE(fp8.mean, 0.050);
-  EXPECT_LE(fp8.max, 0.096);  // the target is 0.080: missed on one LoRA row
+  EXPECT_LE(fp8.max, 0.096);  // the target is 0.080: missed on three LoRA rows
   const auto [inside, checking] = checking_rows("", false).in_band("check");
   EXPECT_EQ(checking, 64);
-  EXPECT_GE(inside, 42);  // the target is 52 (80 %)
+  EXPECT_GE(inside, 46);  // the target is 52 (80 %)
 }
 
 // The mixture-of-experts rows (Grok-1, DeepSeek-V3, Llama 4 Maverick), all checking rows: where
