@@ -168,14 +168,54 @@ __global__ void unpermute_bwd_kernel(const bf16* dout, const bf16* y, const int*
   }
 }
 
+// Eight FP8 bytes, stored or loaded as one 8-byte word.
+union Fp8x8 {
+  __nv_fp8_storage_t b[8];
+  uint2 u;
+};
+
+// Eight floats as FP8 E4M3 at scale 1 (saturated), their largest magnitude folded into `amax`.
+__device__ __forceinline__ Fp8x8 cast8(const float (&f)[8], float& amax) {
+  Fp8x8 q;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    q.b[e] = __nv_cvt_float_to_fp8(f[e], __NV_SATFINITE, __NV_E4M3);
+    amax = fmaxf(amax, fabsf(f[e]));
+  }
+  return q;
+}
+
+// The block's largest magnitude folded into the op's (non-negative floats order as their bits).
+__device__ __forceinline__ void fold_amax(float local, float* amax) {
+  local = block_max(local);
+  if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(local));
+}
+
+// The FP8 kernels' 64 x 64 tiles: each thread moves 8 bytes of a row, then 8 of a column.
+constexpr int kTile = 64;
+using Fp8Tile = __nv_fp8_storage_t[kTile][kTile + 8];
+
+// The block's tile written transposed (the weight-gradient layout) into yT [cols x rows].
+__device__ __forceinline__ void store_transposed(const Fp8Tile& tile, __nv_fp8_storage_t* yt,
+                                                 std::size_t r0, std::size_t c0, std::size_t rows,
+                                                 std::size_t cols) {
+  for (int i = static_cast<int>(threadIdx.x); i < kTile * kTile / 8; i += blockDim.x) {
+    const int tc = i / (kTile / 8), tr = (i % (kTile / 8)) * 8;
+    const std::size_t r = r0 + tr, c = c0 + tc;
+    if (r >= rows || c >= cols) continue;
+    Fp8x8 q;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) q.b[e] = tile[tr + e][tc];
+    *reinterpret_cast<uint2*>(yt + c * rows + r) = q.u;
+  }
+}
+
 // Transformer Engine's cast-transpose at scale 1: a 64 x 64 tile read once (8 BF16 a thread),
 // written as FP8 in both layouts through shared memory, and the tile's largest magnitude
-// folded into amax (non-negative floats order as their bits).
-constexpr int kTile = 64;
-
+// folded into amax.
 __global__ void cast_transpose_kernel(const bf16* x, __nv_fp8_storage_t* y, __nv_fp8_storage_t* yt,
                                       float* amax, std::size_t rows, std::size_t cols) {
-  __shared__ __nv_fp8_storage_t tile[kTile][kTile + 8];
+  __shared__ Fp8Tile tile;
   const std::size_t r0 = blockIdx.y * static_cast<std::size_t>(kTile),
                     c0 = blockIdx.x * static_cast<std::size_t>(kTile);
   float local = 0;
@@ -185,33 +225,14 @@ __global__ void cast_transpose_kernel(const bf16* x, __nv_fp8_storage_t* y, __nv
     if (r >= rows || c >= cols) continue;
     float f[8];
     load8(x + r * cols + c, f);
-    union {
-      __nv_fp8_storage_t b[8];
-      uint2 u;
-    } q;
+    const Fp8x8 q = cast8(f, local);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      q.b[e] = __nv_cvt_float_to_fp8(f[e], __NV_SATFINITE, __NV_E4M3);
-      tile[tr][tc + e] = q.b[e];
-      local = fmaxf(local, fabsf(f[e]));
-    }
+    for (int e = 0; e < 8; ++e) tile[tr][tc + e] = q.b[e];
     *reinterpret_cast<uint2*>(y + r * cols + c) = q.u;
   }
   __syncthreads();
-  for (int i = static_cast<int>(threadIdx.x); i < kTile * kTile / 8; i += blockDim.x) {
-    const int tc = i / (kTile / 8), tr = (i % (kTile / 8)) * 8;
-    const std::size_t r = r0 + tr, c = c0 + tc;
-    if (r >= rows || c >= cols) continue;
-    union {
-      __nv_fp8_storage_t b[8];
-      uint2 u;
-    } q;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) q.b[e] = tile[tr + e][tc];
-    *reinterpret_cast<uint2*>(yt + c * rows + r) = q.u;
-  }
-  local = block_max(local);
-  if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(local));
+  store_transposed(tile, yt, r0, c0, rows, cols);
+  fold_amax(local, amax);
 }
 
 // Transformer Engine's cast of an operand used only row-wise (a frozen weight's input): 8 BF16
@@ -222,53 +243,29 @@ __global__ void cast_kernel(const bf16* x, __nv_fp8_storage_t* y, float* amax, s
   TS_GRID_STRIDE(i, n8) {
     float f[8];
     load8(x + 8 * i, f);
-    union {
-      __nv_fp8_storage_t b[8];
-      uint2 u;
-    } q;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      q.b[e] = __nv_cvt_float_to_fp8(f[e], __NV_SATFINITE, __NV_E4M3);
-      local = fmaxf(local, fabsf(f[e]));
-    }
-    *reinterpret_cast<uint2*>(y + 8 * i) = q.u;
+    *reinterpret_cast<uint2*>(y + 8 * i) = cast8(f, local).u;
   }
-  local = block_max(local);
-  if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(local));
+  fold_amax(local, amax);
 }
 
 // An FP8 weight's transpose (Transformer Engine's, once a step for the weight-gradient layout):
 // a 64 x 64 tile of bytes read 8 at a time into shared memory and written transposed.
 __global__ void transpose_fp8_kernel(const __nv_fp8_storage_t* x, __nv_fp8_storage_t* yt,
                                      std::size_t rows, std::size_t cols) {
-  __shared__ __nv_fp8_storage_t tile[kTile][kTile + 8];
+  __shared__ Fp8Tile tile;
   const std::size_t r0 = blockIdx.y * static_cast<std::size_t>(kTile),
                     c0 = blockIdx.x * static_cast<std::size_t>(kTile);
   for (int i = static_cast<int>(threadIdx.x); i < kTile * kTile / 8; i += blockDim.x) {
     const int tr = i / (kTile / 8), tc = (i % (kTile / 8)) * 8;
     const std::size_t r = r0 + tr, c = c0 + tc;
     if (r >= rows || c >= cols) continue;
-    union {
-      __nv_fp8_storage_t b[8];
-      uint2 u;
-    } q;
+    Fp8x8 q;
     q.u = *reinterpret_cast<const uint2*>(x + r * cols + c);
 #pragma unroll
     for (int e = 0; e < 8; ++e) tile[tr][tc + e] = q.b[e];
   }
   __syncthreads();
-  for (int i = static_cast<int>(threadIdx.x); i < kTile * kTile / 8; i += blockDim.x) {
-    const int tc = i / (kTile / 8), tr = (i % (kTile / 8)) * 8;
-    const std::size_t r = r0 + tr, c = c0 + tc;
-    if (r >= rows || c >= cols) continue;
-    union {
-      __nv_fp8_storage_t b[8];
-      uint2 u;
-    } q;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) q.b[e] = tile[tr + e][tc];
-    *reinterpret_cast<uint2*>(yt + c * rows + r) = q.u;
-  }
+  store_transposed(tile, yt, r0, c0, rows, cols);
 }
 
 unsigned blocks(std::size_t n) {
