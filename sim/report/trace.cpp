@@ -99,11 +99,17 @@ void add_stage(const TraceInputs& in, std::int64_t s, std::int64_t gpu, TraceEve
   std::set<int> tracks = {kComputeTrack};
   std::size_t c = 0;
   std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t, bool>, std::int64_t> seen;
+  std::map<std::int32_t, std::int32_t> first_forward;  // chunk -> its first forward's micro-batch
   for (const Span& sp : spans) {
     tracks.insert(track_of(sp));
     if (sp.compute) {
       const auto [part, parts] = piece[c++];
-      out.slices.push_back(slice(compute_event(sp, s, in.partition, in.costs, part, parts), sp, s));
+      const bool forward = sp.compute_kind == ComputeKind::kForward;
+      const bool first =
+          forward &&
+          first_forward.try_emplace(sp.chunk, sp.microbatch).first->second == sp.microbatch;
+      out.slices.push_back(
+          slice(compute_event(sp, s, in.partition, in.costs, part, parts, first), sp, s));
       continue;
     }
     out.slices.push_back(slice(comm_event(sp, in.graph, rank), sp, s));

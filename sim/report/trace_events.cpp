@@ -68,7 +68,8 @@ void describe_kernels(const PassCost& pass, nlohmann::ordered_json& args) {
 }  // namespace
 
 TraceEvent compute_event(const Span& span, std::int64_t stage, const Partition& partition,
-                         const CostModel& costs, std::int64_t part, std::int64_t parts) {
+                         const CostModel& costs, std::int64_t part, std::int64_t parts,
+                         bool first_forward) {
   TraceEvent e;
   e.category = to_string(span.compute_kind);
   e.args["pass"] = to_string(span.compute_kind);
@@ -113,8 +114,10 @@ TraceEvent compute_event(const Span& span, std::int64_t stage, const Partition& 
     e.args["part"] = std::to_string(part) + " of " + std::to_string(parts) +
                      " (the pass waits for each parameter all-gather bucket)";
   }
-  if (const PassCost* pass =
-          pass_cost(costs.stages[static_cast<std::size_t>(v)], span.compute_kind)) {
+  const StageCost& sc = costs.stages[static_cast<std::size_t>(v)];
+  if (first_forward && !sc.first_forward.kernels.empty()) {
+    describe_kernels(sc.first_forward, e.args);
+  } else if (const PassCost* pass = pass_cost(sc, span.compute_kind)) {
     describe_kernels(*pass, e.args);
   }
   return e;

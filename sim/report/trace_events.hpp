@@ -19,9 +19,11 @@ struct TraceEvent {
 };
 
 /// A compute span of physical stage `stage`: `part` of `parts` when its pass runs in pieces
-/// (each waiting for a parameter all-gather), 1 of 1 otherwise.
+/// (each waiting for a parameter all-gather), 1 of 1 otherwise; `first_forward` when it is its
+/// chunk's first forward of the step, which also quantises the chunk's FP8 weights.
 TraceEvent compute_event(const Span& span, std::int64_t stage, const Partition& partition,
-                         const CostModel& costs, std::int64_t part, std::int64_t parts);
+                         const CostModel& costs, std::int64_t part, std::int64_t parts,
+                         bool first_forward);
 
 /// A communication span of graph rank `rank`: a point-to-point transfer (one slice per message
 /// of a batch) or a collective.

@@ -2,12 +2,14 @@
 // one-page HTML report, and plans side by side (trainsim compare); the binary in a child process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "tests/support/support.hpp"
 
@@ -22,6 +24,34 @@ TEST(Cli, DumpGraphWritesTheTaskGraph) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto g = nlohmann::json::parse(test::read_file(path));
   EXPECT_EQ(g["ranks"].size(), 64u);
+}
+
+// Under FP8 each stage's first forward of the step also quantises the stage's GEMM weights
+// (80 decoder layers over 4 stages: 20 layers x 4 linears): its slice lists 80 launches more
+// than every other forward of the stage, which list the same.
+TEST(Cli, TheTracesFirstForwardQuantisesTheWeights) {
+  const std::string path = test::make_temp_dir() + "/trace.json";
+  const auto r = test::run_trainsim(
+      {"run", kScenario, "--engine", "analytic", "--precision", "fp8", "--trace", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto trace = nlohmann::json::parse(test::read_file(path));
+  std::map<std::int64_t, std::vector<std::pair<double, std::int64_t>>> forwards;  // by stage
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["cat"] != "forward") continue;
+    std::int64_t launches = 0;
+    for (const auto& [source, n] : e["args"]["kernel launches by time source"].items()) {
+      launches += n.get<std::int64_t>();
+    }
+    forwards[e["pid"].get<std::int64_t>()].push_back({e["ts"].get<double>(), launches});
+  }
+  ASSERT_EQ(forwards.size(), 4u);
+  for (auto& [stage, f] : forwards) {
+    std::sort(f.begin(), f.end());
+    ASSERT_EQ(f.size(), 32u) << stage;
+    for (std::size_t i = 1; i < f.size(); ++i) {
+      EXPECT_EQ(f[0].second - f[i].second, 80) << stage << " " << i;
+    }
+  }
 }
 
 // The Chrome trace of a replay: one GPU per stage, its passes and transfers, and a memory counter
