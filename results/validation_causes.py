@@ -37,8 +37,9 @@ LORA_SERIES = (
 LORA_OVER_SFT = (
     "not established. Its supervised fine-tuning twin is predicted %+.1f %%; LoRA's step is "
     "measured %.3f s shorter than the twin's and predicted %.3f s shorter, so what LoRA changes "
-    "(the frozen backward, the adapters' kernels, Megatron's plain optimizer) is priced %.0f ms "
-    "a step slower than it ran")
+    "(the frozen backward, the adapters' kernels, Megatron's plain optimizer, and in FP8 the frozen "
+    "BF16 weights cast and transposed each step, where the twin's FP8 weights are only "
+    "transposed) is priced %.0f ms a step slower than it ran")
 
 
 def and_list(items):
