@@ -227,13 +227,15 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
   }
 }
 
-// `casts` (the weights' quantisation, or nothing) followed by `forward`; nothing without casts.
-void with_forward(PassCost& casts, const PassCost& forward) {
-  if (casts.kernels.empty()) return;
-  PassCost first = forward;
-  first.seconds += casts.seconds;
-  first.kernels.insert(first.kernels.begin(), casts.kernels.begin(), casts.kernels.end());
-  casts = std::move(first);
+// The stage's first forward: the weights' quantisation that add_block_passes gathered in it,
+// then the whole forward (its calls and stalls); left empty where there is nothing to cast.
+void complete_first_forward(StageCost& sc) {
+  if (sc.first_forward.kernels.empty()) return;
+  PassCost first = sc.forward;
+  first.seconds += sc.first_forward.seconds;
+  first.kernels.insert(first.kernels.begin(), sc.first_forward.kernels.begin(),
+                       sc.first_forward.kernels.end());
+  sc.first_forward = std::move(first);
 }
 
 // The optimizer step over this GPU's parameters, or its 1/(dp x cp) shard of them (ZeRO-1 up),
@@ -323,7 +325,7 @@ CostModel compute_costs(const Model& model, const Platform& platform, const Plan
     sc.grad_bytes = static_cast<double>(sc.trained_params_per_gpu()) * grad_reduce_bytes(plan);
     sc.expert_bias_sync_bytes = static_cast<double>(held.expert_bias_counts) * kExpertBiasBytes;
     if (plan.fp8_recipe == Fp8Recipe::kDelayed) add_amax_reductions(sc);
-    with_forward(sc.first_forward, sc.forward);  // the forward complete, its reduction too
+    complete_first_forward(sc);  // after the forward's amax reduction joined it
     add_optimizer(sc, plan, costing);
     cm.stages.push_back(std::move(sc));
   }
