@@ -59,10 +59,11 @@ struct BlockInputs {
 };
 
 // The LM head keeps its input, once for the main model and once for each multi-token-prediction
-// module. Deferring its weight gradient, a backward keeps that input and the BF16 gradient of the
+// module; frozen (LoRA) it keeps none (Megatron-Core's LinearWithFrozenWeight saves the weight
+// alone). Deferring its weight gradient, a backward keeps that input and the BF16 gradient of the
 // logits to the flush (Megatron-LM's embedding_activation_buffer and grad_output_buffer).
 void add_lm_head(PassFootprint& f, const BlockInputs& in) {
-  f.saved += in.hidden() * in.runs;
+  if (!in.plan.lora()) f.saved += in.hidden() * in.runs;
   if (in.plan.defer_embedding_wgrad_compute) {
     f.deferred += in.hidden() * in.runs + kActBytes * in.logits;
     f.deferrals = in.plan.deferred_lm_head_wgrads();

@@ -205,6 +205,14 @@ TEST(Lora, AStageWithoutDecodersTrainsNothing) {
   const StageMemory mem = compute_memory(m, pf, p, part, costs).stages.at(1);
   EXPECT_DOUBLE_EQ(mem.state.weights, 2.0 * static_cast<double>(head.params_per_gpu));
   EXPECT_DOUBLE_EQ(mem.state.gradients + mem.state.master_weights + mem.state.optimizer, 0.0);
+  // The frozen LM head keeps no input (Megatron-Core's LinearWithFrozenWeight): of full
+  // training's footprint there, one hidden state of the micro-batch's 4,096 tokens, split by SP.
+  Plan full = p;
+  full.lora_rank = 0;
+  full.lora_target_modules = kLoraAllModules;
+  const StageMemory trained =
+      compute_memory(m, pf, full, part, compute_costs(m, pf, full, part)).stages.at(1);
+  EXPECT_DOUBLE_EQ(trained.footprint.saved - mem.footprint.saved, 2.0 * 4096 * 4096 / 2);
   // Over two data-parallel replicas, with the distributed optimizer and both overlaps: the
   // decoders' stage reduces its adapters' gradients and gathers them back; the head's stage
   // calls nothing over DP (no zero-byte calls).
