@@ -39,7 +39,10 @@ LORA_OVER_SFT = (
     "measured %.3f s shorter than the twin's and predicted %.3f s shorter, so what LoRA changes "
     "(the frozen backward, the adapters' kernels, Megatron's plain optimizer, and in FP8 the frozen "
     "BF16 weights cast and transposed each step, where the twin's FP8 weights are only "
-    "transposed) is priced %.0f ms a step slower than it ran")
+    "transposed) is priced %.0f ms a step slower than it ran. As a ratio, LoRA's step is measured "
+    "at %.3f of the twin's and predicted at %.3f: trainsim applies one sustained share to every "
+    "plan's GEMMs, and a GPU held at its power limit may keep more of its speed once the weight "
+    "gradients' GEMMs are gone (kernels/torch/sustained_mix.py is written to measure that)")
 
 
 def and_list(items):
@@ -69,7 +72,8 @@ def lora_over_sft(r, rows):
     sft = next(x for x in rows if x["name"] == r["name"].replace("finetune_LoRA", "finetune_SFT"))
     measured = sft["measured_s"] - r["measured_s"]
     predicted = sft["predicted_s"] - r["predicted_s"]
-    return (100 * sft["error"], measured, predicted, 1e3 * (measured - predicted))
+    return (100 * sft["error"], measured, predicted, 1e3 * (measured - predicted),
+            r["measured_s"] / sft["measured_s"], r["predicted_s"] / sft["predicted_s"])
 
 
 ETP1_TWIN = (
