@@ -13,9 +13,10 @@
 # between the grid points, to check the interpolation on measurements), repeat (the default
 # scenario's kernels again, for the run-to-run spread), routing (only the MoE routing and FP8
 # cast-transpose kernels, part of memory: to add them to a database measured before the suite
-# had them) and remeasure (the full-block attention backward of 16 heads of 128 at every
+# had them), remeasure (the full-block attention backward of 16 heads of 128 at every
 # sequence, whose 4,096 entry in the H100 database was disturbed: a later input of a merge
-# replaces an entry). Then merge them:
+# replaces an entry) and mix (kernels/torch/sustained_mix.py: how much of its burst speed the GPU
+# keeps through a step, by the step's mix of kernels; not a database). Then merge them:
 #
 #   build/trainsim_kernels --merge platforms/h100-sxm/kernels.json \
 #       OUTDIR/gemm.json OUTDIR/memory.json OUTDIR/grouped_gemm.json OUTDIR/attention.json
@@ -151,6 +152,12 @@ for g in "${groups[@]}"; do
       torch_attention repeat-attention 30 "--models llama3.1-70b --tps 4 --attention-seqs 8192" \
         's["batch"] == 1' --out "$out/repeat-attention.json" \
         --suite-version "$version" ;;
+    mix)  # how much burst speed the GPU keeps through a step, by its mix (not a database)
+      b=$(budget mix 360)
+      say "mix: up to $b s"
+      PYTHONUNBUFFERED=1 timeout -k 10 "$b" "$py" kernels/torch/sustained_mix.py \
+        --out "$out/sustained_mix.json" >>"$log" 2>&1
+      say "mix: exit $?" ;;
     *)
       say "unknown group $g"
       exit 2
