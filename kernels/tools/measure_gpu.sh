@@ -15,8 +15,10 @@
 # cast-transpose kernels, part of memory: to add them to a database measured before the suite
 # had them), remeasure (the full-block attention backward of 16 heads of 128 at every
 # sequence, whose 4,096 entry in the H100 database was disturbed: a later input of a merge
-# replaces an entry) and mix (kernels/torch/sustained_mix.py: how much of its burst speed the GPU
-# keeps through a step, by the step's mix of kernels; not a database). Then merge them:
+# replaces an entry), mix (kernels/torch/sustained_mix.py: how much of its burst speed the GPU
+# keeps through a step, by the step's mix of kernels) and loss (kernels/torch/
+# cross_entropy_paths.py: Megatron-Core's cross-entropy, fused and unfused); the last two are not
+# databases. Then merge them:
 #
 #   build/trainsim_kernels --merge platforms/h100-sxm/kernels.json \
 #       OUTDIR/gemm.json OUTDIR/memory.json OUTDIR/grouped_gemm.json OUTDIR/attention.json
@@ -158,6 +160,12 @@ for g in "${groups[@]}"; do
       PYTHONUNBUFFERED=1 timeout -k 10 "$b" "$py" kernels/torch/sustained_mix.py \
         --out "$out/sustained_mix.json" >>"$log" 2>&1
       say "mix: exit $?" ;;
+    loss)  # Megatron-Core's cross-entropy, fused and unfused (not a database)
+      b=$(budget loss 240)
+      say "loss: up to $b s"
+      PYTHONUNBUFFERED=1 timeout -k 10 "$b" "$py" kernels/torch/cross_entropy_paths.py \
+        --out "$out/cross_entropy_paths.json" >>"$log" 2>&1
+      say "loss: exit $?" ;;
     *)
       say "unknown group $g"
       exit 2
