@@ -184,14 +184,17 @@ void apply_sft_recipe(const std::string& model, Plan& p,
 // lora in performance mode): adapters of dim 8 (8B) or 16 (70B) on
 // linear_qkv alone (finetune_performance_optimizations sets target_modules); Megatron's plain
 // optimizer (use_distributed_optimizer False) with NeMo's default DDP, which overlaps nothing;
-// no TP-overlap callback; FP8 rows without the FP8 parameter gather the distributed optimizer
-// would do.
+// no comm-overlap callback, so neither TP communication nor the interleaved schedule's pipeline
+// exchanges are overlapped (NeMo sets overlap_p2p_comm only through MegatronCommOverlapCallback,
+// for VP > 1; Megatron-Core's ModelParallelConfig defaults it to False); FP8 rows without the
+// FP8 parameter gather the distributed optimizer would do.
 void apply_lora_recipe(const std::string& model, Plan& p,
                        const std::function<void(const std::string&)>& says) {
   p.lora_rank = model == "Llama3 70B" ? 16 : 8;
   p.lora_target_modules = kLoraQkv;
   p.zero = 0;
   p.overlap_grad_reduce = p.overlap_param_gather = p.tp_comm_overlap = false;
+  if (p.schedule == ScheduleKind::kInterleaved) p.overlap_p2p_comm = false;
   p.fp8_param_gather = false;
   says("LoRA rank " + std::to_string(p.lora_rank) +
        " on linear_qkv, no distributed optimizer, no overlap");
