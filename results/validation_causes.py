@@ -27,12 +27,6 @@ SEQUENTIAL_RUNS = [("Grok-1", "v24.11.1"), ("Grok-1", "v25.04.02")]
 KERNELS = os.path.join(ROOT, "platforms", "h100-sxm", "kernels.json")
 
 
-# A LoRA row whose series grows where nothing priced does: its own series and its BF16 twins'.
-LORA_SERIES = (
-    "not established. Its series was measured at %s s on %s GPUs (%+.0f %% from %d to %d; its "
-    "BF16 twins %s s, %+.0f %%), and the other rows are predicted %s. The GPUs added are "
-    "data-parallel ranks of the same %d-GPU layout, whose gradient reduction is the adapters' 6 MB "
-    "a GPU (2.9 million BF16 gradients): nothing trainsim prices grows by %.1f s with them")
 # A LoRA row set against its supervised fine-tuning twin (same model, GPUs, precision, release).
 LORA_OVER_SFT = (
     "not established. Its supervised fine-tuning twin is predicted %+.1f %%; LoRA's step is "
@@ -43,28 +37,6 @@ LORA_OVER_SFT = (
     "at %.3f of the twin's and predicted at %.3f: trainsim applies one sustained share to every "
     "plan's GEMMs, and a GPU held at its power limit may keep more of its speed once the weight "
     "gradients' GEMMs are gone (kernels/torch/sustained_mix.py is written to measure that)")
-
-
-def and_list(items):
-    """Items as a sentence lists them: "a, b and c"."""
-    items = list(items)
-    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
-
-
-def lora_series(r, rows):
-    """The row's LoRA series (its GPU counts) and its BF16 twins'."""
-    family, _, tag = name_parts(r["name"])
-    gpus = lambda x: name_parts(x["name"])[1]
-    series_of = lambda f: sorted(
-        (x for x in rows if name_parts(x["name"])[::2] == (f, tag)), key=gpus)
-    series, twins = series_of(family), series_of(family.replace(" FP8", " BF16"))
-    steps = lambda xs: and_list("%.2f" % x["measured_s"] for x in xs)
-    growth = lambda xs: 100 * (xs[-1]["measured_s"] / xs[-2]["measured_s"] - 1)
-    others = and_list("%+.1f %% on %d GPUs" % (100 * x["error"], gpus(x)) for x in series
-                      if x is not r)
-    return (steps(series), and_list(str(gpus(x)) for x in series), growth(series),
-            gpus(series[-2]), gpus(series[-1]), steps(twins), growth(twins), others,
-            gpus(series[0]), series[-1]["measured_s"] - series[-2]["measured_s"])
 
 
 def lora_over_sft(r, rows):
@@ -149,7 +121,6 @@ CAUSES = {
         "rate with no measurement of NCCL's all-to-all at that size to check it against"),
     ("Grok-1 314B (MoE) BF16 512 GPUs", "v25.05.05"): ETP1_TWIN,
     ("Grok-1 314B (MoE) BF16", ""): "not established",
-    ("Llama3 70B FP8 32 GPUs", "finetune_LoRA"): LORA_SERIES,
     ("Llama3 8B", "finetune_LoRA"): LORA_OVER_SFT,
 }
 
@@ -249,8 +220,6 @@ def cause(r, rows, context):
                                own_fp8_speedup(r, rows), context)
             elif text is ETP1_TWIN:
                 text = text % etp1_twin(r, rows)
-            elif text is LORA_SERIES:
-                text = text % lora_series(r, rows)
             elif text is LORA_OVER_SFT:
                 text = text % lora_over_sft(r, rows)
             experts = local_expert_miss(r, rows)

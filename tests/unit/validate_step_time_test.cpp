@@ -191,6 +191,45 @@ TEST(ValidateStepTime, LoraRowsRunTheirFineTuningRecipe) {
   EXPECT_DOUBLE_EQ(row.predicted, evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s);
 }
 
+// A LoRA row on an interleaved pipeline waits for its exchanges: the recipe adds no comm-overlap
+// callback, the only place NeMo turns overlap_p2p_comm on, and Megatron-Core's ModelParallelConfig
+// defaults it off. On 32 GPUs the stages sit on four nodes, their exchanges on InfiniBand, and
+// waiting for them lengthens the step.
+TEST(ValidateStepTime, LoraRowsOnAnInterleavedPipelineWaitForTheirExchanges) {
+  auto j = recipe_row("Llama3 70B", "BF16", 32);
+  j["task"] = "finetune_LoRA";
+  j["tp"] = 2;
+  j["pp"] = 4;
+  j["vp"] = 20;
+  j["mbs"] = 1;
+  j["gbs"] = 128;
+  j["source"]["tag"] = "v25.04.02";
+  const auto set = validate_rows(nlohmann::json::array({j}));
+  const auto& row = set.rows.at(0);
+  ASSERT_FALSE(row.skipped) << *row.skipped;
+  Plan p;
+  p.tp = 2;
+  p.pp = 4;
+  p.vp = 20;
+  p.schedule = ScheduleKind::kInterleaved;
+  p.dp = 4;
+  p.mbs = 1;
+  p.gbs = 128;
+  p.seq_len = 4096;
+  p.sp = true;
+  p.packed_document_tokens = 200;
+  p.lora_rank = 16;
+  p.lora_target_modules = kLoraQkv;
+  p.grad_reduce_in_bf16 = true;
+  p.overlap_p2p_comm = false;
+  const Model m = test::catalog_model("llama3.1-70b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const double waiting = evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s;
+  EXPECT_DOUBLE_EQ(row.predicted, waiting);
+  p.overlap_p2p_comm = true;
+  EXPECT_LT(evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s, 0.97 * waiting);
+}
+
 // The setup a small row of `model` (8 GPUs at TP 8, two layers) runs under release `tag`: what
 // its benchmark configuration set, as validate reports it.
 std::string small_row_setup(const std::string& model, const std::string& precision,
