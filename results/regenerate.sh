@@ -26,6 +26,14 @@ echo "wrote $here/schedules/llama3.1-70b-64gpu-{1f1b,interleaved}.svg"
   --set recompute=full >"$here/schedules/compare-llama3.1-70b-64gpu.txt"
 echo "wrote $here/schedules/compare-llama3.1-70b-64gpu.txt"
 python3 "$here/teaching.py" "$bin"
+# The pipeline-exchanges diagnostic README quotes: NVIDIA's LoRA recipe for Llama 3 70B (its
+# interleaved pipeline waiting for its exchanges) at four copies of its 8-GPU layout.
+out="$here/schedules/llama3-70b-lora-32gpu-check.txt"
+{
+  echo "build/trainsim check scenarios/llama3-70b-lora-8gpu.json --dp 4 --gbs 128"
+  "$bin" check scenarios/llama3-70b-lora-8gpu.json --dp 4 --gbs 128 || true
+} > "$out"
+echo "wrote $out"
 out="$here/schedules/llama3.1-70b-64gpu.txt"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT

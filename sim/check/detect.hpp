@@ -13,8 +13,8 @@
 namespace trainsim {
 
 /// Every detector in report order: partition defects, imbalance, batch, vocabulary, TP span,
-/// CP ring, CP all-to-all span, expert load, EP span, expert TP, exposed all-to-alls, what the
-/// model holds beyond the simulation, memory.
+/// CP ring, CP all-to-all span, expert load, EP span, expert TP, exposed all-to-alls, exposed
+/// pipeline exchanges, what the model holds beyond the simulation, memory.
 std::vector<Finding> detect(const CheckContext& context);
 
 /// Stages with no blocks or no parameters, and decoder layers the rule does not build.
@@ -42,6 +42,9 @@ std::vector<Finding> find_expert_tp_split(const CheckContext& context);
 /// Expert all-to-alls on the compute stream taking a large share of a stage's passes (withdrawn
 /// where overlapping them is no faster).
 std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context);
+/// An interleaved pipeline waiting for its exchanges on the compute stream, where they take a
+/// large share of a stage's chunks (withdrawn where overlapping them is no faster).
+std::vector<Finding> find_pp_exchanges_exposed(const CheckContext& context);
 /// A sequence past the positions the model was trained on; configuration keys that change the
 /// cost but are not modelled (the model's `unmodelled` notes).
 std::vector<Finding> find_model_beyond_modelled(const CheckContext& context);

@@ -116,7 +116,7 @@ std::string run_help(const std::string& command) {
          "microbatches-fewer-than-stages, uneven-tp-shard (vocabulary padding and its checkpoint\n"
          "hazard), tp-across-nodes; for context and expert parallelism cp-ring-exposed,\n"
          "cp-a2a-across-nodes, expert-imbalance, ep-across-nodes, expert-tp-split,\n"
-         "ep-a2a-exposed; what the model\n"
+         "ep-a2a-exposed; for interleaved pipelines pp-exchanges-exposed; what the model\n"
          "holds beyond the simulation: sequence-past-trained-positions, unmodelled-config-key,\n"
          "tp-comm-overlap-dropped; and faster-plan-nearby (a plan one step away on the same GPUs\n"
          "runs the step 1.25 times faster). Exits 1 when any is an error, 0 otherwise.\n\n"

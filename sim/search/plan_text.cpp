@@ -32,6 +32,10 @@ std::string plan_changes(const Plan& from, const Plan& to) {
         " (tokens over it dropped)");
   }
   if (to.moe_a2a_overlap && !from.moe_a2a_overlap) add("--overlap-moe-expert-parallel-comm");
+  // With the schedule unchanged (another schedule fixes its own overlap).
+  if (to.schedule == from.schedule && to.p2p_overlap() != from.p2p_overlap()) {
+    add(to.p2p_overlap() ? "without --no-overlap-p2p-comm" : "--no-overlap-p2p-comm");
+  }
   if (to.rank_order != from.rank_order) add("--rank-order " + to_string(to.rank_order));
   if (from.defer_embedding_wgrad_compute && !to.defer_embedding_wgrad_compute) {
     add("without --defer-embedding-wgrad-compute");

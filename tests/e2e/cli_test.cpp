@@ -188,8 +188,8 @@ TEST(Cli, CheckAndHelp) {
        {"stage-without-parameters", "empty-stage", "layers-dropped", "gbs-not-divisible", "oom",
         "stage-imbalance", "microbatches-fewer-than-stages", "uneven-tp-shard", "tp-across-nodes",
         "cp-ring-exposed", "expert-imbalance", "ep-across-nodes", "expert-tp-split",
-        "ep-a2a-exposed", "sequence-past-trained-positions", "unmodelled-config-key",
-        "tp-comm-overlap-dropped", "faster-plan-nearby"}) {
+        "ep-a2a-exposed", "pp-exchanges-exposed", "sequence-past-trained-positions",
+        "unmodelled-config-key", "tp-comm-overlap-dropped", "faster-plan-nearby"}) {
     EXPECT_NE(help.find(id), std::string::npos) << id;
   }
 }
