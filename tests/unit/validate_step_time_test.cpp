@@ -115,39 +115,58 @@ TEST(ValidateStepTime, DeepSeekRowsRunTheirBenchmarkScript) {
   EXPECT_NE(row.predicted, evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s);
 }
 
+// A v25.04.02 fine-tuning row (`task` finetune_SFT or finetune_LoRA) of `model` on `gpus` GPUs,
+// micro-batch 1, and the one row validate makes of it.
+ValidationRow finetune_row(const std::string& model, const std::string& precision,
+                           std::int64_t gpus, const std::string& task, std::int64_t tp,
+                           std::int64_t pp, std::int64_t vp, std::int64_t gbs) {
+  auto j = recipe_row(model, precision, gpus);
+  j["task"] = task;
+  j["tp"] = tp;
+  j["pp"] = pp;
+  if (vp > 1) j["vp"] = vp;
+  j["mbs"] = 1;
+  j["gbs"] = gbs;
+  j["source"]["tag"] = "v25.04.02";
+  return validate_rows(nlohmann::json::array({j})).rows.at(0);
+}
+
+// What every fine-tuning row runs: SQuAD packed into 4,096-token sequences (documents of about
+// 200 tokens as the attention sees them), one a micro-batch, sequence parallelism with TP, the
+// interleaved schedule with VP, gradients reduced in BF16.
+Plan packed_finetune_plan(std::int64_t tp, std::int64_t pp, std::int64_t vp, std::int64_t dp,
+                          std::int64_t gbs) {
+  Plan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.vp = vp;
+  if (vp > 1) p.schedule = ScheduleKind::kInterleaved;
+  p.dp = dp;
+  p.mbs = 1;
+  p.gbs = gbs;
+  p.seq_len = 4096;
+  p.packed_document_tokens = 200;
+  p.sp = tp > 1;
+  p.grad_reduce_in_bf16 = true;
+  return p;
+}
+
 // A supervised fine-tuning row runs its benchmark's recipe (v25.04.02's ft_llama3, NeMo's
 // finetune_recipe in performance mode): SQuAD packed into each sequence, documents of about 200
 // tokens as the attention sees them, and for Llama 3 70B on a pipeline the LM head's weight
 // gradients of 22 micro-batches deferred. It checks the calibration, which never saw it.
 TEST(ValidateStepTime, SftRowsRunTheirFineTuningRecipe) {
-  auto j = recipe_row("Llama3 70B", "BF16", 32);
-  j["task"] = "finetune_SFT";
-  j["pp"] = 4;
-  j["vp"] = 5;
-  j["mbs"] = 1;
-  j["gbs"] = 32;
-  j["source"]["tag"] = "v25.04.02";
-  const auto set = validate_rows(nlohmann::json::array({j}));
-  const auto& row = set.rows.at(0);
+  const auto row = finetune_row("Llama3 70B", "BF16", 32, "finetune_SFT", 4, 4, 5, 32);
   ASSERT_FALSE(row.skipped) << *row.skipped;
   EXPECT_EQ(row.name, "Llama3 70B BF16 32 GPUs (v25.04.02, finetune_SFT)");
   EXPECT_EQ(row.half, "check");
   EXPECT_EQ(row.setup,
             "llama3.1-70b, tp 4 pp 4 x vp 5 dp 2, mbs 1, gbs 32, seq 4096, SQuAD packed, "
             "documents of 200, defer-wgrad 22, bf16 grad reduce, bf16");
-  Plan p;
-  p.tp = 4;
-  p.pp = 4;
-  p.vp = 5;
-  p.schedule = ScheduleKind::kInterleaved;
-  p.dp = 2;
-  p.mbs = 1;
-  p.gbs = 32;
-  p.seq_len = 4096;
-  p.packed_document_tokens = 200;
-  p.sp = p.tp_comm_overlap = true;
+  Plan p = packed_finetune_plan(4, 4, 5, 2, 32);
+  p.tp_comm_overlap = true;
   p.zero = 1;
-  p.overlap_grad_reduce = p.overlap_param_gather = p.grad_reduce_in_bf16 = true;
+  p.overlap_grad_reduce = p.overlap_param_gather = true;
   p.defer_embedding_wgrad_compute = true;
   p.wgrad_deferral_limit = 22;
   const Model m = test::catalog_model("llama3.1-70b");
@@ -162,30 +181,17 @@ TEST(ValidateStepTime, SftRowsRunTheirFineTuningRecipe) {
 // A LoRA row runs its recipe: the same packed SQuAD, adapters of dim 8 (Llama 3 8B) on
 // linear_qkv alone, Megatron's plain optimizer and NeMo's default DDP, which overlaps nothing.
 TEST(ValidateStepTime, LoraRowsRunTheirFineTuningRecipe) {
-  auto j = recipe_row("Llama3 8B", "FP8", 16);
-  j["task"] = "finetune_LoRA";
-  j["tp"] = 1;
-  j["mbs"] = 1;
-  j["gbs"] = 64;
-  j["source"]["tag"] = "v25.04.02";
-  const auto set = validate_rows(nlohmann::json::array({j}));
-  const auto& row = set.rows.at(0);
+  const auto row = finetune_row("Llama3 8B", "FP8", 16, "finetune_LoRA", 1, 1, 1, 64);
   ASSERT_FALSE(row.skipped) << *row.skipped;
   EXPECT_EQ(row.half, "check");
   EXPECT_EQ(row.setup,
             "llama3-8b, tp 1 pp 1 dp 16, mbs 1, gbs 64, seq 4096, SQuAD packed, documents of 200, "
             "LoRA rank 8 on linear_qkv, no distributed optimizer, no overlap, bf16 grad reduce, "
             "fp8");
-  Plan p;
-  p.dp = 16;
-  p.mbs = 1;
-  p.gbs = 64;
-  p.seq_len = 4096;
+  Plan p = packed_finetune_plan(1, 1, 1, 16, 64);
   p.precision = Precision::kFP8;
-  p.packed_document_tokens = 200;
   p.lora_rank = 8;
   p.lora_target_modules = kLoraQkv;
-  p.grad_reduce_in_bf16 = true;
   const Model m = test::catalog_model("llama3-8b");
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
   EXPECT_DOUBLE_EQ(row.predicted, evaluate(m, pf, p, build_partition(m, pf, p)).sim.step_time_s);
@@ -196,31 +202,11 @@ TEST(ValidateStepTime, LoraRowsRunTheirFineTuningRecipe) {
 // defaults it off. On 32 GPUs the stages sit on four nodes, their exchanges on InfiniBand, and
 // waiting for them lengthens the step.
 TEST(ValidateStepTime, LoraRowsOnAnInterleavedPipelineWaitForTheirExchanges) {
-  auto j = recipe_row("Llama3 70B", "BF16", 32);
-  j["task"] = "finetune_LoRA";
-  j["tp"] = 2;
-  j["pp"] = 4;
-  j["vp"] = 20;
-  j["mbs"] = 1;
-  j["gbs"] = 128;
-  j["source"]["tag"] = "v25.04.02";
-  const auto set = validate_rows(nlohmann::json::array({j}));
-  const auto& row = set.rows.at(0);
+  const auto row = finetune_row("Llama3 70B", "BF16", 32, "finetune_LoRA", 2, 4, 20, 128);
   ASSERT_FALSE(row.skipped) << *row.skipped;
-  Plan p;
-  p.tp = 2;
-  p.pp = 4;
-  p.vp = 20;
-  p.schedule = ScheduleKind::kInterleaved;
-  p.dp = 4;
-  p.mbs = 1;
-  p.gbs = 128;
-  p.seq_len = 4096;
-  p.sp = true;
-  p.packed_document_tokens = 200;
+  Plan p = packed_finetune_plan(2, 4, 20, 4, 128);
   p.lora_rank = 16;
   p.lora_target_modules = kLoraQkv;
-  p.grad_reduce_in_bf16 = true;
   p.overlap_p2p_comm = false;
   const Model m = test::catalog_model("llama3.1-70b");
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
