@@ -51,8 +51,11 @@ std::vector<Finding> find_pp_exchanges_exposed(const CheckContext& context) {
     return std::pair{wait, whole};
   });
   if (worst.share <= kExchangeWaitThreshold) return {};
-  const std::size_t after = (worst.stage + 1) % static_cast<std::size_t>(plan.pp);
-  const bool across_nodes = topology.node_of(gpu[worst.stage]) != topology.node_of(gpu[after]);
+  // Whether the stage's exchanges cross the network, towards either neighbour.
+  const auto pp = static_cast<std::size_t>(plan.pp);
+  const auto node = [&](std::size_t s) { return topology.node_of(gpu[s % pp]); };
+  const bool across_nodes =
+      node(worst.stage) != node(worst.stage + 1) || node(worst.stage) != node(worst.stage + pp - 1);
   Diagnostic d;
   d.id = "pp-exchanges-exposed";
   d.severity = Severity::kWarning;
