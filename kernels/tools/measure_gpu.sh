@@ -90,6 +90,15 @@ suite() {  # group, default budget, suite flags...
   say "$g: exit $rc"
   return $rc
 }
+torch_script() {  # group, default budget, script under kernels/torch, its --out file in OUTDIR
+  local g=$1 b
+  b=$(budget "$1" "$2")
+  say "$g: up to $b s"
+  PYTHONUNBUFFERED=1 timeout -k 10 "$b" "$py" "kernels/torch/$3" --out "$out/$4" >>"$log" 2>&1
+  local rc=$?
+  say "$g: exit $rc"
+  return $rc
+}
 torch_attention() {  # group, default budget, list flags, shapes filter (python on s), flags...
   local g=$1 b list=$3 filter=$4
   b=$(budget "$1" "$2")
@@ -155,17 +164,9 @@ for g in "${groups[@]}"; do
         's["batch"] == 1' --out "$out/repeat-attention.json" \
         --suite-version "$version" ;;
     mix)  # how much burst speed the GPU keeps through a step, by its mix (not a database)
-      b=$(budget mix 360)
-      say "mix: up to $b s"
-      PYTHONUNBUFFERED=1 timeout -k 10 "$b" "$py" kernels/torch/sustained_mix.py \
-        --out "$out/sustained_mix.json" >>"$log" 2>&1
-      say "mix: exit $?" ;;
+      torch_script mix 360 sustained_mix.py sustained_mix.json ;;
     loss)  # Megatron-Core's cross-entropy, fused and unfused (not a database)
-      b=$(budget loss 240)
-      say "loss: up to $b s"
-      PYTHONUNBUFFERED=1 timeout -k 10 "$b" "$py" kernels/torch/cross_entropy_paths.py \
-        --out "$out/cross_entropy_paths.json" >>"$log" 2>&1
-      say "loss: exit $?" ;;
+      torch_script loss 240 cross_entropy_paths.py cross_entropy_paths.json ;;
     *)
       say "unknown group $g"
       exit 2
