@@ -32,7 +32,8 @@ out="$here/schedules/llama3-70b-lora-32gpu-check.txt"
 {
   echo "build/trainsim check scenarios/llama3-70b-lora-8gpu.json --dp 4 --gbs 128"
   "$bin" check scenarios/llama3-70b-lora-8gpu.json --dp 4 --gbs 128 || true
-} > "$out"
+} > "$out.tmp"
+mv "$out.tmp" "$out"
 echo "wrote $out"
 out="$here/schedules/llama3.1-70b-64gpu.txt"
 tmp=$(mktemp)
