@@ -101,9 +101,11 @@ void add_batch_and_schedule_flags(po::options_description& d) {
       "its layers latest), or a Megatron layout such as \"Et*3|t*4|t*4|t*3L\" (E embedding, "
       "t decoder layer, L loss, | stage boundary)");
   add("decoder-first-pipeline-num-layers", s("N"),
-      "Megatron-LM: decoder layers on the first stage (uniform partition)");
+      "Megatron-LM: decoder layers on the first stage (uniform partition; with --vp, split "
+      "evenly over its chunks)");
   add("decoder-last-pipeline-num-layers", s("N"),
-      "Megatron-LM: decoder layers on the last stage (uniform partition)");
+      "Megatron-LM: decoder layers on the last stage (uniform partition; with --vp, split "
+      "evenly over its chunks)");
   add("account-for-embedding-in-pipeline-split", po::bool_switch(),
       "Megatron-LM: count the embedding as one layer of the first stage (uniform partition)");
   add("account-for-loss-in-pipeline-split", po::bool_switch(),

@@ -2,6 +2,8 @@
 // (megatron/core/transformer/transformer_block.py, get_num_layers_to_build); explicit layouts
 // are in partition_layout.cpp.
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "sim/core/error.hpp"
 #include "sim/plan/partition.hpp"
@@ -37,46 +39,67 @@ Partition from_decoder_counts(std::string method, const std::vector<std::int64_t
   return p;
 }
 
-// Decoders per virtual stage under --decoder-first/last-pipeline-num-layers: the stages they name
-// get those counts and the others divide the rest evenly.
+// Whether `layers` split evenly over the vp model chunks of a physical stage; Megatron-Core's
+// TransformerConfig raises otherwise (core_r0.12).
+void require_chunks_divide(std::int64_t layers, std::int64_t vp, const std::string& where,
+                           const std::string& field) {
+  if (vp > 1 && layers % vp != 0) {
+    fail_input(field, "puts " + std::to_string(layers) + " layers on " + where +
+                          ", which Megatron-LM requires to be divisible by vp (" +
+                          std::to_string(vp) + ")");
+  }
+}
+
+// Decoders per virtual stage under --decoder-first/last-pipeline-num-layers: the physical stages
+// they name get those counts and the others divide the rest evenly; with interleaving each
+// physical stage's count is split evenly over its vp chunks (Megatron-Core's
+// get_num_layers_to_build and get_transformer_layer_offset, core_r0.12).
 std::vector<std::int64_t> counts_with_uneven_ends(const Model& model, const Plan& plan,
                                                   const PlanOrigin& origin) {
   const std::int64_t L = model.num_layers;
   const std::int64_t v = plan.vp;
-  const std::int64_t p = plan.pp * v;
+  const std::int64_t pp = plan.pp;
   const std::int64_t first = plan.decoder_first_pipeline_num_layers;
   const std::int64_t last = plan.decoder_last_pipeline_num_layers;
-  const char* field =
+  const char* name =
       first >= 0 ? "decoder_first_pipeline_num_layers" : "decoder_last_pipeline_num_layers";
+  const std::string field = origin.of(name);
   if (plan.account_for_embedding_in_pipeline_split || plan.account_for_loss_in_pipeline_split) {
-    fail_input(origin.of(field),
+    fail_input(field,
                "cannot be combined with --account-for-embedding/loss-in-pipeline-split "
                "(Megatron-LM rejects both together)");
   }
-  if (v > 1) fail_input(origin.of(field), "is not supported with interleaving (--vp) here");
-  if (p < 2) fail_input(origin.of(field), "needs at least 2 pipeline stages");
-  const std::int64_t rest = L - std::max<std::int64_t>(first, 0) - std::max<std::int64_t>(last, 0);
-  const std::int64_t stages_left = p - (first >= 0 ? 1 : 0) - (last >= 0 ? 1 : 0);
-  if (rest < 0) {
-    fail_input(origin.of(field),
-               "asks for more layers than the model has (" + std::to_string(L) + ")");
+  if (pp < 2) fail_input(field, "needs at least 2 pipeline stages");
+  if (first >= 0) {
+    require_chunks_divide(first, v, "the first stage",
+                          origin.of("decoder_first_pipeline_num_layers"));
   }
+  if (last >= 0) {
+    require_chunks_divide(last, v, "the last stage", origin.of("decoder_last_pipeline_num_layers"));
+  }
+  const std::int64_t rest = L - std::max<std::int64_t>(first, 0) - std::max<std::int64_t>(last, 0);
+  const std::int64_t stages_left = pp - (first >= 0 ? 1 : 0) - (last >= 0 ? 1 : 0);
+  if (rest < 0)
+    fail_input(field, "asks for more layers than the model has (" + std::to_string(L) + ")");
   std::int64_t per = 0;
   if (stages_left > 0) {
     if (rest % stages_left != 0) {
-      fail_input(origin.of(field), "leaves " + std::to_string(rest) + " layers for " +
-                                       std::to_string(stages_left) +
-                                       " other stages; Megatron-LM requires them to divide evenly");
+      fail_input(field, "leaves " + std::to_string(rest) + " layers for " +
+                            std::to_string(stages_left) +
+                            " other stages; Megatron-LM requires them to divide evenly");
     }
     per = rest / stages_left;
+    require_chunks_divide(per, v, "each middle stage", field);
   } else if (rest != 0) {
-    fail_input(origin.of(field), "with 2 stages the first and last counts must add up to " +
-                                     std::to_string(L) + " layers, got " +
-                                     std::to_string(L - rest));
+    fail_input(field, "with 2 stages the first and last counts must add up to " +
+                          std::to_string(L) + " layers, got " + std::to_string(L - rest));
   }
-  std::vector<std::int64_t> counts(static_cast<std::size_t>(p), per);
-  if (first >= 0) counts.front() = first;
-  if (last >= 0) counts.back() = last;
+  // Virtual stage k is chunk k / pp of physical stage k % pp (partition.hpp).
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(pp * v), per / v);
+  for (std::int64_t chunk = 0; chunk < v; ++chunk) {
+    if (first >= 0) counts[static_cast<std::size_t>(chunk * pp)] = first / v;
+    if (last >= 0) counts[static_cast<std::size_t>(chunk * pp + pp - 1)] = last / v;
+  }
   return counts;
 }
 

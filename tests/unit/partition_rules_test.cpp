@@ -124,6 +124,41 @@ TEST(MegatronRule, UniformAndUnevenOptions) {
   }
 }
 
+// Megatron-Core (core_r0.12) splits each physical stage's count over its vp chunks, the first
+// and last stages theirs too, and lays the layers out chunk by chunk over the stages
+// (get_transformer_layer_offset: chunk c of stage 0 starts at c x (first + middle + last) / vp).
+TEST(MegatronRule, UnevenEndsWithInterleaving) {
+  const Model m = test::catalog_model("llama3.1-70b");  // 80 layers
+  Plan plan;
+  plan.pp = 4;
+  plan.vp = 2;
+  plan.decoder_first_pipeline_num_layers = 8;
+  plan.decoder_last_pipeline_num_layers = 8;
+  // 64 layers over the 2 middle stages: 32 each, 16 a chunk; the ends 4 a chunk.
+  const Partition p = megatron_uniform_partition(m, plan, {});
+  EXPECT_EQ(p.decoder_counts(), (Counts{4, 16, 16, 4, 4, 16, 16, 4}));
+  EXPECT_EQ(p.labels(p.virtual_stage(0, 1)), (std::vector<std::string>{"decoder 40-43"}));
+  EXPECT_EQ(p.labels(p.virtual_stage(3, 1)),
+            (std::vector<std::string>{"decoder 76-79", "final_norm", "lm_head", "loss"}));
+  const auto message = [&] {
+    try {
+      megatron_uniform_partition(m, plan, {});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  plan.decoder_last_pipeline_num_layers = 7;  // 7 over 2 chunks
+  EXPECT_EQ(message(),
+            "--decoder-last-pipeline-num-layers: puts 7 layers on the last stage, which "
+            "Megatron-LM requires to be divisible by vp (2)");
+  plan.decoder_first_pipeline_num_layers = 6;  // 80 - 6 - 8 = 66 over 2 stages: 33 each
+  plan.decoder_last_pipeline_num_layers = 8;
+  EXPECT_EQ(message(),
+            "--decoder-first-pipeline-num-layers: puts 33 layers on each middle stage, which "
+            "Megatron-LM requires to be divisible by vp (2)");
+}
+
 TEST(MegatronRule, IndivisibleLayersAreDropped) {
   const Model m = seed_model("gpt-42l");
   Plan plan;
