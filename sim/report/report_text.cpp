@@ -92,6 +92,16 @@ void write_published(const Report& r, std::ostringstream& o) {
 // The plan's options beyond its sizes, as the plan's second line lists them.
 std::vector<std::string> plan_extras(const Plan& p) {
   std::vector<std::string> extras;
+  if (p.decoder_first_pipeline_num_layers >= 0) {
+    extras.push_back("first stage " + std::to_string(p.decoder_first_pipeline_num_layers) +
+                     " layers");
+  }
+  if (p.decoder_last_pipeline_num_layers >= 0) {
+    extras.push_back("last stage " + std::to_string(p.decoder_last_pipeline_num_layers) +
+                     " layers");
+  }
+  if (p.account_for_embedding_in_pipeline_split) extras.push_back("embedding counted as a layer");
+  if (p.account_for_loss_in_pipeline_split) extras.push_back("loss counted as a layer");
   if (p.lora()) {
     extras.push_back("LoRA rank " + std::to_string(p.lora_rank) + " on " +
                      lora_modules_text(p.lora_target_modules) + ", base weights frozen");

@@ -55,6 +55,41 @@ TEST(Cli, SequentialExpertsAreAPlanSwitch) {
   EXPECT_EQ(launches(js), 4 * launches(jg));
 }
 
+// Megatron's uneven ends under interleaving: the plan's second line names them and the stage
+// table shows each end's 8 layers split over its 2 chunks, laid out chunk by chunk.
+TEST(Cli, UnevenEndsInThePlanLineAndTheStages) {
+  const auto r = test::run_trainsim({"run",
+                                     "--model",
+                                     "llama3.1-70b",
+                                     "--platform",
+                                     "h100-sxm-ndr",
+                                     "--tp",
+                                     "8",
+                                     "--pp",
+                                     "4",
+                                     "--vp",
+                                     "2",
+                                     "--schedule",
+                                     "interleaved",
+                                     "--dp",
+                                     "2",
+                                     "--gbs",
+                                     "16",
+                                     "--seq-len",
+                                     "4096",
+                                     "--decoder-first-pipeline-num-layers",
+                                     "8",
+                                     "--decoder-last-pipeline-num-layers",
+                                     "8",
+                                     "--engine",
+                                     "analytic"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\n      first stage 8 layers, last stage 8 layers, "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("embedding, decoder 0-3 | decoder 40-43\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("decoder 4-19 | decoder 44-59\n"), std::string::npos) << r.out;
+}
+
 // Hierarchical CP in both reports: the text names the levels, the JSON plan carries the a2a
 // level (and leaves it out for the other kinds), and a2a's all-to-alls are CP traffic.
 TEST(Cli, HierarchicalCpInTheReport) {
