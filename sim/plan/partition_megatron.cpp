@@ -113,11 +113,14 @@ std::vector<std::int64_t> counts_with_embedding_and_loss(const Model& model, con
   const std::int64_t units = model.num_layers + (emb ? 1 : 0) + (loss ? 1 : 0);
   const char* field =
       emb ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
-  if (units % p != 0) {
-    fail_input(origin.of(field),
-               "makes " + std::to_string(units) + " layers (decoders plus embedding/loss), " +
-                   "which Megatron-LM requires to be divisible by pp (" + std::to_string(p) + ")");
+  if (units % plan.pp != 0) {
+    fail_input(origin.of(field), "makes " + std::to_string(units) +
+                                     " layers (decoders plus embedding/loss), which Megatron-LM "
+                                     "requires to be divisible by pp (" +
+                                     std::to_string(plan.pp) + ")");
   }
+  require_chunks_divide(units / plan.pp, plan.vp, "each stage (embedding/loss included)",
+                        origin.of(field));
   std::vector<std::int64_t> counts(static_cast<std::size_t>(p), units / p);
   if (emb) counts.front() -= 1;
   if (loss) counts.back() -= 1;

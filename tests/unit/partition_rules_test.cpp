@@ -159,6 +159,27 @@ TEST(MegatronRule, UnevenEndsWithInterleaving) {
             "Megatron-LM requires to be divisible by vp (2)");
 }
 
+// The embedding counted as a layer under interleaving: 81 units over pp 3 (27 a stage) and vp 3
+// (9 a chunk); only the first virtual stage, which holds the embedding, builds one fewer.
+TEST(MegatronRule, EmbeddingInTheSplitWithInterleaving) {
+  const Model m = test::catalog_model("llama3.1-70b");  // 80 layers
+  Plan plan;
+  plan.pp = 3;
+  plan.vp = 3;
+  plan.account_for_embedding_in_pipeline_split = true;
+  EXPECT_EQ(megatron_uniform_partition(m, plan, {}).decoder_counts(),
+            (Counts{8, 9, 9, 9, 9, 9, 9, 9, 9}));
+  plan.vp = 2;  // 27 a stage over 2 chunks
+  try {
+    megatron_uniform_partition(m, plan, {});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--account-for-embedding-in-pipeline-split: puts 27 layers on each stage "
+              "(embedding/loss included), which Megatron-LM requires to be divisible by vp (2)");
+  }
+}
+
 TEST(MegatronRule, IndivisibleLayersAreDropped) {
   const Model m = seed_model("gpt-42l");
   Plan plan;
