@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/check/detect.hpp"
 #include "sim/core/format.hpp"
 #include "sim/search/candidates.hpp"
 #include "sim/search/plan_text.hpp"
@@ -11,9 +12,27 @@ namespace trainsim {
 
 namespace {
 
+// A plan whose own partition a framework refuses (layers dropped, a stage with nothing to train)
+// is searched on trainsim's balanced partition: every candidate on its rule keeps the defect, so
+// none would count as a fix and the search would report that nothing fits.
+bool searched_balanced(const PlanSpace& space) {
+  return partition_defect(space.partition()).has_value();
+}
+
+Candidate candidate(const PlanSpace& space, const Plan& plan) {
+  return {plan, searched_balanced(space)};
+}
+
+// What changes from the plan as given, the partition first where the search replaced it.
+std::string changes(const PlanSpace& space, const Plan& plan) {
+  const std::string changed = plan_changes(space.plan(), plan);
+  if (!searched_balanced(space)) return changed;
+  return "--partition balanced" + (changed.empty() ? "" : " " + changed);
+}
+
 // "--zero 3 (peak 61.20 GiB): step ..." against the plan as given.
 std::string fit_text(PlanSpace& space, const Priced& fit) {
-  return plan_changes(space.plan(), fit.plan) + " (peak " + format_bytes(*fit.peak_bytes) +
+  return changes(space, fit.plan) + " (peak " + format_bytes(*fit.peak_bytes) +
          "): " + step_comparison(fit.step_time_s, space.baseline());
 }
 
@@ -26,7 +45,7 @@ std::optional<Priced> largest_fitting_deferral(PlanSpace& space, const Plan& def
     const std::int64_t limit = lo + (hi - lo) / 2;
     Plan p = deferring;
     p.wgrad_deferral_limit = limit;
-    const Outcome o = space.price({p}, Need::kFits);
+    const Outcome o = space.price(candidate(space, p), Need::kFits);
     if (o && o->plan.defer_embedding_wgrad_compute) {
       best = *o;
       lo = limit + 1;
@@ -40,7 +59,7 @@ std::optional<Priced> largest_fitting_deferral(PlanSpace& space, const Plan& def
 std::vector<Priced> fitting_single_changes(PlanSpace& space) {
   std::vector<Priced> fits;
   for (const Plan& p : memory_saving_changes(space.plan(), space.platform().node.gpus_per_node)) {
-    if (auto o = space.price({p}, Need::kFits)) fits.push_back(*o);
+    if (auto o = space.price(candidate(space, p), Need::kFits)) fits.push_back(*o);
   }
   if (auto fewer = largest_fitting_deferral(space, space.plan())) fits.push_back(*fewer);
   // Fastest first: the change a planner would make.
@@ -56,7 +75,7 @@ std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus) 
     for (const ZeroLadder& ladder :
          layouts_on(space.plan(), gpus, node, space.model().num_layers, r)) {
       for (const Plan& p : ladder) {
-        const Outcome o = space.price({p}, Need::kFits);
+        const Outcome o = space.price(candidate(space, p), Need::kFits);
         if (!o) continue;
         if (!fastest || o->step_time_s < fastest->step_time_s) fastest = *o;
         break;  // a higher ZeRO stage saves memory this layout does not need
@@ -82,7 +101,7 @@ std::string memory_fix(PlanSpace& space) {
     if (!f) continue;
     return "no plan on " + format_grouped(gpus) +
            " GPUs fits; the smallest cluster that does has " + format_grouped(more) +
-           " GPUs, and its fastest plan is " + plan_changes(space.plan(), f->plan) + " (peak " +
+           " GPUs, and its fastest plan is " + changes(space, f->plan) + " (peak " +
            format_bytes(*f->peak_bytes) + "): step " + format_seconds(f->step_time_s) + ", " +
            format_grouped(std::llround(f->tokens_per_s)) + " tokens/s";
   }

@@ -94,5 +94,30 @@ TEST(Diagnostics, OutOfMemoryUnderGPipeProposesOneFOneB) {
   EXPECT_TRUE(one_f_one_b.with_id("oom").empty());
 }
 
+// A plan that drops layers and does not fit: Llama 3.1 8B over pp 3 builds 30 of its 32 layers
+// (32 // 3 a stage), and with one 8k sequence per GPU its first stage needs more than 80 GiB.
+// Every candidate on Megatron's rule would drop the same layers, a defect no fix may keep, so the
+// search runs on trainsim's balanced partition and says so: of the single changes only full
+// recomputation fits there, at the peak of the balanced partition's worst stage.
+TEST(Diagnostics, OutOfMemoryOnAPartitionThatDropsLayersSearchesTheBalancedOne) {
+  const auto c = check_model(
+      "llama3.1-8b", {{"tp", "1"}, {"pp", "3"}, {"dp", "1"}, {"seq_len", "8192"}, {"gbs", "8"}});
+  ASSERT_EQ(c.with_id("layers-dropped").size(), 1u);
+  const auto oom = c.with_id("oom");
+  ASSERT_EQ(oom.size(), 1u);
+  Plan full = c.in.plan;
+  full.recompute = Recompute::kFull;
+  const Partition balanced = balanced_partition(c.in.model, c.in.platform, full);
+  const MemoryModel m = compute_memory(c.in.model, c.in.platform, full, balanced,
+                                       compute_costs(c.in.model, c.in.platform, full, balanced));
+  const double peak = m.stages[static_cast<std::size_t>(m.worst_stage())].peak_bytes;
+  EXPECT_LT(peak, 80.0 * (1 << 30));
+  EXPECT_EQ(
+      oom[0]->fix.rfind(
+          "--partition balanced --recompute full (peak " + format_bytes(peak) + "): step ", 0),
+      0u)
+      << oom[0]->fix;
+}
+
 }  // namespace
 }  // namespace trainsim
