@@ -1,5 +1,7 @@
 #include "sim/search/candidates.hpp"
 
+#include <algorithm>
+
 #include "sim/plan/plan_variants.hpp"
 #include "sim/plan/vocab.hpp"
 
@@ -107,6 +109,25 @@ std::vector<Plan> smaller_pp(const Plan& plan) {
     p.pp = pp;
     p.dp = plan.pp * plan.dp / pp;
     if (divides_batch(p)) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<Plan> uneven_ends(const Plan& plan, std::int64_t num_layers) {
+  std::vector<Plan> out;
+  const std::int64_t v = plan.vp, pp = plan.pp, middle_stages = pp - 2;
+  if (pp < 2) return out;
+  // Layers per middle stage: the smallest multiple of vp of at least num_layers / pp.
+  std::int64_t middle = (num_layers + pp - 1) / pp;
+  middle = (middle + v - 1) / v * v;
+  const std::int64_t ends = num_layers - middle_stages * middle;
+  for (std::int64_t first = v; first <= std::min(middle, ends - v); first += v) {
+    const std::int64_t last = ends - first;
+    if (last > middle || last % v != 0) continue;
+    Plan p = plan;
+    p.decoder_first_pipeline_num_layers = first;
+    p.decoder_last_pipeline_num_layers = last;
+    out.push_back(p);
   }
   return out;
 }

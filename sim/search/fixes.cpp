@@ -46,6 +46,7 @@ struct FixWriter {
     if (request.offer_balanced) {
       if (const Outcome b = balanced(space)) options.push_back(balanced_text(space, *b));
     }
+    if (auto uneven = uneven_ends_text()) options.push_back("or " + *uneven);
     for (const Plan& p : smaller_pp(space.plan())) {
       const Outcome o = space.price({p}, Need::kNoDefect);
       if (!o) continue;
@@ -66,6 +67,26 @@ struct FixWriter {
       if (auto deferring = deferral_text()) text += "; or " + *deferring;
     }
     return text;
+  }
+
+  // Megatron-LM's own uneven first and last stages on the same layout, the fastest split without
+  // a defect, where the plan takes Megatron's uniform rule without uneven options already.
+  std::optional<std::string> uneven_ends_text() const {
+    const Plan& plan = space.plan();
+    const bool plain_uniform =
+        plan.partition == "uniform" && plan.decoder_first_pipeline_num_layers < 0 &&
+        plan.decoder_last_pipeline_num_layers < 0 &&
+        !plan.account_for_embedding_in_pipeline_split && !plan.account_for_loss_in_pipeline_split;
+    if (!plain_uniform) return std::nullopt;
+    std::optional<Priced> fastest;
+    for (const Plan& p : uneven_ends(plan, space.model().num_layers)) {
+      const Outcome o = space.price({p}, Need::kNoDefect);
+      if (o && (!fastest || o->step_time_s < fastest->step_time_s)) fastest = *o;
+    }
+    if (!fastest) return std::nullopt;
+    return plan_changes(plan, fastest->plan) + " (Megatron-LM's uneven ends, decoders per stage " +
+           decoder_counts_text(fastest->partition) +
+           "): " + step_comparison(fastest->step_time_s, space.baseline());
   }
 
   // The LM head's weight gradients left to the pipeline flush, where the plan does not defer

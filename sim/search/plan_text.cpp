@@ -37,6 +37,16 @@ std::string plan_changes(const Plan& from, const Plan& to) {
     add(to.p2p_overlap() ? "without --no-overlap-p2p-comm" : "--no-overlap-p2p-comm");
   }
   if (to.rank_order != from.rank_order) add("--rank-order " + to_string(to.rank_order));
+  if (to.decoder_first_pipeline_num_layers != from.decoder_first_pipeline_num_layers &&
+      to.decoder_first_pipeline_num_layers >= 0) {
+    add("--decoder-first-pipeline-num-layers " +
+        std::to_string(to.decoder_first_pipeline_num_layers));
+  }
+  if (to.decoder_last_pipeline_num_layers != from.decoder_last_pipeline_num_layers &&
+      to.decoder_last_pipeline_num_layers >= 0) {
+    add("--decoder-last-pipeline-num-layers " +
+        std::to_string(to.decoder_last_pipeline_num_layers));
+  }
   if (from.defer_embedding_wgrad_compute && !to.defer_embedding_wgrad_compute) {
     add("without --defer-embedding-wgrad-compute");
   } else if (to.defer_embedding_wgrad_compute) {

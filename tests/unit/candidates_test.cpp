@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <utility>
+#include <vector>
+
 #include "sim/plan/plan_variants.hpp"
 #include "sim/search/candidates.hpp"
 
@@ -24,6 +28,29 @@ TEST(Candidates, TpOnlySwitchesFollowTp) {
   for (const auto& ladder : layouts_on(p, 8, 8, 32, Recompute::kNone)) {
     for (const Plan& c : ladder) EXPECT_EQ(c.tp_comm_overlap, c.tp > 1) << c.tp;
   }
+}
+
+// Megatron's uneven ends as a fix: the middle stages take num_layers / pp rounded up to a
+// multiple of vp, and the ends split the rest in multiples of vp, none above a middle stage.
+TEST(Candidates, UnevenEndsSplitTheRestOverTheEnds) {
+  const auto ends = [](std::int64_t layers, std::int64_t pp, std::int64_t vp) {
+    Plan p;
+    p.pp = pp;
+    p.vp = vp;
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    for (const Plan& c : uneven_ends(p, layers)) {
+      out.emplace_back(c.decoder_first_pipeline_num_layers, c.decoder_last_pipeline_num_layers);
+    }
+    return out;
+  };
+  using Ends = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  // 126 layers over pp 16 x vp 2: 8 a middle stage, 126 - 14 x 8 = 14 over the ends.
+  EXPECT_EQ(ends(126, 16, 2), (Ends{{6, 8}, {8, 6}}));
+  // 32 over pp 6: 6 a middle stage, 8 over the ends, none above 6.
+  EXPECT_EQ(ends(32, 6, 1), (Ends{{2, 6}, {3, 5}, {4, 4}, {5, 3}, {6, 2}}));
+  EXPECT_EQ(ends(127, 2, 1), (Ends{{63, 64}, {64, 63}}));  // two stages: the ends are all
+  EXPECT_EQ(ends(42, 16, 1), Ends{});  // 3 a middle stage leaves the ends nothing
+  EXPECT_EQ(ends(32, 1, 1), Ends{});
 }
 
 }  // namespace

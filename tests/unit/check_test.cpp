@@ -111,6 +111,17 @@ TEST(Diagnostics, LayersDropped) {
   ASSERT_EQ(found.size(), 1u);
   EXPECT_TRUE(contains(found[0]->message, "builds 32 and silently drops the last 10"))
       << found[0]->message;
+  // Megatron's own uneven ends are offered beside the balanced partition: Llama 3.1 8B over pp 6
+  // builds 30 of its 32 layers; 6 on each of the four middle stages leaves 8 for the ends, and
+  // of their splits the fastest puts 2 beside the LM head.
+  const auto eight = check_model(
+      "llama3.1-8b", {{"tp", "1"}, {"pp", "6"}, {"dp", "1"}, {"seq_len", "8192"}, {"gbs", "8"}});
+  ASSERT_EQ(eight.with_id("layers-dropped").size(), 1u);
+  EXPECT_TRUE(contains(eight.with_id("layers-dropped")[0]->fix,
+                       "; or --decoder-first-pipeline-num-layers 6 "
+                       "--decoder-last-pipeline-num-layers 2 (Megatron-LM's uneven ends, decoders "
+                       "per stage [6, 6, 6, 6, 6, 2]): step "))
+      << eight.with_id("layers-dropped")[0]->fix;
   const auto layout = check("seeds/nanotron-12l-pp2", {{"partition", "Et*5|t*5L"}});
   ASSERT_EQ(layout.with_id("layers-dropped").size(), 1u);
   EXPECT_TRUE(contains(layout.with_id("layers-dropped")[0]->message,
