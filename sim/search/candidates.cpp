@@ -115,19 +115,25 @@ std::vector<Plan> smaller_pp(const Plan& plan) {
 
 std::vector<Plan> uneven_ends(const Plan& plan, std::int64_t num_layers) {
   std::vector<Plan> out;
-  const std::int64_t v = plan.vp, pp = plan.pp, middle_stages = pp - 2;
+  const std::int64_t v = plan.vp, pp = plan.pp;
   if (pp < 2) return out;
-  // Layers per middle stage: the smallest multiple of vp of at least num_layers / pp.
-  std::int64_t middle = (num_layers + pp - 1) / pp;
-  middle = (middle + v - 1) / v * v;
-  const std::int64_t ends = num_layers - middle_stages * middle;
-  for (std::int64_t first = v; first <= std::min(middle, ends - v); first += v) {
-    const std::int64_t last = ends - first;
-    if (last > middle || last % v != 0) continue;
-    Plan p = plan;
-    p.decoder_first_pipeline_num_layers = first;
-    p.decoder_last_pipeline_num_layers = last;
-    out.push_back(p);
+  // The fewest layers a middle stage may take: num_layers / pp rounded up to a multiple of vp.
+  const std::int64_t fewest = ((num_layers + pp - 1) / pp + v - 1) / v * v;
+  // With two stages there is no middle one: the ends split every layer, neither above the most.
+  for (std::int64_t middle = pp == 2 ? fewest + 2 * v : fewest; middle <= fewest + 2 * v;
+       middle += v) {
+    const std::int64_t ends = num_layers - (pp - 2) * middle;
+    for (std::int64_t first = std::max(v, ends - middle); first <= std::min(middle, ends - v);
+         first += v) {
+      const std::int64_t last = ends - first;
+      const bool uniform = first * pp == num_layers && last * pp == num_layers &&
+                           (pp == 2 || middle * pp == num_layers);
+      if (last % v != 0 || uniform) continue;
+      Plan p = plan;
+      p.decoder_first_pipeline_num_layers = first;
+      p.decoder_last_pipeline_num_layers = last;
+      out.push_back(p);
+    }
   }
   return out;
 }

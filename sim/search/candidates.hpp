@@ -29,9 +29,10 @@ std::vector<ZeroLadder> layouts_on(const Plan& plan, std::int64_t gpus, std::int
 std::vector<Plan> smaller_pp(const Plan& plan);
 
 /// Megatron-LM's uneven first and last stages for `num_layers` decoders over the plan's pp (and
-/// vp): each middle stage takes num_layers / pp rounded up to a multiple of vp, and the two ends
-/// every split of the rest in multiples of vp, at least vp and at most a middle stage's count
-/// each. Empty with fewer than 2 stages or where no split exists.
+/// vp): each middle stage takes num_layers / pp rounded up to a multiple of vp, or one or two vp
+/// more, and the two ends every split of the rest in multiples of vp, at least vp and at most a
+/// middle stage's count each; the uniform split left out. Empty with fewer than 2 stages or
+/// where no split exists.
 std::vector<Plan> uneven_ends(const Plan& plan, std::int64_t num_layers);
 
 /// The largest power-of-two vocabulary multiple below the plan's that pads nothing at its TP;

@@ -46,7 +46,7 @@ struct FixWriter {
     if (request.offer_balanced) {
       if (const Outcome b = balanced(space)) options.push_back(balanced_text(space, *b));
     }
-    if (auto uneven = uneven_ends_text()) options.push_back("or " + *uneven);
+    if (auto uneven = uneven_ends_text(/*faster_only=*/false)) options.push_back("or " + *uneven);
     for (const Plan& p : smaller_pp(space.plan())) {
       const Outcome o = space.price({p}, Need::kNoDefect);
       if (!o) continue;
@@ -63,6 +63,7 @@ struct FixWriter {
     const Outcome b = balanced(space);
     if (!b) return "";
     std::string text = balanced_text(space, *b);
+    if (auto uneven = uneven_ends_text(/*faster_only=*/true)) text += "; or " + *uneven;
     if (request.lm_head_stage) {
       if (auto deferring = deferral_text()) text += "; or " + *deferring;
     }
@@ -70,8 +71,9 @@ struct FixWriter {
   }
 
   // Megatron-LM's own uneven first and last stages on the same layout, the fastest split without
-  // a defect, where the plan takes Megatron's uniform rule without uneven options already.
-  std::optional<std::string> uneven_ends_text() const {
+  // a defect, where the plan takes Megatron's uniform rule without uneven options already; with
+  // `faster_only`, only where it beats the plan as given.
+  std::optional<std::string> uneven_ends_text(bool faster_only) const {
     const Plan& plan = space.plan();
     const bool plain_uniform =
         plan.partition == "uniform" && plan.decoder_first_pipeline_num_layers < 0 &&
@@ -83,7 +85,7 @@ struct FixWriter {
       const Outcome o = space.price({p}, Need::kNoDefect);
       if (o && (!fastest || o->step_time_s < fastest->step_time_s)) fastest = *o;
     }
-    if (!fastest) return std::nullopt;
+    if (!fastest || (faster_only && fastest->step_time_s >= space.baseline())) return std::nullopt;
     return plan_changes(plan, fastest->plan) + " (Megatron-LM's uneven ends, decoders per stage " +
            decoder_counts_text(fastest->partition) +
            "): " + step_comparison(fastest->step_time_s, space.baseline());

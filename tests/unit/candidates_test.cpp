@@ -31,7 +31,8 @@ TEST(Candidates, TpOnlySwitchesFollowTp) {
 }
 
 // Megatron's uneven ends as a fix: the middle stages take num_layers / pp rounded up to a
-// multiple of vp, and the ends split the rest in multiples of vp, none above a middle stage.
+// multiple of vp (or one or two vp more), and the ends split the rest in multiples of vp, none
+// above a middle stage; the uniform split is not a candidate.
 TEST(Candidates, UnevenEndsSplitTheRestOverTheEnds) {
   const auto ends = [](std::int64_t layers, std::int64_t pp, std::int64_t vp) {
     Plan p;
@@ -44,11 +45,19 @@ TEST(Candidates, UnevenEndsSplitTheRestOverTheEnds) {
     return out;
   };
   using Ends = std::vector<std::pair<std::int64_t, std::int64_t>>;
-  // 126 layers over pp 16 x vp 2: 8 a middle stage, 126 - 14 x 8 = 14 over the ends.
+  // 126 layers over pp 16 x vp 2: 8 a middle stage leaves 126 - 14 x 8 = 14 for the ends; 10
+  // would leave none.
   EXPECT_EQ(ends(126, 16, 2), (Ends{{6, 8}, {8, 6}}));
-  // 32 over pp 6: 6 a middle stage, 8 over the ends, none above 6.
-  EXPECT_EQ(ends(32, 6, 1), (Ends{{2, 6}, {3, 5}, {4, 4}, {5, 3}, {6, 2}}));
-  EXPECT_EQ(ends(127, 2, 1), (Ends{{63, 64}, {64, 63}}));  // two stages: the ends are all
+  // 32 over pp 6: 6 a middle stage leaves 8 for the ends, 7 leaves 4, 8 none.
+  EXPECT_EQ(ends(32, 6, 1), (Ends{{2, 6}, {3, 5}, {4, 4}, {5, 3}, {6, 2}, {1, 3}, {2, 2}, {3, 1}}));
+  // 80 over pp 4 divides: 20 a middle stage is the uniform split, left out; 21 leaves 38 for the
+  // ends, 22 leaves 36.
+  const Ends eighty = ends(80, 4, 1);
+  EXPECT_EQ(eighty.size(), 5u + 9u);
+  EXPECT_EQ(eighty.front(), (std::pair<std::int64_t, std::int64_t>{17, 21}));
+  EXPECT_EQ(eighty.back(), (std::pair<std::int64_t, std::int64_t>{22, 14}));
+  // Two stages: the ends take every layer, neither above 64 + 2 = 66 of 127.
+  EXPECT_EQ(ends(127, 2, 1), (Ends{{61, 66}, {62, 65}, {63, 64}, {64, 63}, {65, 62}, {66, 61}}));
   EXPECT_EQ(ends(42, 16, 1), Ends{});  // 3 a middle stage leaves the ends nothing
   EXPECT_EQ(ends(32, 1, 1), Ends{});
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/scenario.hpp"
@@ -139,6 +140,31 @@ TEST(Diagnostics, StageImbalanceCostsSecondsAndPercent) {
       << found[0]->fix;
   // The default, even partition is not flagged.
   EXPECT_TRUE(check("llama3.1-70b-64gpu").with_id("stage-imbalance").empty());
+}
+
+// On Megatron's uniform rule the stage-imbalance fix also offers Megatron's own uneven ends, the
+// fastest split that beats the plan: Llama 3.1 8B over pp 4, the LM head's stage the slowest,
+// puts fewer layers beside it. Its step is the plan's with those flags, simulated.
+TEST(Diagnostics, StageImbalanceOffersMegatronsUnevenEnds) {
+  const std::map<std::string, std::string> flags = {
+      {"tp", "1"}, {"pp", "4"}, {"dp", "2"}, {"seq_len", "8192"}, {"gbs", "64"}, {"zero", "1"}};
+  const auto c = check_model("llama3.1-8b", flags);
+  const auto found = c.with_id("stage-imbalance");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0]->stage, 3);
+  const std::string offer =
+      "; or --decoder-first-pipeline-num-layers 9 --decoder-last-pipeline-num-layers 5 "
+      "(Megatron-LM's uneven ends, decoders per stage [9, 9, 9, 5]): step ";
+  const auto at = found[0]->fix.find(offer);
+  ASSERT_NE(at, std::string::npos) << found[0]->fix;
+  auto uneven = flags;
+  uneven.insert(
+      {{"decoder_first_pipeline_num_layers", "9"}, {"decoder_last_pipeline_num_layers", "5"}});
+  const auto u = check_model("llama3.1-8b", uneven);
+  const double step = evaluate(u.in.model, u.in.platform, u.in.plan, u.partition).sim.step_time_s;
+  EXPECT_EQ(found[0]->fix.substr(at + offer.size(), format_seconds(step).size()),
+            format_seconds(step));
+  EXPECT_TRUE(u.with_id("stage-imbalance").empty());
 }
 
 TEST(Diagnostics, BatchRules) {
