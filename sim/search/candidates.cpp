@@ -1,6 +1,7 @@
 #include "sim/search/candidates.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "sim/plan/plan_variants.hpp"
 #include "sim/plan/vocab.hpp"
@@ -113,6 +114,9 @@ std::vector<Plan> smaller_pp(const Plan& plan) {
   return out;
 }
 
+// How far apart, in multiples of vp, the uneven ends' layer counts may lie.
+constexpr std::int64_t kUnevenEndsSpread = 8;
+
 std::vector<Plan> uneven_ends(const Plan& plan, std::int64_t num_layers) {
   std::vector<Plan> out;
   const std::int64_t v = plan.vp, pp = plan.pp;
@@ -128,7 +132,10 @@ std::vector<Plan> uneven_ends(const Plan& plan, std::int64_t num_layers) {
       const std::int64_t last = ends - first;
       const bool uniform = first * pp == num_layers && last * pp == num_layers &&
                            (pp == 2 || middle * pp == num_layers);
-      if (last % v != 0 || uniform) continue;
+      // Ends within 8 chunks' layers of each other: an LM head outweighs a few layers, and a
+      // long pipeline would otherwise have a hundred splits to price.
+      const bool close = std::abs(first - last) <= kUnevenEndsSpread * v;
+      if (last % v != 0 || uniform || !close) continue;
       Plan p = plan;
       p.decoder_first_pipeline_num_layers = first;
       p.decoder_last_pipeline_num_layers = last;

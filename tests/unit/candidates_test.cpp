@@ -58,6 +58,11 @@ TEST(Candidates, UnevenEndsSplitTheRestOverTheEnds) {
   EXPECT_EQ(eighty.back(), (std::pair<std::int64_t, std::int64_t>{22, 14}));
   // Two stages: the ends take every layer, neither above 64 + 2 = 66 of 127.
   EXPECT_EQ(ends(127, 2, 1), (Ends{{61, 66}, {62, 65}, {63, 64}, {64, 63}, {65, 62}, {66, 61}}));
+  // A long pipeline: 10,000 layers over pp 100, 101 a middle stage leaves 102 for the ends, split
+  // within 8 of each other (47/55 to 55/47); 102 leaves 4.
+  const Ends long_pipeline = ends(10000, 100, 1);
+  EXPECT_EQ(long_pipeline.size(), 9u + 3u);
+  EXPECT_EQ(long_pipeline.front(), (std::pair<std::int64_t, std::int64_t>{47, 55}));
   EXPECT_EQ(ends(42, 16, 1), Ends{});  // 3 a middle stage leaves the ends nothing
   EXPECT_EQ(ends(32, 1, 1), Ends{});
 }
