@@ -35,6 +35,16 @@ out="$here/schedules/llama3-70b-lora-32gpu-check.txt"
 } > "$out.tmp"
 mv "$out.tmp" "$out"
 echo "wrote $out"
+# The partition fixes README quotes: Llama 3.1 8B over six stages, which pp does not divide.
+mkdir -p "$here/partitions"
+out="$here/partitions/llama3.1-8b-pp6-check.txt"
+{
+  echo "build/trainsim check --model llama3.1-8b --platform h100-sxm-ndr --tp 1 --pp 6 --dp 1 --seq-len 8192 --gbs 8"
+  "$bin" check --model llama3.1-8b --platform h100-sxm-ndr --tp 1 --pp 6 --dp 1 --seq-len 8192 \
+    --gbs 8 || true
+} > "$out.tmp"
+mv "$out.tmp" "$out"
+echo "wrote $out"
 out="$here/schedules/llama3.1-70b-64gpu.txt"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
