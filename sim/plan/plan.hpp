@@ -222,6 +222,12 @@ struct Plan {
   /// Megatron-LM's distributed optimizer (ZeRO-1 and up): gradients reduce-scattered and
   /// parameters all-gathered over DP instead of one all-reduce.
   bool distributed_optimizer() const { return zero >= 1; }
+  /// Any of Megatron-LM's uneven pipeline options (first/last stage layers, the embedding or the
+  /// loss counted as a layer).
+  bool uneven_stage_options() const {
+    return decoder_first_pipeline_num_layers >= 0 || decoder_last_pipeline_num_layers >= 0 ||
+           account_for_embedding_in_pipeline_split || account_for_loss_in_pipeline_split;
+  }
   bool p2p_overlap() const {
     return schedule == ScheduleKind::kZBH1 ||
            overlap_p2p_comm.value_or(schedule == ScheduleKind::kInterleaved);

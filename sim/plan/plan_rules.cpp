@@ -240,10 +240,7 @@ void validate_totals(const Plan& plan, const Model& model, const PlanOrigin& ori
     fail_input(origin.of("seq_len"), "exceeds the model's learned positions (" +
                                          std::to_string(model.max_position_embeddings) + ")");
   }
-  const bool uneven =
-      plan.decoder_first_pipeline_num_layers >= 0 || plan.decoder_last_pipeline_num_layers >= 0 ||
-      plan.account_for_embedding_in_pipeline_split || plan.account_for_loss_in_pipeline_split;
-  if (uneven && plan.partition != "uniform") {
+  if (plan.uneven_stage_options() && plan.partition != "uniform") {
     const char* field =
         plan.decoder_first_pipeline_num_layers >= 0    ? "decoder_first_pipeline_num_layers"
         : plan.decoder_last_pipeline_num_layers >= 0   ? "decoder_last_pipeline_num_layers"

@@ -75,11 +75,7 @@ struct FixWriter {
   // `faster_only`, only where it beats the plan as given.
   std::optional<std::string> uneven_ends_text(bool faster_only) const {
     const Plan& plan = space.plan();
-    const bool plain_uniform =
-        plan.partition == "uniform" && plan.decoder_first_pipeline_num_layers < 0 &&
-        plan.decoder_last_pipeline_num_layers < 0 &&
-        !plan.account_for_embedding_in_pipeline_split && !plan.account_for_loss_in_pipeline_split;
-    if (!plain_uniform) return std::nullopt;
+    if (plan.partition != "uniform" || plan.uneven_stage_options()) return std::nullopt;
     std::optional<Priced> fastest;
     for (const Plan& p : uneven_ends(plan, space.model().num_layers)) {
       const Outcome o = space.price({p}, Need::kNoDefect);
