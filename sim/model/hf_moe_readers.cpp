@@ -1,0 +1,123 @@
+// The mixture-of-experts architectures a Hugging Face config.json may name, each read into
+// trainsim's model: the attention as its dense relative has it, then the experts' keys.
+#include "sim/model/hf_readers.hpp"
+
+namespace trainsim::hf {
+
+namespace {
+
+// Routed experts of one width: their count under `count_key`, Hugging Face's top-k key.
+void read_experts(HfReader& r, Model& m, const char* count_key, std::int64_t width) {
+  m.moe.num_experts = r.integer(count_key);
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = width;
+}
+
+// Qwen's MoE layers (Qwen2-MoE, Qwen3-MoE): num_experts of moe_intermediate_size, every
+// decoder_sparse_step-th layer (the others dense MLPs of intermediate_size).
+void read_qwen_experts(HfReader& r, Model& m) {
+  m.moe.num_experts = r.integer("num_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
+  m.moe.layer_interval = r.integer_or("decoder_sparse_step", 1);
+  if (r.present("mlp_only_layers") && !r.json().at("mlp_only_layers").empty()) {
+    r.fail("mlp_only_layers", "dense layers listed one by one are not supported");
+  }
+}
+
+}  // namespace
+
+// DeepSeek V2 and V3: multi-head latent attention, shared experts beside the routed ones,
+// leading dense layers; V3's router adds a score-correction bias per expert ("noaux_tc").
+void read_deepseek(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.num_kv_heads = m.num_attention_heads;
+  m.mla.q_lora_rank = r.integer_or("q_lora_rank", 0);
+  m.mla.kv_lora_rank = r.integer("kv_lora_rank");
+  m.mla.qk_nope_head_dim = r.integer("qk_nope_head_dim");
+  m.mla.qk_rope_head_dim = r.integer("qk_rope_head_dim");
+  m.mla.v_head_dim = r.integer("v_head_dim");
+  m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+  m.moe.num_experts = r.integer("n_routed_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
+  m.moe.shared_expert_ffn_hidden_size =
+      r.integer_or("n_shared_experts", 0) * m.moe.expert_ffn_hidden_size;
+  m.moe.first_dense_layers = r.integer_or("first_k_dense_replace", 0);
+  if (r.integer_or("moe_layer_freq", 1) != 1) {
+    r.fail("moe_layer_freq", "only 1 (every layer after the dense ones) is supported");
+  }
+  m.moe.router_expert_bias = r.string_or("topk_method", "greedy") == "noaux_tc";
+  m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, {0, Model::kMaxMtpLayers});
+}
+
+void read_qwen3_moe(HfReader& r, Model& m) {
+  read_qwen3_dense(r, m);
+  read_qwen_experts(r, m);
+}
+
+// Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): Qwen2's Q/K/V biases, and beside the routed experts
+// a shared expert of shared_expert_intermediate_size whose output a sigmoid gate scales.
+void read_qwen2_moe(HfReader& r, Model& m) {
+  read_llama_like(r, m, true);
+  read_qwen_experts(r, m);
+  m.moe.shared_expert_ffn_hidden_size = r.integer("shared_expert_intermediate_size");
+  m.moe.shared_expert_gate = true;
+}
+
+// Llama 4 (text model): MoE layers every interleave_moe_layer_step layers with one shared
+// expert of the experts' width; dense layers of intermediate_size_mlp.
+void read_llama4_text(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  const std::int64_t expert = m.ffn_hidden_size;
+  m.ffn_hidden_size = r.integer_or("intermediate_size_mlp", expert);
+  read_experts(r, m, "num_local_experts", expert);
+  m.moe.shared_expert_ffn_hidden_size = expert;
+  m.moe.layer_interval = r.integer_or("interleave_moe_layer_step", 1);
+  // Chunked attention on the layers with rotary positions; every nope_layer_interval-th layer
+  // (no positions) attends globally (Hugging Face's default no_rope_layers).
+  if (r.present("attention_chunk_size")) {
+    m.local_attention.kind = LocalAttention::Kind::kChunked;
+    m.local_attention.size = r.integer("attention_chunk_size");
+    m.local_attention.global_every = r.integer_or("nope_layer_interval", 4);
+    if (r.present("no_rope_layers")) {
+      r.fail("no_rope_layers", "layers listed one by one are not supported");
+    }
+  }
+}
+
+// The multimodal Llama 4 checkpoint holds the text model's keys in text_config.
+void read_llama4_multimodal(HfReader& r, Model& m) {
+  const auto& text = r.raw("text_config");
+  if (!text.is_object()) r.fail("text_config", "must be an object, got " + got(text));
+  HfReader tr(text, r.file(), "$.text_config");
+  read_llama4_text(tr, m);
+}
+
+// GPT-OSS: biases on every attention projection, on the experts and the router, and a learned
+// attention sink per head.
+void read_gpt_oss(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.qkv_bias = m.attention_output_bias = r.boolean_or("attention_bias", true);
+  m.mlp_bias = true;
+  m.attention_sinks = true;
+  read_experts(r, m, "num_local_experts", m.ffn_hidden_size);
+  m.moe.router_bias = true;
+  read_sliding_window(r, m);
+}
+
+// Grok-1 as ported to Hugging Face: Mixtral-like experts, embeddings tied to the output.
+void read_grok1(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
+  m.ffn_kind = FfnKind::kGeGLU;  // Grok-1's experts are GELU-gated
+  m.sandwich_norms = true;       // RMSNorms before and after attention and the experts
+  read_experts(r, m, "num_experts", m.ffn_hidden_size);
+}
+
+void read_mixtral(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  read_experts(r, m, "num_local_experts", m.ffn_hidden_size);
+}
+
+}  // namespace trainsim::hf
