@@ -7,13 +7,16 @@ namespace trainsim {
 namespace {
 
 // Megatron-Core's q_layernorm and k_layernorm (Qwen3's QK-norm): the model's norm over each head
-// of the queries and of the keys, one row per token and head.
+// of the queries and of the keys, one row per token and head; or one row per token over the
+// rank's heads where the norms span them (OLMoE), whose statistics' reduction over TP, two
+// numbers a token, is left out.
 void qk_norms(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
-  const auto d = static_cast<double>(s.head_dim);
   const std::string suffix = backward ? ".grad" : "";
   const std::string op = to_string(s.norm) + suffix;
-  k.push_back(elementwise("q_layernorm" + suffix, op, s.tokens * s.q / d, d));
-  k.push_back(elementwise("k_layernorm" + suffix, op, s.tokens * s.kv / d, d));
+  for (const auto& [name, width] : {std::pair{"q_layernorm", s.q}, {"k_layernorm", s.kv}}) {
+    const double row = s.qk_norm_across_heads ? width : static_cast<double>(s.head_dim);
+    k.push_back(elementwise(name + suffix, op, s.tokens * width / row, row));
+  }
 }
 
 }  // namespace

@@ -68,6 +68,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.rope = model.position_embedding == PositionEmbedding::kRope;
   s.learned_positions = model.position_embedding == PositionEmbedding::kLearned;
   s.qk_norm = model.qk_norm;
+  s.qk_norm_across_heads = model.qk_norm_across_heads;
   s.sandwich_norms = model.sandwich_norms;
   s.sp = plan.sp;
   s.tp_comm_overlap = decoder_tp_overlap(model, plan);

@@ -97,7 +97,8 @@ struct LayerShape {
   double act_bytes = 2;  // bytes per activation element (BF16)
   bool rope = true;
   bool learned_positions = false;  // learned absolute positions, added to the embedding's output
-  bool qk_norm = false;         // Model::qk_norm: a per-head norm on queries and keys before RoPE
+  bool qk_norm = false;  // Model::qk_norm: a per-head norm on queries and keys before RoPE
+  bool qk_norm_across_heads = false;  // Model::qk_norm_across_heads: over the rank's heads at once
   bool sandwich_norms = false;  // Model::sandwich_norms: norms on the attention and MLP outputs
   std::int64_t tp = 1;
   std::int64_t cp = 1;

@@ -6,9 +6,10 @@ namespace trainsim {
 
 namespace {
 
-// The q/k norms, shared by the heads: every TP rank holds them whole.
+// The q/k norms, shared by the heads: every TP rank holds them whole (norms across the heads
+// split with them instead).
 std::int64_t qk_norm_params(const Model& m) {
-  return m.qk_norm ? 2 * norm_params(m, m.head_dim) : 0;
+  return m.qk_norm_across_heads ? 0 : norm_params(m, m.qk_norm_widths());
 }
 
 // An MLP's (an expert's) output bias, added after the TP reduction: every TP rank holds it whole.

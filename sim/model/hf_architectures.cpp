@@ -1,5 +1,5 @@
 // The table of architectures a Hugging Face config.json may name, and their readers
-// (hf_dense_readers.cpp, hf_moe_readers.cpp).
+// (hf_dense_readers.cpp, hf_gemma_readers.cpp, hf_moe_readers.cpp).
 #include "sim/model/hf_readers.hpp"
 
 namespace trainsim::hf {
@@ -32,6 +32,14 @@ const ArchitectureReader kArchitectures[] = {
     {"GPT2LMHeadModel", read_gpt2},
     {"GPTNeoXForCausalLM", read_gpt_neox},
     {"NemotronForCausalLM", read_nemotron},
+    {"Phi3ForCausalLM", read_phi3},
+    {"Olmo2ForCausalLM", read_olmo2},
+    {"GemmaForCausalLM", read_gemma},
+    {"Gemma2ForCausalLM", read_gemma2},
+    {"Gemma3ForCausalLM", read_gemma3_text},
+    {"Gemma3ForConditionalGeneration", read_gemma3_multimodal},
+    {"OlmoeForCausalLM", read_olmoe},
+    {"Glm4MoeForCausalLM", read_glm4_moe},
 };
 
 }  // namespace

@@ -35,7 +35,7 @@ std::string hf_model_name(const nlohmann::json& j, const std::string& file) {
 // Keys present in the config that change the cost of training but that this reader leaves out:
 // noted on the model, so that a run says what its numbers do not include.
 void note_unmodelled(HfReader& r, Model& m, const std::string& arch) {
-  const bool reads_window = arch == "MistralForCausalLM" || arch == "GptOssForCausalLM";
+  const bool reads_window = m.local_attention.kind != LocalAttention::Kind::kNone;
   const bool window_on = r.present("sliding_window") && r.boolean_or("use_sliding_window", true);
   if (window_on && !reads_window) {
     const std::int64_t window = r.integer("sliding_window");

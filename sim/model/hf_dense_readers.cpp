@@ -77,6 +77,20 @@ void read_mistral(HfReader& r, Model& m) {
   read_sliding_window(r, m);
 }
 
+// Phi-3 (and Phi-4's dense models): Llama's shapes with fused q/k/v and gate/up projections, and a
+// sliding window where the config sets one.
+void read_phi3(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  read_sliding_window(r, m);
+}
+
+// OLMo 2: its norms on the attention and MLP outputs instead of their inputs (two a layer, as
+// Llama's), and q/k norms over all heads at once.
+void read_olmo2(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.qk_norm = m.qk_norm_across_heads = true;
+}
+
 void read_qwen2(HfReader& r, Model& m) {
   read_llama_like(r, m, true);
 }

@@ -115,6 +115,32 @@ void read_grok1(HfReader& r, Model& m) {
   read_experts(r, m, "num_experts", m.ffn_hidden_size);
 }
 
+// OLMoE: OLMo 2's q/k norms over all heads before Llama's pre-norms, and every layer's
+// num_experts of intermediate_size.
+void read_olmoe(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.qk_norm = m.qk_norm_across_heads = true;
+  read_experts(r, m, "num_experts", m.ffn_hidden_size);
+}
+
+// GLM-4.5: DeepSeek-V3's experts (shared ones, leading dense layers, a score-correction bias per
+// expert, multi-token prediction) under grouped-query attention with biases on q, k and v only,
+// per-head q/k norms where use_qk_norm says so.
+void read_glm4_moe(HfReader& r, Model& m) {
+  read_llama_like(r, m, false);
+  m.qkv_bias = r.boolean_or("attention_bias", false);
+  m.attention_output_bias = false;
+  m.qk_norm = r.boolean_or("use_qk_norm", false);
+  m.moe.num_experts = r.integer("n_routed_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
+  m.moe.shared_expert_ffn_hidden_size =
+      r.integer_or("n_shared_experts", 0) * m.moe.expert_ffn_hidden_size;
+  m.moe.first_dense_layers = r.integer_or("first_k_dense_replace", 0);
+  m.moe.router_expert_bias = true;
+  m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, {0, Model::kMaxMtpLayers});
+}
+
 void read_mixtral(HfReader& r, Model& m) {
   read_llama_like(r, m, false);
   read_experts(r, m, "num_local_experts", m.ffn_hidden_size);

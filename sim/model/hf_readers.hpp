@@ -1,5 +1,6 @@
 #pragma once
-// The readers of each Hugging Face architecture (hf_dense_readers.cpp, hf_moe_readers.cpp), for
+// The readers of each Hugging Face architecture (hf_dense_readers.cpp, hf_gemma_readers.cpp,
+// hf_moe_readers.cpp), for
 // the table in hf_architectures.cpp; and the pieces several of them share.
 #include "sim/model/hf_reader.hpp"
 
@@ -19,6 +20,12 @@ void read_qwen3_dense(HfReader& r, Model& m);
 void read_gpt2(HfReader& r, Model& m);
 void read_gpt_neox(HfReader& r, Model& m);
 void read_nemotron(HfReader& r, Model& m);
+void read_phi3(HfReader& r, Model& m);
+void read_olmo2(HfReader& r, Model& m);
+void read_gemma(HfReader& r, Model& m);
+void read_gemma2(HfReader& r, Model& m);
+void read_gemma3_text(HfReader& r, Model& m);
+void read_gemma3_multimodal(HfReader& r, Model& m);
 
 void read_mixtral(HfReader& r, Model& m);
 void read_qwen2_moe(HfReader& r, Model& m);
@@ -28,5 +35,7 @@ void read_llama4_text(HfReader& r, Model& m);
 void read_llama4_multimodal(HfReader& r, Model& m);
 void read_gpt_oss(HfReader& r, Model& m);
 void read_grok1(HfReader& r, Model& m);
+void read_olmoe(HfReader& r, Model& m);
+void read_glm4_moe(HfReader& r, Model& m);
 
 }  // namespace trainsim::hf

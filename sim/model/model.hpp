@@ -117,8 +117,11 @@ struct Model {
   bool qkv_bias = false;
   bool attention_output_bias = false;
   bool mlp_bias = false;
-  bool sandwich_norms = false;   // norms after attention and MLP too (Grok-1): four per layer
-  bool qk_norm = false;          // a per-head norm (the model's kind) on queries and keys (Qwen3)
+  bool sandwich_norms = false;  // norms after attention and MLP too (Grok-1): four per layer
+  bool qk_norm = false;         // a per-head norm (the model's kind) on queries and keys (Qwen3)
+  /// The q/k norms span every head at once (OLMoE, OLMo 2): weights of q_size and kv_size, split
+  /// over TP with the heads, instead of one head_dim each that every head shares.
+  bool qk_norm_across_heads = false;
   bool attention_sinks = false;  // a learned sink logit per head (GPT-OSS)
   MoeSpec moe;
   MlaSpec mla;
@@ -137,6 +140,11 @@ struct Model {
 
   std::int64_t q_size() const { return num_attention_heads * head_dim; }
   std::int64_t kv_size() const { return num_kv_heads * head_dim; }
+  /// The q and k norms' weights (and biases) of one layer.
+  std::int64_t qk_norm_widths() const {
+    if (!qk_norm) return 0;
+    return qk_norm_across_heads ? q_size() + kv_size() : 2 * head_dim;
+  }
   /// Width of the attention output before the output projection (heads x value head size).
   std::int64_t v_size() const {
     return mla.is_mla() ? num_attention_heads * mla.v_head_dim : q_size();

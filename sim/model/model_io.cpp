@@ -120,6 +120,9 @@ void check_attention(const Model& m, const std::string& file) {
                                           std::to_string(m.num_attention_heads) + "), got " +
                                           std::to_string(m.num_kv_heads));
   }
+  if (m.qk_norm_across_heads && (!m.qk_norm || m.mla.is_mla())) {
+    fail_input(where("qk_norm_across_heads"), "needs qk_norm and attention without MLA");
+  }
   if (m.position_embedding == PositionEmbedding::kLearned && m.max_position_embeddings <= 0) {
     fail_input(where("max_position_embeddings"), "is required with learned position embeddings");
   }
@@ -267,6 +270,7 @@ Model parse_model_json(const nlohmann::json& j, const std::string& file) {
   if (auto mla = o.optional_object("mla")) read_mla(*mla, m);
   if (auto local = o.optional_object("local_attention")) read_local_attention(*local, m);
   m.qk_norm = o.optional_boolean("qk_norm").value_or(false);
+  m.qk_norm_across_heads = o.optional_boolean("qk_norm_across_heads").value_or(false);
   m.sandwich_norms = o.optional_boolean("sandwich_norms").value_or(false);
   m.attention_sinks = o.optional_boolean("attention_sinks").value_or(false);
   m.mtp_layers = o.optional_integer("mtp_layers", {0, Model::kMaxMtpLayers}).value_or(0);

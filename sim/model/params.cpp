@@ -65,7 +65,7 @@ std::int64_t attention_params(const Model& m) {
     if (m.qkv_bias) n += qkv_out;
   }
   if (m.attention_output_bias) n += h;
-  if (m.qk_norm) n += 2 * norm_params(m, m.head_dim);
+  n += norm_params(m, m.qk_norm_widths());
   if (m.attention_sinks) n += m.num_attention_heads;
   return n;
 }

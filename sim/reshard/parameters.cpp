@@ -1,5 +1,7 @@
 #include "sim/reshard/parameters.hpp"
 
+#include <array>
+
 #include "sim/model/params.hpp"
 
 namespace trainsim {
@@ -66,6 +68,13 @@ struct Names {
   /// Every expert's gate and up in one [E, hidden, 2 x ffn] tensor, their downs in one
   /// [E, ffn, hidden] ([in, out] per expert: the transpose of a linear layer's weight).
   bool fused_experts = false;
+  /// A layer's two norms (Llama's before attention and before the MLP; OLMo 2's after each), or
+  /// its four with sandwich norms (before and after each: Grok-1's port's names by default).
+  std::array<std::string, 2> norms = {"input_layernorm", "post_attention_layernorm"};
+  std::array<std::string, 4> sandwich = {"pre_attn_norm", "post_attn_norm", "pre_moe_norm",
+                                         "post_moe_norm"};
+  /// Phi-3's q/k/v in one qkv_proj and a dense MLP's gate and up in one gate_up_proj.
+  bool fused_projections = false;
 };
 
 // Mixtral's names where the model has nothing Mixtral lacks (a model file naming no class).
@@ -98,6 +107,14 @@ Names names_of(const Model& m) {
   } else if (a == "GptOssForCausalLM") {
     n.router = "router.";
     n.fused_experts = true;
+  } else if (a.rfind("Gemma", 0) == 0) {
+    if (a == "Gemma3ForConditionalGeneration") n.prefix = "language_model.";
+    n.sandwich = {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm"};
+  } else if (a == "Olmo2ForCausalLM") {
+    n.norms = {"post_attention_layernorm", "post_feedforward_layernorm"};
+  } else if (a == "Phi3ForCausalLM") {
+    n.fused_projections = true;
   } else if (a.rfind("Llama4", 0) == 0) {
     if (a == "Llama4ForConditionalGeneration") n.prefix = "language_model.";
     n.mlp = n.moe = "feed_forward.";
@@ -124,9 +141,9 @@ struct LayerBuilder {
     out.push_back({names.prefix + "model.layers." + std::to_string(index) + "." + suffix, block,
                    block_layer, std::move(shape), split, false, expert});
   }
-  void norm(const std::string& name, std::int64_t width) {
-    add(name + "." + names.norm_weight, {width}, TpSplit::kReplicated);
-    if (m.norm == NormKind::kLayerNorm) add(name + ".bias", {width}, TpSplit::kReplicated);
+  void norm(const std::string& name, std::int64_t width, TpSplit split = TpSplit::kReplicated) {
+    add(name + "." + names.norm_weight, {width}, split);
+    if (m.norm == NormKind::kLayerNorm) add(name + ".bias", {width}, split);
   }
   void norm(const std::string& name) { norm(name, m.hidden_size); }
   void attention();
@@ -137,10 +154,17 @@ struct LayerBuilder {
   void layer(bool moe_layer);
 };
 
-// Grouped-query attention: q/k/v column-parallel, o row-parallel; Qwen3's per-head q/k norms and
-// GPT-OSS's sink per head (split with the heads).
+// Grouped-query attention: q/k/v column-parallel (Phi-3's in one tensor, a TP rank holding its
+// share of each), o row-parallel.
 void LayerBuilder::attention() {
   const std::int64_t h = m.hidden_size;
+  if (names.fused_projections) {
+    const std::int64_t width = m.q_size() + 2 * m.kv_size();
+    add(names.attention + "qkv_proj.weight", {width, h}, TpSplit::kRows);
+    if (m.qkv_bias) add(names.attention + "qkv_proj.bias", {width}, TpSplit::kRows);
+    add(names.attention + "o_proj.weight", {h, m.q_size()}, TpSplit::kColumns);
+    return;
+  }
   for (const auto& [proj, width] :
        {std::pair{"q_proj", m.q_size()}, {"k_proj", m.kv_size()}, {"v_proj", m.kv_size()}}) {
     add(names.attention + proj + ".weight", {width, h}, TpSplit::kRows);
@@ -176,8 +200,12 @@ void LayerBuilder::latent_attention() {
 void LayerBuilder::mlp(const std::string& prefix, std::int64_t ffn, const Projections& proj) {
   const std::int64_t h = m.hidden_size;
   const bool gated = is_gated(m.ffn_kind);
-  if (gated) add(prefix + proj.gate + ".weight", {ffn, h}, TpSplit::kRows);
-  add(prefix + proj.up + ".weight", {ffn, h}, TpSplit::kRows);
+  if (gated && names.fused_projections) {
+    add(prefix + "gate_up_proj.weight", {2 * ffn, h}, TpSplit::kRows);
+  } else {
+    if (gated) add(prefix + proj.gate + ".weight", {ffn, h}, TpSplit::kRows);
+    add(prefix + proj.up + ".weight", {ffn, h}, TpSplit::kRows);
+  }
   if (m.mlp_bias) {
     if (gated) add(prefix + proj.gate + ".bias", {ffn}, TpSplit::kRows);
     add(prefix + proj.up + ".bias", {ffn}, TpSplit::kRows);
@@ -226,7 +254,7 @@ void LayerBuilder::experts() {
 
 // A decoder layer: its norms (Grok-1's four under its own names), attention and MLP.
 void LayerBuilder::layer(bool moe_layer) {
-  norm(m.sandwich_norms ? "pre_attn_norm" : "input_layernorm");
+  norm(m.sandwich_norms ? names.sandwich[0] : names.norms[0]);
   if (m.mla.is_mla()) {
     latent_attention();
   } else {
@@ -234,17 +262,18 @@ void LayerBuilder::layer(bool moe_layer) {
   }
   if (m.attention_output_bias)
     add(names.attention + "o_proj.bias", {m.hidden_size}, TpSplit::kReplicated);
-  if (m.qk_norm) {
+  if (m.qk_norm_across_heads) {
+    norm(names.attention + "q_norm", m.q_size(), TpSplit::kRows);
+    norm(names.attention + "k_norm", m.kv_size(), TpSplit::kRows);
+  } else if (m.qk_norm) {
     norm(names.attention + "q_norm", m.head_dim);
     norm(names.attention + "k_norm", m.head_dim);
   }
   if (m.attention_sinks) add(names.attention + "sinks", {m.num_attention_heads}, TpSplit::kRows);
   if (m.sandwich_norms) {
-    norm("post_attn_norm");
-    norm("pre_moe_norm");
-    norm("post_moe_norm");
+    for (std::size_t i = 1; i < names.sandwich.size(); ++i) norm(names.sandwich[i]);
   } else {
-    norm("post_attention_layernorm");
+    norm(names.norms[1]);
   }
   if (moe_layer) {
     experts();

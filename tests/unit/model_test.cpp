@@ -312,7 +312,8 @@ TEST(ModelJson, StrictSchema) {
       "attention_sinks, bias, ffn_hidden_size, ffn_kind, head_dim, hidden_size, local_attention, "
       "max_position_embeddings, mla, "
       "moe, mtp_layers, name, norm, notes, num_attention_heads, num_kv_heads, num_layers, "
-      "position_embedding, published_params, qk_norm, sandwich_norms, source, "
+      "position_embedding, published_params, qk_norm, qk_norm_across_heads, sandwich_norms, "
+      "source, "
       "tied_embeddings, vocab_size)");
   j = base;
   j["hidden_size"] = 0;
