@@ -1,7 +1,6 @@
 #pragma once
 // The readers of each Hugging Face architecture (hf_dense_readers.cpp, hf_gemma_readers.cpp,
-// hf_moe_readers.cpp), for
-// the table in hf_architectures.cpp; and the pieces several of them share.
+// hf_moe_readers.cpp), for the table in hf_architectures.cpp; and the pieces several share.
 #include "sim/model/hf_reader.hpp"
 
 namespace trainsim::hf {

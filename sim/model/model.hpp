@@ -117,7 +117,7 @@ struct Model {
   bool qkv_bias = false;
   bool attention_output_bias = false;
   bool mlp_bias = false;
-  bool sandwich_norms = false;  // norms after attention and MLP too (Grok-1): four per layer
+  bool sandwich_norms = false;  // norms after attention and MLP too (Grok-1, Gemma 2): four a layer
   bool qk_norm = false;         // a per-head norm (the model's kind) on queries and keys (Qwen3)
   /// The q/k norms span every head at once (OLMoE, OLMo 2): weights of q_size and kv_size, split
   /// over TP with the heads, instead of one head_dim each that every head shares.
