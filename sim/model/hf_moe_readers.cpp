@@ -25,6 +25,17 @@ void read_qwen_experts(HfReader& r, Model& m) {
   }
 }
 
+// DeepSeek's MoE keys (GLM-4.5's too): n_routed_experts of moe_intermediate_size, n_shared_experts
+// of the same width beside them, after first_k_dense_replace dense layers.
+void read_deepseek_experts(HfReader& r, Model& m) {
+  m.moe.num_experts = r.integer("n_routed_experts");
+  m.moe.experts_per_token = r.integer("num_experts_per_tok");
+  m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
+  m.moe.shared_expert_ffn_hidden_size =
+      r.integer_or("n_shared_experts", 0) * m.moe.expert_ffn_hidden_size;
+  m.moe.first_dense_layers = r.integer_or("first_k_dense_replace", 0);
+}
+
 }  // namespace
 
 // DeepSeek V2 and V3: multi-head latent attention, shared experts beside the routed ones,
@@ -38,12 +49,7 @@ void read_deepseek(HfReader& r, Model& m) {
   m.mla.qk_rope_head_dim = r.integer("qk_rope_head_dim");
   m.mla.v_head_dim = r.integer("v_head_dim");
   m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
-  m.moe.num_experts = r.integer("n_routed_experts");
-  m.moe.experts_per_token = r.integer("num_experts_per_tok");
-  m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
-  m.moe.shared_expert_ffn_hidden_size =
-      r.integer_or("n_shared_experts", 0) * m.moe.expert_ffn_hidden_size;
-  m.moe.first_dense_layers = r.integer_or("first_k_dense_replace", 0);
+  read_deepseek_experts(r, m);
   if (r.integer_or("moe_layer_freq", 1) != 1) {
     r.fail("moe_layer_freq", "only 1 (every layer after the dense ones) is supported");
   }
@@ -131,12 +137,7 @@ void read_glm4_moe(HfReader& r, Model& m) {
   m.qkv_bias = r.boolean_or("attention_bias", false);
   m.attention_output_bias = false;
   m.qk_norm = r.boolean_or("use_qk_norm", false);
-  m.moe.num_experts = r.integer("n_routed_experts");
-  m.moe.experts_per_token = r.integer("num_experts_per_tok");
-  m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
-  m.moe.shared_expert_ffn_hidden_size =
-      r.integer_or("n_shared_experts", 0) * m.moe.expert_ffn_hidden_size;
-  m.moe.first_dense_layers = r.integer_or("first_k_dense_replace", 0);
+  read_deepseek_experts(r, m);
   m.moe.router_expert_bias = true;
   m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, {0, Model::kMaxMtpLayers});
 }
