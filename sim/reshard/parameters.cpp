@@ -1,6 +1,8 @@
 #include "sim/reshard/parameters.hpp"
 
 #include <array>
+#include <utility>
+#include <vector>
 
 #include "sim/model/params.hpp"
 
@@ -158,15 +160,11 @@ struct LayerBuilder {
 // share of each), o row-parallel.
 void LayerBuilder::attention() {
   const std::int64_t h = m.hidden_size;
-  if (names.fused_projections) {
-    const std::int64_t width = m.q_size() + 2 * m.kv_size();
-    add(names.attention + "qkv_proj.weight", {width, h}, TpSplit::kRows);
-    if (m.qkv_bias) add(names.attention + "qkv_proj.bias", {width}, TpSplit::kRows);
-    add(names.attention + "o_proj.weight", {h, m.q_size()}, TpSplit::kColumns);
-    return;
-  }
-  for (const auto& [proj, width] :
-       {std::pair{"q_proj", m.q_size()}, {"k_proj", m.kv_size()}, {"v_proj", m.kv_size()}}) {
+  using Projection = std::pair<const char*, std::int64_t>;
+  std::vector<Projection> projections = {
+      {"q_proj", m.q_size()}, {"k_proj", m.kv_size()}, {"v_proj", m.kv_size()}};
+  if (names.fused_projections) projections = {{"qkv_proj", m.q_size() + 2 * m.kv_size()}};
+  for (const auto& [proj, width] : projections) {
     add(names.attention + proj + ".weight", {width, h}, TpSplit::kRows);
     if (m.qkv_bias) add(names.attention + proj + ".bias", {width}, TpSplit::kRows);
   }
