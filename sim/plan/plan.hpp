@@ -228,6 +228,11 @@ struct Plan {
     return decoder_first_pipeline_num_layers >= 0 || decoder_last_pipeline_num_layers >= 0 ||
            account_for_embedding_in_pipeline_split || account_for_loss_in_pipeline_split;
   }
+  /// Drops every one of them.
+  void clear_uneven_stage_options() {
+    decoder_first_pipeline_num_layers = decoder_last_pipeline_num_layers = -1;
+    account_for_embedding_in_pipeline_split = account_for_loss_in_pipeline_split = false;
+  }
   bool p2p_overlap() const {
     return schedule == ScheduleKind::kZBH1 ||
            overlap_p2p_comm.value_or(schedule == ScheduleKind::kInterleaved);

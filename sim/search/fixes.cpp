@@ -22,9 +22,11 @@ Outcome balanced(PlanSpace& space) {
   return space.price({space.plan(), /*balanced=*/true});
 }
 
+// "--partition balanced" and what else changes with it (Megatron-LM's uneven stages dropped).
 std::string balanced_text(PlanSpace& space, const Priced& b) {
-  return "--partition balanced (Megatron layout \"" + b.partition.megatron_layout() +
-         "\", decoders per stage " + decoder_counts_text(b.partition) +
+  return balanced_plan_changes(space.plan(), b.plan) + " (Megatron layout \"" +
+         b.partition.megatron_layout() + "\", decoders per stage " +
+         decoder_counts_text(b.partition) +
          "): " + step_comparison(b.step_time_s, space.baseline());
 }
 

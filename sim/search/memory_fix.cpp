@@ -25,9 +25,8 @@ Candidate candidate(const PlanSpace& space, const Plan& plan) {
 
 // What changes from the plan as given, the partition first where the search replaced it.
 std::string changes(const PlanSpace& space, const Plan& plan) {
-  const std::string changed = plan_changes(space.plan(), plan);
-  if (!searched_balanced(space)) return changed;
-  return "--partition balanced" + (changed.empty() ? "" : " " + changed);
+  return searched_balanced(space) ? balanced_plan_changes(space.plan(), plan)
+                                  : plan_changes(space.plan(), plan);
 }
 
 // "--zero 3 (peak 61.20 GiB): step ..." against the plan as given.

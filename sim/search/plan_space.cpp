@@ -113,6 +113,10 @@ Outcome PlanSpace::simulated(const Plan& plan, Assessment& a, std::optional<doub
 // goes back to one instance (the fix then names that change too).
 Candidate PlanSpace::with_valid_options(const Candidate& candidate) {
   Candidate c = candidate;
+  // Megatron-LM's uneven first and last stages are options of its uniform rule, refused beside
+  // any other --partition: a candidate on the balanced partition goes without them (and its fix
+  // says so), which changes nothing the balanced partition is built from.
+  if (c.balanced) c.plan.clear_uneven_stage_options();
   if (c.plan.num_distributed_optimizer_instances > 1 &&
       refusal([&] { validate_optimizer_instances(c.plan, {}); })) {
     c.plan.num_distributed_optimizer_instances = 1;

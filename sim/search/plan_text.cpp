@@ -1,12 +1,49 @@
 #include "sim/search/plan_text.hpp"
 
+#include <vector>
+
 #include "sim/core/format.hpp"
 
 namespace trainsim {
 
+namespace {
+
+void append(std::string& out, const std::string& flag) {
+  out += (out.empty() ? "" : " ") + flag;
+}
+
+// Megatron-LM's uneven-stage options the change sets, then those it drops, in one
+// "without A and B" (a candidate on the balanced partition drops all it had).
+void add_uneven_stage_options(std::string& out, const Plan& from, const Plan& to) {
+  std::vector<std::string> dropped;
+  auto count = [&](const std::string& flag, std::int64_t was, std::int64_t now) {
+    if (now == was) return;
+    if (now >= 0) {
+      append(out, flag + " " + std::to_string(now));
+    } else {
+      dropped.push_back(flag);
+    }
+  };
+  auto toggle = [&](const std::string& flag, bool was, bool now) {
+    if (now && !was) append(out, flag);
+    if (was && !now) dropped.push_back(flag);
+  };
+  count("--decoder-first-pipeline-num-layers", from.decoder_first_pipeline_num_layers,
+        to.decoder_first_pipeline_num_layers);
+  count("--decoder-last-pipeline-num-layers", from.decoder_last_pipeline_num_layers,
+        to.decoder_last_pipeline_num_layers);
+  toggle("--account-for-embedding-in-pipeline-split", from.account_for_embedding_in_pipeline_split,
+         to.account_for_embedding_in_pipeline_split);
+  toggle("--account-for-loss-in-pipeline-split", from.account_for_loss_in_pipeline_split,
+         to.account_for_loss_in_pipeline_split);
+  if (!dropped.empty()) append(out, "without " + join(dropped, " and "));
+}
+
+}  // namespace
+
 std::string plan_changes(const Plan& from, const Plan& to) {
   std::string out;
-  auto add = [&out](const std::string& flag) { out += (out.empty() ? "" : " ") + flag; };
+  auto add = [&out](const std::string& flag) { append(out, flag); };
   if (to.schedule != from.schedule) add(std::string("--schedule ") + to_string(to.schedule));
   if (to.tp != from.tp) add("--tp " + std::to_string(to.tp));
   if (to.pp != from.pp) add("--pp " + std::to_string(to.pp));
@@ -37,16 +74,7 @@ std::string plan_changes(const Plan& from, const Plan& to) {
     add(to.p2p_overlap() ? "without --no-overlap-p2p-comm" : "--no-overlap-p2p-comm");
   }
   if (to.rank_order != from.rank_order) add("--rank-order " + to_string(to.rank_order));
-  if (to.decoder_first_pipeline_num_layers != from.decoder_first_pipeline_num_layers &&
-      to.decoder_first_pipeline_num_layers >= 0) {
-    add("--decoder-first-pipeline-num-layers " +
-        std::to_string(to.decoder_first_pipeline_num_layers));
-  }
-  if (to.decoder_last_pipeline_num_layers != from.decoder_last_pipeline_num_layers &&
-      to.decoder_last_pipeline_num_layers >= 0) {
-    add("--decoder-last-pipeline-num-layers " +
-        std::to_string(to.decoder_last_pipeline_num_layers));
-  }
+  add_uneven_stage_options(out, from, to);
   if (from.defer_embedding_wgrad_compute && !to.defer_embedding_wgrad_compute) {
     add("without --defer-embedding-wgrad-compute");
   } else if (to.defer_embedding_wgrad_compute) {
@@ -56,6 +84,11 @@ std::string plan_changes(const Plan& from, const Plan& to) {
     }
   }
   return out;
+}
+
+std::string balanced_plan_changes(const Plan& from, const Plan& to) {
+  const std::string changed = plan_changes(from, to);
+  return "--partition balanced" + (changed.empty() ? "" : " " + changed);
 }
 
 std::string step_comparison(double alternative, double now) {

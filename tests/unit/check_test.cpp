@@ -167,6 +167,39 @@ TEST(Diagnostics, StageImbalanceOffersMegatronsUnevenEnds) {
   EXPECT_TRUE(u.with_id("stage-imbalance").empty());
 }
 
+// Megatron-LM's uneven first and last stages are options of its uniform rule, refused beside
+// --partition balanced: a fix on the balanced partition drops them, and the command it gives
+// runs. Llama 3.1 8B's 32 layers as 16 + 16 over pp 4 leave both middle stages empty.
+TEST(Diagnostics, BalancedFixDropsMegatronsUnevenStages) {
+  const std::map<std::string, std::string> flags = {
+      {"tp", "1"}, {"pp", "4"}, {"dp", "2"}, {"seq_len", "4096"}, {"gbs", "64"}};
+  auto uneven = flags;
+  uneven.insert(
+      {{"decoder_first_pipeline_num_layers", "16"}, {"decoder_last_pipeline_num_layers", "16"}});
+  const auto c = check_model("llama3.1-8b", uneven);
+  const auto empty = c.with_id("empty-stage");
+  ASSERT_EQ(empty.size(), 2u);  // stages 1 and 2
+  EXPECT_EQ(empty[0]->stage, 1);
+  const std::string offer =
+      "--partition balanced without --decoder-first-pipeline-num-layers and "
+      "--decoder-last-pipeline-num-layers (Megatron layout \"Et*8|t*9|t*9|t*6L\", decoders per "
+      "stage [8, 9, 9, 6]): step ";
+  ASSERT_EQ(empty[0]->fix.rfind(offer, 0), 0u) << empty[0]->fix;
+  auto balanced = flags;
+  balanced.insert({"partition", "balanced"});
+  const auto b = check_model("llama3.1-8b", balanced);
+  EXPECT_TRUE(b.with_id("empty-stage").empty());
+  const double step = evaluate(b.in.model, b.in.platform, b.in.plan, b.partition).sim.step_time_s;
+  EXPECT_EQ(empty[0]->fix.substr(offer.size(), format_seconds(step).size()), format_seconds(step));
+  // The memory fixes searched on the balanced partition drop them too.
+  const auto oom = c.with_id("oom");
+  ASSERT_EQ(oom.size(), 1u);
+  EXPECT_TRUE(contains(oom[0]->fix,
+                       "--partition balanced --zero 1 without --decoder-first-pipeline-num-layers "
+                       "and --decoder-last-pipeline-num-layers (peak "))
+      << oom[0]->fix;
+}
+
 TEST(Diagnostics, BatchRules) {
   const auto c = check("llama3.1-70b-64gpu", {{"gbs", "130"}});
   const auto gbs = c.with_id("gbs-not-divisible");
