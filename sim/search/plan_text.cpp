@@ -87,8 +87,16 @@ std::string plan_changes(const Plan& from, const Plan& to) {
 }
 
 std::string balanced_plan_changes(const Plan& from, const Plan& to) {
+  std::string out = "--partition balanced";
+  // A framework the plan took from its partition rule (nanotron's, DeepSpeed's) is priced on the
+  // balanced partition too, and named, or the command would run Megatron-LM's vocabulary padding.
+  Plan as_run = to;
+  as_run.partition = "balanced";
+  if (as_run.effective_framework() != to.effective_framework()) {
+    append(out, std::string("--framework ") + to_string(to.effective_framework()));
+  }
   const std::string changed = plan_changes(from, to);
-  return "--partition balanced" + (changed.empty() ? "" : " " + changed);
+  return out + (changed.empty() ? "" : " " + changed);
 }
 
 std::string step_comparison(double alternative, double now) {

@@ -9,8 +9,9 @@ namespace trainsim {
 /// The flags that turn plan `from` into `to`, for the fields fixes change: "--tp 8 --dp 1 --sp".
 std::string plan_changes(const Plan& from, const Plan& to);
 
-/// The same for `to` priced on trainsim's balanced partition: "--partition balanced" first, then
-/// the rest (Megatron-LM's uneven-stage options dropped among them).
+/// The same for `to` priced on trainsim's balanced partition: "--partition balanced" first, the
+/// framework its own partition rule implied (nanotron, DeepSpeed), then the rest (Megatron-LM's
+/// uneven-stage options dropped among them).
 std::string balanced_plan_changes(const Plan& from, const Plan& to);
 
 /// "step 1.234 s (-12.3 % vs 1.407 s now)".

@@ -30,7 +30,16 @@ TEST(Diagnostics, Nanotron108StageWithoutParameters) {
       contains(d.message, "\"ValueError: Can't use DDP because model in PP=1 has no gradient."))
       << d.message;
   // The fix names trainsim's balanced partition and a plan nanotron can run, each with its time.
-  EXPECT_TRUE(contains(d.fix, "--partition balanced (Megatron layout \"Et*2|L\"")) << d.fix;
+  // The balanced partition keeps nanotron's framework (its vocabulary unpadded), and names it:
+  // the command as given prices the step the fix states.
+  const std::string offer =
+      "--partition balanced --framework nanotron (Megatron layout \"Et*2|L\", decoders per stage "
+      "[2, 0]): step ";
+  ASSERT_EQ(d.fix.rfind(offer, 0), 0u) << d.fix;
+  const auto b =
+      check("seeds/nanotron-108", {{"partition", "balanced"}, {"framework", "nanotron"}});
+  const double step = evaluate(b.in.model, b.in.platform, b.in.plan, b.partition).sim.step_time_s;
+  EXPECT_EQ(d.fix.substr(offer.size(), format_seconds(step).size()), format_seconds(step));
   EXPECT_TRUE(contains(d.fix, "keep nanotron's rule with --pp 1 --dp 4")) << d.fix;
   EXPECT_TRUE(contains(d.fix, "step ")) << d.fix;
   // Its odd vocabulary (50,277) splits over no TP but 1, so only a smaller TP removes the
