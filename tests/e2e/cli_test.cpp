@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,6 +23,21 @@ TEST(Cli, RunsAScenario) {
       << r.out;
   EXPECT_NE(r.out.find("step time"), std::string::npos);
   EXPECT_NE(r.out.find("MFU"), std::string::npos);
+}
+
+// A step under 0.1 s reads in ms or us, not as "0.000 s": nanotron #108's toy model takes about
+// half a millisecond.
+TEST(Cli, ShortStepReadsInMicroseconds) {
+  const std::string seed = test::source_dir() + "/scenarios/seeds/nanotron-108.json";
+  const auto text = test::run_trainsim({"run", seed});
+  const auto json = test::run_trainsim({"run", seed, "--format", "json"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const double step = nlohmann::json::parse(json.out).at("step_time_s").get<double>();
+  ASSERT_LT(step, 1e-3);
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "step time            %.1f us (P10 ", step * 1e6);
+  EXPECT_NE(text.out.find(expected), std::string::npos) << expected << "\n" << text.out;
 }
 
 TEST(Cli, JsonIsByteIdenticalAcrossRuns) {
