@@ -84,12 +84,12 @@ struct SuiteOptions {
   std::int64_t memory_grid_lo = std::int64_t{1} << 16;  // elements of the memory-bound grid
   std::int64_t memory_grid_hi = std::int64_t{1} << 28;
   // Attention grid beside the catalog: multi-head attention, causal and not, both passes.
-  std::vector<std::int64_t> attention_grid_head_dims{64, 128, 192};
+  std::vector<std::int64_t> attention_grid_head_dims{64, 128, 192, 256};
   std::vector<std::int64_t> attention_grid_heads{8, 16, 32};
   // FlashAttention's benchmark harness: hidden 2048 (heads = 2048 / head size), batch = 16k
   // tokens / sequence, so that the measured rates compare with its published figures.
   std::vector<std::int64_t> attention_harness_seqs{512, 1024, 2048, 4096, 8192, 16384};
-  std::vector<std::int64_t> attention_harness_head_dims{64, 128};
+  std::vector<std::int64_t> attention_harness_head_dims{64, 128, 256};
   // Grouped expert GEMMs: the catalog's MoE models and published_moe_layers(), at every expert
   // parallelism that leaves 2 to moe_max_groups local experts (and 1, as plain GEMMs), each
   // expert tensor parallelism, and these tokens per GPU.

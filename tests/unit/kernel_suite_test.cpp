@@ -223,11 +223,13 @@ TEST(KernelSuiteShapes, Grids) {
   EXPECT_TRUE(contains(mem, MemoryShape{"moe_unpermute.grad", 16, 4096}));
   EXPECT_TRUE(contains(mem, MemoryShape{"adam", 1, 1 << 20}));
   EXPECT_TRUE(contains(mem, MemoryShape{"rmsnorm", 256, 4096}));
-  // MHA at head sizes 64, 128, 192 x 8, 16, 32 heads x 6 sequences, causal and not, both
-  // passes (216), and FlashAttention's harness shapes (48), 8 of which the grid already holds
-  // (batch 1 at 16k: 32 heads of 64, 16 of 128).
+  // MHA at head sizes 64, 128, 192, 256 x 8, 16, 32 heads x 6 sequences, causal and not, both
+  // passes (288), and FlashAttention's harness shapes at head sizes 64, 128, 256 (72), 12 of
+  // which the grid already holds (batch 1 at 16k: 32 heads of 64, 16 of 128, 8 of 256).
   const auto attention = kernels::filter_ops(shapes, {"attention"});
-  EXPECT_EQ(attention.size(), 216u + 48u - 8u);
+  EXPECT_EQ(attention.size(), 288u + 72u - 12u);
+  EXPECT_TRUE(contains(attention, AttentionShape{1, 8192, 16, 16, 256, true,
+                                                 AttentionPass::kBackward, DType::kBF16}));
   EXPECT_TRUE(contains(attention, AttentionShape{32, 512, 32, 32, 64, false,
                                                  AttentionPass::kBackward, DType::kBF16}));
   EXPECT_TRUE(contains(attention, AttentionShape{1, 32768, 8, 8, 192, false,
@@ -325,12 +327,12 @@ TEST(KernelSuiteRun, SelectionAndRepetitions) {
   // grouped GEMMs: 2 element types x the group counts 2 to 32, plain and accumulating into FP32
   // (the weight gradients), and the cost model's own grouped data and weight gradients of
   // Mixtral's 8 local experts (at EP 1) in the nn and nt layouts; attention: 2 passes x head
-  // sizes 64, 128, 192 x causal or not
+  // sizes 64, 128, 192, 256 x causal or not
   EXPECT_EQ(families.count("grouped_gemm/fp8/g32"), 1u);
   EXPECT_EQ(families.count("attention/bwd/bf16/d192/full"), 1u);
   EXPECT_EQ(families.count("grouped_gemm/bf16/nt/g8"), 1u);
   EXPECT_EQ(families.count("grouped_gemm/fp8/acc/g4"), 1u);
-  EXPECT_EQ(some.size(), 2u * 2u * 5u + 2u + 2u * 3u * 2u);
+  EXPECT_EQ(some.size(), 2u * 2u * 5u + 2u + 2u * 4u * 2u);
   run.max_shapes = 3;
   EXPECT_EQ(kernels::selected_shapes(run, all).size(), 3u);
 
