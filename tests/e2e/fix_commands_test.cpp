@@ -1,0 +1,81 @@
+// A fix is a command: every alternative `check` proposes on the shipped seed and teaching
+// scenarios, its flags applied as written to the same scenario, is a plan trainsim accepts
+// (no exit 2). Alternatives that drop a flag ("without ...") are left to the unit tests.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+std::vector<std::string> split(const std::string& text, const std::string& separator) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (std::size_t next; (next = text.find(separator, at)) != std::string::npos;) {
+    out.push_back(text.substr(at, next - at));
+    at = next + separator.size();
+  }
+  out.push_back(text.substr(at));
+  return out;
+}
+
+// The flags that lead an alternative ("--pp 1 --dp 4 (same GPUs...): step ..."), after an
+// optional "or " and "keep <rule> with "; empty where it drops a flag or names none.
+std::vector<std::string> leading_flags(std::string alternative) {
+  if (alternative.rfind("or ", 0) == 0) alternative.erase(0, 3);
+  if (alternative.rfind("keep ", 0) == 0) {
+    const auto with = alternative.find(" with ");
+    if (with == std::string::npos) return {};
+    alternative.erase(0, with + 6);
+  }
+  const std::string head = alternative.substr(0, alternative.find(" ("));
+  if (head.find("without") != std::string::npos) return {};
+  std::vector<std::string> flags;
+  std::istringstream words(head);
+  for (std::string w; words >> w;) {
+    const bool last = w.back() == ':';  // "--dp 8: step ..."
+    if (last) w.pop_back();
+    if (flags.empty() && w.rfind("--", 0) != 0) return {};
+    flags.push_back(w);
+    if (last) break;
+  }
+  return flags;
+}
+
+TEST(FixCommands, EveryFixOfTheShippedScenariosRuns) {
+  std::vector<std::string> scenarios;
+  for (const char* dir : {"/scenarios/seeds", "/scenarios/teaching"}) {
+    for (const auto& e : std::filesystem::directory_iterator(test::source_dir() + dir)) {
+      if (e.path().extension() == ".json") scenarios.push_back(e.path().string());
+    }
+  }
+  int applied = 0;
+  for (const auto& scenario : scenarios) {
+    const auto c = test::run_trainsim({"check", scenario});
+    ASSERT_NE(c.exit_code, 2) << scenario << "\n" << c.err;
+    std::istringstream lines(c.out);
+    for (std::string line; std::getline(lines, line);) {
+      const auto at = line.find("fix: ");
+      if (at == std::string::npos) continue;
+      for (const auto& alternative : split(line.substr(at + 5), "; ")) {
+        auto args = leading_flags(alternative);
+        if (args.empty()) continue;
+        args.insert(args.begin(), {"check", scenario});
+        const auto r = test::run_trainsim(args);
+        EXPECT_NE(r.exit_code, 2) << scenario << ": " << alternative << "\n" << r.err;
+        ++applied;
+      }
+    }
+  }
+  // The seeds' partition, padding and memory fixes and the teaching scenarios' own: a fix added
+  // or withdrawn changes this count.
+  EXPECT_EQ(applied, 28);
+}
+
+}  // namespace
+}  // namespace trainsim
