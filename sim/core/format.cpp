@@ -59,6 +59,10 @@ std::string format_seconds(double s) {
   return format_fixed(s * 1e6, 1) + " us";
 }
 
+std::string format_step_time(double s) {
+  return std::fabs(s) >= 0.1 ? format_fixed(s, 3) + " s" : format_seconds(s);
+}
+
 std::string format_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

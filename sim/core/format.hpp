@@ -12,6 +12,9 @@ std::string format_number(double x);
 std::string format_fixed(double x, int decimals);
 /// "1.23 s", "45.6 ms", "789 us".
 std::string format_seconds(double s);
+/// A step time as the reports write it: "4.540 s" to the millisecond from 0.1 s up, shorter ones
+/// (a toy model, a teaching scenario) as format_seconds, which "0.000 s" would hide.
+std::string format_step_time(double s);
 /// "80.0 GiB", "512 MiB".
 std::string format_bytes(double bytes);
 /// "7.3 TFLOP", "2.1 GFLOP".

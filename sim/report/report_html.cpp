@@ -23,11 +23,16 @@ std::string gib(double bytes) {
   return format_fixed(bytes / kGiB, 2);
 }
 
+// "4.268 - 4.726 s"; a band under 0.1 s with each end in its own unit, as format_step_time.
+std::string step_range(double lo, double hi) {
+  if (lo >= 0.1) return format_fixed(lo, 3) + " - " + format_step_time(hi);
+  return format_step_time(lo) + " - " + format_step_time(hi);
+}
+
 void summary(std::ostringstream& o, const Report& r) {
   o << "<h2>Summary</h2>\n<table class=\"kv\">\n"
-    << "<tr><th>step time</th><td>" << format_fixed(r.step_time_s, 3) << " s (P10-P90 "
-    << format_fixed(r.step_time_p10_s, 3) << " - " << format_fixed(r.step_time_p90_s, 3)
-    << " s)</td></tr>\n"
+    << "<tr><th>step time</th><td>" << format_step_time(r.step_time_s) << " (P10-P90 "
+    << step_range(r.step_time_p10_s, r.step_time_p90_s) << ")</td></tr>\n"
     << "<tr><th>tokens/s</th><td>" << format_grouped(std::llround(r.tokens_per_s)) << "</td></tr>\n"
     << "<tr><th>model TFLOP/s per GPU</th><td>" << format_fixed(r.model_tflops_per_gpu, 1)
     << "</td></tr>\n<tr><th>MFU</th><td>" << pct(r.mfu) << "</td></tr>\n"

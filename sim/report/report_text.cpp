@@ -192,18 +192,12 @@ void write_header(const Report& r, std::ostringstream& o) {
   o << "\n";
 }
 
-// Seconds to the millisecond; a step under 0.1 s (a toy model, a teaching scenario) in ms or us,
-// which "0.000 s" would hide.
-std::string step_seconds(double s) {
-  return s >= 0.1 ? format_fixed(s, 3) + " s" : format_seconds(s);
-}
-
 // Step time, throughput, bubble and communication.
 void write_summary(const Report& r, std::ostringstream& o) {
-  o << "step time            " << step_seconds(r.step_time_s);
+  o << "step time            " << format_step_time(r.step_time_s);
   if (r.step_time_p90_s > r.step_time_p10_s) {
-    o << " (P10 " << step_seconds(r.step_time_p10_s) << ", P90 " << step_seconds(r.step_time_p90_s)
-      << ": "
+    o << " (P10 " << format_step_time(r.step_time_p10_s) << ", P90 "
+      << format_step_time(r.step_time_p90_s) << ": "
       << (r.band_weighted ? "the calibration's residuals scaled by the kernels' measured spread, " +
                                 format_fixed(100 * r.kernel_spread, 1) + " % P10-P90"
                           : std::string("the platform calibration's residuals"))

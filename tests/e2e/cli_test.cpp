@@ -25,8 +25,8 @@ TEST(Cli, RunsAScenario) {
   EXPECT_NE(r.out.find("MFU"), std::string::npos);
 }
 
-// A step under 0.1 s reads in ms or us, not as "0.000 s": nanotron #108's toy model takes about
-// half a millisecond.
+// A step under 0.1 s reads in ms or us, not as "0.000 s", in the text report and the HTML page:
+// nanotron #108's toy model takes about half a millisecond.
 TEST(Cli, ShortStepReadsInMicroseconds) {
   const std::string seed = test::source_dir() + "/scenarios/seeds/nanotron-108.json";
   const auto text = test::run_trainsim({"run", seed});
@@ -38,6 +38,12 @@ TEST(Cli, ShortStepReadsInMicroseconds) {
   char expected[64];
   std::snprintf(expected, sizeof expected, "step time            %.1f us (P10 ", step * 1e6);
   EXPECT_NE(text.out.find(expected), std::string::npos) << expected << "\n" << text.out;
+  // The HTML page's summary alike.
+  const std::string html = test::make_temp_dir() + "/report.html";
+  ASSERT_EQ(test::run_trainsim({"run", seed, "--html", html}).exit_code, 0);
+  std::snprintf(expected, sizeof expected, "<tr><th>step time</th><td>%.1f us (P10-P90 ",
+                step * 1e6);
+  EXPECT_NE(test::read_file(html).find(expected), std::string::npos) << expected;
 }
 
 TEST(Cli, JsonIsByteIdenticalAcrossRuns) {
