@@ -37,6 +37,11 @@ const StageRange& range_of(const Partition& p, std::int64_t stage) {
 }
 }  // namespace
 
+Model built_model(Model model, const Partition& partition) {
+  model.num_layers -= partition.dropped_layers;
+  return model;
+}
+
 std::int64_t Partition::num_blocks(std::int64_t stage) const {
   const auto& r = range_of(*this, stage);
   return r.end - r.begin;

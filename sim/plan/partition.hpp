@@ -145,6 +145,11 @@ Partition deepspeed_partition(const Model& model, const PartitionSpec& spec, std
 std::vector<std::int64_t> min_max_bounds(const std::vector<Block>& blocks,
                                          const std::vector<double>& times, std::int64_t parts);
 
+/// The model as `partition` builds it: without the decoder layers the rule drops (the last ones,
+/// as Megatron-LM builds layers 0 to n - 1), so that the model FLOPs of a step count the layers
+/// the step runs.
+Model built_model(Model model, const Partition& partition);
+
 /// A partition from stage boundaries over `blocks`: stage s holds [bounds[s], bounds[s+1]).
 Partition partition_from_bounds(std::string method, std::vector<Block> blocks,
                                 const std::vector<std::int64_t>& bounds, std::int64_t chunks = 1);

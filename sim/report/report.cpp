@@ -54,7 +54,9 @@ void fill_headline(Report& r, const ReportInputs& in) {
   r.step_time_p10_s = band.low(step, r.kernel_spread);
   r.step_time_p90_s = band.high(step, r.kernel_spread);
   r.published = in.published;
-  const StepRates rates = step_rates(in.model, in.platform, in.plan, step);
+  // A plan that drops layers (an error diagnostic says so) runs fewer FLOPs than the model has.
+  const StepRates rates =
+      step_rates(built_model(in.model, in.partition), in.platform, in.plan, step);
   r.tokens_per_s = rates.tokens_per_s;
   r.model_tflops_per_gpu = rates.model_flops_per_gpu / 1e12;
   r.mfu = rates.mfu;

@@ -42,6 +42,22 @@ Plan plan() {
   return p;
 }
 
+// pp 6 builds 6 x floor(32 / 6) = 30 of Llama 3.1 8B's 32 layers (Megatron-Core before uneven
+// stages): model TFLOP/s and MFU count the 30 layers the step runs, not the model's 32.
+TEST(Report, ModelFlopsCountOnlyTheLayersAPlanBuilds) {
+  Plan p = plan();
+  p.tp = 1;
+  p.pp = 6;
+  p.dp = 1;
+  const Report r = simulated(p);
+  Model built = test::catalog_model("llama3.1-8b");
+  built.num_layers = 30;
+  const double flops = model_flops_per_sample(built, 4096) * 16.0 / r.step_time_s / 6.0;
+  EXPECT_DOUBLE_EQ(r.model_tflops_per_gpu, flops / 1e12);
+  EXPECT_DOUBLE_EQ(r.mfu, flops / 989e12);
+  EXPECT_EQ(r.model_params, 8030261248);  // the model's own count, as the model line names it
+}
+
 // Each stage's collectives per step, from the task graph: the TP all-reduces of the stage's
 // passes (two per layer and pass, forward and backward, per micro-batch, plus the embedding's
 // and the loss's), and the DP gradient all-reduce of the stage's gradients, priced as the
