@@ -58,6 +58,22 @@ TEST(Report, ModelFlopsCountOnlyTheLayersAPlanBuilds) {
   EXPECT_EQ(r.model_params, 8030261248);  // the model's own count, as the model line names it
 }
 
+// A stage busy the whole step (CP a2a at 32k: compute and exposed communication fill it) has no
+// idle time, not the rounding residue of the step less its parts (-7.2e-16 s in the JSON).
+TEST(Report, IdleTimeOfAFullyBusyStageIsZero) {
+  Plan p = plan();
+  p.pp = 1;
+  p.dp = 1;
+  p.cp = 4;
+  p.sp = true;
+  p.cp_comm = CpComm::kA2A;
+  p.seq_len = 32768;
+  p.gbs = 8;
+  const Report r = simulated(p);
+  for (const auto& s : r.stages) EXPECT_EQ(s.idle_s, 0.0);
+  EXPECT_EQ(r.bubble_fraction, 0.0);
+}
+
 // Each stage's collectives per step, from the task graph: the TP all-reduces of the stage's
 // passes (two per layer and pass, forward and backward, per micro-batch, plus the embedding's
 // and the loss's), and the DP gradient all-reduce of the stage's gradients, priced as the
