@@ -194,6 +194,20 @@ TEST(ModelFlops, MatchesPublishedPerSampleCounts) {
   }
 }
 
+// The Nemotron-4 counts the same READMEs state (340B: 1.01e16 per 4k sample; 15B: 434.5e12 in
+// v24.11.1) are the count of the same models without grouped-query attention (K and V projected
+// for every head): what the README's "compute bound" line says of them.
+TEST(ModelFlops, NemotronPublishedCountsIgnoreGroupedQueryAttention) {
+  for (const auto& [name, published] :
+       {std::pair<const char*, double>{"nemotron4-340b", 1.01e16}, {"nemotron4-15b", 4.345e14}}) {
+    Model m = test::catalog_model(name);
+    EXPECT_LT(m.num_kv_heads, m.num_attention_heads) << name;
+    m.num_kv_heads = m.num_attention_heads;
+    const double f = model_flops_per_sample(m, 4096);
+    EXPECT_NEAR(f, published, 0.005 * published) << name;
+  }
+}
+
 // The MoE recipes' model FLOPs as the same READMEs state them: NeMo's formulas for Grok-1 and
 // Llama 4 Maverick count the causal half of the attention scores (with the full s^2 count the
 // two would be 3.8 % and 11 % higher); top-k experts, Llama 4's shared expert and its dense
