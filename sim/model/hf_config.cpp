@@ -2,6 +2,9 @@
 // config carries many others (token ids, dtype, rope scaling) that do not change parameter
 // counts or FLOPs, so unknown keys are ignored here, unlike in our own model files.
 #include <filesystem>
+#include <map>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -47,6 +50,37 @@ void note_unmodelled(HfReader& r, Model& m, const std::string& arch) {
   }
 }
 
+// A rule of the model broken by what a config holds, named by the config's own key: the first of
+// the Hugging Face names of the model JSON's `key` that the config holds, else the model's key
+// as read from it.
+ModelKeyPath hf_key_path(const nlohmann::json& j, const std::string& file) {
+  return [&j, file](std::string_view key) {
+    static const std::map<std::string_view, std::vector<const char*>> kHfNames = {
+        {"num_kv_heads", {"num_key_value_heads"}},
+        {"num_layers", {"num_hidden_layers"}},
+        {"ffn_hidden_size", {"intermediate_size"}},
+        {"moe.num_experts", {"num_local_experts", "n_routed_experts", "num_experts"}},
+        {"moe.experts_per_token", {"num_experts_per_tok"}},
+        {"moe.expert_ffn_hidden_size", {"moe_intermediate_size", "intermediate_size"}},
+        {"moe.shared_expert_ffn_hidden_size", {"shared_expert_intermediate_size"}},
+        {"moe.first_dense_layers", {"first_k_dense_replace"}},
+        {"moe.layer_interval", {"decoder_sparse_step", "interleave_moe_layer_step"}},
+        {"mla.q_lora_rank", {"q_lora_rank"}},
+        {"mla.kv_lora_rank", {"kv_lora_rank"}},
+        {"mla.qk_nope_head_dim", {"qk_nope_head_dim"}},
+        {"mla.qk_rope_head_dim", {"qk_rope_head_dim"}},
+        {"mla.v_head_dim", {"v_head_dim"}}};
+    std::vector<std::string> names = {std::string(key)};
+    if (auto it = kHfNames.find(key); it != kHfNames.end()) {
+      names.assign(it->second.begin(), it->second.end());
+    }
+    for (const std::string& name : names) {
+      if (j.is_object() && j.contains(name)) return file + ": $." + name;
+    }
+    return file + ": " + std::string(key) + " of the model read from it";
+  };
+}
+
 }  // namespace
 
 Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
@@ -70,7 +104,7 @@ Model parse_hf_config(const nlohmann::json& j, const std::string& file) {
   }
   if (m.name.empty()) m.name = hf_model_name(j, file);
   note_unmodelled(r, m, arch);
-  validate_model(m, file);
+  validate_model(m, hf_key_path(j, file));
   return m;
 }
 

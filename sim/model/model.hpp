@@ -2,7 +2,9 @@
 // Architecture of a decoder-only transformer: shapes only, no parallelism and no hardware.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -167,7 +169,11 @@ Model parse_model_json(const nlohmann::json& j, const std::string& file);
 Model parse_hf_config(const nlohmann::json& j, const std::string& file);
 
 /// Checks the cross-field rules (heads divide hidden, KV heads divide heads, ...); InputError
-/// naming `file` otherwise.
+/// naming `file` and the model JSON's key ("file: $.num_kv_heads") otherwise.
 void validate_model(const Model& m, const std::string& file);
+/// The same, each failure named by `where` from the model JSON's key ("moe.num_experts"): a
+/// reader of another format names the key its file holds.
+using ModelKeyPath = std::function<std::string(std::string_view key)>;
+void validate_model(const Model& m, const ModelKeyPath& where);
 
 }  // namespace trainsim

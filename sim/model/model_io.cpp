@@ -64,7 +64,7 @@ constexpr double kMaxParams = 1e15;
 namespace {
 
 // Upper bounds far beyond any published model, which keep every count inside int64.
-void check_limits(const Model& m, const std::string& file) {
+void check_limits(const Model& m, const ModelKeyPath& where) {
   const struct {
     const char* key;
     std::int64_t value;
@@ -88,7 +88,7 @@ void check_limits(const Model& m, const std::string& file) {
       {"max_position_embeddings", m.max_position_embeddings, kMaxPositions}};
   for (const auto& l : limits) {
     if (l.value > l.limit) {
-      fail_input(file + ": $." + l.key,
+      fail_input(where(l.key),
                  "must be at most " + std::to_string(l.limit) + ", got " + std::to_string(l.value));
     }
   }
@@ -102,15 +102,14 @@ void check_limits(const Model& m, const std::string& file) {
   const double approx = static_cast<double>(m.num_layers) * (h * (2 * q + 2 * kv) + 3 * h * mlp) +
                         2 * h * static_cast<double>(m.vocab_size);
   if (approx > kMaxParams) {
-    fail_input(file + ": $.num_layers",
+    fail_input(where("num_layers"),
                "with these widths the model has about " +
                    std::to_string(static_cast<std::int64_t>(approx / 1e12)) +
                    " trillion parameters; trainsim handles up to 1,000 trillion");
   }
 }
 
-void check_attention(const Model& m, const std::string& file) {
-  auto where = [&](const char* key) { return file + ": $." + key; };
+void check_attention(const Model& m, const ModelKeyPath& where) {
   if (m.num_kv_heads > m.num_attention_heads) {
     fail_input(where("num_kv_heads"), "must not exceed num_attention_heads (" +
                                           std::to_string(m.num_attention_heads) + ")");
@@ -128,8 +127,7 @@ void check_attention(const Model& m, const std::string& file) {
   }
 }
 
-void check_experts(const Model& m, const std::string& file) {
-  auto where = [&](const char* key) { return file + ": $." + key; };
+void check_experts(const Model& m, const ModelKeyPath& where) {
   if (m.moe.is_moe() && m.moe.experts_per_token > m.moe.num_experts) {
     fail_input(where("moe.experts_per_token"),
                "must not exceed moe.num_experts (" + std::to_string(m.moe.num_experts) + ")");
@@ -153,8 +151,7 @@ void check_experts(const Model& m, const std::string& file) {
   }
 }
 
-void check_mla(const Model& m, const std::string& file) {
-  auto where = [&](const char* key) { return file + ": $." + key; };
+void check_mla(const Model& m, const ModelKeyPath& where) {
   if (m.mla.is_mla() && m.mla.q_lora_rank < 0) {
     fail_input(where("mla.q_lora_rank"), "must be >= 0 (0: queries without a low-rank path)");
   }
@@ -250,11 +247,15 @@ void read_dimensions(JsonObject& o, Model& m) {
 
 }  // namespace
 
+void validate_model(const Model& m, const ModelKeyPath& where) {
+  check_limits(m, where);
+  check_attention(m, where);
+  check_experts(m, where);
+  check_mla(m, where);
+}
+
 void validate_model(const Model& m, const std::string& file) {
-  check_limits(m, file);
-  check_attention(m, file);
-  check_experts(m, file);
-  check_mla(m, file);
+  validate_model(m, [&file](std::string_view key) { return file + ": $." + std::string(key); });
 }
 
 Model parse_model_json(const nlohmann::json& j, const std::string& file) {

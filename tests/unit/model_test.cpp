@@ -178,6 +178,30 @@ TEST(HuggingFace, UnsupportedArchitectureIsAnInputError) {
   EXPECT_THROW(parse_hf_config(missing, "cfg.json"), InputError);
 }
 
+// A rule the model read from a config breaks is named by the config's key, not by the key of
+// trainsim's own model files (it said $.num_kv_heads of a file that has num_key_value_heads).
+TEST(HuggingFace, BrokenRulesNameTheConfigsKeys) {
+  auto j = nlohmann::json::parse(test::read_file(test::data_path("hf/llama3.1-8b/config.json")));
+  j["num_key_value_heads"] = 5;
+  try {
+    parse_hf_config(j, "cfg.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cfg.json: $.num_key_value_heads: must divide num_attention_heads (32), got 5");
+  }
+  auto moe =
+      nlohmann::json::parse(test::read_file(test::data_path("hf/mixtral-8x22b/config.json")));
+  moe["num_experts_per_tok"] = 9;
+  try {
+    parse_hf_config(moe, "cfg.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cfg.json: $.num_experts_per_tok: must not exceed moe.num_experts (8)");
+  }
+}
+
 // Model FLOPs per sample as NVIDIA's DGX Cloud benchmarking READMEs state them (model_flops_note
 // in tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json), to three significant digits.
 TEST(ModelFlops, MatchesPublishedPerSampleCounts) {
