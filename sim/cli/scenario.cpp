@@ -10,6 +10,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/platform/gpu_match.hpp"
 #include "sim/platform/kernel_db.hpp"
 
 namespace trainsim {
@@ -46,6 +47,9 @@ void use_kernel_database(Platform& platform, const std::string& db) {
   }
   if (!std::filesystem::is_regular_file(db, ec)) fail_input("--kernel-db", "no such file: " + db);
   platform.kernel_db = std::make_shared<const KernelDatabase>(load_kernel_database(db));
+  if (auto mismatch = kernel_db_gpu_mismatch(platform.gpu, *platform.kernel_db)) {
+    fail_input("--kernel-db", db + " " + *mismatch);
+  }
   platform.kernel_db_name = db;
   platform.kernel_db_path = db;
 }

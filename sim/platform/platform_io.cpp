@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/json_reader.hpp"
+#include "sim/platform/gpu_match.hpp"
 #include "sim/platform/kernel_db.hpp"
 #include "sim/platform/platform.hpp"
 
@@ -105,6 +106,9 @@ void load_named_kernel_database(Platform& p, const JsonObject& o, const std::str
     o.fail("kernel_database", "no such file: " + path.string());
   }
   p.kernel_db = std::make_shared<const KernelDatabase>(load_kernel_database(path));
+  if (auto mismatch = kernel_db_gpu_mismatch(p.gpu, *p.kernel_db)) {
+    o.fail("kernel_database", path.string() + " " + *mismatch);
+  }
   p.kernel_db_name = db;
   p.kernel_db_path = path;
 }

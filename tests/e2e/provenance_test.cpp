@@ -55,6 +55,13 @@ TEST(Provenance, MeasuredKernelsOnTheH100) {
   const auto missing = test::run_trainsim({"run", scenario, "--kernel-db", "nope.json"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.err, "trainsim: error: --kernel-db: no such file: nope.json\n");
+  // Another GPU's database: an A100 from H100 kernels printed an MFU of 131 %.
+  const std::string h100_db = test::source_dir() + "/platforms/h100-sxm/kernels.json";
+  const auto other = test::run_trainsim(
+      {"run", "--model", "llama3.1-8b", "--platform", "a100-sxm-hdr", "--kernel-db", h100_db});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_EQ(other.err.rfind("trainsim: error: --kernel-db: " + h100_db + " was measured on", 0), 0u)
+      << other.err;
 }
 
 TEST(Provenance, MeasuredInterpolatedAndRoofline) {
