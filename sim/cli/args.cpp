@@ -23,11 +23,10 @@ po::options_description io_options(const std::string& command) {
       "kernel-db", po::value<std::string>()->value_name("FILE|none"),
       "kernel timings from this database instead of the platform's (e.g. the published "
       "figures: kernels-published.json in platforms/h100-sxm/), or none: the roofline alone")(
-      "format", po::value<std::string>()->value_name("text|json"), "what to print (default text)")(
-      "out", po::value<std::string>()->value_name("DIR"),
-      "also write DIR/report.json and DIR/report.txt");
+      "format", po::value<std::string>()->value_name("text|json"), "what to print (default text)");
   if (command == "run") {
-    d.add_options()(
+    d.add_options()("out", po::value<std::string>()->value_name("DIR"),
+                    "also write DIR/report.json and DIR/report.txt")(
         "engine", po::value<std::string>()->value_name("simgrid|analytic"),
         "simgrid (default): flow-level network with contention; analytic: critical path "
         "without contention")("strict", po::bool_switch(),
@@ -195,6 +194,13 @@ po::variables_map parse_command_line(const std::string& command,
   } catch (const po::error& e) {
     fail_input("trainsim " + command,
                std::string(e.what()) + " (see trainsim " + command + " --help)");
+  }
+  // "--tp --out X", "--out --svg": every flag that takes a value took the next flag instead.
+  for (const auto& [name, value] : vm) {
+    const auto* text = boost::any_cast<std::string>(&value.value());
+    if (text && text->starts_with("--")) {
+      fail_input("--" + name, "needs a value, got the flag " + *text);
+    }
   }
   return vm;
 }
@@ -377,12 +383,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
       continue;
     }
     if (!vm.count(name)) continue;
-    const std::string value = vm[name].as<std::string>();
-    // "--tp --out X": the next flag taken for a value.
-    if (value.starts_with("--")) {
-      fail_input("--" + name, "needs a value, got the flag " + value);
-    }
-    opt.inputs.plan_flags[field_of(name)] = value;
+    opt.inputs.plan_flags[field_of(name)] = vm[name].as<std::string>();
   }
   return opt;
 }

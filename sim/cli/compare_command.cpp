@@ -83,8 +83,11 @@ std::map<std::string, std::string> parse_set(const std::string& set) {
     if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
       fail_input("--set", "'" + key + "' is not a plan field (fields: " + join(fields, ", ") + ")");
     }
-    flags[key] = item.substr(eq + 1);
+    if (!flags.emplace(key, item.substr(eq + 1)).second) {
+      fail_input("--set", "sets '" + key + "' twice in '" + set + "'");
+    }
   }
+  if (flags.empty()) fail_input("--set", "expects KEY=VALUE[,KEY=VALUE...], got '" + set + "'");
   return flags;
 }
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -88,6 +89,9 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
       o.top = positive(a, value());
     } else if (a == "--simgrid-top") {
       const std::string v = value();
+      if (v != "0" && (v.empty() || v[0] == '-')) {
+        fail_input(a, "must be 0 (no replay) or a positive integer, got '" + v + "'");
+      }
       o.simgrid_top = v == "0" ? 0 : positive(a, v);
     } else if (a == "--merge") {
       merging = true;
@@ -105,6 +109,10 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
   if (!o.out) fail_input("--out", "is required: the CSV file to write");
   if (*o.out == "-") {
     fail_input("--out", "needs a file, not '-': rows go to FILE.part as they come, for a rerun");
+  }
+  std::error_code ec;  // refused now, not once every plan has run
+  if (std::filesystem::is_directory(*o.out, ec)) {
+    fail_input("--out", *o.out + " is a directory; name the CSV file to write");
   }
   if (merging && o.merge.empty()) fail_input("--merge", "needs the shard files to join");
   if (!merging && !o.file) fail_input("SWEEP", "is required: a sweep file (see --help)");

@@ -14,6 +14,10 @@ std::string_view version() {
 
 std::filesystem::path data_dir() {
   if (const char* env = std::getenv("TRAINSIM_DATA_DIR"); env != nullptr && *env != '\0') {
+    std::error_code ec;  // an empty catalog would read as "no such model"
+    if (!std::filesystem::is_directory(env, ec)) {
+      fail_input("TRAINSIM_DATA_DIR", std::string("no such directory: ") + env);
+    }
     return env;
   }
   return TRAINSIM_DEFAULT_DATA_DIR;

@@ -58,6 +58,10 @@ void validate_sizes(const Plan& plan, const PlanOrigin& origin) {
   constexpr std::int64_t kMaxGpus = std::int64_t{1} << 20;
   constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 24;
   constexpr double kMaxReplayedPasses = 1e8;  // GPUs x micro-batches x chunks
+  // One GPU per pipeline stage is replayed at the least (symmetric replay), at about 2 kB of
+  // task graph per pass: 4e6 passes hold some 8 GB, and no real run comes near them (pp 128 x
+  // vp 12 x 1,024 micro-batches is 1.6e6).
+  constexpr double kMaxStagePasses = 4e6;  // pipeline stages x micro-batches x chunks
   if (plan.seq_len > kMaxSeqLen) {
     fail_input(origin.of("seq_len"), "must be at most " + format_grouped(kMaxSeqLen) +
                                          " tokens, got " + format_grouped(plan.seq_len));
@@ -92,6 +96,17 @@ void validate_sizes(const Plan& plan, const PlanOrigin& origin) {
             (plan.vp > 1 ? " x " + std::to_string(plan.vp) + " chunks" : "") +
             ": more than the 100,000,000 passes per step trainsim can replay; use a larger " +
             origin.name("mbs") + " or a smaller " + origin.name("gbs"));
+  }
+  const double stage_passes = static_cast<double>(plan.pp) * static_cast<double>(plan.vp) *
+                              static_cast<double>(plan.num_microbatches());
+  if (stage_passes > kMaxStagePasses) {
+    fail_input(origin.of("gbs"),
+               "gives " + format_grouped(plan.num_microbatches()) + " micro-batches per step on " +
+                   std::to_string(plan.pp) + " pipeline stages" +
+                   (plan.vp > 1 ? " x " + std::to_string(plan.vp) + " chunks" : "") +
+                   ": more than the 4,000,000 passes of one GPU per stage trainsim replays in a "
+                   "machine's memory; use a larger " +
+                   origin.name("mbs") + " or a smaller " + origin.name("gbs"));
   }
 }
 

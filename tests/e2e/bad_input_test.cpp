@@ -2,7 +2,10 @@
 // no crash and no partial output.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "tests/support/support.hpp"
 
@@ -19,11 +22,13 @@ class BadInput : public ::testing::Test {
     return path;
   }
 
-  // Runs with --out and checks the failure contract; returns the message after the prefix.
+  // Runs (run with --out) and checks the failure contract; returns the message after the prefix.
   std::string fails(std::vector<std::string> args) {
     const std::string out = dir_ + "/out";
-    args.push_back("--out");
-    args.push_back(out);
+    if (args.at(0) == "run") {
+      args.push_back("--out");
+      args.push_back(out);
+    }
     const auto r = test::run_trainsim(args);
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_EQ(r.out, "");
@@ -108,6 +113,12 @@ TEST_F(BadInput, AbsurdSizesAreRefusedBeforeTheReplay) {
             "--gbs: gives 25,000,000 micro-batches per step on 64 GPUs: more than "
             "the 100,000,000 passes per step trainsim can replay; use a larger --mbs or a smaller "
             "--gbs");
+  // Within that bound, but a task graph of 1e8 passes (some 175 GB): the OOM killer ended it.
+  EXPECT_EQ(fails({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--seq-len",
+                   "4096", "--pp", "32", "--gbs", "3125000"}),
+            "--gbs: gives 3,125,000 micro-batches per step on 32 pipeline stages: more than the "
+            "4,000,000 passes of one GPU per stage trainsim replays in a machine's memory; use a "
+            "larger --mbs or a smaller --gbs");
   EXPECT_EQ(fails({"run", s, "--seq-len", "99999999999999"}),
             "--seq-len: must be at most 16,777,216 tokens, got 99,999,999,999,999");
   EXPECT_EQ(fails({"run", s, "--dp", "9223372036854775807"}),
@@ -233,6 +244,22 @@ TEST_F(BadInput, TensorParallelMustDivideHeads) {
             path + ": $.plan.tp: must divide the attention heads (64), got 3");
 }
 
+// A data folder that is not there read as an empty catalog: "list" printed nothing and exited 0.
+TEST_F(BadInput, MissingDataDirectoryIsNamed) {
+  const char* set = std::getenv("TRAINSIM_DATA_DIR");
+  const std::optional<std::string> saved = set ? std::optional<std::string>(set) : std::nullopt;
+  ::setenv("TRAINSIM_DATA_DIR", "/no/such/trainsim-data", 1);
+  const auto r = test::run_trainsim({"list"});
+  if (saved) {
+    ::setenv("TRAINSIM_DATA_DIR", saved->c_str(), 1);
+  } else {
+    ::unsetenv("TRAINSIM_DATA_DIR");
+  }
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "trainsim: error: TRAINSIM_DATA_DIR: no such directory: /no/such/trainsim-data\n");
+}
+
 TEST_F(BadInput, UsageErrors) {
   auto r = test::run_trainsim({"simulate"});
   EXPECT_EQ(r.exit_code, 2);
@@ -247,6 +274,20 @@ TEST_F(BadInput, UsageErrors) {
             "--format: must be text or json, got 'xml'");
   // A flag taken for the previous one's value, a directory given as a scenario, list's help.
   EXPECT_EQ(fails({"run", "--tp", "--out", "X"}), "--tp: needs a value, got the flag --out");
+  // Output paths too: "--out --svg" made a directory named "--svg", "--trace --strict" a file.
+  EXPECT_EQ(fails({"run", "--model", "llama3.1-8b", "--svg", "--trace", "t.json"}),
+            "--svg: needs a value, got the flag --trace");
+  EXPECT_EQ(fails({"run", "--model", "llama3.1-8b", "--trace", "--strict"}),
+            "--trace: needs a value, got the flag --strict");
+  const auto out_flag = test::run_trainsim({"run", "--model", "llama3.1-8b", "--out", "--svg"});
+  EXPECT_EQ(out_flag.err, "trainsim: error: --out: needs a value, got the flag --svg\n");
+  EXPECT_EQ(fails({"run", "a.json", "--tp", "--dp", "4"}),
+            "--tp: needs a value, got the flag --dp");
+  // check prints diagnostics and writes no report: --out is run's flag (check took it and wrote
+  // nothing).
+  const auto check_out = test::run_trainsim({"check", "a.json", "--out", "X"});
+  EXPECT_EQ(check_out.exit_code, 2);
+  EXPECT_NE(check_out.err.find("--out"), std::string::npos) << check_out.err;
   EXPECT_EQ(fails({"run", test::source_dir() + "/scenarios"}),
             "SCENARIO: " + test::source_dir() + "/scenarios is a directory, not a JSON file");
   EXPECT_EQ(fails({"list", "extra"}),

@@ -332,6 +332,12 @@ TEST(Cli, CompareShowsPlansSideBySide) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--set: 'tpp' is not a plan field"), std::string::npos) << bad.err;
   EXPECT_EQ(test::run_trainsim({"compare", kScenario}).exit_code, 2);
+  // A key set twice, or nothing set, was a column of the last value or of the base plan.
+  const auto twice = test::run_trainsim({"compare", kScenario, "--set", "tp=8,tp=4"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("--set: sets 'tp' twice in 'tp=8,tp=4'"), std::string::npos)
+      << twice.err;
+  EXPECT_EQ(test::run_trainsim({"compare", kScenario, "--set", ""}).exit_code, 2);
 }
 
 }  // namespace

@@ -178,6 +178,12 @@ TEST(SweepCli, BadInputIsOneLineAndExitTwo) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "trainsim: error: " + s.dir +
                          "/bad.json: $.vary.tp[0]: must be an integer, got 'two'\n");
+  // A directory for --out is refused before any plan runs, leaving no DIR.part behind.
+  const auto dir = test::run_trainsim({"sweep", s.file, "--out", s.dir});
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_EQ(dir.err,
+            "trainsim: error: --out: " + s.dir + " is a directory; name the CSV file to write\n");
+  EXPECT_FALSE(std::filesystem::exists(s.dir + ".part"));
 }
 
 }  // namespace
