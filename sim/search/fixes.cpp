@@ -96,7 +96,7 @@ struct FixWriter {
     Plan p = space.plan();
     p.defer_embedding_wgrad_compute = true;
     std::optional<Priced> fit;
-    if (const Outcome o = space.price({p}, Need::kFits)) {
+    if (const Outcome o = space.price(search_candidate(space, p), Need::kFits)) {
       fit = *o;
     } else {
       fit = largest_fitting_deferral(space, p);  // every micro-batch's buffers do not fit
@@ -104,7 +104,7 @@ struct FixWriter {
     if (!fit || !fit->plan.defer_embedding_wgrad_compute || fit->step_time_s >= space.baseline()) {
       return std::nullopt;
     }
-    return plan_changes(space.plan(), fit->plan) +
+    return search_changes(space, fit->plan) +
            " (the LM head's weight gradients in the pipeline flush, as NeMo's Llama 3 and "
            "Nemotron-4 340B recipes run; peak " +
            format_bytes(*fit->peak_bytes) +

@@ -12,30 +12,26 @@ namespace trainsim {
 
 namespace {
 
-// A plan whose own partition a framework refuses (layers dropped, a stage with nothing to train)
-// is searched on trainsim's balanced partition: every candidate on its rule keeps the defect, so
-// none would count as a fix and the search would report that nothing fits.
 bool searched_balanced(const PlanSpace& space) {
   return partition_defect(space.partition()).has_value();
 }
 
-Candidate candidate(const PlanSpace& space, const Plan& plan) {
-  return {plan, searched_balanced(space)};
-}
-
-// What changes from the plan as given, the partition first where the search replaced it.
-std::string changes(const PlanSpace& space, const Plan& plan) {
-  return searched_balanced(space) ? balanced_plan_changes(space.plan(), plan)
-                                  : plan_changes(space.plan(), plan);
-}
-
 // "--zero 3 (peak 61.20 GiB): step ..." against the plan as given.
 std::string fit_text(PlanSpace& space, const Priced& fit) {
-  return changes(space, fit.plan) + " (peak " + format_bytes(*fit.peak_bytes) +
+  return search_changes(space, fit.plan) + " (peak " + format_bytes(*fit.peak_bytes) +
          "): " + step_comparison(fit.step_time_s, space.baseline());
 }
 
 }  // namespace
+
+Candidate search_candidate(const PlanSpace& space, const Plan& plan) {
+  return {plan, searched_balanced(space)};
+}
+
+std::string search_changes(const PlanSpace& space, const Plan& plan) {
+  return searched_balanced(space) ? balanced_plan_changes(space.plan(), plan)
+                                  : plan_changes(space.plan(), plan);
+}
 
 std::optional<Priced> largest_fitting_deferral(PlanSpace& space, const Plan& deferring) {
   std::optional<Priced> best;
@@ -44,7 +40,7 @@ std::optional<Priced> largest_fitting_deferral(PlanSpace& space, const Plan& def
     const std::int64_t limit = lo + (hi - lo) / 2;
     Plan p = deferring;
     p.wgrad_deferral_limit = limit;
-    const Outcome o = space.price(candidate(space, p), Need::kFits);
+    const Outcome o = space.price(search_candidate(space, p), Need::kFits);
     if (o && o->plan.defer_embedding_wgrad_compute) {
       best = *o;
       lo = limit + 1;
@@ -58,7 +54,7 @@ std::optional<Priced> largest_fitting_deferral(PlanSpace& space, const Plan& def
 std::vector<Priced> fitting_single_changes(PlanSpace& space) {
   std::vector<Priced> fits;
   for (const Plan& p : memory_saving_changes(space.plan(), space.platform().node.gpus_per_node)) {
-    if (auto o = space.price(candidate(space, p), Need::kFits)) fits.push_back(*o);
+    if (auto o = space.price(search_candidate(space, p), Need::kFits)) fits.push_back(*o);
   }
   if (auto fewer = largest_fitting_deferral(space, space.plan())) fits.push_back(*fewer);
   // Fastest first: the change a planner would make.
@@ -74,7 +70,7 @@ std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus) 
     for (const ZeroLadder& ladder :
          layouts_on(space.plan(), gpus, node, space.model().num_layers, r)) {
       for (const Plan& p : ladder) {
-        const Outcome o = space.price(candidate(space, p), Need::kFits);
+        const Outcome o = space.price(search_candidate(space, p), Need::kFits);
         if (!o) continue;
         if (!fastest || o->step_time_s < fastest->step_time_s) fastest = *o;
         break;  // a higher ZeRO stage saves memory this layout does not need
@@ -91,18 +87,19 @@ std::string memory_fix(PlanSpace& space) {
   for (const auto& f : fits) fix += (fix.empty() ? "" : "; or ") + fit_text(space, f);
   if (!fits.empty()) return fix;
   const std::int64_t gpus = space.plan().world_size();
+  const std::string on = format_grouped(gpus) + (gpus == 1 ? " GPU" : " GPUs");
   if (auto f = fastest_fitting_plan(space, gpus)) {
-    return "no single change fits; the fastest plan on the same " + format_grouped(gpus) +
-           " GPUs that does: " + fit_text(space, *f);
+    return "no single change fits; the fastest plan on the same " + on +
+           " that does: " + fit_text(space, *f);
   }
   for (std::int64_t more = 2 * gpus; more <= kMoreGpus * gpus; more *= 2) {
     auto f = fastest_fitting_plan(space, more);
     if (!f) continue;
-    return "no plan on " + format_grouped(gpus) +
-           " GPUs fits; the smallest cluster that does has " + format_grouped(more) +
-           " GPUs, and its fastest plan is " + changes(space, f->plan) + " (peak " +
-           format_bytes(*f->peak_bytes) + "): step " + format_seconds(f->step_time_s) + ", " +
-           format_grouped(std::llround(f->tokens_per_s)) + " tokens/s";
+    return "no plan on " + on + " fits; the smallest cluster that does has " +
+           format_grouped(more) + " GPUs, and its fastest plan is " +
+           search_changes(space, f->plan) + " (peak " + format_bytes(*f->peak_bytes) + "): step " +
+           format_seconds(f->step_time_s) + ", " + format_grouped(std::llround(f->tokens_per_s)) +
+           " tokens/s";
   }
   return "no plan of up to " + format_grouped(kMoreGpus * gpus) +
          " GPUs fits at this batch and sequence length";

@@ -9,6 +9,15 @@
 
 namespace trainsim {
 
+/// A candidate of the memory and deferral searches: `plan` on its own partition, or on trainsim's
+/// balanced one where the plan as given has a defect (layers dropped, a stage with nothing to
+/// train), since every candidate on its rule keeps the defect and none would count as a fix.
+Candidate search_candidate(const PlanSpace& space, const Plan& plan);
+
+/// What changes from the plan as given to `plan`, found by those searches: the partition first
+/// where the search replaced it ("--partition balanced ...").
+std::string search_changes(const PlanSpace& space, const Plan& plan);
+
 /// `deferring` (a plan with --defer-embedding-wgrad-compute) with the largest
 /// --wgrad-deferral-limit below its deferrals that fits, found by bisection: each deferral keeps
 /// the same bytes to the flush, so fitting is monotone in the limit. None where no limit fits or
