@@ -1,0 +1,47 @@
+// Tensor-parallel groups that leave a node where TP does not divide it: GPT-3 175B (96 heads) at
+// tp 3 over 8-GPU nodes, dp 2 and pp 16: stage 0's groups (ranks 0-2, 3-5) lie in node 0, stage
+// 1's first (ranks 6-8) straddles nodes 0 and 1. Rank 0's group alone said nothing was wrong.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/cli/scenario.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/search/diagnose.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+std::vector<Diagnostic> tp_across_nodes(const std::string& tp, const std::string& dp) {
+  InputRequest req;
+  req.model = "gpt3-175b";
+  req.platform = "h100-sxm-ndr";
+  req.plan_flags = {{"tp", tp},          {"pp", "16"},  {"dp", dp},           {"zero", "1"},
+                    {"seq_len", "2048"}, {"gbs", "48"}, {"recompute", "full"}};
+  const ResolvedInputs in = resolve_inputs(req);
+  const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
+  const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
+  std::vector<Diagnostic> found;
+  for (auto& d : diagnose(in.model, in.platform, in.plan, part, costs)) {
+    if (d.id == "tp-across-nodes") found.push_back(std::move(d));
+  }
+  return found;
+}
+
+TEST(Diagnostics, TpThatDoesNotDivideANodeStraddlesTwo) {
+  const auto found = tp_across_nodes("3", "2");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].severity, Severity::kWarning);
+  EXPECT_EQ(found[0].message,
+            "tensor parallelism of 3 does not divide the 8 GPUs of a node: the TP group of ranks "
+            "6 to 8 straddles two nodes, and the step waits for its all-reduces over the network");
+  // The largest TP up to 3 that divides a node and the GPUs: 2, DP growing to 3 (slower here:
+  // the fix prices what keeping TP on NVLink costs).
+  EXPECT_EQ(found[0].fix.rfind("--tp 2 --dp 3 (same GPUs): step ", 0), 0u) << found[0].fix;
+  EXPECT_TRUE(tp_across_nodes("2", "3").empty());
+}
+
+}  // namespace
+}  // namespace trainsim
