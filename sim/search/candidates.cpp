@@ -137,8 +137,15 @@ std::vector<Plan> uneven_ends(const Plan& plan, std::int64_t num_layers) {
       const bool close = std::abs(first - last) <= kUnevenEndsSpread * v;
       if (last % v != 0 || uniform || !close) continue;
       Plan p = plan;
+      p.clear_uneven_stage_options();  // the ends replace whatever uneven split the plan had
       p.decoder_first_pipeline_num_layers = first;
       p.decoder_last_pipeline_num_layers = last;
+      if (p.decoder_first_pipeline_num_layers == plan.decoder_first_pipeline_num_layers &&
+          p.decoder_last_pipeline_num_layers == plan.decoder_last_pipeline_num_layers &&
+          !plan.account_for_embedding_in_pipeline_split &&
+          !plan.account_for_loss_in_pipeline_split) {
+        continue;  // the plan's own split
+      }
       out.push_back(p);
     }
   }

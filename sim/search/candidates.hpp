@@ -31,8 +31,9 @@ std::vector<Plan> smaller_pp(const Plan& plan);
 /// Megatron-LM's uneven first and last stages for `num_layers` decoders over the plan's pp (and
 /// vp): each middle stage takes num_layers / pp rounded up to a multiple of vp, or one or two vp
 /// more, and the two ends every split of the rest in multiples of vp, at least vp and at most a
-/// middle stage's count each, and within 8 vp of each other; the uniform split left out. Empty
-/// with fewer than 2 stages or where no split exists.
+/// middle stage's count each, and within 8 vp of each other; the uniform split and the plan's own
+/// left out, the plan's other uneven-stage options dropped. Empty with fewer than 2 stages or where
+/// no split exists.
 std::vector<Plan> uneven_ends(const Plan& plan, std::int64_t num_layers);
 
 /// The largest power-of-two vocabulary multiple below the plan's that pads nothing at its TP;

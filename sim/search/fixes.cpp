@@ -73,11 +73,11 @@ struct FixWriter {
   }
 
   // Megatron-LM's own uneven first and last stages on the same layout, the fastest split without
-  // a defect, where the plan takes Megatron's uniform rule without uneven options already; with
-  // `faster_only`, only where it beats the plan as given.
+  // a defect, where the plan takes Megatron's uniform rule (replacing the uneven options it has);
+  // with `faster_only`, only where it beats the plan as given.
   std::optional<std::string> uneven_ends_text(bool faster_only) const {
     const Plan& plan = space.plan();
-    if (plan.partition != "uniform" || plan.uneven_stage_options()) return std::nullopt;
+    if (plan.partition != "uniform") return std::nullopt;
     std::optional<Priced> fastest;
     for (const Plan& p : uneven_ends(plan, space.model().num_layers)) {
       const Outcome o = space.price({p}, Need::kNoDefect);

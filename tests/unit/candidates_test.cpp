@@ -67,5 +67,25 @@ TEST(Candidates, UnevenEndsSplitTheRestOverTheEnds) {
   EXPECT_EQ(ends(32, 1, 1), Ends{});
 }
 
+// A plan with uneven ends of its own gets the others as candidates (its 2/14 over pp 4 left a
+// stage imbalance with no Megatron split offered): its own split left out, and Megatron's
+// embedding and loss accounting dropped, as the ends replace it.
+TEST(Candidates, UnevenEndsReplaceThePlansOwn) {
+  Plan p;
+  p.pp = 6;
+  p.decoder_first_pipeline_num_layers = 3;
+  p.decoder_last_pipeline_num_layers = 5;
+  const std::vector<Plan> ends = uneven_ends(p, 32);
+  EXPECT_EQ(ends.size(), 7u);  // the eight splits of 32 over pp 6 but 3/5
+  for (const Plan& c : ends) {
+    EXPECT_FALSE(c.decoder_first_pipeline_num_layers == 3 &&
+                 c.decoder_last_pipeline_num_layers == 5);
+  }
+  p.account_for_loss_in_pipeline_split = true;
+  const std::vector<Plan> accounted = uneven_ends(p, 32);
+  EXPECT_EQ(accounted.size(), 8u);  // 3/5 without the loss's accounting is another split
+  for (const Plan& c : accounted) EXPECT_FALSE(c.account_for_loss_in_pipeline_split);
+}
+
 }  // namespace
 }  // namespace trainsim
