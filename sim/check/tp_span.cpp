@@ -70,16 +70,24 @@ std::string spread_message(const Plan& plan, const std::vector<std::int64_t>& gr
          "), so its all-reduces leave NVLink for the network";
 }
 
-// TP within a node on the same GPUs: the largest size up to the plan's that divides a node (DP
-// growing), and TP innermost where the plan's rank order would still spread it over nodes.
-Plan within_node(const Plan& plan, std::int64_t gpus_per_node) {
+// TP within a node on the same GPUs: the largest size up to the plan's that divides a node,
+// DP growing, or PP where it takes the rest whole (a model too large for more DP replicas fits
+// deeper); TP innermost where the plan's rank order would still spread it over nodes.
+std::vector<Plan> within_node(const Plan& plan, std::int64_t gpus_per_node) {
   std::int64_t tp = std::min(plan.tp, gpus_per_node);
   while (gpus_per_node % tp != 0 || (plan.tp * plan.dp) % tp != 0) --tp;
-  Plan alt = with_tp_dp(plan, tp, plan.dp * plan.tp / tp);
-  if (!tp_in_one_node(alt, gpus_per_node)) {
-    alt.rank_order = moved_after(plan.rank_order, Dim::kTP, std::nullopt);
+  std::vector<Plan> out = {with_tp_dp(plan, tp, plan.dp * plan.tp / tp)};
+  if ((plan.tp * plan.pp) % tp == 0 && plan.tp != tp) {
+    Plan deeper = with_tp_dp(plan, tp, plan.dp);
+    deeper.pp = plan.pp * plan.tp / tp;
+    out.push_back(deeper);
   }
-  return alt;
+  for (Plan& alt : out) {
+    if (!tp_in_one_node(alt, gpus_per_node)) {
+      alt.rank_order = moved_after(plan.rank_order, Dim::kTP, std::nullopt);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -95,7 +103,7 @@ std::vector<Finding> find_tp_across_nodes(const CheckContext& context) {
   d.severity = Severity::kWarning;
   d.message = consecutive(group) ? consecutive_message(plan, group, node)
                                  : spread_message(plan, group, span, node);
-  return {{std::move(d), PricedAlternatives{{within_node(plan, node)}, std::nullopt}}};
+  return {{std::move(d), PricedAlternatives{within_node(plan, node), std::nullopt}}};
 }
 
 }  // namespace trainsim
