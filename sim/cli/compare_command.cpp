@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "sim/check/detect.hpp"
 #include "sim/cli/outputs.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
@@ -96,7 +97,22 @@ struct Column {
   ResolvedInputs in;
   Report report;
   SimResult sim;
+  std::vector<std::string> errors;  // error-level diagnostics but oom (the fits row says that)
 };
+
+// The column's error-level findings, detected only (compare prices no fixes): a plan that drops
+// layers or runs a batch its framework would refuse reads as an ordinary column otherwise.
+std::vector<std::string> error_ids(const ResolvedInputs& in, const Partition& partition,
+                                   const CostModel& costs) {
+  const std::vector<double> times = stage_times(in.platform, in.plan, costs);
+  std::vector<std::string> ids;
+  for (const Finding& f : detect({in.model, in.platform, in.plan, partition, costs, times, {}})) {
+    const Diagnostic& d = f.diagnostic;
+    if (d.severity != Severity::kError || d.id == "oom") continue;
+    if (std::find(ids.begin(), ids.end(), d.id) == ids.end()) ids.push_back(d.id);
+  }
+  return ids;
+}
 
 Column simulate_column(const std::string& label, const InputRequest& request) {
   ResolvedInputs in = resolve_inputs(request);
@@ -107,7 +123,8 @@ Column simulate_column(const std::string& label, const InputRequest& request) {
   SimResult sim = replay_with(in.platform, in.plan, costs, in.engine, options);
   Report report = make_report(
       {in.model, in.platform, in.plan, partition, costs, sim, in.scenario_name, {}, {}, {}, {}});
-  return {label, std::move(in), std::move(report), std::move(sim)};
+  std::vector<std::string> errors = error_ids(in, partition, costs);
+  return {label, std::move(in), std::move(report), std::move(sim), std::move(errors)};
 }
 
 double peak_bytes(const Report& r) {
@@ -139,7 +156,8 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
                  {"bubble_fraction", r.bubble_fraction},
                  {"exposed_comm_s", exposed(r)},
                  {"peak_memory_bytes", peak_bytes(r)},
-                 {"fits", fits(c)}});
+                 {"fits", fits(c)},
+                 {"errors", c.errors}});
   }
   return j;
 }
@@ -165,6 +183,13 @@ std::string columns_text(const std::vector<Column>& columns) {
     rows[6].push_back(format_fixed(exposed(r), 3));
     rows[7].push_back(format_fixed(peak_bytes(r) / (1024.0 * 1024 * 1024), 2));
     rows[8].push_back(fits(c) ? "yes" : "no");
+  }
+  const bool any_errors = std::any_of(columns.begin(), columns.end(),
+                                      [](const Column& c) { return !c.errors.empty(); });
+  if (any_errors) {  // a row only where a plan has one: `trainsim check` says what and why
+    rows.push_back({"errors"});
+    for (const Column& c : columns)
+      rows.back().push_back(c.errors.empty() ? "none" : join(c.errors, ", "));
   }
   std::vector<std::size_t> widths(columns.size() + 1, 0);
   for (const auto& row : rows) {
@@ -209,7 +234,9 @@ std::string compare_help() {
          "\n"
          "Simulates several plans and prints them side by side: step time, tokens/s, MFU,\n"
          "pipeline bubble, exposed communication, the fullest stage's memory per GPU and whether\n"
-         "it fits. Each scenario file is a column as it is; each --set is a column of the first\n"
+         "it fits, and where a plan has them its error-level diagnostics (trainsim check says\n"
+         "what and why). Each scenario file is a column as it is; each --set is a column of the "
+         "first\n"
          "scenario with those plan fields changed (the scenario's plan keys: tp, pp, vp, dp,\n"
          "mbs, gbs, schedule, recompute, zero, sp, ...).\n"
          "\n"
@@ -247,7 +274,11 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& set : opt.sets) {
     InputRequest r = request(opt.scenarios.front());
     r.plan_flags = parse_set(set);
-    columns.push_back(simulate_column(set, r));
+    try {
+      columns.push_back(simulate_column(set, r));
+    } catch (const InputError& e) {  // "--tp: must divide ..." of a flag given as --set tp=3
+      fail_input("--set " + set, e.what());
+    }
   }
   if (opt.html) Outputs::write(*opt.html, columns_html(columns), out);
   if (outputs.to_stdout()) return 0;

@@ -338,6 +338,26 @@ TEST(Cli, CompareShowsPlansSideBySide) {
   EXPECT_NE(twice.err.find("--set: sets 'tp' twice in 'tp=8,tp=4'"), std::string::npos)
       << twice.err;
   EXPECT_EQ(test::run_trainsim({"compare", kScenario, "--set", ""}).exit_code, 2);
+  const auto heads = test::run_trainsim({"compare", kScenario, "--set", "tp=3"});
+  EXPECT_EQ(heads.err,
+            "trainsim: error: --set tp=3: --tp: must divide the attention heads (64), got 3\n");
+}
+
+// A column whose plan has an error (pp 3 drops 2 of Llama 3.1 70B's 80 layers) says so in a row
+// of its own; the others read "none", and without errors there is no such row.
+TEST(Cli, CompareNamesAColumnsErrors) {
+  const auto r = test::run_trainsim({"compare", kScenario, "--set", "pp=3,dp=4,gbs=96"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nerrors             none                layers-dropped\n"),
+            std::string::npos)
+      << r.out;
+  const auto j =
+      test::run_trainsim({"compare", kScenario, "--set", "pp=3,dp=4,gbs=96", "--format", "json"});
+  const auto columns = nlohmann::json::parse(j.out);
+  EXPECT_EQ(columns[0]["errors"], nlohmann::json::array());
+  EXPECT_EQ(columns[1]["errors"], nlohmann::json::array({"layers-dropped"}));
+  const auto clean = test::run_trainsim({"compare", kScenario, "--set", "recompute=full"});
+  EXPECT_EQ(clean.out.find("errors"), std::string::npos) << clean.out;
 }
 
 }  // namespace
