@@ -8,26 +8,15 @@
 #include <utility>
 #include <vector>
 
-#include "sim/cli/scenario.hpp"
-#include "sim/evaluate/evaluate.hpp"
-#include "sim/search/diagnose.hpp"
-#include "tests/support/support.hpp"
+#include "tests/unit/check_support.hpp"
 
 namespace trainsim {
 namespace {
 
 std::vector<Diagnostic> tp_across_nodes(std::map<std::string, std::string> flags) {
-  InputRequest req;
-  req.model = "gpt3-175b";
-  req.platform = "h100-sxm-ndr";
-  req.plan_flags = std::move(flags);
-  const ResolvedInputs in = resolve_inputs(req);
-  const Partition part = build_partition(in.model, in.platform, in.plan, in.origin);
-  const CostModel costs = compute_costs(in.model, in.platform, in.plan, part);
+  const Checked checked = check_model("gpt3-175b", std::move(flags));
   std::vector<Diagnostic> found;
-  for (auto& d : diagnose(in.model, in.platform, in.plan, part, costs)) {
-    if (d.id == "tp-across-nodes") found.push_back(std::move(d));
-  }
+  for (const Diagnostic* d : checked.with_id("tp-across-nodes")) found.push_back(*d);
   return found;
 }
 
