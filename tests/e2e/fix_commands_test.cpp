@@ -48,6 +48,19 @@ std::vector<std::string> leading_flags(std::string alternative) {
   return flags;
 }
 
+// Every alternative of every fix in `check`'s text output, in order.
+std::vector<std::string> alternatives(const std::string& check_output) {
+  std::vector<std::string> out;
+  std::istringstream lines(check_output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find("fix: ");
+    if (at == std::string::npos) continue;
+    for (auto& alternative : split(line.substr(at + 5), "; "))
+      out.push_back(std::move(alternative));
+  }
+  return out;
+}
+
 TEST(FixCommands, EveryFixOfTheShippedScenariosRuns) {
   std::vector<std::string> scenarios;
   for (const char* dir : {"/scenarios/seeds", "/scenarios/teaching"}) {
@@ -59,18 +72,13 @@ TEST(FixCommands, EveryFixOfTheShippedScenariosRuns) {
   for (const auto& scenario : scenarios) {
     const auto c = test::run_trainsim({"check", scenario});
     ASSERT_NE(c.exit_code, 2) << scenario << "\n" << c.err;
-    std::istringstream lines(c.out);
-    for (std::string line; std::getline(lines, line);) {
-      const auto at = line.find("fix: ");
-      if (at == std::string::npos) continue;
-      for (const auto& alternative : split(line.substr(at + 5), "; ")) {
-        auto args = leading_flags(alternative);
-        if (args.empty()) continue;
-        args.insert(args.begin(), {"check", scenario});
-        const auto r = test::run_trainsim(args);
-        EXPECT_NE(r.exit_code, 2) << scenario << ": " << alternative << "\n" << r.err;
-        ++applied;
-      }
+    for (const auto& alternative : alternatives(c.out)) {
+      auto args = leading_flags(alternative);
+      if (args.empty()) continue;
+      args.insert(args.begin(), {"check", scenario});
+      const auto r = test::run_trainsim(args);
+      EXPECT_NE(r.exit_code, 2) << scenario << ": " << alternative << "\n" << r.err;
+      ++applied;
     }
   }
   // The seeds' partition, padding and memory fixes and the teaching scenarios' own: a fix added
@@ -90,25 +98,20 @@ TEST(FixCommands, FixesOfALayerDroppingPlanRunAtTheStepTheyState) {
   const auto c = test::run_trainsim(args);
   ASSERT_EQ(c.exit_code, 1) << c.err;
   int compared = 0;
-  std::istringstream lines(c.out);
-  for (std::string line; std::getline(lines, line);) {
-    const auto at = line.find("fix: ");
-    if (at == std::string::npos) continue;
-    for (const auto& alternative : split(line.substr(at + 5), "; ")) {
-      auto flags = leading_flags(alternative);
-      const auto step_at = alternative.find("): step ");
-      if (flags.empty() || step_at == std::string::npos) continue;
-      const double stated = std::stod(alternative.substr(step_at + 8));  // "1.741 s (..."
-      std::vector<std::string> run = {"run"};
-      run.insert(run.end(), plan.begin(), plan.end());
-      run.insert(run.end(), flags.begin(), flags.end());
-      run.insert(run.end(), {"--engine", "analytic", "--format", "json"});
-      const auto r = test::run_trainsim(run);
-      ASSERT_EQ(r.exit_code, 0) << alternative << "\n" << r.err;
-      const double step = nlohmann::json::parse(r.out).at("step_time_s");
-      EXPECT_NEAR(step, stated, 0.0005) << alternative;
-      ++compared;
-    }
+  for (const auto& alternative : alternatives(c.out)) {
+    auto flags = leading_flags(alternative);
+    const auto step_at = alternative.find("): step ");
+    if (flags.empty() || step_at == std::string::npos) continue;
+    const double stated = std::stod(alternative.substr(step_at + 8));  // "1.741 s (..."
+    std::vector<std::string> run = {"run"};
+    run.insert(run.end(), plan.begin(), plan.end());
+    run.insert(run.end(), flags.begin(), flags.end());
+    run.insert(run.end(), {"--engine", "analytic", "--format", "json"});
+    const auto r = test::run_trainsim(run);
+    ASSERT_EQ(r.exit_code, 0) << alternative << "\n" << r.err;
+    const double step = nlohmann::json::parse(r.out).at("step_time_s");
+    EXPECT_NEAR(step, stated, 0.0005) << alternative;
+    ++compared;
   }
   EXPECT_GE(compared, 3);  // the balanced partition, Megatron's uneven ends, the deferral
 }
