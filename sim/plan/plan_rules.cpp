@@ -53,6 +53,21 @@ void validate_option_pairs(const Plan& plan, const Model& model, const Platform&
   }
 }
 
+// Refuses a step of more than `limit` passes (micro-batches x chunks) over `ranks` replayed ranks,
+// described as `ranks_text`; a larger micro-batch or a smaller batch is the way out.
+void refuse_passes_over(const Plan& plan, const PlanOrigin& origin, std::int64_t ranks,
+                        const std::string& ranks_text, double limit,
+                        const std::string& limit_text) {
+  const double passes = static_cast<double>(ranks) * static_cast<double>(plan.vp) *
+                        static_cast<double>(plan.num_microbatches());
+  if (passes <= limit) return;
+  fail_input(origin.of("gbs"),
+             "gives " + format_grouped(plan.num_microbatches()) + " micro-batches per step on " +
+                 ranks_text + (plan.vp > 1 ? " x " + std::to_string(plan.vp) + " chunks" : "") +
+                 ": more than " + limit_text + "; use a larger " + origin.name("mbs") +
+                 " or a smaller " + origin.name("gbs"));
+}
+
 // Bounds that keep every product below int64 and the task graph within a machine's memory.
 void validate_sizes(const Plan& plan, const PlanOrigin& origin) {
   constexpr std::int64_t kMaxGpus = std::int64_t{1} << 20;
@@ -86,28 +101,12 @@ void validate_sizes(const Plan& plan, const PlanOrigin& origin) {
                                      " tokens per step, more than trainsim handles (" +
                                      format_grouped(kMaxTokensPerStep) + ")");
   }
-  const double replayed = static_cast<double>(gpus) * static_cast<double>(plan.vp) *
-                          static_cast<double>(plan.num_microbatches());
-  if (replayed > kMaxReplayedPasses) {
-    fail_input(
-        origin.of("gbs"),
-        "gives " + format_grouped(plan.num_microbatches()) + " micro-batches per step on " +
-            format_grouped(gpus) + " GPUs" +
-            (plan.vp > 1 ? " x " + std::to_string(plan.vp) + " chunks" : "") +
-            ": more than the 100,000,000 passes per step trainsim can replay; use a larger " +
-            origin.name("mbs") + " or a smaller " + origin.name("gbs"));
-  }
-  const double stage_passes = static_cast<double>(plan.pp) * static_cast<double>(plan.vp) *
-                              static_cast<double>(plan.num_microbatches());
-  if (stage_passes > kMaxStagePasses) {
-    fail_input(origin.of("gbs"),
-               "gives " + format_grouped(plan.num_microbatches()) + " micro-batches per step on " +
-                   std::to_string(plan.pp) + " pipeline stages" +
-                   (plan.vp > 1 ? " x " + std::to_string(plan.vp) + " chunks" : "") +
-                   ": more than the 4,000,000 passes of one GPU per stage trainsim replays in a "
-                   "machine's memory; use a larger " +
-                   origin.name("mbs") + " or a smaller " + origin.name("gbs"));
-  }
+  refuse_passes_over(plan, origin, gpus, format_grouped(gpus) + " GPUs", kMaxReplayedPasses,
+                     "the 100,000,000 passes per step trainsim can replay");
+  refuse_passes_over(plan, origin, plan.pp, std::to_string(plan.pp) + " pipeline stages",
+                     kMaxStagePasses,
+                     "the 4,000,000 passes of one GPU per stage trainsim replays in a machine's "
+                     "memory");
 }
 
 // The schedule's options: virtual stages, micro-batch groups and the overlapped exchanges.
