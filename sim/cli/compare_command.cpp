@@ -1,6 +1,7 @@
 #include "sim/cli/compare_command.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
@@ -155,7 +156,7 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
                  {"mfu", r.mfu},
                  {"bubble_fraction", r.bubble_fraction},
                  {"exposed_comm_s", exposed(r)},
-                 {"peak_memory_bytes", peak_bytes(r)},
+                 {"peak_memory_bytes", std::llround(peak_bytes(r))},
                  {"fits", fits(c)},
                  {"errors", c.errors}});
   }

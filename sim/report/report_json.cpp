@@ -1,3 +1,4 @@
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "sim/report/report.hpp"
@@ -95,16 +96,16 @@ J published_json(const Report& r) {
 }
 
 J memory_json(const StageReport::Memory& m) {
-  J j{{"weights_bytes", m.weights},
-      {"gradients_bytes", m.gradients},
-      {"master_weights_bytes", m.master_weights},
-      {"optimizer_bytes", m.optimizer},
-      {"activations_bytes", m.activations},
+  J j{{"weights_bytes", std::llround(m.weights)},
+      {"gradients_bytes", std::llround(m.gradients)},
+      {"master_weights_bytes", std::llround(m.master_weights)},
+      {"optimizer_bytes", std::llround(m.optimizer)},
+      {"activations_bytes", std::llround(m.activations)},
       {"microbatches_in_flight", m.microbatches_in_flight},
-      {"runtime_bytes", m.runtime}};
+      {"runtime_bytes", std::llround(m.runtime)}};
   // Only where the stage's peak holds deferred LM-head buffers (part of activations_bytes).
   if (m.deferred_microbatches > 0) {
-    j["deferred_lm_head_bytes"] = m.deferred_lm_head;
+    j["deferred_lm_head_bytes"] = std::llround(m.deferred_lm_head);
     j["deferred_microbatches"] = m.deferred_microbatches;
   }
   return j;
@@ -120,7 +121,7 @@ J collectives_json(const std::vector<CollectiveStat>& cs) {
                    {"members", c.members},
                    {"nodes", c.nodes},
                    {"calls", c.calls},
-                   {"bytes", c.bytes},
+                   {"bytes", std::llround(c.bytes)},
                    {"seconds", c.seconds},
                    {"bus_bandwidth_bytes_per_s", c.bus_bandwidth}});
   }
@@ -148,7 +149,7 @@ J stage_json(const StageReport& s) {
   sj["compute_s"] = s.compute_s;
   sj["exposed_comm_s"] = comm_json(s.exposed_comm_s);
   sj["idle_s"] = s.idle_s;
-  sj["peak_memory_bytes"] = s.peak_memory_bytes;
+  sj["peak_memory_bytes"] = std::llround(s.peak_memory_bytes);
   sj["memory"] = memory_json(s.memory);
   sj["collectives"] = collectives_json(s.collectives);
   return sj;
@@ -176,7 +177,7 @@ J kernels_json(const std::vector<KernelRecord>& ks) {
                     {"shape", k.shape},
                     {"count", k.count},
                     {"flops", k.flops},
-                    {"bytes", k.bytes},
+                    {"bytes", std::llround(k.bytes)},
                     {"seconds", k.seconds},
                     {"source", k.source}});
   }

@@ -237,10 +237,10 @@ J row_json(const ValidationSet& set, const ValidationRow& r) {
   } else {
     row["stage"] = r.stage;
     row["measured_bytes"] = r.measured;
-    row["predicted_bytes"] = r.predicted;
+    row["predicted_bytes"] = std::llround(r.predicted);
     if (r.logs_after_step()) {
       row["measured_after_step_bytes"] = r.measured_after_step;
-      row["predicted_after_step_bytes"] = r.predicted_after_step;
+      row["predicted_after_step_bytes"] = std::llround(r.predicted_after_step);
     }
   }
   row["error"] = r.error();

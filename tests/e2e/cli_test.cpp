@@ -93,6 +93,14 @@ TEST_P(GoldenReport, MatchesWithinTolerance) {
       const double w = want["stages"][s][key];
       EXPECT_NEAR(got["stages"][s][key].get<double>(), w, 1e-6 * w) << key;
     }
+    // Byte counts are whole bytes (an expert's mean tokens, a runtime fraction, round).
+    EXPECT_TRUE(got["stages"][s]["peak_memory_bytes"].is_number_integer());
+    for (const auto& [key, value] : got["stages"][s]["memory"].items()) {
+      EXPECT_TRUE(value.is_number_integer()) << key;
+    }
+    for (const auto& c : got["stages"][s]["collectives"]) {
+      EXPECT_TRUE(c["bytes"].is_number_integer()) << c.dump();
+    }
   }
 }
 
