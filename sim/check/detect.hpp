@@ -46,7 +46,8 @@ std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context);
 /// large share of a stage's chunks (withdrawn where overlapping them is no faster).
 std::vector<Finding> find_pp_exchanges_exposed(const CheckContext& context);
 /// A sequence past the positions the model was trained on; configuration keys that change the
-/// cost but are not modelled (the model's `unmodelled` notes).
+/// cost but are not modelled (the model's `unmodelled` notes); --tp-comm-overlap that Megatron
+/// drops for the model; a --cp-comm-type at cp 1.
 std::vector<Finding> find_model_beyond_modelled(const CheckContext& context);
 /// A stage whose peak memory exceeds the GPU's.
 std::vector<Finding> find_out_of_memory(const CheckContext& context);

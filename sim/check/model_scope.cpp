@@ -1,7 +1,8 @@
 // What the model holds beyond what is simulated: a sequence longer than the positions it was
-// trained on, configuration keys that change the cost but are not modelled, and an option the
-// framework drops for this model. The numbers are still those of the plan as asked (the dropped
-// option as the framework runs it); the warnings say what they leave out.
+// trained on, configuration keys that change the cost but are not modelled, an option the
+// framework drops for this model, and one this plan gives nothing to do. The numbers are still
+// those of the plan as asked (the dropped option as the framework runs it); the findings say what
+// they leave out.
 #include "sim/check/detect.hpp"
 #include "sim/core/format.hpp"
 #include "sim/cost/layer_ops.hpp"
@@ -10,12 +11,16 @@ namespace trainsim {
 
 namespace {
 
-Finding warning(std::string id, std::string message, std::string advice) {
+Finding finding(Severity severity, std::string id, std::string message, std::string advice) {
   Diagnostic diag;
   diag.id = std::move(id);
-  diag.severity = Severity::kWarning;
+  diag.severity = severity;
   diag.message = std::move(message);
   return {std::move(diag), Advice{std::move(advice)}};
+}
+
+Finding warning(std::string id, std::string message, std::string advice) {
+  return finding(Severity::kWarning, std::move(id), std::move(message), std::move(advice));
 }
 
 }  // namespace
@@ -51,6 +56,15 @@ std::vector<Finding> find_model_beyond_modelled(const CheckContext& context) {
         "output projection on each pipeline rank, built before it, keeps its overlap)",
         "drop --tp-comm-overlap: the step is priced the same without it, and Megatron-Core runs "
         "it the same but for that one projection per pipeline rank"));
+  }
+  // Accepted (a sweep over cp keeps one kind), but nothing to run without a CP group.
+  if (context.plan.cp == 1 && context.plan.cp_comm != CpComm::kP2P) {
+    out.push_back(finding(
+        Severity::kInfo, "cp-comm-type-unused",
+        std::string("--cp-comm-type ") + to_string(context.plan.cp_comm) +
+            " has no effect at cp 1: without context parallelism each GPU runs the attention over "
+            "its whole sequence, and the step is priced so",
+        "drop --cp-comm-type, or give --cp 2 or more to split the sequence"));
   }
   return out;
 }

@@ -388,6 +388,27 @@ TEST(Diagnostics, TpCommOverlapDroppedForMultiLatentAttention) {
   EXPECT_TRUE(check_model("deepseek-v3", off).with_id("tp-comm-overlap-dropped").empty());
 }
 
+// --cp-comm-type a2a at cp 1 is accepted (a sweep over cp keeps one kind) and said to do nothing;
+// at cp 2 it splits the heads and nothing is said.
+TEST(Diagnostics, CpCommTypeWithoutContextParallelism) {
+  std::map<std::string, std::string> flags = {
+      {"seq_len", "8192"}, {"cp_comm_type", "a2a"}, {"dp", "2"}, {"gbs", "8"}};
+  const auto checked = check_model("llama3.1-8b", flags);  // with_id points into it
+  const auto unused = checked.with_id("cp-comm-type-unused");
+  ASSERT_EQ(unused.size(), 1u);
+  EXPECT_EQ(unused[0]->severity, Severity::kInfo);
+  EXPECT_EQ(unused[0]->message,
+            "--cp-comm-type a2a has no effect at cp 1: without context parallelism each GPU runs "
+            "the attention over its whole sequence, and the step is priced so");
+  EXPECT_EQ(unused[0]->fix, "drop --cp-comm-type, or give --cp 2 or more to split the sequence");
+  flags["cp"] = "2";
+  flags["dp"] = "1";
+  EXPECT_TRUE(check_model("llama3.1-8b", flags).with_id("cp-comm-type-unused").empty());
+  flags["cp_comm_type"] = "p2p";
+  flags["cp"] = "1";
+  EXPECT_TRUE(check_model("llama3.1-8b", flags).with_id("cp-comm-type-unused").empty());
+}
+
 // RoPE past max_position_embeddings runs, with a warning and the way to train that long.
 TEST(Diagnostics, SequencePastTheTrainedPositions) {
   const std::string mistral = test::data_path("hf/mistral-7b/config.json");
