@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "sim/core/version.hpp"
 #include "sim/cost/step_flops.hpp"
@@ -93,6 +94,28 @@ std::vector<std::int64_t> sum_gpu_times(Report& r, const ReportInputs& in, const
   return gpus_in_stage;
 }
 
+// Per stage, the GPU whose collectives take longest in a step, the first such (the stage's leader
+// where all are alike): the report lists its collectives, so that a group spanning nodes for some
+// of the stage's GPUs only (TP 3 on 8-GPU nodes) shows as the step waits for it.
+std::vector<std::int64_t> slowest_collectives_gpus(const ReportInputs& in, const Layout& layout) {
+  std::vector<std::int64_t> gpu(static_cast<std::size_t>(in.plan.pp), -1);
+  std::vector<double> seconds(gpu.size(), -1);
+  std::map<std::int64_t, double> by_rank;  // a replayed rank's collective seconds
+  for (std::int64_t g = 0; g < in.sim.num_gpus(); ++g) {
+    const auto rank = in.sim.rank_of(g);
+    if (static_cast<std::size_t>(rank) >= in.sim.collectives.size()) continue;
+    auto [it, added] = by_rank.try_emplace(rank, 0.0);
+    if (added) {
+      for (const auto& c : in.sim.collectives[static_cast<std::size_t>(rank)]) {
+        it->second += c.seconds;
+      }
+    }
+    const auto s = static_cast<std::size_t>(layout.coord(g, Dim::kPP));
+    if (it->second > seconds[s] * (1 + 1e-9)) seconds[s] = it->second, gpu[s] = g;
+  }
+  return gpu;
+}
+
 // Stage sr's chunks: their blocks, parameters and pass times, their kernels into the provenance.
 void add_chunks(Report& r, StageReport& sr, const ReportInputs& in,
                 std::map<std::string, double>& time_by_source) {
@@ -154,6 +177,7 @@ Report make_report(const ReportInputs& in) {
   const auto gpus_in_stage = sum_gpu_times(r, in, layout);
   const MemoryModel memory = compute_memory(in.model, in.platform, in.plan, in.partition, in.costs);
   std::map<std::string, double> time_by_source;
+  const auto shown = slowest_collectives_gpus(in, layout);
   for (std::int64_t s = 0; s < in.plan.pp; ++s) {
     auto& sr = r.stages[static_cast<std::size_t>(s)];
     const double n = static_cast<double>(gpus_in_stage[static_cast<std::size_t>(s)]);
@@ -166,9 +190,8 @@ Report make_report(const ReportInputs& in) {
     sr.memory = {sm.state.weights,     sm.state.gradients,        sm.state.master_weights,
                  sm.state.optimizer,   sm.activations_at_peak(),  sm.timeline.peak_in_flight,
                  sm.runtime_at_peak(), sm.timeline.peak_deferred, sm.timeline.peak_deferrals};
-    const auto leader = in.sim.rank_of(layout.stage_leader(sr.index));
-    if (static_cast<std::size_t>(leader) < in.sim.collectives.size()) {
-      sr.collectives = in.sim.collectives[static_cast<std::size_t>(leader)];
+    if (const auto g = shown[static_cast<std::size_t>(s)]; g >= 0) {
+      sr.collectives = in.sim.collectives[static_cast<std::size_t>(in.sim.rank_of(g))];
     }
   }
   fill_provenance(r, in, time_by_source);

@@ -38,7 +38,8 @@ struct StageReport {
   std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over the stage's GPUs
   double idle_s = 0;                                   // mean over the stage's GPUs
   double peak_memory_bytes = 0;  // device memory per GPU at the stage's peak (sim/memory)
-  /// The collectives a GPU of the stage runs in a step, NCCL's algorithm and closed-form time.
+  /// The collectives a GPU of the stage runs in a step, NCCL's algorithm and closed-form time: the
+  /// GPU whose collectives take longest (the first such).
   std::vector<CollectiveStat> collectives;
   /// What the peak is made of, per GPU: model state, what the activations add at the peak, and
   /// the runtime terms (allocator buffers, fragmentation, memory outside the allocator).
@@ -132,6 +133,9 @@ struct Report {
   double model_tflops_per_gpu = 0;
   double mfu = 0;
   double bubble_fraction = 0;
+  /// What the idle share is called: the pipeline bubble, or at pp 1, with no pipeline, the waits
+  /// on other GPUs (an expert-parallel group's busiest GPU, a skewed stage).
+  const char* idle_name() const { return plan.pp > 1 ? "pipeline bubble" : "idle"; }
   std::array<double, kNumCommKinds> exposed_comm_s{};     // mean over GPUs
   std::array<double, kNumCommKinds> overlapped_comm_s{};  // hidden behind compute, mean
   double compute_s = 0;                                   // mean busy compute time per GPU

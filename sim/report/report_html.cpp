@@ -36,7 +36,7 @@ void summary(std::ostringstream& o, const Report& r) {
     << "<tr><th>tokens/s</th><td>" << format_grouped(std::llround(r.tokens_per_s)) << "</td></tr>\n"
     << "<tr><th>model TFLOP/s per GPU</th><td>" << format_fixed(r.model_tflops_per_gpu, 1)
     << "</td></tr>\n<tr><th>MFU</th><td>" << pct(r.mfu) << "</td></tr>\n"
-    << "<tr><th>pipeline bubble</th><td>" << pct(r.bubble_fraction) << "</td></tr>\n";
+    << "<tr><th>" << r.idle_name() << "</th><td>" << pct(r.bubble_fraction) << "</td></tr>\n";
   for (const auto& f : r.published.figures) {
     o << "<tr><th>published</th><td>" << format_fixed(f.step_time_s, 3) << " s, "
       << escape_markup(f.source) << " (prediction " << (f.error_of(r.step_time_s) >= 0 ? "+" : "")

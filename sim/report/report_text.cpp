@@ -54,8 +54,8 @@ void write_collectives(const Report& r, std::ostringstream& o) {
   bool any = false;
   for (const auto& [stages, rows] : blocks) any = any || !rows.empty();
   if (!any) return;
-  o << "collectives per step and GPU (NCCL's algorithm; time and bus bandwidth on an idle "
-       "network)\n"
+  o << "collectives per step on each stage's GPU where they take longest (NCCL's algorithm; "
+       "time and bus bandwidth on an idle network)\n"
     << pad_right("stage", 7) << pad_right("dim", 10) << pad_right("collective", 16)
     << pad_right("group", 22) << pad_right("calls", 8) << pad_right("buffer", 12)
     << pad_right("algorithm", 12) << pad_right("time", 11) << "bus bw\n";
@@ -211,7 +211,8 @@ void write_summary(const Report& r, std::ostringstream& o) {
     << " per GPU)\n";
   o << "model TFLOP/s/GPU    " << format_fixed(r.model_tflops_per_gpu, 1) << "\n";
   o << "MFU                  " << percent(r.mfu) << "\n";
-  o << "pipeline bubble      " << percent(r.bubble_fraction) << " of the step (idle GPU time)\n";
+  o << pad_right(r.idle_name(), 21) << percent(r.bubble_fraction) << " of the step ("
+    << (r.plan.pp > 1 ? "idle GPU time" : "waits on other GPUs; no pipeline") << ")\n";
   o << "exposed comm         ";
   bool any = false;
   for (std::size_t k = 0; k < kNumCommKinds; ++k) {

@@ -306,14 +306,16 @@ TEST_F(BadInput, UsageErrors) {
   }
 }
 
-// One GPU is "1 GPU", a plan with no pipeline has no bubble (not a rounding error below 0), and
-// a missing --gbs is said.
+// One GPU is "1 GPU", a plan with no pipeline has no bubble (its idle share is not called one,
+// nor a rounding error below 0), and a missing --gbs is said.
 TEST_F(BadInput, OneGpuReadsAsOne) {
   const auto r = test::run_trainsim({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr",
                                      "--seq-len", "2048", "--engine", "analytic"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("(1 GPU, 1 node)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("pipeline bubble      0.0 %"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("idle                 0.0 % of the step (waits on other GPUs; no pipeline)"),
+            std::string::npos)
+      << r.out;
   // Without --gbs a step is mbs x dp sequences, as Megatron-LM defaults, and the report says so.
   EXPECT_NE(r.out.find("; 1 micro-batch per step (no --gbs: mbs x dp sequences, Megatron-LM's "
                        "default)"),

@@ -16,8 +16,7 @@
 namespace trainsim {
 namespace {
 
-Report simulated(const Plan& p, PublishedComparison published = {}) {
-  const Model m = test::catalog_model("llama3.1-8b");
+Report simulated(const Model& m, const Plan& p, PublishedComparison published = {}) {
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
   const auto part = build_partition(m, pf, p);
   const auto costs = compute_costs(m, pf, p, part);
@@ -26,6 +25,10 @@ Report simulated(const Plan& p, PublishedComparison published = {}) {
   options.list_collectives = true;
   const auto sim = simulate_analytic(graph, Topology(pf, p.world_size()), options);
   return make_report({m, pf, p, part, costs, sim, "t", {}, {}, {}, std::move(published)});
+}
+
+Report simulated(const Plan& p, PublishedComparison published = {}) {
+  return simulated(test::catalog_model("llama3.1-8b"), p, std::move(published));
 }
 
 std::string simulate_report(const Plan& p) {
@@ -121,8 +124,46 @@ TEST(Report, CollectivesPerStepAgreeWithTheirClosedForms) {
   }
 }
 
-// A published step time is printed with trainsim's signed error against it and whether the
-// calibration's band holds it; with flags that change the recipe, the reason instead.
+// TP 3 over 8-GPU nodes (GPT-3 175B's 96 heads, 4 of its layers), dp 3, pp 2: each stage's TP
+// groups are ranks 0-2, 3-5, 6-8 and 9-11, 12-14, 15-17; 6-8 and 15-17 straddle two nodes, the
+// stages' leaders' groups do not. Each stage lists a straddling group's collectives, the ones the
+// step waits for, and they take longer than the leader's.
+TEST(Report, CollectivesAreTheStagesSlowestGpus) {
+  Model m = test::catalog_model("gpt3-175b");
+  m.num_layers = 4;
+  Plan p = plan();
+  p.tp = 3;
+  p.dp = 3;
+  p.gbs = 6;
+  p.seq_len = 2048;
+  const Report r = simulated(m, p);
+  ASSERT_EQ(r.stages.size(), 2u);
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const auto part = build_partition(m, pf, p);
+  EngineOptions options;
+  options.list_collectives = true;
+  const auto sim = simulate_analytic(build_task_graph(p, compute_costs(m, pf, p, part)),
+                                     Topology(pf, p.world_size()), options);
+  for (const auto& stage : r.stages) {
+    const auto& leaders =
+        sim.collectives.at(static_cast<std::size_t>(sim.rank_of(9 * stage.index)));
+    double shown = 0, leader = 0;
+    for (const auto& c : stage.collectives) {
+      shown += c.seconds;
+      if (c.dim == Dim::kTP) {
+        EXPECT_EQ(c.nodes, 2) << "stage " << stage.index;
+      }
+    }
+    for (const auto& c : leaders) {
+      leader += c.seconds;
+      if (c.dim == Dim::kTP) {
+        EXPECT_EQ(c.nodes, 1) << "stage " << stage.index;
+      }
+    }
+    EXPECT_GT(shown, 1.5 * leader) << "stage " << stage.index;
+  }
+}
+
 // Each collective names the group it runs on: Qwen3-30B-A3B's recipe at ep 8 on 16 GPUs (dp 16,
 // tp 1, Megatron's rank order) gathers and reduces its dense parameters over all 16 data-parallel
 // ranks, its experts' over the 16 / 8 = 2 expert-data-parallel ranks (one per node), and reduces
@@ -148,6 +189,8 @@ TEST(Report, CollectivesNameTheirGroupsDimension) {
   EXPECT_EQ(members, expected);
 }
 
+// A published step time is printed with trainsim's signed error against it and whether the
+// calibration's band holds it; with flags that change the recipe, the reason instead.
 TEST(Report, PublishedStepTimesCarryTheirError) {
   const Report base = simulated(plan());
   const double step = base.step_time_s;
