@@ -1,0 +1,116 @@
+// Findings on what a plan asks that the model or the simulation does not carry out: config keys
+// that are not simulated, flags that do nothing for this model or plan, a sequence past the
+// positions the model was trained on.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/check/diagnostic.hpp"
+#include "tests/support/support.hpp"
+#include "tests/unit/check_support.hpp"
+
+namespace trainsim {
+namespace {
+
+// A Hugging Face config's keys that change the cost but are not simulated, each a warning naming
+// its file and key; a sliding window only once the sequence is longer than the window. DeepSeek's
+// num_nextn_predict_layers is read (multi-token prediction), not warned of.
+TEST(Diagnostics, UnmodelledConfigKeysAreWarnedOf) {
+  const std::string v3 = test::data_path("hf/deepseek-v3/config.json");
+  const auto c =
+      check_model(v3, {{"seq_len", "4096"}, {"tp", "8"}, {"sp", "true"}, {"pp", "1"}, {"dp", "1"}});
+  // Its multi-token-prediction module is modelled now: nothing left to warn of.
+  EXPECT_EQ(c.in.model.mtp_layers, 1);
+  EXPECT_TRUE(c.with_id("unmodelled-config-key").empty());
+  // Qwen2 with its window switched on: silent within the window, a warning past it.
+  nlohmann::json qwen =
+      nlohmann::json::parse(test::read_file(test::data_path("hf/qwen2-0.5b/config.json")));
+  qwen["use_sliding_window"] = true;
+  qwen["sliding_window"] = 4096;
+  const std::string path = test::make_temp_dir() + "/config.json";
+  test::write_file(path, qwen.dump());
+  const std::map<std::string, std::string> plan = {{"tp", "1"}, {"pp", "1"}, {"dp", "1"}};
+  auto flags = plan;
+  flags["seq_len"] = "4096";
+  EXPECT_TRUE(check_model(path, flags).with_id("unmodelled-config-key").empty());
+  flags["seq_len"] = "8192";
+  const auto past = check_model(path, flags);
+  const auto window = past.with_id("unmodelled-config-key");
+  ASSERT_EQ(window.size(), 1u);
+  EXPECT_EQ(window[0]->message,
+            path +
+                ": $.sliding_window: a sliding window of 4096 tokens is not modelled for "
+                "Qwen2ForCausalLM: attention is costed over the whole sequence");
+  // The catalog's Qwen2 keeps the window off: nothing to say.
+  flags["seq_len"] = "16384";
+  EXPECT_TRUE(check_model(test::data_path("hf/qwen2-0.5b/config.json"), flags)
+                  .with_id("unmodelled-config-key")
+                  .empty());
+}
+
+// --tp-comm-overlap on a multi-latent-attention model under Megatron: a warning that the flag
+// does not reach the layers; none where it does (a model without MLA, or the flag off).
+TEST(Diagnostics, TpCommOverlapDroppedForMultiLatentAttention) {
+  const std::map<std::string, std::string> flags = {
+      {"seq_len", "4096"},         {"tp", "2"}, {"sp", "true"},
+      {"tp_comm_overlap", "true"}, {"pp", "1"}, {"dp", "1"}};
+  const auto checked = check_model("deepseek-v3", flags);
+  const auto dropped = checked.with_id("tp-comm-overlap-dropped");
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0]->severity, Severity::kWarning);
+  EXPECT_TRUE(contains(dropped[0]->message, "the first layer's q_down_proj"))
+      << dropped[0]->message;
+  EXPECT_EQ(dropped[0]->fix,
+            "drop --tp-comm-overlap: the step is priced the same without it, and Megatron-Core "
+            "runs it the same but for that one projection per pipeline rank");
+  EXPECT_TRUE(check_model("nemotron4-15b", flags).with_id("tp-comm-overlap-dropped").empty());
+  auto off = flags;
+  off["tp_comm_overlap"] = "false";
+  EXPECT_TRUE(check_model("deepseek-v3", off).with_id("tp-comm-overlap-dropped").empty());
+}
+
+// --cp-comm-type a2a at cp 1 is accepted (a sweep over cp keeps one kind) and said to do nothing;
+// at cp 2 it splits the heads and nothing is said.
+TEST(Diagnostics, CpCommTypeWithoutContextParallelism) {
+  std::map<std::string, std::string> flags = {
+      {"seq_len", "8192"}, {"cp_comm_type", "a2a"}, {"dp", "2"}, {"gbs", "8"}};
+  const auto checked = check_model("llama3.1-8b", flags);  // with_id points into it
+  const auto unused = checked.with_id("cp-comm-type-unused");
+  ASSERT_EQ(unused.size(), 1u);
+  EXPECT_EQ(unused[0]->severity, Severity::kInfo);
+  EXPECT_EQ(unused[0]->message,
+            "--cp-comm-type a2a has no effect at cp 1: without context parallelism each GPU runs "
+            "the attention over its whole sequence, and the step is priced so");
+  EXPECT_EQ(unused[0]->fix, "drop --cp-comm-type, or give --cp 2 or more to split the sequence");
+  flags["cp"] = "2";
+  flags["dp"] = "1";
+  EXPECT_TRUE(check_model("llama3.1-8b", flags).with_id("cp-comm-type-unused").empty());
+  flags["cp_comm_type"] = "p2p";
+  flags["cp"] = "1";
+  EXPECT_TRUE(check_model("llama3.1-8b", flags).with_id("cp-comm-type-unused").empty());
+}
+
+// RoPE past max_position_embeddings runs, with a warning and the way to train that long.
+TEST(Diagnostics, SequencePastTheTrainedPositions) {
+  const std::string mistral = test::data_path("hf/mistral-7b/config.json");
+  const std::map<std::string, std::string> plan = {{"tp", "8"}, {"pp", "1"}, {"dp", "1"}};
+  auto flags = plan;
+  flags["seq_len"] = "32768";
+  EXPECT_TRUE(check_model(mistral, flags).with_id("sequence-past-trained-positions").empty());
+  flags["seq_len"] = "65536";
+  const auto checked = check_model(mistral, flags);
+  const auto past = checked.with_id("sequence-past-trained-positions");
+  ASSERT_EQ(past.size(), 1u);
+  EXPECT_EQ(past[0]->message,
+            "the sequence (65,536 tokens) is longer than the 32,768 positions the model was "
+            "trained on (max_position_embeddings): the step is simulated as asked, but RoPE does "
+            "not extrapolate that far unaided");
+  EXPECT_EQ(past[0]->fix,
+            "train at seq_len 32768 or less, or extend the context first (rope_scaling, as "
+            "long-context recipes do) and raise max_position_embeddings");
+}
+
+}  // namespace
+}  // namespace trainsim
