@@ -14,6 +14,19 @@
 namespace trainsim {
 namespace {
 
+// A model checked with the plan flags at seq_len `within` has no finding `id`; at seq_len `past`
+// it has one, returned (an empty one where it has not, the failure said).
+Diagnostic only_past(const std::string& config, std::map<std::string, std::string> flags,
+                     const std::string& id, const std::string& within, const std::string& past) {
+  flags["seq_len"] = within;
+  EXPECT_TRUE(check_model(config, flags).with_id(id).empty()) << id << " at seq_len " << within;
+  flags["seq_len"] = past;
+  const auto checked = check_model(config, flags);  // with_id points into it
+  const auto found = checked.with_id(id);
+  EXPECT_EQ(found.size(), 1u) << id << " at seq_len " << past;
+  return found.empty() ? Diagnostic{} : *found[0];
+}
+
 // A Hugging Face config's keys that change the cost but are not simulated, each a warning naming
 // its file and key; a sliding window only once the sequence is longer than the window. DeepSeek's
 // num_nextn_predict_layers is read (multi-token prediction), not warned of.
@@ -32,18 +45,12 @@ TEST(Diagnostics, UnmodelledConfigKeysAreWarnedOf) {
   const std::string path = test::make_temp_dir() + "/config.json";
   test::write_file(path, qwen.dump());
   const std::map<std::string, std::string> plan = {{"tp", "1"}, {"pp", "1"}, {"dp", "1"}};
-  auto flags = plan;
-  flags["seq_len"] = "4096";
-  EXPECT_TRUE(check_model(path, flags).with_id("unmodelled-config-key").empty());
-  flags["seq_len"] = "8192";
-  const auto past = check_model(path, flags);
-  const auto window = past.with_id("unmodelled-config-key");
-  ASSERT_EQ(window.size(), 1u);
-  EXPECT_EQ(window[0]->message,
+  EXPECT_EQ(only_past(path, plan, "unmodelled-config-key", "4096", "8192").message,
             path +
                 ": $.sliding_window: a sliding window of 4096 tokens is not modelled for "
                 "Qwen2ForCausalLM: attention is costed over the whole sequence");
   // The catalog's Qwen2 keeps the window off: nothing to say.
+  auto flags = plan;
   flags["seq_len"] = "16384";
   EXPECT_TRUE(check_model(test::data_path("hf/qwen2-0.5b/config.json"), flags)
                   .with_id("unmodelled-config-key")
@@ -94,20 +101,14 @@ TEST(Diagnostics, CpCommTypeWithoutContextParallelism) {
 
 // RoPE past max_position_embeddings runs, with a warning and the way to train that long.
 TEST(Diagnostics, SequencePastTheTrainedPositions) {
-  const std::string mistral = test::data_path("hf/mistral-7b/config.json");
-  const std::map<std::string, std::string> plan = {{"tp", "8"}, {"pp", "1"}, {"dp", "1"}};
-  auto flags = plan;
-  flags["seq_len"] = "32768";
-  EXPECT_TRUE(check_model(mistral, flags).with_id("sequence-past-trained-positions").empty());
-  flags["seq_len"] = "65536";
-  const auto checked = check_model(mistral, flags);
-  const auto past = checked.with_id("sequence-past-trained-positions");
-  ASSERT_EQ(past.size(), 1u);
-  EXPECT_EQ(past[0]->message,
+  const Diagnostic past = only_past(test::data_path("hf/mistral-7b/config.json"),
+                                    {{"tp", "8"}, {"pp", "1"}, {"dp", "1"}},
+                                    "sequence-past-trained-positions", "32768", "65536");
+  EXPECT_EQ(past.message,
             "the sequence (65,536 tokens) is longer than the 32,768 positions the model was "
             "trained on (max_position_embeddings): the step is simulated as asked, but RoPE does "
             "not extrapolate that far unaided");
-  EXPECT_EQ(past[0]->fix,
+  EXPECT_EQ(past.fix,
             "train at seq_len 32768 or less, or extend the context first (rope_scaling, as "
             "long-context recipes do) and raise max_position_embeddings");
 }
