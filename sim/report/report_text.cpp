@@ -18,6 +18,14 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// A table cell: padded to its column's width, and one space after a value wider than that (a
+// trillion parameters on one GPU), so that the columns never run together.
+std::string cell(std::string s, std::size_t width) {
+  s = pad_right(std::move(s), width);
+  if (!s.empty() && s.back() != ' ') s += ' ';
+  return s;
+}
+
 std::string percent(double x) {
   return format_fixed(100.0 * x, 1) + " %";
 }
@@ -30,9 +38,9 @@ std::string stage_range(std::int64_t first, std::int64_t last) {
 std::string collective_row(const CollectiveStat& c) {
   const std::string group = format_grouped(c.members) + " GPUs, " + format_grouped(c.nodes) +
                             (c.nodes == 1 ? " node" : " nodes");
-  return pad_right(to_string(c.dim), 10) + pad_right(to_string(c.kind), 16) + pad_right(group, 22) +
-         pad_right(format_grouped(c.calls), 8) + pad_right(format_bytes(c.bytes), 12) +
-         pad_right(to_string(c.algorithm), 12) + pad_right(format_seconds(c.seconds), 11) +
+  return cell(to_string(c.dim), 10) + cell(to_string(c.kind), 16) + cell(group, 22) +
+         cell(format_grouped(c.calls), 8) + cell(format_bytes(c.bytes), 12) +
+         cell(to_string(c.algorithm), 12) + cell(format_seconds(c.seconds), 11) +
          format_fixed(c.bus_bandwidth / 1e9, 1) + " GB/s";
 }
 
@@ -56,12 +64,12 @@ void write_collectives(const Report& r, std::ostringstream& o) {
   if (!any) return;
   o << "collectives per step on each stage's GPU where they take longest (NCCL's algorithm; "
        "time and bus bandwidth on an idle network)\n"
-    << pad_right("stage", 7) << pad_right("dim", 10) << pad_right("collective", 16)
-    << pad_right("group", 22) << pad_right("calls", 8) << pad_right("buffer", 12)
-    << pad_right("algorithm", 12) << pad_right("time", 11) << "bus bw\n";
+    << cell("stage", 7) << cell("dim", 10) << cell("collective", 16) << cell("group", 22)
+    << cell("calls", 8) << cell("buffer", 12) << cell("algorithm", 12) << cell("time", 11)
+    << "bus bw\n";
   for (const auto& [stages, rows] : blocks) {
     for (std::size_t k = 0; k < rows.size(); ++k) {
-      o << pad_right(k == 0 ? stages : "", 7) << rows[k] << "\n";
+      o << cell(k == 0 ? stages : "", 7) << rows[k] << "\n";
     }
   }
   o << "\n";
@@ -235,21 +243,18 @@ void write_summary(const Report& r, std::ostringstream& o) {
 
 // Each stage's layers, parameters, pass times, peak memory and blocks.
 void write_stages(const Report& r, std::ostringstream& o) {
-  o << pad_right("stage", 7) << pad_right("layers", 8) << pad_right("params/GPU", 16)
-    << pad_right("fwd/mb", 11) << pad_right("bwd/mb", 11) << pad_right("compute", 11)
-    << pad_right("peak mem", 12) << "blocks\n";
+  o << cell("stage", 7) << cell("layers", 8) << cell("params/GPU", 16) << cell("fwd/mb", 11)
+    << cell("bwd/mb", 11) << cell("compute", 11) << cell("peak mem", 12) << "blocks\n";
   for (const auto& s : r.stages) {
     std::string blocks;
     for (const auto& c : s.chunks) {
       if (!blocks.empty()) blocks += " | ";
       blocks += c.empty() ? "(empty)" : join(c);
     }
-    o << pad_right(std::to_string(s.index), 7) << pad_right(std::to_string(s.layers), 8)
-      << pad_right(format_grouped(s.params_per_gpu), 16)
-      << pad_right(format_seconds(s.forward_s), 11)
-      << pad_right(format_seconds(s.backward_s + s.recompute_s), 11)
-      << pad_right(format_seconds(s.compute_s), 11)
-      << pad_right(format_bytes(s.peak_memory_bytes), 12)
+    o << cell(std::to_string(s.index), 7) << cell(std::to_string(s.layers), 8)
+      << cell(format_grouped(s.params_per_gpu), 16) << cell(format_seconds(s.forward_s), 11)
+      << cell(format_seconds(s.backward_s + s.recompute_s), 11)
+      << cell(format_seconds(s.compute_s), 11) << cell(format_bytes(s.peak_memory_bytes), 12)
       << (s.chunks.size() == 1 && s.chunks[0].empty() ? "(empty stage)" : blocks) << "\n";
   }
   if (const StageReport* most = stage_waiting_most(r)) {
@@ -262,17 +267,15 @@ void write_stages(const Report& r, std::ostringstream& o) {
 
 // Where each stage's peak goes, per GPU.
 void write_memory(const Report& r, std::ostringstream& o) {
-  o << pad_right("memory", 7) << pad_right("weights", 12) << pad_right("grads", 12)
-    << pad_right("optimizer", 12) << pad_right("activations", 12) << pad_right("in flight", 11)
-    << pad_right("runtime", 12) << "peak\n";
+  o << cell("memory", 7) << cell("weights", 12) << cell("grads", 12) << cell("optimizer", 12)
+    << cell("activations", 12) << cell("in flight", 11) << cell("runtime", 12) << "peak\n";
   for (const auto& s : r.stages) {
     const auto& m = s.memory;
-    o << pad_right(std::to_string(s.index), 7) << pad_right(format_bytes(m.weights), 12)
-      << pad_right(format_bytes(m.gradients), 12)
-      << pad_right(format_bytes(m.master_weights + m.optimizer), 12)
-      << pad_right(format_bytes(m.activations), 12)
-      << pad_right(std::to_string(m.microbatches_in_flight), 11)
-      << pad_right(format_bytes(m.runtime), 12) << format_bytes(s.peak_memory_bytes) << "\n";
+    o << cell(std::to_string(s.index), 7) << cell(format_bytes(m.weights), 12)
+      << cell(format_bytes(m.gradients), 12)
+      << cell(format_bytes(m.master_weights + m.optimizer), 12)
+      << cell(format_bytes(m.activations), 12) << cell(std::to_string(m.microbatches_in_flight), 11)
+      << cell(format_bytes(m.runtime), 12) << format_bytes(s.peak_memory_bytes) << "\n";
   }
   for (const auto& s : r.stages) {
     const auto& m = s.memory;

@@ -340,5 +340,25 @@ TEST(Report, StagesWaitIsTheirPassesStalls) {
   EXPECT_EQ(report_text(plain).find("include each pass's wait"), std::string::npos);
 }
 
+// A value wider than its column (10^18 parameters on a GPU, an exabyte at its peak) still leaves a
+// space before the next column: the stage and memory tables keep their columns apart.
+TEST(Report, WideValuesKeepTheirColumnsApart) {
+  Report r = simulated(plan());
+  auto& s = r.stages[0];
+  s.params_per_gpu = 1'000'000'000'000'000'000;  // 25 characters grouped, in a column of 16
+  s.peak_memory_bytes = 1e21;                    // "909,494,701.77 TiB", in a column of 12
+  s.memory.weights = 1e21;
+  const std::string text = report_text(r);
+  const std::string layers = std::to_string(s.layers);
+  EXPECT_NE(text.find("\n0      " + layers + std::string(8 - layers.size(), ' ') +
+                      format_grouped(s.params_per_gpu) + " " + format_seconds(s.forward_s)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(format_bytes(1e21) + " embedding"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n0      " + format_bytes(1e21) + " " + format_bytes(s.memory.gradients)),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace trainsim
