@@ -236,10 +236,10 @@ J row_json(const ValidationSet& set, const ValidationRow& r) {
     }
   } else {
     row["stage"] = r.stage;
-    row["measured_bytes"] = r.measured;
+    row["measured_bytes"] = std::llround(r.measured);
     row["predicted_bytes"] = std::llround(r.predicted);
     if (r.logs_after_step()) {
-      row["measured_after_step_bytes"] = r.measured_after_step;
+      row["measured_after_step_bytes"] = std::llround(r.measured_after_step);
       row["predicted_after_step_bytes"] = std::llround(r.predicted_after_step);
     }
   }
@@ -265,8 +265,8 @@ void add_set_summary(const ValidationSet& set, J& j) {
     }
     return;
   }
-  j["allocated_overhead_bytes"] = set.allocated_overhead;
-  j["overhead_fit_bytes"] = set.overhead_fit();
+  j["allocated_overhead_bytes"] = std::llround(set.allocated_overhead);
+  j["overhead_fit_bytes"] = std::llround(set.overhead_fit());
   j["overhead_fit_rows"] = set.overhead_fit_rows();
   const auto [loo_mean, loo_max] = set.leave_one_out_errors();
   j["leave_one_out_mean_abs_error"] = loo_mean;

@@ -82,6 +82,17 @@ TEST(ValidateCiMemory, WritesWhatItPrintsAndFitsOneOverhead) {
   EXPECT_LT(set["leave_one_out_max_abs_error"].get<double>(), 0.10);
   EXPECT_NEAR(set["overhead_fit_bytes"].get<double>(), set["allocated_overhead_bytes"],
               0.1 * 1024 * 1024);
+  // Byte counts are whole bytes, as in the report (113.9 MiB is 119,432,806.4).
+  EXPECT_TRUE(set["allocated_overhead_bytes"].is_number_integer())
+      << set["allocated_overhead_bytes"];
+  EXPECT_TRUE(set["overhead_fit_bytes"].is_number_integer()) << set["overhead_fit_bytes"];
+  for (const auto& x : set["rows"]) {
+    for (const auto& [key, value] : x.items()) {
+      if (key.ends_with("_bytes")) {
+        EXPECT_TRUE(value.is_number_integer()) << key << ": " << x;
+      }
+    }
+  }
 }
 
 TEST(ValidateCiMemory, ContextParallelAndInterleavedRows) {
