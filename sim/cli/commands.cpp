@@ -6,6 +6,7 @@
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/compare_command.hpp"
+#include "sim/cli/list_command.hpp"
 #include "sim/cli/outputs.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/core/catalog.hpp"
@@ -304,49 +305,6 @@ int reshard_command(const std::vector<std::string>& args, std::ostream& out) {
   return result.has_errors() ? kExitDiagnostics : kExitOk;
 }
 
-// The catalog: every model with its parameter count, every platform and scenario, the models'
-// and platforms' names in one column as wide as the longest.
-int list_catalog(std::ostream& out) {
-  const std::vector<std::string> models = catalog_names("models");
-  const std::vector<std::string> platforms = catalog_names("platforms");
-  std::size_t width = 16;
-  for (const auto* names : {&models, &platforms}) {
-    for (const auto& name : *names) width = std::max(width, name.size() + 2);
-  }
-  const auto column = [&](const std::string& name) {
-    return "  " + name + std::string(width - name.size(), ' ');
-  };
-  out << "models:\n";
-  for (const auto& name : models) {
-    const Model m = load_model(resolve_catalog_entry("models", name, "models/" + name));
-    out << column(name) << format_grouped(total_params(m)) << " parameters, " << m.num_layers
-        << " layers, hidden " << m.hidden_size << ", " << m.num_attention_heads << "/"
-        << m.num_kv_heads << " heads/KV heads, vocabulary " << m.vocab_size;
-    if (m.moe.is_moe()) {
-      out << "; " << m.moe.num_experts << " experts, top " << m.moe.experts_per_token << ", "
-          << format_grouped(active_params(m)) << " active";
-    }
-    if (m.mtp_layers > 0) {
-      out << "; " << m.mtp_layers << " multi-token-prediction module"
-          << (m.mtp_layers == 1 ? "" : "s") << ", "
-          << format_grouped(m.mtp_layers * mtp_module_params(m)) << " parameters more";
-    }
-    out << "\n";
-  }
-  out << "platforms:\n";
-  for (const auto& name : platforms) {
-    const Platform p = load_platform(resolve_catalog_entry("platforms", name, "platforms/" + name));
-    out << column(name) << p.gpu.name << ", " << p.node.gpus_per_node << " per node\n";
-  }
-  out << "scenarios:\n";
-  for (const auto& name : catalog_names("scenarios")) out << "  " << name << "\n";
-  for (const auto& shelf : catalog_shelves("scenarios")) {
-    out << shelf << "/ (run or check them by name too):\n";
-    for (const auto& name : catalog_names(shelf)) out << "  " << name << "\n";
-  }
-  return kExitOk;
-}
-
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -376,17 +334,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (command == "reshard") return reshard_command(rest, out);
     if (command == "sweep") return sweep_command(rest, out, err);
     if (command == "compare") return compare_command(rest, out);
-    if (command == "list") {
-      if (rest.size() == 1 && (rest[0] == "--help" || rest[0] == "-h")) {
-        out << "usage: trainsim list\n\nPrints the catalog: the models under models/ with their "
-               "parameter counts, the\nplatforms under platforms/, and the scenarios under "
-               "scenarios/ (TRAINSIM_DATA_DIR\nto use another data folder).\n";
-        return kExitOk;
-      }
-      if (!rest.empty())
-        fail_input("trainsim list", "takes no arguments (see trainsim list --help)");
-      return list_catalog(out);
-    }
+    if (command == "list") return list_command(rest, out);
     fail_input("trainsim", "unknown command '" + command +
                                "' (commands: run, check, compare, validate, reshard, sweep, list; "
                                "see trainsim --help)");

@@ -266,31 +266,6 @@ TEST(Cli, Llama70bOnEightGpusIsOutOfMemory) {
   EXPECT_EQ(test::run_trainsim(text).exit_code, 1);
 }
 
-TEST(Cli, ListShowsTheCatalog) {
-  const auto r = test::run_trainsim({"list"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  // One column of names as wide as the longest, qwen1.5-moe-a2.7b's, and two spaces.
-  EXPECT_NE(r.out.find("  llama3.1-8b        8,030,261,248 parameters, 32 layers"),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("  qwen1.5-moe-a2.7b  14,315,784,192 parameters"), std::string::npos);
-  EXPECT_NE(r.out.find("  h100-sxm-ndr       NVIDIA H100 SXM5 80GB, 8 per node"),
-            std::string::npos);
-  EXPECT_NE(r.out.find("36,625,603,584 active; 1 multi-token-prediction module, 11,610,067,968 "
-                       "parameters more\n"),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("  llama3.1-70b-64gpu"), std::string::npos);
-  // The seed scenarios (the framework failures) under their folder, and found by name.
-  EXPECT_NE(r.out.find("scenarios/seeds/ (run or check them by name too):\n  colossalai-6108\n"),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("  nanotron-108\n"), std::string::npos);
-  const auto seed = test::run_trainsim({"check", "nanotron-108"});
-  EXPECT_EQ(seed.exit_code, 1) << seed.err;
-  EXPECT_EQ(seed.out.rfind("[error] stage-without-parameters (stage 1): ", 0), 0u) << seed.out;
-}
-
 // A report's plan is a scenario's plan: each catalog scenario's report, its model, platform and
 // plan read back as a scenario, prices the same step and writes the same plan (every field as
 // the scenario reader takes it: a layout partition as written, the pipeline exchanges' overlap

@@ -1,0 +1,108 @@
+#include "sim/cli/list_command.hpp"
+
+#include <algorithm>
+#include <ostream>
+
+#include "sim/cli/scenario.hpp"
+#include "sim/core/catalog.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/model/params.hpp"
+#include "sim/reshard/layout_spec.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// "  name" padded to `width`.
+std::string name_column(const std::string& name, std::size_t width) {
+  return "  " + pad_right(name, width);
+}
+
+std::size_t widest(const std::vector<std::vector<std::string>*>& lists) {
+  std::size_t width = 16;
+  for (const auto* names : lists) {
+    for (const auto& name : *names) width = std::max(width, name.size() + 2);
+  }
+  return width;
+}
+
+std::string model_line(const Model& m) {
+  std::string s = format_grouped(total_params(m)) + " parameters, " + std::to_string(m.num_layers) +
+                  " layers, hidden " + std::to_string(m.hidden_size) + ", " +
+                  std::to_string(m.num_attention_heads) + "/" + std::to_string(m.num_kv_heads) +
+                  " heads/KV heads, vocabulary " + std::to_string(m.vocab_size);
+  if (m.moe.is_moe()) {
+    s += "; " + std::to_string(m.moe.num_experts) + " experts, top " +
+         std::to_string(m.moe.experts_per_token) + ", " + format_grouped(active_params(m)) +
+         " active";
+  }
+  if (m.mtp_layers > 0) {
+    s += "; " + std::to_string(m.mtp_layers) + " multi-token-prediction module" +
+         (m.mtp_layers == 1 ? "" : "s") + ", " +
+         format_grouped(m.mtp_layers * mtp_module_params(m)) + " parameters more";
+  }
+  return s;
+}
+
+// What a scenario runs: "llama3.1-8b on h100-sxm-ndr, 8 GPUs: tp 1, pp 1, cp 2, dp 4"; a scenario
+// that cannot be run says why, and the listing goes on.
+std::string scenario_line(const std::string& folder, const std::string& name) {
+  try {
+    InputRequest request;
+    request.scenario = (data_dir() / folder / (name + ".json")).string();
+    const ResolvedInputs in = resolve_inputs(request);
+    return in.model.name + " on " + in.platform.name + ", " + format_grouped(in.plan.world_size()) +
+           (in.plan.world_size() == 1 ? " GPU: " : " GPUs: ") + layout_text(in.plan);
+  } catch (const InputError& e) {
+    return std::string("cannot be run: ") + e.what();
+  }
+}
+
+// The scenarios, then each shelf's, their names in one column as wide as the longest.
+void list_scenarios(std::ostream& out) {
+  std::vector<std::string> folders = {"scenarios"};
+  for (auto& shelf : catalog_shelves("scenarios")) folders.push_back(std::move(shelf));
+  std::vector<std::vector<std::string>> names;
+  for (const auto& folder : folders) names.push_back(catalog_names(folder));
+  std::vector<std::vector<std::string>*> lists;
+  for (auto& n : names) lists.push_back(&n);
+  const std::size_t width = widest(lists);
+  for (std::size_t f = 0; f < folders.size(); ++f) {
+    out << (f == 0 ? std::string("scenarios:") : folders[f] + "/ (run or check them by name too):")
+        << "\n";
+    for (const auto& name : names[f]) {
+      out << name_column(name, width) << scenario_line(folders[f], name) << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+int list_command(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    out << "usage: trainsim list\n\nPrints the catalog: the models under models/ with their "
+           "parameter counts, the\nplatforms under platforms/, and the scenarios under "
+           "scenarios/ with the model,\nplatform, GPUs and layout each runs (TRAINSIM_DATA_DIR "
+           "to use another data folder).\n";
+    return 0;
+  }
+  if (!args.empty()) fail_input("trainsim list", "takes no arguments (see trainsim list --help)");
+  std::vector<std::string> models = catalog_names("models");
+  std::vector<std::string> platforms = catalog_names("platforms");
+  const std::size_t width = widest({&models, &platforms});
+  out << "models:\n";
+  for (const auto& name : models) {
+    const Model m = load_model(resolve_catalog_entry("models", name, "models/" + name));
+    out << name_column(name, width) << model_line(m) << "\n";
+  }
+  out << "platforms:\n";
+  for (const auto& name : platforms) {
+    const Platform p = load_platform(resolve_catalog_entry("platforms", name, "platforms/" + name));
+    out << name_column(name, width) << p.gpu.name << ", " << p.node.gpus_per_node << " per node\n";
+  }
+  list_scenarios(out);
+  return 0;
+}
+
+}  // namespace trainsim

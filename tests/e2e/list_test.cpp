@@ -1,0 +1,84 @@
+// `trainsim list`: the catalog as users browse it, in a child process.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+TEST(List, ShowsTheCatalog) {
+  const auto r = test::run_trainsim({"list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // One column of names as wide as the longest, qwen1.5-moe-a2.7b's, and two spaces.
+  EXPECT_NE(r.out.find("  llama3.1-8b        8,030,261,248 parameters, 32 layers"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  qwen1.5-moe-a2.7b  14,315,784,192 parameters"), std::string::npos);
+  EXPECT_NE(r.out.find("  h100-sxm-ndr       NVIDIA H100 SXM5 80GB, 8 per node"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("36,625,603,584 active; 1 multi-token-prediction module, 11,610,067,968 "
+                       "parameters more\n"),
+            std::string::npos)
+      << r.out;
+  // Each scenario with what it runs, the names of every scenario folder in one column as wide as
+  // the longest, llama3.1-8b-cp2-8gpu's.
+  EXPECT_NE(r.out.find("\n  llama3.1-8b-cp2-8gpu  llama3.1-8b on h100-sxm-ndr, 8 GPUs: tp 1, pp 1, "
+                       "cp 2, dp 4, zero 1\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n  deepseek-v3-1024gpu   deepseek-v3 on h100-sxm-ndr, 1,024 GPUs: tp 2, "
+                       "pp 8 x vp 4, dp 64, ep 64, etp 1, zero 1\n"),
+            std::string::npos)
+      << r.out;
+  // The seed scenarios (the framework failures) under their folder, and found by name.
+  EXPECT_NE(r.out.find("scenarios/seeds/ (run or check them by name too):\n  colossalai-6108       "
+                       "llama3.1-70b on h100-sxm-ndr, 64 GPUs: tp 8, pp 4, dp 2\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n  nanotron-108          nanotron-108-tiny on h100-sxm-ndr, 8 GPUs: tp 2, "
+                       "pp 2, dp 2\n"),
+            std::string::npos)
+      << r.out;
+  const auto seed = test::run_trainsim({"check", "nanotron-108"});
+  EXPECT_EQ(seed.exit_code, 1) << seed.err;
+  EXPECT_EQ(seed.out.rfind("[error] stage-without-parameters (stage 1): ", 0), 0u) << seed.out;
+}
+
+// A data folder of one's own: a scenario the rules refuse is listed with the reason, and the
+// listing goes on to the next.
+TEST(List, SaysWhyAScenarioCannotRunAndGoesOn) {
+  const std::string dir = test::make_temp_dir();
+  std::filesystem::create_directory(dir + "/scenarios");
+  const std::string model = test::source_dir() + "/models/llama3.1-8b.json";
+  const std::string platform = test::source_dir() + "/platforms/h100-sxm-ndr.json";
+  const auto scenario = [&](const std::string& plan) {
+    return "{\"model\": \"" + model + "\", \"platform\": \"" + platform + "\", \"plan\": {" + plan +
+           "}}";
+  };
+  test::write_file(dir + "/scenarios/a-refused.json", scenario("\"tp\": 3, \"seq_len\": 4096"));
+  test::write_file(dir + "/scenarios/b-runs.json", scenario("\"tp\": 2, \"seq_len\": 4096"));
+  const char* set = std::getenv("TRAINSIM_DATA_DIR");
+  const std::optional<std::string> saved = set ? std::optional<std::string>(set) : std::nullopt;
+  ::setenv("TRAINSIM_DATA_DIR", dir.c_str(), 1);
+  const auto r = test::run_trainsim({"list"});
+  if (saved) {
+    ::setenv("TRAINSIM_DATA_DIR", saved->c_str(), 1);
+  } else {
+    ::unsetenv("TRAINSIM_DATA_DIR");
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("scenarios:\n  a-refused       cannot be run: " + dir +
+                       "/scenarios/a-refused.json: $.plan.tp: must divide the attention heads "
+                       "(32), got 3\n  b-runs          llama3.1-8b on h100-sxm-ndr, 2 GPUs: tp 2, "
+                       "pp 1, dp 1\n"),
+            std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace trainsim
