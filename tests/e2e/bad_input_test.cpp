@@ -2,9 +2,7 @@
 // no crash and no partial output.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <string>
 
 #include "tests/support/support.hpp"
@@ -249,15 +247,7 @@ TEST_F(BadInput, TensorParallelMustDivideHeads) {
 
 // A data folder that is not there read as an empty catalog: "list" printed nothing and exited 0.
 TEST_F(BadInput, MissingDataDirectoryIsNamed) {
-  const char* set = std::getenv("TRAINSIM_DATA_DIR");
-  const std::optional<std::string> saved = set ? std::optional<std::string>(set) : std::nullopt;
-  ::setenv("TRAINSIM_DATA_DIR", "/no/such/trainsim-data", 1);
-  const auto r = test::run_trainsim({"list"});
-  if (saved) {
-    ::setenv("TRAINSIM_DATA_DIR", saved->c_str(), 1);
-  } else {
-    ::unsetenv("TRAINSIM_DATA_DIR");
-  }
+  const auto r = test::run_trainsim_on_data("/no/such/trainsim-data", {"list"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "trainsim: error: TRAINSIM_DATA_DIR: no such directory: /no/such/trainsim-data\n");

@@ -1,9 +1,7 @@
 // `trainsim list`: the catalog as users browse it, in a child process.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <string>
 
 #include "tests/support/support.hpp"
@@ -62,15 +60,7 @@ TEST(List, SaysWhyAScenarioCannotRunAndGoesOn) {
   };
   test::write_file(dir + "/scenarios/a-refused.json", scenario("\"tp\": 3, \"seq_len\": 4096"));
   test::write_file(dir + "/scenarios/b-runs.json", scenario("\"tp\": 2, \"seq_len\": 4096"));
-  const char* set = std::getenv("TRAINSIM_DATA_DIR");
-  const std::optional<std::string> saved = set ? std::optional<std::string>(set) : std::nullopt;
-  ::setenv("TRAINSIM_DATA_DIR", dir.c_str(), 1);
-  const auto r = test::run_trainsim({"list"});
-  if (saved) {
-    ::setenv("TRAINSIM_DATA_DIR", saved->c_str(), 1);
-  } else {
-    ::unsetenv("TRAINSIM_DATA_DIR");
-  }
+  const auto r = test::run_trainsim_on_data(dir, {"list"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("scenarios:\n  a-refused       cannot be run: " + dir +
                        "/scenarios/a-refused.json: $.plan.tp: must divide the attention heads "

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -239,6 +240,20 @@ CommandResult RunningTrainsim::finish() {
 
 CommandResult run_trainsim(const std::vector<std::string>& args, const std::string& cwd) {
   return start_trainsim(args, cwd).finish();
+}
+
+CommandResult run_trainsim_on_data(const std::string& data_dir,
+                                   const std::vector<std::string>& args) {
+  const char* set = std::getenv("TRAINSIM_DATA_DIR");
+  const std::optional<std::string> saved = set ? std::optional<std::string>(set) : std::nullopt;
+  ::setenv("TRAINSIM_DATA_DIR", data_dir.c_str(), 1);
+  CommandResult r = run_trainsim(args);
+  if (saved) {
+    ::setenv("TRAINSIM_DATA_DIR", saved->c_str(), 1);
+  } else {
+    ::unsetenv("TRAINSIM_DATA_DIR");
+  }
+  return r;
 }
 
 nlohmann::json llama8b_report(const std::vector<std::string>& extra) {

@@ -62,6 +62,10 @@ struct CommandResult {
 };
 /// Runs the trainsim binary with `args` (no shell), capturing both streams; in `cwd` when given.
 CommandResult run_trainsim(const std::vector<std::string>& args, const std::string& cwd = "");
+/// run_trainsim with TRAINSIM_DATA_DIR set to `data_dir` for the child (this process's value
+/// restored after).
+CommandResult run_trainsim_on_data(const std::string& data_dir,
+                                   const std::vector<std::string>& args);
 /// `trainsim run --model llama3.1-8b --platform h100-sxm-ndr --dp 8 --gbs 8 --seq-len 4096
 /// --engine analytic --format json` with `extra` flags after them, its report parsed;
 /// std::runtime_error with its error output when it does not exit 0.
