@@ -19,7 +19,8 @@ std::string name_column(const std::string& name, std::size_t width) {
   return "  " + pad_right(name, width);
 }
 
-std::size_t widest(const std::vector<std::vector<std::string>*>& lists) {
+// The width of a column of names: the longest and two spaces, and no less than 16.
+std::size_t widest(const std::vector<const std::vector<std::string>*>& lists) {
   std::size_t width = 16;
   for (const auto* names : lists) {
     for (const auto& name : *names) width = std::max(width, name.size() + 2);
@@ -65,8 +66,8 @@ void list_scenarios(std::ostream& out) {
   for (auto& shelf : catalog_shelves("scenarios")) folders.push_back(std::move(shelf));
   std::vector<std::vector<std::string>> names;
   for (const auto& folder : folders) names.push_back(catalog_names(folder));
-  std::vector<std::vector<std::string>*> lists;
-  for (auto& n : names) lists.push_back(&n);
+  std::vector<const std::vector<std::string>*> lists;
+  for (const auto& n : names) lists.push_back(&n);
   const std::size_t width = widest(lists);
   for (std::size_t f = 0; f < folders.size(); ++f) {
     out << (f == 0 ? std::string("scenarios:") : folders[f] + "/ (run or check them by name too):")
@@ -88,8 +89,8 @@ int list_command(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (!args.empty()) fail_input("trainsim list", "takes no arguments (see trainsim list --help)");
-  std::vector<std::string> models = catalog_names("models");
-  std::vector<std::string> platforms = catalog_names("platforms");
+  const std::vector<std::string> models = catalog_names("models");
+  const std::vector<std::string> platforms = catalog_names("platforms");
   const std::size_t width = widest({&models, &platforms});
   out << "models:\n";
   for (const auto& name : models) {
