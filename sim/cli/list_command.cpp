@@ -46,18 +46,33 @@ std::string model_line(const Model& m) {
   return s;
 }
 
-// What a scenario runs: "llama3.1-8b on h100-sxm-ndr, 8 GPUs: tp 1, pp 1, cp 2, dp 4"; a scenario
-// that cannot be run says why, and the listing goes on.
-std::string scenario_line(const std::string& folder, const std::string& name) {
+std::string model_entry(const std::string& name) {
+  return model_line(load_model(resolve_catalog_entry("models", name, "models/" + name)));
+}
+
+std::string platform_entry(const std::string& name) {
+  const Platform p = load_platform(resolve_catalog_entry("platforms", name, "platforms/" + name));
+  return p.gpu.name + ", " + std::to_string(p.node.gpus_per_node) + " per node";
+}
+
+// An entry's line, or why it cannot be read or run: one bad file in a data folder of one's own
+// does not stop the listing.
+template <typename Describe>
+std::string described(const Describe& describe, const char* failure) {
   try {
-    InputRequest request;
-    request.scenario = (data_dir() / folder / (name + ".json")).string();
-    const ResolvedInputs in = resolve_inputs(request);
-    return in.model.name + " on " + in.platform.name + ", " + format_grouped(in.plan.world_size()) +
-           (in.plan.world_size() == 1 ? " GPU: " : " GPUs: ") + layout_text(in.plan);
+    return describe();
   } catch (const InputError& e) {
-    return std::string("cannot be run: ") + e.what();
+    return failure + std::string(e.what());
   }
+}
+
+// What a scenario runs: "llama3.1-8b on h100-sxm-ndr, 8 GPUs: tp 1, pp 1, cp 2, dp 4".
+std::string scenario_line(const std::string& folder, const std::string& name) {
+  InputRequest request;
+  request.scenario = (data_dir() / folder / (name + ".json")).string();
+  const ResolvedInputs in = resolve_inputs(request);
+  return in.model.name + " on " + in.platform.name + ", " + format_grouped(in.plan.world_size()) +
+         (in.plan.world_size() == 1 ? " GPU: " : " GPUs: ") + layout_text(in.plan);
 }
 
 // The scenarios, then each shelf's, their names in one column as wide as the longest.
@@ -73,7 +88,8 @@ void list_scenarios(std::ostream& out) {
     out << (f == 0 ? std::string("scenarios:") : folders[f] + "/ (run or check them by name too):")
         << "\n";
     for (const auto& name : names[f]) {
-      out << name_column(name, width) << scenario_line(folders[f], name) << "\n";
+      out << name_column(name, width)
+          << described([&] { return scenario_line(folders[f], name); }, "cannot be run: ") << "\n";
     }
   }
 }
@@ -94,13 +110,13 @@ int list_command(const std::vector<std::string>& args, std::ostream& out) {
   const std::size_t width = widest({&models, &platforms});
   out << "models:\n";
   for (const auto& name : models) {
-    const Model m = load_model(resolve_catalog_entry("models", name, "models/" + name));
-    out << name_column(name, width) << model_line(m) << "\n";
+    out << name_column(name, width)
+        << described([&] { return model_entry(name); }, "cannot be read: ") << "\n";
   }
   out << "platforms:\n";
   for (const auto& name : platforms) {
-    const Platform p = load_platform(resolve_catalog_entry("platforms", name, "platforms/" + name));
-    out << name_column(name, width) << p.gpu.name << ", " << p.node.gpus_per_node << " per node\n";
+    out << name_column(name, width)
+        << described([&] { return platform_entry(name); }, "cannot be read: ") << "\n";
   }
   list_scenarios(out);
   return 0;

@@ -47,11 +47,17 @@ TEST(List, ShowsTheCatalog) {
   EXPECT_EQ(seed.out.rfind("[error] stage-without-parameters (stage 1): ", 0), 0u) << seed.out;
 }
 
-// A data folder of one's own: a scenario the rules refuse is listed with the reason, and the
-// listing goes on to the next.
-TEST(List, SaysWhyAScenarioCannotRunAndGoesOn) {
+// A data folder of one's own: a model or platform file that cannot be read and a scenario the
+// rules refuse are listed with the reason, and the listing goes on to the next.
+TEST(List, SaysWhyAnEntryCannotBeUsedAndGoesOn) {
   const std::string dir = test::make_temp_dir();
-  std::filesystem::create_directory(dir + "/scenarios");
+  for (const char* folder : {"/models", "/platforms", "/scenarios"}) {
+    std::filesystem::create_directory(dir + folder);
+  }
+  test::write_file(dir + "/models/a-broken.json", "{\"name\": \"a-broken\"");
+  test::write_file(dir + "/models/llama3.1-8b.json",
+                   test::read_file(test::source_dir() + "/models/llama3.1-8b.json"));
+  test::write_file(dir + "/platforms/a-broken.json", "[]");
   const std::string model = test::source_dir() + "/models/llama3.1-8b.json";
   const std::string platform = test::source_dir() + "/platforms/h100-sxm-ndr.json";
   const auto scenario = [&](const std::string& plan) {
@@ -62,6 +68,18 @@ TEST(List, SaysWhyAScenarioCannotRunAndGoesOn) {
   test::write_file(dir + "/scenarios/b-runs.json", scenario("\"tp\": 2, \"seq_len\": 4096"));
   const auto r = test::run_trainsim_on_data(dir, {"list"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("models:\n  a-broken        cannot be read: " + dir +
+                            "/models/a-broken.json: malformed JSON at line 1, column 20",
+                        0),
+            0u)
+      << r.out;
+  EXPECT_NE(r.out.find("\n  llama3.1-8b     8,030,261,248 parameters, 32 layers"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("platforms:\n  a-broken        cannot be read: " + dir +
+                       "/platforms/a-broken.json: $: must be a JSON object, got an array\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("scenarios:\n  a-refused       cannot be run: " + dir +
                        "/scenarios/a-refused.json: $.plan.tp: must divide the attention heads "
                        "(32), got 3\n  b-runs          llama3.1-8b on h100-sxm-ndr, 2 GPUs: tp 2, "
