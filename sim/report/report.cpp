@@ -98,20 +98,19 @@ std::vector<std::int64_t> sum_gpu_times(Report& r, const ReportInputs& in, const
 // where all are alike): the report lists its collectives, so that a group spanning nodes for some
 // of the stage's GPUs only (TP 3 on 8-GPU nodes) shows as the step waits for it.
 std::vector<std::int64_t> slowest_collectives_gpus(const ReportInputs& in, const Layout& layout) {
+  std::vector<double> by_rank;  // each replayed rank's collective seconds
+  for (const auto& rank : in.sim.collectives) {
+    double t = 0;
+    for (const auto& c : rank) t += c.seconds;
+    by_rank.push_back(t);
+  }
   std::vector<std::int64_t> gpu(static_cast<std::size_t>(in.plan.pp), -1);
   std::vector<double> seconds(gpu.size(), -1);
-  std::map<std::int64_t, double> by_rank;  // a replayed rank's collective seconds
   for (std::int64_t g = 0; g < in.sim.num_gpus(); ++g) {
-    const auto rank = in.sim.rank_of(g);
-    if (static_cast<std::size_t>(rank) >= in.sim.collectives.size()) continue;
-    auto [it, added] = by_rank.try_emplace(rank, 0.0);
-    if (added) {
-      for (const auto& c : in.sim.collectives[static_cast<std::size_t>(rank)]) {
-        it->second += c.seconds;
-      }
-    }
+    const auto rank = static_cast<std::size_t>(in.sim.rank_of(g));
+    if (rank >= by_rank.size()) continue;
     const auto s = static_cast<std::size_t>(layout.coord(g, Dim::kPP));
-    if (it->second > seconds[s] * (1 + 1e-9)) seconds[s] = it->second, gpu[s] = g;
+    if (by_rank[rank] > seconds[s] * (1 + 1e-9)) seconds[s] = by_rank[rank], gpu[s] = g;
   }
   return gpu;
 }
