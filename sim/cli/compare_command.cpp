@@ -163,13 +163,22 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
   return j;
 }
 
+// What the idle row is called: the pipeline bubble where every column pipelines, idle (waits on
+// other GPUs) where none does, both where the columns differ.
+std::string idle_row_name(const std::vector<Column>& columns) {
+  const auto pipelined = [](const Column& c) { return c.report.plan.pp > 1; };
+  if (std::all_of(columns.begin(), columns.end(), pipelined)) return "pipeline bubble";
+  if (std::none_of(columns.begin(), columns.end(), pipelined)) return "idle";
+  return "pipeline bubble / idle";
+}
+
 std::string columns_text(const std::vector<Column>& columns) {
   std::vector<std::vector<std::string>> rows = {{""},
                                                 {"GPUs"},
                                                 {"step time (s)"},
                                                 {"tokens/s"},
                                                 {"MFU"},
-                                                {"pipeline bubble"},
+                                                {idle_row_name(columns)},
                                                 {"exposed comm (s)"},
                                                 {"peak memory (GiB)"},
                                                 {"fits"}};

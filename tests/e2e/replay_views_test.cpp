@@ -343,6 +343,24 @@ TEST(Cli, CompareShowsPlansSideBySide) {
             "trainsim: error: --set tp=3: --tp: must divide the attention heads (64), got 3\n");
 }
 
+// The idle row is named for the columns it holds: a pipeline bubble only where every plan
+// pipelines; at pp 1 a GPU idles only waiting on the others.
+TEST(Cli, CompareNamesTheIdleRowForItsColumns) {
+  const auto row = [](const std::string& text) { return text.substr(text.find("\nMFU") + 1); };
+  const auto piped =
+      test::run_trainsim({"compare", kScenario, "--set", "vp=2,schedule=interleaved"});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(row(piped.out).find("\npipeline bubble  "), std::string::npos) << piped.out;
+  const auto mixed = test::run_trainsim({"compare", kScenario, "--set", "pp=1,dp=16"});
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_NE(row(mixed.out).find("\npipeline bubble / idle  "), std::string::npos) << mixed.out;
+  const auto flat =
+      test::run_trainsim({"compare", test::source_dir() + "/scenarios/llama3.1-8b-cp2-8gpu.json",
+                          "--set", "cp=1,dp=8"});
+  ASSERT_EQ(flat.exit_code, 0) << flat.err;
+  EXPECT_NE(row(flat.out).find("\nidle  "), std::string::npos) << flat.out;
+}
+
 // A column whose plan has an error (pp 3 drops 2 of Llama 3.1 70B's 80 layers) says so in a row
 // of its own; the others read "none", and without errors there is no such row.
 TEST(Cli, CompareNamesAColumnsErrors) {
