@@ -46,7 +46,7 @@ void use_kernel_database(Platform& platform, const std::string& db) {
     fail_input("--kernel-db", db + " is a directory, not a JSON file");
   }
   if (!std::filesystem::is_regular_file(db, ec)) fail_input("--kernel-db", "no such file: " + db);
-  platform.kernel_db = std::make_shared<const KernelDatabase>(load_kernel_database(db));
+  platform.kernel_db = shared_kernel_database(db);
   if (auto mismatch = kernel_db_gpu_mismatch(platform.gpu, *platform.kernel_db)) {
     fail_input("--kernel-db", db + " " + *mismatch);
   }

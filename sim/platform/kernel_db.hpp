@@ -148,6 +148,10 @@ nlohmann::ordered_json kernel_shape_json(const KernelShape& shape);
 /// file and JSON path.
 KernelDatabase parse_kernel_database_json(const nlohmann::json& j, const std::string& file);
 KernelDatabase load_kernel_database(const std::filesystem::path& path);
+/// load_kernel_database() once per file and process while the file is unchanged (its size and
+/// modification time): list, compare and sweep resolve the same platform many times, and a
+/// database is never changed once read.
+std::shared_ptr<const KernelDatabase> shared_kernel_database(const std::filesystem::path& path);
 /// The file format parse_kernel_database_json() reads, entries in the order given.
 std::string kernel_database_json(const KernelDatabase& db);
 

@@ -105,7 +105,7 @@ void load_named_kernel_database(Platform& p, const JsonObject& o, const std::str
   if (!std::filesystem::is_regular_file(path, ec)) {
     o.fail("kernel_database", "no such file: " + path.string());
   }
-  p.kernel_db = std::make_shared<const KernelDatabase>(load_kernel_database(path));
+  p.kernel_db = shared_kernel_database(path);
   if (auto mismatch = kernel_db_gpu_mismatch(p.gpu, *p.kernel_db)) {
     o.fail("kernel_database", path.string() + " " + *mismatch);
   }
