@@ -164,10 +164,13 @@ std::int64_t MemoryModel::worst_stage() const {
 }
 
 bool MemoryModel::fits() const {
-  for (const auto& s : stages) {
-    if (s.peak_bytes > capacity) return false;
-  }
-  return true;
+  return std::all_of(stages.begin(), stages.end(),
+                     [&](const StageMemory& s) { return s.peak_bytes <= capacity; });
+}
+
+bool MemoryModel::fits_unfragmented() const {
+  return std::all_of(stages.begin(), stages.end(),
+                     [&](const StageMemory& s) { return s.peak_unfragmented_bytes <= capacity; });
 }
 
 MemoryModel compute_memory(const Model& model, const Platform& platform, const Plan& plan,
@@ -223,6 +226,7 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
     sm.timeline = walk_activations(steps, footprints, sm.base());
     sm.peak_allocated = sm.timeline.peak;
     sm.peak_bytes = device_bytes(platform.memory, sm.peak_allocated);
+    sm.peak_unfragmented_bytes = sm.peak_allocated + platform.memory.reserved;
     mm.stages.push_back(std::move(sm));
   }
   return mm;

@@ -84,6 +84,9 @@ struct StageMemory {
   /// Device memory at the peak: peak_allocated x (1 + fragmentation) + memory outside the
   /// allocator (CUDA context, NCCL). What must fit in the GPU.
   double peak_bytes = 0;
+  /// The same peak without fragmentation: peak_allocated + memory outside the allocator. The
+  /// fragmentation is assumed, never measured: a peak only it takes past the GPU may still fit.
+  double peak_unfragmented_bytes = 0;
 
   /// What the GPU holds throughout the step: model state and the runtime buffers.
   double base() const { return state.total() + runtime_allocated; }
@@ -102,7 +105,10 @@ struct MemoryModel {
   double capacity = 0;  // bytes per GPU
   /// The stage with the highest device peak.
   std::int64_t worst_stage() const;
+  /// Every stage's peak_bytes within the capacity.
   bool fits() const;
+  /// Every stage's peak_unfragmented_bytes within it: false where no allocator could fit the plan.
+  bool fits_unfragmented() const;
 };
 
 /// Memory of every stage of `plan` on `platform`; `costs` gives each stage's parameters per GPU.
