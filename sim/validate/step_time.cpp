@@ -4,6 +4,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/memory/memory.hpp"
 
 namespace trainsim {
 
@@ -36,6 +37,7 @@ ValidationSet step_time_set(const std::filesystem::path& reference, const Platfo
   set.metric = std::move(metric);
   set.platform = platform.name;
   set.band = platform.calibration.band;
+  set.gpu_memory_bytes = platform.gpu.memory_bytes;
   return set;
 }
 
@@ -47,6 +49,10 @@ void predict_step_time(ValidationRow& row, const std::function<Model()>& model, 
     const Evaluation e = evaluate(m, platform, plan, build_partition(m, platform, plan));
     row.predicted = e.sim.step_time_s;
     row.kernel_spread = kernel_spread(e.costs).width();
+    const MemoryModel memory = compute_memory(m, platform, plan, e.partition, e.costs);
+    const StageMemory& worst = memory.stages[static_cast<std::size_t>(memory.worst_stage())];
+    row.peak_bytes = worst.peak_bytes;
+    row.peak_unfragmented_bytes = worst.peak_unfragmented_bytes;
   } catch (const InputError& e) {
     row.skipped = std::string("not expressible: ") + e.what();
   }

@@ -31,6 +31,11 @@ struct ValidationRow {
   double measured = 0;
   double predicted = 0;
   double kernel_spread = 0;  // step time: the P10-P90 width of the plan's kernels (band scale)
+  /// Step time: the worst stage's predicted device peak, with the platform's assumed allocator
+  /// fragmentation and without it (StageMemory); 0 where not predicted. The run ran, so its plan
+  /// must fit at least without the fragmentation.
+  double peak_bytes = 0;
+  double peak_unfragmented_bytes = 0;
   /// Memory: the allocated bytes after the step (model state and the buffers the run keeps, no
   /// activations), measured and predicted; both 0 where the reference does not log them.
   double measured_after_step = 0;
@@ -49,6 +54,7 @@ struct ValidationSet {
   std::string metric;     // what was measured and what is predicted, in words
   std::string platform;
   double allocated_overhead = 0;  // the platform's allocated runtime overhead in each prediction
+  double gpu_memory_bytes = 0;    // step time: the platform's memory per GPU
   /// Step time: the platform calibration's band.
   ResidualBand band;
   std::vector<ValidationRow> rows;
@@ -80,6 +86,9 @@ struct ValidationSet {
   /// whose reference logs them, in row order.
   std::vector<std::pair<const ValidationRow*, double>> after_step_residuals() const;
   double after_step_median() const;  // of those residuals; 0 when none
+  /// Step time: the expressed rows with a predicted peak whose peak_bytes exceed the GPU, and of
+  /// them those whose peak_unfragmented_bytes do too (an oom error; the others a warning).
+  std::vector<const ValidationRow*> over_memory(bool unfragmented) const;
 };
 
 /// The reference set used when `trainsim validate` is given none (under the data directory).

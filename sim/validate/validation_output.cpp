@@ -131,6 +131,37 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
   o << "\n";
 }
 
+// Step time: the runs ran, so each plan's predicted peak should fit its GPU, at least without the
+// allocator fragmentation the platform assumes (else `check` calls it an oom error).
+void runs_in_memory(const ValidationSet& set, std::ostringstream& o) {
+  std::int64_t predicted = 0;
+  for (const auto& r : set.rows) predicted += !r.skipped && r.peak_bytes > 0 ? 1 : 0;
+  if (predicted == 0) return;
+  const auto over = set.over_memory(false);
+  const auto certain = set.over_memory(true);
+  const auto names = [](const std::vector<const ValidationRow*>& rows, bool unfragmented) {
+    std::string s;
+    for (const ValidationRow* r : rows) {
+      const double peak = unfragmented ? r->peak_unfragmented_bytes : r->peak_bytes;
+      s += (s.empty() ? "" : ", ") + r->name + " (" + format_bytes(peak) + ")";
+    }
+    return s;
+  };
+  o << "Peak memory per GPU of these runs, which ran (the worst stage, predicted): "
+    << predicted - static_cast<std::int64_t>(over.size()) << " of " << predicted
+    << " within the GPU's " << format_bytes(set.gpu_memory_bytes) << "; "
+    << over.size() - certain.size()
+    << " over it only with the allocator fragmentation the platform assumes (an oom warning)";
+  std::vector<const ValidationRow*> tight;
+  for (const ValidationRow* r : over) {
+    if (std::find(certain.begin(), certain.end(), r) == certain.end()) tight.push_back(r);
+  }
+  if (!tight.empty()) o << ": " << names(tight, false);
+  o << "; " << certain.size() << " over it even without (an oom error)";
+  if (!certain.empty()) o << ": " << names(certain, true);
+  o << ".\n\n";
+}
+
 // The allocated bytes after the step hold no activations: where they miss, the state or the
 // buffers a run keeps do, whatever the peak says.
 void after_step_summary(const ValidationSet& set, std::ostringstream& o) {
@@ -206,6 +237,7 @@ std::string validation_markdown(const std::vector<ValidationSet>& sets) {
     o << set.metric << ". Platform " << set.platform << ".\n\n";
     if (set.quantity == Quantity::kStepTime) {
       time_markdown(set, o);
+      runs_in_memory(set, o);
     } else {
       memory_markdown(set, o);
     }
@@ -230,6 +262,10 @@ J row_json(const ValidationSet& set, const ValidationRow& r) {
     row["measured_s"] = r.measured;
     row["predicted_s"] = r.predicted;
     row["kernel_spread"] = r.kernel_spread;
+    if (r.peak_bytes > 0) {
+      row["peak_memory_bytes"] = std::llround(r.peak_bytes);
+      row["peak_unfragmented_bytes"] = std::llround(r.peak_unfragmented_bytes);
+    }
     if (!set.band.empty()) {
       row["p10_s"] = set.band.low(r.predicted, r.kernel_spread);
       row["p90_s"] = set.band.high(r.predicted, r.kernel_spread);
@@ -255,6 +291,7 @@ void add_set_summary(const ValidationSet& set, J& j) {
                  {"residual_p90", set.band.p90},
                  {"residual_per_spread_p10", set.band.per_spread_p10},
                  {"residual_per_spread_p90", set.band.per_spread_p90}};
+    j["gpu_memory_bytes"] = std::llround(set.gpu_memory_bytes);
     for (const char* half : {"fit", "check"}) {
       const auto e = set.errors_of("", half);
       const auto [inside, total] = set.in_band(half);

@@ -107,5 +107,28 @@ TEST(ValidateStepTime, MoeRowsWhereTheyStand) {
             checking_rows(" BF16 ", true).errors_of("", "").mean);
 }
 
+// The runs ran, so their plans fit their GPUs: every expressed row's predicted peak, at least
+// without the allocator fragmentation the platform assumes (5 %, never measured), is within
+// 80 GiB, but for two rows whose misses are not established: Nemotron-4 340B on 128 GPUs in
+// v24.11.1 (dp 2, so ZeRO-1 halves the optimizer state only; 89 and 93 GiB). One row, Llama 3 70B
+// fine-tuning on 32 GPUs, is over 80 GiB only with the fragmentation: trainsim check's oom warning.
+TEST(ValidateStepTime, PublishedRunsFitTheirGpusButTwo) {
+  std::int64_t predicted = 0;
+  for (const auto& r : dgxc_set().rows) {
+    if (r.skipped) continue;
+    ++predicted;
+    EXPECT_GT(r.peak_unfragmented_bytes, 0) << r.name;
+    EXPECT_LT(r.peak_unfragmented_bytes, r.peak_bytes) << r.name;
+  }
+  EXPECT_EQ(predicted, 136);
+  const auto certain = dgxc_set().over_memory(true);
+  EXPECT_LE(certain.size(), 2u);
+  for (const ValidationRow* r : certain) {
+    EXPECT_NE(r->name.find("Nemotron4 340B"), std::string::npos) << r->name;
+    EXPECT_NE(r->name.find(" 128 GPUs (v24.11.1)"), std::string::npos) << r->name;
+  }
+  EXPECT_LE(dgxc_set().over_memory(false).size(), 3u);
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -8,6 +8,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/hash.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/validate/parallel_rows.hpp"
 #include "sim/validate/validate.hpp"
 #include "tests/support/support.hpp"
@@ -63,6 +64,14 @@ TEST(ValidateStepTime, PredictionIsTheSimulatedStepOfTheRowsPlan) {
   EXPECT_DOUBLE_EQ(row.predicted, step);
   EXPECT_DOUBLE_EQ(row.measured, 2.83);
   EXPECT_DOUBLE_EQ(row.error(), (step - 2.83) / 2.83);
+  // Its worst stage's peak, with the assumed fragmentation and without.
+  const Partition part = build_partition(m, pf, p);
+  const MemoryModel mm = compute_memory(m, pf, p, part, compute_costs(m, pf, p, part));
+  const StageMemory& worst = mm.stages[static_cast<std::size_t>(mm.worst_stage())];
+  EXPECT_DOUBLE_EQ(row.peak_bytes, worst.peak_bytes);
+  EXPECT_DOUBLE_EQ(row.peak_unfragmented_bytes, worst.peak_allocated + pf.memory.reserved);
+  EXPECT_LT(row.peak_unfragmented_bytes, row.peak_bytes);
+  EXPECT_DOUBLE_EQ(set.gpu_memory_bytes, 80.0 * (1 << 30));
 }
 
 // A DeepSeek-V3 row runs what its benchmark script sets (NeMo's pretrain_deepseek_v3.py at the
