@@ -132,8 +132,9 @@ Without ZeRO every GPU holds the whole model state: BF16 weights, FP32 gradients
 weights and two Adam moments, 18 bytes a parameter, 144 GB for 8B parameters. Recomputation only
 trims the activations (selective recomputation saves nothing here: flash attention already keeps
 no s x s scores), so no plan fits until ZeRO shards the state over the 8 replicas: stage 1 the
-master weights and moments (81 GiB, just over), stage 2 the gradients too (56 GiB, fits, as fast),
-stage 3 the weights as well (44 GiB) at the price of gathering them every pass.
+master weights and moments (81 GiB, just over; `tight`: only the 5 % allocator fragmentation the
+platform assumes takes it past 80 GiB, so it may run), stage 2 the gradients too (56 GiB, fits, as
+fast), stage 3 the weights as well (44 GiB) at the price of gathering them every pass.
 
 ## 4. The three failures trainsim was built on
 

@@ -186,6 +186,7 @@ Report make_report(const ReportInputs& in) {
     for (auto& c : sr.exposed_comm_s) c /= n;
     const StageMemory& sm = memory.stages[static_cast<std::size_t>(s)];
     sr.peak_memory_bytes = sm.peak_bytes;
+    sr.peak_unfragmented_bytes = sm.peak_unfragmented_bytes;
     sr.memory = {sm.state.weights,     sm.state.gradients,        sm.state.master_weights,
                  sm.state.optimizer,   sm.activations_at_peak(),  sm.timeline.peak_in_flight,
                  sm.runtime_at_peak(), sm.timeline.peak_deferred, sm.timeline.peak_deferrals};

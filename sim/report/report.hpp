@@ -37,7 +37,8 @@ struct StageReport {
   double compute_s = 0;  // a GPU of the stage, whole step: its kernels, without those waits
   std::array<double, kNumCommKinds> exposed_comm_s{};  // mean over the stage's GPUs
   double idle_s = 0;                                   // mean over the stage's GPUs
-  double peak_memory_bytes = 0;  // device memory per GPU at the stage's peak (sim/memory)
+  double peak_memory_bytes = 0;        // device memory per GPU at the stage's peak (sim/memory)
+  double peak_unfragmented_bytes = 0;  // the same peak without the assumed fragmentation
   /// The collectives a GPU of the stage runs in a step, NCCL's algorithm and closed-form time: the
   /// GPU whose collectives take longest (the first such).
   std::vector<CollectiveStat> collectives;

@@ -150,6 +150,7 @@ J stage_json(const StageReport& s) {
   sj["exposed_comm_s"] = comm_json(s.exposed_comm_s);
   sj["idle_s"] = s.idle_s;
   sj["peak_memory_bytes"] = std::llround(s.peak_memory_bytes);
+  sj["peak_unfragmented_bytes"] = std::llround(s.peak_unfragmented_bytes);
   sj["memory"] = memory_json(s.memory);
   sj["collectives"] = collectives_json(s.collectives);
   return sj;

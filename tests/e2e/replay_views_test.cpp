@@ -361,6 +361,36 @@ TEST(Cli, CompareNamesTheIdleRowForItsColumns) {
   EXPECT_NE(row(flat.out).find("\nidle  "), std::string::npos) << flat.out;
 }
 
+// The fits row: Llama 3.1 8B on 8 GPUs needs 164 GiB unsharded (no), 81.38 GiB with ZeRO-1, over
+// 80 GiB only with the 5 % fragmentation the platform assumes (tight: check's oom warning), and
+// 56 GiB with ZeRO-2 (yes). JSON: fits and fits_unfragmented, from each stage's peaks.
+TEST(Cli, CompareSaysTightWhereOnlyTheAssumedFragmentationOverflows) {
+  const std::string memory = test::source_dir() + "/scenarios/teaching/memory.json";
+  const auto r = test::run_trainsim(
+      {"compare", memory, "--set", "zero=1", "--set", "zero=2", "--engine", "analytic"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nfits               no      tight   yes\n"), std::string::npos) << r.out;
+  const auto j = test::run_trainsim({"compare", memory, "--set", "zero=1", "--set", "zero=2",
+                                     "--engine", "analytic", "--format", "json"});
+  const auto columns = nlohmann::json::parse(j.out);
+  ASSERT_EQ(columns.size(), 3u);
+  const std::vector<std::pair<bool, bool>> want = {{false, false}, {false, true}, {true, true}};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(columns[i]["fits"], want[i].first) << i;
+    EXPECT_EQ(columns[i]["fits_unfragmented"], want[i].second) << i;
+  }
+  // The report's stage carries both peaks; without fragmentation, the allocated peak plus the
+  // 1.35 GiB outside the allocator, so (peak - 1.35 GiB) / 1.05 + 1.35 GiB.
+  const auto run = test::run_trainsim(
+      {"run", memory, "--zero", "1", "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto stage = nlohmann::json::parse(run.out)["stages"][0];
+  const double reserved = 1.35 * (1 << 30);
+  const double peak = stage["peak_memory_bytes"].get<double>();
+  EXPECT_NEAR(stage["peak_unfragmented_bytes"].get<double>(), (peak - reserved) / 1.05 + reserved,
+              2.0);
+}
+
 // A column whose plan has an error (pp 3 drops 2 of Llama 3.1 70B's 80 layers) says so in a row
 // of its own; the others read "none", and without errors there is no such row.
 TEST(Cli, CompareNamesAColumnsErrors) {
