@@ -79,11 +79,17 @@ SweepRow evaluate_sweep_plan(const Model& base, const Platform& platform, const 
   }
   const CostModel costs = compute_costs(model, platform, plan, *partition);
   const MemoryModel memory = compute_memory(model, platform, plan, *partition, costs);
-  row.peak_bytes = memory.stages[static_cast<std::size_t>(memory.worst_stage())].peak_bytes;
+  const StageMemory& worst = memory.stages[static_cast<std::size_t>(memory.worst_stage())];
+  row.peak_bytes = worst.peak_bytes;
   if (!memory.fits()) {
+    // A sweep keeps the assumed fragmentation's margin; a plan only it refuses says so.
+    const std::string tight = memory.fits_unfragmented()
+                                  ? " (tight: " + format_bytes(worst.peak_unfragmented_bytes) +
+                                        " without the allocator fragmentation the platform assumes)"
+                                  : "";
     return refuse(row, SweepStatus::kMemory,
                   "does not fit: peak " + format_bytes(*row.peak_bytes) + " per GPU, the GPU has " +
-                      format_bytes(platform.gpu.memory_bytes));
+                      format_bytes(platform.gpu.memory_bytes) + tight);
   }
   try {
     price(row, model, platform, plan, costs,

@@ -7,6 +7,9 @@
 
 #include "sim/cli/sweep_spec.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 #include "sim/sweep/sweep_summary.hpp"
 #include "tests/support/support.hpp"
@@ -233,6 +236,30 @@ TEST(SweepRow, RefusedByMemoryWithItsPeak) {
   ASSERT_TRUE(row.peak_bytes);
   EXPECT_GT(*row.peak_bytes, 80.0 * (1 << 30));
   EXPECT_TRUE(row.reason.starts_with("does not fit: peak ")) << row.reason;
+  EXPECT_EQ(row.reason.find("tight"), std::string::npos) << row.reason;
+}
+
+// Llama 3.1 8B with ZeRO-1 on 8 GPUs: 81.38 GiB with the 5 % fragmentation the platform assumes,
+// under 80 GiB without. A sweep keeps the margin (refused) and says the plan is tight, with the
+// peak the oom warning gives.
+TEST(SweepRow, RefusedOnlyByTheAssumedFragmentationSaysTight) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  Plan p;
+  p.dp = 8;
+  p.gbs = 64;
+  p.seq_len = 4096;
+  p.zero = 1;
+  const SweepRow row = evaluate_sweep_plan(m, pf, p, 0);
+  EXPECT_EQ(row.status, SweepStatus::kMemory);
+  const Partition part = build_partition(m, pf, p);
+  const MemoryModel mm = compute_memory(m, pf, p, part, compute_costs(m, pf, p, part));
+  ASSERT_FALSE(mm.fits());
+  ASSERT_TRUE(mm.fits_unfragmented());
+  EXPECT_EQ(row.reason, "does not fit: peak " + format_bytes(mm.stages[0].peak_bytes) +
+                            " per GPU, the GPU has 80.00 GiB (tight: " +
+                            format_bytes(mm.stages[0].peak_unfragmented_bytes) +
+                            " without the allocator fragmentation the platform assumes)");
 }
 
 TEST(SweepCsv, QuotedFieldsSplitBack) {
