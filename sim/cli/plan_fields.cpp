@@ -215,6 +215,9 @@ void pipeline_and_overlap_fields(FieldTable& t) {
   t.flag("overlap_moe_expert_parallel_comm", &Plan::moe_a2a_overlap);
   t.flag("fp8_param_gather", &Plan::fp8_param_gather);
   t.flag("grad_reduce_in_bf16", &Plan::grad_reduce_in_bf16);
+  t.named("optimizer_state",
+          {OptimizerState::kFp32, OptimizerState::kBf16Moments, OptimizerState::kBf16},
+          &Plan::optimizer_state);
   t.flag("defer_embedding_wgrad_compute", &Plan::defer_embedding_wgrad_compute);
   t.integer("wgrad_deferral_limit", {0}, &Plan::wgrad_deferral_limit);
   t.add({"overlap_p2p_comm",

@@ -179,6 +179,12 @@ void add_memory_and_overlap_flags(po::options_description& d) {
       "accumulate and reduce gradients over DP in BF16 (2 bytes each) instead of fp32 "
       "(Megatron-LM's flag; NeMo's FP8 recipes and grad_sync_dtype bf16 do this): half the "
       "data-parallel bytes, and the optimizer steps on an fp32 copy of its shard");
+  add("optimizer-state", s("NAME"),
+      "the optimizer's state per parameter it steps (sharded like it by --zero): fp32 (default; "
+      "FP32 master weights and Adam moments, 12 bytes), bf16-moments (Megatron-Core's "
+      "--use-precision-aware-optimizer with --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16: FP32 "
+      "master weights, BF16 moments, 8 bytes) or bf16 (NeMo 1's distributed_fused_adam with "
+      "optim.dtype bf16: BF16 moments, no master copy, 4 bytes); the BF16 kinds need --zero >= 1");
   add("defer-embedding-wgrad-compute", po::bool_switch(),
       "Megatron-LM: the last stage keeps the LM head's input and output gradient and runs its "
       "weight-gradient GEMM after its last backward, in the pipeline flush (needs --pp 2 or more "

@@ -17,7 +17,7 @@ using memory_detail::Shape;
 using memory_detail::shape_of;
 
 ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp,
-                       bool bf16_grads) {
+                       bool bf16_grads, OptimizerState state) {
   const double p = d(params_per_gpu);
   const double shard = 1.0 / d(dp);
   ModelState m;
@@ -27,8 +27,10 @@ ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int6
   const double stepped = zero >= 1 ? shard : 1.0;
   m.gradients = bf16_grads ? kWeightBytes * p * (zero >= 2 ? shard : 1.0) + kGradBytes * p * stepped
                            : kGradBytes * p * (zero >= 2 ? shard : 1.0);
-  m.master_weights = kMasterBytes * p * (zero >= 1 ? shard : 1.0);
-  m.optimizer = kOptimizerBytes * p * (zero >= 1 ? shard : 1.0);
+  const double master = state == OptimizerState::kBf16 ? 0.0 : kMasterBytes;
+  const double moments = state == OptimizerState::kFp32 ? kOptimizerBytes : kOptimizerBytes / 2;
+  m.master_weights = master * p * (zero >= 1 ? shard : 1.0);
+  m.optimizer = moments * p * (zero >= 1 ? shard : 1.0);
   return m;
 }
 
@@ -204,19 +206,27 @@ MemoryModel compute_memory(const Model& model, const Platform& platform, const P
       // LoRA: the frozen weights alone (no gradients, master copies or moments), the adapters'
       // whole state beside them.
       sm.state.weights = kWeightBytes * d(params);
-      sm.state +=
-          model_state(adapters, plan.zero, plan.optimizer_shards(), plan.grad_reduce_in_bf16);
+      sm.state += model_state(adapters, plan.zero, plan.optimizer_shards(),
+                              plan.grad_reduce_in_bf16, plan.optimizer_state);
     } else {
       sm.state = model_state(params - experts, plan.zero, plan.optimizer_shards(),
-                             plan.grad_reduce_in_bf16);
-      sm.state +=
-          model_state(experts, plan.zero, plan.expert_optimizer_shards(), plan.grad_reduce_in_bf16);
+                             plan.grad_reduce_in_bf16, plan.optimizer_state);
+      sm.state += model_state(experts, plan.zero, plan.expert_optimizer_shards(),
+                              plan.grad_reduce_in_bf16, plan.optimizer_state);
     }
     // FP8 (Transformer Engine): each GEMM weight is also held quantised, with its transpose for
     // the data gradient (1 byte each), cached from the first micro-batch to the step's end. With
     // FP8 primary weights (--fp8-param-gather) the quantised weight replaces the BF16 one.
     if (plan.precision == Precision::kFP8 && !plan.fp8_param_gather) {
       sm.state.weights += kFp8WeightCopyBytes * d(gemm_params);
+    }
+    // --optimizer-state bf16 steps BF16 weights as they are, but keeps a BF16 master copy of FP8
+    // primary weights (NeMo's store_params, the weights' dtype not the optimizer's), sharded.
+    if (plan.optimizer_state == OptimizerState::kBf16 && plan.fp8_param_gather) {
+      const double dense_gemm = d(std::max<std::int64_t>(gemm_params - experts, 0));
+      sm.state.master_weights +=
+          kWeightBytes * (dense_gemm / d(plan.optimizer_shards()) +
+                          d(std::min(experts, gemm_params)) / d(plan.expert_optimizer_shards()));
     }
     sm.runtime_allocated =
         platform.memory.allocated + extra_cublas_workspaces(platform, plan, experts > 0) +

@@ -54,9 +54,10 @@ struct ModelState {
 /// sharing them (Plan::optimizer_shards):
 /// 1 (Megatron's distributed optimizer) shards master weights and moments, 2 also gradients,
 /// 3 also weights. `bf16_grads` (--grad-reduce-in-bf16): BF16 gradients, and the fp32 copy of
-/// them the optimizer steps on (counted with the gradients).
+/// them the optimizer steps on (counted with the gradients). `state` (--optimizer-state): the
+/// master weights' and moments' bytes (FP32: 4 and 8; bf16-moments: 4 and 4; bf16: none and 4).
 ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int64_t dp,
-                       bool bf16_grads = false);
+                       bool bf16_grads = false, OptimizerState state = OptimizerState::kFp32);
 
 /// One decoder layer, one micro-batch, one GPU: of a mixture-of-experts model, an MoE layer, or
 /// with `moe_layer` false one of its dense layers.

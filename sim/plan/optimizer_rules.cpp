@@ -16,6 +16,15 @@ std::size_t depth(const RankOrder& order, Dim d) {
 
 }  // namespace
 
+void validate_optimizer_state(const Plan& plan, const PlanOrigin& origin) {
+  if (plan.optimizer_state == OptimizerState::kFp32 || plan.zero >= 1) return;
+  fail_input(origin.of("optimizer_state"),
+             std::string(to_string(plan.optimizer_state)) +
+                 " runs on the distributed optimizer (Megatron-Core's precision-aware optimizer, "
+                 "NeMo's distributed_fused_adam): needs " +
+                 origin.name("zero") + " 1 or more");
+}
+
 void validate_optimizer_instances(const Plan& plan, const PlanOrigin& origin) {
   const std::int64_t instances = plan.num_distributed_optimizer_instances;
   if (instances == 1) return;

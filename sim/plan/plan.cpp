@@ -10,6 +10,18 @@ const char* to_string(Precision p) {
   return p == Precision::kBF16 ? "bf16" : "fp8";
 }
 
+const char* to_string(OptimizerState s) {
+  switch (s) {
+    case OptimizerState::kBf16Moments:
+      return "bf16-moments";
+    case OptimizerState::kBf16:
+      return "bf16";
+    case OptimizerState::kFp32:
+      break;
+  }
+  return "fp32";
+}
+
 const char* to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::kTensorwise:

@@ -58,11 +58,24 @@ enum class CpComm { kP2P, kA2A, kAllGather, kA2AP2P };
 /// (the default), or the hidden states all-gathered over it and the outputs reduce-scattered.
 enum class MoeDispatcher { kAllToAll, kAllGather };
 
+/// The optimizer's state beside the weights, per parameter it steps:
+/// - fp32: FP32 master weights and Adam moments, 12 bytes (Megatron-LM's mixed precision; the
+///   default);
+/// - bf16-moments: FP32 master weights, Adam moments in BF16, 8 bytes (Megatron-Core's precision-
+///   aware optimizer with --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16);
+/// - bf16: Adam moments in BF16 and no master copy, the BF16 weights stepped as they are, 4 bytes
+///   (NeMo 1's distributed_fused_adam with optim.dtype bf16, the optimizer's dtype the model's);
+///   FP8 primary weights (--fp8-param-gather) get a BF16 master copy, 2 bytes more (its
+///   store_params, set where the weights' dtype is not the optimizer's).
+/// Both BF16 kinds run on the distributed optimizer (zero >= 1).
+enum class OptimizerState { kFp32, kBf16Moments, kBf16 };
+
 const char* to_string(Precision p);
 const char* to_string(Fp8Recipe r);
 const char* to_string(AttentionBackend a);
 const char* to_string(CpComm c);
 const char* to_string(MoeDispatcher d);
+const char* to_string(OptimizerState s);
 const char* to_string(ScheduleKind s);
 const char* to_string(Recompute r);
 const char* to_string(Framework f);
@@ -103,6 +116,7 @@ struct Plan {
   /// grad_sync_dtype bf16): gradients accumulated and reduced over DP in BF16, 2 bytes an
   /// element, instead of the fp32 main gradients Megatron-LM keeps for BF16 training.
   bool grad_reduce_in_bf16 = false;
+  OptimizerState optimizer_state = OptimizerState::kFp32;
   /// Megatron-LM's --num-distributed-optimizer-instances: the distributed optimizer shards its
   /// state over dp x cp / N consecutive data-parallel ranks (an instance) instead of all of them,
   /// N copies in all; gradients are reduce-scattered within an instance, their shards all-reduced

@@ -279,6 +279,7 @@ void validate_plan(const Plan& plan, const Model& model, const Platform& platfor
   validate_lora(plan, model, origin);
   validate_expert_parallelism(plan, model, origin);
   validate_optimizer_instances(plan, origin);
+  validate_optimizer_state(plan, origin);
   validate_wgrad_deferral(plan, model, origin);
   validate_interleaving(plan, model, origin);
   validate_totals(plan, model, origin);

@@ -82,6 +82,13 @@ const std::vector<MemoryOp>& memory_ops() {
       {"cross_entropy.grad", 6, "read the fp32 softmax, write the logits gradient"},
       {"grad_norm", 4, "read the fp32 gradients (rows = 1, cols = parameters)"},
       {"adam", 30, "read fp32 grad, master, m, v; write master, m, v and the BF16 weight"},
+      {"adam_bf16_moments", 22,
+       "--optimizer-state bf16-moments: read fp32 grad and master, BF16 m and v; write them and "
+       "the BF16 weight",
+       false},
+      {"adam_bf16", 14,
+       "--optimizer-state bf16: read the BF16 grad, weight, m and v; write the weight, m and v",
+       false},
       {"scale_mask_softmax", 4,
        "Megatron-LM's fused scale, causal mask and softmax: read the BF16 scores, write the "
        "probabilities (rows = batch x heads x seq, cols = seq)",

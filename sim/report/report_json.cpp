@@ -68,6 +68,9 @@ nlohmann::ordered_json plan_json(const Plan& p) {
   if (p.num_distributed_optimizer_instances > 1) {
     j["num_distributed_optimizer_instances"] = p.num_distributed_optimizer_instances;
   }
+  if (p.optimizer_state != OptimizerState::kFp32) {
+    j["optimizer_state"] = to_string(p.optimizer_state);
+  }
   if (p.defer_embedding_wgrad_compute) {
     j["defer_embedding_wgrad_compute"] = true;
     j["wgrad_deferral_limit"] = p.wgrad_deferral_limit;

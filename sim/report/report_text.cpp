@@ -143,6 +143,9 @@ std::vector<std::string> plan_extras(const Plan& p) {
                      (n > 1 ? ", " + std::to_string(n) + " instances" : "") + ")");
   }
   if (p.zero == 3) extras.push_back("zero 3");
+  if (p.optimizer_state != OptimizerState::kFp32) {
+    extras.push_back(std::string(to_string(p.optimizer_state)) + " optimizer state");
+  }
   if (p.overlap_grad_reduce) extras.push_back("overlap grad reduce");
   if (p.overlap_param_gather) extras.push_back("overlap param gather");
   if (p.tp_comm_overlap) extras.push_back("tp comm overlap");

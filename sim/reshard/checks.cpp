@@ -159,9 +159,10 @@ std::vector<Diagnostic> find_new_layout_memory(const ReshardContext& c) {
   // plan.ep / ep of its experts, their state sharded over that many times fewer ranks.
   const auto need = [&](std::int64_t zero, std::int64_t ep) {
     const bool bf16 = plan.grad_reduce_in_bf16;
-    ModelState state = model_state(held.shared, zero, plan.data_shards(), bf16);
+    const OptimizerState kind = plan.optimizer_state;
+    ModelState state = model_state(held.shared, zero, plan.data_shards(), bf16, kind);
     state += model_state(held.experts * plan.ep / ep, zero,
-                         plan.expert_data_shards() * plan.ep / ep, bf16);
+                         plan.expert_data_shards() * plan.ep / ep, bf16, kind);
     return device_bytes(rt, state.total() + rt.allocated);
   };
   const double bytes = need(plan.zero, plan.ep);

@@ -14,10 +14,11 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // The plan's columns: the report's plan fields, the interleaved schedule's group size, the
 // selective recomputation's modules, the multi-token-prediction modules, the
-// distributed-optimizer instances, the deferred LM-head weight gradients, a2a+p2p's a2a level, the
-// packed documents' length, LoRA's rank and modules and the FP8 recipe included (blank for other
-// schedules and recomputations, where the model's own count applies, for one instance, without
-// deferral, for the other kinds of CP, without packing, without LoRA and for delayed scaling).
+// distributed-optimizer instances, the optimizer's state, the deferred LM-head weight gradients,
+// a2a+p2p's a2a level, the packed documents' length, LoRA's rank and modules and the FP8 recipe
+// included (blank for other schedules and recomputations, where the model's own count applies, for
+// one instance, without deferral, for the other kinds of CP, without packing, without LoRA and for
+// delayed scaling).
 const std::vector<std::string>& plan_columns() {
   static const std::vector<std::string> columns = [] {
     Plan p;
@@ -30,6 +31,7 @@ const std::vector<std::string>& plan_columns() {
     p.recompute = Recompute::kSelective;
     p.mtp_num_layers = 0;
     p.num_distributed_optimizer_instances = 2;
+    p.optimizer_state = OptimizerState::kBf16;
     p.defer_embedding_wgrad_compute = true;
     std::vector<std::string> c;
     const nlohmann::ordered_json plan = plan_json(p);

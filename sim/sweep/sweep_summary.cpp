@@ -42,6 +42,10 @@ std::string label(const std::map<std::string, std::string>& f) {
       it != f.end() && !it->second.empty()) {
     s += " x " + it->second + " instances";
   }
+  // BF16 optimizer state: blank for FP32 (the report leaves the field out), absent in older files.
+  if (auto it = f.find("optimizer_state"); it != f.end() && !it->second.empty()) {
+    s += " " + it->second + " optimizer";
+  }
   // The LM head's deferred weight gradients: blank without, absent in older files.
   if (auto it = f.find("defer_embedding_wgrad_compute"); it != f.end() && it->second == "true") {
     const std::string& limit = f.at("wgrad_deferral_limit");

@@ -139,7 +139,9 @@ bool reduces_grads_in_bf16(const std::string& model, const std::string& tag, Pre
 // pipeline flush: v24.11.1's nemotron4-340b-synth.yaml sets defer_embedding_wgrad_compute and
 // wgrad_deferral_limit 22 (configure.sh does not override them), and NeMo 2's nemotron4_340b
 // recipe in performance mode passes both to its MegatronCommOverlapCallback. v24.11.1's YAML also
-// sets activations_checkpoint_granularity selective: Megatron-Core recomputes the core attention.
+// sets activations_checkpoint_granularity selective: Megatron-Core recomputes the core attention,
+// and alone of that release's YAMLs the optimizer's dtype bf16 (distributed_fused_adam, dtype
+// bf16): BF16 Adam moments and no FP32 master weights (--optimizer-state bf16).
 // (Megatron-Core refuses the deferral without a pipeline: a row on one stage runs without it.)
 void apply_nemotron4_340b_recipe(const std::string& tag, Plan& p,
                                  const std::function<void(const std::string&)>& says) {
@@ -150,7 +152,8 @@ void apply_nemotron4_340b_recipe(const std::string& tag, Plan& p,
   }
   if (tag == "v24.11.1") {
     p.recompute = Recompute::kSelective;
-    says("selective recompute");
+    p.optimizer_state = OptimizerState::kBf16;
+    says("selective recompute, bf16 optimizer state");
   }
 }
 

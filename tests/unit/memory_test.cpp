@@ -5,11 +5,14 @@
 // memory_timeline_test.cpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/cost/stage_cost.hpp"
+#include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/partition.hpp"
@@ -125,6 +128,71 @@ TEST(Memory, ModelStateByZeroStage) {
   EXPECT_DOUBLE_EQ(model_state(p, 3, 4).total(), 4.5 * P);
   // Megatron's theoretical memory estimator: 6 + 12 / dp with the distributed optimizer.
   EXPECT_DOUBLE_EQ(model_state(p, 1, 8).total(), (6 + 12.0 / 8) * P);
+}
+
+// The optimizer's state per parameter (--optimizer-state), ZeRO 1 over dp 4: FP32 master weights
+// and moments 12 / 4; BF16 moments 8 / 4 (Megatron-Core's precision-aware optimizer with BF16
+// exp_avg and exp_avg_sq); BF16 moments and no master copy 4 / 4 (NeMo 1's distributed_fused_adam,
+// optim.dtype bf16). With BF16 gradient reduction the fp32 copy of the shard stays (4 / 4).
+TEST(Memory, ModelStateByOptimizerState) {
+  const std::int64_t p = 63808;
+  const double P = 63808;
+  const ModelState fp32 = model_state(p, 1, 4);
+  const ModelState moments = model_state(p, 1, 4, false, OptimizerState::kBf16Moments);
+  const ModelState bf16 = model_state(p, 1, 4, false, OptimizerState::kBf16);
+  EXPECT_DOUBLE_EQ(fp32.total(), (6 + 12.0 / 4) * P);
+  EXPECT_DOUBLE_EQ(moments.master_weights, 4.0 / 4 * P);
+  EXPECT_DOUBLE_EQ(moments.optimizer, 4.0 / 4 * P);
+  EXPECT_DOUBLE_EQ(moments.total(), (6 + 8.0 / 4) * P);
+  EXPECT_DOUBLE_EQ(bf16.master_weights, 0);
+  EXPECT_DOUBLE_EQ(bf16.optimizer, 4.0 / 4 * P);
+  EXPECT_DOUBLE_EQ(bf16.total(), (6 + 4.0 / 4) * P);
+  // BF16 gradients: 2 + 2 (buffer) + 4 / 4 (fp32 shard) + 4 / 4 (moments) = 6 B.
+  EXPECT_DOUBLE_EQ(model_state(p, 1, 4, true, OptimizerState::kBf16).total(), 6 * P);
+}
+
+// The plan carries it to the memory model and to the optimizer step's kernel: Adam over the
+// GPU's shard reads and writes 30 bytes a parameter with FP32 state, 22 with BF16 moments, 14 with
+// BF16 moments and weights stepped in place. With FP8 primary weights (--fp8-param-gather) the
+// bf16 kind keeps a BF16 master copy of the decoder's GEMM weights, sharded.
+TEST(Memory, OptimizerStateInThePlan) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  Plan plan;
+  plan.tp = 2;
+  plan.dp = 4;
+  plan.gbs = 16;
+  plan.seq_len = 4096;
+  plan.zero = 1;
+  const auto state_of = [&](const Plan& p) {
+    const Partition part = build_partition(m, pf, p);
+    const CostModel costs = compute_costs(m, pf, p, part);
+    return std::pair{compute_memory(m, pf, p, part, costs).stages[0].state, costs};
+  };
+  const auto [fp32, fp32_costs] = state_of(plan);
+  const double params = static_cast<double>(fp32_costs.stages[0].params_per_gpu);
+  const auto adam_bytes = [](const CostModel& c) {
+    for (const auto& k : c.stages[0].optimizer.kernels) {
+      if (k.name.ends_with("adam")) return k.bytes;
+    }
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(adam_bytes(fp32_costs), 30 * std::round(params / 4));
+  plan.optimizer_state = OptimizerState::kBf16Moments;
+  const auto [moments, moments_costs] = state_of(plan);
+  EXPECT_DOUBLE_EQ(moments.optimizer, fp32.optimizer / 2);
+  EXPECT_DOUBLE_EQ(moments.master_weights, fp32.master_weights);
+  EXPECT_DOUBLE_EQ(adam_bytes(moments_costs), 22 * std::round(params / 4));
+  plan.optimizer_state = OptimizerState::kBf16;
+  const auto [bf16, bf16_costs] = state_of(plan);
+  EXPECT_DOUBLE_EQ(bf16.master_weights, 0);
+  EXPECT_DOUBLE_EQ(bf16.optimizer, fp32.optimizer / 2);
+  EXPECT_DOUBLE_EQ(adam_bytes(bf16_costs), 14 * std::round(params / 4));
+  plan.precision = Precision::kFP8;
+  plan.fp8_param_gather = true;
+  const auto [fp8, fp8_costs] = state_of(plan);
+  EXPECT_DOUBLE_EQ(fp8.master_weights,
+                   2.0 * static_cast<double>(fp8_costs.stages[0].gemm_params_per_gpu) / 4);
 }
 
 TEST(Memory, LayerActivationsEveryVariant) {

@@ -58,6 +58,24 @@ TEST(OptimizerInstances, MegatronRulesOneLineEach) {
             "(world / (etp x ep x pp) = 1), as Megatron-LM asks; got 2");
 }
 
+// The BF16 optimizer states run on the distributed optimizer only (Megatron-Core's precision-aware
+// optimizer asserts it; NeMo's distributed_fused_adam is one).
+TEST(OptimizerInstances, Bf16OptimizerStateNeedsTheDistributedOptimizer) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  Plan p = instances_plan(8, 1);
+  p.optimizer_state = OptimizerState::kBf16;
+  EXPECT_EQ(test::plan_error(p, m), "(valid)");
+  p.zero = 0;
+  EXPECT_EQ(test::plan_error(p, m),
+            "--optimizer-state: bf16 runs on the distributed optimizer (Megatron-Core's "
+            "precision-aware optimizer, NeMo's distributed_fused_adam): needs --zero 1 or more");
+  p.optimizer_state = OptimizerState::kBf16Moments;
+  EXPECT_NE(test::plan_error(p, m).find("bf16-moments runs on the distributed optimizer"),
+            std::string::npos);
+  p.optimizer_state = OptimizerState::kFp32;
+  EXPECT_EQ(test::plan_error(p, m), "(valid)");
+}
+
 // Megatron-Core's parallel_state: an instance is a run of dp x cp / N consecutive ranks of the
 // data-parallel group with CP (CP varying fastest), the inter-instance group one rank of each;
 // for experts the same split of the expert-data-parallel group.

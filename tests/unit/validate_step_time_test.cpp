@@ -286,15 +286,22 @@ TEST(ValidateStepTime, RowsReduceGradientsInTheTypeTheirConfigurationSets) {
 
 // The Nemotron-4 340B benchmarks defer the LM head's weight gradients of 22 micro-batches to the
 // flush (v24.11.1's nemotron4-340b-synth.yaml, NeMo 2's recipe in performance mode), where there
-// is a pipeline; v24.11.1's YAML also recomputes the core attention (selective granularity).
+// is a pipeline; v24.11.1's YAML also recomputes the core attention (selective granularity) and,
+// alone of that release's YAMLs (Nemotron-4 15B's and the Llama 3.1 ones leave the optimizer's
+// dtype fp32), keeps the optimizer's state in BF16 (distributed_fused_adam, dtype bf16).
 TEST(ValidateStepTime, Nemotron4340BRowsRunTheirRecipesDeferralAndRecomputation) {
   const std::string defer = "defer-wgrad 22", selective = "selective recompute";
+  const std::string optimizer = "bf16 optimizer state";
   const std::string v24 = small_row_setup("Nemotron4 340B", "BF16", "v24.11.1", 2);
   EXPECT_NE(v24.find(defer), std::string::npos) << v24;
   EXPECT_NE(v24.find(selective), std::string::npos) << v24;
+  EXPECT_NE(v24.find(optimizer), std::string::npos) << v24;
   const std::string v25 = small_row_setup("Nemotron4 340B", "FP8", "v25.05.05", 2);
   EXPECT_NE(v25.find(defer), std::string::npos) << v25;
   EXPECT_EQ(v25.find(selective), std::string::npos) << v25;
+  EXPECT_EQ(v25.find(optimizer), std::string::npos) << v25;
+  EXPECT_EQ(small_row_setup("Nemotron4 15B", "BF16", "v24.11.1", 2).find(optimizer),
+            std::string::npos);
   EXPECT_EQ(small_row_setup("Nemotron4 340B", "BF16", "v25.05.05").find(defer), std::string::npos);
   EXPECT_EQ(small_row_setup("Nemotron4 15B", "BF16", "v24.11.1", 2).find(defer), std::string::npos);
 }
