@@ -13,6 +13,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/plan/plan_schema.hpp"
 #include "sim/report/pipeline_svg.hpp"
 
 namespace trainsim {

@@ -53,7 +53,4 @@ std::filesystem::path resolve_from_scenario(const std::string& folder, const std
                                             const std::filesystem::path& scenario,
                                             const std::string& where);
 
-/// Plan fields settable from a scenario's "plan" object or a flag (--seq-len for seq_len).
-const std::vector<std::string>& plan_field_names();
-
 }  // namespace trainsim

@@ -8,6 +8,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/plan/plan_schema.hpp"
 
 namespace trainsim {
 

@@ -167,9 +167,6 @@ Report make_report(const ReportInputs& in);
 /// or null where no pass waits.
 const StageReport* stage_waiting_most(const Report& report);
 
-/// Every plan field as the report's "plan" object writes it, in the plan schema's order, each as
-/// a scenario's plan takes it back; a sweep's CSV columns are its keys.
-nlohmann::ordered_json plan_json(const Plan& plan);
 std::string report_json(const Report& report);
 std::string report_text(const Report& report);
 

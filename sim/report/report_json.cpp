@@ -1,6 +1,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "sim/plan/plan_schema.hpp"
 #include "sim/report/report.hpp"
 
 namespace trainsim {
@@ -14,73 +15,6 @@ nlohmann::ordered_json comm_json(const std::array<double, kNumCommKinds>& c) {
 }
 
 }  // namespace
-
-nlohmann::ordered_json plan_json(const Plan& p) {
-  using J = nlohmann::ordered_json;
-  J j{{"tp", p.tp},
-      {"pp", p.pp},
-      {"dp", p.dp},
-      {"cp", p.cp},
-      {"cp_comm_type", to_string(p.cp_comm)},
-      {"ep", p.ep},
-      {"etp", p.expert_tp()},
-      {"moe_token_dispatcher_type", to_string(p.moe_dispatcher)},
-      {"moe_imbalance", p.moe_imbalance},
-      {"moe_capacity_factor", p.moe_capacity_factor},
-      {"moe_grouped_gemm", p.moe_grouped_gemm},
-      {"vp", p.vp},
-      {"sp", p.sp},
-      {"mbs", p.mbs},
-      {"gbs", p.global_batch()},
-      {"seq_len", p.seq_len},
-      {"precision", to_string(p.precision)},
-      {"schedule", to_string(p.schedule)},
-      {"partition", p.partition},
-      {"recompute", to_string(p.recompute)},
-      {"attention_backend", to_string(p.attention_backend)},
-      {"zero", p.zero},
-      {"vocab_divisible_by", p.vocab_multiple()},
-      {"framework", to_string(p.effective_framework())},
-      {"overlap_grad_reduce", p.overlap_grad_reduce},
-      {"overlap_param_gather", p.overlap_param_gather},
-      {"tp_comm_overlap", p.tp_comm_overlap},
-      {"overlap_moe_expert_parallel_comm", p.moe_a2a_overlap},
-      {"fp8_param_gather", p.fp8_param_gather},
-      {"grad_reduce_in_bf16", p.grad_reduce_in_bf16},
-      {"overlap_p2p_comm", p.p2p_overlap()},
-      {"rank_order", to_string(p.rank_order)}};
-  if (p.recompute == Recompute::kSelective) {
-    j["recompute_modules"] = recompute_modules_text(p.recompute_modules);
-  }
-  // As given (--mtp-num-layers); unset, the model's own, which the report's top-level
-  // mtp_num_layers gives.
-  if (p.mtp_num_layers) j["mtp_num_layers"] = *p.mtp_num_layers;
-  if (p.cp_a2a_size > 0) j["cp_a2a_size"] = p.cp_a2a_size;
-  if (p.packs_documents()) j["packed_document_tokens"] = p.packed_document_tokens;
-  if (p.lora()) {
-    j["lora_rank"] = p.lora_rank;
-    j["lora_target_modules"] = lora_modules_text(p.lora_target_modules);
-  }
-  if (p.fp8_recipe != Fp8Recipe::kDelayed) j["fp8_recipe"] = to_string(p.fp8_recipe);
-  if (p.attention_dropout > 0) j["attention_dropout"] = p.attention_dropout;
-  if (p.hidden_dropout > 0) j["hidden_dropout"] = p.hidden_dropout;
-  if (p.cross_entropy_loss_fusion) j["cross_entropy_loss_fusion"] = true;
-  if (p.num_distributed_optimizer_instances > 1) {
-    j["num_distributed_optimizer_instances"] = p.num_distributed_optimizer_instances;
-  }
-  if (p.optimizer_state != OptimizerState::kFp32) {
-    j["optimizer_state"] = to_string(p.optimizer_state);
-  }
-  if (p.defer_embedding_wgrad_compute) {
-    j["defer_embedding_wgrad_compute"] = true;
-    j["wgrad_deferral_limit"] = p.wgrad_deferral_limit;
-  }
-  if (p.schedule == ScheduleKind::kInterleaved) {
-    j["microbatch_group_size_per_vp_stage"] =
-        p.microbatch_group_size_per_vp_stage > 0 ? p.microbatch_group_size_per_vp_stage : p.pp;
-  }
-  return j;
-}
 
 namespace {
 

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "sim/core/format.hpp"
+#include "sim/plan/plan_schema.hpp"
 #include "sim/report/report.hpp"
 
 namespace trainsim {
@@ -11,35 +12,6 @@ namespace {
 
 constexpr double kSecondsPerDay = 86400;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-
-// The plan's columns: the report's plan fields, the interleaved schedule's group size, the
-// selective recomputation's modules, the multi-token-prediction modules, the
-// distributed-optimizer instances, the optimizer's state, the deferred LM-head weight gradients,
-// a2a+p2p's a2a level, the packed documents' length, LoRA's rank and modules and the FP8 recipe
-// included (blank for other schedules and recomputations, where the model's own count applies, for
-// one instance, without deferral, for the other kinds of CP, without packing, without LoRA and for
-// delayed scaling).
-const std::vector<std::string>& plan_columns() {
-  static const std::vector<std::string> columns = [] {
-    Plan p;
-    p.cp_a2a_size = 2;
-    p.seq_len = 2;
-    p.packed_document_tokens = 1;
-    p.lora_rank = 1;
-    p.fp8_recipe = Fp8Recipe::kTensorwise;
-    p.schedule = ScheduleKind::kInterleaved;
-    p.recompute = Recompute::kSelective;
-    p.mtp_num_layers = 0;
-    p.num_distributed_optimizer_instances = 2;
-    p.optimizer_state = OptimizerState::kBf16;
-    p.defer_embedding_wgrad_compute = true;
-    std::vector<std::string> c;
-    const nlohmann::ordered_json plan = plan_json(p);
-    for (auto it = plan.begin(); it != plan.end(); ++it) c.push_back(it.key());
-    return c;
-  }();
-  return columns;
-}
 
 std::string quoted(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -62,7 +34,8 @@ std::string cell(const nlohmann::ordered_json& v) {
 const std::vector<std::string>& sweep_csv_columns() {
   static const std::vector<std::string> columns = [] {
     std::vector<std::string> c = {"index", "gpus"};
-    for (const auto& p : plan_columns()) c.push_back(p);
+    // A report's plan fields, blank where the report leaves one out (an option of another mode).
+    for (const auto& p : plan_json_keys()) c.push_back(p);
     for (const char* s :
          {"status", "reason", "step_s", "step_p10_s", "step_p90_s", "tokens_per_s",
           "tflops_per_gpu", "mfu", "peak_memory_gib", "diagnostics", "days", "gpu_hours", "cost"}) {
@@ -82,7 +55,7 @@ std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
   const nlohmann::ordered_json plan =
       row.plan ? plan_json(*row.plan) : nlohmann::ordered_json::object();
   // Quoted where a value holds a comma (recompute_modules' list).
-  for (const auto& key : plan_columns()) {
+  for (const auto& key : plan_json_keys()) {
     f.push_back(plan.contains(key) ? quoted(cell(plan[key])) : "");
   }
   const bool priced = row.status == SweepStatus::kOk;

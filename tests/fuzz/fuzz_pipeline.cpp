@@ -18,6 +18,7 @@
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
 #include "sim/graph/symmetry.hpp"
+#include "sim/plan/plan_schema.hpp"
 #include "sim/platform/topology.hpp"
 #include "sim/search/diagnose.hpp"
 #include "tests/fuzz/fuzz_support.hpp"

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/plan_fields.hpp"
+#include "sim/cli/plan_flags.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim {
@@ -90,6 +91,88 @@ TEST(PlanFields, RealBounds) {
   EXPECT_EQ(json_error(field("moe_capacity_factor"), 0.0), "");
   EXPECT_EQ(flag_error(field("moe_capacity_factor"), "-1"),
             "--moe-capacity-factor: must be a number >= 0, got -1");
+}
+
+// A report's plan, read back as a scenario's plan, is the same plan: every field the table
+// reports comes back, the options of another mode and the resolved defaults included (Megatron-
+// LM's uneven-stage options were left out of reports before the table wrote them).
+TEST(PlanFields, AReportsPlanReadsBackAsTheSamePlan) {
+  Plan p;
+  p.tp = 2;
+  p.pp = 4;
+  p.cp = 2;
+  p.cp_comm = CpComm::kA2AP2P;
+  p.cp_a2a_size = 2;
+  p.ep = 4;
+  p.moe_imbalance = 1.5;
+  p.mtp_num_layers = 1;
+  p.vp = 2;
+  p.schedule = ScheduleKind::kInterleaved;
+  p.seq_len = 8192;
+  p.packed_document_tokens = 2048;
+  p.decoder_first_pipeline_num_layers = 3;
+  p.account_for_loss_in_pipeline_split = true;
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeCoreAttn | kRecomputeMlp;
+  p.hidden_dropout = 0.1;
+  p.lora_rank = 16;
+  p.zero = 1;
+  p.num_distributed_optimizer_instances = 2;
+  p.optimizer_state = OptimizerState::kBf16Moments;
+  p.defer_embedding_wgrad_compute = true;
+  p.wgrad_deferral_limit = 4;
+  p.overlap_p2p_comm = false;
+  p.precision = Precision::kFP8;
+  p.fp8_recipe = Fp8Recipe::kBlockwise;
+  const nlohmann::ordered_json written = plan_json(p);
+  const nlohmann::json as_read = written;
+  JsonObject o(as_read, "report.json", "$.plan");
+  Plan back;
+  for (const auto& field : plan_fields()) {
+    if (o.has(field.name)) apply_json(back, field, o);
+  }
+  o.finish();
+  EXPECT_EQ(plan_json(back), written);
+  EXPECT_EQ(back.decoder_first_pipeline_num_layers, 3);
+  EXPECT_EQ(back.decoder_last_pipeline_num_layers, -1);
+  EXPECT_TRUE(back.account_for_loss_in_pipeline_split);
+  EXPECT_EQ(back.recompute_modules, p.recompute_modules);
+  EXPECT_EQ(back.wgrad_deferral_limit, 4);
+  EXPECT_EQ(back.overlap_p2p_comm, std::optional<bool>(false));
+  EXPECT_EQ(written.at("etp"), 2);  // resolved: tp where unset
+  EXPECT_EQ(written.at("vocab_divisible_by"), 128);
+  // Left out where default or of another mode; gpus never (the report's top level gives it).
+  for (const char* key : {"decoder_last_pipeline_num_layers", "attention_dropout", "gpus"}) {
+    EXPECT_FALSE(written.contains(key)) << key;
+  }
+  EXPECT_FALSE(plan_json(Plan{}).contains("microbatch_group_size_per_vp_stage"));
+  EXPECT_EQ(written.at("microbatch_group_size_per_vp_stage"), 4);  // pp, Megatron-LM's default
+}
+
+// Every field is a flag with its help, in the table's order, and every field but gpus is a
+// column of a report's plan (and so of a sweep file).
+TEST(PlanFields, EachFieldIsAFlagWithHelpAndAReportKey) {
+  const auto options = plan_options().options();
+  ASSERT_EQ(options.size(), plan_fields().size());
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const PlanField& f = plan_fields()[i];
+    const std::string flag = flag_of(f.name).substr(2);
+    EXPECT_EQ(options[i]->long_name(), f.negated ? "no-" + flag : flag);
+    EXPECT_EQ(options[i]->description(), f.help);
+    EXPECT_FALSE(f.help.empty()) << f.name;
+    // A switch takes no value; every other flag names its value.
+    EXPECT_EQ(options[i]->semantic()->max_tokens() == 0, f.type == FieldType::kBool) << f.name;
+    EXPECT_EQ(f.value_name.empty(), f.type == FieldType::kBool) << f.name;
+    if (f.name != "gpus") keys.push_back(f.name);
+  }
+  EXPECT_EQ(plan_json_keys(), keys);
+  // The two switches that turn a default-on field off.
+  std::vector<std::string> negated;
+  for (const auto& f : plan_fields()) {
+    if (f.negated) negated.push_back(f.name);
+  }
+  EXPECT_EQ(negated, (std::vector<std::string>{"moe_grouped_gemm", "overlap_p2p_comm"}));
 }
 
 }  // namespace

@@ -1,0 +1,195 @@
+// The plan schema's rows for memory, overlap and precision: recomputation, attention, LoRA,
+// ZeRO and the optimizer's state, what runs beside what, and the GEMMs' number format.
+#include "sim/core/error.hpp"
+#include "sim/plan/lora_modules.hpp"
+#include "sim/plan/plan_field_table.hpp"
+#include "sim/plan/recompute_modules.hpp"
+
+namespace trainsim {
+
+namespace {
+
+using J = nlohmann::ordered_json;
+
+// Recompute modules as Megatron-Core names them, or the reason they are not.
+void check_recompute_modules(const std::string& where, const std::string& value) {
+  if (!parse_recompute_modules(value)) {
+    fail_input(where, "must name modules among " + recompute_module_names() +
+                          ", each once, joined by ',' (Megatron-LM's default: core_attn), got '" +
+                          value + "'");
+  }
+}
+
+// LoRA target modules as Megatron-Core names the linears, or the reason they are not.
+void check_lora_modules(const std::string& where, const std::string& value) {
+  if (!parse_lora_modules(value)) {
+    fail_input(where, "must name modules among " + lora_module_names() +
+                          ", each once, joined by ',' (NeMo's default: all four), got '" + value +
+                          "'");
+  }
+}
+
+// Activation recomputation and the attention core's backend and dropouts.
+void recompute_and_attention_fields(FieldTable& t) {
+  t.named("recompute", {Recompute::kNone, Recompute::kSelective, Recompute::kFull},
+          &Plan::recompute, "NAME",
+          "activation recomputation, replayed as work before each backward: none (default); "
+          "selective (the attention core, Megatron-LM's --recompute-granularity selective); full "
+          "(every decoder layer's forward, --recompute-granularity full --recompute-method "
+          "uniform)");
+  t.text(
+      "recompute_modules", FieldType::kParsed,
+      [](Plan& p, const std::string& s) { p.recompute_modules = *parse_recompute_modules(s); },
+      check_recompute_modules,
+      FieldTable::only_if(
+          [](const Plan& p) { return p.recompute == Recompute::kSelective; },
+          [](const Plan& p) { return J(recompute_modules_text(p.recompute_modules)); }),
+      "LIST",
+      "what --recompute selective rebuilds, comma-separated (Megatron-Core's --recompute-modules): "
+      "core_attn (default: the attention core), layernorm (the two norms), mla_up_proj (MLA's "
+      "up-projections and RoPE), mlp (a dense layer's MLP), moe (an MoE layer's MLP, its "
+      "all-to-alls run again), moe_act (the experts' activation), shared_experts");
+  t.named("attention_backend",
+          {AttentionBackend::kFlash, AttentionBackend::kUnfused, AttentionBackend::kFlashAttn2},
+          &Plan::attention_backend, "NAME",
+          "flash (default): one fused attention kernel; unfused: Megatron-LM's "
+          "--attention-backend unfused (and its 2021 implementation), QK^T and PV as batched "
+          "GEMMs around a softmax over the s x s scores, which are also kept for the backward; "
+          "flash-attn2: Transformer Engine with NVTE_FUSED_ATTN=0 (the flash-attn package's "
+          "FlashAttention-2 kernels in place of cuDNN's), the database's time x the platform's "
+          "flash_attn2_time_factor");
+  t.real("attention_dropout", &Plan::attention_dropout, {0.0, true, 1.0, false}, "P",
+         "dropout probability on the attention probabilities (Megatron-LM's flag, whose default "
+         "is 0.1; here 0, as NeMo's recipes set it): with --attention-backend unfused, PyTorch's "
+         "dropout over the s x s probabilities, a pass each way and a 1-byte mask kept for the "
+         "backward; a fused kernel draws its mask inside, not priced")
+      .report = FieldTable::unless_default(FieldTable::of(&Plan::attention_dropout));
+  t.real("hidden_dropout", &Plan::hidden_dropout, {0.0, true, 1.0, false}, "P",
+         "dropout probability on the hidden states (Megatron-LM's flag, default 0.1; here 0): "
+         "after the embedding and in each block's bias-dropout-add, a 1-byte mask written and "
+         "kept for the backward, which applies it")
+      .report = FieldTable::unless_default(FieldTable::of(&Plan::hidden_dropout));
+  t.flag("cross_entropy_loss_fusion", &Plan::cross_entropy_loss_fusion,
+         "Megatron-Core's fused vocabulary-parallel cross-entropy (its native implementation): "
+         "the last stage holds a second fp32 copy of its logits while the loss runs (memory "
+         "only)")
+      .report = FieldTable::unless_default(FieldTable::of(&Plan::cross_entropy_loss_fusion));
+}
+
+// LoRA fine-tuning.
+void lora_fields(FieldTable& t) {
+  const auto lora = [](const Plan& p) { return p.lora(); };
+  t.integer("lora_rank", {0, std::int64_t{1} << 16}, &Plan::lora_rank, "N",
+            "LoRA fine-tuning (NeMo's peft LoRA, its dim): every base weight frozen (no weight "
+            "gradients, no gradients or optimizer state for it), a rank-N adapter trained beside "
+            "each --lora-target-modules linear of every decoder layer, its two GEMMs each way and "
+            "its TP calls priced (default 0: every weight trained)")
+      .report = FieldTable::only_if(lora, FieldTable::of(&Plan::lora_rank));
+  t.text(
+      "lora_target_modules", FieldType::kParsed,
+      [](Plan& p, const std::string& s) { p.lora_target_modules = *parse_lora_modules(s); },
+      check_lora_modules,
+      FieldTable::only_if(
+          lora, [](const Plan& p) { return J(lora_modules_text(p.lora_target_modules)); }),
+      "LIST",
+      "the linears LoRA adapts, comma-separated: linear_qkv, linear_proj, linear_fc1, "
+      "linear_fc2 (NeMo's default: all four; its performance recipes: linear_qkv)");
+}
+
+// ZeRO, the distributed optimizer and what its state and gradients are kept in.
+void optimizer_fields(FieldTable& t) {
+  t.integer("zero", {0, 3}, &Plan::zero, "N",
+            "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed "
+            "optimizer (gradients reduce-scattered, optimizer state sharded, parameters "
+            "all-gathered); 3: parameters also sharded and gathered before every pass");
+  t.integer("num_distributed_optimizer_instances", {}, &Plan::num_distributed_optimizer_instances,
+            "N",
+            "distributed optimizer (--zero 1): shard its state over dp x cp / N consecutive "
+            "ranks, an instance, instead of all dp x cp; gradients reduce-scattered within an "
+            "instance and their shards all-reduced across the N instances, parameters "
+            "all-gathered within one (Megatron-LM's flag; default 1)")
+      .report =
+      FieldTable::unless_default(FieldTable::of(&Plan::num_distributed_optimizer_instances));
+  t.flag("overlap_moe_expert_parallel_comm", &Plan::moe_a2a_overlap,
+         "run the expert all-to-alls beside the MoE layer's compute (Megatron-Core's overlap of "
+         "one micro-batch's dispatch with another's compute); needs --ep > 1 and the alltoall "
+         "dispatcher");
+  t.flag("fp8_param_gather", &Plan::fp8_param_gather,
+         "FP8 primary weights: the decoder's GEMM weights kept in FP8 instead of BF16 and "
+         "all-gathered in FP8 by the distributed optimizer (needs --precision fp8 and --zero >= "
+         "1)");
+  t.flag("grad_reduce_in_bf16", &Plan::grad_reduce_in_bf16,
+         "accumulate and reduce gradients over DP in BF16 (2 bytes each) instead of fp32 "
+         "(Megatron-LM's flag; NeMo's FP8 recipes and grad_sync_dtype bf16 do this): half the "
+         "data-parallel bytes, and the optimizer steps on an fp32 copy of its shard");
+  t.named("optimizer_state",
+          {OptimizerState::kFp32, OptimizerState::kBf16Moments, OptimizerState::kBf16},
+          &Plan::optimizer_state, "NAME",
+          "the optimizer's state per parameter it steps (sharded like it by --zero): fp32 "
+          "(default; FP32 master weights and Adam moments, 12 bytes), bf16-moments "
+          "(Megatron-Core's --use-precision-aware-optimizer with --exp-avg-dtype bf16 "
+          "--exp-avg-sq-dtype bf16: FP32 master weights, BF16 moments, 8 bytes) or bf16 (NeMo "
+          "1's distributed_fused_adam with optim.dtype bf16: BF16 moments, no master copy, 4 "
+          "bytes); the BF16 kinds need --zero >= 1");
+  auto& state = t.fields.back();
+  state.report = FieldTable::unless_default(state.report);
+}
+
+// The LM head's deferred weight gradients and the overlap switches.
+void overlap_fields(FieldTable& t) {
+  t.flag("defer_embedding_wgrad_compute", &Plan::defer_embedding_wgrad_compute,
+         "Megatron-LM: the last stage keeps the LM head's input and output gradient and runs its "
+         "weight-gradient GEMM after its last backward, in the pipeline flush (needs --pp 2 or "
+         "more and the 1f1b or interleaved schedule; NeMo's Llama 3 recipes set it)")
+      .report = FieldTable::unless_default(FieldTable::of(&Plan::defer_embedding_wgrad_compute));
+  t.integer("wgrad_deferral_limit", {0}, &Plan::wgrad_deferral_limit, "N",
+            "with --defer-embedding-wgrad-compute: defer only the first N micro-batches' LM-head "
+            "weight gradients (Megatron-LM's flag; default 0: every micro-batch's)")
+      .report = FieldTable::only_if([](const Plan& p) { return p.defer_embedding_wgrad_compute; },
+                                    FieldTable::of(&Plan::wgrad_deferral_limit));
+  t.flag("overlap_grad_reduce", &Plan::overlap_grad_reduce,
+         "reduce gradients over DP in buckets of max(40M, 1M x dp) parameters during the "
+         "backward (Megatron-LM default: off, one bucket at the end)");
+  t.flag("overlap_param_gather", &Plan::overlap_param_gather,
+         "distributed optimizer: all-gather the updated parameters during the next forward "
+         "(needs --zero >= 1 and --overlap-grad-reduce; Megatron-LM default: off)");
+  t.flag("tp_comm_overlap", &Plan::tp_comm_overlap,
+         "run each TP all-gather and reduce-scatter beside the GEMM it feeds or follows "
+         "(Transformer Engine's userbuffers), the pass waiting where one outlasts its GEMM; "
+         "needs --sp (default off: the forward's TP communication exposed)");
+  t.add({"overlap_p2p_comm",
+         FieldType::kBool,
+         {},
+         {},
+         [](Plan& p, std::int64_t v, const std::string&) { p.overlap_p2p_comm = v != 0; }},
+        "",
+        "interleaved: wait for pipeline sends and receives on the compute stream (Megatron-LM's "
+        "--no-overlap-p2p-communication; by default they run on their own streams)",
+        [](const Plan& p) { return J(p.p2p_overlap()); })
+      .negated = true;
+}
+
+}  // namespace
+
+void memory_and_overlap_fields(FieldTable& t) {
+  recompute_and_attention_fields(t);
+  lora_fields(t);
+  optimizer_fields(t);
+  overlap_fields(t);
+  t.named("precision", {Precision::kBF16, Precision::kFP8}, &Plan::precision, "NAME",
+          "bf16 (default) or fp8 GEMMs");
+  t.named("fp8_recipe",
+          {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8},
+          &Plan::fp8_recipe, "NAME",
+          "with --precision fp8, how Transformer Engine scales FP8 tensors (Megatron-LM's "
+          "--fp8-recipe): delayed (default; amax history, reduced over the stage's GPUs each "
+          "pass), tensorwise (current scaling: each tensor's amax read just before its cast, "
+          "all-reduced over TP where --sp gathers it), blockwise (a scale per 128-element block, "
+          "computed in the cast); mxfp8 needs Blackwell GPUs");
+  auto& recipe = t.fields.back();
+  recipe.report = FieldTable::unless_default(recipe.report);
+  t.integer("gpus", {}, &Plan::gpus, "N", "cluster size; must equal tp x pp x dp x cp when given")
+      .report = nullptr;  // the report's top-level gpus
+}
+
+}  // namespace trainsim

@@ -1,0 +1,48 @@
+#include "sim/plan/plan_schema.hpp"
+
+#include "sim/plan/plan_field_table.hpp"
+
+namespace trainsim {
+
+const std::vector<PlanField>& plan_fields() {
+  static const std::vector<PlanField> fields = [] {
+    FieldTable t;
+    parallel_fields(t);
+    batch_and_schedule_fields(t);
+    memory_and_overlap_fields(t);
+    return std::move(t.fields);
+  }();
+  return fields;
+}
+
+const std::vector<std::string>& plan_field_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& f : plan_fields()) n.push_back(f.name);
+    return n;
+  }();
+  return names;
+}
+
+nlohmann::ordered_json plan_json(const Plan& plan) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& f : plan_fields()) {
+    if (!f.report) continue;
+    auto v = f.report(plan);
+    if (!v.is_null()) j[f.name] = std::move(v);
+  }
+  return j;
+}
+
+const std::vector<std::string>& plan_json_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (const auto& f : plan_fields()) {
+      if (f.report) k.push_back(f.name);
+    }
+    return k;
+  }();
+  return keys;
+}
+
+}  // namespace trainsim

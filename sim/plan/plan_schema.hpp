@@ -1,0 +1,56 @@
+#pragma once
+// The plan's schema, once: every field a scenario's "plan" object or a command-line flag sets, its
+// type, bounds and choices, how a value reaches the Plan, the flag's help, and what a report's
+// plan writes back. The scenario reader and the flags (sim/cli), the JSON report's plan
+// (sim/report) and the sweep file's plan columns (sim/sweep) all read this one table: adding a
+// field is adding a row.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/json_reader.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+
+// kParsed: a string with a syntax of its own, checked by the field's `check`.
+enum class FieldType { kInt, kBool, kChoice, kString, kParsed, kReal };
+
+struct PlanField {
+  std::string name;
+  FieldType type;
+  IntRange range;
+  std::vector<std::string_view> choices;
+  std::function<void(Plan&, std::int64_t, const std::string&)> set;
+  double Plan::*real = nullptr;  // kReal: the member set, within real_range
+  RealRange real_range = {};
+  std::function<void(const std::string& where, const std::string& value)> check = nullptr;
+  /// The flag: --NAME VALUE_NAME, or for kBool a switch, --NAME setting true or, where
+  /// `negated`, --no-NAME setting false (the field then defaults to on).
+  std::string value_name = {};
+  bool negated = false;
+  std::string help = {};
+  /// The field's value as a report's plan writes it (resolved: etp as tp where unset), null
+  /// where the report leaves it out (a default that changes nothing, an option of another
+  /// mode). Unset: never written (gpus, which the report gives at its top level).
+  std::function<nlohmann::ordered_json(const Plan&)> report = nullptr;
+};
+
+/// Every plan field, in the order --help, messages and reports list them.
+const std::vector<PlanField>& plan_fields();
+
+/// The field names, in the table's order.
+const std::vector<std::string>& plan_field_names();
+
+/// The plan as a report writes it: each field the table reports, in the table's order, left out
+/// where its report is null. Read back as a scenario's plan it gives the same run.
+nlohmann::ordered_json plan_json(const Plan& plan);
+
+/// Every key plan_json can write, in its order (the sweep file's plan columns).
+const std::vector<std::string>& plan_json_keys();
+
+}  // namespace trainsim
