@@ -133,10 +133,12 @@ std::vector<SweepEntry> finish(const std::filesystem::path& out,
 }
 
 // What a partial file's rows were computed from: the sweep file, the model, platform and kernel
-// database files, trainsim's version, the budget and the shard.
+// database files, trainsim's version and the CSV's columns (a build whose plan schema differs
+// writes other columns under the same version), the budget and the shard.
 std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
   std::string all = read_text_file(c.spec.file) + '\0' + read_text_file(c.spec.model) + '\0' +
-                    read_text_file(c.spec.platform) + '\0' + std::string(version());
+                    read_text_file(c.spec.platform) + '\0' + std::string(version()) + '\0' +
+                    sweep_csv_header();
   if (!c.platform.kernel_db_path.empty()) all += '\0' + read_text_file(c.platform.kernel_db_path);
   char budget[96];
   std::snprintf(budget, sizeof budget, "%.17g %.17g %lld/%lld", c.budget.tokens.value_or(0),
@@ -223,8 +225,8 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   std::error_code ec;
   if (std::filesystem::exists(part, ec) && !read_text_file(part).starts_with(mark)) {
     fail_input(part.string(),
-               "holds rows of another sweep (another sweep file, model, platform, token budget, "
-               "price or shard); remove it to start again");
+               "holds rows of another sweep (another sweep file, model, platform, kernel database, "
+               "trainsim build, token budget, price or shard); remove it to start again");
   }
   std::string kept = mark;
   for (const auto& [index, line] : done) kept += line;

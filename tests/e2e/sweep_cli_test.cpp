@@ -161,7 +161,8 @@ TEST(SweepCli, PartialFileOfAnotherSweepIsRefused) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "trainsim: error: " + out +
                        ".part: holds rows of another sweep (another sweep file, model, platform, "
-                       "token budget, price or shard); remove it to start again\n");
+                       "kernel database, trainsim build, token budget, price or shard); remove it "
+                       "to start again\n");
   EXPECT_EQ(test::read_file(out + ".part"), "# trainsim sweep 0123\n");  // left as it was
 }
 
