@@ -250,10 +250,7 @@ void add_optimizer(StageCost& sc, const Plan& plan, const Costing& costing) {
   BlockPass opt;
   const auto shard = static_cast<std::int64_t>(std::llround(p));
   opt.kernels.push_back(optimizer_kernel("grad_norm", "grad_norm", shard));
-  const char* adam = plan.optimizer_state == OptimizerState::kBf16          ? "adam_bf16"
-                     : plan.optimizer_state == OptimizerState::kBf16Moments ? "adam_bf16_moments"
-                                                                            : "adam";
-  opt.kernels.push_back(optimizer_kernel("adam", adam, shard));
+  opt.kernels.push_back(optimizer_kernel("adam", kind_of(plan.optimizer_state).adam_op, shard));
   add_pass(sc.optimizer, "optimizer", opt, 1, costing);
 }
 

@@ -27,10 +27,8 @@ ModelState model_state(std::int64_t params_per_gpu, std::int64_t zero, std::int6
   const double stepped = zero >= 1 ? shard : 1.0;
   m.gradients = bf16_grads ? kWeightBytes * p * (zero >= 2 ? shard : 1.0) + kGradBytes * p * stepped
                            : kGradBytes * p * (zero >= 2 ? shard : 1.0);
-  const double master = state == OptimizerState::kBf16 ? 0.0 : kMasterBytes;
-  const double moments = state == OptimizerState::kFp32 ? kOptimizerBytes : kOptimizerBytes / 2;
-  m.master_weights = master * p * (zero >= 1 ? shard : 1.0);
-  m.optimizer = moments * p * (zero >= 1 ? shard : 1.0);
+  m.master_weights = kind_of(state).master_bytes * p * (zero >= 1 ? shard : 1.0);
+  m.optimizer = kind_of(state).moment_bytes * p * (zero >= 1 ? shard : 1.0);
   return m;
 }
 

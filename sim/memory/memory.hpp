@@ -28,9 +28,8 @@ namespace trainsim {
 inline constexpr double kWeightBytes = 2;  // BF16 weights used by forward and backward
 /// FP8 runs: an E4M3 copy of each GEMM weight and of its transpose (Transformer Engine).
 inline constexpr double kFp8WeightCopyBytes = 2;
-inline constexpr double kGradBytes = 4;       // fp32 main gradients (BF16: kWeightBytes)
-inline constexpr double kMasterBytes = 4;     // fp32 master weights
-inline constexpr double kOptimizerBytes = 8;  // Adam first and second moments, fp32
+inline constexpr double kGradBytes = 4;  // fp32 main gradients (BF16: kWeightBytes)
+// The master weights' and Adam moments' bytes are the optimizer state's: kind_of(OptimizerState).
 /// Bytes per element of the activations and of the buffers that hold them: BF16.
 inline constexpr double kActBytes = 2;
 

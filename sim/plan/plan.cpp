@@ -10,16 +10,17 @@ const char* to_string(Precision p) {
   return p == Precision::kBF16 ? "bf16" : "fp8";
 }
 
+const OptimizerStateKind& kind_of(OptimizerState s) {
+  static constexpr OptimizerStateKind kKinds[] = {
+      {"fp32", 4, 8, "adam"},                       // FP32 master and moments
+      {"bf16-moments", 4, 4, "adam_bf16_moments"},  // FP32 master, BF16 moments
+      {"bf16", 0, 4, "adam_bf16"},                  // BF16 moments, the weights stepped as they are
+  };
+  return kKinds[static_cast<std::size_t>(s)];
+}
+
 const char* to_string(OptimizerState s) {
-  switch (s) {
-    case OptimizerState::kBf16Moments:
-      return "bf16-moments";
-    case OptimizerState::kBf16:
-      return "bf16";
-    case OptimizerState::kFp32:
-      break;
-  }
-  return "fp32";
+  return kind_of(s).name;
 }
 
 const char* to_string(Fp8Recipe r) {

@@ -70,6 +70,16 @@ enum class MoeDispatcher { kAllToAll, kAllGather };
 /// Both BF16 kinds run on the distributed optimizer (zero >= 1).
 enum class OptimizerState { kFp32, kBf16Moments, kBf16 };
 
+/// What an optimizer state keeps per parameter it steps, and the Adam kernel that steps it (whose
+/// bytes are its op's, sim/platform/kernel_shape.cpp): one row per OptimizerState.
+struct OptimizerStateKind {
+  const char* name;     // as the flag and reports write it
+  double master_bytes;  // the master copy of the weights
+  double moment_bytes;  // Adam's two moments
+  const char* adam_op;
+};
+const OptimizerStateKind& kind_of(OptimizerState s);
+
 const char* to_string(Precision p);
 const char* to_string(Fp8Recipe r);
 const char* to_string(AttentionBackend a);

@@ -16,6 +16,7 @@
 #include "sim/memory/memory.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/partition.hpp"
+#include "sim/platform/kernel_shape.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -149,6 +150,23 @@ TEST(Memory, ModelStateByOptimizerState) {
   EXPECT_DOUBLE_EQ(bf16.total(), (6 + 4.0 / 4) * P);
   // BF16 gradients: 2 + 2 (buffer) + 4 / 4 (fp32 shard) + 4 / 4 (moments) = 6 B.
   EXPECT_DOUBLE_EQ(model_state(p, 1, 4, true, OptimizerState::kBf16).total(), 6 * P);
+}
+
+// Each optimizer state's Adam kernel is an op the kernel tables price, moving the state once each
+// way beside the gradient and the BF16 weight: with a master copy, an fp32 gradient read and the
+// weight written (4 + 2 x state + 2); without, a BF16 gradient read and the weight read and
+// written (2 + 2 x state + 4).
+TEST(Memory, EachOptimizerStatesAdamKernelMovesItsState) {
+  for (const auto s :
+       {OptimizerState::kFp32, OptimizerState::kBf16Moments, OptimizerState::kBf16}) {
+    const OptimizerStateKind& k = kind_of(s);
+    const MemoryOp* op = find_memory_op(k.adam_op);
+    ASSERT_NE(op, nullptr) << k.name;
+    const double state = k.master_bytes + k.moment_bytes;
+    EXPECT_EQ(op->bytes_per_element, k.master_bytes > 0 ? 4 + 2 * state + 2 : 2 + 2 * state + 4)
+        << k.name;
+    EXPECT_STREQ(to_string(s), k.name);
+  }
 }
 
 // The plan carries it to the memory model and to the optimizer step's kernel: Adam over the
