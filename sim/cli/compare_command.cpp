@@ -13,6 +13,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/plan/plan_schema.hpp"
 #include "sim/report/pipeline_svg.hpp"
 
@@ -137,16 +138,10 @@ double peak_bytes(const Report& r, bool unfragmented = false) {
   return peak;
 }
 
-// Whether the fullest stage's peak fits the GPU: with the allocator fragmentation the platform
-// assumes, or (`unfragmented`) without it.
-bool fits(const Column& c, bool unfragmented = false) {
-  return peak_bytes(c.report, unfragmented) <= c.in.platform.gpu.memory_bytes;
-}
-
-// "tight" where only the assumed fragmentation takes the peak past the GPU (check's oom warning).
-std::string fits_text(const Column& c) {
-  if (fits(c)) return "yes";
-  return fits(c, true) ? "tight" : "no";
+// How the fullest stage's peak fits the GPU.
+MemoryFit fit(const Column& c) {
+  return memory_fit(peak_bytes(c.report), peak_bytes(c.report, true),
+                    c.in.platform.gpu.memory_bytes);
 }
 
 double exposed(const Report& r) {
@@ -168,8 +163,8 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
                  {"bubble_fraction", r.bubble_fraction},
                  {"exposed_comm_s", exposed(r)},
                  {"peak_memory_bytes", std::llround(peak_bytes(r))},
-                 {"fits", fits(c)},
-                 {"fits_unfragmented", fits(c, true)},
+                 {"fits", fit(c) == MemoryFit::kFits},
+                 {"fits_unfragmented", fit(c) != MemoryFit::kOver},
                  {"errors", c.errors}});
   }
   return j;
@@ -204,7 +199,7 @@ std::string columns_text(const std::vector<Column>& columns) {
     rows[5].push_back(format_fixed(100 * r.bubble_fraction, 1) + " %");
     rows[6].push_back(format_fixed(exposed(r), 3));
     rows[7].push_back(format_fixed(peak_bytes(r) / (1024.0 * 1024 * 1024), 2));
-    rows[8].push_back(fits_text(c));
+    rows[8].emplace_back(to_string(fit(c)));
   }
   const bool any_errors = std::any_of(columns.begin(), columns.end(),
                                       [](const Column& c) { return !c.errors.empty(); });

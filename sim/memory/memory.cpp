@@ -163,14 +163,12 @@ std::int64_t MemoryModel::worst_stage() const {
   return worst;
 }
 
-bool MemoryModel::fits() const {
-  return std::all_of(stages.begin(), stages.end(),
-                     [&](const StageMemory& s) { return s.peak_bytes <= capacity; });
-}
-
-bool MemoryModel::fits_unfragmented() const {
-  return std::all_of(stages.begin(), stages.end(),
-                     [&](const StageMemory& s) { return s.peak_unfragmented_bytes <= capacity; });
+MemoryFit MemoryModel::fit() const {
+  MemoryFit worst = MemoryFit::kFits;
+  for (const StageMemory& s : stages) {
+    worst = std::max(worst, memory_fit(s.peak_bytes, s.peak_unfragmented_bytes, capacity));
+  }
+  return worst;
 }
 
 MemoryModel compute_memory(const Model& model, const Platform& platform, const Plan& plan,

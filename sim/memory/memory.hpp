@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/cost/stage_cost.hpp"
+#include "sim/memory/memory_fit.hpp"
 #include "sim/memory/timeline.hpp"
 #include "sim/model/model.hpp"
 #include "sim/plan/partition.hpp"
@@ -105,10 +106,12 @@ struct MemoryModel {
   double capacity = 0;  // bytes per GPU
   /// The stage with the highest device peak.
   std::int64_t worst_stage() const;
+  /// The worst stage's fit in the capacity.
+  MemoryFit fit() const;
   /// Every stage's peak_bytes within the capacity.
-  bool fits() const;
+  bool fits() const { return fit() == MemoryFit::kFits; }
   /// Every stage's peak_unfragmented_bytes within it: false where no allocator could fit the plan.
-  bool fits_unfragmented() const;
+  bool fits_unfragmented() const { return fit() != MemoryFit::kOver; }
 };
 
 /// Memory of every stage of `plan` on `platform`; `costs` gives each stage's parameters per GPU.

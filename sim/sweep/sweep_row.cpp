@@ -81,9 +81,9 @@ SweepRow evaluate_sweep_plan(const Model& base, const Platform& platform, const 
   const MemoryModel memory = compute_memory(model, platform, plan, *partition, costs);
   const StageMemory& worst = memory.stages[static_cast<std::size_t>(memory.worst_stage())];
   row.peak_bytes = worst.peak_bytes;
-  if (!memory.fits()) {
+  if (const MemoryFit fit = memory.fit(); fit != MemoryFit::kFits) {
     // A sweep keeps the assumed fragmentation's margin; a plan only it refuses says so.
-    const std::string tight = memory.fits_unfragmented()
+    const std::string tight = fit == MemoryFit::kTight
                                   ? " (tight: " + format_bytes(worst.peak_unfragmented_bytes) +
                                         " without the allocator fragmentation the platform assumes)"
                                   : "";

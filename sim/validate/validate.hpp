@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/memory/memory_fit.hpp"
 #include "sim/platform/platform.hpp"
 
 namespace trainsim {
@@ -86,9 +87,8 @@ struct ValidationSet {
   /// whose reference logs them, in row order.
   std::vector<std::pair<const ValidationRow*, double>> after_step_residuals() const;
   double after_step_median() const;  // of those residuals; 0 when none
-  /// Step time: the expressed rows with a predicted peak whose peak_bytes exceed the GPU, and of
-  /// them those whose peak_unfragmented_bytes do too (an oom error; the others a warning).
-  std::vector<const ValidationRow*> over_memory(bool unfragmented) const;
+  /// Step time: the expressed rows with a predicted peak that stands so against the GPU.
+  std::vector<const ValidationRow*> rows_whose_memory(MemoryFit fit) const;
 };
 
 /// The reference set used when `trainsim validate` is given none (under the data directory).

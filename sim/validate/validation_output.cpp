@@ -137,8 +137,8 @@ void runs_in_memory(const ValidationSet& set, std::ostringstream& o) {
   std::int64_t predicted = 0;
   for (const auto& r : set.rows) predicted += !r.skipped && r.peak_bytes > 0 ? 1 : 0;
   if (predicted == 0) return;
-  const auto over = set.over_memory(false);
-  const auto certain = set.over_memory(true);
+  const auto tight = set.rows_whose_memory(MemoryFit::kTight);
+  const auto certain = set.rows_whose_memory(MemoryFit::kOver);
   const auto names = [](const std::vector<const ValidationRow*>& rows, bool unfragmented) {
     std::string s;
     for (const ValidationRow* r : rows) {
@@ -148,14 +148,9 @@ void runs_in_memory(const ValidationSet& set, std::ostringstream& o) {
     return s;
   };
   o << "Peak memory per GPU of these runs, which ran (the worst stage, predicted): "
-    << predicted - static_cast<std::int64_t>(over.size()) << " of " << predicted
-    << " within the GPU's " << format_bytes(set.gpu_memory_bytes) << "; "
-    << over.size() - certain.size()
+    << predicted - static_cast<std::int64_t>(tight.size() + certain.size()) << " of " << predicted
+    << " within the GPU's " << format_bytes(set.gpu_memory_bytes) << "; " << tight.size()
     << " over it only with the allocator fragmentation the platform assumes (an oom warning)";
-  std::vector<const ValidationRow*> tight;
-  for (const ValidationRow* r : over) {
-    if (r->peak_unfragmented_bytes <= set.gpu_memory_bytes) tight.push_back(r);
-  }
   if (!tight.empty()) o << ": " << names(tight, false);
   o << "; " << certain.size() << " over it even without (an oom error)";
   if (!certain.empty()) o << ": " << names(certain, true);

@@ -129,11 +129,13 @@ double ValidationSet::after_step_median() const {
   return median(std::move(residuals));
 }
 
-std::vector<const ValidationRow*> ValidationSet::over_memory(bool unfragmented) const {
+std::vector<const ValidationRow*> ValidationSet::rows_whose_memory(MemoryFit fit) const {
   std::vector<const ValidationRow*> out;
   for (const auto& r : rows) {
-    const double peak = unfragmented ? r.peak_unfragmented_bytes : r.peak_bytes;
-    if (!r.skipped && r.peak_bytes > 0 && peak > gpu_memory_bytes) out.push_back(&r);
+    if (r.skipped || r.peak_bytes <= 0) continue;
+    if (memory_fit(r.peak_bytes, r.peak_unfragmented_bytes, gpu_memory_bytes) == fit) {
+      out.push_back(&r);
+    }
   }
   return out;
 }

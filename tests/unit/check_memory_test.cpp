@@ -70,6 +70,7 @@ TEST(Diagnostics, OutOfMemoryOnlyByTheAssumedFragmentationIsAWarning) {
       compute_memory(c.in.model, c.in.platform, c.in.plan, c.partition,
                      compute_costs(c.in.model, c.in.platform, c.in.plan, c.partition));
   const StageMemory& s = mm.stages[0];
+  EXPECT_EQ(mm.fit(), MemoryFit::kTight);
   EXPECT_FALSE(mm.fits());
   EXPECT_TRUE(mm.fits_unfragmented());
   const RuntimeMemory& rt = c.in.platform.memory;
@@ -90,6 +91,35 @@ TEST(Diagnostics, OutOfMemoryOnlyByTheAssumedFragmentationIsAWarning) {
   ASSERT_EQ(error.size(), 1u);
   EXPECT_EQ(error[0]->severity, Severity::kError);
   EXPECT_FALSE(contains(error[0]->message, "Without fragmentation")) << error[0]->message;
+}
+
+// A peak equal to the GPU fits; one byte over is tight while the unfragmented peak is within it,
+// and over where that is past it too. A plan stands as its worst stage does, wherever it is.
+TEST(Diagnostics, AMemoryFitIsTheWorstStages) {
+  const double gpu = 80.0 * (1 << 30);
+  EXPECT_EQ(memory_fit(gpu, gpu - 1, gpu), MemoryFit::kFits);
+  EXPECT_EQ(memory_fit(gpu + 1, gpu, gpu), MemoryFit::kTight);
+  EXPECT_EQ(memory_fit(gpu + 2, gpu + 1, gpu), MemoryFit::kOver);
+  EXPECT_EQ(to_string(MemoryFit::kFits), "yes");
+  EXPECT_EQ(to_string(MemoryFit::kTight), "tight");
+  EXPECT_EQ(to_string(MemoryFit::kOver), "no");
+  const auto stage = [](double peak, double unfragmented) {
+    StageMemory s;
+    s.peak_bytes = peak;
+    s.peak_unfragmented_bytes = unfragmented;
+    return s;
+  };
+  MemoryModel mm;
+  mm.capacity = gpu;
+  mm.stages = {stage(gpu / 2, gpu / 3), stage(2 * gpu, 1.5 * gpu), stage(gpu + 1, gpu)};
+  EXPECT_EQ(mm.fit(), MemoryFit::kOver);
+  EXPECT_FALSE(mm.fits_unfragmented());
+  mm.stages[1] = stage(gpu, gpu);
+  EXPECT_EQ(mm.fit(), MemoryFit::kTight);
+  EXPECT_FALSE(mm.fits());
+  EXPECT_TRUE(mm.fits_unfragmented());
+  mm.stages.pop_back();
+  EXPECT_EQ(mm.fit(), MemoryFit::kFits);
 }
 
 // The ColossalAI seed (Llama 3.1 70B, tp 8, pp 4, dp 2, no sequence parallelism) does not fit

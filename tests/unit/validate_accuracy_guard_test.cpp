@@ -126,8 +126,10 @@ TEST(ValidateStepTime, PublishedRunsFitTheirGpus) {
     EXPECT_LT(r.peak_unfragmented_bytes, r.peak_bytes) << r.name;
   }
   EXPECT_EQ(predicted, 136);
-  for (const ValidationRow* r : dgxc_set().over_memory(true)) ADD_FAILURE() << r->name;
-  EXPECT_LE(dgxc_set().over_memory(false).size(), 1u);
+  for (const ValidationRow* r : dgxc_set().rows_whose_memory(MemoryFit::kOver)) {
+    ADD_FAILURE() << r->name;
+  }
+  EXPECT_LE(dgxc_set().rows_whose_memory(MemoryFit::kTight).size(), 1u);
 }
 
 }  // namespace
