@@ -14,6 +14,7 @@ class FieldTable {
   using Set = std::function<void(Plan&, const std::string&)>;
   using Check = std::function<void(const std::string& where, const std::string& value)>;
   using Report = std::function<nlohmann::ordered_json(const Plan&)>;
+  using Describe = std::function<std::string(const Plan&)>;
 
   // Each returns its row, valid until the next is added.
   PlanField& integer(std::string name, IntRange range, std::int64_t Plan::*member,
@@ -91,6 +92,12 @@ class FieldTable {
   static Report only_if(std::function<bool(const Plan&)> when, Report report) {
     return [when = std::move(when), report = std::move(report)](const Plan& p) {
       return when(p) ? report(p) : nlohmann::ordered_json();
+    };
+  }
+  /// `words` where the switch is `on` (a text report's options line), else nothing.
+  static Describe says(bool Plan::*member, std::string words, bool on = true) {
+    return [member, words = std::move(words), on](const Plan& p) {
+      return p.*member == on ? words : std::string();
     };
   }
   /// `report`'s value only where it is not a default plan's.

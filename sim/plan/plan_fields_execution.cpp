@@ -1,6 +1,7 @@
 // The plan schema's rows for memory, overlap and precision: recomputation, attention, LoRA,
 // ZeRO and the optimizer's state, what runs beside what, and the GEMMs' number format.
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 #include "sim/plan/lora_modules.hpp"
 #include "sim/plan/plan_field_table.hpp"
 #include "sim/plan/recompute_modules.hpp"
@@ -36,7 +37,14 @@ void recompute_and_attention_fields(FieldTable& t) {
           "activation recomputation, replayed as work before each backward: none (default); "
           "selective (the attention core, Megatron-LM's --recompute-granularity selective); full "
           "(every decoder layer's forward, --recompute-granularity full --recompute-method "
-          "uniform)");
+          "uniform)")
+      .describe = [](const Plan& p) {
+    if (p.recompute == Recompute::kSelective && p.recompute_modules != kRecomputeCoreAttn) {
+      return "selective recompute (" + recompute_modules_text(p.recompute_modules) + ")";
+    }
+    return p.recompute == Recompute::kNone ? std::string()
+                                           : std::string(to_string(p.recompute)) + " recompute";
+  };
   t.text(
       "recompute_modules", FieldType::kParsed,
       [](Plan& p, const std::string& s) { p.recompute_modules = *parse_recompute_modules(s); },
@@ -57,23 +65,38 @@ void recompute_and_attention_fields(FieldTable& t) {
           "GEMMs around a softmax over the s x s scores, which are also kept for the backward; "
           "flash-attn2: Transformer Engine with NVTE_FUSED_ATTN=0 (the flash-attn package's "
           "FlashAttention-2 kernels in place of cuDNN's), the database's time x the platform's "
-          "flash_attn2_time_factor");
+          "flash_attn2_time_factor")
+      .describe = [](const Plan& p) {
+    return p.attention_backend == AttentionBackend::kFlash
+               ? std::string()
+               : std::string(to_string(p.attention_backend)) + " attention";
+  };
   t.real("attention_dropout", &Plan::attention_dropout, {0.0, true, 1.0, false}, "P",
          "dropout probability on the attention probabilities (Megatron-LM's flag, whose default "
          "is 0.1; here 0, as NeMo's recipes set it): with --attention-backend unfused, PyTorch's "
          "dropout over the s x s probabilities, a pass each way and a 1-byte mask kept for the "
          "backward; a fused kernel draws its mask inside, not priced")
       .report = FieldTable::unless_default(FieldTable::of(&Plan::attention_dropout));
+  t.fields.back().describe = [](const Plan& p) {
+    return p.attention_dropout > 0 ? "attention dropout " + format_fixed(p.attention_dropout, 2)
+                                   : std::string();
+  };
   t.real("hidden_dropout", &Plan::hidden_dropout, {0.0, true, 1.0, false}, "P",
          "dropout probability on the hidden states (Megatron-LM's flag, default 0.1; here 0): "
          "after the embedding and in each block's bias-dropout-add, a 1-byte mask written and "
          "kept for the backward, which applies it")
       .report = FieldTable::unless_default(FieldTable::of(&Plan::hidden_dropout));
+  t.fields.back().describe = [](const Plan& p) {
+    return p.hidden_dropout > 0 ? "hidden dropout " + format_fixed(p.hidden_dropout, 2)
+                                : std::string();
+  };
   t.flag("cross_entropy_loss_fusion", &Plan::cross_entropy_loss_fusion,
          "Megatron-Core's fused vocabulary-parallel cross-entropy (its native implementation): "
          "the last stage holds a second fp32 copy of its logits while the loss runs (memory "
          "only)")
       .report = FieldTable::unless_default(FieldTable::of(&Plan::cross_entropy_loss_fusion));
+  t.fields.back().describe =
+      FieldTable::says(&Plan::cross_entropy_loss_fusion, "fused cross-entropy");
 }
 
 // LoRA fine-tuning.
@@ -85,6 +108,11 @@ void lora_fields(FieldTable& t) {
             "each --lora-target-modules linear of every decoder layer, its two GEMMs each way and "
             "its TP calls priced (default 0: every weight trained)")
       .report = FieldTable::only_if(lora, FieldTable::of(&Plan::lora_rank));
+  t.fields.back().describe = [](const Plan& p) {
+    return p.lora() ? "LoRA rank " + std::to_string(p.lora_rank) + " on " +
+                          lora_modules_text(p.lora_target_modules) + ", base weights frozen"
+                    : std::string();
+  };
   t.text(
       "lora_target_modules", FieldType::kParsed,
       [](Plan& p, const std::string& s) { p.lora_target_modules = *parse_lora_modules(s); },
@@ -101,7 +129,14 @@ void optimizer_fields(FieldTable& t) {
   t.integer("zero", {0, 3}, &Plan::zero, "N",
             "0 (default): gradients all-reduced over DP; 1 or 2: Megatron-LM's distributed "
             "optimizer (gradients reduce-scattered, optimizer state sharded, parameters "
-            "all-gathered); 3: parameters also sharded and gathered before every pass");
+            "all-gathered); 3: parameters also sharded and gathered before every pass")
+      .describe = [](const Plan& p) {
+    if (p.zero == 3) return std::string("zero 3");
+    if (p.zero == 0) return std::string();
+    const auto n = p.num_distributed_optimizer_instances;
+    return "distributed optimizer (zero " + std::to_string(p.zero) +
+           (n > 1 ? ", " + std::to_string(n) + " instances" : "") + ")";
+  };
   t.integer("num_distributed_optimizer_instances", {}, &Plan::num_distributed_optimizer_instances,
             "N",
             "distributed optimizer (--zero 1): shard its state over dp x cp / N consecutive "
@@ -113,15 +148,18 @@ void optimizer_fields(FieldTable& t) {
   t.flag("overlap_moe_expert_parallel_comm", &Plan::moe_a2a_overlap,
          "run the expert all-to-alls beside the MoE layer's compute (Megatron-Core's overlap of "
          "one micro-batch's dispatch with another's compute); needs --ep > 1 and the alltoall "
-         "dispatcher");
+         "dispatcher")
+      .describe = FieldTable::says(&Plan::moe_a2a_overlap, "expert all-to-all overlap");
   t.flag("fp8_param_gather", &Plan::fp8_param_gather,
          "FP8 primary weights: the decoder's GEMM weights kept in FP8 instead of BF16 and "
          "all-gathered in FP8 by the distributed optimizer (needs --precision fp8 and --zero >= "
-         "1)");
+         "1)")
+      .describe = FieldTable::says(&Plan::fp8_param_gather, "fp8 param gather");
   t.flag("grad_reduce_in_bf16", &Plan::grad_reduce_in_bf16,
          "accumulate and reduce gradients over DP in BF16 (2 bytes each) instead of fp32 "
          "(Megatron-LM's flag; NeMo's FP8 recipes and grad_sync_dtype bf16 do this): half the "
-         "data-parallel bytes, and the optimizer steps on an fp32 copy of its shard");
+         "data-parallel bytes, and the optimizer steps on an fp32 copy of its shard")
+      .describe = FieldTable::says(&Plan::grad_reduce_in_bf16, "bf16 grad reduce");
   t.named("optimizer_state",
           {OptimizerState::kFp32, OptimizerState::kBf16Moments, OptimizerState::kBf16},
           &Plan::optimizer_state, "NAME",
@@ -133,6 +171,11 @@ void optimizer_fields(FieldTable& t) {
           "bytes); the BF16 kinds need --zero >= 1");
   auto& state = t.fields.back();
   state.report = FieldTable::unless_default(state.report);
+  state.describe = [](const Plan& p) {
+    return p.optimizer_state == OptimizerState::kFp32
+               ? std::string()
+               : std::string(to_string(p.optimizer_state)) + " optimizer state";
+  };
 }
 
 // The LM head's deferred weight gradients and the overlap switches.
@@ -142,6 +185,13 @@ void overlap_fields(FieldTable& t) {
          "weight-gradient GEMM after its last backward, in the pipeline flush (needs --pp 2 or "
          "more and the 1f1b or interleaved schedule; NeMo's Llama 3 recipes set it)")
       .report = FieldTable::unless_default(FieldTable::of(&Plan::defer_embedding_wgrad_compute));
+  t.fields.back().describe = [](const Plan& p) {
+    if (!p.defer_embedding_wgrad_compute) return std::string();
+    return p.wgrad_deferral_limit > 0
+               ? "LM-head wgrad of " + std::to_string(p.wgrad_deferral_limit) +
+                     " micro-batches deferred to the flush"
+               : std::string("LM-head wgrad deferred to the flush");
+  };
   t.integer("wgrad_deferral_limit", {0}, &Plan::wgrad_deferral_limit, "N",
             "with --defer-embedding-wgrad-compute: defer only the first N micro-batches' LM-head "
             "weight gradients (Megatron-LM's flag; default 0: every micro-batch's)")
@@ -149,14 +199,17 @@ void overlap_fields(FieldTable& t) {
                                     FieldTable::of(&Plan::wgrad_deferral_limit));
   t.flag("overlap_grad_reduce", &Plan::overlap_grad_reduce,
          "reduce gradients over DP in buckets of max(40M, 1M x dp) parameters during the "
-         "backward (Megatron-LM default: off, one bucket at the end)");
+         "backward (Megatron-LM default: off, one bucket at the end)")
+      .describe = FieldTable::says(&Plan::overlap_grad_reduce, "overlap grad reduce");
   t.flag("overlap_param_gather", &Plan::overlap_param_gather,
          "distributed optimizer: all-gather the updated parameters during the next forward "
-         "(needs --zero >= 1 and --overlap-grad-reduce; Megatron-LM default: off)");
+         "(needs --zero >= 1 and --overlap-grad-reduce; Megatron-LM default: off)")
+      .describe = FieldTable::says(&Plan::overlap_param_gather, "overlap param gather");
   t.flag("tp_comm_overlap", &Plan::tp_comm_overlap,
          "run each TP all-gather and reduce-scatter beside the GEMM it feeds or follows "
          "(Transformer Engine's userbuffers), the pass waiting where one outlasts its GEMM; "
-         "needs --sp (default off: the forward's TP communication exposed)");
+         "needs --sp (default off: the forward's TP communication exposed)")
+      .describe = FieldTable::says(&Plan::tp_comm_overlap, "tp comm overlap");
   t.add({"overlap_p2p_comm",
          FieldType::kBool,
          {},
@@ -165,8 +218,10 @@ void overlap_fields(FieldTable& t) {
         "",
         "interleaved: wait for pipeline sends and receives on the compute stream (Megatron-LM's "
         "--no-overlap-p2p-communication; by default they run on their own streams)",
-        [](const Plan& p) { return J(p.p2p_overlap()); })
-      .negated = true;
+        [](const Plan& p) { return J(p.p2p_overlap()); });
+  auto& p2p = t.fields.back();
+  p2p.negated = true;
+  p2p.describe = [](const Plan& p) { return p.p2p_overlap() ? "overlap p2p comm" : ""; };
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The plan schema's rows for how the GPUs divide the model, and for the batch, the schedule,
 // the layers' assignment to stages and the ranks' placement.
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 #include "sim/plan/plan_field_table.hpp"
 
 namespace trainsim {
@@ -56,20 +57,35 @@ void context_and_expert_fields(FieldTable& t) {
   t.named("moe_token_dispatcher_type", {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather},
           &Plan::moe_dispatcher, "NAME",
           "how tokens reach their experts: alltoall (default) or allgather (hidden states "
-          "gathered over the EP group, outputs reduce-scattered)");
+          "gathered over the EP group, outputs reduce-scattered)")
+      .describe = [](const Plan& p) {
+    return p.moe_dispatcher == MoeDispatcher::kAllGather ? "all-gather token dispatch" : "";
+  };
   // The defaults are in range: 1 (balanced) and 0 (dropless), as a report's plan writes them.
   t.real("moe_imbalance", &Plan::moe_imbalance, {1.0, true}, "X",
          "load of the busiest expert over the mean (default 1: balanced); the step waits for the "
-         "GPU holding it, at most experts / top-k");
+         "GPU holding it, at most experts / top-k")
+      .describe = [](const Plan& p) {
+    return p.moe_imbalance == 1.0
+               ? ""
+               : "busiest expert " + format_fixed(p.moe_imbalance, 2) + "x the mean load";
+  };
   t.real("moe_capacity_factor", &Plan::moe_capacity_factor, {0.0, true}, "X",
          "tokens an expert takes at most, over the mean; the rest are dropped (default 0: "
-         "dropless)");
-  t.flag("moe_grouped_gemm", &Plan::moe_grouped_gemm,
-         "Megatron-Core's sequential experts (Megatron-LM without --moe-grouped-gemm): each local "
-         "expert its own MLP, its GEMMs, activation and FP8 quantisation launched once per expert "
-         "over that expert's tokens; by default the local experts run as one grouped GEMM per "
-         "projection")
-      .negated = true;
+         "dropless)")
+      .describe = [](const Plan& p) {
+    return p.moe_capacity_factor > 0
+               ? "expert capacity " + format_fixed(p.moe_capacity_factor, 2) + "x the mean"
+               : "";
+  };
+  auto& grouped = t.flag(
+      "moe_grouped_gemm", &Plan::moe_grouped_gemm,
+      "Megatron-Core's sequential experts (Megatron-LM without --moe-grouped-gemm): each local "
+      "expert its own MLP, its GEMMs, activation and FP8 quantisation launched once per expert "
+      "over that expert's tokens; by default the local experts run as one grouped GEMM per "
+      "projection");
+  grouped.negated = true;
+  grouped.describe = FieldTable::says(&Plan::moe_grouped_gemm, "sequential experts", false);
   t.add({"mtp_num_layers",
          FieldType::kInt,
          {0, Model::kMaxMtpLayers},
@@ -111,19 +127,29 @@ void uneven_stage_fields(FieldTable& t) {
                                                 &Plan::decoder_first_pipeline_num_layers, "first"},
                                      std::tuple{"decoder_last_pipeline_num_layers",
                                                 &Plan::decoder_last_pipeline_num_layers, "last"}}) {
-    t.integer(name, {0}, member, "N",
-              std::string("Megatron-LM: decoder layers on the ") + which +
-                  " stage (uniform partition; with --vp, split evenly over its chunks)")
-        .report = FieldTable::unless_default(FieldTable::of(member));
+    auto& f = t.integer(name, {0}, member, "N",
+                        std::string("Megatron-LM: decoder layers on the ") + which +
+                            " stage (uniform partition; with --vp, split evenly over its chunks)");
+    f.report = FieldTable::unless_default(FieldTable::of(member));
+    f.describe = [member, which = std::string(which)](const Plan& p) {
+      const std::int64_t n = p.*member;
+      return n >= 0 ? which + " stage " + std::to_string(n) + " layers" : std::string();
+    };
   }
-  t.flag("account_for_embedding_in_pipeline_split", &Plan::account_for_embedding_in_pipeline_split,
-         "Megatron-LM: count the embedding as one layer of the first stage (uniform partition)")
-      .report =
+  auto& embedding = t.flag(
+      "account_for_embedding_in_pipeline_split", &Plan::account_for_embedding_in_pipeline_split,
+      "Megatron-LM: count the embedding as one layer of the first stage (uniform partition)");
+  embedding.report =
       FieldTable::unless_default(FieldTable::of(&Plan::account_for_embedding_in_pipeline_split));
-  t.flag("account_for_loss_in_pipeline_split", &Plan::account_for_loss_in_pipeline_split,
-         "Megatron-LM: count the loss as one layer of the last stage (uniform partition)")
-      .report =
+  embedding.describe = FieldTable::says(&Plan::account_for_embedding_in_pipeline_split,
+                                        "embedding counted as a layer");
+  auto& loss =
+      t.flag("account_for_loss_in_pipeline_split", &Plan::account_for_loss_in_pipeline_split,
+             "Megatron-LM: count the loss as one layer of the last stage (uniform partition)");
+  loss.report =
       FieldTable::unless_default(FieldTable::of(&Plan::account_for_loss_in_pipeline_split));
+  loss.describe =
+      FieldTable::says(&Plan::account_for_loss_in_pipeline_split, "loss counted as a layer");
 }
 
 // Which framework's rules apply and the vocabulary padding they imply.

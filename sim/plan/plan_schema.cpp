@@ -34,6 +34,15 @@ nlohmann::ordered_json plan_json(const Plan& plan) {
   return j;
 }
 
+std::vector<std::string> plan_options_text(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& f : plan_fields()) {
+    if (!f.describe) continue;
+    if (auto text = f.describe(plan); !text.empty()) out.push_back(std::move(text));
+  }
+  return out;
+}
+
 const std::vector<std::string>& plan_json_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> k;

@@ -38,6 +38,10 @@ struct PlanField {
   /// where the report leaves it out (a default that changes nothing, an option of another
   /// mode). Unset: never written (gpus, which the report gives at its top level).
   std::function<nlohmann::ordered_json(const Plan&)> report = nullptr;
+  /// What a text report's plan options line says of the field ("overlap grad reduce"), empty
+  /// where it says nothing (a default, an option of another mode). Unset for the sizes the plan's
+  /// first line gives (tp, pp, ..., precision, schedule) and the fields another row describes.
+  std::function<std::string(const Plan&)> describe = nullptr;
 };
 
 /// Every plan field, in the order --help, messages and reports list them.
@@ -52,5 +56,8 @@ nlohmann::ordered_json plan_json(const Plan& plan);
 
 /// Every key plan_json can write, in its order (the sweep file's plan columns).
 const std::vector<std::string>& plan_json_keys();
+
+/// The plan's options as a text report's second plan line lists them, in the table's order.
+std::vector<std::string> plan_options_text(const Plan& plan);
 
 }  // namespace trainsim

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "sim/core/format.hpp"
+#include "sim/plan/plan_schema.hpp"
 #include "sim/report/report.hpp"
 
 namespace trainsim {
@@ -97,71 +98,6 @@ void write_published(const Report& r, std::ostringstream& o) {
   }
 }
 
-// The plan's options beyond its sizes, as the plan's second line lists them.
-std::vector<std::string> plan_extras(const Plan& p) {
-  std::vector<std::string> extras;
-  if (p.decoder_first_pipeline_num_layers >= 0) {
-    extras.push_back("first stage " + std::to_string(p.decoder_first_pipeline_num_layers) +
-                     " layers");
-  }
-  if (p.decoder_last_pipeline_num_layers >= 0) {
-    extras.push_back("last stage " + std::to_string(p.decoder_last_pipeline_num_layers) +
-                     " layers");
-  }
-  if (p.account_for_embedding_in_pipeline_split) extras.push_back("embedding counted as a layer");
-  if (p.account_for_loss_in_pipeline_split) extras.push_back("loss counted as a layer");
-  if (p.lora()) {
-    extras.push_back("LoRA rank " + std::to_string(p.lora_rank) + " on " +
-                     lora_modules_text(p.lora_target_modules) + ", base weights frozen");
-  }
-  if (p.recompute == Recompute::kSelective && p.recompute_modules != kRecomputeCoreAttn) {
-    extras.push_back("selective recompute (" + recompute_modules_text(p.recompute_modules) + ")");
-  } else if (p.recompute != Recompute::kNone) {
-    extras.push_back(std::string(to_string(p.recompute)) + " recompute");
-  }
-  if (p.attention_backend != AttentionBackend::kFlash) {
-    extras.push_back(std::string(to_string(p.attention_backend)) + " attention");
-  }
-  if (p.attention_dropout > 0) {
-    extras.push_back("attention dropout " + format_fixed(p.attention_dropout, 2));
-  }
-  if (p.hidden_dropout > 0) {
-    extras.push_back("hidden dropout " + format_fixed(p.hidden_dropout, 2));
-  }
-  if (p.cross_entropy_loss_fusion) extras.push_back("fused cross-entropy");
-  if (p.moe_dispatcher != MoeDispatcher::kAllToAll) extras.push_back("all-gather token dispatch");
-  if (p.moe_imbalance != 1.0) {
-    extras.push_back("busiest expert " + format_fixed(p.moe_imbalance, 2) + "x the mean load");
-  }
-  if (p.moe_capacity_factor > 0) {
-    extras.push_back("expert capacity " + format_fixed(p.moe_capacity_factor, 2) + "x the mean");
-  }
-  if (!p.moe_grouped_gemm) extras.push_back("sequential experts");
-  if (p.zero == 1 || p.zero == 2) {
-    const auto n = p.num_distributed_optimizer_instances;
-    extras.push_back("distributed optimizer (zero " + std::to_string(p.zero) +
-                     (n > 1 ? ", " + std::to_string(n) + " instances" : "") + ")");
-  }
-  if (p.zero == 3) extras.push_back("zero 3");
-  if (p.optimizer_state != OptimizerState::kFp32) {
-    extras.push_back(std::string(to_string(p.optimizer_state)) + " optimizer state");
-  }
-  if (p.overlap_grad_reduce) extras.push_back("overlap grad reduce");
-  if (p.overlap_param_gather) extras.push_back("overlap param gather");
-  if (p.tp_comm_overlap) extras.push_back("tp comm overlap");
-  if (p.moe_a2a_overlap) extras.push_back("expert all-to-all overlap");
-  if (p.defer_embedding_wgrad_compute) {
-    extras.push_back(p.wgrad_deferral_limit > 0
-                         ? "LM-head wgrad of " + std::to_string(p.wgrad_deferral_limit) +
-                               " micro-batches deferred to the flush"
-                         : std::string("LM-head wgrad deferred to the flush"));
-  }
-  if (p.fp8_param_gather) extras.push_back("fp8 param gather");
-  if (p.grad_reduce_in_bf16) extras.push_back("bf16 grad reduce");
-  if (p.p2p_overlap()) extras.push_back("overlap p2p comm");
-  return extras;
-}
-
 // The run's GPUs, the model and the plan (its sizes, then its options), and a blank line.
 void write_header(const Report& r, std::ostringstream& o) {
   const auto& p = r.plan;
@@ -198,7 +134,8 @@ void write_header(const Report& r, std::ostringstream& o) {
   o << ", " << to_string(p.schedule) << ", " << r.partition << " partition; " << r.microbatches
     << (r.microbatches == 1 ? " micro-batch per step" : " micro-batches per step")
     << (p.gbs > 0 ? "" : " (no --gbs: mbs x dp sequences, Megatron-LM's default)") << "\n";
-  const auto extras = plan_extras(p);
+  // Its options, as the plan schema describes them.
+  const auto extras = plan_options_text(p);
   if (!extras.empty()) o << "      " << join(extras) << "\n";
   o << "\n";
 }

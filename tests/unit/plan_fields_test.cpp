@@ -3,6 +3,7 @@
 // writes) passes, so a report's plan can be given back as a scenario.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -173,6 +174,89 @@ TEST(PlanFields, EachFieldIsAFlagWithHelpAndAReportKey) {
     if (f.negated) negated.push_back(f.name);
   }
   EXPECT_EQ(negated, (std::vector<std::string>{"moe_grouped_gemm", "overlap_p2p_comm"}));
+}
+
+// The text report's options line comes from the same table, in its order: each option set is
+// said once, a default or an option of another mode not at all. Every field either describes
+// itself or is one the plan's first line gives (its sizes, precision and schedule) or one its
+// owner's words include (the recompute modules, the LoRA targets, the instances, the limit).
+TEST(PlanFields, EachOptionDescribesItselfOnThePlansOptionsLine) {
+  EXPECT_TRUE(plan_options_text(Plan{}).empty());
+  Plan p;
+  p.tp = 2;
+  p.sp = true;
+  p.ep = 4;
+  p.moe_dispatcher = MoeDispatcher::kAllGather;
+  p.moe_imbalance = 1.5;
+  p.moe_grouped_gemm = false;
+  p.pp = 4;
+  p.decoder_last_pipeline_num_layers = 3;
+  p.account_for_embedding_in_pipeline_split = true;
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeCoreAttn | kRecomputeMlp;
+  p.attention_dropout = 0.1;
+  p.lora_rank = 16;
+  p.lora_target_modules = kLoraQkv;
+  p.zero = 1;
+  p.num_distributed_optimizer_instances = 2;
+  p.grad_reduce_in_bf16 = true;
+  p.optimizer_state = OptimizerState::kBf16;
+  p.defer_embedding_wgrad_compute = true;
+  p.overlap_grad_reduce = true;
+  p.tp_comm_overlap = true;
+  p.schedule = ScheduleKind::kInterleaved;
+  p.vp = 2;
+  p.overlap_p2p_comm = false;
+  EXPECT_EQ(
+      plan_options_text(p),
+      (std::vector<std::string>{
+          "all-gather token dispatch", "busiest expert 1.50x the mean load", "sequential experts",
+          "last stage 3 layers", "embedding counted as a layer",
+          "selective recompute (core_attn,mlp)", "attention dropout 0.10",
+          "LoRA rank 16 on linear_qkv, base weights frozen",
+          "distributed optimizer (zero 1, 2 instances)", "bf16 grad reduce", "bf16 optimizer state",
+          "LM-head wgrad deferred to the flush", "overlap grad reduce", "tp comm overlap"}));
+  // Selective recomputation of the attention core alone, Megatron-LM's default, and interleaving
+  // with its sends on their own streams (the default there).
+  p.recompute_modules = kRecomputeCoreAttn;
+  p.overlap_p2p_comm.reset();
+  const auto text = plan_options_text(p);
+  EXPECT_EQ(std::count(text.begin(), text.end(), "selective recompute"), 1);
+  EXPECT_EQ(text.back(), "overlap p2p comm");
+
+  const std::vector<std::string> said_elsewhere = {"tp",
+                                                   "pp",
+                                                   "dp",
+                                                   "cp",
+                                                   "cp_comm_type",
+                                                   "cp_a2a_size",
+                                                   "ep",
+                                                   "etp",
+                                                   "mtp_num_layers",
+                                                   "vp",
+                                                   "sp",
+                                                   "mbs",
+                                                   "gbs",
+                                                   "seq_len",
+                                                   "packed_document_tokens",
+                                                   "schedule",
+                                                   "microbatch_group_size_per_vp_stage",
+                                                   "rank_order",
+                                                   "partition",
+                                                   "framework",
+                                                   "vocab_divisible_by",
+                                                   "recompute_modules",
+                                                   "lora_target_modules",
+                                                   "num_distributed_optimizer_instances",
+                                                   "wgrad_deferral_limit",
+                                                   "precision",
+                                                   "fp8_recipe",
+                                                   "gpus"};
+  for (const auto& f : plan_fields()) {
+    const bool elsewhere =
+        std::find(said_elsewhere.begin(), said_elsewhere.end(), f.name) != said_elsewhere.end();
+    EXPECT_NE(static_cast<bool>(f.describe), elsewhere) << f.name;
+  }
 }
 
 }  // namespace
