@@ -298,18 +298,20 @@ def write_memory(done, capacity, lines):
     """The runs' predicted peaks against their GPU: they ran, so each should fit, at least without
     the allocator fragmentation the platform assumes (trainsim check's oom error)."""
     gib = 1024.0 ** 3
-    with_peak = [r for r in done if "peak_memory_bytes" in r]
-    over = [r for r in with_peak if r["peak_memory_bytes"] > capacity]
-    certain = [r for r in over if r["peak_unfragmented_bytes"] > capacity]
-    tight = [r for r in over if r not in certain]
+    with_peak = [r for r in done if "memory_fit" in r]
+    # trainsim's own verdict per row (yes, tight or no), as check's oom diagnostic decides it.
+    tight = [r for r in with_peak if r["memory_fit"] == "tight"]
+    certain = [r for r in with_peak if r["memory_fit"] == "no"]
 
     def names(rows, key):
         return ", ".join("%s (%.2f GiB)" % (r["name"], r[key] / gib) for r in rows)
     text = ("Peak memory per GPU of these runs, which ran (the worst stage, predicted; columns "
-            "`peak_memory_bytes` and `peak_unfragmented_bytes` of `results/validation.csv`): %d of "
+            "`peak_memory_bytes`, `peak_unfragmented_bytes` and `memory_fit` of "
+            "`results/validation.csv`): %d of "
             "%d within the GPU's %.2f GiB; %d over it only with the allocator fragmentation the "
             "platform assumes (trainsim check: an oom warning)" %
-            (len(with_peak) - len(over), len(with_peak), capacity / gib, len(tight)))
+            (len(with_peak) - len(tight) - len(certain), len(with_peak), capacity / gib,
+             len(tight)))
     if tight:
         text += ": " + names(tight, "peak_memory_bytes")
     text += "; %d over it even without (an oom error)" % len(certain)
@@ -384,7 +386,7 @@ def main():
             result["band"]["residual_per_spread_p10"], result["band"]["residual_per_spread_p90"])
     fields = ["source", "platform", "name", "setup", "half", "measured_s", "predicted_s", "p10_s",
               "p90_s", "kernel_spread", "error", "peak_memory_bytes", "peak_unfragmented_bytes",
-              "skipped"]
+              "memory_fit", "skipped"]
     csv_path = os.path.join(ROOT, "results", "validation.csv")
     with open(csv_path + ".tmp", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")

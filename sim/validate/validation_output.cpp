@@ -260,6 +260,8 @@ J row_json(const ValidationSet& set, const ValidationRow& r) {
     if (r.peak_bytes > 0) {
       row["peak_memory_bytes"] = std::llround(r.peak_bytes);
       row["peak_unfragmented_bytes"] = std::llround(r.peak_unfragmented_bytes);
+      row["memory_fit"] =
+          to_string(memory_fit(r.peak_bytes, r.peak_unfragmented_bytes, set.gpu_memory_bytes));
     }
     if (!set.band.empty()) {
       row["p10_s"] = set.band.low(r.predicted, r.kernel_spread);

@@ -23,6 +23,7 @@ TEST(Cli, ValidateDgxCloudStepTimes) {
   EXPECT_EQ(set["expressed"], 136);  // 42 of them mixture-of-experts rows, 20 fine-tuning ones
   std::int64_t predicted = 0;
   double sum = 0;
+  std::map<std::string, std::int64_t> fits;  // each row's memory verdict, as check would give it
   for (const auto& x : set["rows"]) {
     if (x.contains("skipped")) {
       EXPECT_FALSE(x["skipped"].get<std::string>().empty());
@@ -32,8 +33,16 @@ TEST(Cli, ValidateDgxCloudStepTimes) {
     EXPECT_TRUE(x["half"] == "fit" || x["half"] == "check") << x;
     EXPECT_GT(x["predicted_s"].get<double>(), 0.0) << x;
     sum += std::abs(x["error"].get<double>());
+    const double gpu = set["gpu_memory_bytes"].get<double>();
+    const double peak = x["peak_memory_bytes"].get<double>();
+    const double unfragmented = x["peak_unfragmented_bytes"].get<double>();
+    const std::string fit = x["memory_fit"];
+    EXPECT_EQ(fit, peak <= gpu ? "yes" : unfragmented <= gpu ? "tight" : "no") << x;
+    ++fits[fit];
   }
   EXPECT_EQ(predicted, 136);
+  // The runs ran: one is over 80 GiB only with the fragmentation the platform assumes.
+  EXPECT_EQ(fits, (std::map<std::string, std::int64_t>{{"tight", 1}, {"yes", 135}}));
   const auto& h = set["halves"];
   EXPECT_EQ(h["fit"]["rows"].get<std::int64_t>() + h["check"]["rows"].get<std::int64_t>(), 136);
   EXPECT_NEAR(h["fit"]["mean_abs_error"].get<double>() * h["fit"]["rows"].get<double>() +
