@@ -34,11 +34,13 @@ def sweep(trainsim, spec_path, out, extra=()):
 
 
 def label(r):
-    s = "tp %s pp %s dp %s mbs %s" % (r["tp"], r["pp"], r["dp"], r["mbs"])
-    for k in ("vp", "cp"):
+    """The swept axes of a plan, in the plan schema's order as `trainsim sweep`'s labels give them
+    (the options every plan here shares left out)."""
+    s = "tp %s pp %s dp %s" % (r["tp"], r["pp"], r["dp"])
+    for k in ("cp", "vp"):
         if r[k] != "1":
             s += " %s %s" % (k, r[k])
-    s += " " + r["schedule"]
+    s += " mbs %s %s" % (r["mbs"], r["schedule"])
     if r["recompute"] != "none":
         s += " recompute " + r["recompute"]
     return s

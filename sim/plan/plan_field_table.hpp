@@ -3,6 +3,7 @@
 // giving its flag's help; a member-backed row reports the member as it is unless the caller
 // gives the row another report.
 #include <initializer_list>
+#include <limits>
 #include <utility>
 
 #include "sim/plan/plan_schema.hpp"
@@ -98,6 +99,13 @@ class FieldTable {
   static Describe says(bool Plan::*member, std::string words, bool on = true) {
     return [member, words = std::move(words), on](const Plan& p) {
       return p.*member == on ? words : std::string();
+    };
+  }
+  /// "`word` N" with the member's value N, nothing where it is `hidden` (a label's "tp 4").
+  static Describe shows(std::string word, std::int64_t Plan::*member,
+                        std::int64_t hidden = std::numeric_limits<std::int64_t>::min()) {
+    return [word = std::move(word), member, hidden](const Plan& p) {
+      return p.*member == hidden ? std::string() : word + " " + std::to_string(p.*member);
     };
   }
   /// `report`'s value only where it is not a default plan's.

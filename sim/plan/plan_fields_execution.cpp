@@ -45,6 +45,13 @@ void recompute_and_attention_fields(FieldTable& t) {
     return p.recompute == Recompute::kNone ? std::string()
                                            : std::string(to_string(p.recompute)) + " recompute";
   };
+  t.fields.back().label = [](const Plan& p) {
+    if (p.recompute == Recompute::kNone) return std::string();
+    const bool modules =
+        p.recompute == Recompute::kSelective && p.recompute_modules != kRecomputeCoreAttn;
+    return "recompute " + std::string(to_string(p.recompute)) +
+           (modules ? " (" + recompute_modules_text(p.recompute_modules) + ")" : "");
+  };
   t.text(
       "recompute_modules", FieldType::kParsed,
       [](Plan& p, const std::string& s) { p.recompute_modules = *parse_recompute_modules(s); },
@@ -137,6 +144,12 @@ void optimizer_fields(FieldTable& t) {
     return "distributed optimizer (zero " + std::to_string(p.zero) +
            (n > 1 ? ", " + std::to_string(n) + " instances" : "") + ")";
   };
+  t.fields.back().label = [](const Plan& p) {
+    const auto n = p.num_distributed_optimizer_instances;
+    if (p.zero == 0) return std::string();
+    return "zero " + std::to_string(p.zero) +
+           (n > 1 ? " x " + std::to_string(n) + " instances" : "");
+  };
   t.integer("num_distributed_optimizer_instances", {}, &Plan::num_distributed_optimizer_instances,
             "N",
             "distributed optimizer (--zero 1): shard its state over dp x cp / N consecutive "
@@ -150,6 +163,7 @@ void optimizer_fields(FieldTable& t) {
          "one micro-batch's dispatch with another's compute); needs --ep > 1 and the alltoall "
          "dispatcher")
       .describe = FieldTable::says(&Plan::moe_a2a_overlap, "expert all-to-all overlap");
+  t.fields.back().label = FieldTable::says(&Plan::moe_a2a_overlap, "ep-overlap");
   t.flag("fp8_param_gather", &Plan::fp8_param_gather,
          "FP8 primary weights: the decoder's GEMM weights kept in FP8 instead of BF16 and "
          "all-gathered in FP8 by the distributed optimizer (needs --precision fp8 and --zero >= "
@@ -176,6 +190,11 @@ void optimizer_fields(FieldTable& t) {
                ? std::string()
                : std::string(to_string(p.optimizer_state)) + " optimizer state";
   };
+  state.label = [](const Plan& p) {
+    return p.optimizer_state == OptimizerState::kFp32
+               ? std::string()
+               : std::string(to_string(p.optimizer_state)) + " optimizer";
+  };
 }
 
 // The LM head's deferred weight gradients and the overlap switches.
@@ -192,6 +211,11 @@ void overlap_fields(FieldTable& t) {
                      " micro-batches deferred to the flush"
                : std::string("LM-head wgrad deferred to the flush");
   };
+  t.fields.back().label = [](const Plan& p) {
+    if (!p.defer_embedding_wgrad_compute) return std::string();
+    const auto n = p.wgrad_deferral_limit;
+    return "defer-wgrad" + (n > 0 ? " " + std::to_string(n) : std::string());
+  };
   t.integer("wgrad_deferral_limit", {0}, &Plan::wgrad_deferral_limit, "N",
             "with --defer-embedding-wgrad-compute: defer only the first N micro-batches' LM-head "
             "weight gradients (Megatron-LM's flag; default 0: every micro-batch's)")
@@ -201,15 +225,18 @@ void overlap_fields(FieldTable& t) {
          "reduce gradients over DP in buckets of max(40M, 1M x dp) parameters during the "
          "backward (Megatron-LM default: off, one bucket at the end)")
       .describe = FieldTable::says(&Plan::overlap_grad_reduce, "overlap grad reduce");
+  t.fields.back().label = FieldTable::says(&Plan::overlap_grad_reduce, "grad-overlap");
   t.flag("overlap_param_gather", &Plan::overlap_param_gather,
          "distributed optimizer: all-gather the updated parameters during the next forward "
          "(needs --zero >= 1 and --overlap-grad-reduce; Megatron-LM default: off)")
       .describe = FieldTable::says(&Plan::overlap_param_gather, "overlap param gather");
+  t.fields.back().label = FieldTable::says(&Plan::overlap_param_gather, "param-overlap");
   t.flag("tp_comm_overlap", &Plan::tp_comm_overlap,
          "run each TP all-gather and reduce-scatter beside the GEMM it feeds or follows "
          "(Transformer Engine's userbuffers), the pass waiting where one outlasts its GEMM; "
          "needs --sp (default off: the forward's TP communication exposed)")
       .describe = FieldTable::says(&Plan::tp_comm_overlap, "tp comm overlap");
+  t.fields.back().label = FieldTable::says(&Plan::tp_comm_overlap, "tp-overlap");
   t.add({"overlap_p2p_comm",
          FieldType::kBool,
          {},
@@ -232,7 +259,10 @@ void memory_and_overlap_fields(FieldTable& t) {
   optimizer_fields(t);
   overlap_fields(t);
   t.named("precision", {Precision::kBF16, Precision::kFP8}, &Plan::precision, "NAME",
-          "bf16 (default) or fp8 GEMMs");
+          "bf16 (default) or fp8 GEMMs")
+      .label = [](const Plan& p) {
+    return p.precision == Precision::kBF16 ? std::string() : std::string(to_string(p.precision));
+  };
   t.named("fp8_recipe",
           {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8},
           &Plan::fp8_recipe, "NAME",
@@ -243,6 +273,10 @@ void memory_and_overlap_fields(FieldTable& t) {
           "computed in the cast); mxfp8 needs Blackwell GPUs");
   auto& recipe = t.fields.back();
   recipe.report = FieldTable::unless_default(recipe.report);
+  recipe.label = [](const Plan& p) {
+    return p.fp8_recipe == Fp8Recipe::kDelayed ? std::string()
+                                               : std::string(to_string(p.fp8_recipe));
+  };
   t.integer("gpus", {}, &Plan::gpus, "N", "cluster size; must equal tp x pp x dp x cp when given")
       .report = nullptr;  // the report's top-level gpus
 }

@@ -32,28 +32,39 @@ void context_and_expert_fields(FieldTable& t) {
   t.integer("cp", {}, &Plan::cp, "N",
             "context-parallel size: splits each sequence over N GPUs (in 2N chunks, rank i holding "
             "chunks i and 2N-1-i so that causal attention balances); activations shrink N-fold, "
-            "weights are replicated and their gradients reduced over dp x cp (default 1)");
+            "weights are replicated and their gradients reduced over dp x cp (default 1)")
+      .label = FieldTable::shows("cp", &Plan::cp, 1);
   t.named("cp_comm_type", {CpComm::kP2P, CpComm::kA2A, CpComm::kAllGather, CpComm::kA2AP2P},
           &Plan::cp_comm, "NAME",
           "how attention crosses the CP group (Megatron-LM's --cp-comm-type): p2p (default; K/V "
           "blocks around a ring, each transfer beside the previous block's attention), a2a "
           "(all-to-alls swap the sequence split for a head split; heads divisible by tp x cp), "
           "allgather (K/V all-gathered before the attention, not overlapped), a2a+p2p (both: "
-          "all-to-alls over --cp-a2a-size consecutive CP ranks, the ring over the rest)");
+          "all-to-alls over --cp-a2a-size consecutive CP ranks, the ring over the rest)")
+      .label = [](const Plan& p) {
+    return p.cp > 1 && p.cp_comm != CpComm::kP2P ? std::string(to_string(p.cp_comm)) : "";
+  };
   t.integer("cp_a2a_size", {0}, &Plan::cp_a2a_size, "N",
             "with --cp-comm-type a2a+p2p, the all-to-all level's size: N consecutive CP ranks "
             "split the heads (tp x N divides the heads and KV heads), and rings of cp/N ranks, one "
             "a2a group apart, pass K/V (Megatron-LM's --hierarchical-context-parallel-sizes N "
             "cp/N)")
       .report = FieldTable::unless_default(FieldTable::of(&Plan::cp_a2a_size));
+  t.fields.back().label = [](const Plan& p) {
+    return p.cp_a2a_size > 0 ? "(a2a " + std::to_string(p.cp_a2a_size) + ")" : "";
+  };
   t.integer("ep", {}, &Plan::ep, "N",
             "expert-parallel size: each mixture-of-experts layer's experts split over N GPUs, "
             "which re-divide the dense layers' dp x cp (x tp / etp) GPUs; tokens reach their "
-            "experts by all-to-all over the EP group (default 1)");
+            "experts by all-to-all over the EP group (default 1)")
+      .label = FieldTable::shows("ep", &Plan::ep, 1);
   t.integer("etp", {}, &Plan::etp, "N",
             "expert tensor-parallel size: each expert's matrices split over N GPUs, their tokens "
             "gathered over them (Megatron-LM's --expert-tensor-parallel-size; default tp)")
       .report = [](const Plan& p) { return J(p.expert_tp()); };
+  t.fields.back().label = [](const Plan& p) {
+    return p.ep > 1 && p.expert_tp() != p.tp ? "etp " + std::to_string(p.expert_tp()) : "";
+  };
   t.named("moe_token_dispatcher_type", {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather},
           &Plan::moe_dispatcher, "NAME",
           "how tokens reach their experts: alltoall (default) or allgather (hidden states "
@@ -104,19 +115,24 @@ void context_and_expert_fields(FieldTable& t) {
 
 void parallel_fields(FieldTable& t) {
   t.integer("tp", {}, &Plan::tp, "N",
-            "tensor-parallel size: splits every layer's matrices over N GPUs of a node");
-  t.integer("pp", {}, &Plan::pp, "N", "pipeline-parallel size: splits the layers into N stages");
+            "tensor-parallel size: splits every layer's matrices over N GPUs of a node")
+      .label = FieldTable::shows("tp", &Plan::tp);
+  t.integer("pp", {}, &Plan::pp, "N", "pipeline-parallel size: splits the layers into N stages")
+      .label = FieldTable::shows("pp", &Plan::pp);
   t.integer("dp", {}, &Plan::dp, "N",
-            "data-parallel size: N replicas, gradients all-reduced each step");
+            "data-parallel size: N replicas, gradients all-reduced each step")
+      .label = FieldTable::shows("dp", &Plan::dp);
   context_and_expert_fields(t);
   t.integer("vp", {}, &Plan::vp, "N",
             "model chunks (virtual stages) per GPU for --schedule interleaved: the layers are "
             "split into pp x vp virtual stages, chunk c of stage s being virtual stage c x pp + s "
-            "(default 1)");
+            "(default 1)")
+      .label = FieldTable::shows("vp", &Plan::vp, 1);
   t.flag("sp", &Plan::sp,
          "sequence parallelism: elementwise work split over the TP group; each TP all-reduce "
          "becomes an all-gather before a GEMM and a reduce-scatter after one, the same total "
-         "traffic (needs --tp >= 2)");
+         "traffic (needs --tp >= 2)")
+      .label = FieldTable::says(&Plan::sp, "sp");
 }
 
 namespace {
@@ -172,7 +188,8 @@ void framework_fields(FieldTable& t) {
 }  // namespace
 
 void batch_and_schedule_fields(FieldTable& t) {
-  t.integer("mbs", {}, &Plan::mbs, "N", "micro-batch size in sequences (default 1)");
+  t.integer("mbs", {}, &Plan::mbs, "N", "micro-batch size in sequences (default 1)").label =
+      FieldTable::shows("mbs", &Plan::mbs);
   t.integer("gbs", {}, &Plan::gbs, "N",
             "global batch size in sequences; micro-batches per step = gbs / (mbs x dp), which "
             "must divide evenly (else a gbs-not-divisible error)")
@@ -187,13 +204,14 @@ void batch_and_schedule_fields(FieldTable& t) {
       .report = FieldTable::only_if([](const Plan& p) { return p.packs_documents(); },
                                     FieldTable::of(&Plan::packed_document_tokens));
   t.named(
-      "schedule",
-      {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZBH1},
-      &Plan::schedule, "NAME",
-      "pipeline schedule: gpipe; 1f1b (default; Megatron-LM's non-interleaved); interleaved "
-      "(Megatron-LM's interleaved 1F1B, needs --vp >= 2); zb-h1 (zero bubble H1, Qi et al. "
-      "2024: backward split into input-gradient B and weight-gradient W, W filling the "
-      "bubbles)");
+       "schedule",
+       {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZBH1},
+       &Plan::schedule, "NAME",
+       "pipeline schedule: gpipe; 1f1b (default; Megatron-LM's non-interleaved); interleaved "
+       "(Megatron-LM's interleaved 1F1B, needs --vp >= 2); zb-h1 (zero bubble H1, Qi et al. "
+       "2024: backward split into input-gradient B and weight-gradient W, W filling the "
+       "bubbles)")
+      .label = [](const Plan& p) { return std::string(to_string(p.schedule)); };
   t.integer("microbatch_group_size_per_vp_stage", {1}, &Plan::microbatch_group_size_per_vp_stage,
             "N",
             "interleaved: micro-batches run per model chunk before moving to the next "

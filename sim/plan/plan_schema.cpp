@@ -43,6 +43,15 @@ std::vector<std::string> plan_options_text(const Plan& plan) {
   return out;
 }
 
+std::string plan_label(const Plan& plan) {
+  std::string out;
+  for (const auto& f : plan_fields()) {
+    if (!f.label) continue;
+    if (const auto words = f.label(plan); !words.empty()) out += (out.empty() ? "" : " ") + words;
+  }
+  return out;
+}
+
 const std::vector<std::string>& plan_json_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> k;

@@ -6,6 +6,7 @@
 // field is adding a row.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,9 @@ struct PlanField {
   /// where it says nothing (a default, an option of another mode). Unset for the sizes the plan's
   /// first line gives (tp, pp, ..., precision, schedule) and the fields another row describes.
   std::function<std::string(const Plan&)> describe = nullptr;
+  /// Its words in a sweep summary's one-line plan label ("tp 4", "sp", "grad-overlap"), empty
+  /// where the label leaves it out; unset for the fields a label never shows.
+  std::function<std::string(const Plan&)> label = nullptr;
 };
 
 /// Every plan field, in the order --help, messages and reports list them.
@@ -49,6 +53,15 @@ const std::vector<PlanField>& plan_fields();
 
 /// The field names, in the table's order.
 const std::vector<std::string>& plan_field_names();
+
+/// Sets `field` from its text, as a flag or a sweep file's cell gives it (a switch "true" or
+/// "false"); InputError naming `where` where the text is not a value of the field.
+void set_from_text(Plan& plan, const PlanField& field, const std::string& where,
+                   const std::string& value);
+
+/// A plan from the report's plan values as text (a sweep file's plan columns): each field given
+/// and not blank is set, the rest keep their defaults; InputError naming `where` and the field.
+Plan plan_from_text(const std::map<std::string, std::string>& values, const std::string& where);
 
 /// The plan as a report writes it: each field the table reports, in the table's order, left out
 /// where its report is null. Read back as a scenario's plan it gives the same run.
@@ -59,5 +72,8 @@ const std::vector<std::string>& plan_json_keys();
 
 /// The plan's options as a text report's second plan line lists them, in the table's order.
 std::vector<std::string> plan_options_text(const Plan& plan);
+
+/// The plan in one line, as a sweep summary labels it: its fields' labels in the table's order.
+std::string plan_label(const Plan& plan);
 
 }  // namespace trainsim

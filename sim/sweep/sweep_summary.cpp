@@ -7,57 +7,12 @@
 #include <sstream>
 
 #include "sim/core/format.hpp"
+#include "sim/plan/plan_schema.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace trainsim {
 
 namespace {
-
-// The plan fields a label always shows, then those it shows only when they are not 1.
-constexpr const char* kLabelFields[] = {"tp", "pp", "dp", "mbs"};
-constexpr const char* kOptionalFields[] = {"vp", "cp", "ep"};
-
-std::string label(const std::map<std::string, std::string>& f) {
-  std::string s;
-  for (const char* key : kLabelFields)
-    s += (s.empty() ? "" : " ") + std::string(key) + " " + f.at(key);
-  for (const char* key : kOptionalFields) {
-    if (f.at(key) != "1") s += " " + std::string(key) + " " + f.at(key);
-  }
-  if (f.at("cp") != "1" && f.at("cp_comm_type") != "p2p") s += " " + f.at("cp_comm_type");
-  if (auto it = f.find("cp_a2a_size"); it != f.end() && !it->second.empty()) {
-    s += " (a2a " + it->second + ")";
-  }
-  if (f.at("ep") != "1" && f.at("etp") != f.at("tp")) s += " etp " + f.at("etp");
-  if (f.at("overlap_moe_expert_parallel_comm") == "true") s += " ep-overlap";
-  s += " " + f.at("schedule");
-  if (f.at("recompute") != "none") s += " recompute " + f.at("recompute");
-  if (f.at("recompute") == "selective" && f.at("recompute_modules") != "core_attn") {
-    s += " (" + f.at("recompute_modules") + ")";
-  }
-  if (f.at("sp") == "true") s += " sp";
-  if (f.at("zero") != "0") s += " zero " + f.at("zero");
-  // Blank where one instance (the report leaves the field out), absent in older files.
-  if (auto it = f.find("num_distributed_optimizer_instances");
-      it != f.end() && !it->second.empty()) {
-    s += " x " + it->second + " instances";
-  }
-  // BF16 optimizer state: blank for FP32 (the report leaves the field out), absent in older files.
-  if (auto it = f.find("optimizer_state"); it != f.end() && !it->second.empty()) {
-    s += " " + it->second + " optimizer";
-  }
-  // The LM head's deferred weight gradients: blank without, absent in older files.
-  if (auto it = f.find("defer_embedding_wgrad_compute"); it != f.end() && it->second == "true") {
-    const std::string& limit = f.at("wgrad_deferral_limit");
-    s += " defer-wgrad" + (limit == "0" ? std::string() : " " + limit);
-  }
-  if (f.at("precision") != "bf16") s += " " + f.at("precision");
-  if (auto it = f.find("fp8_recipe"); it != f.end() && !it->second.empty()) s += " " + it->second;
-  if (f.at("tp_comm_overlap") == "true") s += " tp-overlap";
-  if (f.at("overlap_grad_reduce") == "true") s += " grad-overlap";
-  if (f.at("overlap_param_gather") == "true") s += " param-overlap";
-  return s;
-}
 
 double number(const std::string& s) {
   return s.empty() ? 0.0 : std::stod(s);
@@ -107,7 +62,11 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
     e.gpus = std::stoll(f["gpus"]);
     e.status = f["status"];
     e.reason = f["reason"];
-    e.plan = f["tp"].empty() ? "" : label(f);
+    // The plan columns read back as the plan they were written from, labelled by the schema; a
+    // plan refused by rule may hold values no plan takes (dp 0) and is never listed.
+    if (!f["tp"].empty() && e.status != "rule") {
+      e.plan = plan_label(plan_from_text(f, "sweep file, plan " + f["index"]));
+    }
     e.step_s = number(f["step_s"]);
     e.tokens_per_s = number(f["tokens_per_s"]);
     e.mfu = number(f["mfu"]);

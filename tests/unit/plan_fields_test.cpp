@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -256,6 +257,51 @@ TEST(PlanFields, EachOptionDescribesItselfOnThePlansOptionsLine) {
     const bool elsewhere =
         std::find(said_elsewhere.begin(), said_elsewhere.end(), f.name) != said_elsewhere.end();
     EXPECT_NE(static_cast<bool>(f.describe), elsewhere) << f.name;
+  }
+}
+
+// A sweep file's plan columns are the report's plan as text: read back through the schema they
+// give the same plan, and its label lists the fields in the table's order, each only where it
+// says something. A cell no field takes is an error naming where and the field.
+TEST(PlanFields, APlansColumnsReadBackAsTextAndLabelIt) {
+  Plan p;
+  p.tp = 4;
+  p.sp = true;
+  p.pp = 2;
+  p.vp = 5;
+  p.schedule = ScheduleKind::kInterleaved;
+  p.dp = 16;
+  p.cp = 2;
+  p.cp_comm = CpComm::kA2A;
+  p.seq_len = 8192;
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeCoreAttn | kRecomputeMlp;
+  p.zero = 1;
+  p.num_distributed_optimizer_instances = 2;
+  p.overlap_grad_reduce = true;
+  p.tp_comm_overlap = true;
+  p.precision = Precision::kFP8;
+  p.fp8_recipe = Fp8Recipe::kTensorwise;
+  std::map<std::string, std::string> cells;
+  const nlohmann::ordered_json written = plan_json(p);
+  for (const auto& [key, value] : written.items()) {
+    cells[key] = value.is_string()    ? value.get<std::string>()
+                 : value.is_boolean() ? (value.get<bool>() ? "true" : "false")
+                                      : value.dump();
+  }
+  cells["decoder_last_pipeline_num_layers"] = "";  // blank: left at its default
+  const Plan back = plan_from_text(cells, "sweep file, plan 7");
+  EXPECT_EQ(plan_json(back), plan_json(p));
+  EXPECT_EQ(plan_label(back),
+            "tp 4 pp 2 dp 16 cp 2 a2a vp 5 sp mbs 1 interleaved recompute selective "
+            "(core_attn,mlp) zero 1 x 2 instances grad-overlap tp-overlap fp8 tensorwise");
+  EXPECT_EQ(plan_label(Plan{}), "tp 1 pp 1 dp 1 mbs 1 1f1b");
+  cells["tp"] = "four";
+  try {
+    plan_from_text(cells, "sweep file, plan 7");
+    ADD_FAILURE() << "a cell no field takes was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "sweep file, plan 7: tp: must be an integer, got 'four'");
   }
 }
 

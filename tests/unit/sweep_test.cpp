@@ -10,6 +10,7 @@
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
+#include "sim/plan/plan_schema.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 #include "sim/sweep/sweep_summary.hpp"
 #include "tests/support/support.hpp"
@@ -145,8 +146,10 @@ TEST(SweepRow, ExpertPlanWithRecomputedModulesReadsBack) {
   const auto entries = sweep_entries({line.substr(0, line.size() - 1)});
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].plan,
-            "tp 1 pp 1 dp 8 mbs 1 ep 8 ep-overlap 1f1b recompute selective (core_attn,moe_act) "
-            "zero 1");
+            "tp 1 pp 1 dp 8 ep 8 mbs 1 1f1b recompute selective (core_attn,moe_act) zero 1 "
+            "ep-overlap");
+  // The label is the plan's own, in the schema's order: the columns read back as the plan.
+  EXPECT_EQ(entries[0].plan, plan_label(p));
 }
 
 // A two-layer llama3.1-8b on dp 8 with the distributed optimizer: a plan a sweep prices in
