@@ -147,8 +147,8 @@ void uneven_stage_fields(FieldTable& t) {
                         std::string("Megatron-LM: decoder layers on the ") + which +
                             " stage (uniform partition; with --vp, split evenly over its chunks)");
     f.report = FieldTable::unless_default(FieldTable::of(member));
-    f.describe = [member, which = std::string(which)](const Plan& p) {
-      const std::int64_t n = p.*member;
+    f.describe = [m = member, which = std::string(which)](const Plan& p) {
+      const std::int64_t n = p.*m;
       return n >= 0 ? which + " stage " + std::to_string(n) + " layers" : std::string();
     };
   }
