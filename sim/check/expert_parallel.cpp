@@ -226,8 +226,16 @@ std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context) {
       "for its tokens to reach their experts and come back, forward and backward (" +
       format_seconds(worst.part) + " per micro-batch, " + format_fixed(100 * worst.share, 1) +
       " % of the stage's forward and backward with their collectives)";
+  // Megatron-Core runs the overlap without full recomputation and without the MoE layer
+  // recomputed: the fix recomputes selectively what it may.
   Plan overlapped = plan;
   overlapped.moe_a2a_overlap = true;
+  if (overlapped.recompute == Recompute::kFull) {
+    overlapped.recompute = Recompute::kSelective;
+    overlapped.recompute_modules = kRecomputeCoreAttn;
+  }
+  overlapped.recompute_modules &= ~kRecomputeMoe;
+  if (overlapped.recompute_modules == 0) overlapped.recompute_modules = kRecomputeCoreAttn;
   return {{std::move(d), PricedAlternatives{{overlapped}, 0.0}}};
 }
 

@@ -84,6 +84,37 @@ void check_expert_layout(const Plan& plan, const Model& model, const PlanOrigin&
   }
 }
 
+// Megatron-Core's rules (TransformerConfig) for what runs again beside the experts: the
+// all-to-all overlap replays one micro-batch's dispatch beside another's compute, which full
+// recomputation and a recomputed MoE layer (its dispatch run again) break, and it schedules at
+// most one multi-token-prediction module; moe_act recomputes the grouped GEMM's activation.
+void check_overlap_and_recompute(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  const std::string overlap = origin.name("overlap_moe_expert_parallel_comm");
+  if (plan.moe_a2a_overlap && plan.recompute == Recompute::kFull) {
+    fail_input(origin.of("overlap_moe_expert_parallel_comm"),
+               "cannot run with " + origin.name("recompute") +
+                   " full (Megatron-Core: disable full recomputation when enabling "
+                   "overlap_moe_expert_parallel_comm)");
+  }
+  if (plan.moe_a2a_overlap && plan.recompute == Recompute::kSelective &&
+      (plan.recompute_modules & kRecomputeMoe) != 0) {
+    fail_input(origin.of("recompute_modules"),
+               "moe cannot be recomputed with " + overlap +
+                   " (Megatron-Core: the recomputed MoE layer runs its dispatch again)");
+  }
+  if (plan.moe_a2a_overlap && model.mtp_layers > 1) {
+    fail_input(origin.of("overlap_moe_expert_parallel_comm"),
+               "takes at most one multi-token-prediction module (Megatron-Core), the model has " +
+                   std::to_string(model.mtp_layers));
+  }
+  if (!plan.moe_grouped_gemm && plan.recompute == Recompute::kSelective &&
+      (plan.recompute_modules & kRecomputeMoeAct) != 0) {
+    fail_input(origin.of("recompute_modules"),
+               "moe_act needs the grouped expert GEMMs (Megatron-Core), not sequential experts "
+               "(--no-moe-grouped-gemm)");
+  }
+}
+
 // The routing and dispatch options: the skew an expert can take, the capacity, the overlap.
 void check_moe_options(const Plan& plan, const Model& model, const PlanOrigin& origin) {
   const auto& moe = model.moe;
@@ -104,6 +135,7 @@ void check_moe_options(const Plan& plan, const Model& model, const PlanOrigin& o
                "overlaps the expert all-to-alls: needs " + origin.name("ep") +
                    " > 1 and the alltoall dispatcher");
   }
+  check_overlap_and_recompute(plan, model, origin);
 }
 
 }  // namespace

@@ -101,7 +101,8 @@ TEST(ExpertDiagnostics, AllToAllAcrossNodesWhenANodeWouldDo) {
   // Overlapped with the layers' compute the all-to-alls hide there, the step gains nothing from
   // one node and nothing is said (ExpertAllToAllsOutlastingTheirComputeAcrossNodes below).
   EXPECT_TRUE(diagnostics("ep-across-nodes", {{"rank_order", "tp-dp-ep-cp-pp"},
-                                              {"overlap_moe_expert_parallel_comm", "true"}})
+                                              {"overlap_moe_expert_parallel_comm", "true"},
+                                              {"recompute", "selective"}})
                   .empty());
   EXPECT_EQ(found[0].fix.rfind("--rank-order tp-ep-dp-cp-pp (same GPUs): step ", 0), 0u)
       << found[0].fix;
@@ -202,12 +203,16 @@ TEST(ExpertDiagnostics, AllToAllsExposedOnTheComputeStream) {
   const double share = std::stod(m.substr(at + 21));
   EXPECT_GT(share, 10.0);
   EXPECT_LT(share, 20.0);
-  EXPECT_EQ(found[0].fix.rfind("--overlap-moe-expert-parallel-comm (same GPUs): step ", 0), 0u)
+  // Megatron-Core refuses the overlap under full recomputation: the fix recomputes selectively.
+  EXPECT_EQ(found[0].fix.rfind(
+                "--recompute selective --overlap-moe-expert-parallel-comm (same GPUs): step ", 0),
+            0u)
       << found[0].fix;
   EXPECT_NE(found[0].fix.find("(-"), std::string::npos);  // faster
   EXPECT_TRUE(diagnostics("ep-a2a-exposed", {}).empty());
   EXPECT_TRUE(diagnostics("ep-a2a-exposed", {{"rank_order", "tp-dp-ep-cp-pp"},
-                                             {"overlap_moe_expert_parallel_comm", "true"}})
+                                             {"overlap_moe_expert_parallel_comm", "true"},
+                                             {"recompute", "selective"}})
                   .empty());
 }
 

@@ -78,6 +78,40 @@ TEST(ExpertParallel, MegatronRulesOneLineEach) {
             "--ep: expert parallelism applies to mixture-of-experts models; llama3.1-8b is dense");
 }
 
+// Megatron-Core's rules (TransformerConfig) on what runs again beside the experts: the all-to-all
+// overlap without full recomputation, without the MoE layer recomputed and with at most one
+// multi-token-prediction module; moe_act recomputed only on grouped expert GEMMs.
+TEST(ExpertParallel, OverlapAndRecomputationAsMegatronCoreAllowsThem) {
+  const Model m = test::catalog_model("mixtral-8x7b");
+  Plan overlap = ep_plan(1, 8, 8);
+  overlap.moe_a2a_overlap = true;
+  EXPECT_EQ(test::plan_error(overlap, m), "(valid)");
+  Plan full = overlap;
+  full.recompute = Recompute::kFull;
+  EXPECT_EQ(test::plan_error(full, m),
+            "--overlap-moe-expert-parallel-comm: cannot run with --recompute full (Megatron-Core: "
+            "disable full recomputation when enabling overlap_moe_expert_parallel_comm)");
+  Plan moe = overlap;
+  moe.recompute = Recompute::kSelective;
+  moe.recompute_modules = kRecomputeMoeAct | kRecomputeMoe;
+  EXPECT_EQ(test::plan_error(moe, m),
+            "--recompute-modules: moe cannot be recomputed with --overlap-moe-expert-parallel-comm "
+            "(Megatron-Core: the recomputed MoE layer runs its dispatch again)");
+  moe.recompute_modules = kRecomputeMoeAct;
+  EXPECT_EQ(test::plan_error(moe, m), "(valid)");
+  moe.moe_grouped_gemm = false;
+  EXPECT_EQ(test::plan_error(moe, m),
+            "--recompute-modules: moe_act needs the grouped expert GEMMs (Megatron-Core), not "
+            "sequential experts (--no-moe-grouped-gemm)");
+  Model two_mtp = m;
+  two_mtp.mtp_layers = 2;
+  EXPECT_EQ(test::plan_error(overlap, two_mtp),
+            "--overlap-moe-expert-parallel-comm: takes at most one multi-token-prediction module "
+            "(Megatron-Core), the model has 2");
+  two_mtp.mtp_layers = 1;
+  EXPECT_EQ(test::plan_error(overlap, two_mtp), "(valid)");
+}
+
 // Megatron-Core's expert rank generator: etp x ep x edp x pp in the order tp-cp-ep-dp-pp.
 TEST(ExpertParallel, GroupsAsMegatronCoreGeneratesThem) {
   const Layout a(ep_plan(1, 8, 2));  // EP pairs, expert data parallelism over the rest
