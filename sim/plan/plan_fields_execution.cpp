@@ -30,6 +30,13 @@ void check_lora_modules(const std::string& where, const std::string& value) {
   }
 }
 
+// " (core_attn,mlp)" where selective recomputation rebuilds other modules than Megatron-LM's
+// default (the attention core), else nothing: how the options line and a label name them.
+std::string modules_named(const Plan& p) {
+  if (p.recompute != Recompute::kSelective || p.recompute_modules == kRecomputeCoreAttn) return "";
+  return " (" + recompute_modules_text(p.recompute_modules) + ")";
+}
+
 // Activation recomputation and the attention core's backend and dropouts.
 void recompute_and_attention_fields(FieldTable& t) {
   t.named("recompute", {Recompute::kNone, Recompute::kSelective, Recompute::kFull},
@@ -39,18 +46,14 @@ void recompute_and_attention_fields(FieldTable& t) {
           "(every decoder layer's forward, --recompute-granularity full --recompute-method "
           "uniform)")
       .describe = [](const Plan& p) {
-    if (p.recompute == Recompute::kSelective && p.recompute_modules != kRecomputeCoreAttn) {
-      return "selective recompute (" + recompute_modules_text(p.recompute_modules) + ")";
-    }
-    return p.recompute == Recompute::kNone ? std::string()
-                                           : std::string(to_string(p.recompute)) + " recompute";
+    return p.recompute == Recompute::kNone
+               ? std::string()
+               : std::string(to_string(p.recompute)) + " recompute" + modules_named(p);
   };
   t.fields.back().label = [](const Plan& p) {
-    if (p.recompute == Recompute::kNone) return std::string();
-    const bool modules =
-        p.recompute == Recompute::kSelective && p.recompute_modules != kRecomputeCoreAttn;
-    return "recompute " + std::string(to_string(p.recompute)) +
-           (modules ? " (" + recompute_modules_text(p.recompute_modules) + ")" : "");
+    return p.recompute == Recompute::kNone
+               ? std::string()
+               : "recompute " + std::string(to_string(p.recompute)) + modules_named(p);
   };
   t.text(
       "recompute_modules", FieldType::kParsed,
