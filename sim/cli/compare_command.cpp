@@ -170,13 +170,14 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
   return j;
 }
 
-// What the idle row is called: the pipeline bubble where every column pipelines, idle (waits on
-// other GPUs) where none does, both where the columns differ.
+// What the idle row is called: each report's name for its idle share where the columns agree
+// (the pipeline bubble, or idle: waits on other GPUs), both where they differ.
 std::string idle_row_name(const std::vector<Column>& columns) {
-  const auto pipelined = [](const Column& c) { return c.report.plan.pp > 1; };
-  if (std::all_of(columns.begin(), columns.end(), pipelined)) return "pipeline bubble";
-  if (std::none_of(columns.begin(), columns.end(), pipelined)) return "idle";
-  return "pipeline bubble / idle";
+  const std::string first = columns.front().report.idle_name();
+  for (const Column& c : columns) {
+    if (c.report.idle_name() != first) return "pipeline bubble / idle";
+  }
+  return first;
 }
 
 std::string columns_text(const std::vector<Column>& columns) {
