@@ -12,6 +12,11 @@ for scenario in llama3.1-70b-64gpu nemotron4-340b; do
   echo "wrote $here/$scenario/report.{json,txt}"
 done
 
+# What the default scenario's recipe takes for a trillion tokens, at 2.50 a GPU-hour.
+"$bin" run scenarios/nemotron4-340b.json --tokens 1e12 --price-per-gpu-hour 2.5 |
+  grep '^time to train' >"$here/nemotron4-340b/time_to_train.txt"
+echo "wrote $here/nemotron4-340b/time_to_train.txt"
+
 # A value from a text report: the first field after the label.
 headline() { awk -v label="$1" 'index($0, label) == 1 { sub(label " *", ""); print; exit }' "$2"; }
 
@@ -23,7 +28,7 @@ mkdir -p "$here/schedules"
   --svg "$here/schedules/llama3.1-70b-64gpu-interleaved.svg" >/dev/null
 echo "wrote $here/schedules/llama3.1-70b-64gpu-{1f1b,interleaved}.svg"
 "$bin" compare scenarios/llama3.1-70b-64gpu.json --set schedule=interleaved,vp=5 \
-  --set recompute=full >"$here/schedules/compare-llama3.1-70b-64gpu.txt"
+  --set recompute=full --tokens 1e12 >"$here/schedules/compare-llama3.1-70b-64gpu.txt"
 echo "wrote $here/schedules/compare-llama3.1-70b-64gpu.txt"
 python3 "$here/teaching.py" "$bin"
 # The pipeline-exchanges diagnostic README quotes: NVIDIA's LoRA recipe for Llama 3 70B (its

@@ -211,9 +211,9 @@ int run_plan(const ResolvedInputs& in, const Partition& partition, const CostMod
   const std::vector<Diagnostic> diagnostics =
       diagnose(in.model, in.platform, in.plan, partition, costs, {},
                same_simulator ? std::optional<double>(r.sim.step_time_s) : std::nullopt);
-  ReportInputs ri{in.model,    in.platform,      in.plan,           partition,   costs,
-                  r.sim,       in.scenario_name, input_records(in), diagnostics, r.replay.why_full,
-                  in.published};
+  ReportInputs ri{in.model,     in.platform,      in.plan,           partition,   costs,
+                  r.sim,        in.scenario_name, input_records(in), diagnostics, r.replay.why_full,
+                  in.published, in.budget};
   const Report report = make_report(ri);
   if (opt.html) {
     Outputs::write(*opt.html,

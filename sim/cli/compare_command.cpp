@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/check/detect.hpp"
+#include "sim/cli/budget_flags.hpp"
 #include "sim/cli/outputs.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
@@ -27,6 +28,7 @@ struct CompareOptions {
   std::optional<std::string> engine = "analytic";  // SimGrid: one simulation per process
   std::string format = "text";
   std::optional<std::string> html;
+  TrainingBudget budget;  // every column's
   bool help = false;
 };
 
@@ -59,6 +61,8 @@ CompareOptions parse_compare(const std::vector<std::string>& args) {
       }
     } else if (a == "--html") {
       o.html = value();
+    } else if (a == "--tokens" || a == "--price-per-gpu-hour") {
+      set_budget_flag(o.budget, a, value());
     } else if (a.starts_with("-")) {
       fail_input(a, "unknown flag (see trainsim compare --help)");
     } else {
@@ -124,8 +128,18 @@ Column simulate_column(const std::string& label, const InputRequest& request) {
   EngineOptions options;
   options.keep_timelines = true;
   SimResult sim = replay_with(in.platform, in.plan, costs, in.engine, options);
-  Report report = make_report(
-      {in.model, in.platform, in.plan, partition, costs, sim, in.scenario_name, {}, {}, {}, {}});
+  Report report = make_report({in.model,
+                               in.platform,
+                               in.plan,
+                               partition,
+                               costs,
+                               sim,
+                               in.scenario_name,
+                               {},
+                               {},
+                               {},
+                               {},
+                               in.budget});
   std::vector<std::string> errors = error_ids(in, partition, costs);
   return {label, std::move(in), std::move(report), std::move(sim), std::move(errors)};
 }
@@ -166,6 +180,11 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
                  {"fits", fit(c) == MemoryFit::kFits},
                  {"fits_unfragmented", fit(c) != MemoryFit::kOver},
                  {"errors", c.errors}});
+    if (r.time_to_train) {
+      j.back()["time_to_train_s"] = r.time_to_train->seconds;
+      j.back()["gpu_hours"] = r.time_to_train->gpu_hours;
+      if (r.time_to_train->cost) j.back()["cost"] = *r.time_to_train->cost;
+    }
   }
   return j;
 }
@@ -178,6 +197,28 @@ std::string idle_row_name(const std::vector<Column>& columns) {
     if (c.report.idle_name() != first) return "pipeline bubble / idle";
   }
   return first;
+}
+
+// Rows for the columns' token budget (and price), only where one is given ("-" for a column
+// without: all take the flags, and a scenario column may give its own).
+void add_time_to_train_rows(const std::vector<Column>& columns,
+                            std::vector<std::vector<std::string>>& rows) {
+  const bool any = std::any_of(columns.begin(), columns.end(),
+                               [](const Column& c) { return c.report.time_to_train.has_value(); });
+  if (!any) return;
+  const bool priced = std::any_of(columns.begin(), columns.end(), [](const Column& c) {
+    return c.report.time_to_train && c.report.time_to_train->cost;
+  });
+  std::vector<std::string> days = {"time to train"}, hours = {"GPU-hours"}, cost = {"cost"};
+  for (const Column& c : columns) {
+    const auto& t = c.report.time_to_train;
+    days.push_back(t ? format_duration(t->seconds) : "-");
+    hours.push_back(t ? format_whole(t->gpu_hours) : "-");
+    cost.push_back(t && t->cost ? format_whole(*t->cost) : "-");
+  }
+  rows.push_back(std::move(days));
+  rows.push_back(std::move(hours));
+  if (priced) rows.push_back(std::move(cost));
 }
 
 std::string columns_text(const std::vector<Column>& columns) {
@@ -202,6 +243,7 @@ std::string columns_text(const std::vector<Column>& columns) {
     rows[7].push_back(format_fixed(peak_bytes(r) / (1024.0 * 1024 * 1024), 2));
     rows[8].emplace_back(to_string(fit(c)));
   }
+  add_time_to_train_rows(columns, rows);
   const bool any_errors = std::any_of(columns.begin(), columns.end(),
                                       [](const Column& c) { return !c.errors.empty(); });
   if (any_errors) {  // a row only where a plan has one: `trainsim check` says what and why
@@ -248,7 +290,8 @@ std::string columns_html(const std::vector<Column>& columns) {
 
 std::string compare_help() {
   return "usage: trainsim compare SCENARIO [SCENARIO ...] [--set KEY=VALUE[,KEY=VALUE...]]...\n"
-         "                        [--format text|json] [--html FILE]\n"
+         "                        [--tokens T [--price-per-gpu-hour P]] [--format text|json]\n"
+         "                        [--html FILE]\n"
          "\n"
          "Simulates several plans and prints them side by side: step time, tokens/s, MFU,\n"
          "pipeline bubble, exposed communication, the fullest stage's memory per GPU and whether\n"
@@ -264,7 +307,9 @@ std::string compare_help() {
          "  --format text|json   what to print (default text)\n"
          "  --html FILE          also write one self-contained page ('-': on standard output,\n"
          "                       instead of the table): the table, and the\n"
-         "                       columns' pipeline diagrams stacked on one time axis\n"
+         "                       columns' pipeline diagrams stacked on one time axis\n" +
+         budget_flags_help() +
+         "                       (every column's, over a scenario's own \"tokens\")\n"
          "\n"
          "example: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
          "           --set schedule=interleaved,vp=5 --set recompute=full\n";
@@ -284,6 +329,7 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
     InputRequest r;
     r.scenario = scenario;
     r.engine = opt.engine;
+    r.budget = opt.budget;
     return r;
   };
   for (const auto& s : opt.scenarios) {

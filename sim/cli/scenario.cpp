@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/check/wording.hpp"
+#include "sim/cli/budget_flags.hpp"
 #include "sim/cli/plan_fields.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
@@ -119,6 +120,8 @@ void read_scenario(const InputRequest& req, ResolvedInputs& in,
   if (auto engine = o.optional_choice("engine", {"simgrid", "analytic"})) {
     in.engine = engine_of(*engine);
   }
+  in.budget.tokens = o.optional_number("tokens", budget_tokens_range());
+  in.budget.price_per_gpu_hour = o.optional_number("price_per_gpu_hour", budget_price_range());
   auto plan = o.object("plan");
   for (const auto& field : plan_fields()) {
     // A flag overrides the scenario's value, which is then not read at all.
@@ -162,6 +165,8 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
     fail_input("--platform", "is required (a catalog name or a path), or give a SCENARIO.json");
   apply_plan_flags(req, in);
   if (req.engine) in.engine = engine_of(*req.engine);
+  if (req.budget.tokens) in.budget.tokens = req.budget.tokens;
+  if (req.budget.price_per_gpu_hour) in.budget.price_per_gpu_hour = req.budget.price_per_gpu_hour;
   in.model_path = *model_path;
   in.platform_path = *platform_path;
   in.model = trained_model(load_model(in.model_path), in.plan);

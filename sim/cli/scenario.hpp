@@ -22,6 +22,7 @@ struct InputRequest {
   std::map<std::string, std::string> plan_flags;  // plan field -> value as typed
   std::optional<std::string> engine;              // flag
   std::optional<std::string> kernel_db;           // --kernel-db: a database path, or "none"
+  TrainingBudget budget;                          // --tokens, --price-per-gpu-hour
 };
 
 struct ResolvedInputs {
@@ -37,6 +38,9 @@ struct ResolvedInputs {
   /// The scenario's "published" step times, with why they are not compared when flags changed
   /// the recipe they were measured on.
   PublishedComparison published;
+  /// The run's length and price: the flags' over the scenario's "tokens" and
+  /// "price_per_gpu_hour". They do not change a step, so the published figures stay compared.
+  TrainingBudget budget;
 };
 
 /// Loads the scenario, model and platform, applies flags and checks the plan's feasibility.

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <set>
 
+#include "sim/cli/budget_flags.hpp"
 #include "sim/cli/sweep_contention.hpp"
 #include "sim/cli/sweep_spec.hpp"
 #include "sim/cli/sweep_workers.hpp"
@@ -32,8 +33,7 @@ struct SweepOptions {
   std::int64_t jobs = 1;
   std::int64_t shard = 0;   // 0-based
   std::int64_t shards = 1;  // --shard K/N: K in 1..N
-  std::optional<double> tokens;
-  std::optional<double> price;
+  TrainingBudget budget;    // --tokens, --price-per-gpu-hour
   std::optional<std::int64_t> top;
   std::int64_t simgrid_top = 3;    // the best plans replayed on SimGrid
   std::vector<std::string> merge;  // --merge: shard files
@@ -47,15 +47,6 @@ std::int64_t positive(const std::string& flag, const std::string& v) {
     fail_input(flag, "must be a positive integer, got '" + v + "'");
   }
   return n;
-}
-
-double positive_real(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size() || !(x > 0) || x > 1e30) {
-    fail_input(flag, "must be a positive number, got '" + v + "'");
-  }
-  return x;
 }
 
 SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
@@ -81,10 +72,8 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
       o.shards = positive(a, v.substr(slash + 1));
       if (k > o.shards) fail_input(a, "must be K/N with K <= N, got '" + v + "'");
       o.shard = k - 1;
-    } else if (a == "--tokens") {
-      o.tokens = positive_real(a, value());
-    } else if (a == "--price-per-gpu-hour") {
-      o.price = positive_real(a, value());
+    } else if (a == "--tokens" || a == "--price-per-gpu-hour") {
+      set_budget_flag(o.budget, a, value());
     } else if (a == "--top") {
       o.top = positive(a, value());
     } else if (a == "--simgrid-top") {
@@ -187,7 +176,8 @@ std::string sweep_help() {
          "  --shard K/N           only plans K-1, K-1+N, ... (a batch array's task K of N);\n"
          "                        join the shards' CSVs with --merge: the result equals the\n"
          "                        unsharded run's file byte for byte\n"
-         "  --tokens T            tokens to train on (default: the file's \"tokens\")\n"
+         "  --tokens T            tokens to train on (default: the file's \"tokens\"): each\n"
+         "                        plan's days, GPU-hours and, with a price, cost\n"
          "  --price-per-gpu-hour P  price of a GPU-hour (default: the file's\n"
          "                        \"price_per_gpu_hour\")\n"
          "  --top N               plans in the ranking (default: the file's \"top\", else 10)\n"
@@ -214,7 +204,8 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       spec,
       model,
       platform,
-      {o.tokens ? o.tokens : spec.tokens, o.price ? o.price : spec.price_per_gpu_hour}};
+      {o.budget.tokens ? o.budget.tokens : spec.tokens,
+       o.budget.price_per_gpu_hour ? o.budget.price_per_gpu_hour : spec.price_per_gpu_hour}};
   const std::filesystem::path csv = *o.out;
   const std::filesystem::path part = csv.string() + ".part";
   expect_output(csv.string());

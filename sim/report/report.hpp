@@ -16,6 +16,7 @@
 #include "sim/plan/partition.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/platform/platform.hpp"
+#include "sim/report/time_to_train.hpp"
 
 namespace trainsim {
 
@@ -131,6 +132,8 @@ struct Report {
   bool band_weighted = false;  // the band is the locally weighted one
   PublishedComparison published;
   double tokens_per_s = 0;
+  /// The budget's tokens at this step time (and its price); none where no tokens are given.
+  std::optional<TimeToTrain> time_to_train;
   double model_tflops_per_gpu = 0;
   double mfu = 0;
   double bubble_fraction = 0;
@@ -159,6 +162,7 @@ struct ReportInputs {
   std::vector<Diagnostic> diagnostics;
   std::string why_full_replay;  // why every GPU was replayed, or empty
   PublishedComparison published;
+  TrainingBudget budget;  // --tokens and --price-per-gpu-hour, or none
 };
 
 Report make_report(const ReportInputs& in);

@@ -37,6 +37,10 @@ void summary(std::ostringstream& o, const Report& r) {
     << "<tr><th>model TFLOP/s per GPU</th><td>" << format_fixed(r.model_tflops_per_gpu, 1)
     << "</td></tr>\n<tr><th>MFU</th><td>" << pct(r.mfu) << "</td></tr>\n"
     << "<tr><th>" << r.idle_name() << "</th><td>" << pct(r.bubble_fraction) << "</td></tr>\n";
+  if (r.time_to_train) {
+    o << "<tr><th>time to train</th><td>" << escape_markup(time_to_train_text(*r.time_to_train))
+      << "</td></tr>\n";
+  }
   for (const auto& f : r.published.figures) {
     o << "<tr><th>published</th><td>" << format_fixed(f.step_time_s, 3) << " s, "
       << escape_markup(f.source) << " (prediction " << (f.error_of(r.step_time_s) >= 0 ? "+" : "")

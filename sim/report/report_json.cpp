@@ -143,6 +143,20 @@ J provenance_json(const Provenance& p) {
   return prov;
 }
 
+J time_to_train_json(const TimeToTrain& t) {
+  J j;
+  j["tokens"] = t.tokens;
+  j["tokens_per_step"] = t.tokens_per_step;
+  j["steps"] = t.steps;
+  j["seconds"] = t.seconds;
+  j["p10_s"] = t.p10_s;
+  j["p90_s"] = t.p90_s;
+  j["days"] = t.seconds / 86400.0;
+  j["gpu_hours"] = t.gpu_hours;
+  if (t.cost) j["cost"] = *t.cost;
+  return j;
+}
+
 }  // namespace
 
 std::string report_json(const Report& r) {
@@ -167,6 +181,7 @@ std::string report_json(const Report& r) {
   j["kernel_spread"] = r.kernel_spread;
   if (!r.published.figures.empty()) j["published"] = published_json(r);
   j["tokens_per_s"] = r.tokens_per_s;
+  if (r.time_to_train) j["time_to_train"] = time_to_train_json(*r.time_to_train);
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["mfu"] = r.mfu;
   j["bubble_fraction"] = r.bubble_fraction;

@@ -71,14 +71,14 @@ std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
   }
   f.push_back(row.peak_bytes ? format_fixed(*row.peak_bytes / kGiB, 3) : "");
   f.push_back(join(row.diagnostics, ";"));
-  const bool costed = priced && budget.tokens && row.tokens_per_s > 0;
-  const double days = costed ? *budget.tokens / row.tokens_per_s / kSecondsPerDay : 0;
-  const double gpu_hours = days * 24 * static_cast<double>(row.gpus);
-  f.push_back(costed ? format_fixed(days, 3) : "");
-  f.push_back(costed ? format_fixed(gpu_hours, 0) : "");
-  f.push_back(costed && budget.price_per_gpu_hour
-                  ? format_fixed(gpu_hours * *budget.price_per_gpu_hour, 0)
-                  : "");
+  std::optional<TimeToTrain> run;
+  if (priced && row.plan) {
+    run = time_to_train(budget, static_cast<double>(row.plan->global_batch() * row.plan->seq_len),
+                        row.step_s, row.step_p10_s, row.step_p90_s, row.gpus);
+  }
+  f.push_back(run ? format_fixed(run->seconds / kSecondsPerDay, 3) : "");
+  f.push_back(run ? format_fixed(run->gpu_hours, 0) : "");
+  f.push_back(run && run->cost ? format_fixed(*run->cost, 0) : "");
   return join(f, ",") + "\n";
 }
 

@@ -8,16 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/report/time_to_train.hpp"
 #include "sim/sweep/sweep_row.hpp"
 
 namespace trainsim {
-
-/// Tokens to train on and the price of a GPU-hour: what turns a step time into days, GPU-hours and
-/// cost.
-struct TrainingBudget {
-  std::optional<double> tokens;
-  std::optional<double> price_per_gpu_hour;
-};
 
 /// The column names, in order.
 const std::vector<std::string>& sweep_csv_columns();

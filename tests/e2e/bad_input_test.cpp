@@ -60,7 +60,7 @@ TEST_F(BadInput, UnknownKeys) {
   EXPECT_EQ(fails({"run", top}),
             top +
                 ": $.gpu: unknown key (known keys here: description, engine, model, name, notes, "
-                "plan, platform, published)");
+                "plan, platform, price_per_gpu_hour, published, tokens)");
   EXPECT_EQ(fails({"run", top, "--tpp", "2"}).rfind("trainsim run: unrecognised option '--tpp'", 0),
             0u);
 }

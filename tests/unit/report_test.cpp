@@ -24,7 +24,7 @@ Report simulated(const Model& m, const Plan& p, PublishedComparison published = 
   EngineOptions options;
   options.list_collectives = true;
   const auto sim = simulate_analytic(graph, Topology(pf, p.world_size()), options);
-  return make_report({m, pf, p, part, costs, sim, "t", {}, {}, {}, std::move(published)});
+  return make_report({m, pf, p, part, costs, sim, "t", {}, {}, {}, std::move(published), {}});
 }
 
 Report simulated(const Plan& p, PublishedComparison published = {}) {
