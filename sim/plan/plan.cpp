@@ -171,6 +171,12 @@ std::string PlanOrigin::of(const std::string& field) const {
   return flag_of(field);
 }
 
+Plan recomputing(Plan plan, Recompute r) {
+  plan.recompute = r;
+  if (r != Recompute::kSelective) plan.recompute_modules = kRecomputeCoreAttn;
+  return plan;
+}
+
 Model trained_model(Model model, const Plan& plan) {
   if (plan.mtp_num_layers) {
     model.mtp_layers = *plan.mtp_num_layers;

@@ -276,6 +276,10 @@ struct Plan {
 /// The pipeline schedule the plan runs: its kind, stages, micro-batches, chunks and groups.
 ScheduleConfig schedule_config(const Plan& plan);
 
+/// The plan with recomputation `r`. Modules belong to selective recomputation (Megatron-LM refuses
+/// --recompute-modules with another granularity), so under any other the plan keeps the default.
+Plan recomputing(Plan plan, Recompute r);
+
 /// The model as the plan trains it: with the multi-token-prediction modules --mtp-num-layers
 /// asks for (unset: the model's own under Megatron, none under nanotron and DeepSpeed).
 Model trained_model(Model model, const Plan& plan);

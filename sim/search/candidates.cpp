@@ -36,9 +36,11 @@ std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_
     with([](Plan& p) { p.schedule = ScheduleKind::k1F1B; });
   }
   if (plan.recompute == Recompute::kNone) {
-    with([](Plan& p) { p.recompute = Recompute::kSelective; });
+    with([](Plan& p) { p = recomputing(p, Recompute::kSelective); });
   }
-  if (plan.recompute != Recompute::kFull) with([](Plan& p) { p.recompute = Recompute::kFull; });
+  if (plan.recompute != Recompute::kFull) {
+    with([](Plan& p) { p = recomputing(p, Recompute::kFull); });
+  }
   if (plan.tp > 1 && !plan.sp) with([](Plan& p) { p.sp = true; });
   // Several distributed-optimizer instances hold the optimizer state N times over.
   if (plan.num_distributed_optimizer_instances > 1) {
@@ -83,8 +85,7 @@ void add_layouts(const Plan& plan, std::int64_t cp, std::int64_t gpus, std::int6
         p.gpus = 0;
         p.sp = tp > 1;
         p.zero = zero;
-        p.recompute = recompute;
-        ladder.push_back(p);
+        ladder.push_back(recomputing(p, recompute));
       }
       out.push_back(std::move(ladder));
     }
@@ -213,10 +214,7 @@ void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan) {
     out.push_back(p);
   }
   for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    if (r == plan.recompute) continue;
-    Plan p = plan;
-    p.recompute = r;
-    out.push_back(p);
+    if (r != plan.recompute) out.push_back(recomputing(plan, r));
   }
   // A plan with context or expert parallelism: half and twice the CP (data parallelism taking the
   // rest), half and twice the EP (within the same data-parallel GPUs).

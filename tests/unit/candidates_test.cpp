@@ -30,6 +30,41 @@ TEST(Candidates, TpOnlySwitchesFollowTp) {
   }
 }
 
+// A plan recomputing chosen modules selectively: every candidate with another granularity keeps
+// Megatron-LM's default modules, since Megatron-LM refuses --recompute-modules without selective
+// recomputation; such candidates were refused by that rule and never priced, so an oom fix never
+// offered full recomputation to such a plan. Selective candidates keep the plan's modules.
+TEST(Candidates, AnotherRecomputationDropsTheSelectiveModules) {
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.sp = true;
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeCoreAttn | kRecomputeMlp;
+  std::int64_t full = 0, none = 0, selective = 0;
+  auto count = [&](const Plan& c) {
+    if (c.recompute == Recompute::kSelective) {
+      ++selective;
+      EXPECT_EQ(c.recompute_modules, p.recompute_modules);
+      return;
+    }
+    (c.recompute == Recompute::kFull ? full : none)++;
+    EXPECT_EQ(c.recompute_modules, kRecomputeCoreAttn);
+  };
+  for (const Plan& c : memory_saving_changes(p, 8)) count(c);
+  EXPECT_EQ(full, 1);  // the memory fixes' full recomputation
+  for (const Plan& c : neighbouring_plans(p, 8)) count(c);
+  EXPECT_EQ(full, 2);
+  EXPECT_GE(none, 1);
+  EXPECT_GT(selective, 0);
+  for (const Recompute r : {Recompute::kNone, Recompute::kFull}) {
+    for (const auto& ladder : layouts_on(p, 8, 8, 32, r)) {
+      for (const Plan& c : ladder) EXPECT_EQ(c.recompute_modules, kRecomputeCoreAttn);
+    }
+  }
+  EXPECT_EQ(recomputing(p, Recompute::kSelective).recompute_modules, p.recompute_modules);
+}
+
 // Megatron's uneven ends as a fix: the middle stages take num_layers / pp rounded up to a
 // multiple of vp (or one or two vp more), and the ends split the rest in multiples of vp, none
 // above a middle stage; the uniform split is not a candidate.

@@ -185,5 +185,22 @@ TEST(Diagnostics, OutOfMemoryOnAPartitionThatDropsLayersSearchesTheBalancedOne) 
       << oom[0]->fix;
 }
 
+// A plan that recomputes chosen modules selectively (the layer norms beside the attention core)
+// and does not fit at 16k tokens: full recomputation fits, and the fix offers it. Until the
+// candidates dropped the modules with another granularity, that plan carried
+// --recompute-modules into full recomputation, which Megatron-LM refuses, and was never priced.
+TEST(Diagnostics, OutOfMemoryOffersFullRecomputationToSelectiveModules) {
+  const auto c = check_model("llama3.1-8b", {{"tp", "1"},
+                                             {"dp", "8"},
+                                             {"gbs", "64"},
+                                             {"seq_len", "16384"},
+                                             {"zero", "1"},
+                                             {"recompute", "selective"},
+                                             {"recompute_modules", "core_attn,layernorm"}});
+  const auto oom = c.with_id("oom");
+  ASSERT_EQ(oom.size(), 1u);
+  EXPECT_TRUE(contains(oom[0]->fix, "; or --recompute full (peak ")) << oom[0]->fix;
+}
+
 }  // namespace
 }  // namespace trainsim
