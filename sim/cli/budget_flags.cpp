@@ -26,6 +26,16 @@ void set_budget_flag(TrainingBudget& budget, const std::string& flag, const std:
   (tokens ? budget.tokens : budget.price_per_gpu_hour) = x;
 }
 
+TrainingBudget read_budget(JsonObject& o) {
+  return {o.optional_number("tokens", budget_tokens_range()),
+          o.optional_number("price_per_gpu_hour", budget_price_range())};
+}
+
+TrainingBudget over(const TrainingBudget& flags, const TrainingBudget& file) {
+  return {flags.tokens ? flags.tokens : file.tokens,
+          flags.price_per_gpu_hour ? flags.price_per_gpu_hour : file.price_per_gpu_hour};
+}
+
 std::string budget_flags_help() {
   return "  --tokens T           tokens to train on (e.g. 15e12): the steps of gbs x seq-len\n"
          "                       tokens they take, the days at the predicted step time and the\n"

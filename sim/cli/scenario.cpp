@@ -120,8 +120,7 @@ void read_scenario(const InputRequest& req, ResolvedInputs& in,
   if (auto engine = o.optional_choice("engine", {"simgrid", "analytic"})) {
     in.engine = engine_of(*engine);
   }
-  in.budget.tokens = o.optional_number("tokens", budget_tokens_range());
-  in.budget.price_per_gpu_hour = o.optional_number("price_per_gpu_hour", budget_price_range());
+  in.budget = read_budget(o);
   auto plan = o.object("plan");
   for (const auto& field : plan_fields()) {
     // A flag overrides the scenario's value, which is then not read at all.
@@ -165,8 +164,7 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
     fail_input("--platform", "is required (a catalog name or a path), or give a SCENARIO.json");
   apply_plan_flags(req, in);
   if (req.engine) in.engine = engine_of(*req.engine);
-  if (req.budget.tokens) in.budget.tokens = req.budget.tokens;
-  if (req.budget.price_per_gpu_hour) in.budget.price_per_gpu_hour = req.budget.price_per_gpu_hour;
+  in.budget = over(req.budget, in.budget);
   in.model_path = *model_path;
   in.platform_path = *platform_path;
   in.model = trained_model(load_model(in.model_path), in.plan);

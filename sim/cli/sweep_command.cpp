@@ -200,12 +200,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   const SweepSpec spec = load_sweep_spec(*o.file);
   const Model model = load_model(spec.model);
   const Platform platform = load_platform(spec.platform);
-  const SweepContext context{
-      spec,
-      model,
-      platform,
-      {o.budget.tokens ? o.budget.tokens : spec.tokens,
-       o.budget.price_per_gpu_hour ? o.budget.price_per_gpu_hour : spec.price_per_gpu_hour}};
+  const SweepContext context{spec, model, platform, over(o.budget, spec.budget)};
   const std::filesystem::path csv = *o.out;
   const std::filesystem::path part = csv.string() + ".part";
   expect_output(csv.string());

@@ -139,8 +139,7 @@ SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& f
   spec.gpus = read_gpus(o);
   read_plan(o, spec);
   read_vary(o, text, spec);
-  spec.tokens = o.optional_number("tokens", budget_tokens_range());
-  spec.price_per_gpu_hour = o.optional_number("price_per_gpu_hour", budget_price_range());
+  spec.budget = read_budget(o);
   spec.top = o.optional_integer("top").value_or(spec.top);
   o.finish();
   if (sweep_size(spec) > kMaxPlans) {

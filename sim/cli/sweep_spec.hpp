@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sim/plan/plan.hpp"
+#include "sim/report/time_to_train.hpp"
 #include "sim/sweep/sweep_row.hpp"
 
 namespace trainsim {
@@ -34,8 +35,7 @@ struct SweepSpec {
   std::vector<std::int64_t> gpus;
   std::map<std::string, std::string> fixed;  // plan field -> value as its flag takes it
   std::vector<SweepAxis> axes;
-  std::optional<double> tokens;
-  std::optional<double> price_per_gpu_hour;
+  TrainingBudget budget;  // "tokens", "price_per_gpu_hour"
   std::int64_t top = 10;
 };
 

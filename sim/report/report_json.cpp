@@ -151,7 +151,7 @@ J time_to_train_json(const TimeToTrain& t) {
   j["seconds"] = t.seconds;
   j["p10_s"] = t.p10_s;
   j["p90_s"] = t.p90_s;
-  j["days"] = t.seconds / 86400.0;
+  j["days"] = t.days();
   j["gpu_hours"] = t.gpu_hours;
   if (t.cost) j["cost"] = *t.cost;
   return j;

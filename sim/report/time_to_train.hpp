@@ -27,6 +27,7 @@ struct TimeToTrain {
   double p90_s = 0;
   double gpu_hours = 0;        // seconds x GPUs / 3600
   std::optional<double> cost;  // gpu_hours x the price, where one is given
+  double days() const { return seconds / 86400.0; }
 };
 
 /// The budget's tokens in steps of `tokens_per_step` at the step time `step_s` (band `p10_s` to

@@ -10,7 +10,6 @@ namespace trainsim {
 
 namespace {
 
-constexpr double kSecondsPerDay = 86400;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 std::string quoted(const std::string& s) {
@@ -76,7 +75,7 @@ std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
     run = time_to_train(budget, static_cast<double>(row.plan->global_batch() * row.plan->seq_len),
                         row.step_s, row.step_p10_s, row.step_p90_s, row.gpus);
   }
-  f.push_back(run ? format_fixed(run->seconds / kSecondsPerDay, 3) : "");
+  f.push_back(run ? format_fixed(run->days(), 3) : "");
   f.push_back(run ? format_fixed(run->gpu_hours, 0) : "");
   f.push_back(run && run->cost ? format_fixed(*run->cost, 0) : "");
   return join(f, ",") + "\n";
