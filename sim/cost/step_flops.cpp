@@ -13,8 +13,7 @@ double step_model_flops(const Model& model, const Plan& plan) {
 
 StepRates step_rates(const Model& model, const Platform& platform, const Plan& plan, double step) {
   StepRates r;
-  const auto sequences = static_cast<double>(plan.sequences_per_step());
-  r.tokens_per_s = sequences * static_cast<double>(plan.seq_len) / step;
+  r.tokens_per_s = static_cast<double>(plan.tokens_per_step()) / step;
   r.model_flops_per_gpu =
       step_model_flops(model, plan) / step / static_cast<double>(plan.world_size());
   r.mfu = r.model_flops_per_gpu / peak_flops(platform, plan.precision, KernelKind::kGemm);

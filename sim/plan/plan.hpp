@@ -242,6 +242,8 @@ struct Plan {
   std::int64_t num_microbatches() const { return global_batch() / (mbs * dp); }
   /// Sequences actually trained per step (all of gbs when it divides evenly).
   std::int64_t sequences_per_step() const { return num_microbatches() * mbs * dp; }
+  /// Tokens trained per step: those sequences' tokens.
+  std::int64_t tokens_per_step() const { return sequences_per_step() * seq_len; }
   Framework effective_framework() const;
   /// Megatron-LM's distributed optimizer (ZeRO-1 and up): gradients reduce-scattered and
   /// parameters all-gathered over DP instead of one all-reduce.

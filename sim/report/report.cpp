@@ -60,9 +60,8 @@ void fill_headline(Report& r, const ReportInputs& in) {
   const StepRates rates =
       step_rates(built_model(in.model, in.partition), in.platform, in.plan, step);
   r.tokens_per_s = rates.tokens_per_s;
-  r.time_to_train =
-      time_to_train(in.budget, static_cast<double>(in.plan.global_batch() * in.plan.seq_len), step,
-                    r.step_time_p10_s, r.step_time_p90_s, r.gpus);
+  r.time_to_train = time_to_train(in.budget, static_cast<double>(in.plan.tokens_per_step()), step,
+                                  r.step_time_p10_s, r.step_time_p90_s, r.gpus);
   r.model_tflops_per_gpu = rates.model_flops_per_gpu / 1e12;
   r.mfu = rates.mfu;
 }

@@ -72,8 +72,8 @@ std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
   f.push_back(join(row.diagnostics, ";"));
   std::optional<TimeToTrain> run;
   if (priced && row.plan) {
-    run = time_to_train(budget, static_cast<double>(row.plan->global_batch() * row.plan->seq_len),
-                        row.step_s, row.step_p10_s, row.step_p90_s, row.gpus);
+    run = time_to_train(budget, static_cast<double>(row.plan->tokens_per_step()), row.step_s,
+                        row.step_p10_s, row.step_p90_s, row.gpus);
   }
   f.push_back(run ? format_fixed(run->days(), 3) : "");
   f.push_back(run ? format_fixed(run->gpu_hours, 0) : "");

@@ -51,6 +51,19 @@ TEST(TimeToTrain, ABudgetIsStepsOfTheReportsStepTime) {
   EXPECT_EQ(text.out.find("not compared"), std::string::npos);
 }
 
+// A global batch that mbs x dp does not divide trains only the whole micro-batches (Megatron's
+// gbs // (mbs x dp)): 65 sequences over dp 4 are 16 micro-batches, 64 sequences a step. The
+// budget counts the tokens a step trains, as tokens/s does, not the 65 asked for.
+TEST(TimeToTrain, StepsOfTheTokensAStepTrains) {
+  const auto j = run_json({"--gbs", "65", "--tokens", "1e12"});
+  const auto& t = j.at("time_to_train");
+  EXPECT_EQ(t.at("tokens_per_step").get<double>(), 64.0 * 4096);
+  EXPECT_EQ(t.at("steps").get<std::int64_t>(),
+            static_cast<std::int64_t>(std::ceil(1e12 / (64.0 * 4096))));
+  EXPECT_NEAR(j.at("tokens_per_s").get<double>() * j.at("step_time_s").get<double>(), 64.0 * 4096,
+              1e-6);
+}
+
 TEST(TimeToTrain, NoBudgetNoLineAndABadOneIsExit2) {
   const auto j = run_json({});
   EXPECT_FALSE(j.contains("time_to_train"));
