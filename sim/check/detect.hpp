@@ -14,7 +14,7 @@ namespace trainsim {
 
 /// Every detector in report order: partition defects, imbalance, batch, vocabulary, TP span,
 /// CP ring, CP all-to-all span, expert load, EP span, expert TP, exposed all-to-alls, exposed
-/// pipeline exchanges, what the model holds beyond the simulation, memory.
+/// pipeline exchanges, what the model holds beyond the simulation, unsharded ZeRO, memory.
 std::vector<Finding> detect(const CheckContext& context);
 
 /// Stages with no blocks or no parameters, and decoder layers the rule does not build.
@@ -49,6 +49,9 @@ std::vector<Finding> find_pp_exchanges_exposed(const CheckContext& context);
 /// cost but are not modelled (the model's `unmodelled` notes); --tp-comm-overlap that Megatron
 /// drops for the model; a --cp-comm-type at cp 1.
 std::vector<Finding> find_model_beyond_modelled(const CheckContext& context);
+/// ZeRO over a data-parallel group of one GPU, which shards nothing (its stage 2 and 3 working
+/// set held for nothing).
+std::vector<Finding> find_zero_unsharded(const CheckContext& context);
 /// A stage whose peak memory exceeds the GPU's.
 std::vector<Finding> find_out_of_memory(const CheckContext& context);
 

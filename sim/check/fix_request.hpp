@@ -55,6 +55,9 @@ struct UnpaddedVocabulary {
 struct PricedAlternatives {
   std::vector<Plan> plans;
   std::optional<double> min_gain;
+  /// Each listed plan also gives its worst stage's peak memory per GPU (where what the defect
+  /// costs is memory, not time).
+  bool with_peak = false;
 };
 
 /// Nothing to search: the fix is advice detection already knows (the model, not the plan, is

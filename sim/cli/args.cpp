@@ -125,8 +125,9 @@ std::string run_help(const std::string& command) {
          "cp-a2a-across-nodes, expert-imbalance, ep-across-nodes, expert-tp-split,\n"
          "ep-a2a-exposed; for interleaved pipelines pp-exchanges-exposed; what the model\n"
          "holds beyond the simulation: sequence-past-trained-positions, unmodelled-config-key,\n"
-         "tp-comm-overlap-dropped; and faster-plan-nearby (a plan one step away on the same GPUs\n"
-         "runs the step 1.25 times faster). Exits 1 when any is an error, 0 otherwise.\n\n"
+         "tp-comm-overlap-dropped; zero-unsharded (ZeRO over a data-parallel group of one GPU);\n"
+         "and faster-plan-nearby (a plan one step away on the same GPUs runs the step 1.25\n"
+         "times faster). Exits 1 when any is an error, 0 otherwise.\n\n"
          "  trainsim check scenarios/seeds/nanotron-108.json\n"
          "  trainsim check --model llama3.1-70b --platform h100-sxm-ndr --tp 8 --pp 4 --dp 2 \\\n"
          "                 --seq-len 8192 --gbs 64 --framework colossalai\n\n";

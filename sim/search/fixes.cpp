@@ -171,8 +171,8 @@ std::string FixWriter::operator()(const UnpaddedVocabulary& request) const {
   return join(options, "; ");
 }
 
-// Each alternative that fits, the fastest first; with a `min_gain`, only those faster than the
-// plan by more than that share of its step.
+// Each alternative that fits, the fastest first (with its peak memory where asked); with a
+// `min_gain`, only those faster than the plan by more than that share of its step.
 std::string FixWriter::operator()(const PricedAlternatives& request) const {
   const Plan& plan = space.plan();
   std::vector<std::pair<double, std::string>> priced;
@@ -181,8 +181,10 @@ std::string FixWriter::operator()(const PricedAlternatives& request) const {
     if (!o || (request.min_gain && o->step_time_s >= space.baseline() * (1 - *request.min_gain))) {
       continue;
     }
-    priced.emplace_back(o->step_time_s, plan_changes(plan, p) + " (same GPUs): " +
-                                            step_comparison(o->step_time_s, space.baseline()));
+    std::string text = plan_changes(plan, p) +
+                       " (same GPUs): " + step_comparison(o->step_time_s, space.baseline());
+    if (request.with_peak && o->peak_bytes) text += ", peak " + format_bytes(*o->peak_bytes);
+    priced.emplace_back(o->step_time_s, std::move(text));
   }
   std::sort(priced.begin(), priced.end());
   std::vector<std::string> options;

@@ -214,12 +214,26 @@ TEST(Cli, CheckAndHelp) {
   EXPECT_EQ(r.exit_code, 0);
   std::string help = r.out.substr(0, r.out.find("Inputs and output:"));
   for (char& c : help) c = c == '\n' ? ' ' : c;
-  for (const char* id :
-       {"stage-without-parameters", "empty-stage", "layers-dropped", "gbs-not-divisible", "oom",
-        "stage-imbalance", "microbatches-fewer-than-stages", "uneven-tp-shard", "tp-across-nodes",
-        "cp-ring-exposed", "expert-imbalance", "ep-across-nodes", "expert-tp-split",
-        "ep-a2a-exposed", "pp-exchanges-exposed", "sequence-past-trained-positions",
-        "unmodelled-config-key", "tp-comm-overlap-dropped", "faster-plan-nearby"}) {
+  for (const char* id : {"stage-without-parameters",
+                         "empty-stage",
+                         "layers-dropped",
+                         "gbs-not-divisible",
+                         "oom",
+                         "stage-imbalance",
+                         "microbatches-fewer-than-stages",
+                         "uneven-tp-shard",
+                         "tp-across-nodes",
+                         "cp-ring-exposed",
+                         "expert-imbalance",
+                         "ep-across-nodes",
+                         "expert-tp-split",
+                         "ep-a2a-exposed",
+                         "pp-exchanges-exposed",
+                         "sequence-past-trained-positions",
+                         "unmodelled-config-key",
+                         "tp-comm-overlap-dropped",
+                         "zero-unsharded",
+                         "faster-plan-nearby"}) {
     EXPECT_NE(help.find(id), std::string::npos) << id;
   }
 }
