@@ -47,14 +47,8 @@ po::options_description io_options(const std::string& command) {
         "html", po::value<std::string>()->value_name("FILE"),
         "write the report as one self-contained HTML page (no network needed): summary with "
         "its band, where the step goes, the pipeline diagram, the stages, memory over the step "
-        "and what holds its peak, the diagnostics and their fixes")(
-        "tokens", po::value<std::string>()->value_name("T"),
-        "tokens to train on (e.g. 15e12; a scenario's \"tokens\"): the report adds the steps of "
-        "gbs x seq-len tokens they take, the days at the predicted step time (with its P10-P90 "
-        "band) and the GPU-hours; training steps only, no evaluation, checkpoint saves, "
-        "restarts or data stalls")("price-per-gpu-hour", po::value<std::string>()->value_name("P"),
-                                   "with --tokens: the run's cost, GPU-hours x P (a scenario's "
-                                   "\"price_per_gpu_hour\")");
+        "and what holds its peak, the diagnostics and their fixes");
+    add_budget_options(d);
   }
   return d;
 }
@@ -379,10 +373,8 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   opt.trace = path_of(vm, "trace");
   opt.svg = path_of(vm, "svg");
   opt.html = path_of(vm, "html");
-  for (const char* flag : {"tokens", "price-per-gpu-hour"}) {
-    if (vm.count(flag)) {
-      set_budget_flag(opt.inputs.budget, std::string("--") + flag, vm[flag].as<std::string>());
-    }
+  for (const std::string& flag : budget_flag_names()) {
+    if (vm.count(flag)) set_budget_flag(opt.inputs.budget, "--" + flag, vm[flag].as<std::string>());
   }
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {

@@ -1,7 +1,12 @@
 #include "sim/cli/budget_flags.hpp"
 
+#include <algorithm>
+#include <boost/program_options.hpp>
 #include <cassert>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
+#include <vector>
 
 #include "sim/core/error.hpp"
 
@@ -14,34 +19,123 @@ RealRange budget_price_range() {
   return {0.0, false, TrainingBudget::kMaxPrice, true};
 }
 
+namespace {
+
+// Each budget field: its flag, its key in a scenario or sweep file, its range, and its help.
+struct BudgetField {
+  const char* flag;
+  const char* value_name;
+  const char* key;
+  RealRange range;
+  std::optional<double> TrainingBudget::*field;
+  const char* help;
+};
+
+const std::vector<BudgetField>& budget_fields() {
+  static const std::vector<BudgetField> fields = {
+      {"--tokens", "T", "tokens", budget_tokens_range(), &TrainingBudget::tokens,
+       "tokens to train on (e.g. 15e12; a scenario's \"tokens\"): the steps of gbs x seq-len "
+       "tokens they take, the days at the predicted step time (with its P10-P90 band) and the "
+       "GPU-hours; training steps only (no evaluation or data stalls; failures, checkpoint saves "
+       "and restarts with --gpu-mtbf-hours)"},
+      {"--price-per-gpu-hour", "P", "price_per_gpu_hour", budget_price_range(),
+       &TrainingBudget::price_per_gpu_hour,
+       "with --tokens: the run's cost, GPU-hours x P (a scenario's \"price_per_gpu_hour\")"},
+      {"--gpu-mtbf-hours",
+       "H",
+       "gpu_mtbf_hours",
+       {0.0, false, TrainingBudget::kMaxHours, true},
+       &TrainingBudget::gpu_mtbf_hours,
+       "with --tokens: the run with failures, one per H GPU-hours (a scenario's "
+       "\"gpu_mtbf_hours\"), each costing the work since the last checkpoint and a restart, "
+       "checkpointed at the interval that loses least (Young/Daly)"},
+      {"--checkpoint-s",
+       "C",
+       "checkpoint_s",
+       {0.0, true, TrainingBudget::kMaxSeconds, true},
+       &TrainingBudget::checkpoint_s,
+       "seconds a checkpoint save stops training (default 0)"},
+      {"--restart-s",
+       "R",
+       "restart_s",
+       {0.0, true, TrainingBudget::kMaxSeconds, true},
+       &TrainingBudget::restart_s,
+       "seconds a failure costs beyond the lost work: finding it, relaunching, loading the "
+       "checkpoint (default 0)"},
+  };
+  return fields;
+}
+
+// `text` in lines of at most `width` characters, each after `indent` spaces but the first.
+std::string wrapped(const std::string& text, std::size_t indent, std::size_t width) {
+  std::string out, line;
+  std::istringstream words(text);
+  for (std::string w; words >> w;) {
+    if (!line.empty() && indent + line.size() + 1 + w.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + w;
+  }
+  return out + line + "\n";
+}
+
+}  // namespace
+
+bool is_budget_flag(const std::string& flag) {
+  return std::any_of(budget_fields().begin(), budget_fields().end(),
+                     [&](const BudgetField& f) { return flag == f.flag; });
+}
+
 void set_budget_flag(TrainingBudget& budget, const std::string& flag, const std::string& value) {
-  const bool tokens = flag == "--tokens";
-  assert(tokens || flag == "--price-per-gpu-hour");
-  const RealRange range = tokens ? budget_tokens_range() : budget_price_range();
+  const auto f = std::find_if(budget_fields().begin(), budget_fields().end(),
+                              [&](const BudgetField& b) { return flag == b.flag; });
+  assert(f != budget_fields().end());
   char* end = nullptr;
   const double x = std::strtod(value.c_str(), &end);
-  if (value.empty() || end != value.c_str() + value.size() || !range.holds(x)) {
-    fail_input(flag, "must be " + range.describe() + ", got '" + value + "'");
+  if (value.empty() || end != value.c_str() + value.size() || !f->range.holds(x)) {
+    fail_input(flag, "must be " + f->range.describe() + ", got '" + value + "'");
   }
-  (tokens ? budget.tokens : budget.price_per_gpu_hour) = x;
+  budget.*(f->field) = x;
 }
 
 TrainingBudget read_budget(JsonObject& o) {
-  return {o.optional_number("tokens", budget_tokens_range()),
-          o.optional_number("price_per_gpu_hour", budget_price_range())};
+  TrainingBudget budget;
+  for (const BudgetField& f : budget_fields())
+    budget.*(f.field) = o.optional_number(f.key, f.range);
+  return budget;
 }
 
 TrainingBudget over(const TrainingBudget& flags, const TrainingBudget& file) {
-  return {flags.tokens ? flags.tokens : file.tokens,
-          flags.price_per_gpu_hour ? flags.price_per_gpu_hour : file.price_per_gpu_hour};
+  TrainingBudget budget;
+  for (const BudgetField& f : budget_fields()) {
+    budget.*(f.field) = flags.*(f.field) ? flags.*(f.field) : file.*(f.field);
+  }
+  return budget;
+}
+
+void add_budget_options(boost::program_options::options_description& d) {
+  for (const BudgetField& f : budget_fields()) {
+    d.add_options()(f.flag + 2,
+                    boost::program_options::value<std::string>()->value_name(f.value_name), f.help);
+  }
+}
+
+std::vector<std::string> budget_flag_names() {
+  std::vector<std::string> names;
+  for (const BudgetField& f : budget_fields()) names.emplace_back(f.flag + 2);
+  return names;
 }
 
 std::string budget_flags_help() {
-  return "  --tokens T           tokens to train on (e.g. 15e12): the steps of gbs x seq-len\n"
-         "                       tokens they take, the days at the predicted step time and the\n"
-         "                       GPU-hours (training steps only: no evaluation, checkpoint\n"
-         "                       saves, restarts or data stalls)\n"
-         "  --price-per-gpu-hour P  with --tokens: the cost, GPU-hours x P\n";
+  constexpr std::size_t kIndent = 23, kWidth = 92;
+  std::string out;
+  for (const BudgetField& f : budget_fields()) {
+    std::string head = std::string("  ") + f.flag + " " + f.value_name;
+    head += head.size() < kIndent ? std::string(kIndent - head.size(), ' ') : "  ";
+    out += head + wrapped(f.help, kIndent, kWidth);
+  }
+  return out;
 }
 
 }  // namespace trainsim

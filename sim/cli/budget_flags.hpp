@@ -1,8 +1,11 @@
 #pragma once
-// The run's length and price as run, compare and sweep take them alike: the flags --tokens T
-// (tokens to train on) and --price-per-gpu-hour P, and a scenario's or sweep file's "tokens" and
-// "price_per_gpu_hour", which the flags override.
+// The run's length, price and failures as run, compare and sweep take them alike: the flags
+// --tokens T (tokens to train on), --price-per-gpu-hour P, --gpu-mtbf-hours H, --checkpoint-s C
+// and --restart-s R, and a scenario's or sweep file's keys of the same names ("tokens",
+// "price_per_gpu_hour", ...), which the flags override.
+#include <boost/program_options/options_description.hpp>
 #include <string>
+#include <vector>
 
 #include "sim/core/json_reader.hpp"
 #include "sim/report/time_to_train.hpp"
@@ -13,17 +16,28 @@ namespace trainsim {
 RealRange budget_tokens_range();
 RealRange budget_price_range();
 
-/// Sets the budget's field for `flag` (--tokens or --price-per-gpu-hour) from its text; InputError
+/// Whether `flag` is one of the budget's: --tokens, --price-per-gpu-hour, --gpu-mtbf-hours,
+/// --checkpoint-s, --restart-s.
+bool is_budget_flag(const std::string& flag);
+
+/// Sets the budget's field for `flag` (one of the above) from its text; InputError
 /// naming the flag where the text is not a number in the field's range.
 void set_budget_flag(TrainingBudget& budget, const std::string& flag, const std::string& value);
 
-/// A scenario's or sweep file's "tokens" and "price_per_gpu_hour", each optional, in those ranges.
+/// A scenario's or sweep file's "tokens", "price_per_gpu_hour", "gpu_mtbf_hours", "checkpoint_s"
+/// and "restart_s", each optional, in the flags' ranges.
 TrainingBudget read_budget(JsonObject& o);
 
 /// The flags' budget over a file's: each value the flags give, else the file's.
 TrainingBudget over(const TrainingBudget& flags, const TrainingBudget& file);
 
-/// The two flags' help, as compare's --help lists them.
+/// The flags as run's options (boost::program_options), each with its help.
+void add_budget_options(boost::program_options::options_description& d);
+
+/// The flags' names without their dashes ("tokens", ...), as run's options name them.
+std::vector<std::string> budget_flag_names();
+
+/// The flags' help, as compare's --help lists them (the same text as run's).
 std::string budget_flags_help();
 
 }  // namespace trainsim

@@ -61,7 +61,7 @@ CompareOptions parse_compare(const std::vector<std::string>& args) {
       }
     } else if (a == "--html") {
       o.html = value();
-    } else if (a == "--tokens" || a == "--price-per-gpu-hour") {
+    } else if (is_budget_flag(a)) {
       set_budget_flag(o.budget, a, value());
     } else if (a.starts_with("-")) {
       fail_input(a, "unknown flag (see trainsim compare --help)");
@@ -184,6 +184,13 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
       j.back()["time_to_train_s"] = r.time_to_train->seconds;
       j.back()["gpu_hours"] = r.time_to_train->gpu_hours;
       if (r.time_to_train->cost) j.back()["cost"] = *r.time_to_train->cost;
+      if (const auto& f = r.time_to_train->failures) {
+        j.back()["finishes_with_failures"] = f->finishes;
+        if (f->finishes) {
+          j.back()["time_with_failures_s"] = f->seconds;
+          j.back()["lost_to_failures"] = f->lost;
+        }
+      }
     }
   }
   return j;
@@ -197,6 +204,27 @@ std::string idle_row_name(const std::vector<Column>& columns) {
     if (c.report.idle_name() != first) return "pipeline bubble / idle";
   }
   return first;
+}
+
+// The time to train with failures and the share they lose, where a GPU MTBF is given.
+void add_failure_rows(const std::vector<Column>& columns,
+                      std::vector<std::vector<std::string>>& rows) {
+  const auto failures = [](const Column& c) -> const std::optional<FailureCost>& {
+    static const std::optional<FailureCost> none;
+    return c.report.time_to_train ? c.report.time_to_train->failures : none;
+  };
+  if (std::none_of(columns.begin(), columns.end(),
+                   [&](const Column& c) { return failures(c).has_value(); })) {
+    return;
+  }
+  std::vector<std::string> days = {"with failures"}, lost = {"lost to failures"};
+  for (const Column& c : columns) {
+    const auto& f = failures(c);
+    days.push_back(!f ? "-" : f->finishes ? format_duration(f->seconds) : "never");
+    lost.push_back(f && f->finishes ? format_fixed(100 * f->lost, 1) + " %" : "-");
+  }
+  rows.push_back(std::move(days));
+  rows.push_back(std::move(lost));
 }
 
 // Rows for the columns' token budget (and price), only where one is given ("-" for a column
@@ -219,6 +247,7 @@ void add_time_to_train_rows(const std::vector<Column>& columns,
   rows.push_back(std::move(days));
   rows.push_back(std::move(hours));
   if (priced) rows.push_back(std::move(cost));
+  add_failure_rows(columns, rows);
 }
 
 std::string columns_text(const std::vector<Column>& columns) {
@@ -290,7 +319,8 @@ std::string columns_html(const std::vector<Column>& columns) {
 
 std::string compare_help() {
   return "usage: trainsim compare SCENARIO [SCENARIO ...] [--set KEY=VALUE[,KEY=VALUE...]]...\n"
-         "                        [--tokens T [--price-per-gpu-hour P]] [--format text|json]\n"
+         "                        [--tokens T [--price-per-gpu-hour P] [--gpu-mtbf-hours H\n"
+         "                        [--checkpoint-s C] [--restart-s R]]] [--format text|json]\n"
          "                        [--html FILE]\n"
          "\n"
          "Simulates several plans and prints them side by side: step time, tokens/s, MFU,\n"
@@ -308,8 +338,8 @@ std::string compare_help() {
          "  --html FILE          also write one self-contained page ('-': on standard output,\n"
          "                       instead of the table): the table, and the\n"
          "                       columns' pipeline diagrams stacked on one time axis\n" +
+         std::string("  The budget's flags below set every column's, over a scenario's own:\n") +
          budget_flags_help() +
-         "                       (every column's, over a scenario's own \"tokens\")\n"
          "\n"
          "example: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
          "           --set schedule=interleaved,vp=5 --set recompute=full\n";

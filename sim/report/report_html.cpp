@@ -40,6 +40,10 @@ void summary(std::ostringstream& o, const Report& r) {
   if (r.time_to_train) {
     o << "<tr><th>time to train</th><td>" << escape_markup(time_to_train_text(*r.time_to_train))
       << "</td></tr>\n";
+    if (r.time_to_train->failures) {
+      o << "<tr><th>with failures</th><td>"
+        << escape_markup(failures_text(*r.time_to_train->failures)) << "</td></tr>\n";
+    }
   }
   for (const auto& f : r.published.figures) {
     o << "<tr><th>published</th><td>" << format_fixed(f.step_time_s, 3) << " s, "

@@ -143,6 +143,25 @@ J provenance_json(const Provenance& p) {
   return prov;
 }
 
+J failures_json(const FailureCost& f) {
+  J j;
+  j["gpu_mtbf_hours"] = f.gpu_mtbf_hours;
+  j["job_mtbf_s"] = f.job_mtbf_s;
+  j["checkpoint_s"] = f.checkpoint_s;
+  j["restart_s"] = f.restart_s;
+  j["finishes"] = f.finishes;
+  if (!f.finishes) return j;
+  j["checkpoint_interval_steps"] = f.interval_steps;
+  j["checkpoint_interval_s"] = f.interval_s;
+  j["seconds"] = f.seconds;
+  j["days"] = f.seconds / 86400.0;
+  j["failures"] = f.failures;
+  j["lost_fraction"] = f.lost;
+  j["gpu_hours"] = f.gpu_hours;
+  if (f.cost) j["cost"] = *f.cost;
+  return j;
+}
+
 J time_to_train_json(const TimeToTrain& t) {
   J j;
   j["tokens"] = t.tokens;
@@ -154,6 +173,7 @@ J time_to_train_json(const TimeToTrain& t) {
   j["days"] = t.days();
   j["gpu_hours"] = t.gpu_hours;
   if (t.cost) j["cost"] = *t.cost;
+  if (t.failures) j["failures"] = failures_json(*t.failures);
   return j;
 }
 

@@ -158,6 +158,9 @@ void write_summary(const Report& r, std::ostringstream& o) {
     << format_grouped(static_cast<std::int64_t>(r.tokens_per_s / static_cast<double>(r.gpus) + 0.5))
     << " per GPU)\n";
   if (r.time_to_train) o << "time to train        " << time_to_train_text(*r.time_to_train) << "\n";
+  if (r.time_to_train && r.time_to_train->failures) {
+    o << "with failures        " << failures_text(*r.time_to_train->failures) << "\n";
+  }
   o << "model TFLOP/s/GPU    " << format_fixed(r.model_tflops_per_gpu, 1) << "\n";
   o << "MFU                  " << percent(r.mfu) << "\n";
   o << pad_right(r.idle_name(), 21) << percent(r.bubble_fraction) << " of the step ("

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/core/format.hpp"
+#include "sim/report/failures.hpp"
 
 namespace trainsim {
 
@@ -25,7 +26,27 @@ std::optional<TimeToTrain> time_to_train(const TrainingBudget& budget, double to
   t.p90_s = steps * p90_s;
   t.gpu_hours = t.seconds * static_cast<double>(gpus) / 3600.0;
   if (budget.price_per_gpu_hour) t.cost = t.gpu_hours * *budget.price_per_gpu_hour;
+  t.failures = failure_cost(budget, t.seconds, step_s, gpus);
   return t;
+}
+
+std::string failures_text(const FailureCost& f) {
+  const double gpus = f.gpu_mtbf_hours * 3600.0 / f.job_mtbf_s;
+  std::string s = "one every " + format_duration(f.job_mtbf_s) + " (GPU MTBF " +
+                  format_whole(f.gpu_mtbf_hours) + " h over " + format_whole(gpus) + " GPUs)";
+  const std::string costs = format_fixed(f.checkpoint_s, 1) + " s a save, " +
+                            format_fixed(f.restart_s, 1) + " s a restart";
+  if (!f.finishes) {
+    return s + ": at " + costs +
+           " the job never finishes, failing before it restarts, trains a step and saves";
+  }
+  s += "; a checkpoint every " + format_grouped(f.interval_steps) +
+       (f.interval_steps == 1 ? " step" : " steps") + " (" + format_duration(f.interval_s) +
+       ") at " + costs + ": " + format_duration(f.seconds) + ", " + format_fixed(100 * f.lost, 1) +
+       " % lost to " + format_whole(f.failures) + " failures and the saves, " +
+       format_whole(f.gpu_hours) + " GPU-hours";
+  if (f.cost) s += ", cost " + format_whole(*f.cost);
+  return s;
 }
 
 std::string time_to_train_text(const TimeToTrain& t) {

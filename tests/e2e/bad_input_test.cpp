@@ -59,8 +59,9 @@ TEST_F(BadInput, UnknownKeys) {
       R"({"model": "llama3.1-70b", "platform": "h100-sxm-ndr", "plan": {"seq_len": 8}, "gpu": 1})");
   EXPECT_EQ(fails({"run", top}),
             top +
-                ": $.gpu: unknown key (known keys here: description, engine, model, name, notes, "
-                "plan, platform, price_per_gpu_hour, published, tokens)");
+                ": $.gpu: unknown key (known keys here: checkpoint_s, description, engine, "
+                "gpu_mtbf_hours, model, name, notes, plan, platform, price_per_gpu_hour, "
+                "published, restart_s, tokens)");
   EXPECT_EQ(fails({"run", top, "--tpp", "2"}).rfind("trainsim run: unrecognised option '--tpp'", 0),
             0u);
 }

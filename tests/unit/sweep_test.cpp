@@ -104,7 +104,10 @@ TEST(SweepRow, PricedRowAndItsCsvLine) {
   EXPECT_GT(row.step_p90_s, row.step_s);
   EXPECT_GT(row.mfu, 0.2);
   EXPECT_LT(row.mfu, 0.8);
-  const std::string line = sweep_csv_line(row, {15e12, 2.0});
+  TrainingBudget budget;
+  budget.tokens = 15e12;
+  budget.price_per_gpu_hour = 2.0;
+  const std::string line = sweep_csv_line(row, budget);
   ASSERT_EQ(line.back(), '\n');
   const std::string body = line.substr(0, line.size() - 1);
   EXPECT_EQ(sweep_csv_index(body), 7);

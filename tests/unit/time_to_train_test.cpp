@@ -7,8 +7,11 @@
 namespace trainsim {
 namespace {
 
-TrainingBudget tokens(double t, std::optional<double> price = std::nullopt) {
-  return {t, price};
+TrainingBudget tokens(std::optional<double> t, std::optional<double> price = std::nullopt) {
+  TrainingBudget b;
+  b.tokens = t;
+  b.price_per_gpu_hour = price;
+  return b;
 }
 
 // Llama 3's 15.6T tokens in steps of 2,048 sequences of 8,192 tokens (16,777,216 tokens) take
@@ -36,7 +39,7 @@ TEST(TimeToTrain, ABudgetOfWholeStepsAndOneTokenMore) {
   EXPECT_EQ(time_to_train(tokens(4096.0 * 1000 + 1), 4096, 1.0, 1.0, 1.0, 8)->steps, 1001);
   EXPECT_EQ(time_to_train(tokens(1), 4096, 1.0, 1.0, 1.0, 8)->steps, 1);
   EXPECT_FALSE(time_to_train({}, 4096, 1.0, 1.0, 1.0, 8).has_value());
-  EXPECT_FALSE(time_to_train({std::nullopt, 2.5}, 4096, 1.0, 1.0, 1.0, 8).has_value());
+  EXPECT_FALSE(time_to_train(tokens(std::nullopt, 2.5), 4096, 1.0, 1.0, 1.0, 8).has_value());
   EXPECT_FALSE(time_to_train(tokens(4096), 4096, 1.0, 1.0, 1.0, 8)->cost.has_value());
   // No band (no calibration): the line gives none.
   EXPECT_EQ(time_to_train_text(*time_to_train(tokens(4096), 4096, 30.0, 30.0, 30.0, 8)),

@@ -1,0 +1,122 @@
+// --gpu-mtbf-hours, --checkpoint-s, --restart-s: the report adds the run with failures to its time
+// to train, from the same training time (sim/report/failures, checked in closed form in
+// tests/unit/failures_test.cpp); a scenario may carry them, the flags override, compare gives each
+// column's, a sweep refuses them, and bad values are exit 2.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/report/failures.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+const std::string kDefault = test::source_dir() + "/scenarios/nemotron4-340b.json";
+
+// Llama 3's pre-training: 419 unexpected interruptions in 54 days on 16,384 GPUs, a GPU MTBF of
+// 16,384 x 54 x 24 / 419 = 50,676 GPU-hours (one failure of the job every 3.1 hours).
+const std::vector<std::string> kFailures = {"--tokens",       "1e12", "--gpu-mtbf-hours", "50676",
+                                            "--checkpoint-s", "30",   "--restart-s",      "600"};
+
+nlohmann::json run_json(std::vector<std::string> args) {
+  args.insert(args.begin(), {"run", kDefault, "--engine", "analytic", "--format", "json"});
+  const auto r = test::run_trainsim(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(FailuresRun, TheReportsTrainingTimeWithFailures) {
+  const auto j = run_json(kFailures);
+  const auto& t = j.at("time_to_train");
+  const auto& f = t.at("failures");
+  TrainingBudget budget;
+  budget.gpu_mtbf_hours = 50676;
+  budget.checkpoint_s = 30;
+  budget.restart_s = 600;
+  const auto expected = failure_cost(budget, t.at("seconds"), j.at("step_time_s"), 256);
+  ASSERT_TRUE(expected.has_value());
+  EXPECT_DOUBLE_EQ(f.at("job_mtbf_s").get<double>(), 50676.0 * 3600 / 256);
+  EXPECT_EQ(f.at("checkpoint_interval_steps").get<std::int64_t>(), expected->interval_steps);
+  EXPECT_DOUBLE_EQ(f.at("seconds").get<double>(), expected->seconds);
+  EXPECT_DOUBLE_EQ(f.at("lost_fraction").get<double>(), expected->lost);
+  EXPECT_GT(f.at("seconds").get<double>(), t.at("seconds").get<double>());
+  EXPECT_TRUE(f.at("finishes").get<bool>());
+
+  auto args = kFailures;
+  args.insert(args.begin(), {"run", kDefault, "--engine", "analytic"});
+  const auto text = test::run_trainsim(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("\nwith failures        one every 8.2 days (GPU MTBF 50,676 h over 256 "
+                          "GPUs); a checkpoint every "),
+            std::string::npos)
+      << text.out;
+  // Without an MTBF nothing is said of failures.
+  EXPECT_FALSE(run_json({"--tokens", "1e12"}).at("time_to_train").contains("failures"));
+}
+
+TEST(FailuresRun, FromAScenarioOverriddenByFlagsAndSideBySide) {
+  const std::string dir = test::make_temp_dir();
+  auto scenario = nlohmann::json::parse(test::read_file(kDefault));
+  scenario["tokens"] = 1e12;
+  scenario["gpu_mtbf_hours"] = 50676;
+  scenario["restart_s"] = 600;
+  test::write_file(dir + "/failures.json", scenario.dump());
+  const auto r = test::run_trainsim(
+      {"run", dir + "/failures.json", "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto& f = report.at("time_to_train").at("failures");
+  EXPECT_EQ(f.at("restart_s"), 600);
+  EXPECT_EQ(f.at("checkpoint_s"), 0);
+  const auto over = test::run_trainsim({"run", dir + "/failures.json", "--engine", "analytic",
+                                        "--format", "json", "--restart-s", "60"});
+  EXPECT_EQ(nlohmann::json::parse(over.out).at("time_to_train").at("failures").at("restart_s"), 60);
+
+  const auto compare = [](const std::string& format) {
+    auto args = kFailures;
+    args.insert(args.begin(), {"compare", kDefault, "--set", "mbs=2", "--format", format});
+    return test::run_trainsim(args);
+  };
+  const auto c = compare("json");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  for (const auto& col : nlohmann::json::parse(c.out)) {
+    EXPECT_TRUE(col.at("finishes_with_failures").get<bool>());
+    EXPECT_GT(col.at("time_with_failures_s").get<double>(),
+              col.at("time_to_train_s").get<double>());
+    EXPECT_NEAR(
+        col.at("lost_to_failures").get<double>(),
+        1 - col.at("time_to_train_s").get<double>() / col.at("time_with_failures_s").get<double>(),
+        1e-12);
+  }
+  const auto t = compare("text");
+  EXPECT_NE(t.out.find("\nwith failures "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("\nlost to failures "), std::string::npos) << t.out;
+}
+
+TEST(FailuresRun, BadValuesAndSweepsAreRefused) {
+  const auto zero = test::run_trainsim({"run", kDefault, "--gpu-mtbf-hours", "0"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_EQ(zero.err,
+            "trainsim: error: --gpu-mtbf-hours: must be a number > 0 and <= 1e+09, got '0'\n");
+  const auto negative =
+      test::run_trainsim({"compare", kDefault, "--set", "mbs=2", "--checkpoint-s", "-1"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_EQ(negative.err,
+            "trainsim: error: --checkpoint-s: must be a number >= 0 and <= 1e+09, got '-1'\n");
+  const std::string dir = test::make_temp_dir();
+  test::write_file(dir + "/sweep.json",
+                   R"({"model": "llama3.1-8b", "gpus": 8, "plan": {"seq_len": 2048, "gbs": 64},)"
+                   R"( "vary": {"tp": [1, 2]}, "tokens": 1e12, "gpu_mtbf_hours": 50676})");
+  const auto sweep =
+      test::run_trainsim({"sweep", dir + "/sweep.json", "--out", dir + "/sweep.csv"});
+  EXPECT_EQ(sweep.exit_code, 2);
+  EXPECT_EQ(sweep.err, "trainsim: error: " + dir +
+                           "/sweep.json: $.gpu_mtbf_hours: failures are priced by trainsim run "
+                           "and compare, not by a sweep, whose days are its training steps' "
+                           "alone\n");
+}
+
+}  // namespace
+}  // namespace trainsim
