@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cassert>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -125,6 +126,17 @@ std::vector<std::string> budget_flag_names() {
   std::vector<std::string> names;
   for (const BudgetField& f : budget_fields()) names.emplace_back(f.flag + 2);
   return names;
+}
+
+std::string budget_text(const TrainingBudget& budget) {
+  std::string out;
+  for (const BudgetField& f : budget_fields()) {
+    char value[32];
+    const auto& v = budget.*(f.field);
+    std::snprintf(value, sizeof value, "%.17g", v.value_or(-1));
+    out += std::string(f.key) + "=" + (v ? value : "none") + " ";
+  }
+  return out;
 }
 
 std::string budget_flags_help() {

@@ -37,6 +37,10 @@ void add_budget_options(boost::program_options::options_description& d);
 /// The flags' names without their dashes ("tokens", ...), as run's options name them.
 std::vector<std::string> budget_flag_names();
 
+/// Every field of the budget as text ("tokens=1e+12 price_per_gpu_hour=none ..."), exact: what a
+/// resumable sweep's fingerprint holds.
+std::string budget_text(const TrainingBudget& budget);
+
 /// The flags' help, as compare's --help lists them (the same text as run's).
 std::string budget_flags_help();
 

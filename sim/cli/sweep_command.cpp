@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -72,7 +71,7 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
       o.shards = positive(a, v.substr(slash + 1));
       if (k > o.shards) fail_input(a, "must be K/N with K <= N, got '" + v + "'");
       o.shard = k - 1;
-    } else if (a == "--tokens" || a == "--price-per-gpu-hour") {
+    } else if (is_budget_flag(a)) {
       set_budget_flag(o.budget, a, value());
     } else if (a == "--top") {
       o.top = positive(a, value());
@@ -129,11 +128,8 @@ std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
                     read_text_file(c.spec.platform) + '\0' + std::string(version()) + '\0' +
                     sweep_csv_header();
   if (!c.platform.kernel_db_path.empty()) all += '\0' + read_text_file(c.platform.kernel_db_path);
-  char budget[96];
-  std::snprintf(budget, sizeof budget, "%.17g %.17g %lld/%lld", c.budget.tokens.value_or(0),
-                c.budget.price_per_gpu_hour.value_or(0), static_cast<long long>(o.shard),
-                static_cast<long long>(o.shards));
-  return sha256_hex(all + '\0' + budget);
+  const std::string shard = std::to_string(o.shard) + "/" + std::to_string(o.shards);
+  return sha256_hex(all + '\0' + budget_text(c.budget) + ' ' + shard);
 }
 
 int merge_shards(const SweepOptions& o, std::ostream& out) {
@@ -160,7 +156,8 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
 
 std::string sweep_help() {
   return "usage: trainsim sweep SWEEP.json --out FILE.csv [--jobs N] [--shard K/N]\n"
-         "                      [--tokens T] [--price-per-gpu-hour P] [--top N] [--simgrid-top N]\n"
+         "                      [--tokens T] [--price-per-gpu-hour P] [--gpu-mtbf-hours H]\n"
+         "                      [--checkpoint-s C] [--restart-s R] [--top N] [--simgrid-top N]\n"
          "       trainsim sweep --merge SHARD.csv ... --out FILE.csv [--top N]\n\n"
          "Enumerates every plan of a sweep file (GPU counts x the lists of values under \"vary\",\n"
          "the fields under \"plan\" fixed), refuses those a rule, a partition defect or memory\n"
@@ -176,16 +173,18 @@ std::string sweep_help() {
          "  --shard K/N           only plans K-1, K-1+N, ... (a batch array's task K of N);\n"
          "                        join the shards' CSVs with --merge: the result equals the\n"
          "                        unsharded run's file byte for byte\n"
-         "  --tokens T            tokens to train on (default: the file's \"tokens\"): each\n"
-         "                        plan's days, GPU-hours and, with a price, cost\n"
-         "  --price-per-gpu-hour P  price of a GPU-hour (default: the file's\n"
-         "                        \"price_per_gpu_hour\")\n"
          "  --top N               plans in the ranking (default: the file's \"top\", else 10)\n"
          "  --simgrid-top N       replay the N plans of most tokens/s on SimGrid, where flows\n"
-         "                        share links, beside their analytic step (default 3; 0: none)\n\n"
+         "                        share links, beside their analytic step (default 3; 0: none)\n"
+         "  The budget's flags below override the sweep file's keys of the same names; with\n"
+         "  them each plan's days, GPU-hours and cost, and with --gpu-mtbf-hours its days with\n"
+         "  failures and the share they lose (columns days_with_failures, lost_to_failures):\n" +
+         budget_flags_help() +
+         "\n"
          "Sweep file: {\"model\": name or path, \"platform\": name or path (default\n"
          "h100-sxm-ndr), \"gpus\": N or [N, ...], \"plan\": {field: value}, \"vary\": {field:\n"
-         "[values]}, \"tokens\", \"price_per_gpu_hour\", \"top\"}; fields as a scenario's "
+         "[values]}, \"tokens\", \"price_per_gpu_hour\", \"gpu_mtbf_hours\", \"checkpoint_s\",\n"
+         "\"restart_s\", \"top\"}; fields as a scenario's "
          "\"plan\"\n"
          "names them. Without dp, each plan's dp is the GPUs left over by tp x cp x pp.\n";
 }

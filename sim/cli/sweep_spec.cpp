@@ -140,13 +140,6 @@ SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& f
   read_plan(o, spec);
   read_vary(o, text, spec);
   spec.budget = read_budget(o);
-  for (const char* key : {"gpu_mtbf_hours", "checkpoint_s", "restart_s"}) {
-    if (o.has(key)) {
-      fail_input(o.where(key),
-                 "failures are priced by trainsim run and compare, not by a sweep, whose days "
-                 "are its training steps' alone");
-    }
-  }
   spec.top = o.optional_integer("top").value_or(spec.top);
   o.finish();
   if (sweep_size(spec) > kMaxPlans) {

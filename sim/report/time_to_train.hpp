@@ -9,7 +9,7 @@ namespace trainsim {
 
 /// Tokens to train on, the price of a GPU-hour and the failures: what turns a step time into days,
 /// GPU-hours and cost (a scenario's or a sweep file's "tokens", "price_per_gpu_hour", ..., or the
-/// flags; a sweep takes no failures).
+/// flags).
 struct TrainingBudget {
   /// The most tokens a budget may ask for: steps stay exact whole numbers in 64 bits.
   static constexpr double kMaxTokens = 1e18;

@@ -35,9 +35,9 @@ const std::vector<std::string>& sweep_csv_columns() {
     std::vector<std::string> c = {"index", "gpus"};
     // A report's plan fields, blank where the report leaves one out (an option of another mode).
     for (const auto& p : plan_json_keys()) c.push_back(p);
-    for (const char* s :
-         {"status", "reason", "step_s", "step_p10_s", "step_p90_s", "tokens_per_s",
-          "tflops_per_gpu", "mfu", "peak_memory_gib", "diagnostics", "days", "gpu_hours", "cost"}) {
+    for (const char* s : {"status", "reason", "step_s", "step_p10_s", "step_p90_s", "tokens_per_s",
+                          "tflops_per_gpu", "mfu", "peak_memory_gib", "diagnostics", "days",
+                          "gpu_hours", "cost", "days_with_failures", "lost_to_failures"}) {
       c.emplace_back(s);
     }
     return c;
@@ -78,6 +78,12 @@ std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
   f.push_back(run ? format_fixed(run->days(), 3) : "");
   f.push_back(run ? format_fixed(run->gpu_hours, 0) : "");
   f.push_back(run && run->cost ? format_fixed(*run->cost, 0) : "");
+  // With failures: the wall-clock days and the share lost ("inf" and 1 for a job that never ends).
+  const auto& failures = run ? run->failures : std::nullopt;
+  f.push_back(!failures            ? ""
+              : failures->finishes ? format_fixed(failures->seconds / 86400.0, 3)
+                                   : "inf");
+  f.push_back(!failures ? "" : failures->finishes ? format_fixed(failures->lost, 4) : "1");
   return join(f, ",") + "\n";
 }
 

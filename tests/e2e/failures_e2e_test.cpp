@@ -1,10 +1,11 @@
 // --gpu-mtbf-hours, --checkpoint-s, --restart-s: the report adds the run with failures to its time
 // to train, from the same training time (sim/report/failures, checked in closed form in
 // tests/unit/failures_test.cpp); a scenario may carry them, the flags override, compare gives each
-// column's, a sweep refuses them, and bad values are exit 2.
+// column's, a sweep each plan's, and bad values are exit 2.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "sim/report/failures.hpp"
@@ -95,7 +96,7 @@ TEST(FailuresRun, FromAScenarioOverriddenByFlagsAndSideBySide) {
   EXPECT_NE(t.out.find("\nlost to failures "), std::string::npos) << t.out;
 }
 
-TEST(FailuresRun, BadValuesAndSweepsAreRefused) {
+TEST(FailuresRun, BadValuesAreExit2) {
   const auto zero = test::run_trainsim({"run", kDefault, "--gpu-mtbf-hours", "0"});
   EXPECT_EQ(zero.exit_code, 2);
   EXPECT_EQ(zero.err,
@@ -105,17 +106,53 @@ TEST(FailuresRun, BadValuesAndSweepsAreRefused) {
   EXPECT_EQ(negative.exit_code, 2);
   EXPECT_EQ(negative.err,
             "trainsim: error: --checkpoint-s: must be a number >= 0 and <= 1e+09, got '-1'\n");
+}
+
+// A sweep file's failure keys give each priced plan its days with failures and the share lost,
+// from the same function as run's, at the plan's step and GPUs.
+TEST(FailuresRun, ASweepGivesEachPlansDaysWithFailures) {
   const std::string dir = test::make_temp_dir();
-  test::write_file(dir + "/sweep.json",
-                   R"({"model": "llama3.1-8b", "gpus": 8, "plan": {"seq_len": 2048, "gbs": 64},)"
-                   R"( "vary": {"tp": [1, 2]}, "tokens": 1e12, "gpu_mtbf_hours": 50676})");
-  const auto sweep =
-      test::run_trainsim({"sweep", dir + "/sweep.json", "--out", dir + "/sweep.csv"});
-  EXPECT_EQ(sweep.exit_code, 2);
-  EXPECT_EQ(sweep.err, "trainsim: error: " + dir +
-                           "/sweep.json: $.gpu_mtbf_hours: failures are priced by trainsim run "
-                           "and compare, not by a sweep, whose days are its training steps' "
-                           "alone\n");
+  test::write_file(
+      dir + "/sweep.json",
+      R"({"model": "llama3.1-8b", "gpus": [8, 64], "plan": {"seq_len": 2048, "gbs": 64, "zero": 1},)"
+      R"( "vary": {"tp": [1, 2]}, "tokens": 1e12, "gpu_mtbf_hours": 50676,)"
+      R"( "checkpoint_s": 30, "restart_s": 600})");
+  const auto r = test::run_trainsim({"sweep", dir + "/sweep.json", "--out", dir + "/sweep.csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = test::read_file(dir + "/sweep.csv");
+  std::istringstream in(lines);
+  std::string header, line;
+  std::getline(in, header);
+  const auto column = [&](const std::string& name) {
+    std::istringstream h(header);
+    int k = 0;
+    for (std::string c; std::getline(h, c, ','); ++k) {
+      if (c == name) return k;
+    }
+    return -1;
+  };
+  const auto field = [](const std::string& row, int k) {
+    std::istringstream cells(row);
+    std::string c;
+    for (int i = 0; i <= k; ++i) std::getline(cells, c, ',');
+    return c;
+  };
+  int priced = 0;
+  while (std::getline(in, line)) {
+    if (field(line, column("status")) != "ok") continue;
+    ++priced;
+    TrainingBudget budget;
+    budget.gpu_mtbf_hours = 50676;
+    budget.checkpoint_s = 30;
+    budget.restart_s = 600;
+    const double days = std::stod(field(line, column("days")));
+    const double step = std::stod(field(line, column("step_s")));
+    const auto gpus = std::stoll(field(line, column("gpus")));
+    const auto f = failure_cost(budget, days * 86400, step, gpus);
+    EXPECT_NEAR(std::stod(field(line, column("days_with_failures"))), f->seconds / 86400, 2e-3);
+    EXPECT_NEAR(std::stod(field(line, column("lost_to_failures"))), f->lost, 1e-4);
+  }
+  EXPECT_EQ(priced, 4);
 }
 
 }  // namespace
