@@ -102,8 +102,9 @@ void set_budget_flag(TrainingBudget& budget, const std::string& flag, const std:
 
 TrainingBudget read_budget(JsonObject& o) {
   TrainingBudget budget;
-  for (const BudgetField& f : budget_fields())
+  for (const BudgetField& f : budget_fields()) {
     budget.*(f.field) = o.optional_number(f.key, f.range);
+  }
   return budget;
 }
 
