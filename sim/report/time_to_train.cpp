@@ -52,7 +52,7 @@ std::string failures_text(const FailureCost& f) {
 std::string time_to_train_text(const TimeToTrain& t) {
   std::string s = format_count(t.tokens) + " tokens in " + format_grouped(t.steps) +
                   (t.steps == 1 ? " step" : " steps") + " of " + format_count(t.tokens_per_step) +
-                  " tokens: " + format_duration(t.seconds);
+                  (t.tokens_per_step == 1 ? " token: " : " tokens: ") + format_duration(t.seconds);
   if (t.p90_s > t.p10_s) {
     s += " (P10 " + format_duration(t.p10_s) + ", P90 " + format_duration(t.p90_s) + ")";
   }

@@ -48,6 +48,11 @@ TEST(TimeToTrain, ABudgetOfWholeStepsAndOneTokenMore) {
   const auto most = time_to_train(tokens(TrainingBudget::kMaxTokens, 1e9), 1, 100, 90, 110, 1e5);
   EXPECT_EQ(most->steps, 1000000000000000000);
   EXPECT_NE(time_to_train_text(*most).find("T GPU-hours, cost "), std::string::npos);
+  EXPECT_EQ(time_to_train_text(*most).rfind("1000000T tokens in 1,000,000,000,000,000,000 steps of "
+                                            "1 token: ",
+                                            0),
+            0u)
+      << time_to_train_text(*most);
 }
 
 TEST(TimeToTrain, SpansInThePlannersUnits) {
