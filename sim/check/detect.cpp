@@ -1,6 +1,15 @@
 #include "sim/check/detect.hpp"
 
+#include "sim/memory/memory.hpp"
+
 namespace trainsim {
+
+const MemoryModel& plan_memory(const CheckContext& context, std::optional<MemoryModel>& computed) {
+  if (context.memory) return *context.memory;
+  computed = compute_memory(context.model, context.platform, context.plan, context.partition,
+                            context.costs);
+  return *computed;
+}
 
 std::vector<Finding> detect(const CheckContext& context) {
   std::vector<Finding> out;

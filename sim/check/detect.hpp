@@ -17,6 +17,10 @@ namespace trainsim {
 /// pipeline exchanges, what the model holds beyond the simulation, unsharded ZeRO, memory.
 std::vector<Finding> detect(const CheckContext& context);
 
+/// The plan's memory: the caller's where it computed it already (context.memory), else computed
+/// into `computed` (for detectors that need it).
+const MemoryModel& plan_memory(const CheckContext& context, std::optional<MemoryModel>& computed);
+
 /// Stages with no blocks or no parameters, and decoder layers the rule does not build.
 std::vector<Finding> find_partition_defects(const CheckContext& context);
 /// The slowest stage far above the mean stage (options.imbalance_threshold).

@@ -56,11 +56,7 @@ std::string margin_note(const CheckContext& c, const StageMemory& s, double capa
 
 std::vector<Finding> find_out_of_memory(const CheckContext& context) {
   std::optional<MemoryModel> computed;
-  if (!context.memory) {
-    computed = compute_memory(context.model, context.platform, context.plan, context.partition,
-                              context.costs);
-  }
-  const MemoryModel& mm = context.memory ? *context.memory : *computed;
+  const MemoryModel& mm = plan_memory(context, computed);
   if (mm.fits()) return {};
   const std::int64_t worst = mm.worst_stage();
   const StageMemory& s = mm.stages[static_cast<std::size_t>(worst)];

@@ -26,8 +26,7 @@ std::string groups_of_one(const CheckContext& c) {
 // The plan's worst stage's peak memory per GPU.
 double worst_peak(const CheckContext& c) {
   std::optional<MemoryModel> computed;
-  if (!c.memory) computed = compute_memory(c.model, c.platform, c.plan, c.partition, c.costs);
-  const MemoryModel& mm = c.memory ? *c.memory : *computed;
+  const MemoryModel& mm = plan_memory(c, computed);
   return mm.stages[static_cast<std::size_t>(mm.worst_stage())].peak_bytes;
 }
 
