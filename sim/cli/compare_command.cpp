@@ -209,17 +209,14 @@ std::string idle_row_name(const std::vector<Column>& columns) {
 // The time to train with failures and the share they lose, where a GPU MTBF is given.
 void add_failure_rows(const std::vector<Column>& columns,
                       std::vector<std::vector<std::string>>& rows) {
-  const auto failures = [](const Column& c) -> const std::optional<FailureCost>& {
-    static const std::optional<FailureCost> none;
-    return c.report.time_to_train ? c.report.time_to_train->failures : none;
+  const auto failures = [](const Column& c) -> const FailureCost* {
+    const auto& t = c.report.time_to_train;
+    return t && t->failures ? &*t->failures : nullptr;
   };
-  if (std::none_of(columns.begin(), columns.end(),
-                   [&](const Column& c) { return failures(c).has_value(); })) {
-    return;
-  }
+  if (std::none_of(columns.begin(), columns.end(), failures)) return;
   std::vector<std::string> days = {"with failures"}, lost = {"lost to failures"};
   for (const Column& c : columns) {
-    const auto& f = failures(c);
+    const FailureCost* f = failures(c);
     days.push_back(!f ? "-" : f->finishes ? format_duration(f->seconds) : "never");
     lost.push_back(f && f->finishes ? format_fixed(100 * f->lost, 1) + " %" : "-");
   }

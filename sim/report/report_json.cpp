@@ -146,7 +146,7 @@ J provenance_json(const Provenance& p) {
 J failures_json(const FailureCost& f) {
   J j;
   j["gpu_mtbf_hours"] = f.gpu_mtbf_hours;
-  j["job_mtbf_s"] = f.job_mtbf_s;
+  j["job_mtbf_s"] = f.job_mtbf_s();
   j["checkpoint_s"] = f.checkpoint_s;
   j["restart_s"] = f.restart_s;
   j["finishes"] = f.finishes;
@@ -154,7 +154,7 @@ J failures_json(const FailureCost& f) {
   j["checkpoint_interval_steps"] = f.interval_steps;
   j["checkpoint_interval_s"] = f.interval_s;
   j["seconds"] = f.seconds;
-  j["days"] = f.seconds / 86400.0;
+  j["days"] = f.days();
   j["failures"] = f.failures;
   j["lost_fraction"] = f.lost;
   j["gpu_hours"] = f.gpu_hours;

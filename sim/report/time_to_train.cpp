@@ -31,9 +31,8 @@ std::optional<TimeToTrain> time_to_train(const TrainingBudget& budget, double to
 }
 
 std::string failures_text(const FailureCost& f) {
-  const double gpus = f.gpu_mtbf_hours * 3600.0 / f.job_mtbf_s;
-  std::string s = "one every " + format_duration(f.job_mtbf_s) + " (GPU MTBF " +
-                  format_whole(f.gpu_mtbf_hours) + " h over " + format_whole(gpus) + " GPUs)";
+  std::string s = "one every " + format_duration(f.job_mtbf_s()) + " (GPU MTBF " +
+                  format_whole(f.gpu_mtbf_hours) + " h over " + format_grouped(f.gpus) + " GPUs)";
   const std::string costs = format_fixed(f.checkpoint_s, 1) + " s a save, " +
                             format_fixed(f.restart_s, 1) + " s a restart";
   if (!f.finishes) {

@@ -31,7 +31,7 @@ struct TrainingBudget {
 /// The run with failures, checkpointed at the interval that loses least (failures.hpp).
 struct FailureCost {
   double gpu_mtbf_hours = 0;
-  double job_mtbf_s = 0;            // between two failures of the job: gpu_mtbf_hours x 3600 / GPUs
+  std::int64_t gpus = 0;            // the job's
   double checkpoint_s = 0;          // one save
   double restart_s = 0;             // one failure's cost beyond the lost work
   std::int64_t interval_steps = 0;  // steps between checkpoints
@@ -42,6 +42,9 @@ struct FailureCost {
   double lost = 0;                  // share of the wall-clock not training: 1 - training / seconds
   double gpu_hours = 0;             // seconds x GPUs / 3600
   std::optional<double> cost;
+  /// Between two failures of the job: gpu_mtbf_hours x 3600 / GPUs.
+  double job_mtbf_s() const { return gpu_mtbf_hours * 3600.0 / static_cast<double>(gpus); }
+  double days() const { return seconds / 86400.0; }
 };
 
 struct TimeToTrain {

@@ -79,11 +79,14 @@ std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
   f.push_back(run ? format_fixed(run->gpu_hours, 0) : "");
   f.push_back(run && run->cost ? format_fixed(*run->cost, 0) : "");
   // With failures: the wall-clock days and the share lost ("inf" and 1 for a job that never ends).
-  const auto& failures = run ? run->failures : std::nullopt;
-  f.push_back(!failures            ? ""
-              : failures->finishes ? format_fixed(failures->seconds / 86400.0, 3)
-                                   : "inf");
-  f.push_back(!failures ? "" : failures->finishes ? format_fixed(failures->lost, 4) : "1");
+  const FailureCost* failures = run && run->failures ? &*run->failures : nullptr;
+  if (!failures) {
+    f.insert(f.end(), {"", ""});
+  } else if (failures->finishes) {
+    f.insert(f.end(), {format_fixed(failures->days(), 3), format_fixed(failures->lost, 4)});
+  } else {
+    f.insert(f.end(), {"inf", "1"});
+  }
   return join(f, ",") + "\n";
 }
 

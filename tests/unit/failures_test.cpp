@@ -45,7 +45,8 @@ TEST(Failures, AWholeNumberOfStepsBetweenCheckpoints) {
   budget.price_per_gpu_hour = 2;
   const auto f = failure_cost(budget, 1e6, 10, 16384);
   ASSERT_TRUE(f.has_value());
-  EXPECT_DOUBLE_EQ(f->job_mtbf_s, job_mtbf);
+  EXPECT_EQ(f->gpus, 16384);
+  EXPECT_DOUBLE_EQ(f->job_mtbf_s(), job_mtbf);
   const double s93 = *failure_slowdown(930, job_mtbf, 50, 200);
   const double s94 = *failure_slowdown(940, job_mtbf, 50, 200);
   EXPECT_EQ(f->interval_steps, s93 < s94 ? 93 : 94);
