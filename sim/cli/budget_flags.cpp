@@ -13,16 +13,10 @@
 
 namespace trainsim {
 
-RealRange budget_tokens_range() {
-  return {0.0, false, TrainingBudget::kMaxTokens, true};
-}
-RealRange budget_price_range() {
-  return {0.0, false, TrainingBudget::kMaxPrice, true};
-}
-
 namespace {
 
-// Each budget field: its flag, its key in a scenario or sweep file, its range, and its help.
+// Each budget field: its flag, its key in a scenario or sweep file, the range its value must lie
+// in (in a file as from a flag), and its help.
 struct BudgetField {
   const char* flag;
   const char* value_name;
@@ -34,12 +28,19 @@ struct BudgetField {
 
 const std::vector<BudgetField>& budget_fields() {
   static const std::vector<BudgetField> fields = {
-      {"--tokens", "T", "tokens", budget_tokens_range(), &TrainingBudget::tokens,
+      {"--tokens",
+       "T",
+       "tokens",
+       {0.0, false, TrainingBudget::kMaxTokens, true},
+       &TrainingBudget::tokens,
        "tokens to train on (e.g. 15e12; a scenario's \"tokens\"): the steps of gbs x seq-len "
        "tokens they take, the days at the predicted step time (with its P10-P90 band) and the "
        "GPU-hours; training steps only (no evaluation or data stalls; failures, checkpoint saves "
        "and restarts with --gpu-mtbf-hours)"},
-      {"--price-per-gpu-hour", "P", "price_per_gpu_hour", budget_price_range(),
+      {"--price-per-gpu-hour",
+       "P",
+       "price_per_gpu_hour",
+       {0.0, false, TrainingBudget::kMaxPrice, true},
        &TrainingBudget::price_per_gpu_hour,
        "with --tokens: the run's cost, GPU-hours x P (a scenario's \"price_per_gpu_hour\")"},
       {"--gpu-mtbf-hours",

@@ -12,10 +12,6 @@
 
 namespace trainsim {
 
-/// What a budget's numbers must be, in a file as from a flag.
-RealRange budget_tokens_range();
-RealRange budget_price_range();
-
 /// Whether `flag` is one of the budget's: --tokens, --price-per-gpu-hour, --gpu-mtbf-hours,
 /// --checkpoint-s, --restart-s.
 bool is_budget_flag(const std::string& flag);

@@ -35,7 +35,7 @@ struct SweepSpec {
   std::vector<std::int64_t> gpus;
   std::map<std::string, std::string> fixed;  // plan field -> value as its flag takes it
   std::vector<SweepAxis> axes;
-  TrainingBudget budget;  // "tokens", "price_per_gpu_hour"
+  TrainingBudget budget;  // "tokens", "price_per_gpu_hour", "gpu_mtbf_hours", ...
   std::int64_t top = 10;
 };
 
