@@ -24,27 +24,39 @@ std::string refusal_kind(const std::string& reason) {
   return colon == std::string::npos ? reason : reason.substr(0, colon);
 }
 
-void table_row(std::ostringstream& out, const std::string& rank, const SweepEntry& e) {
+// With failures, the days column holds the days with failures and a column the share they lose.
+void table_row(std::ostringstream& out, const std::string& rank, const SweepEntry& e,
+               bool with_failures) {
+  const std::string& days = with_failures ? e.days_with_failures : e.days;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%5s %6lld %10s %12s %6s %9s %9s  %s\n", rank.c_str(),
+  std::snprintf(buf, sizeof buf, "%5s %6lld %10s %12s %6s %9s %9s", rank.c_str(),
                 static_cast<long long>(e.gpus), format_fixed(e.step_s, 3).c_str(),
                 format_grouped(static_cast<std::int64_t>(e.tokens_per_s)).c_str(),
                 (format_fixed(100 * e.mfu, 1) + "%").c_str(), e.peak_gib.c_str(),
-                e.days.empty() ? "-" : e.days.c_str(), e.plan.c_str());
+                days.empty() ? "-" : days.c_str());
   out << buf;
+  if (with_failures) {
+    std::snprintf(buf, sizeof buf, " %6s",
+                  (format_fixed(100 * e.lost_to_failures, 1) + "%").c_str());
+    out << buf;
+  }
+  out << "  " << e.plan << "\n";
 }
 
-void table_header(std::ostringstream& out, const char* first) {
+void table_header(std::ostringstream& out, const char* first, bool with_failures) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%5s %6s %10s %12s %6s %9s %9s  %s\n", first, "GPUs", "step (s)",
-                "tokens/s", "MFU", "peak GiB", "days", "plan");
+  std::snprintf(buf, sizeof buf, "%5s %6s %10s %12s %6s %9s %9s", first, "GPUs", "step (s)",
+                "tokens/s", "MFU", "peak GiB", with_failures ? "days+fail" : "days");
   out << buf;
+  if (with_failures) out << "   lost";
+  out << "  plan\n";
 }
 
-// Ranked by throughput (the time to train a token budget; with one global batch, the step
-// time), the lower index first on ties.
+// Ranked by throughput less what failures take (the time to train a token budget, with its
+// failures; with one global batch and no failure model, the step time), the lower index first on
+// ties.
 bool faster(const SweepEntry& a, const SweepEntry& b) {
-  return a.tokens_per_s > b.tokens_per_s || (a.tokens_per_s == b.tokens_per_s && a.index < b.index);
+  return a.goodput() > b.goodput() || (a.goodput() == b.goodput() && a.index < b.index);
 }
 
 }  // namespace
@@ -73,6 +85,8 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
     e.peak_gib = f["peak_memory_gib"];
     e.days = f["days"];
     e.cost = f["cost"];
+    e.days_with_failures = f["days_with_failures"];
+    e.lost_to_failures = number(f["lost_to_failures"]);
     out.push_back(std::move(e));
   }
   return out;
@@ -96,7 +110,7 @@ std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries) {
   }
   std::vector<SweepEntry> front;
   for (const auto& [gpus, e] : best) {
-    if (front.empty() || e->tokens_per_s > front.back().tokens_per_s) front.push_back(*e);
+    if (front.empty() || e->goodput() > front.back().goodput()) front.push_back(*e);
   }
   return front;
 }
@@ -134,15 +148,19 @@ std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t t
   }
   const std::vector<SweepEntry> priced = ranked(entries);
   if (priced.empty()) return out.str() + "no plan was simulated\n";
+  const bool with_failures = std::any_of(priced.begin(), priced.end(), [](const SweepEntry& e) {
+    return !e.days_with_failures.empty();
+  });
   out << "\nfastest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(priced.size()))
-      << " plans (tokens/s):\n";
-  table_header(out, "rank");
+      << (with_failures ? " plans (tokens/s less what failures take):\n" : " plans (tokens/s):\n");
+  table_header(out, "rank", with_failures);
   for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(priced.size()); ++i) {
-    table_row(out, std::to_string(i + 1), priced[static_cast<std::size_t>(i)]);
+    table_row(out, std::to_string(i + 1), priced[static_cast<std::size_t>(i)], with_failures);
   }
-  out << "\nPareto front (no plan on as many GPUs or fewer has the throughput):\n";
-  table_header(out, "");
-  for (const auto& e : pareto_front(entries)) table_row(out, "", e);
+  out << "\nPareto front (no plan on as many GPUs or fewer has the throughput"
+      << (with_failures ? " with failures" : "") << "):\n";
+  table_header(out, "", with_failures);
+  for (const auto& e : pareto_front(entries)) table_row(out, "", e, with_failures);
   return out.str();
 }
 

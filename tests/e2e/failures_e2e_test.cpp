@@ -153,6 +153,9 @@ TEST(FailuresRun, ASweepGivesEachPlansDaysWithFailures) {
     EXPECT_NEAR(std::stod(field(line, column("lost_to_failures"))), f->lost, 1e-4);
   }
   EXPECT_EQ(priced, 4);
+  // The summary ranks them by what failures leave and shows the days with failures.
+  EXPECT_NE(r.out.find(" plans (tokens/s less what failures take):\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("days+fail   lost  plan\n"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -292,5 +292,45 @@ TEST(SweepSummary, ParetoFrontKeepsOnlyWhatMoreGpusBuy) {
   EXPECT_EQ(front[2].index, 5);  // 256 GPUs buy nothing over 128
 }
 
+// With a failure model the plans rank by tokens/s less what failures take: 1,024 GPUs at
+// 1,800,000 tokens/s losing 3 % leave 1,746,000; 2,048 at 2,000,000 losing 12 % leave 1,760,000
+// and rank first; losing 20 % they leave 1,600,000, rank second and buy nothing on the Pareto
+// front. The days column holds the days with failures.
+TEST(SweepSummary, FailuresRankByTheThroughputTheyLeave) {
+  const auto entry = [](std::int64_t index, std::int64_t gpus, double tokens_per_s, double lost) {
+    SweepEntry e;
+    e.index = index;
+    e.gpus = gpus;
+    e.status = "ok";
+    e.step_s = 1;
+    e.tokens_per_s = tokens_per_s;
+    e.days = "10.000";
+    e.days_with_failures = format_fixed(10 / (1 - lost), 3);
+    e.lost_to_failures = lost;
+    return e;
+  };
+  const std::vector<SweepEntry> mild = {entry(0, 1024, 1.8e6, 0.03), entry(1, 2048, 2e6, 0.12)};
+  EXPECT_EQ(ranked(mild)[0].index, 1);
+  EXPECT_EQ(pareto_front(mild).size(), 2u);
+  const std::vector<SweepEntry> harsh = {entry(0, 1024, 1.8e6, 0.03), entry(1, 2048, 2e6, 0.20)};
+  EXPECT_EQ(ranked(harsh)[0].index, 0);
+  ASSERT_EQ(pareto_front(harsh).size(), 1u);
+  EXPECT_EQ(pareto_front(harsh)[0].index, 0);
+  const std::string text = sweep_summary(harsh, 2);
+  EXPECT_NE(text.find("fastest 2 plans (tokens/s less what failures take):\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("days+fail   lost  plan\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  12.500  20.0%"), std::string::npos) << text;  // 10 days / (1 - 0.2)
+  EXPECT_NE(text.find("throughput with failures):\n"), std::string::npos) << text;
+  // Without a GPU MTBF the table is as before.
+  std::vector<SweepEntry> plain = harsh;
+  for (auto& e : plain) {
+    e.days_with_failures.clear();
+    e.lost_to_failures = 0;
+  }
+  EXPECT_EQ(ranked(plain)[0].index, 1);
+  EXPECT_EQ(sweep_summary(plain, 2).find("lost"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainsim
