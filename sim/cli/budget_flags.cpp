@@ -114,6 +114,12 @@ TrainingBudget over(const TrainingBudget& flags, const TrainingBudget& file) {
   for (const BudgetField& f : budget_fields()) {
     budget.*(f.field) = flags.*(f.field) ? flags.*(f.field) : file.*(f.field);
   }
+  if (budget.tokens) return budget;
+  for (const BudgetField& f : budget_fields()) {
+    if (flags.*(f.field)) {
+      fail_input(f.flag, "applies to a token budget: give --tokens too (or the file's \"tokens\")");
+    }
+  }
   return budget;
 }
 

@@ -24,7 +24,10 @@ void set_budget_flag(TrainingBudget& budget, const std::string& flag, const std:
 /// and "restart_s", each optional, in the flags' ranges.
 TrainingBudget read_budget(JsonObject& o);
 
-/// The flags' budget over a file's: each value the flags give, else the file's.
+/// The flags' budget over a file's: each value the flags give, else the file's. InputError naming
+/// the first flag other than --tokens given where neither gives tokens: a price or a failure rate
+/// on the command line with no token budget to apply to is a mistake, not a request (a file may
+/// carry them for the runs that give one).
 TrainingBudget over(const TrainingBudget& flags, const TrainingBudget& file);
 
 /// The flags as run's options (boost::program_options), each with its help.

@@ -67,7 +67,26 @@ TEST(TimeToTrain, StepsOfTheTokensAStepTrains) {
 TEST(TimeToTrain, NoBudgetNoLineAndABadOneIsExit2) {
   const auto j = run_json({});
   EXPECT_FALSE(j.contains("time_to_train"));
-  EXPECT_FALSE(run_json({"--price-per-gpu-hour", "2"}).contains("time_to_train"));
+  // A price or a failure rate on the command line with no token budget to apply to is refused,
+  // naming the flag; from a file it waits for a run that gives one.
+  const auto price = test::run_trainsim({"run", kDefault, "--price-per-gpu-hour", "2"});
+  EXPECT_EQ(price.exit_code, 2);
+  EXPECT_EQ(price.err,
+            "trainsim: error: --price-per-gpu-hour: applies to a token budget: give --tokens too "
+            "(or the file's \"tokens\")\n");
+  const auto mtbf =
+      test::run_trainsim({"compare", kDefault, "--set", "mbs=2", "--gpu-mtbf-hours", "5e4"});
+  EXPECT_EQ(mtbf.exit_code, 2);
+  EXPECT_NE(mtbf.err.find("--gpu-mtbf-hours: applies to a token budget"), std::string::npos)
+      << mtbf.err;
+  const std::string dir = test::make_temp_dir();
+  auto priced = nlohmann::json::parse(test::read_file(kDefault));
+  priced["price_per_gpu_hour"] = 2;
+  test::write_file(dir + "/priced.json", priced.dump());
+  const auto file =
+      test::run_trainsim({"run", dir + "/priced.json", "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_FALSE(nlohmann::json::parse(file.out).contains("time_to_train"));
   const auto bad = test::run_trainsim({"run", kDefault, "--tokens", "-1"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "trainsim: error: --tokens: must be a number > 0 and <= 1e+18, got '-1'\n");
