@@ -14,22 +14,15 @@
 namespace trainsim {
 namespace {
 
-const std::string kDefault = test::source_dir() + "/scenarios/nemotron4-340b.json";
+const std::string kDefault = test::default_scenario();
 
 // Llama 3's pre-training: 419 unexpected interruptions in 54 days on 16,384 GPUs, a GPU MTBF of
 // 16,384 x 54 x 24 / 419 = 50,676 GPU-hours (one failure of the job every 3.1 hours).
 const std::vector<std::string> kFailures = {"--tokens",       "1e12", "--gpu-mtbf-hours", "50676",
                                             "--checkpoint-s", "30",   "--restart-s",      "600"};
 
-nlohmann::json run_json(std::vector<std::string> args) {
-  args.insert(args.begin(), {"run", kDefault, "--engine", "analytic", "--format", "json"});
-  const auto r = test::run_trainsim(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return nlohmann::json::parse(r.out);
-}
-
 TEST(FailuresRun, TheReportsTrainingTimeWithFailures) {
-  const auto j = run_json(kFailures);
+  const auto j = test::default_scenario_report(kFailures);
   const auto& t = j.at("time_to_train");
   const auto& f = t.at("failures");
   TrainingBudget budget;
@@ -54,7 +47,8 @@ TEST(FailuresRun, TheReportsTrainingTimeWithFailures) {
             std::string::npos)
       << text.out;
   // Without an MTBF nothing is said of failures.
-  EXPECT_FALSE(run_json({"--tokens", "1e12"}).at("time_to_train").contains("failures"));
+  EXPECT_FALSE(
+      test::default_scenario_report({"--tokens", "1e12"}).at("time_to_train").contains("failures"));
 }
 
 TEST(FailuresRun, FromAScenarioOverriddenByFlagsAndSideBySide) {

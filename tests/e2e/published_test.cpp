@@ -16,7 +16,7 @@
 namespace trainsim {
 namespace {
 
-const std::string kDefault = test::source_dir() + "/scenarios/nemotron4-340b.json";
+const std::string kDefault = test::default_scenario();
 
 TEST(Published, DefaultScenarioFitsAndPrintsItsPublishedStepTimes) {
   const auto r = test::run_trainsim({"run", kDefault, "--format", "json"});

@@ -231,8 +231,7 @@ TEST(SymmetricSimulation, FullWhereTheLayoutIsNotSymmetric) {
   const auto analytic = report(args, "analytic", false);
   EXPECT_EQ(analytic["provenance"]["replayed_gpus"], 1);
   EXPECT_FALSE(analytic["provenance"].contains("why_full_replay"));
-  const auto text =
-      test::run_trainsim({"run", test::source_dir() + "/scenarios/nemotron4-340b.json"});
+  const auto text = test::run_trainsim({"run", test::default_scenario()});
   EXPECT_NE(text.out.find("(symmetric: 8 of 256 GPUs replayed, one per pipeline stage)"),
             std::string::npos)
       << text.out;

@@ -14,17 +14,10 @@
 namespace trainsim {
 namespace {
 
-const std::string kDefault = test::source_dir() + "/scenarios/nemotron4-340b.json";
-
-nlohmann::json run_json(std::vector<std::string> args) {
-  args.insert(args.begin(), {"run", kDefault, "--engine", "analytic", "--format", "json"});
-  const auto r = test::run_trainsim(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return nlohmann::json::parse(r.out);
-}
+const std::string kDefault = test::default_scenario();
 
 TEST(TimeToTrain, ABudgetIsStepsOfTheReportsStepTime) {
-  const auto j = run_json({"--tokens", "1e12", "--price-per-gpu-hour", "2.5"});
+  const auto j = test::default_scenario_report({"--tokens", "1e12", "--price-per-gpu-hour", "2.5"});
   const auto& t = j.at("time_to_train");
   const double per_step = 64.0 * 4096;  // the scenario's gbs x seq-len
   const auto steps = static_cast<std::int64_t>(std::ceil(1e12 / per_step));
@@ -39,7 +32,7 @@ TEST(TimeToTrain, ABudgetIsStepsOfTheReportsStepTime) {
   EXPECT_DOUBLE_EQ(t.at("cost").get<double>(), steps * step * 256 / 3600 * 2.5);
   // The step is the recipe's: its published figures are still compared, the step unchanged.
   EXPECT_FALSE(j.at("published").contains("not_compared"));
-  EXPECT_EQ(j.at("step_time_s"), run_json({}).at("step_time_s"));
+  EXPECT_EQ(j.at("step_time_s"), test::default_scenario_report({}).at("step_time_s"));
 
   const auto text =
       test::run_trainsim({"run", kDefault, "--engine", "analytic", "--tokens", "1e12"});
@@ -55,7 +48,7 @@ TEST(TimeToTrain, ABudgetIsStepsOfTheReportsStepTime) {
 // gbs // (mbs x dp)): 65 sequences over dp 4 are 16 micro-batches, 64 sequences a step. The
 // budget counts the tokens a step trains, as tokens/s does, not the 65 asked for.
 TEST(TimeToTrain, StepsOfTheTokensAStepTrains) {
-  const auto j = run_json({"--gbs", "65", "--tokens", "1e12"});
+  const auto j = test::default_scenario_report({"--gbs", "65", "--tokens", "1e12"});
   const auto& t = j.at("time_to_train");
   EXPECT_EQ(t.at("tokens_per_step").get<double>(), 64.0 * 4096);
   EXPECT_EQ(t.at("steps").get<std::int64_t>(),
@@ -65,7 +58,7 @@ TEST(TimeToTrain, StepsOfTheTokensAStepTrains) {
 }
 
 TEST(TimeToTrain, NoBudgetNoLineAndABadOneIsExit2) {
-  const auto j = run_json({});
+  const auto j = test::default_scenario_report({});
   EXPECT_FALSE(j.contains("time_to_train"));
   // A price or a failure rate on the command line with no token budget to apply to is refused,
   // naming the flag; from a file it waits for a run that gives one.

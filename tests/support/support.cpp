@@ -268,4 +268,19 @@ nlohmann::json llama8b_report(const std::vector<std::string>& extra) {
   return nlohmann::json::parse(r.out);
 }
 
+std::string default_scenario() {
+  return source_dir() + "/scenarios/nemotron4-340b.json";
+}
+
+nlohmann::json default_scenario_report(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"run",      default_scenario(), "--engine",
+                                   "analytic", "--format",         "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CommandResult r = run_trainsim(args);
+  if (r.exit_code != 0) {
+    throw std::runtime_error("trainsim exited " + std::to_string(r.exit_code) + ": " + r.err);
+  }
+  return nlohmann::json::parse(r.out);
+}
+
 }  // namespace trainsim::test

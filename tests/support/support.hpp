@@ -70,6 +70,11 @@ CommandResult run_trainsim_on_data(const std::string& data_dir,
 /// --engine analytic --format json` with `extra` flags after them, its report parsed;
 /// std::runtime_error with its error output when it does not exit 0.
 nlohmann::json llama8b_report(const std::vector<std::string>& extra);
+/// The default scenario, scenarios/nemotron4-340b.json (README's main job).
+std::string default_scenario();
+/// `trainsim run <default scenario> --engine analytic --format json` with `extra` flags after
+/// them, its report parsed; std::runtime_error with its error output when it does not exit 0.
+nlohmann::json default_scenario_report(const std::vector<std::string>& extra);
 
 /// The binary started and running; finish() waits for it and reads its streams.
 struct RunningTrainsim {
