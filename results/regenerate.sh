@@ -286,6 +286,18 @@ EOF
 rm -f "$tmp.csv"
 echo "wrote $out"
 
+# Meeting a deadline once failures are counted: Llama 3.1 70B, 15T tokens, on 1,024 to 8,192
+# GPUs at Llama 3's failure rate; the cheapest plans that finish in 60 days.
+out="$here/deadline/llama3.1-70b.txt"
+mkdir -p "$here/deadline"
+{
+  echo "build/trainsim sweep scenarios/sweeps/llama3.1-70b-deadline.json --out plans.csv --jobs 2"
+  echo
+  "$bin" sweep scenarios/sweeps/llama3.1-70b-deadline.json --out "$tmp.csv" --jobs 2 2>/dev/null
+} > "$out"
+rm -f "$tmp.csv"
+echo "wrote $out"
+
 # `trainsim run ARGS` as the published-throughput tables price a recipe: h100-sxm-ndr, ZeRO 1 with
 # overlapped gradient reduction and parameter gather, analytic engine; its JSON report into $tmp.
 predict() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -34,6 +35,7 @@ struct SweepOptions {
   std::int64_t shards = 1;  // --shard K/N: K in 1..N
   TrainingBudget budget;    // --tokens, --price-per-gpu-hour
   std::optional<std::int64_t> top;
+  std::optional<double> deadline_days;
   std::int64_t simgrid_top = 3;    // the best plans replayed on SimGrid
   std::vector<std::string> merge;  // --merge: shard files
   bool help = false;
@@ -75,6 +77,14 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
       set_budget_flag(o.budget, a, value());
     } else if (a == "--top") {
       o.top = positive(a, value());
+    } else if (a == "--deadline-days") {
+      const std::string& v = value();
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (end != v.c_str() + v.size() || !kDeadlineDaysRange.holds(d)) {
+        fail_input(a, "must be " + kDeadlineDaysRange.describe() + ", got '" + v + "'");
+      }
+      o.deadline_days = d;
     } else if (a == "--simgrid-top") {
       const std::string v = value();
       if (v != "0" && (v.empty() || v[0] == '-')) {
@@ -146,7 +156,7 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
       }
     }
   }
-  out << sweep_summary(finish(*o.out, rows), o.top.value_or(10));
+  out << sweep_summary(finish(*o.out, rows), o.top.value_or(10), o.deadline_days);
   out << "merged " << rows.size() << " rows from " << o.merge.size() << " files into " << *o.out
       << "\n";
   return 0;
@@ -157,8 +167,10 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
 std::string sweep_help() {
   return "usage: trainsim sweep SWEEP.json --out FILE.csv [--jobs N] [--shard K/N]\n"
          "                      [--tokens T] [--price-per-gpu-hour P] [--gpu-mtbf-hours H]\n"
-         "                      [--checkpoint-s C] [--restart-s R] [--top N] [--simgrid-top N]\n"
-         "       trainsim sweep --merge SHARD.csv ... --out FILE.csv [--top N]\n\n"
+         "                      [--checkpoint-s C] [--restart-s R] [--top N] [--deadline-days D]\n"
+         "                      [--simgrid-top N]\n"
+         "       trainsim sweep --merge SHARD.csv ... --out FILE.csv [--top N] [--deadline-days "
+         "D]\n\n"
          "Enumerates every plan of a sweep file (GPU counts x the lists of values under \"vary\",\n"
          "the fields under \"plan\" fixed), refuses those a rule, a partition defect or memory\n"
          "rules out (counting each reason), simulates the rest on the analytic engine and\n"
@@ -176,17 +188,22 @@ std::string sweep_help() {
          "                        join the shards' CSVs with --merge: the result equals the\n"
          "                        unsharded run's file byte for byte\n"
          "  --top N               plans in the ranking (default: the file's \"top\", else 10)\n"
+         "  --deadline-days D     with a token budget: also list the plans that finish within D\n"
+         "                        days (with failures, given a GPU MTBF), fewest GPU-hours first:\n"
+         "                        the cheapest way to meet a deadline (the file's\n"
+         "                        \"deadline_days\")\n"
          "  --simgrid-top N       replay the N fastest plans (as ranked) on SimGrid, where flows\n"
          "                        share links, beside their analytic step (default 3; 0: none)\n"
          "  The budget's flags below override the sweep file's keys of the same names; with\n"
          "  them each plan's days, GPU-hours and cost, and with --gpu-mtbf-hours its days with\n"
-         "  failures and the share they lose (columns days_with_failures, lost_to_failures):\n" +
+         "  failures, the share they lose and the GPU-hours and cost with them (columns\n"
+         "  days_with_failures, lost_to_failures, gpu_hours_with_failures, cost_with_failures):\n" +
          budget_flags_help() +
          "\n"
          "Sweep file: {\"model\": name or path, \"platform\": name or path (default\n"
          "h100-sxm-ndr), \"gpus\": N or [N, ...], \"plan\": {field: value}, \"vary\": {field:\n"
          "[values]}, \"tokens\", \"price_per_gpu_hour\", \"gpu_mtbf_hours\", \"checkpoint_s\",\n"
-         "\"restart_s\", \"top\"}; fields as a scenario's "
+         "\"restart_s\", \"top\", \"deadline_days\"}; fields as a scenario's "
          "\"plan\"\n"
          "names them. Without dp, each plan's dp is the GPUs left over by tp x cp x pp.\n";
 }
@@ -202,6 +219,11 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   const Model model = load_model(spec.model);
   const Platform platform = load_platform(spec.platform);
   const SweepContext context{spec, model, platform, over(o.budget, spec.budget)};
+  const std::optional<double> deadline = o.deadline_days ? o.deadline_days : spec.deadline_days;
+  if (deadline && !context.budget.tokens) {
+    fail_input(o.deadline_days ? "--deadline-days" : spec.file.string() + ": $.deadline_days",
+               "applies to a token budget: give --tokens too (or the file's \"tokens\")");
+  }
   const std::filesystem::path csv = *o.out;
   const std::filesystem::path part = csv.string() + ".part";
   expect_output(csv.string());
@@ -235,7 +257,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   std::map<std::int64_t, std::string> rows = read_rows(part);
   const std::vector<SweepEntry> entries = finish(csv, rows);
-  out << sweep_summary(entries, o.top.value_or(spec.top));
+  out << sweep_summary(entries, o.top.value_or(spec.top), deadline);
   out << simgrid_replays(context, ranked(entries), o.simgrid_top);
   std::filesystem::remove(part);
   return 0;

@@ -141,6 +141,7 @@ SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& f
   read_vary(o, text, spec);
   spec.budget = read_budget(o);
   spec.top = o.optional_integer("top").value_or(spec.top);
+  spec.deadline_days = o.optional_number("deadline_days", kDeadlineDaysRange);
   o.finish();
   if (sweep_size(spec) > kMaxPlans) {
     fail_input(o.where(o.has("vary") ? "vary" : "gpus"),

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "sim/core/json_reader.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/report/time_to_train.hpp"
 #include "sim/sweep/sweep_row.hpp"
@@ -37,7 +38,12 @@ struct SweepSpec {
   std::vector<SweepAxis> axes;
   TrainingBudget budget;  // "tokens", "price_per_gpu_hour", "gpu_mtbf_hours", ...
   std::int64_t top = 10;
+  /// "deadline_days": list the cheapest plans that finish within it (needs "tokens").
+  std::optional<double> deadline_days;
 };
+
+/// The bounds of a deadline in days, for the flag and the key alike.
+inline constexpr RealRange kDeadlineDaysRange{0.0, false, 1e6, true};
 
 /// Reads and checks a sweep file: every key known, every plan value one its field accepts (so a
 /// typo is an input error, exit 2, not a sweep of refused plans). InputError naming the file and

@@ -37,7 +37,8 @@ const std::vector<std::string>& sweep_csv_columns() {
     for (const auto& p : plan_json_keys()) c.push_back(p);
     for (const char* s : {"status", "reason", "step_s", "step_p10_s", "step_p90_s", "tokens_per_s",
                           "tflops_per_gpu", "mfu", "peak_memory_gib", "diagnostics", "days",
-                          "gpu_hours", "cost", "days_with_failures", "lost_to_failures"}) {
+                          "gpu_hours", "cost", "days_with_failures", "lost_to_failures",
+                          "gpu_hours_with_failures", "cost_with_failures"}) {
       c.emplace_back(s);
     }
     return c;
@@ -78,14 +79,17 @@ std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
   f.push_back(run ? format_fixed(run->days(), 3) : "");
   f.push_back(run ? format_fixed(run->gpu_hours, 0) : "");
   f.push_back(run && run->cost ? format_fixed(*run->cost, 0) : "");
-  // With failures: the wall-clock days and the share lost ("inf" and 1 for a job that never ends).
+  // With failures: the wall-clock days, the share lost, the GPU-hours and their cost ("inf", 1,
+  // "inf" and "inf" for a job that never ends).
   const FailureCost* failures = run && run->failures ? &*run->failures : nullptr;
   if (!failures) {
-    f.insert(f.end(), {"", ""});
+    f.insert(f.end(), {"", "", "", ""});
   } else if (failures->finishes) {
-    f.insert(f.end(), {format_fixed(failures->days(), 3), format_fixed(failures->lost, 4)});
+    f.insert(f.end(), {format_fixed(failures->days(), 3), format_fixed(failures->lost, 4),
+                       format_fixed(failures->gpu_hours, 0),
+                       failures->cost ? format_fixed(*failures->cost, 0) : ""});
   } else {
-    f.insert(f.end(), {"inf", "1"});
+    f.insert(f.end(), {"inf", "1", "inf", run->cost ? "inf" : ""});
   }
   return join(f, ",") + "\n";
 }

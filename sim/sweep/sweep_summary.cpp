@@ -1,6 +1,7 @@
 #include "sim/sweep/sweep_summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -24,10 +25,16 @@ std::string refusal_kind(const std::string& reason) {
   return colon == std::string::npos ? reason : reason.substr(0, colon);
 }
 
-// With failures, the days column holds the days with failures and a column the share they lose.
-void table_row(std::ostringstream& out, const std::string& rank, const SweepEntry& e,
-               bool with_failures) {
-  const std::string& days = with_failures ? e.days_with_failures : e.days;
+// What a table shows beyond the plan's speed: with failures, the days with failures in the days
+// column and the share they lose; with GPU-hours, those the plan spends (with failures where
+// given).
+struct Columns {
+  bool failures = false;
+  bool gpu_hours = false;
+};
+
+void table_row(std::ostringstream& out, const std::string& rank, const SweepEntry& e, Columns c) {
+  const std::string& days = c.failures ? e.days_with_failures : e.days;
   char buf[512];
   std::snprintf(buf, sizeof buf, "%5s %6lld %10s %12s %6s %9s %9s", rank.c_str(),
                 static_cast<long long>(e.gpus), format_fixed(e.step_s, 3).c_str(),
@@ -35,20 +42,26 @@ void table_row(std::ostringstream& out, const std::string& rank, const SweepEntr
                 (format_fixed(100 * e.mfu, 1) + "%").c_str(), e.peak_gib.c_str(),
                 days.empty() ? "-" : days.c_str());
   out << buf;
-  if (with_failures) {
+  if (c.failures) {
     std::snprintf(buf, sizeof buf, " %6s",
                   (format_fixed(100 * e.lost_to_failures, 1) + "%").c_str());
+    out << buf;
+  }
+  if (c.gpu_hours) {
+    std::snprintf(buf, sizeof buf, " %12s",
+                  format_grouped(static_cast<std::int64_t>(e.gpu_hours_spent())).c_str());
     out << buf;
   }
   out << "  " << e.plan << "\n";
 }
 
-void table_header(std::ostringstream& out, const char* first, bool with_failures) {
+void table_header(std::ostringstream& out, const char* first, Columns c) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "%5s %6s %10s %12s %6s %9s %9s", first, "GPUs", "step (s)",
-                "tokens/s", "MFU", "peak GiB", with_failures ? "days+fail" : "days");
+                "tokens/s", "MFU", "peak GiB", c.failures ? "days+fail" : "days");
   out << buf;
-  if (with_failures) out << "   lost";
+  if (c.failures) out << "   lost";
+  if (c.gpu_hours) out << "    GPU-hours";
   out << "  plan\n";
 }
 
@@ -85,8 +98,10 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
     e.peak_gib = f["peak_memory_gib"];
     e.days = f["days"];
     e.cost = f["cost"];
+    e.gpu_hours = f["gpu_hours"];
     e.days_with_failures = f["days_with_failures"];
     e.lost_to_failures = number(f["lost_to_failures"]);
+    e.gpu_hours_with_failures = f["gpu_hours_with_failures"];
     out.push_back(std::move(e));
   }
   return out;
@@ -115,7 +130,55 @@ std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries) {
   return front;
 }
 
-std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t top) {
+std::vector<SweepEntry> cheapest_within(const std::vector<SweepEntry>& entries,
+                                        double deadline_days) {
+  std::vector<SweepEntry> out;
+  for (const auto& e : entries) {
+    if (e.status == "ok" && e.finishes() && e.days_spent() <= deadline_days) out.push_back(e);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const SweepEntry& a, const SweepEntry& b) {
+    if (a.gpu_hours_spent() != b.gpu_hours_spent())
+      return a.gpu_hours_spent() < b.gpu_hours_spent();
+    if (a.days_spent() != b.days_spent()) return a.days_spent() < b.days_spent();
+    return a.index < b.index;
+  });
+  return out;
+}
+
+namespace {
+
+// The plans that finish within the deadline, fewest GPU-hours first, or why there are none.
+void deadline_table(std::ostringstream& out, const std::vector<SweepEntry>& entries,
+                    const std::vector<SweepEntry>& priced, std::int64_t top, double deadline_days,
+                    Columns c) {
+  const std::string within =
+      "within " + format_fixed(deadline_days, deadline_days == std::floor(deadline_days) ? 0 : 3) +
+      " days";
+  if (std::none_of(priced.begin(), priced.end(),
+                   [](const SweepEntry& e) { return !e.days.empty(); })) {
+    out << "\nno days to hold to the deadline (" << within << "): the sweep has no token budget\n";
+    return;
+  }
+  const std::vector<SweepEntry> cheap = cheapest_within(entries, deadline_days);
+  if (cheap.empty()) {
+    out << "\nno plan finishes " << within << "; the fastest takes "
+        << (c.failures ? priced.front().days_with_failures : priced.front().days) << " days\n";
+    return;
+  }
+  c.gpu_hours = true;
+  out << "\ncheapest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(cheap.size()))
+      << " plans " << within << " (GPU-hours" << (c.failures ? " with failures" : "") << "; "
+      << cheap.size() << " finish in time):\n";
+  table_header(out, "rank", c);
+  for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(cheap.size()); ++i) {
+    table_row(out, std::to_string(i + 1), cheap[static_cast<std::size_t>(i)], c);
+  }
+}
+
+}  // namespace
+
+std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t top,
+                          std::optional<double> deadline_days) {
   std::ostringstream out;
   std::map<std::string, std::int64_t> by_status;
   std::map<std::string, std::pair<std::int64_t, std::string>> refusals;  // kind -> count, example
@@ -148,19 +211,21 @@ std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t t
   }
   const std::vector<SweepEntry> priced = ranked(entries);
   if (priced.empty()) return out.str() + "no plan was simulated\n";
-  const bool with_failures = std::any_of(priced.begin(), priced.end(), [](const SweepEntry& e) {
-    return !e.days_with_failures.empty();
-  });
+  Columns columns;
+  columns.failures = std::any_of(priced.begin(), priced.end(),
+                                 [](const SweepEntry& e) { return !e.days_with_failures.empty(); });
+  const bool with_failures = columns.failures;
   out << "\nfastest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(priced.size()))
       << (with_failures ? " plans (tokens/s less what failures take):\n" : " plans (tokens/s):\n");
-  table_header(out, "rank", with_failures);
+  table_header(out, "rank", columns);
   for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(priced.size()); ++i) {
-    table_row(out, std::to_string(i + 1), priced[static_cast<std::size_t>(i)], with_failures);
+    table_row(out, std::to_string(i + 1), priced[static_cast<std::size_t>(i)], columns);
   }
   out << "\nPareto front (no plan on as many GPUs or fewer has the throughput"
       << (with_failures ? " with failures" : "") << "):\n";
-  table_header(out, "", with_failures);
-  for (const auto& e : pareto_front(entries)) table_row(out, "", e, with_failures);
+  table_header(out, "", columns);
+  for (const auto& e : pareto_front(entries)) table_row(out, "", e, columns);
+  if (deadline_days) deadline_table(out, entries, priced, top, *deadline_days, columns);
   return out.str();
 }
 

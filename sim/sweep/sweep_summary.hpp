@@ -6,6 +6,7 @@
 // the days with failures, so that a plan on more GPUs, which fails more often, ranks as it would
 // finish.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,22 @@ struct SweepEntry {
   std::string peak_gib;
   std::string days;
   std::string cost;
-  std::string days_with_failures;  // blank without a GPU MTBF, "inf" for a job that never ends
-  double lost_to_failures = 0;     // the share of the days failures take (1: never ends)
+  std::string gpu_hours;                // blank without a token budget
+  std::string days_with_failures;       // blank without a GPU MTBF, "inf" for a job that never ends
+  double lost_to_failures = 0;          // the share of the days failures take (1: never ends)
+  std::string gpu_hours_with_failures;  // as days_with_failures
 
   /// Tokens/s less what failures take: tokens/s x (1 - lost_to_failures).
   double goodput() const { return tokens_per_s * (1 - lost_to_failures); }
+  /// Whether it has days (a token budget) and, with failures, ever finishes.
+  bool finishes() const { return !days.empty() && days_with_failures != "inf"; }
+  /// The days and GPU-hours it takes: with failures where given, else training alone.
+  double days_spent() const {
+    return std::stod(days_with_failures.empty() ? days : days_with_failures);
+  }
+  double gpu_hours_spent() const {
+    return std::stod(gpu_hours_with_failures.empty() ? gpu_hours : gpu_hours_with_failures);
+  }
 };
 
 /// The entries of CSV row lines (header and malformed lines skipped).
@@ -41,9 +53,15 @@ std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries);
 /// The priced entries, most goodput() first (the lower index on ties).
 std::vector<SweepEntry> ranked(const std::vector<SweepEntry>& entries);
 
+/// The priced entries that finish within `deadline_days` (days_spent()), fewest GPU-hours spent
+/// first (then fewer days, then the lower index): the cheapest way to meet a deadline.
+std::vector<SweepEntry> cheapest_within(const std::vector<SweepEntry>& entries,
+                                        double deadline_days);
+
 /// The text summary: counts by outcome and the commonest refusals, the `top` plans of most
-/// goodput(), the Pareto front; with failures, the days column gives the days with failures and a
-/// column the share lost.
-std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t top);
+/// goodput(), the Pareto front and, with a deadline, the `top` cheapest_within it; with failures,
+/// the days column gives the days with failures and a column the share lost.
+std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t top,
+                          std::optional<double> deadline_days = std::nullopt);
 
 }  // namespace trainsim

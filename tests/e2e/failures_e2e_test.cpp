@@ -145,11 +145,41 @@ TEST(FailuresRun, ASweepGivesEachPlansDaysWithFailures) {
     const auto f = failure_cost(budget, days * 86400, step, gpus);
     EXPECT_NEAR(std::stod(field(line, column("days_with_failures"))), f->seconds / 86400, 2e-3);
     EXPECT_NEAR(std::stod(field(line, column("lost_to_failures"))), f->lost, 1e-4);
+    EXPECT_NEAR(std::stod(field(line, column("gpu_hours_with_failures"))), f->gpu_hours, 0.5);
+    EXPECT_EQ(field(line, column("cost_with_failures")), "");  // no price
   }
   EXPECT_EQ(priced, 4);
   // The summary ranks them by what failures leave and shows the days with failures.
   EXPECT_NE(r.out.find(" plans (tokens/s less what failures take):\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("days+fail   lost  plan\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("cheapest"), std::string::npos) << r.out;  // no deadline asked for
+
+  // A deadline lists the plans that finish within it, fewest GPU-hours with failures first; one no
+  // plan meets names the fastest's days; without a token budget it is refused.
+  const auto merged = [&](const std::string& days) {
+    return test::run_trainsim({"sweep", "--merge", dir + "/sweep.csv", "--out", dir + "/merged.csv",
+                               "--deadline-days", days});
+  };
+  const auto meet = merged("1e5");
+  ASSERT_EQ(meet.exit_code, 0) << meet.err;
+  EXPECT_NE(meet.out.find("cheapest 4 plans within 100000 days (GPU-hours with failures; 4 finish "
+                          "in time):\n"),
+            std::string::npos)
+      << meet.out;
+  EXPECT_NE(merged("1e-3").out.find("no plan finishes within 0.001 days; the fastest takes "),
+            std::string::npos);
+  const auto unbudgeted = test::run_trainsim(
+      {"sweep", dir + "/sweep.json", "--out", dir + "/again.csv", "--deadline-days", "30"});
+  EXPECT_EQ(unbudgeted.exit_code, 0) << unbudgeted.err;  // the file gives tokens
+  test::write_file(dir + "/plain.json",
+                   R"({"model": "llama3.1-8b", "gpus": 8, "plan": {"seq_len": 2048, "gbs": 64},)"
+                   R"( "deadline_days": 30})");
+  const auto refused =
+      test::run_trainsim({"sweep", dir + "/plain.json", "--out", dir + "/plain.csv"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.err, "trainsim: error: " + dir +
+                             "/plain.json: $.deadline_days: applies to a token budget: give "
+                             "--tokens too (or the file's \"tokens\")\n");
 }
 
 }  // namespace

@@ -332,5 +332,61 @@ TEST(SweepSummary, FailuresRankByTheThroughputTheyLeave) {
   EXPECT_EQ(sweep_summary(plain, 2).find("lost"), std::string::npos);
 }
 
+// A deadline keeps the plans whose days (with failures where given) fit in it and orders them by
+// the GPU-hours they spend, then by days: 64 GPUs for 90 days (138,240 GPU-hours) beat 128 GPUs
+// for 50 (153,600), and a plan that never finishes or misses the deadline is left out.
+TEST(SweepSummary, ADeadlineListsTheCheapestPlansThatMeetIt) {
+  const auto entry = [](std::int64_t index, std::int64_t gpus, double days, bool failures) {
+    SweepEntry e;
+    e.index = index;
+    e.gpus = gpus;
+    e.status = "ok";
+    e.step_s = 1;
+    e.tokens_per_s = 1e6 / days;
+    e.days = format_fixed(failures ? days * 0.9 : days, 3);
+    e.gpu_hours = format_fixed(24 * gpus * (failures ? days * 0.9 : days), 0);
+    if (failures) {
+      e.days_with_failures = format_fixed(days, 3);
+      e.lost_to_failures = 0.1;
+      e.gpu_hours_with_failures = format_fixed(24 * gpus * days, 0);
+    }
+    return e;
+  };
+  for (const bool failures : {false, true}) {
+    std::vector<SweepEntry> all = {entry(0, 128, 50, failures), entry(1, 64, 90, failures),
+                                   entry(2, 32, 170, failures), entry(3, 64, 90, failures)};
+    const auto cheap = cheapest_within(all, 100);
+    ASSERT_EQ(cheap.size(), 3u);
+    EXPECT_EQ(cheap[0].index, 1);  // 138,240 GPU-hours, then its twin by index
+    EXPECT_EQ(cheap[1].index, 3);
+    EXPECT_EQ(cheap[2].index, 0);  // 153,600
+    const std::string text = sweep_summary(all, 2, 100);
+    EXPECT_NE(text.find(std::string("cheapest 2 plans within 100 days (GPU-hours") +
+                        (failures ? " with failures" : "") + "; 3 finish in time):\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("      138,240  "), std::string::npos) << text;
+    EXPECT_NE(sweep_summary(all, 2, 40)
+                  .find("no plan finishes within 40 days; the fastest takes "
+                        "50.000 days\n"),
+              std::string::npos);
+  }
+  // A plan whose job never finishes has no days to meet a deadline with.
+  SweepEntry never = entry(0, 16384, 10, true);
+  never.days_with_failures = "inf";
+  never.gpu_hours_with_failures = "inf";
+  never.lost_to_failures = 1;
+  EXPECT_TRUE(cheapest_within({never}, 1e6).empty());
+  // Without a token budget there are no days at all.
+  SweepEntry unbudgeted = entry(0, 64, 10, false);
+  unbudgeted.days.clear();
+  unbudgeted.gpu_hours.clear();
+  EXPECT_NE(
+      sweep_summary({unbudgeted}, 2, 30)
+          .find(
+              "no days to hold to the deadline (within 30 days): the sweep has no token budget\n"),
+      std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainsim
