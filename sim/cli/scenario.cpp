@@ -148,6 +148,21 @@ void apply_plan_flags(const InputRequest& req, ResolvedInputs& in) {
   }
 }
 
+// Without dp, a given GPU count's data parallelism is the GPUs tp x cp x pp leave over, as a
+// sweep's plans have it; messages about dp then name the GPU count that set it.
+void derive_dp(ResolvedInputs& in) {
+  Plan& p = in.plan;
+  if (p.gpus <= 0 || in.origin.where.contains("dp")) return;
+  const std::int64_t model_parallel = p.tp * p.cp * p.pp;
+  if (p.gpus % model_parallel != 0) {
+    fail_input(in.origin.of("gpus"),
+               "must be a multiple of tp x cp x pp = " + std::to_string(model_parallel) +
+                   " (without dp, dp is the GPUs they leave over), got " + std::to_string(p.gpus));
+  }
+  p.dp = p.gpus / model_parallel;
+  in.origin.where["dp"] = in.origin.of("gpus");
+}
+
 }  // namespace
 
 ResolvedInputs resolve_inputs(const InputRequest& req) {
@@ -163,6 +178,7 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   if (!platform_path)
     fail_input("--platform", "is required (a catalog name or a path), or give a SCENARIO.json");
   apply_plan_flags(req, in);
+  derive_dp(in);
   if (req.engine) in.engine = engine_of(*req.engine);
   in.budget = over(req.budget, in.budget);
   in.model_path = *model_path;

@@ -280,7 +280,9 @@ void memory_and_overlap_fields(FieldTable& t) {
     return p.fp8_recipe == Fp8Recipe::kDelayed ? std::string()
                                                : std::string(to_string(p.fp8_recipe));
   };
-  t.integer("gpus", {}, &Plan::gpus, "N", "cluster size; must equal tp x pp x dp x cp when given")
+  t.integer("gpus", {}, &Plan::gpus, "N",
+            "cluster size: without dp, dp is the GPUs tp x cp x pp leave over; with dp, it "
+            "must equal tp x cp x pp x dp")
       .report = nullptr;  // the report's top-level gpus
 }
 

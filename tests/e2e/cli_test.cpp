@@ -163,6 +163,27 @@ TEST(Cli, FlagFormWithoutScenario) {
   EXPECT_EQ(j["model_params"], 8030261248LL);
 }
 
+// Without --dp, --gpus sets dp to the GPUs tp x cp x pp leave over, as a sweep's plans have it;
+// with --dp given, --gpus must agree with it (tests/data/bad/cases.json); a scenario's gpus
+// without dp follow a flag that changes tp.
+TEST(Cli, GpusWithoutDpLeaveDpTheRest) {
+  const auto r =
+      test::run_trainsim({"run", "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--tp",
+                          "2", "--cp", "2", "--gpus", "32", "--gbs", "64", "--seq-len", "8192",
+                          "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpus"], 32);
+  EXPECT_EQ(j["plan"]["dp"], 8);  // 32 / (2 x 2 x 1)
+  const std::string dir = test::make_temp_dir();
+  test::write_file(dir + "/gpus.json", R"({"model": "llama3.1-8b", "platform": "h100-sxm-ndr",)"
+                                       R"( "plan": {"gpus": 16, "gbs": 32, "seq_len": 4096}})");
+  const auto over = test::run_trainsim(
+      {"run", dir + "/gpus.json", "--tp", "4", "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(over.exit_code, 0) << over.err;
+  EXPECT_EQ(nlohmann::json::parse(over.out)["plan"]["dp"], 4);
+}
+
 TEST(Cli, HuggingFaceConfigAsModel) {
   const auto r = test::run_trainsim({"run", "--model", test::data_path("hf/qwen2-0.5b/config.json"),
                                      "--platform", "h100-sxm-ndr", "--tp", "2", "--dp", "4",
