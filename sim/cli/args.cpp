@@ -7,6 +7,7 @@
 #include "sim/cli/budget_flags.hpp"
 #include "sim/cli/plan_flags.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace po = boost::program_options;
 
@@ -195,6 +196,12 @@ po::variables_map parse_command_line(const std::string& command,
             .run(),
         vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> known;
+    for (const auto& o : options.options()) known.push_back("--" + o->long_name());
+    fail_input("trainsim " + command, std::string(e.what()) +
+                                          did_you_mean(e.get_option_name(), known) +
+                                          " (see trainsim " + command + " --help)");
   } catch (const po::error& e) {
     fail_input("trainsim " + command,
                std::string(e.what()) + " (see trainsim " + command + " --help)");

@@ -15,6 +15,7 @@
 #include "sim/core/format.hpp"
 #include "sim/core/hash.hpp"
 #include "sim/core/progress.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/core/version.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/builder.hpp"
@@ -335,8 +336,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (command == "sweep") return sweep_command(rest, out, err);
     if (command == "compare") return compare_command(rest, out);
     if (command == "list") return list_command(rest, out);
-    fail_input("trainsim", "unknown command '" + command +
-                               "' (commands: run, check, compare, validate, reshard, sweep, list; "
+    fail_input("trainsim", "unknown command '" + command + "'" +
+                               did_you_mean(command, {"run", "check", "compare", "validate",
+                                                      "reshard", "sweep", "list"}) +
+                               " (commands: run, check, compare, validate, reshard, sweep, list; "
                                "see trainsim --help)");
   } catch (const InputError& e) {
     err << "trainsim: error: " << e.what() << "\n";

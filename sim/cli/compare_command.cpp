@@ -13,6 +13,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/plan/plan_schema.hpp"
@@ -64,7 +65,9 @@ CompareOptions parse_compare(const std::vector<std::string>& args) {
     } else if (is_budget_flag(a)) {
       set_budget_flag(o.budget, a, value());
     } else if (a.starts_with("-")) {
-      fail_input(a, "unknown flag (see trainsim compare --help)");
+      std::vector<std::string> known = {"--set", "--engine", "--format", "--html", "--help"};
+      for (const auto& b : budget_flag_names()) known.push_back("--" + b);
+      fail_input(a, "unknown flag" + did_you_mean(a, known) + " (see trainsim compare --help)");
     } else {
       o.scenarios.push_back(a);
     }
@@ -89,7 +92,8 @@ std::map<std::string, std::string> parse_set(const std::string& set) {
     const std::string key = item.substr(0, eq);
     const auto& fields = plan_field_names();
     if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
-      fail_input("--set", "'" + key + "' is not a plan field (fields: " + join(fields, ", ") + ")");
+      fail_input("--set", "'" + key + "' is not a plan field" + did_you_mean(key, fields) +
+                              " (fields: " + join(fields, ", ") + ")");
     }
     if (!flags.emplace(key, item.substr(eq + 1)).second) {
       fail_input("--set", "sets '" + key + "' twice in '" + set + "'");

@@ -19,6 +19,7 @@
 #include "sim/core/format.hpp"
 #include "sim/core/hash.hpp"
 #include "sim/core/interrupt.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/core/version.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 #include "sim/sweep/sweep_summary.hpp"
@@ -94,7 +95,10 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
     } else if (a == "--merge") {
       merging = true;
     } else if (a.starts_with("--")) {
-      fail_input(a, "unknown option (see trainsim sweep --help)");
+      std::vector<std::string> known = {"--out",           "--jobs",        "--shard", "--top",
+                                        "--deadline-days", "--simgrid-top", "--merge", "--help"};
+      for (const auto& b : budget_flag_names()) known.push_back("--" + b);
+      fail_input(a, "unknown option" + did_you_mean(a, known) + " (see trainsim sweep --help)");
     } else if (merging) {
       o.merge.push_back(a);
     } else if (!o.file) {

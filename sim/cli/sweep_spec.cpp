@@ -9,6 +9,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/plan/plan_schema.hpp"
 
 namespace trainsim {
@@ -84,7 +85,8 @@ void read_plan(JsonObject& o, SweepSpec& spec) {
   if (!plan.is_object()) o.fail("plan", "must be an object of plan fields");
   for (const auto& [key, value] : plan.items()) {
     const std::string where = o.where("plan") + "." + key;
-    if (!is_plan_field(key)) fail_input(where, "unknown plan field");
+    if (!is_plan_field(key))
+      fail_input(where, "unknown plan field" + did_you_mean(key, plan_field_names()));
     spec.fixed[key] = flag_text(value, where);
     check_value(key, spec.fixed[key], where);
   }
@@ -106,7 +108,8 @@ void read_vary(JsonObject& o, std::string_view text, SweepSpec& spec) {
   for (const auto& key : file_order(text, "vary")) {
     const auto& values = vary.at(key);
     const std::string where = o.where("vary") + "." + key;
-    if (!is_plan_field(key)) fail_input(where, "unknown plan field");
+    if (!is_plan_field(key))
+      fail_input(where, "unknown plan field" + did_you_mean(key, plan_field_names()));
     if (spec.fixed.contains(key)) fail_input(where, "is also fixed in $.plan");
     if (!values.is_array() || values.empty()) fail_input(where, "must be a non-empty list");
     SweepAxis axis{key, {}};

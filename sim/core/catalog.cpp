@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/core/version.hpp"
 
 namespace trainsim {
@@ -61,14 +62,19 @@ std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string
   std::vector<std::string> shelves = {std::string(folder)};
   for (auto& shelf : catalog_shelves(folder)) shelves.push_back(std::move(shelf));
   std::string known;
+  std::vector<std::string> names;
   for (const auto& shelf : shelves) {
     auto entry = data_dir() / shelf / (std::string(spec) + ".json");
     if (std::filesystem::is_regular_file(entry, ec)) return entry;
-    for (const auto& n : catalog_names(shelf)) known += (known.empty() ? "" : ", ") + n;
+    for (const auto& n : catalog_names(shelf)) {
+      known += (known.empty() ? "" : ", ") + n;
+      names.push_back(n);
+    }
   }
   if (is_directory) not_a_file();
-  fail_input(where, "unknown " + std::string(folder) + " entry \"" + std::string(spec) +
-                        "\" (known: " + (known.empty() ? "none found" : known) +
+  fail_input(where, "unknown " + std::string(folder) + " entry \"" + std::string(spec) + "\"" +
+                        did_you_mean(spec, names) +
+                        " (known: " + (known.empty() ? "none found" : known) +
                         "; or give a path to a .json file)");
 }
 

@@ -7,6 +7,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace trainsim {
 
@@ -67,26 +68,6 @@ bool JsonObject::has(std::string_view key) const {
 void JsonObject::fail(std::string_view key, std::string_view message) const {
   fail_input(where(key), message);
 }
-
-namespace {
-
-// Levenshtein distance, for "did you mean" on a missing key.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
 
 const nlohmann::json& JsonObject::get(std::string_view key) {
   used_.emplace(key);
@@ -184,7 +165,8 @@ std::string JsonObject::choice(std::string_view key, const std::vector<std::stri
     if (!list.empty()) list += ", ";
     list += c;
   }
-  fail(key, "must be one of {" + list + "}, got " + json_excerpt(nlohmann::json(s)));
+  fail(key, "must be one of {" + list + "}, got " + json_excerpt(nlohmann::json(s)) +
+                did_you_mean(s, {choices.begin(), choices.end()}));
 }
 
 std::optional<std::string> JsonObject::optional_choice(
@@ -232,7 +214,8 @@ void JsonObject::finish() const {
       if (!known.empty()) known += ", ";
       known += k;
     }
-    fail(item.key(), "unknown key (known keys here: " + known + ")");
+    fail(item.key(), "unknown key" + did_you_mean(item.key(), {used_.begin(), used_.end()}) +
+                         " (known keys here: " + known + ")");
   }
 }
 

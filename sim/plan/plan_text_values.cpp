@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace trainsim {
 
@@ -43,7 +44,8 @@ void check_choice(const PlanField& field, const std::string& where, const std::s
   }
   std::string list;
   for (auto c : field.choices) list += (list.empty() ? "" : ", ") + std::string(c);
-  fail_input(where, "must be one of {" + list + "}, got '" + value + "'");
+  fail_input(where, "must be one of {" + list + "}, got '" + value + "'" +
+                        did_you_mean(value, {field.choices.begin(), field.choices.end()}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace trainsim {
 
@@ -52,7 +53,10 @@ void set_key(Plan& plan, const std::string& flag, const std::string& key,
     plan.*k.member = v;
     return;
   }
-  fail_input(flag, "unknown key '" + key + "' (keys: " + known_keys() + ")");
+  std::vector<std::string> names;
+  for (const auto& k : layout_keys()) names.emplace_back(k.name);
+  fail_input(flag, "unknown key '" + key + "'" + did_you_mean(key, names) +
+                       " (keys: " + known_keys() + ")");
 }
 
 }  // namespace

@@ -341,7 +341,8 @@ TEST(ModelJson, StrictSchema) {
   j["hidden_sise"] = 64;
   expect_error(
       j,
-      "tiny.json: $.hidden_sise: unknown key (known keys here: architecture, "
+      "tiny.json: $.hidden_sise: unknown key; did you mean hidden_size? (known keys here: "
+      "architecture, "
       "attention_sinks, bias, ffn_hidden_size, ffn_kind, head_dim, hidden_size, local_attention, "
       "max_position_embeddings, mla, "
       "moe, mtp_layers, name, norm, notes, num_attention_heads, num_kv_heads, num_layers, "

@@ -212,7 +212,8 @@ TEST(Platform, StrictInputUnknownKeysAndTypes) {
   auto bad = j;
   bad["node"]["nvlink_bandwidth"] = 450;
   expect_error(bad,
-               "p.json: $.node.nvlink_bandwidth: unknown key (known keys here: gpus_per_node, "
+               "p.json: $.node.nvlink_bandwidth: unknown key; did you mean nvlink_bandwidth_GBps? "
+               "(known keys here: gpus_per_node, "
                "nvlink_bandwidth_GBps, nvlink_latency_us)");
   bad = j;
   bad["memory"]["fragmentation_percent"] = 5;
