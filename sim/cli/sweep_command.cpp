@@ -51,6 +51,54 @@ std::int64_t positive(const std::string& flag, const std::string& v) {
   return n;
 }
 
+// --shard K/N: plans K-1, K-1+N, ... of the sweep.
+void set_shard(SweepOptions& o, const std::string& flag, const std::string& v) {
+  const auto slash = v.find('/');
+  if (slash == std::string::npos) fail_input(flag, "must be K/N (1 <= K <= N), got '" + v + "'");
+  const auto k = positive(flag, v.substr(0, slash));
+  o.shards = positive(flag, v.substr(slash + 1));
+  if (k > o.shards) fail_input(flag, "must be K/N with K <= N, got '" + v + "'");
+  o.shard = k - 1;
+}
+
+double deadline_days_of(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || !kDeadlineDaysRange.holds(d)) {
+    fail_input(flag, "must be " + kDeadlineDaysRange.describe() + ", got '" + v + "'");
+  }
+  return d;
+}
+
+std::int64_t simgrid_top_of(const std::string& flag, const std::string& v) {
+  if (v == "0") return 0;
+  if (v.empty() || v[0] == '-') {
+    fail_input(flag, "must be 0 (no replay) or a positive integer, got '" + v + "'");
+  }
+  return positive(flag, v);
+}
+
+[[noreturn]] void unknown_option(const std::string& flag) {
+  std::vector<std::string> known = {"--out",           "--jobs",        "--shard", "--top",
+                                    "--deadline-days", "--simgrid-top", "--merge", "--help"};
+  for (const auto& b : budget_flag_names()) known.push_back("--" + b);
+  fail_input(flag, "unknown option" + did_you_mean(flag, known) + " (see trainsim sweep --help)");
+}
+
+// What the options must hold together, checked before any plan runs.
+void check_sweep_options(const SweepOptions& o, bool merging) {
+  if (!o.out) fail_input("--out", "is required: the CSV file to write");
+  if (*o.out == "-") {
+    fail_input("--out", "needs a file, not '-': rows go to FILE.part as they come, for a rerun");
+  }
+  std::error_code ec;  // refused now, not once every plan has run
+  if (std::filesystem::is_directory(*o.out, ec)) {
+    fail_input("--out", *o.out + " is a directory; name the CSV file to write");
+  }
+  if (merging && o.merge.empty()) fail_input("--merge", "needs the shard files to join");
+  if (!merging && !o.file) fail_input("SWEEP", "is required: a sweep file (see --help)");
+}
+
 SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
   SweepOptions o;
   bool merging = false;
@@ -67,38 +115,19 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
     } else if (a == "--jobs") {
       o.jobs = positive(a, value());
     } else if (a == "--shard") {
-      const std::string v = value();
-      const auto slash = v.find('/');
-      if (slash == std::string::npos) fail_input(a, "must be K/N (1 <= K <= N), got '" + v + "'");
-      const auto k = positive(a, v.substr(0, slash));
-      o.shards = positive(a, v.substr(slash + 1));
-      if (k > o.shards) fail_input(a, "must be K/N with K <= N, got '" + v + "'");
-      o.shard = k - 1;
+      set_shard(o, a, value());
     } else if (is_budget_flag(a)) {
       set_budget_flag(o.budget, a, value());
     } else if (a == "--top") {
       o.top = positive(a, value());
     } else if (a == "--deadline-days") {
-      const std::string& v = value();
-      char* end = nullptr;
-      const double d = std::strtod(v.c_str(), &end);
-      if (end != v.c_str() + v.size() || !kDeadlineDaysRange.holds(d)) {
-        fail_input(a, "must be " + kDeadlineDaysRange.describe() + ", got '" + v + "'");
-      }
-      o.deadline_days = d;
+      o.deadline_days = deadline_days_of(a, value());
     } else if (a == "--simgrid-top") {
-      const std::string v = value();
-      if (v != "0" && (v.empty() || v[0] == '-')) {
-        fail_input(a, "must be 0 (no replay) or a positive integer, got '" + v + "'");
-      }
-      o.simgrid_top = v == "0" ? 0 : positive(a, v);
+      o.simgrid_top = simgrid_top_of(a, value());
     } else if (a == "--merge") {
       merging = true;
     } else if (a.starts_with("--")) {
-      std::vector<std::string> known = {"--out",           "--jobs",        "--shard", "--top",
-                                        "--deadline-days", "--simgrid-top", "--merge", "--help"};
-      for (const auto& b : budget_flag_names()) known.push_back("--" + b);
-      fail_input(a, "unknown option" + did_you_mean(a, known) + " (see trainsim sweep --help)");
+      unknown_option(a);
     } else if (merging) {
       o.merge.push_back(a);
     } else if (!o.file) {
@@ -107,17 +136,7 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
       fail_input(a, "one sweep file only (see trainsim sweep --help)");
     }
   }
-  if (o.help) return o;
-  if (!o.out) fail_input("--out", "is required: the CSV file to write");
-  if (*o.out == "-") {
-    fail_input("--out", "needs a file, not '-': rows go to FILE.part as they come, for a rerun");
-  }
-  std::error_code ec;  // refused now, not once every plan has run
-  if (std::filesystem::is_directory(*o.out, ec)) {
-    fail_input("--out", *o.out + " is a directory; name the CSV file to write");
-  }
-  if (merging && o.merge.empty()) fail_input("--merge", "needs the shard files to join");
-  if (!merging && !o.file) fail_input("SWEEP", "is required: a sweep file (see --help)");
+  if (!o.help) check_sweep_options(o, merging);
   return o;
 }
 
