@@ -85,8 +85,9 @@ void read_plan(JsonObject& o, SweepSpec& spec) {
   if (!plan.is_object()) o.fail("plan", "must be an object of plan fields");
   for (const auto& [key, value] : plan.items()) {
     const std::string where = o.where("plan") + "." + key;
-    if (!is_plan_field(key))
+    if (!is_plan_field(key)) {
       fail_input(where, "unknown plan field" + did_you_mean(key, plan_field_names()));
+    }
     spec.fixed[key] = flag_text(value, where);
     check_value(key, spec.fixed[key], where);
   }
@@ -108,8 +109,9 @@ void read_vary(JsonObject& o, std::string_view text, SweepSpec& spec) {
   for (const auto& key : file_order(text, "vary")) {
     const auto& values = vary.at(key);
     const std::string where = o.where("vary") + "." + key;
-    if (!is_plan_field(key))
+    if (!is_plan_field(key)) {
       fail_input(where, "unknown plan field" + did_you_mean(key, plan_field_names()));
+    }
     if (spec.fixed.contains(key)) fail_input(where, "is also fixed in $.plan");
     if (!values.is_array() || values.empty()) fail_input(where, "must be a non-empty list");
     SweepAxis axis{key, {}};

@@ -7,7 +7,7 @@
 //   {"model": "llama3.1-70b", "platform": "h100-sxm-ndr", "gpus": [64, 128],
 //    "plan": {"seq_len": 8192, "gbs": 512},
 //    "vary": {"tp": [2, 4, 8], "pp": [1, 2, 4, 8], "mbs": [1, 2]},
-//    "tokens": 15e12, "price_per_gpu_hour": 2.5, "top": 10}
+//    "tokens": 15e12, "price_per_gpu_hour": 2.5, "top": 10, "deadline_days": 60}
 #include <cstdint>
 #include <filesystem>
 #include <map>
