@@ -72,6 +72,34 @@ bool faster(const SweepEntry& a, const SweepEntry& b) {
   return a.goodput() > b.goodput() || (a.goodput() == b.goodput() && a.index < b.index);
 }
 
+// The plans that finish within the deadline, fewest GPU-hours first, or why there are none.
+void deadline_table(std::ostringstream& out, const std::vector<SweepEntry>& entries,
+                    const std::vector<SweepEntry>& priced, std::int64_t top, double deadline_days,
+                    Columns c) {
+  const std::string within =
+      "within " + format_fixed(deadline_days, deadline_days == std::floor(deadline_days) ? 0 : 3) +
+      " days";
+  if (std::none_of(priced.begin(), priced.end(),
+                   [](const SweepEntry& e) { return !e.days.empty(); })) {
+    out << "\nno days to hold to the deadline (" << within << "): the sweep has no token budget\n";
+    return;
+  }
+  const std::vector<SweepEntry> cheap = cheapest_within(entries, deadline_days);
+  if (cheap.empty()) {
+    out << "\nno plan finishes " << within << "; the fastest takes "
+        << (c.failures ? priced.front().days_with_failures : priced.front().days) << " days\n";
+    return;
+  }
+  c.gpu_hours = true;
+  out << "\ncheapest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(cheap.size()))
+      << " plans " << within << " (GPU-hours" << (c.failures ? " with failures" : "") << "; "
+      << cheap.size() << " finish in time):\n";
+  table_header(out, "rank", c);
+  for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(cheap.size()); ++i) {
+    table_row(out, std::to_string(i + 1), cheap[static_cast<std::size_t>(i)], c);
+  }
+}
+
 }  // namespace
 
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
@@ -137,45 +165,14 @@ std::vector<SweepEntry> cheapest_within(const std::vector<SweepEntry>& entries,
     if (e.status == "ok" && e.finishes() && e.days_spent() <= deadline_days) out.push_back(e);
   }
   std::stable_sort(out.begin(), out.end(), [](const SweepEntry& a, const SweepEntry& b) {
-    if (a.gpu_hours_spent() != b.gpu_hours_spent())
+    if (a.gpu_hours_spent() != b.gpu_hours_spent()) {
       return a.gpu_hours_spent() < b.gpu_hours_spent();
+    }
     if (a.days_spent() != b.days_spent()) return a.days_spent() < b.days_spent();
     return a.index < b.index;
   });
   return out;
 }
-
-namespace {
-
-// The plans that finish within the deadline, fewest GPU-hours first, or why there are none.
-void deadline_table(std::ostringstream& out, const std::vector<SweepEntry>& entries,
-                    const std::vector<SweepEntry>& priced, std::int64_t top, double deadline_days,
-                    Columns c) {
-  const std::string within =
-      "within " + format_fixed(deadline_days, deadline_days == std::floor(deadline_days) ? 0 : 3) +
-      " days";
-  if (std::none_of(priced.begin(), priced.end(),
-                   [](const SweepEntry& e) { return !e.days.empty(); })) {
-    out << "\nno days to hold to the deadline (" << within << "): the sweep has no token budget\n";
-    return;
-  }
-  const std::vector<SweepEntry> cheap = cheapest_within(entries, deadline_days);
-  if (cheap.empty()) {
-    out << "\nno plan finishes " << within << "; the fastest takes "
-        << (c.failures ? priced.front().days_with_failures : priced.front().days) << " days\n";
-    return;
-  }
-  c.gpu_hours = true;
-  out << "\ncheapest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(cheap.size()))
-      << " plans " << within << " (GPU-hours" << (c.failures ? " with failures" : "") << "; "
-      << cheap.size() << " finish in time):\n";
-  table_header(out, "rank", c);
-  for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(cheap.size()); ++i) {
-    table_row(out, std::to_string(i + 1), cheap[static_cast<std::size_t>(i)], c);
-  }
-}
-
-}  // namespace
 
 std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t top,
                           std::optional<double> deadline_days) {
@@ -214,15 +211,15 @@ std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t t
   Columns columns;
   columns.failures = std::any_of(priced.begin(), priced.end(),
                                  [](const SweepEntry& e) { return !e.days_with_failures.empty(); });
-  const bool with_failures = columns.failures;
   out << "\nfastest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(priced.size()))
-      << (with_failures ? " plans (tokens/s less what failures take):\n" : " plans (tokens/s):\n");
+      << (columns.failures ? " plans (tokens/s less what failures take):\n"
+                           : " plans (tokens/s):\n");
   table_header(out, "rank", columns);
   for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(priced.size()); ++i) {
     table_row(out, std::to_string(i + 1), priced[static_cast<std::size_t>(i)], columns);
   }
   out << "\nPareto front (no plan on as many GPUs or fewer has the throughput"
-      << (with_failures ? " with failures" : "") << "):\n";
+      << (columns.failures ? " with failures" : "") << "):\n";
   table_header(out, "", columns);
   for (const auto& e : pareto_front(entries)) table_row(out, "", e, columns);
   if (deadline_days) deadline_table(out, entries, priced, top, *deadline_days, columns);
