@@ -86,8 +86,12 @@ void deadline_table(std::ostringstream& out, const std::vector<SweepEntry>& entr
   }
   const std::vector<SweepEntry> cheap = cheapest_within(entries, deadline_days);
   if (cheap.empty()) {
-    out << "\nno plan finishes " << within << "; the fastest takes "
-        << (c.failures ? priced.front().days_with_failures : priced.front().days) << " days\n";
+    const SweepEntry& fastest = priced.front();
+    out << "\nno plan finishes " << within
+        << (fastest.finishes()
+                ? "; the fastest takes " +
+                      (c.failures ? fastest.days_with_failures : fastest.days) + " days\n"
+                : ": failures stop every plan before it ends\n");
     return;
   }
   c.gpu_hours = true;

@@ -377,6 +377,9 @@ TEST(SweepSummary, ADeadlineListsTheCheapestPlansThatMeetIt) {
   never.gpu_hours_with_failures = "inf";
   never.lost_to_failures = 1;
   EXPECT_TRUE(cheapest_within({never}, 1e6).empty());
+  EXPECT_NE(sweep_summary({never}, 2, 30)
+                .find("no plan finishes within 30 days: failures stop every plan before it ends\n"),
+            std::string::npos);
   // Without a token budget there are no days at all.
   SweepEntry unbudgeted = entry(0, 64, 10, false);
   unbudgeted.days.clear();
