@@ -50,7 +50,8 @@ const std::vector<BudgetField>& budget_fields() {
        &TrainingBudget::gpu_mtbf_hours,
        "with --tokens: the run with failures, one per H GPU-hours (a scenario's "
        "\"gpu_mtbf_hours\"), each costing the work since the last checkpoint and a restart, "
-       "checkpointed at the interval that loses least (Young/Daly)"},
+       "checkpointed at the interval that loses least (Young/Daly); Llama 3's pre-training "
+       "on 16,384 H100s saw one interruption per about 50,676 GPU-hours"},
       {"--checkpoint-s",
        "C",
        "checkpoint_s",
