@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "sim/cli/scenario.hpp"
+#include "sim/cli/sweep_spec.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
@@ -94,14 +95,38 @@ void list_scenarios(std::ostream& out) {
   }
 }
 
+// What a sweep file sweeps: "llama3.1-70b on h100-sxm-ndr, 1,024 to 8,192 GPUs: 64 plans".
+std::string sweep_line(const std::string& name) {
+  const SweepSpec spec = load_sweep_spec(data_dir() / kSweepsFolder / (name + ".json"));
+  const auto [fewest, most] = std::minmax_element(spec.gpus.begin(), spec.gpus.end());
+  std::string gpus = format_grouped(*fewest);
+  if (*most != *fewest) gpus += " to " + format_grouped(*most);
+  const std::int64_t plans = sweep_size(spec);
+  return spec.model.stem().string() + " on " + spec.platform.stem().string() + ", " + gpus +
+         (*most == 1 ? " GPU: " : " GPUs: ") + format_grouped(plans) +
+         (plans == 1 ? " plan" : " plans");
+}
+
+void list_sweeps(std::ostream& out) {
+  const std::vector<std::string> names = catalog_names(kSweepsFolder);
+  if (names.empty()) return;
+  const std::size_t width = widest({&names});
+  out << kSweepsFolder << "/ (sweep them by name: trainsim sweep NAME --out FILE.csv):\n";
+  for (const auto& name : names) {
+    out << name_column(name, width)
+        << described([&] { return sweep_line(name); }, "cannot be swept: ") << "\n";
+  }
+}
+
 }  // namespace
 
 int list_command(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     out << "usage: trainsim list\n\nPrints the catalog: the models under models/ with their "
-           "parameter counts, the\nplatforms under platforms/, and the scenarios under "
-           "scenarios/ with the model,\nplatform, GPUs and layout each runs (TRAINSIM_DATA_DIR "
-           "to use another data folder).\n";
+           "parameter counts, the\nplatforms under platforms/, the scenarios under scenarios/ "
+           "with the model,\nplatform, GPUs and layout each runs, and the sweep files under\n"
+           "scenarios/sweeps/ with the model, platform, GPU counts and plans each sweeps\n"
+           "(TRAINSIM_DATA_DIR to use another data folder).\n";
     return 0;
   }
   if (!args.empty()) fail_input("trainsim list", "takes no arguments (see trainsim list --help)");
@@ -119,6 +144,7 @@ int list_command(const std::vector<std::string>& args, std::ostream& out) {
         << described([&] { return platform_entry(name); }, "cannot be read: ") << "\n";
   }
   list_scenarios(out);
+  list_sweeps(out);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "sim/cli/sweep_contention.hpp"
 #include "sim/cli/sweep_spec.hpp"
 #include "sim/cli/sweep_workers.hpp"
+#include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
@@ -188,7 +189,7 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
 }  // namespace
 
 std::string sweep_help() {
-  return "usage: trainsim sweep SWEEP.json --out FILE.csv [--jobs N] [--shard K/N]\n"
+  return "usage: trainsim sweep SWEEP.json|NAME --out FILE.csv [--jobs N] [--shard K/N]\n"
          "                      [--tokens T] [--price-per-gpu-hour P] [--gpu-mtbf-hours H]\n"
          "                      [--checkpoint-s C] [--restart-s R] [--top N] [--deadline-days D]\n"
          "                      [--simgrid-top N]\n"
@@ -238,7 +239,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
     return 0;
   }
   if (!o.merge.empty()) return merge_shards(o, out);
-  const SweepSpec spec = load_sweep_spec(*o.file);
+  const SweepSpec spec = load_sweep_spec(resolve_catalog_entry(kSweepsFolder, *o.file, "SWEEP"));
   const Model model = load_model(spec.model);
   const Platform platform = load_platform(spec.platform);
   const SweepContext context{spec, model, platform, over(o.budget, spec.budget)};

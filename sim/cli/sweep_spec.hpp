@@ -42,6 +42,9 @@ struct SweepSpec {
   std::optional<double> deadline_days;
 };
 
+/// Where the catalog keeps sweep files: `trainsim sweep NAME` finds NAME.json there.
+inline constexpr const char* kSweepsFolder = "scenarios/sweeps";
+
 /// The bounds of a deadline in days, for the flag and the key alike.
 inline constexpr RealRange kDeadlineDaysRange{0.0, false, 1e6, true};
 

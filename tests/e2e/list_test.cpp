@@ -42,6 +42,20 @@ TEST(List, ShowsTheCatalog) {
                        "pp 2, dp 2\n"),
             std::string::npos)
       << r.out;
+  // The sweep files with what each sweeps, and swept by name.
+  EXPECT_NE(r.out.find("scenarios/sweeps/ (sweep them by name: trainsim sweep NAME --out "
+                       "FILE.csv):\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n  llama3.1-70b-deadline    llama3.1-70b on h100-sxm-ndr, 1,024 to 8,192 "
+                       "GPUs: 64 plans\n"),
+            std::string::npos)
+      << r.out;
+  const std::string dir = test::make_temp_dir();
+  const auto swept = test::run_trainsim(
+      {"sweep", "llama3.1-70b-deadline", "--out", dir + "/plans.csv", "--simgrid-top", "0"});
+  EXPECT_EQ(swept.exit_code, 0) << swept.err;
+  EXPECT_NE(swept.out.find("64 plans on 1,024 to 8,192 GPUs: "), std::string::npos) << swept.out;
   const auto seed = test::run_trainsim({"check", "nanotron-108"});
   EXPECT_EQ(seed.exit_code, 1) << seed.err;
   EXPECT_EQ(seed.out.rfind("[error] stage-without-parameters (stage 1): ", 0), 0u) << seed.out;
