@@ -273,14 +273,21 @@ TEST(SweepCsv, QuotedFieldsSplitBack) {
             (std::vector<std::string>{"1", "a, b", "say \"x\"", ""}));
 }
 
+// A priced plan as the summary reads it back: its index, GPUs and tokens/s (steps of one second).
+SweepEntry priced_entry(std::int64_t index, std::int64_t gpus, double tokens_per_s) {
+  SweepEntry e;
+  e.index = index;
+  e.gpus = gpus;
+  e.status = "ok";
+  e.step_s = 1;
+  e.tokens_per_s = tokens_per_s;
+  return e;
+}
+
 TEST(SweepSummary, ParetoFrontKeepsOnlyWhatMoreGpusBuy) {
   const auto entry = [](std::int64_t index, std::int64_t gpus, double step) {
-    SweepEntry e;
-    e.index = index;
-    e.gpus = gpus;
-    e.status = "ok";
+    SweepEntry e = priced_entry(index, gpus, 1e6 / step);  // one global batch
     e.step_s = step;
-    e.tokens_per_s = 1e6 / step;  // one global batch
     return e;
   };
   std::vector<SweepEntry> all = {entry(0, 64, 10), entry(1, 64, 8),  entry(2, 128, 9),
@@ -298,12 +305,7 @@ TEST(SweepSummary, ParetoFrontKeepsOnlyWhatMoreGpusBuy) {
 // front. The days column holds the days with failures.
 TEST(SweepSummary, FailuresRankByTheThroughputTheyLeave) {
   const auto entry = [](std::int64_t index, std::int64_t gpus, double tokens_per_s, double lost) {
-    SweepEntry e;
-    e.index = index;
-    e.gpus = gpus;
-    e.status = "ok";
-    e.step_s = 1;
-    e.tokens_per_s = tokens_per_s;
+    SweepEntry e = priced_entry(index, gpus, tokens_per_s);
     e.days = "10.000";
     e.days_with_failures = format_fixed(10 / (1 - lost), 3);
     e.lost_to_failures = lost;
@@ -337,12 +339,7 @@ TEST(SweepSummary, FailuresRankByTheThroughputTheyLeave) {
 // for 50 (153,600), and a plan that never finishes or misses the deadline is left out.
 TEST(SweepSummary, ADeadlineListsTheCheapestPlansThatMeetIt) {
   const auto entry = [](std::int64_t index, std::int64_t gpus, double days, bool failures) {
-    SweepEntry e;
-    e.index = index;
-    e.gpus = gpus;
-    e.status = "ok";
-    e.step_s = 1;
-    e.tokens_per_s = 1e6 / days;
+    SweepEntry e = priced_entry(index, gpus, 1e6 / days);
     e.days = format_fixed(failures ? days * 0.9 : days, 3);
     e.gpu_hours = format_fixed(24 * gpus * (failures ? days * 0.9 : days), 0);
     if (failures) {
