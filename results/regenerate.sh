@@ -291,9 +291,11 @@ echo "wrote $out"
 out="$here/deadline/llama3.1-70b.txt"
 mkdir -p "$here/deadline"
 {
-  echo "build/trainsim sweep scenarios/sweeps/llama3.1-70b-deadline.json --out plans.csv --jobs 2"
+  echo "build/trainsim sweep scenarios/sweeps/llama3.1-70b-deadline.json --out plans.csv --jobs 2 \\"
+  echo "  --svg results/deadline/llama3.1-70b.svg"
   echo
-  "$bin" sweep scenarios/sweeps/llama3.1-70b-deadline.json --out "$tmp.csv" --jobs 2 2>/dev/null
+  "$bin" sweep scenarios/sweeps/llama3.1-70b-deadline.json --out "$tmp.csv" --jobs 2 \
+    --svg "$here/deadline/llama3.1-70b.svg" 2>/dev/null
 } > "$out"
 rm -f "$tmp.csv"
 echo "wrote $out"

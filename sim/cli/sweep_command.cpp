@@ -22,6 +22,7 @@
 #include "sim/core/interrupt.hpp"
 #include "sim/core/suggest.hpp"
 #include "sim/core/version.hpp"
+#include "sim/sweep/sweep_chart.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 #include "sim/sweep/sweep_summary.hpp"
 
@@ -38,6 +39,7 @@ struct SweepOptions {
   TrainingBudget budget;    // --tokens, --price-per-gpu-hour
   std::optional<std::int64_t> top;
   std::optional<double> deadline_days;
+  std::optional<std::string> svg;  // the time-against-cost chart
   std::int64_t simgrid_top = 3;    // the best plans replayed on SimGrid
   std::vector<std::string> merge;  // --merge: shard files
   bool help = false;
@@ -80,8 +82,8 @@ std::int64_t simgrid_top_of(const std::string& flag, const std::string& v) {
 }
 
 [[noreturn]] void unknown_option(const std::string& flag) {
-  std::vector<std::string> known = {"--out",           "--jobs",        "--shard", "--top",
-                                    "--deadline-days", "--simgrid-top", "--merge", "--help"};
+  std::vector<std::string> known = {"--out", "--jobs",        "--shard", "--top", "--deadline-days",
+                                    "--svg", "--simgrid-top", "--merge", "--help"};
   for (const auto& b : budget_flag_names()) known.push_back("--" + b);
   fail_input(flag, "unknown option" + did_you_mean(flag, known) + " (see trainsim sweep --help)");
 }
@@ -123,6 +125,8 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
       o.top = positive(a, value());
     } else if (a == "--deadline-days") {
       o.deadline_days = deadline_days_of(a, value());
+    } else if (a == "--svg") {
+      o.svg = value();
     } else if (a == "--simgrid-top") {
       o.simgrid_top = simgrid_top_of(a, value());
     } else if (a == "--merge") {
@@ -166,8 +170,22 @@ std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
   return sha256_hex(all + '\0' + budget_text(c.budget) + ' ' + shard);
 }
 
+// The time-against-cost chart where --svg asks for it; the plans must have days to draw.
+void write_chart(const SweepOptions& o, const std::vector<SweepEntry>& entries,
+                 std::optional<double> deadline, const std::string& title) {
+  if (!o.svg) return;
+  const auto svg = sweep_svg(entries, deadline, title);
+  if (!svg) {
+    fail_input("--svg",
+               "has nothing to draw: no plan has days that end (a token budget, and a "
+               "job that finishes despite its failures)");
+  }
+  write_expected_output(*o.svg, *svg);
+}
+
 int merge_shards(const SweepOptions& o, std::ostream& out) {
   expect_output(*o.out);
+  if (o.svg) expect_output(*o.svg);
   std::map<std::int64_t, std::string> rows;
   for (const auto& file : o.merge) {
     const std::string text = read_text_file(file);
@@ -180,7 +198,9 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
       }
     }
   }
-  out << sweep_summary(finish(*o.out, rows), o.top.value_or(10), o.deadline_days);
+  const std::vector<SweepEntry> entries = finish(*o.out, rows);
+  out << sweep_summary(entries, o.top.value_or(10), o.deadline_days);
+  write_chart(o, entries, o.deadline_days, "merged sweep: days against GPU-hours");
   out << "merged " << rows.size() << " rows from " << o.merge.size() << " files into " << *o.out
       << "\n";
   return 0;
@@ -216,6 +236,9 @@ std::string sweep_help() {
          "                        days (with failures, given a GPU MTBF), fewest GPU-hours first:\n"
          "                        the cheapest way to meet a deadline (the file's\n"
          "                        \"deadline_days\")\n"
+         "  --svg FILE.svg        with a token budget: a chart of every plan that finishes, its\n"
+         "                        days (with failures) against its GPU-hours, coloured by GPU\n"
+         "                        count, the deadline drawn and its cheapest plan ringed\n"
          "  --simgrid-top N       replay the N fastest plans (as ranked) on SimGrid, where flows\n"
          "                        share links, beside their analytic step (default 3; 0: none)\n"
          "  The budget's flags below override the sweep file's keys of the same names; with\n"
@@ -248,9 +271,15 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
     fail_input(o.deadline_days ? "--deadline-days" : spec.file.string() + ": $.deadline_days",
                "applies to a token budget: give --tokens too (or the file's \"tokens\")");
   }
+  if (o.svg && !context.budget.tokens) {
+    fail_input("--svg",
+               "draws days against GPU-hours: give --tokens too (or the file's "
+               "\"tokens\")");
+  }
   const std::filesystem::path csv = *o.out;
   const std::filesystem::path part = csv.string() + ".part";
   expect_output(csv.string());
+  if (o.svg) expect_output(*o.svg);
   set_interrupt_note("the plans done are kept in " + part.string() + ": rerun to resume");
   // Resume: keep the whole rows a previous run of this same sweep left, drop a line it was cut in.
   const std::string mark = "# trainsim sweep " + fingerprint(context, o) + "\n";
@@ -282,6 +311,9 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   std::map<std::int64_t, std::string> rows = read_rows(part);
   const std::vector<SweepEntry> entries = finish(csv, rows);
   out << sweep_summary(entries, o.top.value_or(spec.top), deadline);
+  write_chart(o, entries, deadline,
+              spec.model.stem().string() + " on " + spec.platform.stem().string() + ", " +
+                  spec.file.stem().string() + ": days against GPU-hours");
   out << simgrid_replays(context, ranked(entries), o.simgrid_top);
   std::filesystem::remove(part);
   return 0;

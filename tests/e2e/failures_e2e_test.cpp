@@ -180,6 +180,24 @@ TEST(FailuresRun, ASweepGivesEachPlansDaysWithFailures) {
   EXPECT_EQ(refused.err, "trainsim: error: " + dir +
                              "/plain.json: $.deadline_days: applies to a token budget: give "
                              "--tokens too (or the file's \"tokens\")\n");
+
+  // --svg draws the plans' days against their GPU-hours (sim/sweep/sweep_chart, tested in
+  // tests/unit/sweep_chart_test.cpp); it needs days, so a sweep without tokens is refused first.
+  const auto chart =
+      test::run_trainsim({"sweep", "--merge", dir + "/sweep.csv", "--out", dir + "/charted.csv",
+                          "--svg", dir + "/plans.svg", "--deadline-days", "30"});
+  ASSERT_EQ(chart.exit_code, 0) << chart.err;
+  const std::string svg = test::read_file(dir + "/plans.svg");
+  EXPECT_EQ(svg.rfind("<svg ", 0), 0u);
+  EXPECT_NE(svg.find("days to train with failures (log scale)"), std::string::npos);
+  test::write_file(dir + "/untimed.json",
+                   R"({"model": "llama3.1-8b", "gpus": 8, "plan": {"seq_len": 2048, "gbs": 64}})");
+  const auto untimed = test::run_trainsim(
+      {"sweep", dir + "/untimed.json", "--out", dir + "/untimed.csv", "--svg", dir + "/u.svg"});
+  EXPECT_EQ(untimed.exit_code, 2);
+  EXPECT_EQ(untimed.err,
+            "trainsim: error: --svg: draws days against GPU-hours: give --tokens too (or the "
+            "file's \"tokens\")\n");
 }
 
 }  // namespace

@@ -1,0 +1,149 @@
+#include "sim/sweep/sweep_chart.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "sim/core/format.hpp"
+
+namespace trainsim {
+
+namespace {
+
+constexpr double kWidth = 760, kHeight = 460;
+constexpr double kLeft = 90, kRight = 150, kTop = 50, kBottom = 60;  // the legend sits right
+constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                    "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+
+std::string px(double v) {
+  return format_fixed(v, 1);
+}
+
+// Days on a log scale and GPU-hours on a linear one, each padded to its plans' range.
+struct Axes {
+  double log_lo, log_hi, y_lo, y_hi;
+  double x(double days) const {
+    return kLeft + (std::log10(days) - log_lo) / (log_hi - log_lo) * (kWidth - kLeft - kRight);
+  }
+  double y(double gpu_hours) const {
+    return kHeight - kBottom - (gpu_hours - y_lo) / (y_hi - y_lo) * (kHeight - kTop - kBottom);
+  }
+};
+
+Axes axes_of(const std::vector<SweepEntry>& plans, std::optional<double> deadline) {
+  double d_lo = plans.front().days_spent(), d_hi = d_lo;
+  double g_lo = plans.front().gpu_hours_spent(), g_hi = g_lo;
+  for (const auto& e : plans) {
+    d_lo = std::min(d_lo, e.days_spent());
+    d_hi = std::max(d_hi, e.days_spent());
+    g_lo = std::min(g_lo, e.gpu_hours_spent());
+    g_hi = std::max(g_hi, e.gpu_hours_spent());
+  }
+  if (deadline) {
+    d_lo = std::min(d_lo, *deadline);
+    d_hi = std::max(d_hi, *deadline);
+  }
+  const double pad = std::max(0.05 * (g_hi - g_lo), 0.01 * g_hi);
+  return {std::log10(d_lo) - 0.05, std::log10(d_hi) + 0.05, std::max(0.0, g_lo - pad), g_hi + pad};
+}
+
+// Ticks at 1, 2 and 5 x 10^k days inside the axis (and 3, 4 and 7 where it spans little more
+// than a decade); five GPU-hour ticks at round steps.
+void ticks(std::ostringstream& o, const Axes& a) {
+  const double bottom = kHeight - kBottom;
+  const std::vector<double> mantissas = a.log_hi - a.log_lo < 1.2
+                                            ? std::vector<double>{1, 2, 3, 4, 5, 7}
+                                            : std::vector<double>{1, 2, 5};
+  for (int k = static_cast<int>(std::floor(a.log_lo)); k <= static_cast<int>(a.log_hi); ++k) {
+    for (const double m : mantissas) {
+      const double days = m * std::pow(10.0, k);
+      if (std::log10(days) < a.log_lo || std::log10(days) > a.log_hi) continue;
+      o << "<line x1=\"" << px(a.x(days)) << "\" y1=\"" << px(bottom) << "\" x2=\"" << px(a.x(days))
+        << "\" y2=\"" << px(bottom + 5) << "\" stroke=\"#444\"/><text x=\"" << px(a.x(days))
+        << "\" y=\"" << px(bottom + 18) << "\" text-anchor=\"middle\">"
+        << format_grouped(static_cast<std::int64_t>(days)) << "</text>\n";
+    }
+  }
+  const double raw = (a.y_hi - a.y_lo) / 5;
+  const double unit = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = raw / unit < 2 ? 2 * unit : raw / unit < 5 ? 5 * unit : 10 * unit;
+  for (double g = std::ceil(a.y_lo / step) * step; g <= a.y_hi; g += step) {
+    o << "<line x1=\"" << px(kLeft - 5) << "\" y1=\"" << px(a.y(g)) << "\" x2=\"" << px(kLeft)
+      << "\" y2=\"" << px(a.y(g)) << "\" stroke=\"#444\"/><text x=\"" << px(kLeft - 8) << "\" y=\""
+      << px(a.y(g) + 4) << "\" text-anchor=\"end\">" << format_grouped(static_cast<std::int64_t>(g))
+      << "</text>\n";
+  }
+}
+
+void point(std::ostringstream& o, const Axes& a, const SweepEntry& e, const char* colour) {
+  o << "<circle cx=\"" << px(a.x(e.days_spent())) << "\" cy=\"" << px(a.y(e.gpu_hours_spent()))
+    << "\" r=\"4\" fill=\"" << colour << "\" fill-opacity=\"0.75\"><title>"
+    << escape_markup(format_grouped(e.gpus) + " GPUs, " + format_fixed(e.days_spent(), 1) +
+                     " days, " + format_grouped(static_cast<std::int64_t>(e.gpu_hours_spent())) +
+                     " GPU-hours: " + e.plan)
+    << "</title></circle>\n";
+}
+
+}  // namespace
+
+std::optional<std::string> sweep_svg(const std::vector<SweepEntry>& entries,
+                                     std::optional<double> deadline_days,
+                                     const std::string& title) {
+  std::vector<SweepEntry> plans;
+  for (const auto& e : entries) {
+    if (e.status == "ok" && e.finishes()) plans.push_back(e);
+  }
+  if (plans.empty()) return std::nullopt;
+  const Axes a = axes_of(plans, deadline_days);
+  const bool failures = !plans.front().days_with_failures.empty();
+  std::map<std::int64_t, const char*> colour;  // by GPU count, ascending
+  for (const auto& e : plans) colour.emplace(e.gpus, nullptr);
+  std::size_t next = 0;
+  for (auto& [gpus, c] : colour) c = kColours[next++ % std::size(kColours)];
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << px(kWidth) << "\" height=\""
+    << px(kHeight) << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << px(kLeft) << "\" y=\"24\" font-size=\"14\">" << escape_markup(title)
+    << "</text>\n"
+    << "<line x1=\"" << px(kLeft) << "\" y1=\"" << px(kHeight - kBottom) << "\" x2=\""
+    << px(kWidth - kRight) << "\" y2=\"" << px(kHeight - kBottom) << "\" stroke=\"#444\"/>\n"
+    << "<line x1=\"" << px(kLeft) << "\" y1=\"" << px(kTop) << "\" x2=\"" << px(kLeft) << "\" y2=\""
+    << px(kHeight - kBottom) << "\" stroke=\"#444\"/>\n";
+  ticks(o, a);
+  o << "<text x=\"" << px((kLeft + kWidth - kRight) / 2) << "\" y=\"" << px(kHeight - 15)
+    << "\" text-anchor=\"middle\">days to train" << (failures ? " with failures" : "")
+    << " (log scale)</text>\n"
+    << "<text x=\"16\" y=\"" << px((kTop + kHeight - kBottom) / 2)
+    << "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " << px((kTop + kHeight - kBottom) / 2)
+    << ")\">GPU-hours" << (failures ? " with failures" : "") << "</text>\n";
+  if (deadline_days) {
+    const double x = a.x(*deadline_days);
+    o << "<line x1=\"" << px(x) << "\" y1=\"" << px(kTop) << "\" x2=\"" << px(x) << "\" y2=\""
+      << px(kHeight - kBottom) << "\" stroke=\"#d62728\" stroke-dasharray=\"6 4\"/>\n"
+      << "<text x=\"" << px(x + 4) << "\" y=\"" << px(kTop + 12) << "\" fill=\"#d62728\">deadline "
+      << format_fixed(*deadline_days, *deadline_days == std::floor(*deadline_days) ? 0 : 1)
+      << " days</text>\n";
+    const auto cheap = cheapest_within(entries, *deadline_days);
+    if (!cheap.empty()) {
+      const SweepEntry& best = cheap.front();
+      o << "<circle cx=\"" << px(a.x(best.days_spent())) << "\" cy=\""
+        << px(a.y(best.gpu_hours_spent())) << "\" r=\"9\" fill=\"none\" stroke=\"black\" "
+        << "stroke-width=\"2\"><title>cheapest within the deadline</title></circle>\n";
+    }
+  }
+  for (const auto& e : plans) point(o, a, e, colour.at(e.gpus));
+  double legend_y = kTop + 6;
+  for (const auto& [gpus, c] : colour) {
+    o << "<circle cx=\"" << px(kWidth - kRight + 20) << "\" cy=\"" << px(legend_y)
+      << "\" r=\"5\" fill=\"" << c << "\"/><text x=\"" << px(kWidth - kRight + 30) << "\" y=\""
+      << px(legend_y + 4) << "\">" << format_grouped(gpus) << " GPUs</text>\n";
+    legend_y += 18;
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+}  // namespace trainsim
