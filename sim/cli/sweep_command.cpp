@@ -11,6 +11,7 @@
 #include <set>
 
 #include "sim/cli/budget_flags.hpp"
+#include "sim/cli/outputs.hpp"
 #include "sim/cli/sweep_contention.hpp"
 #include "sim/cli/sweep_spec.hpp"
 #include "sim/cli/sweep_workers.hpp"
@@ -98,6 +99,7 @@ void check_sweep_options(const SweepOptions& o, bool merging) {
   if (std::filesystem::is_directory(*o.out, ec)) {
     fail_input("--out", *o.out + " is a directory; name the CSV file to write");
   }
+  if (o.svg && *o.svg == "-") fail_input("--svg", "needs a file, not '-': stdout has the summary");
   if (merging && o.merge.empty()) fail_input("--merge", "needs the shard files to join");
   if (!merging && !o.file) fail_input("SWEEP", "is required: a sweep file (see --help)");
 }
@@ -170,6 +172,14 @@ std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
   return sha256_hex(all + '\0' + budget_text(c.budget) + ' ' + shard);
 }
 
+// The CSV and the chart: two different files, each named to the interrupt handler.
+void announce_outputs(const SweepOptions& o) {
+  Outputs outputs;
+  outputs.add("--out", o.out);
+  outputs.add("--svg", o.svg);
+  outputs.announce();
+}
+
 // The time-against-cost chart where --svg asks for it; the plans must have days to draw.
 void write_chart(const SweepOptions& o, const std::vector<SweepEntry>& entries,
                  std::optional<double> deadline, const std::string& title) {
@@ -184,8 +194,7 @@ void write_chart(const SweepOptions& o, const std::vector<SweepEntry>& entries,
 }
 
 int merge_shards(const SweepOptions& o, std::ostream& out) {
-  expect_output(*o.out);
-  if (o.svg) expect_output(*o.svg);
+  announce_outputs(o);
   std::map<std::int64_t, std::string> rows;
   for (const auto& file : o.merge) {
     const std::string text = read_text_file(file);
@@ -278,8 +287,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   const std::filesystem::path csv = *o.out;
   const std::filesystem::path part = csv.string() + ".part";
-  expect_output(csv.string());
-  if (o.svg) expect_output(*o.svg);
+  announce_outputs(o);
   set_interrupt_note("the plans done are kept in " + part.string() + ": rerun to resume");
   // Resume: keep the whole rows a previous run of this same sweep left, drop a line it was cut in.
   const std::string mark = "# trainsim sweep " + fingerprint(context, o) + "\n";
