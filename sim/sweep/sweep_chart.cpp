@@ -45,7 +45,7 @@ Axes axes_of(const std::vector<SweepEntry>& plans, std::optional<double> deadlin
     d_lo = std::min(d_lo, *deadline);
     d_hi = std::max(d_hi, *deadline);
   }
-  const double pad = std::max(0.05 * (g_hi - g_lo), 0.01 * g_hi);
+  const double pad = std::max({0.05 * (g_hi - g_lo), 0.01 * g_hi, 1.0});
   return {std::log10(d_lo) - 0.05, std::log10(d_hi) + 0.05, std::max(0.0, g_lo - pad), g_hi + pad};
 }
 
@@ -93,7 +93,8 @@ std::optional<std::string> sweep_svg(const std::vector<SweepEntry>& entries,
                                      const std::string& title) {
   std::vector<SweepEntry> plans;
   for (const auto& e : entries) {
-    if (e.status == "ok" && e.finishes()) plans.push_back(e);
+    // A budget of a few tokens rounds to 0 days: nothing to place on a log scale.
+    if (e.status == "ok" && e.finishes() && e.days_spent() > 0) plans.push_back(e);
   }
   if (plans.empty()) return std::nullopt;
   const Axes a = axes_of(plans, deadline_days);

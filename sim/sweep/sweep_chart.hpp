@@ -11,7 +11,8 @@
 
 namespace trainsim {
 
-/// The chart, or nullopt where no plan has days (the sweep has no token budget) or none finishes.
+/// The chart, or nullopt where no plan has days (the sweep has no token budget, or one that
+/// rounds to 0 days) or none finishes.
 std::optional<std::string> sweep_svg(const std::vector<SweepEntry>& entries,
                                      std::optional<double> deadline_days, const std::string& title);
 

@@ -67,6 +67,12 @@ TEST(SweepChart, NothingToDrawWithoutDaysOrAnEnd) {
   never.days_with_failures = "inf";
   never.gpu_hours_with_failures = "inf";
   EXPECT_FALSE(sweep_svg({never}, 30, "t"));
+  EXPECT_FALSE(sweep_svg({plan(0, 8, 0, "tp 1")}, std::nullopt, "t"));  // 0 days: no log scale
+  // One plan alone spans no range; its axes still do.
+  const auto alone = sweep_svg({plan(0, 8, 2, "tp 1")}, std::nullopt, "t");
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(alone->find("nan"), std::string::npos) << *alone;
+  EXPECT_EQ(alone->find("inf"), std::string::npos) << *alone;
   // Without a deadline there is no line and no ring.
   const auto svg = sweep_svg({plan(0, 64, 10, "tp 1"), plan(1, 128, 6, "tp 2")}, std::nullopt, "t");
   ASSERT_TRUE(svg);
