@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 #include "sim/core/suggest.hpp"
 #include "sim/core/version.hpp"
 
@@ -61,20 +62,16 @@ std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string
   if (looks_like_path) fail_input(where, "no such file: " + std::string(spec));
   std::vector<std::string> shelves = {std::string(folder)};
   for (auto& shelf : catalog_shelves(folder)) shelves.push_back(std::move(shelf));
-  std::string known;
   std::vector<std::string> names;
   for (const auto& shelf : shelves) {
     auto entry = data_dir() / shelf / (std::string(spec) + ".json");
     if (std::filesystem::is_regular_file(entry, ec)) return entry;
-    for (const auto& n : catalog_names(shelf)) {
-      known += (known.empty() ? "" : ", ") + n;
-      names.push_back(n);
-    }
+    for (auto& n : catalog_names(shelf)) names.push_back(std::move(n));
   }
   if (is_directory) not_a_file();
   fail_input(where, "unknown " + std::string(folder) + " entry \"" + std::string(spec) + "\"" +
                         did_you_mean(spec, names) +
-                        " (known: " + (known.empty() ? "none found" : known) +
+                        " (known: " + (names.empty() ? "none found" : join(names, ", ")) +
                         "; or give a path to a .json file)");
 }
 

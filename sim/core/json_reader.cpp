@@ -209,13 +209,9 @@ std::optional<JsonObject> JsonObject::optional_object(std::string_view key) {
 void JsonObject::finish() const {
   for (const auto& item : value_->items()) {
     if (used_.find(item.key()) != used_.end()) continue;
-    std::string known;
-    for (const auto& k : used_) {
-      if (!known.empty()) known += ", ";
-      known += k;
-    }
-    fail(item.key(), "unknown key" + did_you_mean(item.key(), {used_.begin(), used_.end()}) +
-                         " (known keys here: " + known + ")");
+    const std::vector<std::string> known(used_.begin(), used_.end());
+    fail(item.key(), "unknown key" + did_you_mean(item.key(), known) +
+                         " (known keys here: " + join(known, ", ") + ")");
   }
 }
 

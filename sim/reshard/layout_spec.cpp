@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 #include "sim/core/suggest.hpp"
 
 namespace trainsim {
@@ -33,10 +34,10 @@ const std::vector<LayoutKey>& layout_keys() {
   return keys;
 }
 
-std::string known_keys() {
-  std::string s;
-  for (const auto& k : layout_keys()) s += (s.empty() ? "" : ", ") + std::string(k.name);
-  return s;
+std::vector<std::string> key_names() {
+  std::vector<std::string> names;
+  for (const auto& k : layout_keys()) names.emplace_back(k.name);
+  return names;
 }
 
 void set_key(Plan& plan, const std::string& flag, const std::string& key,
@@ -53,10 +54,9 @@ void set_key(Plan& plan, const std::string& flag, const std::string& key,
     plan.*k.member = v;
     return;
   }
-  std::vector<std::string> names;
-  for (const auto& k : layout_keys()) names.emplace_back(k.name);
+  const std::vector<std::string> names = key_names();
   fail_input(flag, "unknown key '" + key + "'" + did_you_mean(key, names) +
-                       " (keys: " + known_keys() + ")");
+                       " (keys: " + join(names, ", ") + ")");
 }
 
 }  // namespace
