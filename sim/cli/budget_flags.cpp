@@ -90,16 +90,24 @@ bool is_budget_flag(const std::string& flag) {
                      [&](const BudgetField& f) { return flag == f.flag; });
 }
 
+double real_flag(const std::string& flag, const std::string& value, const RealRange& range) {
+  char* end = nullptr;
+  const double x = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !range.holds(x)) {
+    fail_input(flag, "must be " + range.describe() + ", got '" + value + "'");
+  }
+  return x;
+}
+
+void fail_without_tokens(const std::string& where) {
+  fail_input(where, "applies to a token budget: give --tokens too (or the file's \"tokens\")");
+}
+
 void set_budget_flag(TrainingBudget& budget, const std::string& flag, const std::string& value) {
   const auto f = std::find_if(budget_fields().begin(), budget_fields().end(),
                               [&](const BudgetField& b) { return flag == b.flag; });
   assert(f != budget_fields().end());
-  char* end = nullptr;
-  const double x = std::strtod(value.c_str(), &end);
-  if (value.empty() || end != value.c_str() + value.size() || !f->range.holds(x)) {
-    fail_input(flag, "must be " + f->range.describe() + ", got '" + value + "'");
-  }
-  budget.*(f->field) = x;
+  budget.*(f->field) = real_flag(flag, value, f->range);
 }
 
 TrainingBudget read_budget(JsonObject& o) {
@@ -117,9 +125,7 @@ TrainingBudget over(const TrainingBudget& flags, const TrainingBudget& file) {
   }
   if (budget.tokens) return budget;
   for (const BudgetField& f : budget_fields()) {
-    if (flags.*(f.field)) {
-      fail_input(f.flag, "applies to a token budget: give --tokens too (or the file's \"tokens\")");
-    }
+    if (flags.*(f.field)) fail_without_tokens(f.flag);
   }
   return budget;
 }

@@ -16,6 +16,14 @@ namespace trainsim {
 /// --checkpoint-s, --restart-s.
 bool is_budget_flag(const std::string& flag);
 
+/// `value` as a number in `range`; InputError naming `flag` where it is not one (the check of
+/// every real-valued flag of the budget, and of sweep's --deadline-days).
+double real_flag(const std::string& flag, const std::string& value, const RealRange& range);
+
+/// InputError naming `where` (a flag or a file's key): what it sets applies to a token budget,
+/// and neither the flags nor the file give one.
+[[noreturn]] void fail_without_tokens(const std::string& where);
+
 /// Sets the budget's field for `flag` (one of the above) from its text; InputError
 /// naming the flag where the text is not a number in the field's range.
 void set_budget_flag(TrainingBudget& budget, const std::string& flag, const std::string& value);

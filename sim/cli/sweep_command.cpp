@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -65,15 +64,6 @@ void set_shard(SweepOptions& o, const std::string& flag, const std::string& v) {
   o.shard = k - 1;
 }
 
-double deadline_days_of(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size() || !kDeadlineDaysRange.holds(d)) {
-    fail_input(flag, "must be " + kDeadlineDaysRange.describe() + ", got '" + v + "'");
-  }
-  return d;
-}
-
 std::int64_t simgrid_top_of(const std::string& flag, const std::string& v) {
   if (v == "0") return 0;
   if (v.empty() || v[0] == '-') {
@@ -126,7 +116,7 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
     } else if (a == "--top") {
       o.top = positive(a, value());
     } else if (a == "--deadline-days") {
-      o.deadline_days = deadline_days_of(a, value());
+      o.deadline_days = real_flag(a, value(), kDeadlineDaysRange);
     } else if (a == "--svg") {
       o.svg = value();
     } else if (a == "--simgrid-top") {
@@ -277,8 +267,8 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   const SweepContext context{spec, model, platform, over(o.budget, spec.budget)};
   const std::optional<double> deadline = o.deadline_days ? o.deadline_days : spec.deadline_days;
   if (deadline && !context.budget.tokens) {
-    fail_input(o.deadline_days ? "--deadline-days" : spec.file.string() + ": $.deadline_days",
-               "applies to a token budget: give --tokens too (or the file's \"tokens\")");
+    fail_without_tokens(o.deadline_days ? "--deadline-days"
+                                        : spec.file.string() + ": $.deadline_days");
   }
   if (o.svg && !context.budget.tokens) {
     fail_input("--svg",
