@@ -153,7 +153,7 @@ void apply_plan_flags(const InputRequest& req, ResolvedInputs& in) {
 void derive_dp(ResolvedInputs& in) {
   Plan& p = in.plan;
   if (p.gpus <= 0 || in.origin.where.contains("dp")) return;
-  const std::int64_t model_parallel = p.tp * p.cp * p.pp;
+  const std::int64_t model_parallel = p.model_parallel_size();
   if (p.gpus % model_parallel != 0) {
     fail_input(in.origin.of("gpus"),
                "must be a multiple of tp x cp x pp = " + std::to_string(model_parallel) +

@@ -183,7 +183,7 @@ SweepPoint sweep_point(const SweepSpec& spec, std::int64_t index) {
 std::variant<Plan, SweepRow> sweep_plan(const SweepPoint& point) {
   Plan plan;
   apply_plan_flags(plan, point.fields);  // checked when the file was read
-  const std::int64_t model_parallel = plan.tp * plan.cp * plan.pp;
+  const std::int64_t model_parallel = plan.model_parallel_size();
   if (!point.fields.contains("dp")) {
     if (point.gpus % model_parallel != 0) {
       SweepRow row = refused_row(point.index, point.gpus,

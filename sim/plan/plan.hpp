@@ -215,6 +215,8 @@ struct Plan {
   auto operator<=>(const Plan&) const = default;
 
   std::int64_t world_size() const { return tp * pp * dp * cp; }
+  /// tp x cp x pp: the GPUs of one data-parallel rank; a GPU count without dp leaves dp the rest.
+  std::int64_t model_parallel_size() const { return tp * cp * pp; }
   /// The CP ranks whose all-to-alls split the heads: cp with a2a, cp_a2a_size with a2a+p2p.
   std::int64_t cp_head_split() const {
     if (cp_comm == CpComm::kA2AP2P) return cp_a2a_size > 0 ? cp_a2a_size : 1;
