@@ -1,13 +1,12 @@
 #include "sim/cli/args.hpp"
 
 #include <boost/program_options.hpp>
-#include <cctype>
 #include <sstream>
 
 #include "sim/cli/budget_flags.hpp"
+#include "sim/cli/command_line.hpp"
 #include "sim/cli/plan_flags.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/suggest.hpp"
 
 namespace po = boost::program_options;
 
@@ -154,88 +153,6 @@ std::string validate_help() {
          "  --out FILE     also write the output to FILE\n";
 }
 
-namespace {
-
-// Parses `args` of `trainsim COMMAND` against `options`, the free arguments into `positional`;
-// one InputError line on bad usage. Abbreviated flags are refused: they would change meaning as
-// flags are added.
-// Whether `arg` holds a %word% (Boost's message placeholders are such words).
-bool holds_placeholder(const std::string& arg) {
-  for (auto open = arg.find('%'); open != std::string::npos; open = arg.find('%', open + 1)) {
-    std::size_t end = open + 1;
-    while (end < arg.size() &&
-           (std::isalpha(static_cast<unsigned char>(arg[end])) != 0 || arg[end] == '_')) {
-      ++end;
-    }
-    if (end > open + 1 && end < arg.size() && arg[end] == '%') return true;
-  }
-  return false;
-}
-
-po::variables_map parse_command_line(const std::string& command,
-                                     const std::vector<std::string>& args,
-                                     const po::options_description& options,
-                                     const char* positional) {
-  // Boost formats its errors by replacing %canonical_option% and the like with the flag as
-  // typed, again until none is left: a flag holding such a placeholder never returns.
-  for (const std::string& a : args) {
-    if (a.starts_with("-") && holds_placeholder(a)) {
-      fail_input("trainsim " + command,
-                 "unrecognised option '" + a + "' (see trainsim " + command + " --help)");
-    }
-  }
-  po::positional_options_description free;
-  free.add(positional, -1);
-  po::variables_map vm;
-  try {
-    po::store(
-        po::command_line_parser(args)
-            .options(options)
-            .positional(free)
-            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
-            .run(),
-        vm);
-    po::notify(vm);
-  } catch (const po::unknown_option& e) {
-    std::vector<std::string> known;
-    for (const auto& o : options.options()) known.push_back("--" + o->long_name());
-    fail_input("trainsim " + command, std::string(e.what()) +
-                                          did_you_mean(e.get_option_name(), known) +
-                                          " (see trainsim " + command + " --help)");
-  } catch (const po::error& e) {
-    fail_input("trainsim " + command,
-               std::string(e.what()) + " (see trainsim " + command + " --help)");
-  }
-  // "--tp --out X", "--out --svg": every flag that takes a value took the next flag instead.
-  for (const auto& [name, value] : vm) {
-    const auto* text = boost::any_cast<std::string>(&value.value());
-    if (text && text->starts_with("--")) {
-      fail_input("--" + name, "needs a value, got the flag " + *text);
-    }
-  }
-  return vm;
-}
-
-// --format: text or json.
-std::string format_of(const po::variables_map& vm, const std::string& fallback) {
-  if (!vm.count("format")) return fallback;
-  const std::string format = vm["format"].as<std::string>();
-  if (format != "text" && format != "json") {
-    fail_input("--format", "must be text or json, got '" + format + "'");
-  }
-  return format;
-}
-
-// A flag naming a file or directory to write: absent, or a non-empty path.
-std::optional<std::string> path_of(const po::variables_map& vm, const std::string& flag) {
-  if (!vm.count(flag)) return std::nullopt;
-  std::string path = vm[flag].as<std::string>();
-  if (path.empty()) fail_input("--" + flag, "must not be empty");
-  return path;
-}
-
-}  // namespace
-
 ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
   po::options_description d;
   d.add_options()("help,h", "")("platform", po::value<std::string>(), "")(
@@ -380,9 +297,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   opt.trace = path_of(vm, "trace");
   opt.svg = path_of(vm, "svg");
   opt.html = path_of(vm, "html");
-  for (const std::string& flag : budget_flag_names()) {
-    if (vm.count(flag)) set_budget_flag(opt.inputs.budget, "--" + flag, vm[flag].as<std::string>());
-  }
+  opt.inputs.budget = budget_of(vm);
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {
     const auto& name = o->long_name();

@@ -85,11 +85,6 @@ std::string wrapped(const std::string& text, std::size_t indent, std::size_t wid
 
 }  // namespace
 
-bool is_budget_flag(const std::string& flag) {
-  return std::any_of(budget_fields().begin(), budget_fields().end(),
-                     [&](const BudgetField& f) { return flag == f.flag; });
-}
-
 double real_flag(const std::string& flag, const std::string& value, const RealRange& range) {
   char* end = nullptr;
   const double x = std::strtod(value.c_str(), &end);
@@ -101,13 +96,6 @@ double real_flag(const std::string& flag, const std::string& value, const RealRa
 
 void fail_without_tokens(const std::string& where) {
   fail_input(where, "applies to a token budget: give --tokens too (or the file's \"tokens\")");
-}
-
-void set_budget_flag(TrainingBudget& budget, const std::string& flag, const std::string& value) {
-  const auto f = std::find_if(budget_fields().begin(), budget_fields().end(),
-                              [&](const BudgetField& b) { return flag == b.flag; });
-  assert(f != budget_fields().end());
-  budget.*(f->field) = real_flag(flag, value, f->range);
 }
 
 TrainingBudget read_budget(JsonObject& o) {
@@ -137,10 +125,14 @@ void add_budget_options(boost::program_options::options_description& d) {
   }
 }
 
-std::vector<std::string> budget_flag_names() {
-  std::vector<std::string> names;
-  for (const BudgetField& f : budget_fields()) names.emplace_back(f.flag + 2);
-  return names;
+TrainingBudget budget_of(const boost::program_options::variables_map& vm) {
+  TrainingBudget budget;
+  for (const BudgetField& f : budget_fields()) {
+    if (vm.count(f.flag + 2)) {
+      budget.*(f.field) = real_flag(f.flag, vm[f.flag + 2].as<std::string>(), f.range);
+    }
+  }
+  return budget;
 }
 
 std::string budget_text(const TrainingBudget& budget) {

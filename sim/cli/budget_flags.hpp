@@ -4,6 +4,7 @@
 // and --restart-s R, and a scenario's or sweep file's keys of the same names ("tokens",
 // "price_per_gpu_hour", ...), which the flags override.
 #include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,6 @@
 
 namespace trainsim {
 
-/// Whether `flag` is one of the budget's: --tokens, --price-per-gpu-hour, --gpu-mtbf-hours,
-/// --checkpoint-s, --restart-s.
-bool is_budget_flag(const std::string& flag);
-
 /// `value` as a number in `range`; InputError naming `flag` where it is not one (the check of
 /// every real-valued flag of the budget, and of sweep's --deadline-days).
 double real_flag(const std::string& flag, const std::string& value, const RealRange& range);
@@ -23,10 +20,6 @@ double real_flag(const std::string& flag, const std::string& value, const RealRa
 /// InputError naming `where` (a flag or a file's key): what it sets applies to a token budget,
 /// and neither the flags nor the file give one.
 [[noreturn]] void fail_without_tokens(const std::string& where);
-
-/// Sets the budget's field for `flag` (one of the above) from its text; InputError
-/// naming the flag where the text is not a number in the field's range.
-void set_budget_flag(TrainingBudget& budget, const std::string& flag, const std::string& value);
 
 /// A scenario's or sweep file's "tokens", "price_per_gpu_hour", "gpu_mtbf_hours", "checkpoint_s"
 /// and "restart_s", each optional, in the flags' ranges.
@@ -38,11 +31,12 @@ TrainingBudget read_budget(JsonObject& o);
 /// carry them for the runs that give one).
 TrainingBudget over(const TrainingBudget& flags, const TrainingBudget& file);
 
-/// The flags as run's options (boost::program_options), each with its help.
+/// The flags as a command's options (boost::program_options), each with its help.
 void add_budget_options(boost::program_options::options_description& d);
 
-/// The flags' names without their dashes ("tokens", ...), as run's options name them.
-std::vector<std::string> budget_flag_names();
+/// The budget the flags of `vm` give (those add_budget_options() added); InputError naming the
+/// flag where its text is not a number in the field's range.
+TrainingBudget budget_of(const boost::program_options::variables_map& vm);
 
 /// Every field of the budget as text ("tokens=1e+12 price_per_gpu_hour=none ..."), exact: what a
 /// resumable sweep's fingerprint holds.

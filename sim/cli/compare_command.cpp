@@ -1,6 +1,7 @@
 #include "sim/cli/compare_command.hpp"
 
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -8,6 +9,7 @@
 
 #include "sim/check/detect.hpp"
 #include "sim/cli/budget_flags.hpp"
+#include "sim/cli/command_line.hpp"
 #include "sim/cli/outputs.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
@@ -21,63 +23,37 @@
 
 namespace trainsim {
 
-namespace {
-
-struct CompareOptions {
-  std::vector<std::string> scenarios;
-  std::vector<std::string> sets;                   // "key=value,key=value"
-  std::optional<std::string> engine = "analytic";  // SimGrid: one simulation per process
-  std::string format = "text";
-  std::optional<std::string> html;
-  TrainingBudget budget;  // every column's
-  bool help = false;
-};
-
-CompareOptions parse_compare(const std::vector<std::string>& args) {
+CompareOptions parse_compare_options(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  po::options_description d;
+  d.add_options()("help,h", "")("set", po::value<std::vector<std::string>>(), "")(
+      "engine", po::value<std::string>(), "")("format", po::value<std::string>(), "")(
+      "html", po::value<std::string>(), "")("scenario", po::value<std::vector<std::string>>(), "");
+  add_budget_options(d);
+  const po::variables_map vm = parse_command_line("compare", args, d, "scenario");
   CompareOptions o;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= args.size() || args[i + 1].starts_with("--")) fail_input(a, "needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-    } else if (a == "--set") {
-      o.sets.push_back(value());
-    } else if (a == "--engine") {
-      o.engine = value();
-      if (*o.engine == "simgrid") {
-        fail_input("--engine",
-                   "compare replays its columns on the analytic engine (SimGrid runs "
-                   "one simulation per process): trainsim run each plan for SimGrid's");
-      }
-      if (*o.engine != "analytic") {
-        fail_input("--engine", "must be analytic, got '" + *o.engine + "'");
-      }
-    } else if (a == "--format") {
-      o.format = value();
-      if (o.format != "text" && o.format != "json") {
-        fail_input("--format", "must be text or json, got '" + o.format + "'");
-      }
-    } else if (a == "--html") {
-      o.html = value();
-    } else if (is_budget_flag(a)) {
-      set_budget_flag(o.budget, a, value());
-    } else if (a.starts_with("-")) {
-      std::vector<std::string> known = {"--set", "--engine", "--format", "--html", "--help"};
-      for (const auto& b : budget_flag_names()) known.push_back("--" + b);
-      fail_input(a, "unknown flag" + did_you_mean(a, known) + " (see trainsim compare --help)");
-    } else {
-      o.scenarios.push_back(a);
+  o.help = vm.count("help") > 0;
+  o.scenarios = positionals_of(vm, "scenario");
+  o.sets = positionals_of(vm, "set");
+  if (const auto engine = string_of(vm, "engine")) {
+    if (*engine == "simgrid") {
+      fail_input("--engine",
+                 "compare replays its columns on the analytic engine (SimGrid runs "
+                 "one simulation per process): trainsim run each plan for SimGrid's");
     }
+    if (*engine != "analytic") fail_input("--engine", "must be analytic, got '" + *engine + "'");
   }
+  o.format = format_of(vm, o.format);
+  o.html = path_of(vm, "html");
+  o.budget = budget_of(vm);
   if (!o.help && o.scenarios.empty()) fail_input("trainsim compare", "needs a scenario file");
   if (!o.help && o.scenarios.size() + o.sets.size() < 2) {
     fail_input("trainsim compare", "needs two plans: two scenarios, or a scenario and a --set");
   }
   return o;
 }
+
+namespace {
 
 // "schedule=interleaved,vp=2" -> plan field -> value, each key a plan field.
 std::map<std::string, std::string> parse_set(const std::string& set) {
@@ -347,7 +323,7 @@ std::string compare_help() {
 }
 
 int compare_command(const std::vector<std::string>& args, std::ostream& out) {
-  const CompareOptions opt = parse_compare(args);
+  const CompareOptions opt = parse_compare_options(args);
   if (opt.help) {
     out << compare_help();
     return 0;

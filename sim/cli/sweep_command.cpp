@@ -1,6 +1,7 @@
 #include "sim/cli/sweep_command.hpp"
 
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <charconv>
 #include <chrono>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "sim/cli/budget_flags.hpp"
+#include "sim/cli/command_line.hpp"
 #include "sim/cli/outputs.hpp"
 #include "sim/cli/sweep_contention.hpp"
 #include "sim/cli/sweep_spec.hpp"
@@ -20,7 +22,6 @@
 #include "sim/core/format.hpp"
 #include "sim/core/hash.hpp"
 #include "sim/core/interrupt.hpp"
-#include "sim/core/suggest.hpp"
 #include "sim/core/version.hpp"
 #include "sim/sweep/sweep_chart.hpp"
 #include "sim/sweep/sweep_csv.hpp"
@@ -29,21 +30,6 @@
 namespace trainsim {
 
 namespace {
-
-struct SweepOptions {
-  std::optional<std::string> file;
-  std::optional<std::string> out;
-  std::int64_t jobs = 1;
-  std::int64_t shard = 0;   // 0-based
-  std::int64_t shards = 1;  // --shard K/N: K in 1..N
-  TrainingBudget budget;    // --tokens, --price-per-gpu-hour
-  std::optional<std::int64_t> top;
-  std::optional<double> deadline_days;
-  std::optional<std::string> svg;  // the time-against-cost chart
-  std::int64_t simgrid_top = 3;    // the best plans replayed on SimGrid
-  std::vector<std::string> merge;  // --merge: shard files
-  bool help = false;
-};
 
 std::int64_t positive(const std::string& flag, const std::string& v) {
   std::int64_t n = 0;
@@ -72,13 +58,6 @@ std::int64_t simgrid_top_of(const std::string& flag, const std::string& v) {
   return positive(flag, v);
 }
 
-[[noreturn]] void unknown_option(const std::string& flag) {
-  std::vector<std::string> known = {"--out", "--jobs",        "--shard", "--top", "--deadline-days",
-                                    "--svg", "--simgrid-top", "--merge", "--help"};
-  for (const auto& b : budget_flag_names()) known.push_back("--" + b);
-  fail_input(flag, "unknown option" + did_you_mean(flag, known) + " (see trainsim sweep --help)");
-}
-
 // What the options must hold together, checked before any plan runs.
 void check_sweep_options(const SweepOptions& o, bool merging) {
   if (!o.out) fail_input("--out", "is required: the CSV file to write");
@@ -92,49 +71,6 @@ void check_sweep_options(const SweepOptions& o, bool merging) {
   if (o.svg && *o.svg == "-") fail_input("--svg", "needs a file, not '-': stdout has the summary");
   if (merging && o.merge.empty()) fail_input("--merge", "needs the shard files to join");
   if (!merging && !o.file) fail_input("SWEEP", "is required: a sweep file (see --help)");
-}
-
-SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
-  SweepOptions o;
-  bool merging = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size() || args[i + 1].starts_with("--")) fail_input(a, "needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-    } else if (a == "--out") {
-      o.out = value();
-    } else if (a == "--jobs") {
-      o.jobs = positive(a, value());
-    } else if (a == "--shard") {
-      set_shard(o, a, value());
-    } else if (is_budget_flag(a)) {
-      set_budget_flag(o.budget, a, value());
-    } else if (a == "--top") {
-      o.top = positive(a, value());
-    } else if (a == "--deadline-days") {
-      o.deadline_days = real_flag(a, value(), kDeadlineDaysRange);
-    } else if (a == "--svg") {
-      o.svg = value();
-    } else if (a == "--simgrid-top") {
-      o.simgrid_top = simgrid_top_of(a, value());
-    } else if (a == "--merge") {
-      merging = true;
-    } else if (a.starts_with("--")) {
-      unknown_option(a);
-    } else if (merging) {
-      o.merge.push_back(a);
-    } else if (!o.file) {
-      o.file = a;
-    } else {
-      fail_input(a, "one sweep file only (see trainsim sweep --help)");
-    }
-  }
-  if (!o.help) check_sweep_options(o, merging);
-  return o;
 }
 
 // The header and the rows in plan order, written atomically; the summary of what it holds.
@@ -206,6 +142,41 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
 }
 
 }  // namespace
+
+SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  po::options_description d;
+  auto text = [] { return po::value<std::string>(); };
+  d.add_options()("help,h", "")("out", text(), "")("jobs", text(), "")("shard", text(), "")(
+      "top", text(), "")("deadline-days", text(), "")("svg", text(), "")("simgrid-top", text(), "")(
+      "merge", po::bool_switch(), "")("sweep", po::value<std::vector<std::string>>(), "");
+  add_budget_options(d);
+  const po::variables_map vm = parse_command_line("sweep", args, d, "sweep");
+  SweepOptions o;
+  o.help = vm.count("help") > 0;
+  o.out = path_of(vm, "out");
+  if (const auto v = string_of(vm, "jobs")) o.jobs = positive("--jobs", *v);
+  if (const auto v = string_of(vm, "shard")) set_shard(o, "--shard", *v);
+  o.budget = budget_of(vm);
+  if (const auto v = string_of(vm, "top")) o.top = positive("--top", *v);
+  if (const auto v = string_of(vm, "deadline-days")) {
+    o.deadline_days = real_flag("--deadline-days", *v, kDeadlineDaysRange);
+  }
+  o.svg = path_of(vm, "svg");
+  if (const auto v = string_of(vm, "simgrid-top"))
+    o.simgrid_top = simgrid_top_of("--simgrid-top", *v);
+  const bool merging = vm["merge"].as<bool>();
+  std::vector<std::string> files = positionals_of(vm, "sweep");
+  if (merging) {
+    o.merge = std::move(files);
+  } else if (files.size() > 1) {
+    fail_input(files[1], "one sweep file only (see trainsim sweep --help)");
+  } else if (!files.empty()) {
+    o.file = files.front();
+  }
+  if (!o.help) check_sweep_options(o, merging);
+  return o;
+}
 
 std::string sweep_help() {
   return "usage: trainsim sweep SWEEP.json|NAME --out FILE.csv [--jobs N] [--shard K/N]\n"

@@ -1,0 +1,37 @@
+#pragma once
+// One parser for every command's flags (boost::program_options): a command lists its flags once,
+// in an options_description, and that list is what parses them, what an unknown flag's "did you
+// mean" suggests from, and what refuses a flag given where a value belongs.
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainsim {
+
+/// `args` (after the command word) parsed against `options`, every argument that is no flag's
+/// value going to the option named `positional` (a vector<string>). InputError naming the
+/// command on an unknown flag (with the nearest known one), a missing value, or a flag taking a
+/// value that the next flag was taken for ("--tp --out X"). Abbreviated flags are refused: they
+/// would change meaning as flags are added.
+boost::program_options::variables_map parse_command_line(
+    const std::string& command, const std::vector<std::string>& args,
+    const boost::program_options::options_description& options, const char* positional);
+
+/// A string flag's value, if given.
+std::optional<std::string> string_of(const boost::program_options::variables_map& vm,
+                                     const std::string& flag);
+
+/// --format: text or json (`fallback` where not given); InputError naming it otherwise.
+std::string format_of(const boost::program_options::variables_map& vm, const std::string& fallback);
+
+/// A flag naming a file or directory to write: absent, or a non-empty path.
+std::optional<std::string> path_of(const boost::program_options::variables_map& vm,
+                                   const std::string& flag);
+
+/// The positional arguments (the option named `positional`), none where there are none.
+std::vector<std::string> positionals_of(const boost::program_options::variables_map& vm,
+                                        const std::string& positional);
+
+}  // namespace trainsim
