@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "sim/core/format.hpp"
 #include "sim/plan/plan_schema.hpp"
@@ -164,17 +166,19 @@ std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries) {
 
 std::vector<SweepEntry> cheapest_within(const std::vector<SweepEntry>& entries,
                                         double deadline_days) {
-  std::vector<SweepEntry> out;
+  // Each plan's sort key read from its text once, not at every comparison.
+  using Key = std::tuple<double, double, std::int64_t>;  // GPU-hours, days, index
+  std::vector<std::pair<Key, const SweepEntry*>> keyed;
   for (const auto& e : entries) {
-    if (e.status == "ok" && e.finishes() && e.days_spent() <= deadline_days) out.push_back(e);
+    if (e.status != "ok" || !e.finishes()) continue;
+    const double days = e.days_spent();
+    if (days <= deadline_days) keyed.push_back({{e.gpu_hours_spent(), days, e.index}, &e});
   }
-  std::stable_sort(out.begin(), out.end(), [](const SweepEntry& a, const SweepEntry& b) {
-    if (a.gpu_hours_spent() != b.gpu_hours_spent()) {
-      return a.gpu_hours_spent() < b.gpu_hours_spent();
-    }
-    if (a.days_spent() != b.days_spent()) return a.days_spent() < b.days_spent();
-    return a.index < b.index;
-  });
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<SweepEntry> out;
+  out.reserve(keyed.size());
+  for (const auto& [key, e] : keyed) out.push_back(*e);
   return out;
 }
 
