@@ -69,20 +69,6 @@ const std::vector<BudgetField>& budget_fields() {
   return fields;
 }
 
-// `text` in lines of at most `width` characters, each after `indent` spaces but the first.
-std::string wrapped(const std::string& text, std::size_t indent, std::size_t width) {
-  std::string out, line;
-  std::istringstream words(text);
-  for (std::string w; words >> w;) {
-    if (!line.empty() && indent + line.size() + 1 + w.size() > width) {
-      out += line + "\n" + std::string(indent, ' ');
-      line.clear();
-    }
-    line += (line.empty() ? "" : " ") + w;
-  }
-  return out + line + "\n";
-}
-
 }  // namespace
 
 double real_flag(const std::string& flag, const std::string& value, const RealRange& range) {
@@ -142,17 +128,6 @@ std::string budget_text(const TrainingBudget& budget) {
     const auto& v = budget.*(f.field);
     std::snprintf(value, sizeof value, "%.17g", v.value_or(-1));
     out += std::string(f.key) + "=" + (v ? value : "none") + " ";
-  }
-  return out;
-}
-
-std::string budget_flags_help() {
-  constexpr std::size_t kIndent = 23, kWidth = 92;
-  std::string out;
-  for (const BudgetField& f : budget_fields()) {
-    std::string head = std::string("  ") + f.flag + " " + f.value_name;
-    head += head.size() < kIndent ? std::string(kIndent - head.size(), ' ') : "  ";
-    out += head + wrapped(f.help, kIndent, kWidth);
   }
   return out;
 }

@@ -42,7 +42,4 @@ TrainingBudget budget_of(const boost::program_options::variables_map& vm);
 /// resumable sweep's fingerprint holds.
 std::string budget_text(const TrainingBudget& budget);
 
-/// The flags' help, as compare's --help lists them (the same text as run's).
-std::string budget_flags_help();
-
 }  // namespace trainsim

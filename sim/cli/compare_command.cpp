@@ -23,13 +23,34 @@
 
 namespace trainsim {
 
+namespace {
+
+// compare's flags: what parses them and what --help lists.
+boost::program_options::options_description compare_flags() {
+  namespace po = boost::program_options;
+  po::options_description d("Flags", 92);
+  d.add_options()("help,h", "show this help")(
+      "set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE,..."),
+      "a column of the first scenario with those plan fields changed (repeat for more columns)")(
+      "engine", po::value<std::string>()->value_name("analytic"),
+      "the engine of every column, and the only one: SimGrid runs one simulation per process "
+      "(trainsim run a plan for it)")("format", po::value<std::string>()->value_name("text|json"),
+                                      "what to print (default text)")(
+      "html", po::value<std::string>()->value_name("FILE"),
+      "also write one self-contained page ('-': on standard output, instead of the table): the "
+      "table, and the columns' pipeline diagrams stacked on one time axis");
+  po::options_description budget("The budget's flags: every column's, over a scenario's own", 92);
+  add_budget_options(budget);
+  d.add(budget);
+  return d;
+}
+
+}  // namespace
+
 CompareOptions parse_compare_options(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
-  po::options_description d;
-  d.add_options()("help,h", "")("set", po::value<std::vector<std::string>>(), "")(
-      "engine", po::value<std::string>(), "")("format", po::value<std::string>(), "")(
-      "html", po::value<std::string>(), "")("scenario", po::value<std::vector<std::string>>(), "");
-  add_budget_options(d);
+  po::options_description d = compare_flags();
+  d.add_options()("scenario", po::value<std::vector<std::string>>(), "");
   const po::variables_map vm = parse_command_line("compare", args, d, "scenario");
   CompareOptions o;
   o.help = vm.count("help") > 0;
@@ -295,31 +316,23 @@ std::string columns_html(const std::vector<Column>& columns) {
 }  // namespace
 
 std::string compare_help() {
-  return "usage: trainsim compare SCENARIO [SCENARIO ...] [--set KEY=VALUE[,KEY=VALUE...]]...\n"
-         "                        [--tokens T [--price-per-gpu-hour P] [--gpu-mtbf-hours H\n"
-         "                        [--checkpoint-s C] [--restart-s R]]] [--format text|json]\n"
-         "                        [--html FILE]\n"
-         "\n"
-         "Simulates several plans and prints them side by side: step time, tokens/s, MFU,\n"
-         "pipeline bubble, exposed communication, the fullest stage's memory per GPU and whether\n"
-         "it fits (tight: only without the allocator fragmentation the platform assumes), and\n"
-         "where a plan has them its error-level diagnostics (trainsim check says what and\n"
-         "why). Each scenario file is a column as it is; each --set is a column of the first\n"
-         "scenario with those plan fields changed (the scenario's plan keys: tp, pp, vp, dp,\n"
-         "mbs, gbs, schedule, recompute, zero, sp, ...).\n"
-         "\n"
-         "  --set KEY=VALUE,...  a variant of the first scenario (repeat for more columns)\n"
-         "  --engine analytic    the engine of every column, and the only one: SimGrid runs\n"
-         "                       one simulation per process (trainsim run a plan for it)\n"
-         "  --format text|json   what to print (default text)\n"
-         "  --html FILE          also write one self-contained page ('-': on standard output,\n"
-         "                       instead of the table): the table, and the\n"
-         "                       columns' pipeline diagrams stacked on one time axis\n" +
-         std::string("  The budget's flags below set every column's, over a scenario's own:\n") +
-         budget_flags_help() +
-         "\n"
-         "example: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
-         "           --set schedule=interleaved,vp=5 --set recompute=full\n";
+  std::ostringstream o;
+  o << "usage: trainsim compare SCENARIO [SCENARIO ...] [--set KEY=VALUE[,KEY=VALUE...]]...\n"
+       "                        [--tokens T [--price-per-gpu-hour P] [--gpu-mtbf-hours H\n"
+       "                        [--checkpoint-s C] [--restart-s R]]] [--format text|json]\n"
+       "                        [--html FILE]\n"
+       "\n"
+       "Simulates several plans and prints them side by side: step time, tokens/s, MFU,\n"
+       "pipeline bubble, exposed communication, the fullest stage's memory per GPU and whether\n"
+       "it fits (tight: only without the allocator fragmentation the platform assumes), and\n"
+       "where a plan has them its error-level diagnostics (trainsim check says what and\n"
+       "why). Each scenario file is a column as it is; each --set is a column of the first\n"
+       "scenario with those plan fields changed (the scenario's plan keys: tp, pp, vp, dp,\n"
+       "mbs, gbs, schedule, recompute, zero, sp, ...).\n\n"
+    << compare_flags()
+    << "\nexample: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
+       "           --set schedule=interleaved,vp=5 --set recompute=full\n";
+  return o.str();
 }
 
 int compare_command(const std::vector<std::string>& args, std::ostream& out) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <sstream>
 
 #include "sim/cli/budget_flags.hpp"
 #include "sim/cli/command_line.hpp"
@@ -143,14 +144,46 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
 
 }  // namespace
 
+namespace {
+
+// sweep's flags: what parses them and what --help lists.
+boost::program_options::options_description sweep_flags() {
+  namespace po = boost::program_options;
+  auto text = [](const char* name) { return po::value<std::string>()->value_name(name); };
+  po::options_description d("Flags", 92);
+  d.add_options()("help,h", "show this help")(
+      "out", text("FILE.csv"),
+      "the CSV; rows go to FILE.csv.part as they come, and a rerun after a kill resumes from it; "
+      "FILE.csv appears, in plan order, when every plan is done")("jobs", text("N"),
+                                                                  "worker processes (default 1)")(
+      "shard", text("K/N"),
+      "only plans K-1, K-1+N, ... (a batch array's task K of N); join the shards' CSVs with "
+      "--merge: the result equals the unsharded run's file byte for byte")(
+      "merge", po::bool_switch(), "join the shard CSVs named (instead of a sweep file)")(
+      "top", text("N"), "plans in the ranking (default: the file's \"top\", else 10)")(
+      "deadline-days", text("D"),
+      "with a token budget: also list the plans that finish within D days (with failures, given "
+      "a GPU MTBF), fewest GPU-hours first: the cheapest way to meet a deadline (the file's "
+      "\"deadline_days\")")("svg", text("FILE.svg"),
+                            "with a token budget: a chart of every plan that finishes, its "
+                            "days (with failures) against its GPU-hours, coloured by GPU "
+                            "count, the deadline drawn and its cheapest plan ringed")(
+      "simgrid-top", text("N"),
+      "replay the N fastest plans (as ranked) on SimGrid, where flows share links, beside their "
+      "analytic step (default 3; 0: none)");
+  po::options_description budget("The budget's flags: over the sweep file's keys of the same names",
+                                 92);
+  add_budget_options(budget);
+  d.add(budget);
+  return d;
+}
+
+}  // namespace
+
 SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
-  po::options_description d;
-  auto text = [] { return po::value<std::string>(); };
-  d.add_options()("help,h", "")("out", text(), "")("jobs", text(), "")("shard", text(), "")(
-      "top", text(), "")("deadline-days", text(), "")("svg", text(), "")("simgrid-top", text(), "")(
-      "merge", po::bool_switch(), "")("sweep", po::value<std::vector<std::string>>(), "");
-  add_budget_options(d);
+  po::options_description d = sweep_flags();
+  d.add_options()("sweep", po::value<std::vector<std::string>>(), "");
   const po::variables_map vm = parse_command_line("sweep", args, d, "sweep");
   SweepOptions o;
   o.help = vm.count("help") > 0;
@@ -179,50 +212,33 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
 }
 
 std::string sweep_help() {
-  return "usage: trainsim sweep SWEEP.json|NAME --out FILE.csv [--jobs N] [--shard K/N]\n"
-         "                      [--tokens T] [--price-per-gpu-hour P] [--gpu-mtbf-hours H]\n"
-         "                      [--checkpoint-s C] [--restart-s R] [--top N] [--deadline-days D]\n"
-         "                      [--simgrid-top N]\n"
-         "       trainsim sweep --merge SHARD.csv ... --out FILE.csv [--top N] [--deadline-days "
-         "D]\n\n"
-         "Enumerates every plan of a sweep file (GPU counts x the lists of values under \"vary\",\n"
-         "the fields under \"plan\" fixed), refuses those a rule, a partition defect or memory\n"
-         "rules out (counting each reason), simulates the rest on the analytic engine and\n"
-         "writes one CSV row per plan: every plan field, status and reason, step time with its\n"
-         "P10/P90, tokens/s, model TFLOP/s per GPU, MFU, peak memory per GPU, the detectors'\n"
-         "findings and, with a token budget, days, GPU-hours and cost to train. Prints the\n"
-         "refusals, the fastest plans and the Pareto front of throughput against GPU count\n"
-         "(with --gpu-mtbf-hours, the throughput failures leave: tokens/s x (1 - the share\n"
-         "of the days they take), so that a plan ranks by its days with failures).\n\n"
-         "  --out FILE.csv        the CSV; rows go to FILE.csv.part as they come, and a rerun\n"
-         "                        after a kill resumes from it; FILE.csv appears, in plan order,\n"
-         "                        when every plan is done\n"
-         "  --jobs N              worker processes (default 1)\n"
-         "  --shard K/N           only plans K-1, K-1+N, ... (a batch array's task K of N);\n"
-         "                        join the shards' CSVs with --merge: the result equals the\n"
-         "                        unsharded run's file byte for byte\n"
-         "  --top N               plans in the ranking (default: the file's \"top\", else 10)\n"
-         "  --deadline-days D     with a token budget: also list the plans that finish within D\n"
-         "                        days (with failures, given a GPU MTBF), fewest GPU-hours first:\n"
-         "                        the cheapest way to meet a deadline (the file's\n"
-         "                        \"deadline_days\")\n"
-         "  --svg FILE.svg        with a token budget: a chart of every plan that finishes, its\n"
-         "                        days (with failures) against its GPU-hours, coloured by GPU\n"
-         "                        count, the deadline drawn and its cheapest plan ringed\n"
-         "  --simgrid-top N       replay the N fastest plans (as ranked) on SimGrid, where flows\n"
-         "                        share links, beside their analytic step (default 3; 0: none)\n"
-         "  The budget's flags below override the sweep file's keys of the same names; with\n"
-         "  them each plan's days, GPU-hours and cost, and with --gpu-mtbf-hours its days with\n"
-         "  failures, the share they lose and the GPU-hours and cost with them (columns\n"
-         "  days_with_failures, lost_to_failures, gpu_hours_with_failures, cost_with_failures):\n" +
-         budget_flags_help() +
-         "\n"
-         "Sweep file: {\"model\": name or path, \"platform\": name or path (default\n"
-         "h100-sxm-ndr), \"gpus\": N or [N, ...], \"plan\": {field: value}, \"vary\": {field:\n"
-         "[values]}, \"tokens\", \"price_per_gpu_hour\", \"gpu_mtbf_hours\", \"checkpoint_s\",\n"
-         "\"restart_s\", \"top\", \"deadline_days\"}; fields as a scenario's "
-         "\"plan\"\n"
-         "names them. Without dp, each plan's dp is the GPUs left over by tp x cp x pp.\n";
+  std::ostringstream o;
+  o << "usage: trainsim sweep SWEEP.json|NAME --out FILE.csv [--jobs N] [--shard K/N]\n"
+       "                      [--tokens T] [--price-per-gpu-hour P] [--gpu-mtbf-hours H]\n"
+       "                      [--checkpoint-s C] [--restart-s R] [--top N] [--deadline-days D]\n"
+       "                      [--svg FILE.svg] [--simgrid-top N]\n"
+       "       trainsim sweep --merge SHARD.csv ... --out FILE.csv [--top N] [--deadline-days "
+       "D]\n\n"
+       "Enumerates every plan of a sweep file (GPU counts x the lists of values under \"vary\",\n"
+       "the fields under \"plan\" fixed), refuses those a rule, a partition defect or memory\n"
+       "rules out (counting each reason), simulates the rest on the analytic engine and\n"
+       "writes one CSV row per plan: every plan field, status and reason, step time with its\n"
+       "P10/P90, tokens/s, model TFLOP/s per GPU, MFU, peak memory per GPU, the detectors'\n"
+       "findings and, with a token budget, days, GPU-hours and cost to train. Prints the\n"
+       "refusals, the fastest plans and the Pareto front of throughput against GPU count\n"
+       "(with --gpu-mtbf-hours, the throughput failures leave: tokens/s x (1 - the share\n"
+       "of the days they take), so that a plan ranks by its days with failures). With the\n"
+       "budget's flags each plan's days, GPU-hours and cost, and with --gpu-mtbf-hours its\n"
+       "days with failures, the share they lose and the GPU-hours and cost with them\n"
+       "(columns days_with_failures, lost_to_failures, gpu_hours_with_failures,\n"
+       "cost_with_failures).\n\n"
+    << sweep_flags()
+    << "\nSweep file: {\"model\": name or path, \"platform\": name or path (default\n"
+       "h100-sxm-ndr), \"gpus\": N or [N, ...], \"plan\": {field: value}, \"vary\": {field:\n"
+       "[values]}, \"tokens\", \"price_per_gpu_hour\", \"gpu_mtbf_hours\", \"checkpoint_s\",\n"
+       "\"restart_s\", \"top\", \"deadline_days\"}; fields as a scenario's \"plan\"\n"
+       "names them. Without dp, each plan's dp is the GPUs left over by tp x cp x pp.\n";
+  return o.str();
 }
 
 int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
