@@ -130,138 +130,55 @@ std::string run_help(const std::string& command) {
   return o.str();
 }
 
+namespace {
+
+// validate's flags: what parses them and what --help lists.
+po::options_description validate_flags() {
+  po::options_description d("Flags", 92);
+  d.add_options()("help,h", "show this help")(
+      "platform", po::value<std::string>()->value_name("P"),
+      "platform to predict on (default: the one each reference set was measured on: "
+      "a100-sxm-hdr for the A100 tables, h100-sxm-ndr otherwise)")(
+      "format", po::value<std::string>()->value_name("text|json"),
+      "text (Markdown, the default) or json")("out", po::value<std::string>()->value_name("FILE"),
+                                              "also write the output to FILE");
+  return d;
+}
+
+}  // namespace
+
 std::string validate_help() {
-  return "usage: trainsim validate [REFERENCE.json ...] [--platform P] [--format text|json] "
-         "[--out FILE]\n\n"
-         "Compares trainsim's predictions with published measurements, row by row, and lists\n"
-         "the rows it cannot express with the reason. Without REFERENCE.json: the Megatron-LM CI\n"
-         "golden values in tests/validation/refdata/ (peak allocated memory per GPU on DGX\n"
-         "H100, with the allocated memory after the step beside it, which holds no activations;\n"
-         "then iteration time, reported apart: CI runs small models in deterministic mode).\n"
-         "tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json: step time of\n"
-         "NVIDIA's DGX Cloud recipes, each row in the fitting or checking half of a fixed split.\n"
-         "tests/validation/refdata/narayanan2021_megatron_a100_table1_table2.json: step time of\n"
-         "Megatron-LM's SC21 weak-scaling runs on DGX A100 (1.7B to 1T parameters).\n"
-         "tests/validation/refdata/megatron_lm_readme_h100_weak_scaling.json: step time of the\n"
-         "weak-scaling table in Megatron-LM's README (H100), the settings it leaves out chosen\n"
-         "as the fastest that fits, reported apart.\n"
-         "Prints Markdown (or JSON) with each row's error and the mean and max error; under\n"
-         "step time, also each run's predicted peak memory against its GPU (the runs ran).\n\n"
-         "  --platform P   platform to predict on (default: the one each reference set was\n"
-         "                 measured on: a100-sxm-hdr for the A100 tables, h100-sxm-ndr otherwise)\n"
-         "  --format F     text (Markdown, the default) or json\n"
-         "  --out FILE     also write the output to FILE\n";
+  std::ostringstream o;
+  o << "usage: trainsim validate [REFERENCE.json ...] [--platform P] [--format text|json] "
+       "[--out FILE]\n\n"
+       "Compares trainsim's predictions with published measurements, row by row, and lists\n"
+       "the rows it cannot express with the reason. Without REFERENCE.json: the Megatron-LM CI\n"
+       "golden values in tests/validation/refdata/ (peak allocated memory per GPU on DGX\n"
+       "H100, with the allocated memory after the step beside it, which holds no activations;\n"
+       "then iteration time, reported apart: CI runs small models in deterministic mode).\n"
+       "tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json: step time of\n"
+       "NVIDIA's DGX Cloud recipes, each row in the fitting or checking half of a fixed split.\n"
+       "tests/validation/refdata/narayanan2021_megatron_a100_table1_table2.json: step time of\n"
+       "Megatron-LM's SC21 weak-scaling runs on DGX A100 (1.7B to 1T parameters).\n"
+       "tests/validation/refdata/megatron_lm_readme_h100_weak_scaling.json: step time of the\n"
+       "weak-scaling table in Megatron-LM's README (H100), the settings it leaves out chosen\n"
+       "as the fastest that fits, reported apart.\n"
+       "Prints Markdown (or JSON) with each row's error and the mean and max error; under\n"
+       "step time, also each run's predicted peak memory against its GPU (the runs ran).\n\n"
+    << validate_flags();
+  return o.str();
 }
 
 ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
-  po::options_description d;
-  d.add_options()("help,h", "")("platform", po::value<std::string>(), "")(
-      "format", po::value<std::string>(), "")("out", po::value<std::string>(), "")(
-      "reference", po::value<std::vector<std::string>>(), "");
+  po::options_description d = validate_flags();
+  d.add_options()("reference", po::value<std::vector<std::string>>(), "");
   const po::variables_map vm = parse_command_line("validate", args, d, "reference");
   ValidateOptions opt;
   opt.help = vm.count("help") > 0;
-  if (vm.count("reference")) opt.references = vm["reference"].as<std::vector<std::string>>();
-  if (vm.count("platform")) opt.platform = vm["platform"].as<std::string>();
+  opt.references = positionals_of(vm, "reference");
+  opt.platform = string_of(vm, "platform");
   opt.format = format_of(vm, opt.format);
   opt.out = path_of(vm, "out");
-  return opt;
-}
-
-std::string reshard_help() {
-  return "usage: trainsim reshard --model M --from LAYOUT --to LAYOUT [--framework F]\n"
-         "                        [--vocab-divisible-by N] [--checkpoint DIR] [--platform P]\n"
-         "                        [--format text|json]\n\n"
-         "Checks, before the job is launched, that a checkpoint saved under one parallel layout\n"
-         "resumes under another, and prices the conversion. For every tensor of the model it\n"
-         "gives the shard each TP rank holds under both layouts (the TP split dimension of its\n"
-         "layer kind, the vocabulary padded by the framework's rule), the pipeline stage that\n"
-         "holds it (the framework's partition rule) and, with a distributed optimizer, its\n"
-         "offsets in the flat buffer each DP rank owns a share of; the optimizer state (fp32\n"
-         "master weight, Adam's two moments) is sharded as the weight, Adam's step is not.\n\n"
-         "Then it reports, as diagnostics with the severities and exit codes of `check`:\n"
-         "  vocab-padding-mismatch  the vocabulary padded to different sizes under the two\n"
-         "                          layouts (error where the framework's loader cannot merge the\n"
-         "                          shards, as nanotron #106), with the padding both can share\n"
-         "  padding-rows            padding rows added (initialised, trained) or dropped\n"
-         "  optimizer-not-reshardable  an optimizer checkpoint format that cannot change TP/PP/EP\n"
-         "  stage-change            layers whose pipeline stage changes, and how many bytes\n"
-         "  layers-dropped, oom     layers a layout does not build; a new layout whose model\n"
-         "                          state alone exceeds the GPU's memory\n"
-         "  saved-shard-not-tensor  (--checkpoint) a saved tensor that is one TP shard of the\n"
-         "                          padded tensor, not the tensor (ColossalAI #6108), and other\n"
-         "                          saved shapes that differ from the layout's prediction\n"
-         "  saved-experts-of-one-rank  (--checkpoint) a tensor of every expert of a layer\n"
-         "                          (GPT-OSS, Llama 4) saved with one EP rank's experts only\n"
-         "and the conversion plan: for every new rank the old files it reads and the bytes,\n"
-         "what it writes when saving at the new layout, and the time to load on the platform's\n"
-         "storage (its storage.read_bandwidth_GBps per node) against resuming at the same layout.\n"
-         "Exits 1 when any diagnostic is an error, 2 on bad input, 0 otherwise.\n\n"
-         "  --model M               a name under models/ or a config.json path (required)\n"
-         "  --from LAYOUT           the checkpoint's layout, e.g. tp=2,pp=1,dp=4 (required); "
-         "keys:\n"
-         "                          tp, pp, dp, zero (0-3, 1 = distributed optimizer), vp\n"
-         "                          (interleaved model chunks), cp (its ranks hold the same\n"
-         "                          weights; a distributed optimizer shards over dp x cp), ep\n"
-         "                          (a routed expert on one EP rank; with a distributed\n"
-         "                          optimizer its state shards over the expert-data-parallel\n"
-         "                          group), etp (expert TP; default tp), vocab-divisible-by\n"
-         "                          (this layout's padding multiple)\n"
-         "  --to LAYOUT             the layout to resume under (required)\n"
-         "  --framework F           whose rules apply: megatron (default; uniform partition,\n"
-         "                          vocabulary padded to a multiple of 128 x tp), nanotron (its\n"
-         "                          cost-walk partition, 1 x tp), deepspeed (partition_method\n"
-         "                          parameters, 128 x tp), colossalai (uniform, 64 x tp)\n"
-         "  --vocab-divisible-by N  pad to a multiple of N x tp in both layouts (default: the\n"
-         "                          framework's)\n"
-         "  --checkpoint DIR        read the saved shapes of a checkpoint on disk and compare:\n"
-         "                          safetensors headers (with model.safetensors.index.json as\n"
-         "                          Hugging Face saves them, or nanotron's file per tensor "
-         "shard);\n"
-         "                          Megatron-LM's metadata.json. Pickled files (.pt, .bin,\n"
-         "                          torch_dist .metadata) are never opened. Names follow the\n"
-         "                          model's Hugging Face class; GPT-OSS's MXFP4 experts\n"
-         "                          (_blocks, _scales) are checked as its experts\n"
-         "  --platform P            for memory and load time (default h100-sxm-ndr)\n"
-         "  --format text|json      what to print (default text; json lists every tensor and "
-         "rank)\n\n"
-         "examples:\n"
-         "  trainsim reshard --model llama3.1-8b --from tp=2,pp=1,dp=4 --to tp=4,pp=1,dp=2\n"
-         "  trainsim reshard --model scenarios/seeds/models/nanotron-108-tiny.json --framework "
-         "nanotron \\\n"
-         "                   --from tp=2,pp=1,dp=1 --to tp=1,pp=1,dp=2\n"
-         "  trainsim reshard --model mixtral-8x7b --from tp=1,pp=4,dp=8,ep=8,zero=1 \\\n"
-         "                   --to tp=1,pp=4,dp=8,ep=4,zero=1\n"
-         "  trainsim reshard --model llama3.1-70b --framework colossalai --from tp=8,pp=1,dp=1 \\\n"
-         "                   --to tp=8,pp=1,dp=1 --checkpoint path/to/checkpoint\n";
-}
-
-ReshardOptions parse_reshard_options(const std::vector<std::string>& args) {
-  po::options_description d;
-  auto s = [] { return po::value<std::string>(); };
-  d.add_options()("help,h", "")("model", s(), "")("from", s(), "")("to", s(), "")(
-      "framework", s(), "")("vocab-divisible-by", s(), "")("platform", s(), "")(
-      "checkpoint", s(), "")("format", s(), "")("extra", po::value<std::vector<std::string>>(), "");
-  const po::variables_map vm = parse_command_line("reshard", args, d, "extra");
-  ReshardOptions opt;
-  opt.help = vm.count("help") > 0;
-  if (vm.count("extra")) {
-    fail_input("trainsim reshard", "takes no positional arguments, got '" +
-                                       vm["extra"].as<std::vector<std::string>>()[0] +
-                                       "' (see trainsim reshard --help)");
-  }
-  auto get = [&](const char* flag) -> std::optional<std::string> {
-    if (!vm.count(flag)) return std::nullopt;
-    return vm[flag].as<std::string>();
-  };
-  opt.model = get("model");
-  opt.from = get("from");
-  opt.to = get("to");
-  opt.framework = get("framework");
-  opt.vocab_divisible_by = get("vocab-divisible-by");
-  opt.checkpoint = path_of(vm, "checkpoint");
-  if (auto p = get("platform")) opt.platform = *p;
-  opt.format = format_of(vm, opt.format);
   return opt;
 }
 
