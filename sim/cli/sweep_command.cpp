@@ -99,6 +99,24 @@ std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
   return sha256_hex(all + '\0' + budget_text(c.budget) + ' ' + shard);
 }
 
+// Resume: the whole rows a previous run of this same sweep (`fingerprint`) left in `part`, kept
+// there without the line it was cut in; InputError where `part` holds another sweep's rows.
+std::map<std::int64_t, std::string> resume_rows(const std::filesystem::path& part,
+                                                const std::string& fingerprint) {
+  const std::string mark = "# trainsim sweep " + fingerprint + "\n";
+  std::map<std::int64_t, std::string> done = read_rows(part);
+  std::error_code ec;
+  if (std::filesystem::exists(part, ec) && !read_text_file(part).starts_with(mark)) {
+    fail_input(part.string(),
+               "holds rows of another sweep (another sweep file, model, platform, kernel database, "
+               "trainsim build, token budget, price or shard); remove it to start again");
+  }
+  std::string kept = mark;
+  for (const auto& [index, line] : done) kept += line;
+  write_file_atomically(part, kept);
+  return done;
+}
+
 // The CSV and the chart: two different files, each named to the interrupt handler.
 void announce_outputs(const SweepOptions& o) {
   Outputs outputs;
@@ -266,18 +284,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   const std::filesystem::path part = csv.string() + ".part";
   announce_outputs(o);
   set_interrupt_note("the plans done are kept in " + part.string() + ": rerun to resume");
-  // Resume: keep the whole rows a previous run of this same sweep left, drop a line it was cut in.
-  const std::string mark = "# trainsim sweep " + fingerprint(context, o) + "\n";
-  std::map<std::int64_t, std::string> done = read_rows(part);
-  std::error_code ec;
-  if (std::filesystem::exists(part, ec) && !read_text_file(part).starts_with(mark)) {
-    fail_input(part.string(),
-               "holds rows of another sweep (another sweep file, model, platform, kernel database, "
-               "trainsim build, token budget, price or shard); remove it to start again");
-  }
-  std::string kept = mark;
-  for (const auto& [index, line] : done) kept += line;
-  write_file_atomically(part, kept);
+  const std::map<std::int64_t, std::string> done = resume_rows(part, fingerprint(context, o));
   std::vector<std::int64_t> todo;
   std::int64_t total = 0;
   for (std::int64_t i = o.shard; i < sweep_size(spec); i += o.shards) {
