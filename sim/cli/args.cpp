@@ -15,7 +15,7 @@ namespace trainsim {
 namespace {
 
 po::options_description io_options(const std::string& command) {
-  po::options_description d("Inputs and output");
+  po::options_description d("Inputs and output", kHelpWidth, kHelpDescriptionWidth);
   d.add_options()("help,h", "show this help")(
       "model", po::value<std::string>()->value_name("M"),
       "model: a name under models/ (e.g. llama3.1-70b) or a path to our JSON or a Hugging Face "
@@ -65,8 +65,8 @@ std::string top_help() {
   return "trainsim: simulate distributed training schedules on modelled GPU clusters\n"
          "\n"
          "usage:\n"
-         "  trainsim run   SCENARIO.json | --model M --platform P [plan flags]  [--out DIR] "
-         "[--format text|json]\n"
+         "  trainsim run   SCENARIO.json | --model M --platform P [plan flags] [--out DIR]\n"
+         "                 [--format text|json]\n"
          "  trainsim check same inputs: diagnostics only (exit 1 on errors)\n"
          "  trainsim compare SCENARIO [SCENARIO ...] [--set KEY=VALUE,...]... [--html FILE]\n"
          "                 plans side by side: step, throughput, bubble, memory, diagrams\n"
@@ -134,7 +134,7 @@ namespace {
 
 // validate's flags: what parses them and what --help lists.
 po::options_description validate_flags() {
-  po::options_description d("Flags", 92);
+  po::options_description d("Flags", kHelpWidth, kHelpDescriptionWidth);
   d.add_options()("help,h", "show this help")(
       "platform", po::value<std::string>()->value_name("P"),
       "platform to predict on (default: the one each reference set was measured on: "
@@ -149,8 +149,8 @@ po::options_description validate_flags() {
 
 std::string validate_help() {
   std::ostringstream o;
-  o << "usage: trainsim validate [REFERENCE.json ...] [--platform P] [--format text|json] "
-       "[--out FILE]\n\n"
+  o << "usage: trainsim validate [REFERENCE.json ...] [--platform P] [--format text|json]\n"
+       "                         [--out FILE]\n\n"
        "Compares trainsim's predictions with published measurements, row by row, and lists\n"
        "the rows it cannot express with the reason. Without REFERENCE.json: the Megatron-LM CI\n"
        "golden values in tests/validation/refdata/ (peak allocated memory per GPU on DGX\n"

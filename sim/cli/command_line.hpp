@@ -10,6 +10,12 @@
 
 namespace trainsim {
 
+/// The width of every command's --help flag list, and the least its descriptions keep, so that a
+/// long flag name quoted in a description (Megatron-LM's) fits on its line instead of being cut
+/// in two: options_description(caption, kHelpWidth, kHelpDescriptionWidth).
+inline constexpr unsigned kHelpWidth = 92;
+inline constexpr unsigned kHelpDescriptionWidth = 56;
+
 /// `args` (after the command word) parsed against `options`, every argument that is no flag's
 /// value going to the option named `positional` (a vector<string>). InputError naming the
 /// command on an unknown flag (with the nearest known one), a missing value, or a flag taking a

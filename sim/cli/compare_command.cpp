@@ -28,7 +28,7 @@ namespace {
 // compare's flags: what parses them and what --help lists.
 boost::program_options::options_description compare_flags() {
   namespace po = boost::program_options;
-  po::options_description d("Flags", 92);
+  po::options_description d("Flags", kHelpWidth, kHelpDescriptionWidth);
   d.add_options()("help,h", "show this help")(
       "set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE,..."),
       "a column of the first scenario with those plan fields changed (repeat for more columns)")(
@@ -39,7 +39,8 @@ boost::program_options::options_description compare_flags() {
       "html", po::value<std::string>()->value_name("FILE"),
       "also write one self-contained page ('-': on standard output, instead of the table): the "
       "table, and the columns' pipeline diagrams stacked on one time axis");
-  po::options_description budget("The budget's flags: every column's, over a scenario's own", 92);
+  po::options_description budget("The budget's flags: every column's, over a scenario's own",
+                                 kHelpWidth, kHelpDescriptionWidth);
   add_budget_options(budget);
   d.add(budget);
   return d;

@@ -2,6 +2,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "sim/cli/command_line.hpp"
 #include "sim/plan/plan_schema.hpp"
 
 namespace po = boost::program_options;
@@ -9,7 +10,8 @@ namespace po = boost::program_options;
 namespace trainsim {
 
 po::options_description plan_options() {
-  po::options_description d("Plan (Megatron-LM names; a flag overrides the scenario's value)");
+  po::options_description d("Plan (Megatron-LM names; a flag overrides the scenario's value)",
+                            kHelpWidth, kHelpDescriptionWidth);
   // Every field of the plan schema, in its order: --NAME VALUE, or a switch (--no-NAME where the
   // field defaults to on).
   for (const auto& f : plan_fields()) {

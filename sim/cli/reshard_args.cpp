@@ -14,7 +14,7 @@ namespace {
 
 po::options_description reshard_flags() {
   auto text = [](const char* name) { return po::value<std::string>()->value_name(name); };
-  po::options_description d("Flags", 92);
+  po::options_description d("Flags", kHelpWidth, kHelpDescriptionWidth);
   d.add_options()("help,h", "show this help")(
       "model", text("M"), "a name under models/ or a config.json path (required)")(
       "from", text("LAYOUT"),
@@ -77,9 +77,8 @@ std::string reshard_help() {
     << reshard_flags()
     << "\nexamples:\n"
        "  trainsim reshard --model llama3.1-8b --from tp=2,pp=1,dp=4 --to tp=4,pp=1,dp=2\n"
-       "  trainsim reshard --model scenarios/seeds/models/nanotron-108-tiny.json --framework "
-       "nanotron \\\n"
-       "                   --from tp=2,pp=1,dp=1 --to tp=1,pp=1,dp=2\n"
+       "  trainsim reshard --model scenarios/seeds/models/nanotron-108-tiny.json \\\n"
+       "                   --framework nanotron --from tp=2,pp=1,dp=1 --to tp=1,pp=1,dp=2\n"
        "  trainsim reshard --model mixtral-8x7b --from tp=1,pp=4,dp=8,ep=8,zero=1 \\\n"
        "                   --to tp=1,pp=4,dp=8,ep=4,zero=1\n"
        "  trainsim reshard --model llama3.1-70b --framework colossalai --from tp=8,pp=1,dp=1 \\\n"

@@ -168,7 +168,7 @@ namespace {
 boost::program_options::options_description sweep_flags() {
   namespace po = boost::program_options;
   auto text = [](const char* name) { return po::value<std::string>()->value_name(name); };
-  po::options_description d("Flags", 92);
+  po::options_description d("Flags", kHelpWidth, kHelpDescriptionWidth);
   d.add_options()("help,h", "show this help")(
       "out", text("FILE.csv"),
       "the CSV; rows go to FILE.csv.part as they come, and a rerun after a kill resumes from it; "
@@ -190,7 +190,7 @@ boost::program_options::options_description sweep_flags() {
       "replay the N fastest plans (as ranked) on SimGrid, where flows share links, beside their "
       "analytic step (default 3; 0: none)");
   po::options_description budget("The budget's flags: over the sweep file's keys of the same names",
-                                 92);
+                                 kHelpWidth, kHelpDescriptionWidth);
   add_budget_options(budget);
   d.add(budget);
   return d;

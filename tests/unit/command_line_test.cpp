@@ -6,8 +6,10 @@
 #include <functional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "sim/cli/args.hpp"
+#include "sim/cli/command_line.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/core/error.hpp"
@@ -66,6 +68,22 @@ TEST(CommandLine, EveryFlagAHelpNamesIsOneItsParserTakes) {
       const std::string error = error_of(c.parse, {flag, "1"});
       EXPECT_EQ(error.find("unrecognised"), std::string::npos)
           << c.name << " " << flag << ": " << error;
+    }
+  }
+}
+
+// Boost cuts a word longer than the description column in two; a flag name quoted there
+// (--microbatch-group-size-per-virtual-pipeline-stage) would read as two.
+TEST(CommandLine, HelpsFitTheirWidthWithNoWordCutAtALineEnd) {
+  const std::regex cut("[a-z]-[ ]*$");
+  std::vector<Command> helps = commands();
+  helps.push_back({"check", run_help("check"), {}, ""});
+  helps.push_back({"trainsim", top_help(), {}, ""});
+  for (const Command& c : helps) {
+    std::istringstream lines(c.help);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_LE(line.size(), kHelpWidth) << c.name << ": " << line;
+      EXPECT_FALSE(std::regex_search(line, cut)) << c.name << ": " << line;
     }
   }
 }
