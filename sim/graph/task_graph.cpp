@@ -55,6 +55,27 @@ const char* to_string(ComputeKind kind) {
   return "?";
 }
 
+const char* pass_label(ComputeKind kind) {
+  switch (kind) {
+    case ComputeKind::kForward:
+      return "F";
+    case ComputeKind::kBackward:
+      return "B";
+    case ComputeKind::kBackwardInput:
+      return "B-input";
+    case ComputeKind::kBackwardWeight:
+      return "W";
+    case ComputeKind::kRecompute:
+      return "R";
+    case ComputeKind::kOptimizer:
+      return "optimizer";
+    case ComputeKind::kOther:
+    case ComputeKind::kWait:
+      break;
+  }
+  return "other";
+}
+
 const char* to_string(Stream stream) {
   switch (stream) {
     case Stream::kCompute:

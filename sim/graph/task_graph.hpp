@@ -41,6 +41,9 @@ enum class ComputeKind : std::uint8_t {
   kWait
 };
 const char* to_string(ComputeKind kind);
+/// The short name the pipeline diagram and the trace give a pass: F, B, B-input, W, R, optimizer,
+/// other (a wait or other compute). Also a CSS class of the diagram's boxes.
+const char* pass_label(ComputeKind kind);
 
 /// The streams of a GPU. Without overlap everything runs on the compute stream.
 enum class Stream : std::uint8_t {

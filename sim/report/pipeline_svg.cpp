@@ -37,27 +37,6 @@ struct Box {
   double busy = 0;                      // and their lengths
 };
 
-const char* pass_label(ComputeKind kind) {
-  switch (kind) {
-    case ComputeKind::kForward:
-      return "F";
-    case ComputeKind::kBackward:
-      return "B";
-    case ComputeKind::kBackwardInput:
-      return "B-input";
-    case ComputeKind::kBackwardWeight:
-      return "W";
-    case ComputeKind::kRecompute:
-      return "R";
-    case ComputeKind::kOptimizer:
-      return "optimizer";
-    case ComputeKind::kOther:
-    case ComputeKind::kWait:
-      break;
-  }
-  return "other";
-}
-
 std::array<int, 3> pass_rgb(ComputeKind kind) {
   switch (kind) {
     case ComputeKind::kForward:

@@ -9,27 +9,6 @@ namespace trainsim {
 
 namespace {
 
-const char* pass_letter(ComputeKind kind) {
-  switch (kind) {
-    case ComputeKind::kForward:
-      return "F";
-    case ComputeKind::kBackward:
-      return "B";
-    case ComputeKind::kBackwardInput:
-      return "B(input)";
-    case ComputeKind::kBackwardWeight:
-      return "W";
-    case ComputeKind::kRecompute:
-      return "R";
-    case ComputeKind::kOptimizer:
-      return "optimizer";
-    case ComputeKind::kOther:
-    case ComputeKind::kWait:
-      break;
-  }
-  return "compute";
-}
-
 const PassCost* pass_cost(const StageCost& sc, ComputeKind kind) {
   switch (kind) {
     case ComputeKind::kForward:
@@ -103,7 +82,7 @@ TraceEvent compute_event(const Span& span, std::int64_t stage, const Partition& 
     return e;
   }
   const std::string blocks = join(partition.labels(v), ", ");
-  e.name = std::string(pass_letter(span.compute_kind)) + " mb " + std::to_string(span.microbatch) +
+  e.name = std::string(pass_label(span.compute_kind)) + " mb " + std::to_string(span.microbatch) +
            (partition.chunks > 1 ? " chunk " + std::to_string(span.chunk) : "") + " · " + blocks;
   if (parts > 1) e.name += " (part " + std::to_string(part) + " of " + std::to_string(parts) + ")";
   e.args["micro-batch"] = span.microbatch;
