@@ -110,32 +110,37 @@ void deadline_table(std::ostringstream& out, const std::vector<SweepEntry>& entr
 
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
   const auto& columns = sweep_csv_columns();
+  std::map<std::string, std::size_t> at;  // column -> its position, looked up once
+  for (std::size_t i = 0; i < columns.size(); ++i) at[columns[i]] = i;
   std::vector<SweepEntry> out;
   for (const auto& line : lines) {
     if (!sweep_csv_index(line)) continue;
     const auto fields = split_csv_line(line);
-    std::map<std::string, std::string> f;
-    for (std::size_t i = 0; i < columns.size(); ++i) f[columns[i]] = fields[i];
+    const auto f = [&](const std::string& column) -> const std::string& {
+      return fields[at.at(column)];
+    };
     SweepEntry e;
-    e.index = std::stoll(f["index"]);
-    e.gpus = std::stoll(f["gpus"]);
-    e.status = f["status"];
-    e.reason = f["reason"];
+    e.index = std::stoll(f("index"));
+    e.gpus = std::stoll(f("gpus"));
+    e.status = f("status");
+    e.reason = f("reason");
     // The plan columns read back as the plan they were written from, labelled by the schema; a
     // plan refused by rule may hold values no plan takes (dp 0) and is never listed.
-    if (!f["tp"].empty() && e.status != "rule") {
-      e.plan = plan_label(plan_from_text(f, "sweep file, plan " + f["index"]));
+    if (!f("tp").empty() && e.status != "rule") {
+      std::map<std::string, std::string> plan;
+      for (const auto& name : plan_field_names()) plan[name] = f(name);
+      e.plan = plan_label(plan_from_text(plan, "sweep file, plan " + f("index")));
     }
-    e.step_s = number(f["step_s"]);
-    e.tokens_per_s = number(f["tokens_per_s"]);
-    e.mfu = number(f["mfu"]);
-    e.peak_gib = f["peak_memory_gib"];
-    e.days = f["days"];
-    e.cost = f["cost"];
-    e.gpu_hours = f["gpu_hours"];
-    e.days_with_failures = f["days_with_failures"];
-    e.lost_to_failures = number(f["lost_to_failures"]);
-    e.gpu_hours_with_failures = f["gpu_hours_with_failures"];
+    e.step_s = number(f("step_s"));
+    e.tokens_per_s = number(f("tokens_per_s"));
+    e.mfu = number(f("mfu"));
+    e.peak_gib = f("peak_memory_gib");
+    e.days = f("days");
+    e.cost = f("cost");
+    e.gpu_hours = f("gpu_hours");
+    e.days_with_failures = f("days_with_failures");
+    e.lost_to_failures = number(f("lost_to_failures"));
+    e.gpu_hours_with_failures = f("gpu_hours_with_failures");
     out.push_back(std::move(e));
   }
   return out;
