@@ -48,7 +48,7 @@ po::options_description io_options(const std::string& command) {
         "write the report as one self-contained HTML page (no network needed): summary with "
         "its band, where the step goes, the pipeline diagram, the stages, memory over the step "
         "and what holds its peak, the diagnostics and their fixes");
-    add_budget_options(d);
+    d.add(budget_options("The run's length, price and failures"));
   }
   return d;
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "sim/cli/command_line.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim {
@@ -104,11 +105,13 @@ TrainingBudget over(const TrainingBudget& flags, const TrainingBudget& file) {
   return budget;
 }
 
-void add_budget_options(boost::program_options::options_description& d) {
+boost::program_options::options_description budget_options(const std::string& caption) {
+  boost::program_options::options_description d(caption, kHelpWidth, kHelpDescriptionWidth);
   for (const BudgetField& f : budget_fields()) {
     d.add_options()(f.flag + 2,
                     boost::program_options::value<std::string>()->value_name(f.value_name), f.help);
   }
+  return d;
 }
 
 TrainingBudget budget_of(const boost::program_options::variables_map& vm) {

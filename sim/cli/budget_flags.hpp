@@ -31,10 +31,11 @@ TrainingBudget read_budget(JsonObject& o);
 /// carry them for the runs that give one).
 TrainingBudget over(const TrainingBudget& flags, const TrainingBudget& file);
 
-/// The flags as a command's options (boost::program_options), each with its help.
-void add_budget_options(boost::program_options::options_description& d);
+/// The flags as a group of a command's options (boost::program_options) under `caption`, each
+/// with its help.
+boost::program_options::options_description budget_options(const std::string& caption);
 
-/// The budget the flags of `vm` give (those add_budget_options() added); InputError naming the
+/// The budget the flags of `vm` give (those of budget_options()); InputError naming the
 /// flag where its text is not a number in the field's range.
 TrainingBudget budget_of(const boost::program_options::variables_map& vm);
 

@@ -39,10 +39,7 @@ boost::program_options::options_description compare_flags() {
       "html", po::value<std::string>()->value_name("FILE"),
       "also write one self-contained page ('-': on standard output, instead of the table): the "
       "table, and the columns' pipeline diagrams stacked on one time axis");
-  po::options_description budget("The budget's flags: every column's, over a scenario's own",
-                                 kHelpWidth, kHelpDescriptionWidth);
-  add_budget_options(budget);
-  d.add(budget);
+  d.add(budget_options("The budget's flags: every column's, over a scenario's own"));
   return d;
 }
 

@@ -189,10 +189,7 @@ boost::program_options::options_description sweep_flags() {
       "simgrid-top", text("N"),
       "replay the N fastest plans (as ranked) on SimGrid, where flows share links, beside their "
       "analytic step (default 3; 0: none)");
-  po::options_description budget("The budget's flags: over the sweep file's keys of the same names",
-                                 kHelpWidth, kHelpDescriptionWidth);
-  add_budget_options(budget);
-  d.add(budget);
+  d.add(budget_options("The budget's flags: over the sweep file's keys of the same names"));
   return d;
 }
 
