@@ -39,6 +39,14 @@ po::variables_map parse_command_line(const std::string& command,
                  "unrecognised option '" + a + "' (see trainsim " + command + " --help)");
     }
   }
+  // The positional arguments' option is how Boost collects them, not a flag to give.
+  const std::string hidden = std::string("--") + positional;
+  for (const std::string& a : args) {
+    if (a == hidden || a.starts_with(hidden + "=")) {
+      fail_input("trainsim " + command,
+                 "unrecognised option '" + a + "' (see trainsim " + command + " --help)");
+    }
+  }
   po::positional_options_description free;
   free.add(positional, -1);
   po::variables_map vm;

@@ -116,6 +116,26 @@ TEST(CommandLine, AFlagTakenAsAnotherFlagsValueIsRefusedAlike) {
             "--set: needs a value, got the flag --html");
 }
 
+// Boost collects positional arguments in an option of their own; it is no flag to give.
+TEST(CommandLine, ThePositionalArgumentsOptionIsNoFlag) {
+  const auto all = commands();
+  const std::vector<std::pair<std::string, std::string>> hidden = {{"run", "--scenario"},
+                                                                   {"compare", "--scenario"},
+                                                                   {"sweep", "--sweep"},
+                                                                   {"validate", "--reference"},
+                                                                   {"reshard", "--extra"}};
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto& [name, flag] = hidden[i];
+    ASSERT_EQ(all[i].name, name);
+    EXPECT_EQ(error_of(all[i].parse, {flag, "x.json"}), "trainsim " + name +
+                                                            ": unrecognised option '" + flag +
+                                                            "' (see trainsim " + name + " --help)");
+    EXPECT_NE(error_of(all[i].parse, {flag + "=x.json"}).find("unrecognised option"),
+              std::string::npos)
+        << name;
+  }
+}
+
 TEST(CommandLine, SweepTakesOneFileOrShardsToMerge) {
   const auto sweep = [](const std::vector<std::string>& a) { return parse_sweep_options(a); };
   EXPECT_EQ(sweep({"s.json", "--out", "x.csv"}).file, "s.json");
