@@ -249,6 +249,40 @@ TEST(Cli, PipelineDiagramMatchesTheReplay) {
                            64);
 }
 
+// The trace and the diagram name a pass alike (pass_label): under ZB-H1 each input-gradient and
+// weight-gradient box of the diagram is a slice of the trace with that name, micro-batch and
+// stage.
+TEST(Cli, TraceAndDiagramNameThePassesAlike) {
+  const std::string dir = test::make_temp_dir();
+  const auto r =
+      test::run_trainsim({"run", kScenario, "--engine", "analytic", "--schedule", "zb-h1", "--svg",
+                          dir + "/pipe.svg", "--trace", dir + "/trace.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto trace = nlohmann::json::parse(test::read_file(dir + "/trace.json"));
+  const std::map<std::string, std::string> label = {
+      {"forward", "F"}, {"backward_input", "B-input"}, {"backward_weight", "W"}};
+  std::set<std::tuple<std::int64_t, std::string, std::int64_t>> slices;  // stage, name, mb
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || !label.count(e["cat"]) || !e["args"].contains("micro-batch")) continue;
+    const std::string name = e["name"];
+    const std::int64_t mb = e["args"]["micro-batch"];
+    if (mb < 0) continue;  // the deferred LM-head weight gradient, named for what it is
+    const std::string& want = label.at(e["cat"]);
+    EXPECT_EQ(name.rfind(want + " mb " + std::to_string(mb), 0), 0u) << name;
+    slices.insert({e["pid"].get<std::int64_t>(), want, mb});
+  }
+  std::map<std::string, std::int64_t> boxes;
+  for (const std::string& b : elements(test::read_file(dir + "/pipe.svg"), "<rect class=\"pass ")) {
+    const std::string kind = attribute(b, "class").substr(5);
+    if (kind != "F" && kind != "B-input" && kind != "W") continue;
+    EXPECT_TRUE(slices.count(
+        {std::stoll(attribute(b, "data-stage")), kind, std::stoll(attribute(b, "data-mb"))}))
+        << b;
+    ++boxes[kind];
+  }
+  for (const char* kind : {"F", "B-input", "W"}) EXPECT_GT(boxes[kind], 0) << kind;
+}
+
 // The report as one page that opens with no network: nothing fetched (no script, stylesheet,
 // image source, import or url()), the only URL the SVG namespace; the summary, the pipeline
 // diagram, a row and a memory curve per stage, and the diagnostics.
