@@ -16,11 +16,13 @@ namespace {
 
 po::options_description io_options(const std::string& command) {
   po::options_description d("Inputs and output", kHelpWidth, kHelpDescriptionWidth);
+  const std::string platform_help = std::string("platform: a name under platforms/ or a path ") +
+                                    "(default " + kDefaultPlatform +
+                                    " where no scenario names one; trainsim list shows them)";
   d.add_options()("help,h", "show this help")(
       "model", po::value<std::string>()->value_name("M"),
       "model: a name under models/ (e.g. llama3.1-70b) or a path to our JSON or a Hugging Face "
-      "config.json")("platform", po::value<std::string>()->value_name("P"),
-                     "platform: a name under platforms/ (e.g. h100-sxm-ndr) or a path")(
+      "config.json")("platform", po::value<std::string>()->value_name("P"), platform_help.c_str())(
       "kernel-db", po::value<std::string>()->value_name("FILE|none"),
       "kernel timings from this database instead of the platform's (e.g. the published "
       "figures: kernels-published.json in platforms/h100-sxm/), or none: the roofline alone")(

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sim/cli/scenario.hpp"
+#include "sim/core/catalog.hpp"
 
 namespace trainsim {
 
@@ -34,7 +35,7 @@ struct ReshardOptions {
   std::optional<std::string> to;
   std::optional<std::string> framework;  // megatron (default), nanotron, deepspeed, colossalai
   std::optional<std::string> vocab_divisible_by;
-  std::string platform = "h100-sxm-ndr";
+  std::string platform = kDefaultPlatform;
   std::optional<std::string> checkpoint;  // a directory
   std::string format = "text";
   bool help = false;

@@ -36,7 +36,7 @@ po::options_description reshard_flags() {
       "shard); Megatron-LM's metadata.json. Pickled files (.pt, .bin, torch_dist .metadata) are "
       "never opened. Names follow the model's Hugging Face class; GPT-OSS's MXFP4 experts "
       "(_blocks, _scales) are checked as its experts")(
-      "platform", text("P"), "for memory and load time (default h100-sxm-ndr)")(
+      "platform", text("P"), "for memory and load time (default h100-sxm-ndr, as run's)")(
       "format", text("text|json"),
       "what to print (default text; json lists every tensor and rank)");
   return d;

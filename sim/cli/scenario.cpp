@@ -175,8 +175,10 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   if (!model_path)
     fail_input("--model",
                "is required (a catalog name or a config.json path), or give a SCENARIO.json");
+  // Flags alone: the platform the catalog's scenarios and sweeps mostly run on, named in the
+  // report. A scenario file names its own.
   if (!platform_path)
-    fail_input("--platform", "is required (a catalog name or a path), or give a SCENARIO.json");
+    platform_path = resolve_catalog_entry("platforms", kDefaultPlatform, "--platform");
   apply_plan_flags(req, in);
   derive_dp(in);
   if (req.engine) in.engine = engine_of(*req.engine);

@@ -5,6 +5,7 @@
 
 #include "sim/cli/budget_flags.hpp"
 #include "sim/cli/scenario.hpp"
+#include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
@@ -139,7 +140,7 @@ SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& f
   o.allow({"description", "notes"});
   spec.model = resolve_from_scenario("models", o.string("model"), file, o.where("model"));
   spec.platform =
-      resolve_from_scenario("platforms", o.optional_string("platform").value_or("h100-sxm-ndr"),
+      resolve_from_scenario("platforms", o.optional_string("platform").value_or(kDefaultPlatform),
                             file, o.where("platform"));
   spec.gpus = read_gpus(o);
   read_plan(o, spec);

@@ -10,6 +10,10 @@ namespace trainsim {
 
 std::filesystem::path data_dir();
 
+/// The platform a command uses where neither a flag nor a file names one: run and check given
+/// flags only, a sweep file without "platform", reshard.
+inline constexpr const char* kDefaultPlatform = "h100-sxm-ndr";
+
 /// Resolves `spec` as a path to an existing file, else as the name of an entry of
 /// `<data_dir>/<folder>/<spec>.json` or of one of the folder's shelves. `where` names the flag or
 /// JSON path in error messages.

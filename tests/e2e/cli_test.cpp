@@ -133,6 +133,21 @@ TEST(Cli, FlagsOverrideTheScenario) {
   EXPECT_EQ(test::run_trainsim({"run", kScenario, "--attention-backend", "fused"}).exit_code, 2);
 }
 
+// Flags alone, with no --platform: the default platform, named in the report, gives the same
+// prediction as naming it.
+TEST(Cli, FlagsWithoutAPlatformRunOnTheDefaultOne) {
+  const std::vector<std::string> flags = {
+      "run",       "--model", "llama3.1-8b", "--gpus",   "8",        "--gbs", "16",
+      "--seq-len", "4096",    "--engine",    "analytic", "--format", "json"};
+  const auto plain = test::run_trainsim(flags);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto named = flags;
+  named.insert(named.end(), {"--platform", "h100-sxm-ndr"});
+  const auto j = nlohmann::json::parse(plain.out);
+  EXPECT_EQ(j["platform"], "h100-sxm-ndr");
+  EXPECT_EQ(j["step_time_s"], nlohmann::json::parse(test::run_trainsim(named).out)["step_time_s"]);
+}
+
 // The rank order decides which links a group uses: with dp innermost the four DP ranks share a
 // node (NVLink) and each TP group of 4 spans two nodes (two rail rings, half the bytes over the
 // network), so TP time grows and DP time shrinks, each by far more than any other effect could
