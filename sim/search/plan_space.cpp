@@ -132,7 +132,10 @@ Candidate PlanSpace::with_valid_options(const Candidate& candidate) {
 }
 
 Outcome PlanSpace::price(const Candidate& given, Need need) {
-  const Candidate candidate = with_valid_options(given);
+  Candidate candidate = with_valid_options(given);
+  // A batch left to Megatron-LM's default (mbs x dp sequences) is the plan's batch for every
+  // candidate: one with another dp or mbs runs as many sequences per step, not its own default.
+  if (candidate.plan.gbs == 0) candidate.plan.gbs = plan_.global_batch();
   Assessment& a = assess(candidate);
   if (!a.partition) return Outcome::infeasible(*a.refused);
   if (need != Need::kBuildable && a.defect) {

@@ -86,7 +86,8 @@ class PlanSpace {
 
   /// The step time of the plan as given.
   double baseline();
-  /// The candidate priced, or infeasible with the first requirement it fails.
+  /// The candidate priced, or infeasible with the first requirement it fails. A candidate
+  /// without --gbs runs the plan's global batch (plan_changes() names it where needed).
   Outcome price(const Candidate& candidate, Need need = Need::kBuildable);
   /// Calls of the simulator so far (the baseline included).
   std::int64_t simulations() const { return simulations_; }

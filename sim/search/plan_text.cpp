@@ -55,6 +55,12 @@ std::string plan_changes(const Plan& from, const Plan& to) {
   if (to.fp8_recipe != from.fp8_recipe)
     add(std::string("--fp8-recipe ") + to_string(to.fp8_recipe));
   if (to.mbs != from.mbs) add("--mbs " + std::to_string(to.mbs));
+  // The batch the search ran `to` with (PlanSpace::price), named where the flags alone would run
+  // another: a plan on Megatron-LM's default batch (mbs x dp) whose dp or mbs changes.
+  const std::int64_t priced_batch = to.gbs > 0 ? to.gbs : from.global_batch();
+  if (priced_batch != (from.gbs > 0 ? from.gbs : to.mbs * to.dp)) {
+    add("--gbs " + std::to_string(priced_batch));
+  }
   if (to.sp && !from.sp) add("--sp");
   if (to.zero != from.zero) add("--zero " + std::to_string(to.zero));
   if (to.num_distributed_optimizer_instances != from.num_distributed_optimizer_instances) {

@@ -6,7 +6,9 @@
 
 namespace trainsim {
 
-/// The flags that turn plan `from` into `to`, for the fields fixes change: "--tp 8 --dp 1 --sp".
+/// The flags that turn plan `from` into `to`, for the fields fixes change: "--tp 8 --dp 1 --sp";
+/// with "--gbs N" where `from` left its batch to the default (mbs x dp) and `to` changes mbs x dp,
+/// since the search runs every candidate with the plan's batch.
 std::string plan_changes(const Plan& from, const Plan& to);
 
 /// The same for `to` priced on trainsim's balanced partition: "--partition balanced" first, the

@@ -3,7 +3,9 @@
 // (no exit 2). Alternatives that drop a flag ("without ...") are left to the unit tests.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -114,6 +116,44 @@ TEST(FixCommands, FixesOfALayerDroppingPlanRunAtTheStepTheyState) {
     ++compared;
   }
   EXPECT_GE(compared, 3);  // the balanced partition, Megatron's uneven ends, the deferral
+}
+
+// A plan that leaves its batch to Megatron-LM's default (mbs x dp sequences): every fix is priced
+// with the plan's batch, so one that changes dp or mbs names it (--gbs 4), and each, run as
+// written, takes the step it states on that batch. Before, "--mbs 1" was priced on half the
+// sequences and read 1.6 times faster.
+TEST(FixCommands, FixesOfAPlanOnTheDefaultBatchKeepItsBatch) {
+  // A scenario, so that a fix's flags override its values (a flag is given once).
+  const std::string scenario = test::make_temp_dir() + "/default-batch.json";
+  {
+    std::ofstream(scenario) << R"({"model": "llama3.1-8b", "platform": "h100-sxm-ndr", "plan":
+        {"gpus": 16, "tp": 2, "pp": 4, "mbs": 2, "seq_len": 8192, "recompute": "full"}})";
+  }
+  const auto c = test::run_trainsim({"check", scenario});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  int compared = 0;
+  for (const auto& alternative : alternatives(c.out)) {
+    auto flags = leading_flags(alternative);
+    const auto step_at = alternative.find(": step ");
+    // The batch fix (--gbs 16: m = p) changes the batch on purpose.
+    if (flags.empty() || flags[0] == "--gbs" || step_at == std::string::npos) continue;
+    std::istringstream stated_text(alternative.substr(step_at + 7));  // "733.31 ms (..."
+    double stated = 0;
+    std::string unit;
+    stated_text >> stated >> unit;
+    if (unit == "ms") stated /= 1e3;
+    std::vector<std::string> run = {"run", scenario};
+    run.insert(run.end(), flags.begin(), flags.end());
+    run.insert(run.end(), {"--engine", "analytic", "--format", "json"});
+    const auto r = test::run_trainsim(run);
+    ASSERT_EQ(r.exit_code, 0) << alternative << "\n" << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_NEAR(j.at("step_time_s").get<double>(), stated, 0.0005 * std::max(1.0, stated))
+        << alternative;
+    EXPECT_EQ(j.at("plan").at("gbs"), 4) << alternative;  // mbs 2 x dp 2
+    ++compared;
+  }
+  EXPECT_GE(compared, 4);  // balanced, uneven ends, --mbs 1 --gbs 4, --tp 4 --dp 1 --gbs 4, ...
 }
 
 }  // namespace
