@@ -172,9 +172,7 @@ std::string validate_help() {
 }
 
 ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
-  po::options_description d = validate_flags();
-  d.add_options()("reference", po::value<std::vector<std::string>>(), "");
-  const po::variables_map vm = parse_command_line("validate", args, d, "reference");
+  const po::variables_map vm = parse_command_line("validate", args, validate_flags(), "reference");
   ValidateOptions opt;
   opt.help = vm.count("help") > 0;
   opt.references = positionals_of(vm, "reference");
@@ -187,7 +185,6 @@ ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
 RunOptions parse_run_options(const std::string& command, const std::vector<std::string>& args) {
   po::options_description all;
   all.add(io_options(command)).add(plan_options());
-  all.add_options()("scenario", po::value<std::vector<std::string>>(), "");
   const po::variables_map vm = parse_command_line(command, args, all, "scenario");
   RunOptions opt;
   opt.help = vm.count("help") > 0;

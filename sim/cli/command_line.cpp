@@ -31,29 +31,27 @@ po::variables_map parse_command_line(const std::string& command,
                                      const std::vector<std::string>& args,
                                      const po::options_description& options,
                                      const char* positional) {
-  // Boost formats its errors by replacing %canonical_option% and the like with the flag as
-  // typed, again until none is left: a flag holding such a placeholder never returns.
-  for (const std::string& a : args) {
-    if (a.starts_with("-") && holds_placeholder(a)) {
-      fail_input("trainsim " + command,
-                 "unrecognised option '" + a + "' (see trainsim " + command + " --help)");
-    }
-  }
-  // The positional arguments' option is how Boost collects them, not a flag to give.
+  // Refused before Boost sees them: a flag holding a %word% (Boost formats its errors by
+  // replacing %canonical_option% and the like with the flag as typed, again until none is left,
+  // so such a flag never returns), and the option that collects the positional arguments, which
+  // is how Boost gathers them, not a flag to give.
   const std::string hidden = std::string("--") + positional;
   for (const std::string& a : args) {
-    if (a == hidden || a.starts_with(hidden + "=")) {
+    if (a.starts_with("-") &&
+        (holds_placeholder(a) || a == hidden || a.starts_with(hidden + "="))) {
       fail_input("trainsim " + command,
                  "unrecognised option '" + a + "' (see trainsim " + command + " --help)");
     }
   }
+  po::options_description all;
+  all.add(options).add_options()(positional, po::value<std::vector<std::string>>(), "");
   po::positional_options_description free;
   free.add(positional, -1);
   po::variables_map vm;
   try {
     po::store(
         po::command_line_parser(args)
-            .options(options)
+            .options(all)
             .positional(free)
             .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
             .run(),
@@ -61,9 +59,7 @@ po::variables_map parse_command_line(const std::string& command,
     po::notify(vm);
   } catch (const po::unknown_option& e) {
     std::vector<std::string> known;
-    for (const auto& o : options.options()) {
-      if (o->long_name() != positional) known.push_back("--" + o->long_name());
-    }
+    for (const auto& o : options.options()) known.push_back("--" + o->long_name());
     fail_input("trainsim " + command, std::string(e.what()) +
                                           did_you_mean(e.get_option_name(), known) +
                                           " (see trainsim " + command + " --help)");

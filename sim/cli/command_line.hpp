@@ -17,7 +17,8 @@ inline constexpr unsigned kHelpWidth = 92;
 inline constexpr unsigned kHelpDescriptionWidth = 56;
 
 /// `args` (after the command word) parsed against `options`, every argument that is no flag's
-/// value going to the option named `positional` (a vector<string>). InputError naming the
+/// value going to a vector<string> option named `positional`, which this adds (and refuses as a
+/// flag: `--positional x`; read it with positionals_of()). InputError naming the
 /// command on an unknown flag (with the nearest known one), a missing value, or a flag taking a
 /// value that the next flag was taken for ("--tp --out X"). Abbreviated flags are refused: they
 /// would change meaning as flags are added.

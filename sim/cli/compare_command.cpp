@@ -46,10 +46,8 @@ boost::program_options::options_description compare_flags() {
 }  // namespace
 
 CompareOptions parse_compare_options(const std::vector<std::string>& args) {
-  namespace po = boost::program_options;
-  po::options_description d = compare_flags();
-  d.add_options()("scenario", po::value<std::vector<std::string>>(), "");
-  const po::variables_map vm = parse_command_line("compare", args, d, "scenario");
+  const boost::program_options::variables_map vm =
+      parse_command_line("compare", args, compare_flags(), "scenario");
   CompareOptions o;
   o.help = vm.count("help") > 0;
   o.scenarios = positionals_of(vm, "scenario");

@@ -87,9 +87,7 @@ std::string reshard_help() {
 }
 
 ReshardOptions parse_reshard_options(const std::vector<std::string>& args) {
-  po::options_description d = reshard_flags();
-  d.add_options()("extra", po::value<std::vector<std::string>>(), "");
-  const po::variables_map vm = parse_command_line("reshard", args, d, "extra");
+  const po::variables_map vm = parse_command_line("reshard", args, reshard_flags(), "extra");
   ReshardOptions opt;
   opt.help = vm.count("help") > 0;
   if (vm.count("extra")) {

@@ -196,10 +196,8 @@ boost::program_options::options_description sweep_flags() {
 }  // namespace
 
 SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
-  namespace po = boost::program_options;
-  po::options_description d = sweep_flags();
-  d.add_options()("sweep", po::value<std::vector<std::string>>(), "");
-  const po::variables_map vm = parse_command_line("sweep", args, d, "sweep");
+  const boost::program_options::variables_map vm =
+      parse_command_line("sweep", args, sweep_flags(), "sweep");
   SweepOptions o;
   o.help = vm.count("help") > 0;
   o.out = path_of(vm, "out");
