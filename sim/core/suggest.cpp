@@ -25,11 +25,12 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> nearest_name(std::string_view typed,
                                         const std::vector<std::string>& known) {
-  std::size_t best = 3;  // two edits at most
+  constexpr std::size_t kMostEdits = 2;
+  std::size_t best = kMostEdits;
   std::vector<const std::string*> nearest;
   for (const auto& name : known) {
     const std::size_t d = edit_distance(typed, name);
-    if (d == 0 || 2 * d >= typed.size()) continue;
+    if (d == 0 || d > kMostEdits || 2 * d >= typed.size()) continue;
     if (d < best) {
       nearest.clear();
       best = d;

@@ -23,7 +23,11 @@ TEST(Suggest, NearestNameIsTheOnlyCloseOne) {
   EXPECT_EQ(nearest_name("seqlen", fields), "seq_len");
   EXPECT_EQ(nearest_name("tpp", fields), std::nullopt);  // tp and pp: a guess would mislead
   EXPECT_EQ(nearest_name("xyz", fields), std::nullopt);  // nothing within two edits
-  EXPECT_EQ(nearest_name("tp", fields), std::nullopt);   // known already: nothing to suggest
+  // Three edits from "--out" (b and g deleted, s replaced), long enough that half its length
+  // would allow them: still more than two, so no guess (it read "did you mean --out?").
+  EXPECT_EQ(edit_distance("--bogus", "--out"), 3u);
+  EXPECT_EQ(nearest_name("--bogus", {"--out", "--help"}), std::nullopt);
+  EXPECT_EQ(nearest_name("tp", fields), std::nullopt);  // known already: nothing to suggest
   // The only name a prefix begins, where no name is within two edits.
   const std::vector<std::string> platforms = {"a100-sxm-hdr", "h100-sxm-ndr", "h200-sxm-ndr"};
   EXPECT_EQ(nearest_name("h100", platforms), "h100-sxm-ndr");
