@@ -175,7 +175,7 @@ ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
   const po::variables_map vm = parse_command_line("validate", args, validate_flags(), "reference");
   ValidateOptions opt;
   opt.help = vm.count("help") > 0;
-  opt.references = positionals_of(vm, "reference");
+  opt.references = strings_of(vm, "reference");
   opt.platform = string_of(vm, "platform");
   opt.format = format_of(vm, opt.format);
   opt.out = path_of(vm, "out");

@@ -104,10 +104,9 @@ std::optional<std::string> path_of(const po::variables_map& vm, const std::strin
   return path;
 }
 
-std::vector<std::string> positionals_of(const po::variables_map& vm,
-                                        const std::string& positional) {
-  if (!vm.count(positional)) return {};
-  return vm[positional].as<std::vector<std::string>>();
+std::vector<std::string> strings_of(const po::variables_map& vm, const std::string& option) {
+  if (!vm.count(option)) return {};
+  return vm[option].as<std::vector<std::string>>();
 }
 
 }  // namespace trainsim

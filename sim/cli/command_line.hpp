@@ -18,7 +18,7 @@ inline constexpr unsigned kHelpDescriptionWidth = 56;
 
 /// `args` (after the command word) parsed against `options`, every argument that is no flag's
 /// value going to a vector<string> option named `positional`, which this adds (and refuses as a
-/// flag: `--positional x`; read it with positionals_of()). InputError naming the
+/// flag: `--positional x`; read it with strings_of()). InputError naming the
 /// command on an unknown flag (with the nearest known one), a missing value, or a flag taking a
 /// value that the next flag was taken for ("--tp --out X"). Abbreviated flags are refused: they
 /// would change meaning as flags are added.
@@ -37,8 +37,9 @@ std::string format_of(const boost::program_options::variables_map& vm, const std
 std::optional<std::string> path_of(const boost::program_options::variables_map& vm,
                                    const std::string& flag);
 
-/// The positional arguments (the option named `positional`), none where there are none.
-std::vector<std::string> positionals_of(const boost::program_options::variables_map& vm,
-                                        const std::string& positional);
+/// A vector<string> option's values, none where not given: the positional arguments, or a flag
+/// given more than once (compare's --set).
+std::vector<std::string> strings_of(const boost::program_options::variables_map& vm,
+                                    const std::string& option);
 
 }  // namespace trainsim

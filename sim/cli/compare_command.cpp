@@ -50,8 +50,8 @@ CompareOptions parse_compare_options(const std::vector<std::string>& args) {
       parse_command_line("compare", args, compare_flags(), "scenario");
   CompareOptions o;
   o.help = vm.count("help") > 0;
-  o.scenarios = positionals_of(vm, "scenario");
-  o.sets = positionals_of(vm, "set");
+  o.scenarios = strings_of(vm, "scenario");
+  o.sets = strings_of(vm, "set");
   if (const auto engine = string_of(vm, "engine")) {
     if (*engine == "simgrid") {
       fail_input("--engine",

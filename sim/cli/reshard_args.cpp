@@ -92,7 +92,7 @@ ReshardOptions parse_reshard_options(const std::vector<std::string>& args) {
   opt.help = vm.count("help") > 0;
   if (vm.count("extra")) {
     fail_input("trainsim reshard", "takes no positional arguments, got '" +
-                                       positionals_of(vm, "extra")[0] +
+                                       strings_of(vm, "extra")[0] +
                                        "' (see trainsim reshard --help)");
   }
   opt.model = string_of(vm, "model");

@@ -212,7 +212,7 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
   if (const auto v = string_of(vm, "simgrid-top"))
     o.simgrid_top = simgrid_top_of("--simgrid-top", *v);
   const bool merging = vm["merge"].as<bool>();
-  std::vector<std::string> files = positionals_of(vm, "sweep");
+  std::vector<std::string> files = strings_of(vm, "sweep");
   if (merging) {
     o.merge = std::move(files);
   } else if (files.size() > 1) {
