@@ -560,6 +560,16 @@ if [ "$status" -gt 1 ]; then
 fi
 mv "$here/oom/llama3.1-70b-8gpu.txt.tmp" "$here/oom/llama3.1-70b-8gpu.txt"
 echo "wrote $here/oom/llama3.1-70b-8gpu.txt (exit $status)"
+# An expert model unsharded on 8 nodes: ZeRO-3 fits alone, and a layout with EP and CP much faster.
+status=0
+"$bin" check --model mixtral-8x7b --platform h100-sxm-ndr --gpus 64 --seq-len 4096 --gbs 256 \
+  > "$here/oom/mixtral-8x7b-64gpu.txt.tmp" || status=$?
+if [ "$status" -gt 1 ]; then
+  echo "trainsim check failed on the expert oom example (exit $status)" >&2
+  exit "$status"
+fi
+mv "$here/oom/mixtral-8x7b-64gpu.txt.tmp" "$here/oom/mixtral-8x7b-64gpu.txt"
+echo "wrote $here/oom/mixtral-8x7b-64gpu.txt (exit $status)"
 
 # A plan whose shape wastes its GPUs: a 2B model with a 256,000-word vocabulary at pp 8 on one
 # node (the faster-plan-nearby diagnostic).

@@ -24,7 +24,8 @@ std::optional<Plan> one_more_stage(const Plan& plan) {
 
 }  // namespace
 
-std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_node) {
+std::vector<Plan> memory_saving_changes(const Plan& plan, const Model& model,
+                                        std::int64_t gpus_per_node) {
   std::vector<Plan> out;
   auto with = [&](auto change) {
     Plan p = plan;
@@ -54,6 +55,8 @@ std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_
   if (auto deeper = one_more_stage(plan)) with([&](Plan& p) { p = *deeper; });
   if (plan.dp % 2 == 0) with([&](Plan& p) { p = with_tp_dp(plan, plan.tp * 2, plan.dp / 2); });
   if (plan.dp % 2 == 0) with([&](Plan& p) { p = with_cp_dp(plan, plan.cp * 2, plan.dp / 2); });
+  // Twice the EP shards the experts' weights, gradients and optimizer state over twice the GPUs.
+  if (model.moe.is_moe()) with([](Plan& p) { p.ep *= 2; });
   if (plan.mbs > 1 && plan.mbs % 2 == 0) with([](Plan& p) { p.mbs /= 2; });
   // The deferred LM-head weight gradients keep their buffers to the flush (a lower limit that
   // fits is searched by memory_fix).
@@ -68,26 +71,48 @@ std::vector<Plan> memory_saving_changes(const Plan& plan, std::int64_t gpus_per_
 
 namespace {
 
+// The expert-parallel sizes a layout can take: the powers of two that divide the experts and the
+// stage's tp x cp x dp GPUs over the expert TP; 1 alone for a dense model.
+std::vector<std::int64_t> expert_parallel_sizes(const Plan& layout, const MoeSpec& moe) {
+  std::vector<std::int64_t> out{1};
+  if (!moe.is_moe()) return out;
+  const std::int64_t gpus = layout.tp * layout.cp * layout.dp;
+  for (std::int64_t ep = 2; moe.num_experts % ep == 0 && gpus % (ep * layout.expert_tp()) == 0;
+       ep *= 2) {
+    out.push_back(ep);
+  }
+  return out;
+}
+
+// The layout with each ZeRO stage that applies to it (only 0 without data parallelism).
+ZeroLadder zero_ladder(const Plan& layout, Recompute recompute) {
+  ZeroLadder ladder;
+  for (std::int64_t zero : {0, 1, 3}) {
+    if (zero > 0 && layout.dp * layout.cp == 1) continue;
+    Plan p = layout;
+    p.zero = zero;
+    ladder.push_back(recomputing(p, recompute));
+  }
+  return ladder;
+}
+
 // The layouts of `gpus` GPUs per context-parallel rank (layouts_on).
 void add_layouts(const Plan& plan, std::int64_t cp, std::int64_t gpus, std::int64_t gpus_per_node,
-                 std::int64_t num_layers, Recompute recompute, std::vector<ZeroLadder>& out) {
+                 const Model& model, Recompute recompute, std::vector<ZeroLadder>& out) {
   for (std::int64_t tp = 1; tp <= gpus_per_node && tp <= gpus; tp *= 2) {
     if (gpus % tp != 0) continue;
-    for (std::int64_t pp = 1; pp <= gpus / tp && pp <= num_layers; ++pp) {
+    for (std::int64_t pp = 1; pp <= gpus / tp && pp <= model.num_layers; ++pp) {
       if ((gpus / tp) % pp != 0) continue;
       const std::int64_t dp = gpus / tp / pp;
       if (plan.gbs > 0 && plan.gbs % (plan.mbs * dp) != 0) continue;
-      ZeroLadder ladder;
-      for (std::int64_t zero : {0, 1, 3}) {
-        if (zero > 0 && dp * cp == 1) continue;
-        Plan p = with_cp(with_tp_dp(plan, tp, dp), cp);
-        p.pp = pp;
-        p.gpus = 0;
-        p.sp = tp > 1;
-        p.zero = zero;
-        ladder.push_back(recomputing(p, recompute));
+      Plan layout = with_cp(with_tp_dp(plan, tp, dp), cp);
+      layout.pp = pp;
+      layout.gpus = 0;
+      layout.sp = tp > 1;
+      for (const std::int64_t ep : expert_parallel_sizes(layout, model.moe)) {
+        layout.ep = ep;
+        out.push_back(zero_ladder(layout, recompute));
       }
-      out.push_back(std::move(ladder));
     }
   }
 }
@@ -95,10 +120,11 @@ void add_layouts(const Plan& plan, std::int64_t cp, std::int64_t gpus, std::int6
 }  // namespace
 
 std::vector<ZeroLadder> layouts_on(const Plan& plan, std::int64_t gpus, std::int64_t gpus_per_node,
-                                   std::int64_t num_layers, Recompute recompute) {
+                                   const Model& model, Recompute recompute) {
   std::vector<ZeroLadder> out;
-  for (std::int64_t cp = 1; cp <= plan.cp; cp *= 2) {
-    if (gpus % cp == 0) add_layouts(plan, cp, gpus / cp, gpus_per_node, num_layers, recompute, out);
+  // Megatron-Core splits the sequence into 2 x CP chunks (one pair per CP rank).
+  for (std::int64_t cp = 1; gpus % cp == 0 && (cp == 1 || plan.seq_len % (2 * cp) == 0); cp *= 2) {
+    add_layouts(plan, cp, gpus / cp, gpus_per_node, model, recompute, out);
   }
   return out;
 }
@@ -205,8 +231,8 @@ void add_layout_neighbours(std::vector<Plan>& out, const Plan& plan, std::int64_
 }
 
 // The plan's neighbours in its other settings: micro-batch size, recomputation, CP, optimizer
-// instances and EP.
-void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan) {
+// instances and EP (a mixture-of-experts model's).
+void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan, bool moe) {
   for (const std::int64_t mbs : {plan.mbs * 2, plan.mbs / 2}) {
     if (mbs < 1) continue;
     Plan p = plan;
@@ -216,12 +242,10 @@ void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan) {
   for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     if (r != plan.recompute) out.push_back(recomputing(plan, r));
   }
-  // A plan with context or expert parallelism: half and twice the CP (data parallelism taking the
-  // rest), half and twice the EP (within the same data-parallel GPUs).
-  if (plan.cp > 1) {
-    if (plan.cp % 2 == 0) out.push_back(with_cp_dp(plan, plan.cp / 2, plan.dp * 2));
-    if (plan.dp % 2 == 0) out.push_back(with_cp_dp(plan, plan.cp * 2, plan.dp / 2));
-  }
+  // Half and twice the CP (data parallelism taking the rest); for a mixture-of-experts model half
+  // and twice the EP (within the same data-parallel GPUs).
+  if (plan.cp % 2 == 0) out.push_back(with_cp_dp(plan, plan.cp / 2, plan.dp * 2));
+  if (plan.dp % 2 == 0) out.push_back(with_cp_dp(plan, plan.cp * 2, plan.dp / 2));
   // Several distributed-optimizer instances: half and twice as many (gradients reduced within
   // smaller or larger groups, the state sharded accordingly).
   if (const auto n = plan.num_distributed_optimizer_instances; n > 1) {
@@ -231,7 +255,7 @@ void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan) {
       out.push_back(p);
     }
   }
-  if (plan.ep > 1) {
+  if (moe) {
     Plan p = plan;
     p.ep *= 2;
     out.push_back(p);
@@ -244,10 +268,11 @@ void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan) {
 
 }  // namespace
 
-std::vector<Plan> neighbouring_plans(const Plan& plan, std::int64_t gpus_per_node) {
+std::vector<Plan> neighbouring_plans(const Plan& plan, const Model& model,
+                                     std::int64_t gpus_per_node) {
   std::vector<Plan> out = smaller_pp(plan);
   add_layout_neighbours(out, plan, gpus_per_node);
-  add_setting_neighbours(out, plan);
+  add_setting_neighbours(out, plan, model.moe.is_moe());
   return out;
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "sim/check/detect.hpp"
 #include "sim/core/format.hpp"
 #include "sim/search/candidates.hpp"
+#include "sim/search/neighbourhood.hpp"
 #include "sim/search/plan_text.hpp"
 
 namespace trainsim {
@@ -53,7 +55,8 @@ std::optional<Priced> largest_fitting_deferral(PlanSpace& space, const Plan& def
 
 std::vector<Priced> fitting_single_changes(PlanSpace& space) {
   std::vector<Priced> fits;
-  for (const Plan& p : memory_saving_changes(space.plan(), space.platform().node.gpus_per_node)) {
+  for (const Plan& p :
+       memory_saving_changes(space.plan(), space.model(), space.platform().node.gpus_per_node)) {
     if (auto o = space.price(search_candidate(space, p), Need::kFits)) fits.push_back(*o);
   }
   if (auto fewer = largest_fitting_deferral(space, space.plan())) fits.push_back(*fewer);
@@ -66,15 +69,27 @@ std::vector<Priced> fitting_single_changes(PlanSpace& space) {
 std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus) {
   const std::int64_t node = space.platform().node.gpus_per_node;
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    std::optional<Priced> fastest;
-    for (const ZeroLadder& ladder :
-         layouts_on(space.plan(), gpus, node, space.model().num_layers, r)) {
+    // Each layout's lowest ZeRO stage that fits (a higher one saves memory the layout does not
+    // need), with the floor under its step.
+    std::vector<std::pair<double, Candidate>> fitting;
+    for (const ZeroLadder& ladder : layouts_on(space.plan(), gpus, node, space.model(), r)) {
       for (const Plan& p : ladder) {
-        const Outcome o = space.price(search_candidate(space, p), Need::kFits);
-        if (!o) continue;
-        if (!fastest || o->step_time_s < fastest->step_time_s) fastest = *o;
-        break;  // a higher ZeRO stage saves memory this layout does not need
+        const Candidate c = search_candidate(space, p);
+        if (const auto floor = space.fitting_step_floor(c)) {
+          fitting.emplace_back(*floor, c);
+          break;
+        }
       }
+    }
+    // Simulated from the lowest floor up, until the floors pass the fastest step found: no plan
+    // after that can be faster.
+    std::stable_sort(fitting.begin(), fitting.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::optional<Priced> fastest;
+    for (const auto& [floor, c] : fitting) {
+      if (fastest && floor >= fastest->step_time_s) break;
+      const Outcome o = space.price(c, Need::kFits);
+      if (o && (!fastest || o->step_time_s < fastest->step_time_s)) fastest = *o;
     }
     if (fastest) return fastest;
   }
@@ -83,11 +98,21 @@ std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus) 
 
 std::string memory_fix(PlanSpace& space) {
   const std::vector<Priced> fits = fitting_single_changes(space);
-  std::string fix;
-  for (const auto& f : fits) fix += (fix.empty() ? "" : "; or ") + fit_text(space, f);
-  if (!fits.empty()) return fix;
   const std::int64_t gpus = space.plan().world_size();
   const std::string on = format_grouped(gpus) + (gpus == 1 ? " GPU" : " GPUs");
+  if (!fits.empty()) {
+    std::string fix;
+    for (const auto& f : fits) fix += (fix.empty() ? "" : "; or ") + fit_text(space, f);
+    // A single change is the smallest edit, not the best plan: where a layout further away (more
+    // EP, CP, another TP or PP) runs much faster, it is named too.
+    const auto f = fastest_fitting_plan(space, gpus);
+    if (f && f->step_time_s * kMuchFaster <= fits.front().step_time_s) {
+      fix += "; or " + search_changes(space, f->plan) + " (the fastest plan on the same " + on +
+             " that fits, peak " + format_bytes(*f->peak_bytes) +
+             "): " + step_comparison(f->step_time_s, space.baseline());
+    }
+    return fix;
+  }
   if (auto f = fastest_fitting_plan(space, gpus)) {
     return "no single change fits; the fastest plan on the same " + on +
            " that does: " + fit_text(space, *f);

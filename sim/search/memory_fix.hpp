@@ -36,8 +36,9 @@ std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus);
 /// How far the search for a cluster that fits goes: up to this many times the plan's GPUs.
 inline constexpr std::int64_t kMoreGpus = 16;
 
-/// The fix text: the single changes that fit, else the fastest plan on the same GPUs that fits,
-/// else the smallest cluster (doubling the GPUs) with one.
+/// The fix text: the single changes that fit (and the fastest plan on the same GPUs that fits
+/// where it runs kMuchFaster than the fastest of them), else the fastest plan on the same GPUs
+/// that fits, else the smallest cluster (doubling the GPUs) with one.
 std::string memory_fix(PlanSpace& space);
 
 }  // namespace trainsim

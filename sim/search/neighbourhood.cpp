@@ -55,7 +55,8 @@ std::optional<Diagnostic> faster_plan_nearby(PlanSpace& space) {
   const double now = space.baseline();
   std::vector<std::pair<double, Plan>> faster;
   std::int64_t too_big = 0;  // faster neighbours refused by memory are not known to be faster
-  for (const Plan& p : neighbouring_plans(space.plan(), space.platform().node.gpus_per_node)) {
+  for (const Plan& p :
+       neighbouring_plans(space.plan(), space.model(), space.platform().node.gpus_per_node)) {
     const Outcome o = space.price({p}, Need::kFits);
     if (!o) {
       if (o.reason().starts_with("does not fit")) ++too_big;

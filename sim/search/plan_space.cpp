@@ -1,5 +1,6 @@
 #include "sim/search/plan_space.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <memory>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "sim/check/detect.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/cost/stage_cost.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/plan/deferral_rules.hpp"
@@ -27,6 +29,18 @@ std::optional<std::string> refusal(Step&& step) {
   } catch (const InputError& e) {
     return std::string(e.what());
   }
+}
+
+// The busiest physical stage's forward and backward kernels over every micro-batch: virtual
+// stage v runs on physical stage v % pp, each once per micro-batch.
+double kernel_floor_s(const Plan& plan, const CostModel& costs) {
+  std::vector<double> per_stage(static_cast<std::size_t>(plan.pp), 0.0);
+  for (std::size_t v = 0; v < costs.stages.size(); ++v) {
+    const StageCost& c = costs.stages[v];
+    per_stage[v % per_stage.size()] += c.forward.seconds + c.backward.seconds;
+  }
+  return static_cast<double>(plan.num_microbatches()) *
+         *std::max_element(per_stage.begin(), per_stage.end());
 }
 
 }  // namespace
@@ -90,6 +104,7 @@ void PlanSpace::measure_memory(const Plan& plan, Assessment& a) {
     const MemoryModel memory = compute_memory(model_, platform_, plan, *a.partition, costs);
     a.peak_bytes = memory.stages[static_cast<std::size_t>(memory.worst_stage())].peak_bytes;
     a.fits = memory.fits();
+    a.step_floor_s = kernel_floor_s(plan, costs);
   });
 }
 
@@ -131,11 +146,25 @@ Candidate PlanSpace::with_valid_options(const Candidate& candidate) {
   return c;
 }
 
-Outcome PlanSpace::price(const Candidate& given, Need need) {
+Candidate PlanSpace::as_priced(const Candidate& given) const {
   Candidate candidate = with_valid_options(given);
   // A batch left to Megatron-LM's default (mbs x dp sequences) is the plan's batch for every
   // candidate: one with another dp or mbs runs as many sequences per step, not its own default.
   if (candidate.plan.gbs == 0) candidate.plan.gbs = plan_.global_batch();
+  return candidate;
+}
+
+std::optional<double> PlanSpace::fitting_step_floor(const Candidate& given) {
+  const Candidate candidate = as_priced(given);
+  Assessment& a = assess(candidate);
+  if (!a.partition || a.defect) return std::nullopt;
+  measure_memory(candidate.plan, a);
+  if (a.memory_refused || !a.fits) return std::nullopt;
+  return a.step_floor_s;
+}
+
+Outcome PlanSpace::price(const Candidate& given, Need need) {
+  const Candidate candidate = as_priced(given);
   Assessment& a = assess(candidate);
   if (!a.partition) return Outcome::infeasible(*a.refused);
   if (need != Need::kBuildable && a.defect) {

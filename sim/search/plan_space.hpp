@@ -89,6 +89,12 @@ class PlanSpace {
   /// The candidate priced, or infeasible with the first requirement it fails. A candidate
   /// without --gbs runs the plan's global batch (plan_changes() names it where needed).
   Outcome price(const Candidate& candidate, Need need = Need::kBuildable);
+  /// Where the candidate, as price() would run it, is valid, has no partition defect and fits in
+  /// memory: a floor under its step time, its busiest pipeline stage's forward and backward
+  /// kernels over every micro-batch (no recomputation, communication or bubble), which a simulator
+  /// running each GPU's kernels one after another (the analytic engine, SimGrid) cannot beat;
+  /// nullopt otherwise. Nothing is simulated.
+  std::optional<double> fitting_step_floor(const Candidate& candidate);
   /// Calls of the simulator so far (the baseline included).
   std::int64_t simulations() const { return simulations_; }
 
@@ -102,6 +108,7 @@ class PlanSpace {
     std::optional<std::string> memory_refused;
     std::optional<double> peak_bytes;
     bool fits = false;
+    double step_floor_s = 0;  // fitting_step_floor()
     std::optional<std::string> simulation_refused;
     std::optional<double> step_time_s;
   };
@@ -109,6 +116,8 @@ class PlanSpace {
   /// The candidate with the options its own rules refuse dropped: distributed-optimizer
   /// instances, the deferred LM-head weight gradient.
   static Candidate with_valid_options(const Candidate& candidate);
+  /// with_valid_options() and the plan's global batch where the candidate has none.
+  Candidate as_priced(const Candidate& candidate) const;
   Assessment& assess(const Candidate& candidate);
   void measure_memory(const Plan& plan, Assessment& a);
   Outcome simulated(const Plan& plan, Assessment& a, std::optional<double> peak_bytes);

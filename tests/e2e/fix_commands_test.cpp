@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -61,6 +62,48 @@ std::vector<std::string> alternatives(const std::string& check_output) {
       out.push_back(std::move(alternative));
   }
   return out;
+}
+
+// The step an alternative states, from the text after its "step ": "733.31 ms (...", "1.2 s".
+double stated_step_s(const std::string& text) {
+  std::istringstream words(text);
+  double stated = 0;
+  std::string unit;
+  words >> stated >> unit;
+  return unit == "ms" ? stated / 1e3 : stated;
+}
+
+// Every alternative of `check SCENARIO` that names flags, run as written on the analytic engine:
+// the step it states, and the global batch `gbs`; how many were run.
+int expect_alternatives_run_as_stated(const std::string& scenario, std::int64_t gbs) {
+  const auto c = test::run_trainsim({"check", scenario});
+  EXPECT_NE(c.exit_code, 2) << c.err;
+  int compared = 0;
+  for (const auto& alternative : alternatives(c.out)) {
+    auto flags = leading_flags(alternative);
+    const auto step_at = alternative.find(": step ");
+    // The batch fix (--gbs 16: m = p) changes the batch on purpose.
+    if (flags.empty() || flags[0] == "--gbs" || step_at == std::string::npos) continue;
+    const double stated = stated_step_s(alternative.substr(step_at + 7));
+    std::vector<std::string> run = {"run", scenario};
+    run.insert(run.end(), flags.begin(), flags.end());
+    run.insert(run.end(), {"--engine", "analytic", "--format", "json"});
+    const auto r = test::run_trainsim(run);
+    EXPECT_EQ(r.exit_code, 0) << alternative << "\n" << r.err;
+    if (r.exit_code != 0) continue;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_NEAR(j.at("step_time_s").get<double>(), stated, 0.0005 * std::max(1.0, stated))
+        << alternative;
+    EXPECT_EQ(j.at("plan").at("gbs"), gbs) << alternative;
+    ++compared;
+  }
+  return compared;
+}
+
+std::string scenario_file(const std::string& name, const std::string& json) {
+  const std::string path = test::make_temp_dir() + "/" + name + ".json";
+  std::ofstream(path) << json;
+  return path;
 }
 
 TEST(FixCommands, EveryFixOfTheShippedScenariosRuns) {
@@ -124,36 +167,33 @@ TEST(FixCommands, FixesOfALayerDroppingPlanRunAtTheStepTheyState) {
 // sequences and read 1.6 times faster.
 TEST(FixCommands, FixesOfAPlanOnTheDefaultBatchKeepItsBatch) {
   // A scenario, so that a fix's flags override its values (a flag is given once).
-  const std::string scenario = test::make_temp_dir() + "/default-batch.json";
-  {
-    std::ofstream(scenario) << R"({"model": "llama3.1-8b", "platform": "h100-sxm-ndr", "plan":
-        {"gpus": 16, "tp": 2, "pp": 4, "mbs": 2, "seq_len": 8192, "recompute": "full"}})";
-  }
+  const std::string scenario = scenario_file("default-batch", R"({"model": "llama3.1-8b",
+      "platform": "h100-sxm-ndr", "plan": {"gpus": 16, "tp": 2, "pp": 4, "mbs": 2,
+      "seq_len": 8192, "recompute": "full"}})");
+  // balanced, uneven ends, --mbs 1 --gbs 4, --tp 4 --dp 1 --gbs 4, ... (mbs 2 x dp 2 sequences)
+  EXPECT_GE(expect_alternatives_run_as_stated(scenario, 4), 4);
+}
+
+// Qwen3-30B-A3B unsharded on 16 GPUs does not fit: ZeRO-3 is the single change that does, and
+// the layout search, which shards the experts (EP) and splits the sequence (CP), finds a plan
+// much faster than that and names it too; each runs as written at the step it states.
+TEST(FixCommands, MemoryFixesOfAnExpertModelNameTheFastestLayoutAndRunAsStated) {
+  const std::string scenario = scenario_file("qwen3-unsharded", R"({"model": "qwen3-30b-a3b",
+      "platform": "h100-sxm-ndr", "plan": {"gpus": 16, "seq_len": 4096}})");
   const auto c = test::run_trainsim({"check", scenario});
-  ASSERT_EQ(c.exit_code, 0) << c.err;
-  int compared = 0;
-  for (const auto& alternative : alternatives(c.out)) {
-    auto flags = leading_flags(alternative);
-    const auto step_at = alternative.find(": step ");
-    // The batch fix (--gbs 16: m = p) changes the batch on purpose.
-    if (flags.empty() || flags[0] == "--gbs" || step_at == std::string::npos) continue;
-    std::istringstream stated_text(alternative.substr(step_at + 7));  // "733.31 ms (..."
-    double stated = 0;
-    std::string unit;
-    stated_text >> stated >> unit;
-    if (unit == "ms") stated /= 1e3;
-    std::vector<std::string> run = {"run", scenario};
-    run.insert(run.end(), flags.begin(), flags.end());
-    run.insert(run.end(), {"--engine", "analytic", "--format", "json"});
-    const auto r = test::run_trainsim(run);
-    ASSERT_EQ(r.exit_code, 0) << alternative << "\n" << r.err;
-    const auto j = nlohmann::json::parse(r.out);
-    EXPECT_NEAR(j.at("step_time_s").get<double>(), stated, 0.0005 * std::max(1.0, stated))
-        << alternative;
-    EXPECT_EQ(j.at("plan").at("gbs"), 4) << alternative;  // mbs 2 x dp 2
-    ++compared;
-  }
-  EXPECT_GE(compared, 4);  // balanced, uneven ends, --mbs 1 --gbs 4, --tp 4 --dp 1 --gbs 4, ...
+  ASSERT_EQ(c.exit_code, 1) << c.err;
+  const std::vector<std::string> listed = alternatives(c.out);
+  ASSERT_EQ(listed.size(), 2u) << c.out;
+  EXPECT_EQ(listed[0].rfind("--zero 3 (peak ", 0), 0u) << listed[0];
+  EXPECT_NE(listed[1].find("--ep "), std::string::npos) << listed[1];
+  EXPECT_NE(listed[1].find(" (the fastest plan on the same 16 GPUs that fits, peak "),
+            std::string::npos)
+      << listed[1];
+  // At least 1.25 times faster than the single change.
+  const double single = stated_step_s(listed[0].substr(listed[0].find(": step ") + 7));
+  const double fastest = stated_step_s(listed[1].substr(listed[1].find(": step ") + 7));
+  EXPECT_LE(fastest * 1.25, single);
+  EXPECT_EQ(expect_alternatives_run_as_stated(scenario, 16), 2);  // mbs 1 x dp 16
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "sim/plan/plan_variants.hpp"
 #include "sim/search/candidates.hpp"
+#include "tests/support/support.hpp"
 
 namespace trainsim {
 namespace {
@@ -25,7 +29,8 @@ TEST(Candidates, TpOnlySwitchesFollowTp) {
   EXPECT_EQ(one.dp, 8);
   EXPECT_FALSE(one.sp);
   EXPECT_FALSE(one.tp_comm_overlap);
-  for (const auto& ladder : layouts_on(p, 8, 8, 32, Recompute::kNone)) {
+  for (const auto& ladder :
+       layouts_on(p, 8, 8, test::catalog_model("llama3.1-8b"), Recompute::kNone)) {
     for (const Plan& c : ladder) EXPECT_EQ(c.tp_comm_overlap, c.tp > 1) << c.tp;
   }
 }
@@ -51,18 +56,62 @@ TEST(Candidates, AnotherRecomputationDropsTheSelectiveModules) {
     (c.recompute == Recompute::kFull ? full : none)++;
     EXPECT_EQ(c.recompute_modules, kRecomputeCoreAttn);
   };
-  for (const Plan& c : memory_saving_changes(p, 8)) count(c);
+  const Model model = test::catalog_model("llama3.1-8b");
+  for (const Plan& c : memory_saving_changes(p, model, 8)) count(c);
   EXPECT_EQ(full, 1);  // the memory fixes' full recomputation
-  for (const Plan& c : neighbouring_plans(p, 8)) count(c);
+  for (const Plan& c : neighbouring_plans(p, model, 8)) count(c);
   EXPECT_EQ(full, 2);
   EXPECT_GE(none, 1);
   EXPECT_GT(selective, 0);
   for (const Recompute r : {Recompute::kNone, Recompute::kFull}) {
-    for (const auto& ladder : layouts_on(p, 8, 8, 32, r)) {
+    for (const auto& ladder : layouts_on(p, 8, 8, model, r)) {
       for (const Plan& c : ladder) EXPECT_EQ(c.recompute_modules, kRecomputeCoreAttn);
     }
   }
   EXPECT_EQ(recomputing(p, Recompute::kSelective).recompute_modules, p.recompute_modules);
+}
+
+// The layouts of a cluster: CP every power of two that splits the sequence into 2 x CP chunks,
+// and for a mixture-of-experts model every power-of-two EP that divides its experts and, over the
+// expert TP, the stage's tp x cp x dp GPUs (Megatron-Core's rules); a dense model only EP 1.
+TEST(Candidates, LayoutsTakeEveryContextAndExpertParallelSize) {
+  Plan p;
+  p.seq_len = 4096;
+  p.gbs = 64;
+  const Model mixtral = test::catalog_model("mixtral-8x7b");  // 8 experts, 32 layers
+  // (cp, tp, pp) -> the EP sizes of that layout's ladders.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<std::int64_t>> eps;
+  for (const auto& ladder : layouts_on(p, 16, 8, mixtral, Recompute::kNone)) {
+    const Plan& c = ladder.front();
+    EXPECT_EQ(c.tp * c.cp * c.pp * c.dp, 16);
+    eps[{c.cp, c.tp, c.pp}].push_back(c.ep);
+  }
+  using Eps = std::vector<std::int64_t>;
+  EXPECT_EQ(eps.at({1, 1, 1}), (Eps{1, 2, 4, 8}));   // dp 16: all, 8 experts the most
+  EXPECT_EQ(eps.at({1, 2, 1}), (Eps{1, 2, 4, 8}));   // etp = tp 2: EP divides dp 8
+  EXPECT_EQ(eps.at({1, 4, 2}), (Eps{1, 2}));         // dp 2
+  EXPECT_EQ(eps.at({1, 8, 2}), (Eps{1}));            // dp 1
+  EXPECT_EQ(eps.at({4, 2, 1}), (Eps{1, 2, 4, 8}));   // cp 4 x dp 2
+  EXPECT_EQ(eps.at({16, 1, 1}), (Eps{1, 2, 4, 8}));  // cp 16, 4096 = 2 x 16 x 128
+  EXPECT_FALSE(eps.contains({32, 1, 1}));            // only 16 GPUs
+  // With expert TP 1 the experts take the TP ranks too: ep x 1 divides tp x cp x dp.
+  p.etp = 1;
+  Eps tp8;
+  for (const auto& ladder : layouts_on(p, 16, 8, mixtral, Recompute::kNone)) {
+    const Plan& c = ladder.front();
+    if (c.cp == 1 && c.tp == 8 && c.pp == 2) tp8.push_back(c.ep);
+  }
+  EXPECT_EQ(tp8, (Eps{1, 2, 4, 8}));  // over tp 8 x dp 1
+  // A sequence of 8 tokens splits into 2 x CP chunks up to CP 4; a dense model takes EP 1 only.
+  p.etp = 0;
+  p.seq_len = 8;
+  std::int64_t most_cp = 0;
+  for (const auto& ladder :
+       layouts_on(p, 16, 8, test::catalog_model("llama3.1-8b"), Recompute::kNone)) {
+    most_cp = std::max(most_cp, ladder.front().cp);
+    EXPECT_EQ(ladder.front().ep, 1);
+  }
+  EXPECT_EQ(most_cp, 4);
 }
 
 // Megatron's uneven ends as a fix: the middle stages take num_layers / pp rounded up to a

@@ -77,17 +77,29 @@ TEST(Neighbourhood, NeighboursAreOneStepAwayOnTheSameGpus) {
   p.dp = 2;
   p.mbs = 2;
   p.gbs = 64;
-  const auto plans = neighbouring_plans(p, 8);
+  const Model dense = test::catalog_model("llama3.1-8b");
+  const auto plans = neighbouring_plans(p, dense, 8);
   for (const Plan& q : plans) EXPECT_EQ(q.world_size(), 16);
-  // pp 2 and 1, pp 8, tp 4, tp 1, interleaved vp 2, mbs 4 and 1, two recomputations.
-  EXPECT_EQ(plans.size(), 10u);
+  // pp 2 and 1, pp 8, tp 4, tp 1, interleaved vp 2, mbs 4 and 1, two recomputations, cp 2 (dp 1);
+  // no EP for a dense model.
+  EXPECT_EQ(plans.size(), 11u);
+  EXPECT_EQ(std::count_if(plans.begin(), plans.end(),
+                          [](const Plan& q) { return q.cp == 2 && q.dp == 1 && q.tp == 2; }),
+            1);
+  EXPECT_TRUE(std::none_of(plans.begin(), plans.end(), [](const Plan& q) { return q.ep != 1; }));
+  // A mixture-of-experts model at EP 1 also gets EP 2.
+  const Model moe = test::catalog_model("mixtral-8x7b");
+  const auto experts = neighbouring_plans(p, moe, 8);
+  EXPECT_EQ(experts.size(), 12u);
+  EXPECT_EQ(std::count_if(experts.begin(), experts.end(), [](const Plan& q) { return q.ep == 2; }),
+            1);
   // With CP 2 and EP 2 also CP 1 (dp 4), CP 4 (dp 1), EP 4 and EP 1.
   p.cp = 2;
   p.dp = 1;
   p.tp = 2;
   p.pp = 2;
   p.ep = 2;
-  const auto more = neighbouring_plans(p, 8);
+  const auto more = neighbouring_plans(p, moe, 8);
   for (const Plan& q : more) EXPECT_EQ(q.world_size(), 8);
   const auto has = [&](std::int64_t cp, std::int64_t dp, std::int64_t ep) {
     return std::any_of(more.begin(), more.end(), [&](const Plan& q) {
