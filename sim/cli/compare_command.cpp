@@ -168,6 +168,7 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
     j.push_back({{"label", c.label},
                  {"gpus", r.gpus},
                  {"plan", plan_json(r.plan)},
+                 {"sequences_per_step", r.plan.sequences_per_step()},
                  {"step_time_s", r.step_time_s},
                  {"tokens_per_s", r.tokens_per_s},
                  {"mfu", r.mfu},
@@ -245,8 +246,11 @@ void add_time_to_train_rows(const std::vector<Column>& columns,
 }
 
 std::string columns_text(const std::vector<Column>& columns) {
+  // The batch each step trains: a scenario without "gbs" runs mbs x dp sequences, so columns
+  // with another dp or mbs step over another batch (compare tokens/s then, not the step).
   std::vector<std::vector<std::string>> rows = {{""},
                                                 {"GPUs"},
+                                                {"sequences/step"},
                                                 {"step time (s)"},
                                                 {"tokens/s"},
                                                 {"MFU"},
@@ -258,13 +262,14 @@ std::string columns_text(const std::vector<Column>& columns) {
     const Report& r = c.report;
     rows[0].push_back(c.label);
     rows[1].push_back(format_grouped(r.gpus));
-    rows[2].push_back(format_fixed(r.step_time_s, 3));
-    rows[3].push_back(format_grouped(std::llround(r.tokens_per_s)));
-    rows[4].push_back(format_fixed(100 * r.mfu, 1) + " %");
-    rows[5].push_back(format_fixed(100 * r.bubble_fraction, 1) + " %");
-    rows[6].push_back(format_fixed(exposed(r), 3));
-    rows[7].push_back(format_fixed(peak_bytes(r) / (1024.0 * 1024 * 1024), 2));
-    rows[8].emplace_back(to_string(fit(c)));
+    rows[2].push_back(format_grouped(r.plan.sequences_per_step()));
+    rows[3].push_back(format_fixed(r.step_time_s, 3));
+    rows[4].push_back(format_grouped(std::llround(r.tokens_per_s)));
+    rows[5].push_back(format_fixed(100 * r.mfu, 1) + " %");
+    rows[6].push_back(format_fixed(100 * r.bubble_fraction, 1) + " %");
+    rows[7].push_back(format_fixed(exposed(r), 3));
+    rows[8].push_back(format_fixed(peak_bytes(r) / (1024.0 * 1024 * 1024), 2));
+    rows[9].emplace_back(to_string(fit(c)));
   }
   add_time_to_train_rows(columns, rows);
   const bool any_errors = std::any_of(columns.begin(), columns.end(),
@@ -318,13 +323,14 @@ std::string compare_help() {
        "                        [--checkpoint-s C] [--restart-s R]]] [--format text|json]\n"
        "                        [--html FILE]\n"
        "\n"
-       "Simulates several plans and prints them side by side: step time, tokens/s, MFU,\n"
-       "pipeline bubble, exposed communication, the fullest stage's memory per GPU and whether\n"
-       "it fits (tight: only without the allocator fragmentation the platform assumes), and\n"
-       "where a plan has them its error-level diagnostics (trainsim check says what and\n"
-       "why). Each scenario file is a column as it is; each --set is a column of the first\n"
-       "scenario with those plan fields changed (the scenario's plan keys: tp, pp, vp, dp,\n"
-       "mbs, gbs, schedule, recompute, zero, sp, ...).\n\n"
+       "Simulates several plans and prints them side by side: sequences per step (without\n"
+       "gbs a plan runs mbs x dp), step time, tokens/s, MFU, pipeline bubble, exposed\n"
+       "communication, the fullest stage's memory per GPU and whether it fits (tight: only\n"
+       "without the allocator fragmentation the platform assumes), and where a plan has them\n"
+       "its error-level diagnostics (trainsim check says what and why). Each scenario file\n"
+       "is a column as it is; each --set is a column of the first scenario with those plan\n"
+       "fields changed (the scenario's plan keys: tp, pp, vp, dp, mbs, gbs, schedule,\n"
+       "recompute, zero, sp, ...).\n\n"
     << compare_flags()
     << "\nexample: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
        "           --set schedule=interleaved,vp=5 --set recompute=full\n";

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -393,6 +396,36 @@ TEST(Cli, CompareNamesTheIdleRowForItsColumns) {
                           "--set", "cp=1,dp=8"});
   ASSERT_EQ(flat.exit_code, 0) << flat.err;
   EXPECT_NE(row(flat.out).find("\nidle  "), std::string::npos) << flat.out;
+}
+
+// A scenario without "gbs" runs mbs x dp sequences a step (Megatron-LM's default), so a column
+// with another dp steps over another batch: the sequences/step row says so, and tokens/s is the
+// batch's tokens over the step. The plan as given on a batch of 8 steps longer than on its 4.
+TEST(Cli, CompareShowsTheBatchEachColumnSteps) {
+  const std::string scenario = test::make_temp_dir() + "/no-batch.json";
+  std::ofstream(scenario) << R"({"model": "llama3.1-8b", "platform": "h100-sxm-ndr",
+      "plan": {"gpus": 16, "tp": 2, "pp": 2, "seq_len": 8192, "zero": 1}})";
+  const std::vector<std::string> args = {"compare",   scenario, "--set",
+                                         "tp=1,dp=8", "--set",  "gbs=8"};
+  const auto text = test::run_trainsim(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("\nsequences/step     4         8          8\n"), std::string::npos)
+      << text.out;
+  std::vector<std::string> json_args = args;
+  json_args.insert(json_args.end(), {"--format", "json"});
+  const auto j = test::run_trainsim(json_args);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto columns = nlohmann::json::parse(j.out);
+  ASSERT_EQ(columns.size(), 3u);
+  const std::vector<std::int64_t> sequences = {4, 8, 8};  // mbs 1 x dp 4, x dp 8, gbs 8
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(columns[i].at("sequences_per_step"), sequences[i]);
+    EXPECT_NEAR(
+        columns[i].at("tokens_per_s").get<double>(),
+        static_cast<double>(sequences[i]) * 8192 / columns[i].at("step_time_s").get<double>(),
+        1e-6 * columns[i].at("tokens_per_s").get<double>());
+  }
+  EXPECT_GT(columns[2].at("step_time_s").get<double>(), columns[0].at("step_time_s").get<double>());
 }
 
 // The fits row: Llama 3.1 8B on 8 GPUs needs 164 GiB unsharded (no), 81.38 GiB with ZeRO-1, over
