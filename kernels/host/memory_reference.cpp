@@ -29,7 +29,7 @@ std::pair<double, double> row_stats(const std::vector<double>& x, std::size_t r,
 Outputs rmsnorm(std::size_t R, std::size_t C, const Tensors& t, bool grad) {
   std::vector<double> o(R * C);
   for (std::size_t r = 0; r < R; ++r) {
-    const double rs = 1.0 / std::sqrt(row_stats(t[0], r, C).second + double{kNormEps});
+    const double rs = 1.0 / std::sqrt(row_stats(t[0], r, C).second + static_cast<double>(kNormEps));
     double dot = 0;
     if (grad) {
       for (std::size_t c = 0; c < C; ++c) dot += t[0][r * C + c] * t[1][c] * t[2][r * C + c];
@@ -49,7 +49,8 @@ Outputs layernorm(std::size_t R, std::size_t C, const Tensors& t, bool grad) {
   std::vector<double> o(R * C);
   for (std::size_t r = 0; r < R; ++r) {
     const auto [mean, sq] = row_stats(t[0], r, C);
-    const double rstd = 1.0 / std::sqrt(std::max(sq - mean * mean, 0.0) + double{kNormEps});
+    const double rstd =
+        1.0 / std::sqrt(std::max(sq - mean * mean, 0.0) + static_cast<double>(kNormEps));
     double mg = 0, mgx = 0;
     if (grad) {
       for (std::size_t c = 0; c < C; ++c) {
@@ -97,10 +98,10 @@ Outputs gated_mlp(const std::string& op, std::size_t R, std::size_t C, const Ten
       const double u = in[r * 2 * C + C + c];
       if (grad) {
         const double d = t[0][r * C + c];
-        o[r * 2 * C + c] = d * u * double{act_grad(a, g)};
-        o[r * 2 * C + C + c] = d * double{act(a, g)};
+        o[r * 2 * C + c] = d * u * static_cast<double>(act_grad(a, g));
+        o[r * 2 * C + C + c] = d * static_cast<double>(act(a, g));
       } else {
-        o[r * C + c] = double{act(a, g)} * u;
+        o[r * C + c] = static_cast<double>(act(a, g)) * u;
       }
     }
   }
@@ -113,7 +114,8 @@ Outputs activation(const std::string& op, const Tensors& t) {
   std::vector<double> o(t[0].size());
   for (std::size_t i = 0; i < o.size(); ++i) {
     const auto x = static_cast<float>(t[0][i]);
-    o[i] = is_grad(op) ? t[1][i] * double{act_grad(a, x)} : double{act(a, x)};
+    o[i] = is_grad(op) ? t[1][i] * static_cast<double>(act_grad(a, x))
+                       : static_cast<double>(act(a, x));
   }
   return {o};
 }
@@ -161,9 +163,9 @@ Outputs adam(const Tensors& t) {
     auto pi = static_cast<float>(t[1][i]), mi = static_cast<float>(t[2][i]),
          vi = static_cast<float>(t[3][i]);
     adam_update(a, static_cast<float>(t[0][i]), pi, mi, vi);
-    p[i] = pi;
-    m[i] = mi;
-    v[i] = vi;
+    p[i] = static_cast<double>(pi);
+    m[i] = static_cast<double>(mi);
+    v[i] = static_cast<double>(vi);
   }
   return {p, m, v, p};
 }
