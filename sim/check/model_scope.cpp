@@ -57,6 +57,15 @@ std::vector<Finding> find_model_beyond_modelled(const CheckContext& context) {
         "drop --tp-comm-overlap: the step is priced the same without it, and Megatron-Core runs "
         "it the same but for that one projection per pipeline rank"));
   }
+  // Megatron-LM's validate_args turns sequence parallelism off at tensor-parallel size 1, with a
+  // warning ("Disabling sequence parallelism because tensor model parallelism is disabled").
+  if (context.plan.sp && context.plan.tp == 1) {
+    out.push_back(finding(
+        Severity::kInfo, "sp-unused",
+        "--sp has no effect at tp 1: Megatron-LM turns sequence parallelism off where there is "
+        "no tensor parallelism (with a warning at start-up), and the step is priced without it",
+        "drop --sp, or give --tp 2 or more to split the sequence over a TP group"));
+  }
   // Accepted (a sweep over cp keeps one kind), but nothing to run without a CP group.
   if (context.plan.cp == 1 && context.plan.cp_comm != CpComm::kP2P) {
     out.push_back(finding(

@@ -70,10 +70,11 @@ void validate_context_parallelism(const Plan& plan, const Model& model, const Pl
   if (plan.cp == 1) return;
   // Causal load balance: the sequence in 2 x cp chunks, each rank the i-th and the mirrored one;
   // with sequence parallelism each chunk pair is split again over TP.
-  const std::int64_t chunks = 2 * plan.cp * (plan.sp ? plan.tp : 1);
+  const bool sp = plan.sp && plan.tp > 1;
+  const std::int64_t chunks = 2 * plan.cp * (sp ? plan.tp : 1);
   if (plan.seq_len % chunks != 0) {
     fail_input(origin.of("seq_len"),
-               "must be divisible by 2 x cp" + std::string(plan.sp ? " x tp" : "") + " = " +
+               "must be divisible by 2 x cp" + std::string(sp ? " x tp" : "") + " = " +
                    std::to_string(chunks) + " with " + origin.name("cp") + " " +
                    std::to_string(plan.cp) +
                    " (the sequence is cut in 2 x cp chunks for causal load balance), got " +

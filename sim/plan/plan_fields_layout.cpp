@@ -131,7 +131,7 @@ void parallel_fields(FieldTable& t) {
   t.flag("sp", &Plan::sp,
          "sequence parallelism: elementwise work split over the TP group; each TP all-reduce "
          "becomes an all-gather before a GEMM and a reduce-scatter after one, the same total "
-         "traffic (needs --tp >= 2)")
+         "traffic (at --tp 1 Megatron-LM turns it off, and so does trainsim)")
       .label = FieldTable::says(&Plan::sp, "sp");
 }
 

@@ -208,9 +208,6 @@ void validate_shapes(const Plan& plan, const Model& model, const PlanOrigin& ori
                                      std::to_string(plan.dp) + " = " + std::to_string(per_step) +
                                      "), got " + std::to_string(plan.gbs));
   }
-  if (plan.sp && plan.tp == 1) {
-    fail_input(origin.of("sp"), "sequence parallelism needs " + origin.name("tp") + " 2 or more");
-  }
 }
 
 void validate_interleaving(const Plan& plan, const Model& model, const PlanOrigin& origin) {

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "sim/check/diagnostic.hpp"
+#include "sim/evaluate/evaluate.hpp"
+#include "sim/memory/memory.hpp"
 #include "tests/support/support.hpp"
 #include "tests/unit/check_support.hpp"
 
@@ -97,6 +99,38 @@ TEST(Diagnostics, CpCommTypeWithoutContextParallelism) {
   flags["cp_comm_type"] = "p2p";
   flags["cp"] = "1";
   EXPECT_TRUE(check_model("llama3.1-8b", flags).with_id("cp-comm-type-unused").empty());
+}
+
+// --sp at tp 1 runs as Megatron-LM runs it, without sequence parallelism (validate_args turns it
+// off, with a warning): an info, and the step and every stage's peak those of the plan without
+// it, an MoE model's (whose layers read the flag for their dispatch) included.
+TEST(Diagnostics, SequenceParallelismWithoutTensorParallelism) {
+  for (const std::string model : {"llama3.1-8b", "qwen3-30b-a3b"}) {
+    std::map<std::string, std::string> flags = {
+        {"seq_len", "4096"}, {"dp", "8"}, {"gbs", "16"}, {"zero", "1"}, {"sp", "true"}};
+    const auto with = check_model(model, flags);  // with_id points into it
+    const auto unused = with.with_id("sp-unused");
+    ASSERT_EQ(unused.size(), 1u) << model;
+    EXPECT_EQ(unused[0]->severity, Severity::kInfo);
+    EXPECT_EQ(unused[0]->fix,
+              "drop --sp, or give --tp 2 or more to split the sequence over a TP group");
+    flags["sp"] = "false";
+    const auto without = check_model(model, flags);
+    EXPECT_TRUE(without.with_id("sp-unused").empty());
+    const Evaluation a = evaluate(with.in.model, with.in.platform, with.in.plan, with.partition,
+                                  EngineKind::kAnalytic);
+    const Evaluation b = evaluate(without.in.model, without.in.platform, without.in.plan,
+                                  without.partition, EngineKind::kAnalytic);
+    EXPECT_EQ(a.sim.step_time_s, b.sim.step_time_s) << model;
+    const MemoryModel ma =
+        compute_memory(with.in.model, with.in.platform, with.in.plan, with.partition, a.costs);
+    const MemoryModel mb = compute_memory(without.in.model, without.in.platform, without.in.plan,
+                                          without.partition, b.costs);
+    ASSERT_EQ(ma.stages.size(), mb.stages.size());
+    for (std::size_t s = 0; s < ma.stages.size(); ++s) {
+      EXPECT_EQ(ma.stages[s].peak_bytes, mb.stages[s].peak_bytes) << model;
+    }
+  }
 }
 
 // RoPE past max_position_embeddings runs, with a warning and the way to train that long.
