@@ -1,6 +1,7 @@
 #include "sim/search/memory_fix.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <utility>
 
@@ -66,32 +67,70 @@ std::vector<Priced> fitting_single_changes(PlanSpace& space) {
   return fits;
 }
 
+namespace {
+
+// A fitting candidate with the floor under its step.
+using Floored = std::pair<double, Candidate>;
+
+// The ladder's lowest ZeRO stage that fits (a higher one saves memory the layout does not need).
+std::optional<Floored> lowest_fitting(PlanSpace& space, const ZeroLadder& ladder) {
+  for (const Plan& p : ladder) {
+    const Candidate c = search_candidate(space, p);
+    if (const auto floor = space.fitting_step_floor(c)) return Floored{*floor, c};
+  }
+  return std::nullopt;
+}
+
+// The fastest of the candidates, simulated from the lowest floor up until the floors pass the
+// fastest step found: no candidate after that can be faster.
+std::optional<Priced> fastest_of(PlanSpace& space, std::vector<Floored> fitting) {
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [](const Floored& a, const Floored& b) { return a.first < b.first; });
+  std::optional<Priced> fastest;
+  for (const auto& [floor, c] : fitting) {
+    if (fastest && floor >= fastest->step_time_s) break;
+    const Outcome o = space.price(c, Need::kFits);
+    if (o && (!fastest || o->step_time_s < fastest->step_time_s)) fastest = *o;
+  }
+  return fastest;
+}
+
+// Whether two ladders are one layout with another EP (layouts_on lists a layout's EPs together).
+bool same_but_ep(const Plan& a, const Plan& b) {
+  return a.tp == b.tp && a.cp == b.cp && a.pp == b.pp && a.dp == b.dp;
+}
+
+}  // namespace
+
 std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus) {
   const std::int64_t node = space.platform().node.gpus_per_node;
+  const auto layouts = [&](Recompute r) {
+    return layouts_on(space.plan(), gpus, node, space.model(), r);
+  };
+  // Full recomputation keeps the fewest activations, and the largest EP of a layout (its ladders
+  // differ in EP alone, in ascending order) the fewest expert weights: a layout where no ZeRO
+  // stage fits with both fits with no other recomputation or smaller EP, and is not tried again
+  // (nor is a cluster where none fits).
+  const std::vector<ZeroLadder> frugal = layouts(Recompute::kFull);
+  std::vector<bool> can_fit(frugal.size());
+  for (std::size_t end = frugal.size(); end > 0;) {
+    std::size_t begin = end - 1;  // the layout's ladders: [begin, end), the largest EP last
+    while (begin > 0 && same_but_ep(frugal[begin - 1].front(), frugal[end - 1].front())) --begin;
+    const bool fits = lowest_fitting(space, frugal[end - 1]).has_value();
+    std::fill(can_fit.begin() + static_cast<std::ptrdiff_t>(begin),
+              can_fit.begin() + static_cast<std::ptrdiff_t>(end), fits);
+    end = begin;
+  }
+  if (std::find(can_fit.begin(), can_fit.end(), true) == can_fit.end()) return std::nullopt;
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    // Each layout's lowest ZeRO stage that fits (a higher one saves memory the layout does not
-    // need), with the floor under its step.
-    std::vector<std::pair<double, Candidate>> fitting;
-    for (const ZeroLadder& ladder : layouts_on(space.plan(), gpus, node, space.model(), r)) {
-      for (const Plan& p : ladder) {
-        const Candidate c = search_candidate(space, p);
-        if (const auto floor = space.fitting_step_floor(c)) {
-          fitting.emplace_back(*floor, c);
-          break;
-        }
-      }
+    const std::vector<ZeroLadder> ladders = layouts(r);  // the same layouts in the same order
+    assert(ladders.size() == frugal.size());
+    std::vector<Floored> fitting;
+    for (std::size_t i = 0; i < ladders.size(); ++i) {
+      if (!can_fit[i]) continue;
+      if (auto f = lowest_fitting(space, ladders[i])) fitting.push_back(std::move(*f));
     }
-    // Simulated from the lowest floor up, until the floors pass the fastest step found: no plan
-    // after that can be faster.
-    std::stable_sort(fitting.begin(), fitting.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::optional<Priced> fastest;
-    for (const auto& [floor, c] : fitting) {
-      if (fastest && floor >= fastest->step_time_s) break;
-      const Outcome o = space.price(c, Need::kFits);
-      if (o && (!fastest || o->step_time_s < fastest->step_time_s)) fastest = *o;
-    }
-    if (fastest) return fastest;
+    if (auto fastest = fastest_of(space, std::move(fitting))) return fastest;
   }
   return std::nullopt;
 }
