@@ -132,7 +132,8 @@ void parallel_fields(FieldTable& t) {
          "sequence parallelism: elementwise work split over the TP group; each TP all-reduce "
          "becomes an all-gather before a GEMM and a reduce-scatter after one, the same total "
          "traffic (at --tp 1 Megatron-LM turns it off, and so does trainsim)")
-      .label = FieldTable::says(&Plan::sp, "sp");
+      // Said only where it applies: at tp 1 Megatron-LM turns it off.
+      .label = [](const Plan& p) { return p.sp && p.tp > 1 ? std::string("sp") : std::string(); };
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "sim/check/diagnostic.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
+#include "sim/plan/plan_schema.hpp"
 #include "tests/support/support.hpp"
 #include "tests/unit/check_support.hpp"
 
@@ -102,8 +103,9 @@ TEST(Diagnostics, CpCommTypeWithoutContextParallelism) {
 }
 
 // --sp at tp 1 runs as Megatron-LM runs it, without sequence parallelism (validate_args turns it
-// off, with a warning): an info, and the step and every stage's peak those of the plan without
-// it, an MoE model's (whose layers read the flag for their dispatch) included.
+// off, with a warning): an info, the plan's label without "sp", and the step and every stage's
+// peak those of the plan without it, an MoE model's (whose layers read the flag for their
+// dispatch) included.
 TEST(Diagnostics, SequenceParallelismWithoutTensorParallelism) {
   for (const std::string model : {"llama3.1-8b", "qwen3-30b-a3b"}) {
     std::map<std::string, std::string> flags = {
@@ -114,8 +116,11 @@ TEST(Diagnostics, SequenceParallelismWithoutTensorParallelism) {
     EXPECT_EQ(unused[0]->severity, Severity::kInfo);
     EXPECT_EQ(unused[0]->fix,
               "drop --sp, or give --tp 2 or more to split the sequence over a TP group");
+    // A sweep's plan label does not claim it either.
+    EXPECT_EQ(plan_label(with.in.plan).find(" sp "), std::string::npos) << plan_label(with.in.plan);
     flags["sp"] = "false";
     const auto without = check_model(model, flags);
+    EXPECT_EQ(plan_label(with.in.plan), plan_label(without.in.plan));
     EXPECT_TRUE(without.with_id("sp-unused").empty());
     const Evaluation a = evaluate(with.in.model, with.in.platform, with.in.plan, with.partition,
                                   EngineKind::kAnalytic);
