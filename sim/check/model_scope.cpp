@@ -59,7 +59,7 @@ std::vector<Finding> find_model_beyond_modelled(const CheckContext& context) {
   }
   // Megatron-LM's validate_args turns sequence parallelism off at tensor-parallel size 1, with a
   // warning ("Disabling sequence parallelism because tensor model parallelism is disabled").
-  if (context.plan.sp && context.plan.tp == 1) {
+  if (context.plan.sp && !context.plan.sequence_parallel()) {
     out.push_back(finding(
         Severity::kInfo, "sp-unused",
         "--sp has no effect at tp 1: Megatron-LM turns sequence parallelism off where there is "

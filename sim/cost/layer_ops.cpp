@@ -70,8 +70,7 @@ LayerShape layer_shape(const Model& model, const Plan& plan, std::int64_t padded
   s.qk_norm = model.qk_norm;
   s.qk_norm_across_heads = model.qk_norm_across_heads;
   s.sandwich_norms = model.sandwich_norms;
-  // Megatron-LM turns sequence parallelism off at tensor-parallel size 1 (validate_args).
-  s.sp = plan.sp && plan.tp > 1;
+  s.sp = plan.sequence_parallel();
   s.tp_comm_overlap = decoder_tp_overlap(model, plan);
   s.batch = plan.mbs;
   s.head_dim = model.head_dim;

@@ -20,7 +20,7 @@ std::int64_t mlp_output_bias(const Model& m) {
 // Whether TP all-reduces the gradients of every parameter its ranks hold whole: under sequence
 // parallelism each rank has seen only its own tokens.
 bool syncs_replicated_grads(const Plan& plan) {
-  return plan.sp && plan.tp > 1;
+  return plan.sequence_parallel();
 }
 
 // One layer's attention parameters every TP rank holds whole: MLA's down-projections and their

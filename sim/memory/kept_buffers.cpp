@@ -40,7 +40,7 @@ double megatron_global_buffers(const Model& model, const Plan& plan, bool lm_hea
   // One micro-batch's tokens on the GPU (1/cp of each sequence) times the hidden size, in BF16.
   const double tokens = d(plan.mbs) * d(plan.seq_len) / d(plan.cp);
   const double gathered_input = kActBytes * tokens * d(model.hidden_size);  // T x h
-  const bool lm_head_gathers = lm_head && plan.sp && plan.tp > 1;
+  const bool lm_head_gathers = lm_head && plan.sequence_parallel();
   double mpu = lm_head_gathers ? gathered_input : 0.0;
   const std::int64_t dispatch_group = plan.expert_tp() * plan.ep;
   if (moe_layers && plan.moe_dispatcher == MoeDispatcher::kAllGather && dispatch_group > 1) {

@@ -70,7 +70,7 @@ void validate_context_parallelism(const Plan& plan, const Model& model, const Pl
   if (plan.cp == 1) return;
   // Causal load balance: the sequence in 2 x cp chunks, each rank the i-th and the mirrored one;
   // with sequence parallelism each chunk pair is split again over TP.
-  const bool sp = plan.sp && plan.tp > 1;
+  const bool sp = plan.sequence_parallel();
   const std::int64_t chunks = 2 * plan.cp * (sp ? plan.tp : 1);
   if (plan.seq_len % chunks != 0) {
     fail_input(origin.of("seq_len"),

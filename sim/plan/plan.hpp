@@ -224,6 +224,9 @@ struct Plan {
   }
   /// The ranks a K/V ring (or all-gather) runs over: cp / cp_head_split().
   std::int64_t cp_ring_size() const { return cp / cp_head_split(); }
+  /// Whether sequence parallelism runs: --sp at tp 2 or more (Megatron-LM's validate_args turns
+  /// it off at tp 1).
+  bool sequence_parallel() const { return sp && tp > 1; }
   /// Ranks holding the same parameters, whose gradients are reduced together and over which the
   /// distributed optimizer shards: dp x cp (Megatron-LM's data-parallel group with CP).
   std::int64_t data_shards() const { return dp * cp; }

@@ -133,7 +133,9 @@ void parallel_fields(FieldTable& t) {
          "becomes an all-gather before a GEMM and a reduce-scatter after one, the same total "
          "traffic (at --tp 1 Megatron-LM turns it off, and so does trainsim)")
       // Said only where it applies: at tp 1 Megatron-LM turns it off.
-      .label = [](const Plan& p) { return p.sp && p.tp > 1 ? std::string("sp") : std::string(); };
+      .label = [](const Plan& p) {
+    return p.sequence_parallel() ? std::string("sp") : std::string();
+  };
 }
 
 namespace {

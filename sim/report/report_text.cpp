@@ -116,7 +116,7 @@ void write_header(const Report& r, std::ostringstream& o) {
   o << "\n";
   o << "plan: tp " << p.tp << ", pp " << p.pp;
   if (p.vp > 1) o << " x vp " << p.vp;
-  o << ", dp " << p.dp << (p.sp && p.tp > 1 ? " (sp)" : "");
+  o << ", dp " << p.dp << (p.sequence_parallel() ? " (sp)" : "");
   if (p.cp > 1) {
     o << ", cp " << p.cp << " (" << to_string(p.cp_comm);
     if (p.cp_comm == CpComm::kA2AP2P)

@@ -1,8 +1,9 @@
 #include "sim/search/memory_fix.hpp"
 
 #include <algorithm>
-#include <cassert>
+#include <array>
 #include <cmath>
+#include <map>
 #include <utility>
 
 #include "sim/check/detect.hpp"
@@ -95,9 +96,11 @@ std::optional<Priced> fastest_of(PlanSpace& space, std::vector<Floored> fitting)
   return fastest;
 }
 
-// Whether two ladders are one layout with another EP (layouts_on lists a layout's EPs together).
-bool same_but_ep(const Plan& a, const Plan& b) {
-  return a.tp == b.tp && a.cp == b.cp && a.pp == b.pp && a.dp == b.dp;
+// A layout's key up to its EP: the ladders of one layout that differ in EP alone share it.
+using LayoutKey = std::array<std::int64_t, 4>;
+LayoutKey layout_key(const ZeroLadder& ladder) {
+  const Plan& p = ladder.front();
+  return {p.tp, p.cp, p.pp, p.dp};
 }
 
 }  // namespace
@@ -107,28 +110,27 @@ std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus) 
   const auto layouts = [&](Recompute r) {
     return layouts_on(space.plan(), gpus, node, space.model(), r);
   };
-  // Full recomputation keeps the fewest activations, and the largest EP of a layout (its ladders
-  // differ in EP alone, in ascending order) the fewest expert weights: a layout where no ZeRO
-  // stage fits with both fits with no other recomputation or smaller EP, and is not tried again
-  // (nor is a cluster where none fits).
+  // Full recomputation keeps the fewest activations, and a layout's largest EP the fewest expert
+  // weights: a layout where no ZeRO stage fits with both fits with no other recomputation or
+  // smaller EP, and is not tried again (nor is a cluster where none fits).
   const std::vector<ZeroLadder> frugal = layouts(Recompute::kFull);
-  std::vector<bool> can_fit(frugal.size());
-  for (std::size_t end = frugal.size(); end > 0;) {
-    std::size_t begin = end - 1;  // the layout's ladders: [begin, end), the largest EP last
-    while (begin > 0 && same_but_ep(frugal[begin - 1].front(), frugal[end - 1].front())) --begin;
-    const bool fits = lowest_fitting(space, frugal[end - 1]).has_value();
-    std::fill(can_fit.begin() + static_cast<std::ptrdiff_t>(begin),
-              can_fit.begin() + static_cast<std::ptrdiff_t>(end), fits);
-    end = begin;
+  std::map<LayoutKey, const ZeroLadder*> largest_ep;
+  for (const ZeroLadder& ladder : frugal) {
+    const ZeroLadder*& largest = largest_ep[layout_key(ladder)];
+    if (!largest || ladder.front().ep > largest->front().ep) largest = &ladder;
   }
-  if (std::find(can_fit.begin(), can_fit.end(), true) == can_fit.end()) return std::nullopt;
+  std::map<LayoutKey, bool> can_fit;
+  for (const auto& [key, ladder] : largest_ep) {
+    can_fit[key] = lowest_fitting(space, *ladder).has_value();
+  }
+  if (std::none_of(can_fit.begin(), can_fit.end(), [](const auto& k) { return k.second; })) {
+    return std::nullopt;
+  }
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    const std::vector<ZeroLadder> ladders = layouts(r);  // the same layouts in the same order
-    assert(ladders.size() == frugal.size());
     std::vector<Floored> fitting;
-    for (std::size_t i = 0; i < ladders.size(); ++i) {
-      if (!can_fit[i]) continue;
-      if (auto f = lowest_fitting(space, ladders[i])) fitting.push_back(std::move(*f));
+    for (const ZeroLadder& ladder : r == Recompute::kFull ? frugal : layouts(r)) {
+      if (!can_fit.at(layout_key(ladder))) continue;
+      if (auto f = lowest_fitting(space, ladder)) fitting.push_back(std::move(*f));
     }
     if (auto fastest = fastest_of(space, std::move(fitting))) return fastest;
   }

@@ -30,9 +30,10 @@ std::vector<Priced> fitting_single_changes(PlanSpace& space);
 
 /// The fastest plan that fits on `gpus` GPUs among every layout (candidates.hpp), with the lowest
 /// ZeRO stage that fits each; without recomputation if any fits, else with selective, else with
-/// full recomputation. A layout where no ZeRO stage fits with full recomputation (the least
-/// memory) is not tried with less; the fitting ones are simulated from the lowest step floor up
-/// (PlanSpace::fitting_step_floor) until the floors pass the fastest step found.
+/// full recomputation. A layout where no ZeRO stage fits with full recomputation and its largest
+/// EP (the least memory) is not tried with less or a smaller EP; the fitting ones are simulated
+/// from the lowest step floor up (PlanSpace::fitting_step_floor) until the floors pass the fastest
+/// step found.
 std::optional<Priced> fastest_fitting_plan(PlanSpace& space, std::int64_t gpus);
 
 /// How far the search for a cluster that fits goes: up to this many times the plan's GPUs.
