@@ -88,8 +88,9 @@ def simgrid(text):
 def rate_table(trainsim, tmp):
     with open(BENCH) as f:
         spec = json.load(f)
-    lines = ["| GPUs | plans | simulated | refused (rule / memory) | wall (s) | plans/s | simulated plans/s |",
-             "|---:|---:|---:|---|---:|---:|---:|"]
+    lines = ["| GPUs | plans | simulated | another row's plan | refused (rule / memory) | wall (s) "
+             "| plans/s | simulated plans/s |",
+             "|---:|---:|---:|---:|---|---:|---:|---:|"]
     for gpus in GPU_COUNTS:
         spec["gpus"] = gpus
         path = os.path.join(tmp, "bench-%d.json" % gpus)
@@ -101,8 +102,9 @@ def rate_table(trainsim, tmp):
         ok = sum(r["status"] == "ok" for r in rows)
         rule = sum(r["status"] == "rule" for r in rows)
         memory = sum(r["status"] == "memory" for r in rows)
-        lines.append("| %s | %s | %s | %s / %s | %.1f | %s | %.0f |" % (
-            format(gpus, ","), format(n, ","), format(ok, ","), format(rule, ","),
+        same = sum(r["status"] == "same" for r in rows)
+        lines.append("| %s | %s | %s | %s | %s / %s | %.1f | %s | %.0f |" % (
+            format(gpus, ","), format(n, ","), format(ok, ","), format(same, ","), format(rule, ","),
             format(memory, ","), wall, format(round(n / wall), ","), ok / wall))
         print("  %d GPUs: %d plans in %.1f s" % (gpus, n, wall), file=sys.stderr)
     return lines
@@ -152,7 +154,9 @@ def main():
             "slowdown of overlapped communication; a long step whose steady state repeats from a "
             "shorter one, checked op by op: `sim/evaluate/steady_replay.hpp`). Most plans of this space are refused by rule "
             "(interleaving with 1F1B and its reverse, TP overlap without TP) or by memory in "
-            "microseconds, and the simulated plans' rate is the figure to compare. It rises with the "
+            "microseconds, or are another row's plan (SP at TP 1, which Megatron-LM turns off, "
+            "beside the same plan without it: status `same`, not priced twice), and the "
+            "simulated plans' rate is the figure to compare. It rises with the "
             "GPU count here: the global batch is fixed, so more data parallelism leaves fewer "
             "micro-batches per step to replay, while the symmetric replay's size stays the number "
             "of stages.", "",

@@ -244,7 +244,9 @@ std::string sweep_help() {
        "budget's flags each plan's days, GPU-hours and cost, and with --gpu-mtbf-hours its\n"
        "days with failures, the share they lose and the GPU-hours and cost with them\n"
        "(columns days_with_failures, lost_to_failures, gpu_hours_with_failures,\n"
-       "cost_with_failures).\n\n"
+       "cost_with_failures). A plan that a varied field leaves as another row's (sp at\n"
+       "tp 1 beside sp false, cp_comm_type at cp 1) is status \"same\", priced once, in the\n"
+       "row its reason names.\n\n"
     << sweep_flags()
     << "\nSweep file: {\"model\": name or path, \"platform\": name or path (default\n"
        "h100-sxm-ndr), \"gpus\": N or [N, ...], \"plan\": {field: value}, \"vary\": {field:\n"

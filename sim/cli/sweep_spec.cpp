@@ -205,4 +205,40 @@ std::variant<Plan, SweepRow> sweep_plan(const SweepPoint& point) {
   return plan;
 }
 
+std::optional<std::string> same_plan_as(const SweepSpec& spec, const SweepPoint& point,
+                                        const Plan& plan) {
+  std::int64_t stride = 1;
+  std::int64_t same = point.index;
+  std::vector<std::string> changes;  // "sp false", last axis first
+  std::vector<std::string> whys;
+  for (auto axis = spec.axes.rbegin(); axis != spec.axes.rend(); ++axis) {
+    const auto n = static_cast<std::int64_t>(axis->values.size());
+    const PlanField* field = find_plan_field(axis->field);
+    const std::string why = field ? unused_reason(*field, plan) : std::string();
+    if (!why.empty() && !is_default_value(*field, point.fields.at(axis->field))) {
+      const auto d =
+          std::find_if(axis->values.begin(), axis->values.end(),
+                       [&](const std::string& v) { return is_default_value(*field, v); });
+      if (d != axis->values.end()) {
+        const std::int64_t digit = point.index / stride % n;
+        same += (static_cast<std::int64_t>(d - axis->values.begin()) - digit) * stride;
+        changes.push_back(axis->field + " " + *d);
+        whys.push_back(why);
+      }
+    }
+    stride *= n;
+  }
+  if (changes.empty()) return std::nullopt;
+  std::reverse(changes.begin(), changes.end());
+  std::reverse(whys.begin(), whys.end());
+  const auto joined = [](const std::vector<std::string>& parts, const char* sep) {
+    std::string out;
+    for (const auto& part : parts) out += (out.empty() ? "" : sep) + part;
+    return out;
+  };
+  const std::string first = changes.front().substr(0, changes.front().find(' '));
+  return first + ": the same plan as row " + std::to_string(same) + " (" + joined(changes, ", ") +
+         "), priced there: " + joined(whys, "; ");
+}
+
 }  // namespace trainsim

@@ -70,4 +70,10 @@ SweepPoint sweep_point(const SweepSpec& spec, std::int64_t index);
 /// dp; or the row that refuses it when the GPU count does not come out.
 std::variant<Plan, SweepRow> sweep_plan(const SweepPoint& point);
 
+/// Where the point's plan is another point's: a varied field it sets changes nothing in it (--sp
+/// at tp 1) and the same axis also holds that field's default. Why, naming the row that prices it
+/// ("sp: the same plan as row 12 (sp false): ..."); nothing where the plan is its own.
+std::optional<std::string> same_plan_as(const SweepSpec& spec, const SweepPoint& point,
+                                        const Plan& plan);
+
 }  // namespace trainsim

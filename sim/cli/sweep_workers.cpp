@@ -63,8 +63,10 @@ std::string row_line(const SweepContext& c, std::int64_t index, CollectiveShapes
   const SweepPoint point = sweep_point(c.spec, index);
   auto plan = sweep_plan(point);
   if (auto* refused = std::get_if<SweepRow>(&plan)) return sweep_csv_line(*refused, c.budget);
+  const Plan& p = std::get<Plan>(plan);
   return sweep_csv_line(
-      evaluate_sweep_plan(c.model, c.platform, std::get<Plan>(plan), index, &shapes), c.budget);
+      evaluate_sweep_plan(c.model, c.platform, p, index, &shapes, same_plan_as(c.spec, point, p)),
+      c.budget);
 }
 
 void run_workers(const SweepContext& c, const std::vector<std::int64_t>& todo, std::int64_t jobs,

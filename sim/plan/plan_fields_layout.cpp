@@ -44,6 +44,12 @@ void context_and_expert_fields(FieldTable& t) {
       .label = [](const Plan& p) {
     return p.cp > 1 && p.cp_comm != CpComm::kP2P ? std::string(to_string(p.cp_comm)) : "";
   };
+  t.fields.back().unused = [](const Plan& p) {
+    return p.cp == 1 ? std::string(
+                           "without context parallelism (cp 1) each GPU runs the attention "
+                           "over its whole sequence")
+                     : std::string();
+  };
   t.integer("cp_a2a_size", {0}, &Plan::cp_a2a_size, "N",
             "with --cp-comm-type a2a+p2p, the all-to-all level's size: N consecutive CP ranks "
             "split the heads (tp x N divides the heads and KV heads), and rings of cp/N ranks, one "
@@ -135,6 +141,10 @@ void parallel_fields(FieldTable& t) {
       // Said only where it applies: at tp 1 Megatron-LM turns it off.
       .label = [](const Plan& p) {
     return p.sequence_parallel() ? std::string("sp") : std::string();
+  };
+  t.fields.back().unused = [](const Plan& p) {
+    return p.tp == 1 ? std::string("Megatron-LM turns sequence parallelism off at tp 1")
+                     : std::string();
   };
 }
 

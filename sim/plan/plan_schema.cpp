@@ -1,5 +1,6 @@
 #include "sim/plan/plan_schema.hpp"
 
+#include "sim/core/error.hpp"
 #include "sim/plan/plan_field_table.hpp"
 
 namespace trainsim {
@@ -41,6 +42,28 @@ std::vector<std::string> plan_options_text(const Plan& plan) {
     if (auto text = f.describe(plan); !text.empty()) out.push_back(std::move(text));
   }
   return out;
+}
+
+const PlanField* find_plan_field(std::string_view name) {
+  for (const auto& f : plan_fields()) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+std::string unused_reason(const PlanField& field, const Plan& plan) {
+  return field.unused ? field.unused(plan) : std::string();
+}
+
+bool is_default_value(const PlanField& field, const std::string& value) {
+  if (!field.report) return false;
+  Plan p;
+  try {
+    set_from_text(p, field, field.name, value);
+  } catch (const InputError&) {
+    return false;
+  }
+  return field.report(p) == field.report(Plan{});
 }
 
 std::string plan_label(const Plan& plan) {

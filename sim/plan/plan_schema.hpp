@@ -46,6 +46,10 @@ struct PlanField {
   /// Its words in a sweep summary's one-line plan label ("tp 4", "sp", "grad-overlap"), empty
   /// where the label leaves it out; unset for the fields a label never shows.
   std::function<std::string(const Plan&)> label = nullptr;
+  /// Why the field's value, whatever it is, changes nothing in this plan, which then runs as with
+  /// the field's default (--sp at tp 1, --cp-comm-type at cp 1); empty where it acts. Unset for the
+  /// fields that always act, or that a rule refuses where they could not.
+  std::function<std::string(const Plan&)> unused = nullptr;
 };
 
 /// Every plan field, in the order --help, messages and reports list them.
@@ -72,6 +76,16 @@ const std::vector<std::string>& plan_json_keys();
 
 /// The plan's options as a text report's second plan line lists them, in the table's order.
 std::vector<std::string> plan_options_text(const Plan& plan);
+
+/// The field named `name`; nullptr where no field has that name.
+const PlanField* find_plan_field(std::string_view name);
+
+/// Why `field` changes nothing in `plan` (its `unused`), empty where it acts or has no such rule.
+std::string unused_reason(const PlanField& field, const Plan& plan);
+
+/// Whether `value` (as its flag takes it) sets `field` to its default (its report equal to a
+/// default plan's); false for a value the field does not take.
+bool is_default_value(const PlanField& field, const std::string& value);
 
 /// The plan in one line, as a sweep summary labels it: its fields' labels in the table's order.
 std::string plan_label(const Plan& plan);

@@ -18,6 +18,8 @@ const char* to_string(SweepStatus status) {
       return "ok";
     case SweepStatus::kRule:
       return "rule";
+    case SweepStatus::kSame:
+      return "same";
     case SweepStatus::kDefect:
       return "defect";
     case SweepStatus::kMemory:
@@ -61,7 +63,8 @@ void price(SweepRow& row, const Model& model, const Platform& platform, const Pl
 }  // namespace
 
 SweepRow evaluate_sweep_plan(const Model& base, const Platform& platform, const Plan& plan,
-                             std::int64_t index, CollectiveShapes* shapes) {
+                             std::int64_t index, CollectiveShapes* shapes,
+                             const std::optional<std::string>& same_as) {
   const Model model = trained_model(base, plan);
   SweepRow row;
   row.index = index;
@@ -74,6 +77,7 @@ SweepRow evaluate_sweep_plan(const Model& base, const Platform& platform, const 
   } catch (const InputError& e) {
     return refuse(row, SweepStatus::kRule, e.what());
   }
+  if (same_as) return refuse(row, SweepStatus::kSame, *same_as);
   if (auto defect = partition_defect(*partition)) {
     return refuse(row, SweepStatus::kDefect, *defect);
   }

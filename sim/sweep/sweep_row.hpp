@@ -15,10 +15,11 @@
 
 namespace trainsim {
 
-/// Where a plan stopped: priced, or the first requirement it failed.
-enum class SweepStatus { kOk, kRule, kDefect, kMemory, kSimulation };
-inline constexpr int kNumSweepStatuses = 5;
-const char* to_string(SweepStatus status);  // ok, rule, defect, memory, simulation
+/// Where a plan stopped: priced, or the first requirement it failed; kSame: it passes every rule
+/// but is another row's plan (a field it sets changes nothing here), priced once, there.
+enum class SweepStatus { kOk, kRule, kSame, kDefect, kMemory, kSimulation };
+inline constexpr int kNumSweepStatuses = 6;
+const char* to_string(SweepStatus status);  // ok, rule, same, defect, memory, simulation
 
 struct SweepRow {
   std::int64_t index = 0;
@@ -41,7 +42,9 @@ struct SweepRow {
 SweepRow refused_row(std::int64_t index, std::int64_t gpus, std::string reason);
 
 /// Judges and prices `plan`. `shapes`: collective group shapes priced already on this platform.
+/// `same_as`: why the plan is another row's (kSame once the rules pass), where it is.
 SweepRow evaluate_sweep_plan(const Model& model, const Platform& platform, const Plan& plan,
-                             std::int64_t index, CollectiveShapes* shapes = nullptr);
+                             std::int64_t index, CollectiveShapes* shapes = nullptr,
+                             const std::optional<std::string>& same_as = std::nullopt);
 
 }  // namespace trainsim

@@ -196,7 +196,7 @@ std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t t
   for (const auto& e : entries) {
     ++by_status[e.status];
     gpu_counts.insert(e.gpus);
-    if (e.status != "ok") {
+    if (e.status != "ok" && e.status != "same") {
       auto& r = refusals[e.status + ": " + refusal_kind(e.reason)];
       if (r.first++ == 0) r.second = e.reason;
     }
@@ -207,9 +207,12 @@ std::string sweep_summary(const std::vector<SweepEntry>& entries, std::int64_t t
     if (gpu_counts.size() > 1) out << " to " << format_grouped(*gpu_counts.rbegin());
     out << " GPUs";
   }
-  out << ": " << format_grouped(by_status["ok"]) << " simulated; refused by rule "
-      << by_status["rule"] << ", partition defect " << by_status["defect"] << ", memory "
-      << by_status["memory"] << ", simulation " << by_status["simulation"] << "\n";
+  out << ": " << format_grouped(by_status["ok"]) << " simulated; ";
+  if (by_status["same"] > 0) {
+    out << format_grouped(by_status["same"]) << " the same plan as another row; ";
+  }
+  out << "refused by rule " << by_status["rule"] << ", partition defect " << by_status["defect"]
+      << ", memory " << by_status["memory"] << ", simulation " << by_status["simulation"] << "\n";
   std::vector<std::pair<std::int64_t, std::string>> common;
   for (const auto& [kind, r] : refusals) common.emplace_back(-r.first, kind);
   std::sort(common.begin(), common.end());

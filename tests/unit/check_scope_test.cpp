@@ -3,6 +3,7 @@
 // positions the model was trained on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -150,6 +151,25 @@ TEST(Diagnostics, SequencePastTheTrainedPositions) {
   EXPECT_EQ(past.fix,
             "train at seq_len 32768 or less, or extend the context first (rope_scaling, as "
             "long-context recipes do) and raise max_position_embeddings");
+}
+
+// Each plan field that can change nothing in a plan (the schema's `unused`, which a sweep reads
+// to price such a plan once) has a check saying so where its value is not the default: the info
+// <field>-unused.
+TEST(Diagnostics, EveryUnusedFieldHasItsInfo) {
+  const auto c = check_model(
+      "llama3.1-8b", {{"seq_len", "4096"}, {"dp", "8"}, {"sp", "true"}, {"cp_comm_type", "a2a"}});
+  int unused = 0;
+  for (const PlanField& f : plan_fields()) {
+    if (unused_reason(f, c.in.plan).empty()) continue;
+    ++unused;
+    std::string id = f.name + "-unused";
+    std::replace(id.begin(), id.end(), '_', '-');
+    const auto found = c.with_id(id);
+    ASSERT_EQ(found.size(), 1u) << id;
+    EXPECT_EQ(found[0]->severity, Severity::kInfo) << id;
+  }
+  EXPECT_EQ(unused, 2);
 }
 
 }  // namespace
