@@ -1,12 +1,14 @@
 #include "sim/cli/args.hpp"
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <sstream>
 
 #include "sim/cli/budget_flags.hpp"
 #include "sim/cli/command_line.hpp"
 #include "sim/cli/plan_flags.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/files.hpp"
 
 namespace po = boost::program_options;
 
@@ -26,7 +28,18 @@ po::options_description io_options(const std::string& command) {
       "kernel-db", po::value<std::string>()->value_name("FILE|none"),
       "kernel timings from this database instead of the platform's (e.g. the published "
       "figures: kernels-published.json in platforms/h100-sxm/), or none: the roofline alone")(
-      "format", po::value<std::string>()->value_name("text|json"), "what to print (default text)");
+      "format", po::value<std::string>()->value_name("text|json"), "what to print (default text)")(
+      "megatron-args", po::value<std::string>()->value_name("ARGS|@FILE"),
+      "the plan from Megatron-LM's launch arguments, as pretrain_gpt.py takes them, quoted as one "
+      "word (\"--tensor-model-parallel-size 8 --sequence-parallel --bf16 ...\"), or from a file "
+      "that holds them "
+      "(a launch script: what comes before the .py, torchrun's options, is left out): parallel "
+      "sizes, batch, schedule, recomputation, precision, optimizer, overlaps and MoE options, "
+      "with Megatron-LM's defaults where they say nothing and trainsim's differ (dropout 0.1; "
+      "for an MoE model the allgather dispatcher and sequential experts); the model's shape "
+      "arguments checked against --model; the other plan flags override them; arguments that "
+      "set nothing trainsim prices (learning rate, data, logging) listed on the standard "
+      "error. Needs --model and, for the data-parallel size, --gpus N");
   if (command == "run") {
     d.add_options()("out", po::value<std::string>()->value_name("DIR"),
                     "also write DIR/report.json and DIR/report.txt")(
@@ -198,6 +211,18 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   if (vm.count("model")) opt.inputs.model = vm["model"].as<std::string>();
   if (vm.count("platform")) opt.inputs.platform = vm["platform"].as<std::string>();
   if (vm.count("kernel-db")) opt.inputs.kernel_db = vm["kernel-db"].as<std::string>();
+  if (vm.count("megatron-args")) {
+    const std::string text = vm["megatron-args"].as<std::string>();
+    if (text.starts_with("@")) {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(text.substr(1), ec)) {
+        fail_input("--megatron-args", "no such file: " + text.substr(1));
+      }
+      opt.inputs.megatron_args = read_text_file(text.substr(1));
+    } else {
+      opt.inputs.megatron_args = text;
+    }
+  }
   opt.format = format_of(vm, opt.format);
   opt.out_dir = path_of(vm, "out");
   if (vm.count("engine")) {

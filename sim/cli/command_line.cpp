@@ -1,5 +1,7 @@
 #include "sim/cli/command_line.hpp"
 
+#include <algorithm>
+
 #include <boost/program_options.hpp>
 #include <cctype>
 
@@ -68,9 +70,16 @@ po::variables_map parse_command_line(const std::string& command,
                std::string(e.what()) + " (see trainsim " + command + " --help)");
   }
   // "--tp --out X", "--out --svg": every flag that takes a value took the next flag instead.
+  // --megatron-args takes another tool's arguments, which begin with "--" too: refused only where
+  // its value is one of this command's flags.
+  const auto own_flag = [&options](const std::string& text) {
+    const auto& list = options.options();
+    return std::any_of(list.begin(), list.end(),
+                       [&](const auto& o) { return text == "--" + o->long_name(); });
+  };
   for (const auto& [name, value] : vm) {
     const auto* text = boost::any_cast<std::string>(&value.value());
-    if (text && text->starts_with("--")) {
+    if (text && text->starts_with("--") && (name != "megatron-args" || own_flag(*text))) {
       fail_input("--" + name, "needs a value, got the flag " + *text);
     }
     const auto* texts = boost::any_cast<std::vector<std::string>>(&value.value());

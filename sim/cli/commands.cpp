@@ -225,7 +225,7 @@ int run_plan(const ResolvedInputs& in, const Partition& partition, const CostMod
 }
 
 int run_or_check(const std::string& command, const std::vector<std::string>& args,
-                 std::ostream& out) {
+                 std::ostream& out, std::ostream& err) {
   RunOptions opt = parse_run_options(command, args);
   if (opt.help) {
     out << run_help(command);
@@ -235,6 +235,7 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   ProgressLine progress;
   progress.phase("reading the inputs");
   ResolvedInputs in = resolve_inputs(opt.inputs);
+  for (const auto& note : in.notes) err << "trainsim: " << note << "\n";
   progress.phase("costing the plan");
   const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);
   const CostModel costs = compute_costs(in.model, in.platform, in.plan, partition);
@@ -330,7 +331,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     const std::string command = args[0];
     const std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (command == "run" || command == "check") return run_or_check(command, rest, out);
+    if (command == "run" || command == "check") return run_or_check(command, rest, out, err);
     if (command == "validate") return validate_command(rest, out);
     if (command == "reshard") return reshard_command(rest, out);
     if (command == "sweep") return sweep_command(rest, out, err);

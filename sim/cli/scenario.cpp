@@ -1,5 +1,6 @@
 #include "sim/cli/scenario.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/plan/megatron_args.hpp"
 #include "sim/platform/gpu_match.hpp"
 #include "sim/platform/kernel_db.hpp"
 
@@ -148,6 +150,43 @@ void apply_plan_flags(const InputRequest& req, ResolvedInputs& in) {
   }
 }
 
+// A plan field's value as its flag writes it: "--tp 8", "--sp", "--no-moe-grouped-gemm".
+std::string as_flag(const PlanField& field, const std::string& value) {
+  if (field.type != FieldType::kBool) return flag_of(field.name) + " " + value;
+  return value == "true" ? flag_of(field.name) : "--no-" + flag_of(field.name).substr(2);
+}
+
+// --megatron-args: the fields Megatron-LM's arguments set, each named by its argument, under the
+// plan flags; notes saying how they were read.
+void apply_megatron_args(const InputRequest& req, const std::filesystem::path& model_path,
+                         ResolvedInputs& in) {
+  const std::string where = "--megatron-args";
+  if (req.scenario) {
+    fail_input(where, "sets the whole plan: give --model M (and --gpus N) instead of a scenario");
+  }
+  const MegatronPlan m = plan_from_megatron_args(launch_words(*req.megatron_args, where),
+                                                 load_model(model_path), where);
+  std::string set;
+  std::string defaults;
+  for (const auto& field : plan_fields()) {
+    const auto it = m.fields.find(field.name);
+    if (it == m.fields.end() || req.plan_flags.contains(field.name)) continue;
+    const std::string& origin = m.origin.at(field.name);
+    set_from_text(in.plan, field, origin, it->second);
+    in.origin.where[field.name] = origin;
+    const bool by_default = std::find(m.defaults.begin(), m.defaults.end(),
+                                      field.name + " " + it->second) != m.defaults.end();
+    (by_default ? defaults : set) += " " + as_flag(field, it->second);
+  }
+  in.notes.push_back(where + " read as:" + (set.empty() ? " nothing" : set));
+  if (!defaults.empty()) in.notes.push_back(where + ": Megatron-LM's defaults:" + defaults);
+  if (!m.unread.empty()) {
+    in.notes.push_back(where +
+                       ": not read (the model gives them, or they set nothing trainsim prices): " +
+                       join(m.unread, ", "));
+  }
+}
+
 // Without dp, a given GPU count's data parallelism is the GPUs tp x cp x pp leave over, as a
 // sweep's plans have it; messages about dp then name the GPU count that set it.
 void derive_dp(ResolvedInputs& in) {
@@ -179,6 +218,7 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   // report. A scenario file names its own.
   if (!platform_path)
     platform_path = resolve_catalog_entry("platforms", kDefaultPlatform, "--platform");
+  if (req.megatron_args) apply_megatron_args(req, *model_path, in);
   apply_plan_flags(req, in);
   derive_dp(in);
   if (req.engine) in.engine = engine_of(*req.engine);

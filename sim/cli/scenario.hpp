@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/engine/engine.hpp"
 #include "sim/model/model.hpp"
@@ -23,6 +24,9 @@ struct InputRequest {
   std::optional<std::string> engine;              // flag
   std::optional<std::string> kernel_db;           // --kernel-db: a database path, or "none"
   TrainingBudget budget;                          // --tokens, --price-per-gpu-hour
+  /// --megatron-args: Megatron-LM launch arguments (their text) that set the plan, under the
+  /// plan flags.
+  std::optional<std::string> megatron_args;
 };
 
 struct ResolvedInputs {
@@ -41,6 +45,9 @@ struct ResolvedInputs {
   /// The run's length and price: the flags' over the scenario's "tokens" and
   /// "price_per_gpu_hour". They do not change a step, so the published figures stay compared.
   TrainingBudget budget;
+  /// What the inputs said beside the plan, one line each for the standard error (how
+  /// --megatron-args read: the flags it set, Megatron-LM's defaults, the arguments not read).
+  std::vector<std::string> notes;
 };
 
 /// Loads the scenario, model and platform, applies flags and checks the plan's feasibility.

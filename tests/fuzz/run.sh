@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 all=(json_text model_json hf_config platform_json kernel_db_json partition_spec layout_spec
-     safetensors_header sweep_spec scenario sweep_csv args pipeline)
+     safetensors_header sweep_spec scenario sweep_csv args pipeline megatron_args)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 # clang and its libFuzzer runtime, installed as .ci/setup installs packages.
@@ -72,11 +72,12 @@ seeds_of() {
     kernel_db_json) seed_files 32768 platforms -name 'kernels*.json' ;;
     sweep_spec) seed_files 16384 scenarios/sweeps -name '*.json' ;;
     scenario | pipeline) seed_files 16384 scenarios -name '*.json' ;;
+    megatron_args) seed_files 4096 scenarios/launch -name '*.sh' ;;
   esac
 }
 max_len_of() {
   case "$1" in
-    partition_spec | layout_spec | args | pipeline | scenario) echo 4096 ;;
+    partition_spec | layout_spec | args | pipeline | scenario | megatron_args) echo 4096 ;;
     kernel_db_json) echo 32768 ;;
     *) echo 16384 ;;
   esac
@@ -130,7 +131,7 @@ for name in "${targets[@]}"; do
   done
   dict=()
   case "$name" in
-    partition_spec | layout_spec | safetensors_header | sweep_csv | args) ;;
+    partition_spec | layout_spec | safetensors_header | sweep_csv | args | megatron_args) ;;
     *)
       mkdir -p "$out/dict"
       json_dict "$name" >"$out/dict/$name.dict"

@@ -1,0 +1,47 @@
+#pragma once
+// Internal to sim/plan/megatron_args: the Megatron-LM arguments trainsim reads and the rules that
+// turn them into plan fields, each family of arguments one method.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/plan/megatron_args.hpp"
+
+namespace trainsim {
+
+enum class Arity { kSwitch, kOne, kList };
+
+/// How many values the argument takes, or nullopt where trainsim does not read it.
+std::optional<Arity> megatron_arity(const std::string& name);
+/// Every argument trainsim reads (for near misses).
+const std::vector<std::string>& megatron_arg_names();
+
+struct MegatronReader {
+  const std::map<std::string, std::vector<std::string>>& given;
+  const Model& model;
+  const std::string& where;
+  MegatronPlan& out;
+
+  bool has(const std::string& arg) const { return given.contains(arg); }
+  const std::string& one(const std::string& arg) const { return given.at(arg).front(); }
+  std::int64_t integer(const std::string& arg) const;
+  [[noreturn]] void fail(const std::string& arg, const std::string& what) const;
+  /// Sets `field` to `value`, its origin the argument `arg`.
+  void set(const std::string& field, const std::string& value, const std::string& arg);
+  /// Sets `field` to Megatron-LM's default `value` where no argument set it, and says so.
+  void by_default(const std::string& field, const std::string& value);
+
+  void check_shapes() const;     // --num-layers, --hidden-size, ... against the model
+  void direct_fields();          // arguments that copy to one field each
+  void pipeline();               // virtual stages, p2p overlap, rank order
+  void precision();              // --bf16, --fp16, --fp8-format, --fp8-recipe
+  void recompute();              // --recompute-granularity, -method, -num-layers, -modules
+  void optimizer();              // distributed and precision-aware optimizer
+  void attention_and_context();  // --attention-backend, --cp-comm-type, hierarchical CP
+  void experts();                // dispatcher
+  void defaults();               // Megatron-LM's defaults that differ from trainsim's
+};
+
+}  // namespace trainsim

@@ -1,0 +1,37 @@
+#pragma once
+// A plan from Megatron-LM's launch arguments (pretrain_gpt.py's, as a launch script passes them):
+// the parallel sizes, batch, schedule, recomputation, precision, optimizer, overlaps and MoE
+// options each set the plan field that prices them, with Megatron-LM's own defaults where the
+// arguments say nothing and trainsim's differ (hidden and attention dropout 0.1; for an MoE model
+// the allgather dispatcher and sequential experts). Shape arguments (--num-layers, ...) are
+// checked against the model. Arguments that set nothing trainsim prices (learning rate, data,
+// logging) are listed, not refused, unless one is a near miss of an argument trainsim reads.
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/model/model.hpp"
+
+namespace trainsim {
+
+struct MegatronPlan {
+  std::map<std::string, std::string> fields;  // plan field -> value as its flag takes it
+  std::map<std::string, std::string> origin;  // plan field -> what set it ("--megatron-args --x")
+  std::vector<std::string> defaults;  // Megatron-LM's defaults applied ("hidden_dropout 0.1")
+  std::vector<std::string> unread;    // arguments given that set nothing priced
+};
+
+/// The words of a launch command as a shell would split them: backslash-newlines joined, # to
+/// the end of a line dropped, single and double quotes removed. Everything up to the last word
+/// ending in ".py" (torchrun and its options, the script) is left out. InputError at `where` for
+/// an unclosed quote or a shell variable ($TP: give its value).
+std::vector<std::string> launch_words(std::string_view text, const std::string& where);
+
+/// The plan fields `words` (Megatron-LM arguments) set for `model`; InputError naming `where` and
+/// the argument for one trainsim cannot price as given (--fp16, the flex dispatcher, partial
+/// recomputation), a shape the model does not have, or a misspelt argument.
+MegatronPlan plan_from_megatron_args(const std::vector<std::string>& words, const Model& model,
+                                     const std::string& where);
+
+}  // namespace trainsim

@@ -1,0 +1,98 @@
+// --megatron-args on the command line: the plan a Megatron-LM launch script sets is the plan the
+// flags it is read as set, errors name the argument, and plan flags override it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+// Mixtral 8x7B with EP 8 on 16 GPUs, as a launch script passes it (torchrun's options first).
+const char* kScript =
+    "torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py \\\n"
+    "  --tensor-model-parallel-size 2 --expert-model-parallel-size 4 --sequence-parallel \\\n"
+    "  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 --group-query-attention \\\n"
+    "  --num-query-groups 8 --num-experts 8 --moe-router-topk 2 \\\n"
+    "  --seq-length 4096 --micro-batch-size 1 --global-batch-size 64 --bf16 \\\n"
+    "  --use-distributed-optimizer --recompute-activations --lr 1e-4 --save /ckpt\n";
+
+const std::vector<std::string> kRun = {"run",      "--model",  "mixtral-8x7b", "--gpus", "16",
+                                       "--engine", "analytic", "--format",     "json"};
+
+// The flags of the notes' "read as" and "defaults" lines.
+std::vector<std::string> flags_in_notes(const std::string& err) {
+  std::vector<std::string> flags;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);) {
+    for (const std::string marker : {"read as:", "Megatron-LM's defaults:"}) {
+      const auto at = line.find(marker);
+      if (at == std::string::npos) continue;
+      std::istringstream words(line.substr(at + marker.size()));
+      for (std::string w; words >> w;) flags.push_back(w);
+    }
+  }
+  return flags;
+}
+
+TEST(MegatronArgsCli, ALaunchScriptRunsAsTheFlagsItIsReadAs) {
+  const std::string script = test::make_temp_dir() + "/train.sh";
+  test::write_file(script, kScript);
+  std::vector<std::string> args = kRun;
+  args.insert(args.end(), {"--megatron-args", "@" + script});
+  const auto from_script = test::run_trainsim(args);
+  ASSERT_EQ(from_script.exit_code, 0) << from_script.err;
+  EXPECT_EQ(from_script.err,
+            "trainsim: --megatron-args read as: --tp 2 --ep 4 --sp --mbs 1 --gbs 64 --seq-len "
+            "4096 --recompute selective --zero 1 --precision bf16\n"
+            "trainsim: --megatron-args: Megatron-LM's defaults: --moe-token-dispatcher-type "
+            "allgather --no-moe-grouped-gemm --attention-dropout 0.1 --hidden-dropout 0.1\n"
+            "trainsim: --megatron-args: not read (the model gives them, or they set nothing "
+            "trainsim prices): --lr, "
+            "--save\n");
+  std::vector<std::string> flags = kRun;
+  for (const auto& f : flags_in_notes(from_script.err)) flags.push_back(f);
+  const auto from_flags = test::run_trainsim(flags);
+  ASSERT_EQ(from_flags.exit_code, 0) << from_flags.err;
+  auto a = nlohmann::json::parse(from_script.out);
+  auto b = nlohmann::json::parse(from_flags.out);
+  EXPECT_EQ(a.at("plan"), b.at("plan"));
+  EXPECT_EQ(a.at("step_time_s"), b.at("step_time_s"));
+  EXPECT_EQ(a.at("stages"), b.at("stages"));
+  // Megatron-LM's sequential experts and allgather dispatcher are not trainsim's defaults.
+  EXPECT_EQ(a.at("plan").at("moe_grouped_gemm"), false);
+  EXPECT_EQ(a.at("plan").at("moe_token_dispatcher_type"), "allgather");
+}
+
+TEST(MegatronArgsCli, FlagsOverrideItAndErrorsNameTheArgument) {
+  std::vector<std::string> args = kRun;
+  args.insert(args.end(), {"--megatron-args",
+                           "--bf16 --seq-length 4096 --expert-model-parallel-size 4", "--ep", "2"});
+  const auto overridden = test::run_trainsim(args);
+  ASSERT_EQ(overridden.exit_code, 0) << overridden.err;
+  EXPECT_EQ(nlohmann::json::parse(overridden.out).at("plan").at("ep"), 2);
+  std::vector<std::string> bad = kRun;
+  bad.insert(bad.end(),
+             {"--megatron-args", "--bf16 --seq-length 4096 --expert-model-parallel-size 3"});
+  const auto refused = test::run_trainsim(bad);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.err,
+            "trainsim: error: --megatron-args --expert-model-parallel-size: must divide the "
+            "number of experts (8), got 3\n");
+  const auto with_scenario =
+      test::run_trainsim({"check", test::default_scenario(), "--megatron-args", "--bf16"});
+  EXPECT_EQ(with_scenario.exit_code, 2);
+  EXPECT_EQ(with_scenario.err,
+            "trainsim: error: --megatron-args: sets the whole plan: give --model M (and --gpus "
+            "N) instead of a scenario\n");
+  const auto no_file =
+      test::run_trainsim({"check", "--model", "mixtral-8x7b", "--megatron-args", "@nowhere.sh"});
+  EXPECT_EQ(no_file.err, "trainsim: error: --megatron-args: no such file: nowhere.sh\n");
+}
+
+}  // namespace
+}  // namespace trainsim
