@@ -35,6 +35,7 @@ void MegatronReader::pipeline() {
     vp = model.num_layers / pp / per_chunk;
     from = arg;
   }
+  if (vp < 1) fail(from, "must be at least 1, got " + std::to_string(vp));
   if (vp > 1) {
     set("vp", std::to_string(vp), from);
     set("schedule", "interleaved", from);
@@ -87,10 +88,9 @@ void MegatronReader::precision() {
 void MegatronReader::recompute() {
   std::string granularity;
   std::string from;
+  if (has("--recompute-granularity")) granularity = one(from = "--recompute-granularity");
+  // validate_args: --recompute-activations sets selective, over any granularity given.
   if (has("--recompute-activations")) granularity = "selective", from = "--recompute-activations";
-  if (has("--recompute-granularity")) {
-    granularity = one(from = "--recompute-granularity");
-  }
   if (granularity.empty()) {
     if (has("--recompute-modules")) out.unread.push_back("--recompute-modules");
     return;
@@ -113,12 +113,16 @@ void MegatronReader::recompute() {
     fail(from, "full needs --recompute-method and --recompute-num-layers (Megatron-LM's rule)");
   }
   const std::string& method = one("--recompute-method");
+  if (method != "uniform" && method != "block") {
+    fail("--recompute-method", "must be uniform or block, got '" + method + "'");
+  }
   const std::int64_t n = integer("--recompute-num-layers");
+  // block: the first n layers of every model chunk (a virtual stage's layers).
   const std::int64_t pp =
       has("--pipeline-model-parallel-size") ? integer("--pipeline-model-parallel-size") : 1;
   const std::int64_t vp = out.fields.contains("vp") ? std::stoll(out.fields.at("vp")) : 1;
-  const bool every_layer =
-      (method == "uniform" && n == 1) || (method == "block" && n * pp * vp >= model.num_layers);
+  const std::int64_t per_chunk = model.num_layers / std::max<std::int64_t>(1, pp) / vp;
+  const bool every_layer = (method == "uniform" && n == 1) || (method == "block" && n >= per_chunk);
   if (!every_layer) {
     fail("--recompute-num-layers",
          method + " " + std::to_string(n) +

@@ -109,6 +109,10 @@ TEST(MegatronArgs, VirtualStagesRecomputationAndPrecisionEachWay) {
   EXPECT_EQ(read(pp4 + "--num-virtual-stages-per-pipeline-rank 2").fields.at("vp"), "2");
   EXPECT_FALSE(read(pp4 + "--num-layers-per-virtual-pipeline-stage 20").fields.contains("vp"));
   EXPECT_EQ(read(pp4 + "--recompute-activations").fields.at("recompute"), "selective");
+  // validate_args: --recompute-activations sets selective over a granularity given.
+  EXPECT_EQ(
+      read(pp4 + "--recompute-granularity full --recompute-activations").fields.at("recompute"),
+      "selective");
   const MegatronPlan modules =
       read(pp4 + "--recompute-granularity selective --recompute-modules core_attn mlp");
   EXPECT_EQ(modules.fields.at("recompute_modules"), "core_attn,mlp");
