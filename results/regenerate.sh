@@ -574,7 +574,7 @@ echo "wrote $here/oom/mixtral-8x7b-64gpu.txt (exit $status)"
 # A Megatron-LM launch script read as a plan (--megatron-args): how it was read, then the run.
 mkdir -p "$here/megatron_args"
 out="$here/megatron_args/llama3.1-70b-64gpu.txt"
-(cd "$root" && "$bin" run --model llama3.1-70b --gpus 64 \
+(cd "$root" && "$bin" run --model llama3.1-70b \
   --megatron-args @scenarios/launch/llama3.1-70b-64gpu.sh) > "$out.tmp" 2>&1
 mv "$out.tmp" "$out"
 echo "wrote $out"

@@ -2,7 +2,7 @@
 # Llama 3.1 70B on 64 H100s (8 nodes of 8) as a Megatron-LM launch, in the layout of NVIDIA's
 # Llama 3 70B recipe for 64 H100s (Megatron-Bridge's llama3_70b_pretrain_64gpu_h100_bf16_config:
 # TP 4, PP 4, CP 2, VP 5, sequence parallelism, micro-batch 1). Dropout is left at Megatron-LM's
-# default (0.1). Read by: trainsim run --model llama3.1-70b --gpus 64 --megatron-args @THIS_FILE
+# default (0.1). Read by: trainsim run --model llama3.1-70b --megatron-args @THIS_FILE
 torchrun --nproc_per_node 8 --nnodes 8 --node_rank 0 --master_addr node0 --master_port 6000 \
     pretrain_gpt.py \
     --num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672 \

@@ -39,7 +39,9 @@ po::options_description io_options(const std::string& command) {
       "for an MoE model the allgather dispatcher and sequential experts); the model's shape "
       "arguments checked against --model; the other plan flags override them; arguments that "
       "set nothing trainsim prices (learning rate, data, logging) listed on the standard "
-      "error. Needs --model and, for the data-parallel size, --gpus N");
+      "error. Needs --model, and --gpus N where no torchrun --nproc-per-node (x --nnodes) gives "
+      "the "
+      "world size whose data parallelism Megatron-LM takes");
   if (command == "run") {
     d.add_options()("out", po::value<std::string>()->value_name("DIR"),
                     "also write DIR/report.json and DIR/report.txt")(

@@ -164,8 +164,15 @@ void apply_megatron_args(const InputRequest& req, const std::filesystem::path& m
   if (req.scenario) {
     fail_input(where, "sets the whole plan: give --model M (and --gpus N) instead of a scenario");
   }
-  const MegatronPlan m = plan_from_megatron_args(launch_words(*req.megatron_args, where),
+  const MegatronPlan m = plan_from_megatron_args(parse_launch_command(*req.megatron_args, where),
                                                  load_model(model_path), where);
+  // Megatron-LM's data parallelism is what the world size leaves: it must be known.
+  if (!m.fields.contains("gpus") && !req.plan_flags.contains("gpus") &&
+      !req.plan_flags.contains("dp")) {
+    fail_input(where,
+               "gives no GPU count (Megatron-LM's data parallelism is what the world "
+               "size leaves; torchrun's --nproc-per-node and --nnodes give it): add --gpus N");
+  }
   std::string set;
   std::string defaults;
   for (const auto& field : plan_fields()) {

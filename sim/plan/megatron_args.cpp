@@ -1,6 +1,7 @@
 #include "sim/plan/megatron_args.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 
 #include "sim/core/error.hpp"
@@ -9,7 +10,9 @@
 
 namespace trainsim {
 
-std::vector<std::string> launch_words(std::string_view text, const std::string& where) {
+namespace {
+
+std::vector<std::string> shell_words(std::string_view text, const std::string& where) {
   std::vector<std::string> words;
   std::string word;
   bool in_word = false;
@@ -35,16 +38,28 @@ std::vector<std::string> launch_words(std::string_view text, const std::string& 
     }
   }
   if (in_word) words.push_back(word);
-  for (const auto& w : words) {
-    if (w.find('$') != std::string::npos) {
-      fail_input(where,
-                 "'" + w + "' holds a shell variable: give its value (trainsim runs no shell)");
-    }
-  }
+  return words;
+}
+
+// A pipe, a redirection ("> log", "2>&1") or a command separator: the command ends before it.
+bool ends_command(const std::string& w) {
+  const std::size_t digits = w.find_first_not_of("0123456789");
+  return w == "|" || w == "||" || w == "&&" || w == ";" || w == "&" || w.starts_with("&>") ||
+         (digits != std::string::npos && (w[digits] == '>' || w[digits] == '<'));
+}
+
+}  // namespace
+
+LaunchCommand parse_launch_command(std::string_view text, const std::string& where) {
+  std::vector<std::string> words = shell_words(text, where);
+  LaunchCommand launch;
   const auto script = std::find_if(words.rbegin(), words.rend(),
                                    [](const std::string& w) { return w.ends_with(".py"); });
-  if (script != words.rend()) words.erase(words.begin(), script.base());
-  return words;
+  const auto first = script == words.rend() ? words.begin() : script.base();
+  launch.launcher.assign(words.begin(), first);
+  const auto last = std::find_if(first, words.end(), ends_command);
+  launch.args.assign(first, last);
+  return launch;
 }
 
 namespace {
@@ -80,6 +95,11 @@ Given read_words(const std::vector<std::string>& words, const std::string& where
       continue;
     }
     const std::string at = where + " " + name;
+    for (const auto& v : values) {
+      if (v.find('$') != std::string::npos) {
+        fail_input(at, "'" + v + "' is a shell variable: give its value (trainsim runs no shell)");
+      }
+    }
     if (*arity == Arity::kSwitch && !values.empty()) fail_input(at, "takes no value");
     if (*arity == Arity::kOne && values.size() != 1) fail_input(at, "takes one value");
     if (*arity == Arity::kList && values.empty()) fail_input(at, "takes one value or more");
@@ -88,12 +108,49 @@ Given read_words(const std::vector<std::string>& words, const std::string& where
   return given;
 }
 
+// A GPU count from a launcher's option: a whole number from 1 to 2^20, else none (torchrun's
+// "gpu" or "auto", an elastic "1:4", a shell variable).
+std::optional<std::int64_t> gpu_count(const std::string& text) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v > (1 << 20)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// torchrun's (or python -m torch.distributed.run's) GPUs: --nproc-per-node (or _) x --nnodes.
+void launcher_gpus(const std::vector<std::string>& launcher, const std::string& where,
+                   MegatronPlan& out) {
+  std::map<std::string, std::string> options;
+  for (std::size_t i = 0; i < launcher.size(); ++i) {
+    std::string name = launcher[i];
+    if (!name.starts_with("--")) continue;
+    std::string value;
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else if (i + 1 < launcher.size() && !launcher[i + 1].starts_with("-")) {
+      value = launcher[i + 1];
+    }
+    std::replace(name.begin(), name.end(), '_', '-');
+    options[name] = value;
+  }
+  if (!options.contains("--nproc-per-node")) return;
+  const auto per_node = gpu_count(options["--nproc-per-node"]);
+  const auto nodes = options.contains("--nnodes") ? gpu_count(options["--nnodes"]) : 1;
+  if (!per_node || !nodes || *per_node * *nodes > (1 << 20)) return;
+  out.fields["gpus"] = std::to_string(*per_node * *nodes);
+  out.origin["gpus"] = where + " torchrun --nproc-per-node x --nnodes";
+}
+
 }  // namespace
 
-MegatronPlan plan_from_megatron_args(const std::vector<std::string>& words, const Model& model,
+MegatronPlan plan_from_megatron_args(const LaunchCommand& launch, const Model& model,
                                      const std::string& where) {
   MegatronPlan out;
-  const Given given = read_words(words, where, out);
+  launcher_gpus(launch.launcher, where, out);
+  const Given given = read_words(launch.args, where, out);
   MegatronReader r{given, model, where, out};
   r.check_shapes();
   r.direct_fields();

@@ -22,16 +22,23 @@ struct MegatronPlan {
   std::vector<std::string> unread;    // arguments given that set nothing priced
 };
 
-/// The words of a launch command as a shell would split them: backslash-newlines joined, # to
-/// the end of a line dropped, single and double quotes removed. Everything up to the last word
-/// ending in ".py" (torchrun and its options, the script) is left out. InputError at `where` for
-/// an unclosed quote or a shell variable ($TP: give its value).
-std::vector<std::string> launch_words(std::string_view text, const std::string& where);
+/// A launch command's words, split as a shell would: backslash-newlines joined, # to the end of a
+/// line dropped, single and double quotes removed. `launcher`: the words up to the last one
+/// ending in ".py" (torchrun and its options, the script); `args`: the script's arguments, up to
+/// a pipe, a redirection or a command separator.
+struct LaunchCommand {
+  std::vector<std::string> launcher;
+  std::vector<std::string> args;
+};
+/// InputError at `where` for an unclosed quote.
+LaunchCommand parse_launch_command(std::string_view text, const std::string& where);
 
-/// The plan fields `words` (Megatron-LM arguments) set for `model`; InputError naming `where` and
+/// The plan fields a launch command sets for `model`: the script's arguments (Megatron-LM's),
+/// and the GPU count torchrun's --nproc-per-node x --nnodes gives. InputError naming `where` and
 /// the argument for one trainsim cannot price as given (--fp16, the flex dispatcher, partial
-/// recomputation), a shape the model does not have, or a misspelt argument.
-MegatronPlan plan_from_megatron_args(const std::vector<std::string>& words, const Model& model,
+/// recomputation), a shape the model does not have, a shell variable where trainsim needs the
+/// value, or a misspelt argument.
+MegatronPlan plan_from_megatron_args(const LaunchCommand& launch, const Model& model,
                                      const std::string& where);
 
 }  // namespace trainsim

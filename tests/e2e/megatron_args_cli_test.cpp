@@ -21,8 +21,9 @@ const char* kScript =
     "  --seq-length 4096 --micro-batch-size 1 --global-batch-size 64 --bf16 \\\n"
     "  --use-distributed-optimizer --recompute-activations --lr 1e-4 --save /ckpt\n";
 
-const std::vector<std::string> kRun = {"run",      "--model",  "mixtral-8x7b", "--gpus", "16",
-                                       "--engine", "analytic", "--format",     "json"};
+// Without --gpus: the script's torchrun options give 16.
+const std::vector<std::string> kRun = {"run",      "--model",  "mixtral-8x7b", "--engine",
+                                       "analytic", "--format", "json"};
 
 // The flags of the notes' "read as" and "defaults" lines.
 std::vector<std::string> flags_in_notes(const std::string& err) {
@@ -48,7 +49,7 @@ TEST(MegatronArgsCli, ALaunchScriptRunsAsTheFlagsItIsReadAs) {
   ASSERT_EQ(from_script.exit_code, 0) << from_script.err;
   EXPECT_EQ(from_script.err,
             "trainsim: --megatron-args read as: --tp 2 --ep 4 --sp --mbs 1 --gbs 64 --seq-len "
-            "4096 --recompute selective --zero 1 --precision bf16\n"
+            "4096 --recompute selective --zero 1 --precision bf16 --gpus 16\n"
             "trainsim: --megatron-args: Megatron-LM's defaults: --moe-token-dispatcher-type "
             "allgather --no-moe-grouped-gemm --attention-dropout 0.1 --hidden-dropout 0.1\n"
             "trainsim: --megatron-args: not read (the model gives them, or they set nothing "
@@ -66,18 +67,21 @@ TEST(MegatronArgsCli, ALaunchScriptRunsAsTheFlagsItIsReadAs) {
   // Megatron-LM's sequential experts and allgather dispatcher are not trainsim's defaults.
   EXPECT_EQ(a.at("plan").at("moe_grouped_gemm"), false);
   EXPECT_EQ(a.at("plan").at("moe_token_dispatcher_type"), "allgather");
+  EXPECT_EQ(a.at("gpus"), 16);
 }
 
 TEST(MegatronArgsCli, FlagsOverrideItAndErrorsNameTheArgument) {
   std::vector<std::string> args = kRun;
-  args.insert(args.end(), {"--megatron-args",
-                           "--bf16 --seq-length 4096 --expert-model-parallel-size 4", "--ep", "2"});
+  args.insert(args.end(),
+              {"--megatron-args", "--bf16 --seq-length 4096 --expert-model-parallel-size 4", "--ep",
+               "2", "--gpus", "16"});
   const auto overridden = test::run_trainsim(args);
   ASSERT_EQ(overridden.exit_code, 0) << overridden.err;
   EXPECT_EQ(nlohmann::json::parse(overridden.out).at("plan").at("ep"), 2);
   std::vector<std::string> bad = kRun;
   bad.insert(bad.end(),
-             {"--megatron-args", "--bf16 --seq-length 4096 --expert-model-parallel-size 3"});
+             {"--megatron-args", "--bf16 --seq-length 4096 --expert-model-parallel-size 3",
+              "--gpus", "16"});
   const auto refused = test::run_trainsim(bad);
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_EQ(refused.err,
@@ -89,6 +93,12 @@ TEST(MegatronArgsCli, FlagsOverrideItAndErrorsNameTheArgument) {
   EXPECT_EQ(with_scenario.err,
             "trainsim: error: --megatron-args: sets the whole plan: give --model M (and --gpus "
             "N) instead of a scenario\n");
+  const auto no_gpus = test::run_trainsim(
+      {"check", "--model", "mixtral-8x7b", "--megatron-args", "--bf16 --seq-length 4096"});
+  EXPECT_EQ(no_gpus.err,
+            "trainsim: error: --megatron-args: gives no GPU count (Megatron-LM's data parallelism "
+            "is what the world size leaves; torchrun's --nproc-per-node and --nnodes give it): "
+            "add --gpus N\n");
   const auto no_file =
       test::run_trainsim({"check", "--model", "mixtral-8x7b", "--megatron-args", "@nowhere.sh"});
   EXPECT_EQ(no_file.err, "trainsim: error: --megatron-args: no such file: nowhere.sh\n");

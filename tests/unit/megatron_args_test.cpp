@@ -16,8 +16,8 @@ namespace trainsim {
 namespace {
 
 MegatronPlan read(const std::string& text, const std::string& model = "llama3.1-70b") {
-  return plan_from_megatron_args(launch_words(text, "--megatron-args"), test::catalog_model(model),
-                                 "--megatron-args");
+  return plan_from_megatron_args(parse_launch_command(text, "--megatron-args"),
+                                 test::catalog_model(model), "--megatron-args");
 }
 
 std::string error_of(const std::string& text, const std::string& model = "llama3.1-70b") {
@@ -29,20 +29,39 @@ std::string error_of(const std::string& text, const std::string& model = "llama3
   return "(read)";
 }
 
-TEST(MegatronArgs, LaunchScriptSplitsAsAShellWouldAfterTheScript) {
+TEST(MegatronArgs, LaunchScriptSplitsAsAShellWouldAtTheScript) {
   const std::string script =
       "#!/bin/bash\n"
       "# a comment --fp16\n"
       "torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py \\\n"
       "  --tensor-model-parallel-size 8 \\\n"
       "  --recompute-modules 'core_attn' \"mlp\" --data-path a#b  # trailing\n"
-      "  --seq-length=4096\n";
-  EXPECT_EQ(
-      launch_words(script, "w"),
-      (std::vector<std::string>{"--tensor-model-parallel-size", "8", "--recompute-modules",
-                                "core_attn", "mlp", "--data-path", "a#b", "--seq-length=4096"}));
-  EXPECT_THROW(launch_words("--tensor-model-parallel-size $TP", "w"), InputError);
-  EXPECT_THROW(launch_words("--data-path 'x", "w"), InputError);
+      "  --seq-length=4096 2>&1 | tee log.txt\n";
+  const LaunchCommand launch = parse_launch_command(script, "w");
+  EXPECT_EQ(launch.launcher, (std::vector<std::string>{"torchrun", "--nproc_per_node", "8",
+                                                       "--nnodes", "2", "pretrain_gpt.py"}));
+  EXPECT_EQ(launch.args, (std::vector<std::string>{"--tensor-model-parallel-size", "8",
+                                                   "--recompute-modules", "core_attn", "mlp",
+                                                   "--data-path", "a#b", "--seq-length=4096"}));
+  EXPECT_THROW(parse_launch_command("--data-path 'x", "w"), InputError);
+}
+
+// Megatron-LM's data parallelism is what the world size leaves, which torchrun's options give.
+TEST(MegatronArgs, TorchrunGivesTheGpuCount) {
+  EXPECT_EQ(read("torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --bf16").fields.at("gpus"),
+            "16");
+  EXPECT_EQ(read("torchrun --nproc-per-node=4 pretrain_gpt.py --bf16").fields.at("gpus"), "4");
+  // An elastic node range, torchrun's "gpu", or a shell variable give no count.
+  for (const char* launch : {"torchrun --nproc-per-node 8 --nnodes 1:4 pretrain_gpt.py --bf16",
+                             "torchrun --nproc-per-node gpu pretrain_gpt.py --bf16",
+                             "torchrun --nproc-per-node $GPUS pretrain_gpt.py --bf16"}) {
+    EXPECT_FALSE(read(launch).fields.contains("gpus")) << launch;
+  }
+  // A shell variable is refused only where trainsim reads its value.
+  EXPECT_EQ(read("--bf16 --data-path $DATA").unread, (std::vector<std::string>{"--data-path"}));
+  EXPECT_EQ(error_of("--bf16 --tensor-model-parallel-size $TP"),
+            "--megatron-args --tensor-model-parallel-size: '$TP' is a shell variable: give its "
+            "value (trainsim runs no shell)");
 }
 
 // NVIDIA's Llama 3 70B recipe layout for 64 H100s as Megatron-LM arguments.
