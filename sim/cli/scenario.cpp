@@ -150,9 +150,15 @@ void apply_plan_flags(const InputRequest& req, ResolvedInputs& in) {
   }
 }
 
-// A plan field's value as its flag writes it: "--tp 8", "--sp", "--no-moe-grouped-gemm".
+// A plan field's value as its flag writes it on a shell's command line: "--tp 8", "--sp",
+// "--no-moe-grouped-gemm", "--partition 'Et|(tt|)*30mL'".
 std::string as_flag(const PlanField& field, const std::string& value) {
-  if (field.type != FieldType::kBool) return flag_of(field.name) + " " + value;
+  if (field.type != FieldType::kBool) {
+    const bool plain = value.find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                           "0123456789._,:+=/-") == std::string::npos;
+    return flag_of(field.name) + " " + (plain ? value : "'" + value + "'");
+  }
   return value == "true" ? flag_of(field.name) : "--no-" + flag_of(field.name).substr(2);
 }
 

@@ -93,6 +93,14 @@ TEST(MegatronArgsCli, FlagsOverrideItAndErrorsNameTheArgument) {
   EXPECT_EQ(with_scenario.err,
             "trainsim: error: --megatron-args: sets the whole plan: give --model M (and --gpus "
             "N) instead of a scenario\n");
+  // A value a shell would read otherwise is quoted in the flags it is read as.
+  const auto layout =
+      test::run_trainsim({"check", "--model", "mixtral-8x7b", "--gpus", "16", "--megatron-args",
+                          "--bf16 --seq-length 4096 --pipeline-model-parallel-size 2 "
+                          "--pipeline-model-parallel-layout Et*16|t*16L"});
+  EXPECT_NE(layout.err.find("read as: --pp 2 --seq-len 4096 --partition 'Et*16|t*16L'"),
+            std::string::npos)
+      << layout.err;
   const auto no_gpus = test::run_trainsim(
       {"check", "--model", "mixtral-8x7b", "--megatron-args", "--bf16 --seq-length 4096"});
   EXPECT_EQ(no_gpus.err,

@@ -1,5 +1,6 @@
 // A sweep file (scenarios/sweeps/*.json), read as if it lay in scenarios/sweeps/, then its first
-// plans and its last numbered and built as `trainsim sweep` builds them.
+// plans and its last numbered and built as `trainsim sweep` builds them, each checked for being
+// another point's plan.
 #include <algorithm>
 
 #include "sim/cli/sweep_spec.hpp"
@@ -12,9 +13,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   return fuzz::expect_input_errors([&] {
     const SweepSpec spec = parse_sweep_spec(fuzz::text_of(data, size), file);
     const std::int64_t n = sweep_size(spec);
-    for (std::int64_t i = 0; i < std::min<std::int64_t>(n, 16); ++i) {
-      (void)sweep_plan(sweep_point(spec, i));
-    }
-    if (n > 0) (void)sweep_plan(sweep_point(spec, n - 1));
+    const auto build = [&](std::int64_t i) {
+      const SweepPoint point = sweep_point(spec, i);
+      const auto plan = sweep_plan(point);
+      if (const auto* p = std::get_if<Plan>(&plan)) (void)same_plan_as(spec, point, *p);
+    };
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(n, 16); ++i) build(i);
+    if (n > 0) build(n - 1);
   });
 }
