@@ -1,17 +1,35 @@
-// Megatron-LM launch arguments (--megatron-args), resolved as `trainsim run --model M --gpus 64
-// --megatron-args TEXT` resolves them: split as a shell would, read into plan fields and checked
-// for the model (a dense one, or an expert one where the text's first byte is odd).
-#include "sim/cli/scenario.hpp"
+// Megatron-LM launch arguments (--megatron-args): split as a shell would, read into plan fields
+// for a catalog model (a dense one, or an expert one where the text's first byte is odd), the
+// fields set as resolve_inputs() sets them (each named by its argument), dp from the GPU count,
+// and the plan checked for the model.
+#include "sim/plan/megatron_args.hpp"
+#include "sim/plan/plan_schema.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  trainsim::fuzz::warm_catalog();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainsim;
-  (void)fuzz::light_catalog();  // sets TRAINSIM_DATA_DIR
   return fuzz::expect_input_errors([&] {
-    InputRequest request;
-    request.model = size > 0 && (data[0] & 1) != 0 ? "mixtral-8x7b" : "llama3.1-70b";
-    request.megatron_args = std::string(fuzz::text_of(data, size));
-    request.plan_flags["gpus"] = "64";
-    (void)resolve_inputs(request);
+    const Model& model =
+        fuzz::catalog_model(size > 0 && (data[0] & 1) != 0 ? "mixtral-8x7b" : "llama3.1-70b");
+    const std::string where = "--megatron-args";
+    const MegatronPlan m = plan_from_megatron_args(
+        parse_launch_command(fuzz::text_of(data, size), where), model, where);
+    Plan plan;
+    PlanOrigin origin;
+    for (const auto& field : plan_fields()) {
+      const auto it = m.fields.find(field.name);
+      if (it == m.fields.end()) continue;
+      set_from_text(plan, field, m.origin.at(field.name), it->second);
+      origin.where[field.name] = m.origin.at(field.name);
+    }
+    if (plan.gpus > 0 && plan.gpus % plan.model_parallel_size() == 0) {
+      plan.dp = plan.gpus / plan.model_parallel_size();
+    }
+    validate_plan(plan, trained_model(model, plan), fuzz::catalog_platform("h100-sxm-ndr"), origin);
   });
 }
