@@ -108,6 +108,8 @@ std::string top_help() {
          "  trainsim run --model llama3.1-8b --platform h100-sxm-ndr --tp 2 --pp 2 --dp 2 \\\n"
          "               --gbs 64 --seq-len 8192\n"
          "  trainsim run scenarios/llama3.1-70b-64gpu.json --schedule gpipe --format json\n"
+         "  trainsim check --model llama3.1-70b \\\n"
+         "                 --megatron-args @scenarios/launch/llama3.1-70b-64gpu.sh\n"
          "\n"
          "exit codes: 0 success; 1 error-level diagnostics (check, run --strict); 2 bad input.\n"
          "`trainsim run --help` lists every flag.\n";
