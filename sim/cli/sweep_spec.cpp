@@ -231,14 +231,9 @@ std::optional<std::string> same_plan_as(const SweepSpec& spec, const SweepPoint&
   if (changes.empty()) return std::nullopt;
   std::reverse(changes.begin(), changes.end());
   std::reverse(whys.begin(), whys.end());
-  const auto joined = [](const std::vector<std::string>& parts, const char* sep) {
-    std::string out;
-    for (const auto& part : parts) out += (out.empty() ? "" : sep) + part;
-    return out;
-  };
   const std::string first = changes.front().substr(0, changes.front().find(' '));
-  return first + ": the same plan as row " + std::to_string(same) + " (" + joined(changes, ", ") +
-         "), priced there: " + joined(whys, "; ");
+  return first + ": the same plan as row " + std::to_string(same) + " (" + join(changes, ", ") +
+         "), priced there: " + join(whys, "; ");
 }
 
 }  // namespace trainsim

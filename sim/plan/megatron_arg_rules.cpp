@@ -16,8 +16,7 @@ constexpr const char* kFp32 = "fp32";
 // Virtual pipeline stages by any of Megatron-LM's three arguments (the interleaved schedule
 // where there are 2 or more), the pipeline exchanges on the compute stream, the rank order.
 void MegatronReader::pipeline() {
-  const std::int64_t pp =
-      has("--pipeline-model-parallel-size") ? integer("--pipeline-model-parallel-size") : 1;
+  const std::int64_t pp = integer_or("--pipeline-model-parallel-size", 1);
   std::int64_t vp = 1;
   std::string from;
   for (const char* arg :
@@ -118,8 +117,7 @@ void MegatronReader::recompute() {
   }
   const std::int64_t n = integer("--recompute-num-layers");
   // block: the first n layers of every model chunk (a virtual stage's layers).
-  const std::int64_t pp =
-      has("--pipeline-model-parallel-size") ? integer("--pipeline-model-parallel-size") : 1;
+  const std::int64_t pp = integer_or("--pipeline-model-parallel-size", 1);
   const std::int64_t vp = out.fields.contains("vp") ? std::stoll(out.fields.at("vp")) : 1;
   const std::int64_t per_chunk = model.num_layers / std::max<std::int64_t>(1, pp) / vp;
   const bool every_layer = (method == "uniform" && n == 1) || (method == "block" && n >= per_chunk);

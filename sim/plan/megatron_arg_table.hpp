@@ -27,6 +27,10 @@ struct MegatronReader {
   bool has(const std::string& arg) const { return given.contains(arg); }
   const std::string& one(const std::string& arg) const { return given.at(arg).front(); }
   std::int64_t integer(const std::string& arg) const;
+  /// integer(arg), or `fallback` where the argument is not given.
+  std::int64_t integer_or(const std::string& arg, std::int64_t fallback) const {
+    return has(arg) ? integer(arg) : fallback;
+  }
   [[noreturn]] void fail(const std::string& arg, const std::string& what) const;
   /// Sets `field` to `value`, its origin the argument `arg`.
   void set(const std::string& field, const std::string& value, const std::string& arg);
