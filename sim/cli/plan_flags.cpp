@@ -15,12 +15,11 @@ po::options_description plan_options() {
   // Every field of the plan schema, in its order: --NAME VALUE, or a switch (--no-NAME where the
   // field defaults to on).
   for (const auto& f : plan_fields()) {
-    const std::string flag = flag_of(f.name).substr(2);
     if (f.type == FieldType::kBool) {
-      d.add_options()((f.negated ? "no-" + flag : flag).c_str(), po::bool_switch(), f.help.c_str());
+      d.add_options()(switch_flag(f).substr(2).c_str(), po::bool_switch(), f.help.c_str());
     } else {
-      d.add_options()(flag.c_str(), po::value<std::string>()->value_name(f.value_name),
-                      f.help.c_str());
+      d.add_options()(flag_of(f.name).substr(2).c_str(),
+                      po::value<std::string>()->value_name(f.value_name), f.help.c_str());
     }
   }
   return d;

@@ -151,15 +151,16 @@ void apply_plan_flags(const InputRequest& req, ResolvedInputs& in) {
 }
 
 // A plan field's value as its flag writes it on a shell's command line: "--tp 8", "--sp",
-// "--no-moe-grouped-gemm", "--partition 'Et|(tt|)*30mL'".
+// "--no-moe-grouped-gemm", "--partition 'Et|(tt|)*30mL'"; "" for a switch at its default, which
+// no flag writes (--moe-grouped-gemm is trainsim's default).
 std::string as_flag(const PlanField& field, const std::string& value) {
-  if (field.type != FieldType::kBool) {
-    const bool plain = value.find_first_not_of(
-                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                           "0123456789._,:+=/-") == std::string::npos;
-    return flag_of(field.name) + " " + (plain ? value : "'" + value + "'");
+  if (field.type == FieldType::kBool) {
+    return value == (field.negated ? "false" : "true") ? switch_flag(field) : "";
   }
-  return value == "true" ? flag_of(field.name) : "--no-" + flag_of(field.name).substr(2);
+  const bool plain = value.find_first_not_of(
+                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789._,:+=/-") == std::string::npos;
+  return flag_of(field.name) + " " + (plain ? value : "'" + value + "'");
 }
 
 // --megatron-args: the fields Megatron-LM's arguments set, each named by its argument, under the
@@ -189,7 +190,9 @@ void apply_megatron_args(const InputRequest& req, const std::filesystem::path& m
     in.origin.where[field.name] = origin;
     const bool by_default = std::find(m.defaults.begin(), m.defaults.end(),
                                       field.name + " " + it->second) != m.defaults.end();
-    (by_default ? defaults : set) += " " + as_flag(field, it->second);
+    if (const std::string flag = as_flag(field, it->second); !flag.empty()) {
+      (by_default ? defaults : set) += " " + flag;
+    }
   }
   in.notes.push_back(where + " read as:" + (set.empty() ? " nothing" : set));
   if (!defaults.empty()) in.notes.push_back(where + ": Megatron-LM's defaults:" + defaults);

@@ -44,6 +44,10 @@ std::vector<std::string> plan_options_text(const Plan& plan) {
   return out;
 }
 
+std::string switch_flag(const PlanField& field) {
+  return field.negated ? "--no-" + flag_of(field.name).substr(2) : flag_of(field.name);
+}
+
 const PlanField* find_plan_field(std::string_view name) {
   for (const auto& f : plan_fields()) {
     if (f.name == name) return &f;

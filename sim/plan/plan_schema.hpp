@@ -77,6 +77,10 @@ const std::vector<std::string>& plan_json_keys();
 /// The plan's options as a text report's second plan line lists them, in the table's order.
 std::vector<std::string> plan_options_text(const Plan& plan);
 
+/// A switch's flag: --NAME, or --no-NAME for a field that defaults to on (`negated`). It sets the
+/// field to true, or false where negated; the other value is the default, which no flag writes.
+std::string switch_flag(const PlanField& field);
+
 /// The field named `name`; nullptr where no field has that name.
 const PlanField* find_plan_field(std::string_view name);
 
