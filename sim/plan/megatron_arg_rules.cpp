@@ -4,6 +4,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/plan/megatron_arg_table.hpp"
+#include "sim/plan/partition.hpp"
 
 namespace trainsim {
 
@@ -13,26 +14,47 @@ constexpr const char* kFp32 = "fp32";
 
 }  // namespace
 
-// Virtual pipeline stages by any of Megatron-LM's three arguments (the interleaved schedule
+// Virtual pipeline stages by any of Megatron-LM's four arguments (the interleaved schedule
 // where there are 2 or more), the pipeline exchanges on the compute stream, the rank order.
 void MegatronReader::pipeline() {
   const std::int64_t pp = integer_or("--pipeline-model-parallel-size", 1);
-  std::int64_t vp = 1;
+  // validate_args: no more than one of the three that set the virtual stages now.
   std::string from;
   for (const char* arg :
-       {"--virtual-pipeline-model-parallel-size", "--num-virtual-stages-per-pipeline-rank"}) {
-    if (has(arg)) vp = integer(from = arg);
+       {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+        "--pipeline-model-parallel-layout"}) {
+    if (!has(arg)) continue;
+    if (!from.empty()) fail(arg, "is given with " + from + ": give one (Megatron-LM's rule)");
+    from = arg;
   }
-  if (const std::string arg = "--num-layers-per-virtual-pipeline-stage"; has(arg)) {
-    const std::int64_t per_chunk = integer(arg);
+  std::int64_t vp = 1;
+  if (from == "--num-virtual-stages-per-pipeline-rank") vp = integer(from);
+  if (from == "--num-layers-per-virtual-pipeline-stage") {
+    const std::int64_t per_chunk = integer(from);
     // validate_args: the layers of a pipeline stage over the layers of a virtual stage.
     if (pp < 1 || per_chunk < 1 || model.num_layers % pp != 0 ||
         (model.num_layers / pp) % per_chunk != 0) {
-      fail(arg, "must divide the " + std::to_string(model.num_layers) + " layers of " + model.name +
-                    " over pp " + std::to_string(pp) + " into whole virtual stages");
+      fail(from, "must divide the " + std::to_string(model.num_layers) + " layers of " +
+                     model.name + " over pp " + std::to_string(pp) + " into whole virtual stages");
     }
     vp = model.num_layers / pp / per_chunk;
-    from = arg;
+  }
+  if (from == "--pipeline-model-parallel-layout") {
+    // validate_args: the layout's stages over pp give the virtual stages.
+    const std::int64_t stages = megatron_layout_stage_count(one(from), where + " " + from);
+    if (pp < 1 || stages % pp != 0) {
+      fail(from,
+           "has " + std::to_string(stages) + " stages, not a multiple of pp " + std::to_string(pp));
+    }
+    vp = stages / pp;
+  }
+  // The older argument; TransformerConfig asserts it agrees with a layout's.
+  if (const std::string arg = "--virtual-pipeline-model-parallel-size"; has(arg)) {
+    if (!from.empty() && integer(arg) != vp) {
+      fail(arg,
+           "is " + std::to_string(integer(arg)) + " but " + from + " gives " + std::to_string(vp));
+    }
+    if (from.empty()) vp = integer(from = arg);
   }
   if (vp < 1) fail(from, "must be at least 1, got " + std::to_string(vp));
   if (vp > 1) {

@@ -93,6 +93,11 @@ std::vector<Block> model_blocks(const Model& model, bool with_cast = false);
 Partition megatron_uniform_partition(const Model& model, const Plan& plan,
                                      const PlanOrigin& origin);
 
+/// The virtual stages a Megatron-LM layout names (its | boundaries plus one, repetitions
+/// unrolled): pp x vp, from which Megatron-LM derives vp. InputError at `where` for a layout
+/// that expands beyond its bound.
+std::int64_t megatron_layout_stage_count(const std::string& layout, const std::string& where);
+
 /// A Megatron-LM layout: E embedding, t decoder layer, m multi-token-prediction module, L loss
 /// (final norm, LM head, loss), | stage boundary, x*N and (...)*N repetition, commas ignored.
 /// Must have pp stages, one E first and one L last, as many m as the model's mtp_layers, all in

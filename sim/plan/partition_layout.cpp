@@ -2,6 +2,7 @@
 // megatron/core/transformer/pipeline_parallel_layer_layout.py): a string such as "Et*3|(tt|)*29L"
 // naming each virtual stage's embedding (E), decoder layers (t), multi-token-prediction modules
 // (m) and loss (L).
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -145,6 +146,11 @@ std::vector<std::string> layout_stages(const std::string& expanded, const Model&
 }
 
 }  // namespace
+
+std::int64_t megatron_layout_stage_count(const std::string& layout, const std::string& where) {
+  const std::string expanded = expand_layout(layout, where);
+  return 1 + static_cast<std::int64_t>(std::count(expanded.begin(), expanded.end(), '|'));
+}
 
 Partition megatron_layout_partition(const Model& model, const std::string& layout, std::int64_t pp,
                                     std::int64_t vp, const std::string& where) {

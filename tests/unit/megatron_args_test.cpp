@@ -127,6 +127,16 @@ TEST(MegatronArgs, VirtualStagesRecomputationAndPrecisionEachWay) {
   EXPECT_EQ(read(pp4 + "--virtual-pipeline-model-parallel-size 5").fields.at("vp"), "5");
   EXPECT_EQ(read(pp4 + "--num-virtual-stages-per-pipeline-rank 2").fields.at("vp"), "2");
   EXPECT_FALSE(read(pp4 + "--num-layers-per-virtual-pipeline-stage 20").fields.contains("vp"));
+  // validate_args: a layout's 8 stages over pp 4 are 2 virtual stages each; 4 stages are none.
+  const std::string layout = "--pipeline-model-parallel-layout 'Et*10|(t*10|)*6t*10L'";
+  const MegatronPlan by_layout = read(pp4 + layout);
+  EXPECT_EQ(by_layout.fields.at("vp"), "2");
+  EXPECT_EQ(by_layout.fields.at("schedule"), "interleaved");
+  EXPECT_EQ(by_layout.origin.at("vp"), "--megatron-args --pipeline-model-parallel-layout");
+  EXPECT_EQ(by_layout.fields.at("partition"), "Et*10|(t*10|)*6t*10L");
+  EXPECT_FALSE(
+      read(pp4 + "--pipeline-model-parallel-layout 'Et*19|t*20|t*20|t*21L'").fields.contains("vp"));
+  EXPECT_EQ(read(pp4 + layout + " --virtual-pipeline-model-parallel-size 2").fields.at("vp"), "2");
   EXPECT_EQ(read(pp4 + "--recompute-activations").fields.at("recompute"), "selective");
   // validate_args: --recompute-activations sets selective over a granularity given.
   EXPECT_EQ(
@@ -190,6 +200,17 @@ TEST(MegatronArgs, WhatCannotBePricedIsRefusedNamingItsArgument) {
                      "--num-layers-per-virtual-pipeline-stage 4"),
             w + "--num-layers-per-virtual-pipeline-stage: must divide the 80 layers of "
                 "llama3.1-70b over pp 3 into whole virtual stages");
+  const std::string pp4 = "--bf16 --pipeline-model-parallel-size 4 ";
+  EXPECT_EQ(error_of(pp4 + "--pipeline-model-parallel-layout 'Et*16|(t*16|)*3t*16L'"),
+            w + "--pipeline-model-parallel-layout: has 5 stages, not a multiple of pp 4");
+  EXPECT_EQ(error_of(pp4 + "--num-virtual-stages-per-pipeline-rank 2 "
+                           "--pipeline-model-parallel-layout 'Et*10|(t*10|)*6t*10L'"),
+            w + "--pipeline-model-parallel-layout: is given with "
+                "--num-virtual-stages-per-pipeline-rank: give one (Megatron-LM's rule)");
+  EXPECT_EQ(error_of(pp4 + "--pipeline-model-parallel-layout 'Et*10|(t*10|)*6t*10L' "
+                           "--virtual-pipeline-model-parallel-size 4"),
+            w + "--virtual-pipeline-model-parallel-size: is 4 but "
+                "--pipeline-model-parallel-layout gives 2");
 }
 
 }  // namespace
