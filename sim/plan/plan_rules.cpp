@@ -204,9 +204,18 @@ void validate_shapes(const Plan& plan, const Model& model, const PlanOrigin& ori
   }
   const std::int64_t per_step = plan.mbs * plan.dp;
   if (plan.gbs > 0 && plan.gbs < per_step) {
-    fail_input(origin.of("gbs"), "must be at least mbs x dp (" + std::to_string(plan.mbs) + " x " +
-                                     std::to_string(plan.dp) + " = " + std::to_string(per_step) +
-                                     "), got " + std::to_string(plan.gbs));
+    // Where dp is what the GPU count leaves (no dp given), say what would leave less.
+    const bool dp_from_gpus = origin.where.contains("gpus") && origin.of("dp") == origin.of("gpus");
+    fail_input(
+        origin.of("gbs"),
+        "must be at least mbs x dp (" + std::to_string(plan.mbs) + " x " + std::to_string(plan.dp) +
+            " = " + std::to_string(per_step) + "), got " + std::to_string(plan.gbs) +
+            (dp_from_gpus ? "; dp " + std::to_string(plan.dp) + " is what " + origin.of("gpus") +
+                                " " + std::to_string(plan.gpus) + " leaves over tp x cp x pp = " +
+                                std::to_string(plan.model_parallel_size()) +
+                                ": more of them (--tp, --cp, --pp) leave less, or give a "
+                                "larger --gbs"
+                          : ""));
   }
 }
 
