@@ -355,7 +355,12 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
     return r;
   };
   for (const auto& s : opt.scenarios) {
-    columns.push_back(simulate_column(std::filesystem::path(s).stem().string(), request(s)));
+    // A catalog name is its own column name ("llama3.1-70b-64gpu", whose ".1-..." is no
+    // extension); a path loses its folders and ".json".
+    const std::filesystem::path path(s);
+    const std::string name =
+        path.extension() == ".json" ? path.stem().string() : path.filename().string();
+    columns.push_back(simulate_column(name, request(s)));
   }
   for (const auto& set : opt.sets) {
     InputRequest r = request(opt.scenarios.front());

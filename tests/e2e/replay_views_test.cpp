@@ -330,7 +330,13 @@ TEST(Cli, CompareShowsPlansSideBySide) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto columns = nlohmann::json::parse(r.out);
   ASSERT_EQ(columns.size(), 2u);
+  EXPECT_EQ(columns[0]["label"], "llama3.1-70b-64gpu");  // the path without folders and .json
   EXPECT_EQ(columns[1]["label"], "schedule=interleaved,vp=2");
+  // A catalog name is the column's whole name: its ".1-70b-64gpu" is no file extension.
+  const auto by_name =
+      test::run_trainsim({"compare", "llama3.1-70b-64gpu", "--set", "mbs=1", "--format", "json"});
+  ASSERT_EQ(by_name.exit_code, 0) << by_name.err;
+  EXPECT_EQ(nlohmann::json::parse(by_name.out)[0]["label"], "llama3.1-70b-64gpu");
   EXPECT_EQ(columns[1]["plan"]["vp"], 2);
   const std::vector<std::vector<std::string>> runs = {{},
                                                       {"--schedule", "interleaved", "--vp", "2"}};
