@@ -24,7 +24,8 @@ po::options_description io_options(const std::string& command) {
   d.add_options()("help,h", "show this help")(
       "model", po::value<std::string>()->value_name("M"),
       "model: a name under models/ (e.g. llama3.1-70b) or a path to our JSON or a Hugging Face "
-      "config.json")("platform", po::value<std::string>()->value_name("P"), platform_help.c_str())(
+      "config.json (or its folder)")("platform", po::value<std::string>()->value_name("P"),
+                                     platform_help.c_str())(
       "kernel-db", po::value<std::string>()->value_name("FILE|none"),
       "kernel timings from this database instead of the platform's (e.g. the published "
       "figures: kernels-published.json in platforms/h100-sxm/), or none: the roofline alone")(

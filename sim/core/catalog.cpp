@@ -53,12 +53,17 @@ std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string
   // A bare name is a catalog entry even where the working directory holds a folder so named
   // (results/ has one per scenario): only a path, or a name the catalog lacks, is that folder.
   const bool is_directory = std::filesystem::is_directory(as_path, ec);
-  const auto not_a_file = [&] {
-    fail_input(where, std::string(spec) + " is a directory, not a JSON file");
+  // A folder is no entry, but a model's Hugging Face snapshot folder holds its config.json.
+  const auto in_directory = [&] {
+    if (folder == "models" && std::filesystem::is_regular_file(as_path / "config.json", ec)) {
+      return as_path / "config.json";
+    }
+    fail_input(where, std::string(spec) + " is a directory, not a JSON file" +
+                          (folder == "models" ? " (nor a folder holding a config.json)" : ""));
   };
   bool looks_like_path = spec.find('/') != std::string_view::npos ||
                          (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
-  if (looks_like_path && is_directory) not_a_file();
+  if (looks_like_path && is_directory) return in_directory();
   if (looks_like_path) fail_input(where, "no such file: " + std::string(spec));
   std::vector<std::string> shelves = {std::string(folder)};
   for (auto& shelf : catalog_shelves(folder)) shelves.push_back(std::move(shelf));
@@ -68,7 +73,7 @@ std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string
     if (std::filesystem::is_regular_file(entry, ec)) return entry;
     for (auto& n : catalog_names(shelf)) names.push_back(std::move(n));
   }
-  if (is_directory) not_a_file();
+  if (is_directory) return in_directory();
   fail_input(where, "unknown " + std::string(folder) + " entry \"" + std::string(spec) + "\"" +
                         did_you_mean(spec, names) +
                         " (known: " + (names.empty() ? "none found" : join(names, ", ")) +

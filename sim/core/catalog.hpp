@@ -15,7 +15,8 @@ std::filesystem::path data_dir();
 inline constexpr const char* kDefaultPlatform = "h100-sxm-ndr";
 
 /// Resolves `spec` as a path to an existing file, else as the name of an entry of
-/// `<data_dir>/<folder>/<spec>.json` or of one of the folder's shelves. `where` names the flag or
+/// `<data_dir>/<folder>/<spec>.json` or of one of the folder's shelves, else (models only) as a
+/// folder holding a config.json, as a Hugging Face snapshot does. `where` names the flag or
 /// JSON path in error messages.
 std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string_view spec,
                                             std::string_view where);

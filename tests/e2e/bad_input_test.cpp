@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/support/support.hpp"
 
@@ -227,11 +229,22 @@ TEST_F(BadInput, BareNameIsTheCatalogEntryBesideAFolderOfThatName) {
   args.back() = "./llama3.1-8b";
   auto r = test::run_trainsim(args, dir_);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "trainsim: error: --model: ./llama3.1-8b is a directory, not a JSON file\n");
+  const std::string not_a_file =
+      " is a directory, not a JSON file (nor a folder holding a config.json)\n";
+  EXPECT_EQ(r.err, "trainsim: error: --model: ./llama3.1-8b" + not_a_file);
   args.back() = "llama9";
   r = test::run_trainsim(args, dir_);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "trainsim: error: --model: llama9 is a directory, not a JSON file\n");
+  EXPECT_EQ(r.err, "trainsim: error: --model: llama9" + not_a_file);
+  // A Hugging Face snapshot folder is read by its config.json, the model named after the folder.
+  std::filesystem::copy_file(test::source_dir() + "/tests/data/hf/llama3.1-8b/config.json",
+                             dir_ + "/llama9/config.json");
+  for (const std::string& spec : std::vector<std::string>{"llama9", "./llama9", dir_ + "/llama9"}) {
+    args.back() = spec;
+    r = test::run_trainsim(args, dir_);
+    ASSERT_EQ(r.exit_code, 0) << spec << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["model"], "llama9") << spec;
+  }
 }
 
 TEST_F(BadInput, TensorParallelMustDivideHeads) {
