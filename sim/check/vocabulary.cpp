@@ -41,17 +41,30 @@ std::vector<Finding> find_vocabulary_padding(const CheckContext& context) {
   Diagnostic diag;
   diag.id = "uneven-tp-shard";
   diag.severity = Severity::kWarning;
+  const std::string cost = padding_cost(context, pad);
+  const std::string as_saved = "[" + std::to_string(model.vocab_size) + ", " + hidden + "]";
+  if (plan.tp == 1) {
+    // No TP split to be uneven: the framework's multiple alone pads the one shard.
+    diag.message = "the vocabulary (" + format_grouped(model.vocab_size) +
+                   ") is not a multiple of " + std::to_string(d) + ": " + rule_name(plan) +
+                   " rule pads it to " + format_grouped(padded) + " rows. The " + cost +
+                   ". Checkpoint hazard: converting the checkpoint or resuming at another TP "
+                   "must drop the padding; a save path that mishandles it writes the embedding "
+                   "as [" +
+                   std::to_string(padded) + ", " + hidden + "] instead of " + as_saved +
+                   " (ColossalAI issue #6108)";
+    return {{std::move(diag), UnpaddedVocabulary{pad}}};
+  }
   diag.message =
       "the vocabulary (" + format_grouped(model.vocab_size) + ") does not split evenly over tp " +
       tp + ": " + rule_name(plan) + " rule pads it to a multiple of " + std::to_string(d) + " x " +
       tp + " = " + std::to_string(d * plan.tp) + ", i.e. " + format_grouped(padded) + " rows, " +
-      format_grouped(padded / plan.tp) + " per rank. The " + padding_cost(context, pad) +
-      ". Checkpoint hazard: " + rows + " x " + tp + " = " + std::to_string(padded) +
-      " != " + std::to_string(model.vocab_size) +
+      format_grouped(padded / plan.tp) + " per rank. The " + cost + ". Checkpoint hazard: " + rows +
+      " x " + tp + " = " + std::to_string(padded) + " != " + std::to_string(model.vocab_size) +
       ", so saving, converting or resuming at another TP must drop the padding; a save path "
       "that mishandles it writes the embedding as [" +
-      rows + ", " + hidden + "] or [" + std::to_string(padded) + ", " + hidden + "] instead of [" +
-      std::to_string(model.vocab_size) + ", " + hidden + "] (ColossalAI issue #6108)";
+      rows + ", " + hidden + "] or [" + std::to_string(padded) + ", " + hidden + "] instead of " +
+      as_saved + " (ColossalAI issue #6108)";
   return {{std::move(diag), UnpaddedVocabulary{pad}}};
 }
 

@@ -98,6 +98,17 @@ TEST(Diagnostics, ColossalAi6108VocabularyPadding) {
   EXPECT_TRUE(check("seeds/colossalai-6108", {{"tp", "4"}, {"dp", "4"}})
                   .with_id("uneven-tp-shard")
                   .empty());
+  // At tp 1 nothing splits unevenly: the multiple alone pads the one shard, and says so.
+  const auto one =
+      check("seeds/colossalai-6108", {{"tp", "1"}, {"dp", "16"}, {"vocab_divisible_by", "1000"}});
+  ASSERT_EQ(one.with_id("uneven-tp-shard").size(), 1u);
+  const std::string& at_tp1 = one.with_id("uneven-tp-shard")[0]->message;
+  EXPECT_TRUE(contains(at_tp1,
+                       "the vocabulary (128,256) is not a multiple of 1000: ColossalAI's rule "
+                       "pads it to 129,000 rows. The 744 padding rows cost"))
+      << at_tp1;
+  EXPECT_TRUE(contains(at_tp1, "as [129000, 8192] instead of [128256, 8192]")) << at_tp1;
+  EXPECT_FALSE(contains(at_tp1, "tp 1")) << at_tp1;
 }
 
 TEST(Diagnostics, DeepSpeed5078EmptyLastStages) {
