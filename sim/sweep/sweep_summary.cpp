@@ -106,6 +106,32 @@ void deadline_table(std::ostringstream& out, const std::vector<SweepEntry>& entr
   }
 }
 
+// Entries whose plans differ only in fields the label leaves out (it shows the sizes and the usual
+// options) would read alike: each such field is appended to their labels ("moe-token-dispatcher-
+// type allgather"). Fields derived from labelled ones (the report writes them resolved) never
+// differ within a group of one label, so they stay out.
+void label_what_differs(std::vector<SweepEntry>& entries,
+                        const std::vector<std::map<std::string, std::string>>& plans) {
+  std::map<std::string, std::vector<std::size_t>> alike;  // label -> its entries
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (!entries[i].plan.empty()) alike[entries[i].plan].push_back(i);
+  }
+  for (const auto& [label, group] : alike) {
+    if (group.size() < 2) continue;
+    for (const auto& f : plan_fields()) {
+      if (f.label || f.name == "gpus") continue;  // the tables give the GPUs a column
+      std::set<std::string> values;
+      for (std::size_t i : group) values.insert(plans[i].at(f.name));
+      if (values.size() < 2) continue;
+      const std::string flag = flag_of(f.name).substr(2);  // without "--"
+      for (std::size_t i : group) {
+        const std::string& value = plans[i].at(f.name);
+        entries[i].plan += " " + flag + " " + (value.empty() ? "-" : value);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
@@ -113,6 +139,7 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
   std::map<std::string, std::size_t> at;  // column -> its position, looked up once
   for (std::size_t i = 0; i < columns.size(); ++i) at[columns[i]] = i;
   std::vector<SweepEntry> out;
+  std::vector<std::map<std::string, std::string>> plans;  // each entry's plan columns
   for (const auto& line : lines) {
     if (!sweep_csv_index(line)) continue;
     const auto fields = split_csv_line(line);
@@ -126,11 +153,12 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
     e.reason = f("reason");
     // The plan columns read back as the plan they were written from, labelled by the schema; a
     // plan refused by rule may hold values no plan takes (dp 0) and is never listed.
+    std::map<std::string, std::string> plan;
+    for (const auto& name : plan_field_names()) plan[name] = f(name);
     if (!f("tp").empty() && e.status != "rule") {
-      std::map<std::string, std::string> plan;
-      for (const auto& name : plan_field_names()) plan[name] = f(name);
       e.plan = plan_label(plan_from_text(plan, "sweep file, plan " + f("index")));
     }
+    plans.push_back(std::move(plan));
     e.step_s = number(f("step_s"));
     e.tokens_per_s = number(f("tokens_per_s"));
     e.mfu = number(f("mfu"));
@@ -143,6 +171,7 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
     e.gpu_hours_with_failures = f("gpu_hours_with_failures");
     out.push_back(std::move(e));
   }
+  label_what_differs(out, plans);
   return out;
 }
 

@@ -213,6 +213,27 @@ TEST(SweepRow, DistributedOptimizerInstancesHaveAColumnAndALabel) {
   EXPECT_EQ(sweep_entries({two}).at(0).plan, "tp 1 pp 1 dp 8 mbs 1 1f1b zero 1 x 2 instances");
 }
 
+// Plans whose labels would read alike, differing only in a field the label leaves out, each name
+// that field; a plan alone, or beside plans of other labels, keeps its plain label.
+TEST(SweepSummary, PlansThatWouldReadAlikeNameWhatDiffers) {
+  Plan p = small_sweep_plan();
+  const std::string flash = priced_row(p);
+  p.attention_backend = AttentionBackend::kUnfused;
+  const std::string unfused = priced_row(p);
+  p.attention_backend = AttentionBackend::kFlash;
+  p.dp = 4;
+  p.tp = 2;
+  p.sp = true;
+  const std::string tp2 = priced_row(p);
+  const std::string plain = "tp 1 pp 1 dp 8 mbs 1 1f1b zero 1";
+  const auto both = sweep_entries({flash, unfused, tp2});
+  EXPECT_EQ(both.at(0).plan, plain + " attention-backend flash");
+  EXPECT_EQ(both.at(1).plan, plain + " attention-backend unfused");
+  EXPECT_EQ(both.at(2).plan, "tp 2 pp 1 dp 4 sp mbs 1 1f1b zero 1");  // its etp is 2, not 1
+  EXPECT_EQ(sweep_entries({flash, tp2}).at(0).plan, plain);
+  EXPECT_EQ(sweep_entries({unfused}).at(0).plan, plain);
+}
+
 TEST(SweepRow, DeferredLmHeadWeightGradientsHaveColumnsAndALabel) {
   Plan p = small_sweep_plan();
   p.pp = 2;
