@@ -84,6 +84,16 @@ std::vector<std::int64_t> expert_parallel_sizes(const Plan& layout, const MoeSpe
   return out;
 }
 
+// The expert TP sizes a layout can take: the plan's, and for a mixture-of-experts model under
+// TP also 1 (Megatron-Core's expert_tensor_parallel_size 1, as DeepSeek-V3's and Qwen3-MoE's
+// recipes run it), which frees the experts from TP and lets EP span the TP GPUs.
+std::vector<std::int64_t> expert_tp_sizes(const Plan& plan, const Plan& layout,
+                                          const MoeSpec& moe) {
+  std::vector<std::int64_t> out{plan.etp};
+  if (moe.is_moe() && layout.tp > 1 && layout.expert_tp() != 1) out.push_back(1);
+  return out;
+}
+
 // The layout with each ZeRO stage that applies to it (only 0 without data parallelism).
 ZeroLadder zero_ladder(const Plan& layout, Recompute recompute) {
   ZeroLadder ladder;
@@ -109,9 +119,12 @@ void add_layouts(const Plan& plan, std::int64_t cp, std::int64_t gpus, std::int6
       layout.pp = pp;
       layout.gpus = 0;
       layout.sp = tp > 1;
-      for (const std::int64_t ep : expert_parallel_sizes(layout, model.moe)) {
-        layout.ep = ep;
-        out.push_back(zero_ladder(layout, recompute));
+      for (const std::int64_t etp : expert_tp_sizes(plan, layout, model.moe)) {
+        layout.etp = etp;
+        for (const std::int64_t ep : expert_parallel_sizes(layout, model.moe)) {
+          layout.ep = ep;
+          out.push_back(zero_ladder(layout, recompute));
+        }
       }
     }
   }
@@ -231,7 +244,7 @@ void add_layout_neighbours(std::vector<Plan>& out, const Plan& plan, std::int64_
 }
 
 // The plan's neighbours in its other settings: micro-batch size, recomputation, CP, optimizer
-// instances and EP (a mixture-of-experts model's).
+// instances, and a mixture-of-experts model's EP and expert TP.
 void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan, bool moe) {
   for (const std::int64_t mbs : {plan.mbs * 2, plan.mbs / 2}) {
     if (mbs < 1) continue;
@@ -261,6 +274,12 @@ void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan, bool moe) 
     out.push_back(p);
     if (plan.ep % 2 == 0) {
       p.ep = plan.ep / 2;
+      out.push_back(p);
+    }
+    // Under TP, the experts split over TP (expert TP as tp) or whole on each GPU (expert TP 1).
+    if (plan.tp > 1) {
+      p = plan;
+      p.etp = plan.expert_tp() == 1 ? 0 : 1;
       out.push_back(p);
     }
   }

@@ -79,21 +79,32 @@ TEST(Candidates, LayoutsTakeEveryContextAndExpertParallelSize) {
   p.seq_len = 4096;
   p.gbs = 64;
   const Model mixtral = test::catalog_model("mixtral-8x7b");  // 8 experts, 32 layers
-  // (cp, tp, pp) -> the EP sizes of that layout's ladders.
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<std::int64_t>> eps;
+  // (cp, tp, pp, expert TP) -> the EP sizes of that layout's ladders.
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<Key, std::vector<std::int64_t>> eps;
   for (const auto& ladder : layouts_on(p, 16, 8, mixtral, Recompute::kNone)) {
     const Plan& c = ladder.front();
     EXPECT_EQ(c.tp * c.cp * c.pp * c.dp, 16);
-    eps[{c.cp, c.tp, c.pp}].push_back(c.ep);
+    eps[{c.cp, c.tp, c.pp, c.expert_tp()}].push_back(c.ep);
   }
   using Eps = std::vector<std::int64_t>;
-  EXPECT_EQ(eps.at({1, 1, 1}), (Eps{1, 2, 4, 8}));   // dp 16: all, 8 experts the most
-  EXPECT_EQ(eps.at({1, 2, 1}), (Eps{1, 2, 4, 8}));   // etp = tp 2: EP divides dp 8
-  EXPECT_EQ(eps.at({1, 4, 2}), (Eps{1, 2}));         // dp 2
-  EXPECT_EQ(eps.at({1, 8, 2}), (Eps{1}));            // dp 1
-  EXPECT_EQ(eps.at({4, 2, 1}), (Eps{1, 2, 4, 8}));   // cp 4 x dp 2
-  EXPECT_EQ(eps.at({16, 1, 1}), (Eps{1, 2, 4, 8}));  // cp 16, 4096 = 2 x 16 x 128
-  EXPECT_FALSE(eps.contains({32, 1, 1}));            // only 16 GPUs
+  EXPECT_EQ(eps.at({1, 1, 1, 1}), (Eps{1, 2, 4, 8}));   // dp 16: all, 8 experts the most
+  EXPECT_EQ(eps.at({1, 2, 1, 2}), (Eps{1, 2, 4, 8}));   // etp = tp 2: EP divides dp 8
+  EXPECT_EQ(eps.at({1, 4, 2, 4}), (Eps{1, 2}));         // dp 2
+  EXPECT_EQ(eps.at({1, 8, 2, 8}), (Eps{1}));            // dp 1
+  EXPECT_EQ(eps.at({4, 2, 1, 2}), (Eps{1, 2, 4, 8}));   // cp 4 x dp 2
+  EXPECT_EQ(eps.at({16, 1, 1, 1}), (Eps{1, 2, 4, 8}));  // cp 16, 4096 = 2 x 16 x 128
+  EXPECT_FALSE(eps.contains({32, 1, 1, 1}));            // only 16 GPUs
+  // Under TP each layout is also tried with expert TP 1, EP then spanning the TP GPUs too.
+  EXPECT_EQ(eps.at({1, 4, 2, 1}), (Eps{1, 2, 4, 8}));  // over tp 4 x dp 2
+  EXPECT_EQ(eps.at({1, 8, 2, 1}), (Eps{1, 2, 4, 8}));  // over tp 8 x dp 1
+  for (const auto& [key, sizes] : eps) {               // each TP layout both ways, nothing else
+    const auto [cp, tp, pp, etp] = key;
+    EXPECT_TRUE(etp == tp || etp == 1) << tp << " " << etp;
+    if (tp > 1) {
+      EXPECT_TRUE(eps.contains({cp, tp, pp, etp == 1 ? tp : 1})) << cp << tp << pp;
+    }
+  }
   // With expert TP 1 the experts take the TP ranks too: ep x 1 divides tp x cp x dp.
   p.etp = 1;
   Eps tp8;
@@ -101,7 +112,7 @@ TEST(Candidates, LayoutsTakeEveryContextAndExpertParallelSize) {
     const Plan& c = ladder.front();
     if (c.cp == 1 && c.tp == 8 && c.pp == 2) tp8.push_back(c.ep);
   }
-  EXPECT_EQ(tp8, (Eps{1, 2, 4, 8}));  // over tp 8 x dp 1
+  EXPECT_EQ(tp8, (Eps{1, 2, 4, 8}));  // over tp 8 x dp 1, once: the plan's expert TP is 1
   // A sequence of 8 tokens splits into 2 x CP chunks up to CP 4; a dense model takes EP 1 only.
   p.etp = 0;
   p.seq_len = 8;

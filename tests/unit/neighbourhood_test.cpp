@@ -87,11 +87,21 @@ TEST(Neighbourhood, NeighboursAreOneStepAwayOnTheSameGpus) {
                           [](const Plan& q) { return q.cp == 2 && q.dp == 1 && q.tp == 2; }),
             1);
   EXPECT_TRUE(std::none_of(plans.begin(), plans.end(), [](const Plan& q) { return q.ep != 1; }));
-  // A mixture-of-experts model at EP 1 also gets EP 2.
+  // A mixture-of-experts model at EP 1 also gets EP 2, and under TP 2 expert TP 1.
   const Model moe = test::catalog_model("mixtral-8x7b");
   const auto experts = neighbouring_plans(p, moe, 8);
-  EXPECT_EQ(experts.size(), 12u);
+  EXPECT_EQ(experts.size(), 13u);
   EXPECT_EQ(std::count_if(experts.begin(), experts.end(), [](const Plan& q) { return q.ep == 2; }),
+            1);
+  EXPECT_EQ(std::count_if(experts.begin(), experts.end(),
+                          [](const Plan& q) { return q.expert_tp() == 1 && q.tp == 2; }),
+            1);
+  // From expert TP 1 the neighbour is expert TP as tp.
+  Plan whole = p;
+  whole.etp = 1;
+  const auto back = neighbouring_plans(whole, moe, 8);
+  EXPECT_EQ(std::count_if(back.begin(), back.end(),
+                          [](const Plan& q) { return q.etp == 0 && q.tp == 2; }),
             1);
   // With CP 2 and EP 2 also CP 1 (dp 4), CP 4 (dp 1), EP 4 and EP 1.
   p.cp = 2;
