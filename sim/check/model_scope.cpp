@@ -6,6 +6,7 @@
 #include "sim/check/detect.hpp"
 #include "sim/core/format.hpp"
 #include "sim/cost/layer_ops.hpp"
+#include "sim/plan/plan_schema.hpp"
 
 namespace trainsim {
 
@@ -57,23 +58,23 @@ std::vector<Finding> find_model_beyond_modelled(const CheckContext& context) {
         "drop --tp-comm-overlap: the step is priced the same without it, and Megatron-Core runs "
         "it the same but for that one projection per pipeline rank"));
   }
-  // Megatron-LM's validate_args turns sequence parallelism off at tensor-parallel size 1, with a
-  // warning ("Disabling sequence parallelism because tensor model parallelism is disabled").
-  if (context.plan.sp && !context.plan.sequence_parallel()) {
-    out.push_back(finding(
-        Severity::kInfo, "sp-unused",
-        "--sp has no effect at tp 1: Megatron-LM turns sequence parallelism off where there is "
-        "no tensor parallelism (with a warning at start-up), and the step is priced without it",
-        "drop --sp, or give --tp 2 or more to split the sequence over a TP group"));
-  }
-  // Accepted (a sweep over cp keeps one kind), but nothing to run without a CP group.
-  if (context.plan.cp == 1 && context.plan.cp_comm != CpComm::kP2P) {
-    out.push_back(finding(
-        Severity::kInfo, "cp-comm-type-unused",
-        std::string("--cp-comm-type ") + to_string(context.plan.cp_comm) +
-            " has no effect at cp 1: without context parallelism each GPU runs the attention over "
-            "its whole sequence, and the step is priced so",
-        "drop --cp-comm-type, or give --cp 2 or more to split the sequence"));
+  // A field off its default where the plan schema says it changes nothing (its `unused`): --sp
+  // at tp 1, which Megatron-LM's validate_args turns off; --cp-comm-type at cp 1, accepted so
+  // that a sweep over cp keeps one kind.
+  for (const PlanField& f : plan_fields()) {
+    const std::string why = unused_reason(f, context.plan);
+    if (why.empty() || !f.report || f.report(context.plan) == f.report(Plan{})) continue;
+    const auto value = f.report(context.plan);
+    const std::string flag = flag_of(f.name);
+    const std::string dropped = f.type == FieldType::kBool ? switch_flag(f) : flag;
+    const std::string given =
+        f.type == FieldType::kBool
+            ? switch_flag(f)
+            : flag + " " + (value.is_string() ? value.get<std::string>() : value.dump());
+    out.push_back(
+        finding(Severity::kInfo, flag.substr(2) + "-unused",
+                given + " has no effect: " + why + ", and the step is priced as without it",
+                "drop " + dropped + (f.unused_fix.empty() ? "" : ", or " + f.unused_fix)));
   }
   return out;
 }

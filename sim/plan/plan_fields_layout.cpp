@@ -50,6 +50,7 @@ void context_and_expert_fields(FieldTable& t) {
                            "over its whole sequence")
                      : std::string();
   };
+  t.fields.back().unused_fix = "give --cp 2 or more to split the sequence";
   t.integer("cp_a2a_size", {0}, &Plan::cp_a2a_size, "N",
             "with --cp-comm-type a2a+p2p, the all-to-all level's size: N consecutive CP ranks "
             "split the heads (tp x N divides the heads and KV heads), and rings of cp/N ranks, one "
@@ -146,6 +147,7 @@ void parallel_fields(FieldTable& t) {
     return p.tp == 1 ? std::string("Megatron-LM turns sequence parallelism off at tp 1")
                      : std::string();
   };
+  t.fields.back().unused_fix = "give --tp 2 or more to split the sequence over a TP group";
 }
 
 namespace {

@@ -50,6 +50,9 @@ struct PlanField {
   /// the field's default (--sp at tp 1, --cp-comm-type at cp 1); empty where it acts. Unset for the
   /// fields that always act, or that a rule refuses where they could not.
   std::function<std::string(const Plan&)> unused = nullptr;
+  /// With `unused`: what makes the field act, as check's <field>-unused info advises beside
+  /// dropping the flag ("give --tp 2 or more to split the sequence over a TP group").
+  std::string unused_fix = {};
 };
 
 /// Every plan field, in the order --help, messages and reports list them.

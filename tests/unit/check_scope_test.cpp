@@ -92,8 +92,8 @@ TEST(Diagnostics, CpCommTypeWithoutContextParallelism) {
   ASSERT_EQ(unused.size(), 1u);
   EXPECT_EQ(unused[0]->severity, Severity::kInfo);
   EXPECT_EQ(unused[0]->message,
-            "--cp-comm-type a2a has no effect at cp 1: without context parallelism each GPU runs "
-            "the attention over its whole sequence, and the step is priced so");
+            "--cp-comm-type a2a has no effect: without context parallelism (cp 1) each GPU runs "
+            "the attention over its whole sequence, and the step is priced as without it");
   EXPECT_EQ(unused[0]->fix, "drop --cp-comm-type, or give --cp 2 or more to split the sequence");
   flags["cp"] = "2";
   flags["dp"] = "1";
@@ -115,6 +115,9 @@ TEST(Diagnostics, SequenceParallelismWithoutTensorParallelism) {
     const auto unused = with.with_id("sp-unused");
     ASSERT_EQ(unused.size(), 1u) << model;
     EXPECT_EQ(unused[0]->severity, Severity::kInfo);
+    EXPECT_EQ(unused[0]->message,
+              "--sp has no effect: Megatron-LM turns sequence parallelism off at tp 1, and the "
+              "step is priced as without it");
     EXPECT_EQ(unused[0]->fix,
               "drop --sp, or give --tp 2 or more to split the sequence over a TP group");
     // A sweep's plan label does not claim it either.
@@ -155,7 +158,7 @@ TEST(Diagnostics, SequencePastTheTrainedPositions) {
 
 // Each plan field that can change nothing in a plan (the schema's `unused`, which a sweep reads
 // to price such a plan once) has a check saying so where its value is not the default: the info
-// <field>-unused.
+// <field>-unused, from the same row, with the row's advice on what makes the field act.
 TEST(Diagnostics, EveryUnusedFieldHasItsInfo) {
   const auto c = check_model(
       "llama3.1-8b", {{"seq_len", "4096"}, {"dp", "8"}, {"sp", "true"}, {"cp_comm_type", "a2a"}});
@@ -168,6 +171,9 @@ TEST(Diagnostics, EveryUnusedFieldHasItsInfo) {
     const auto found = c.with_id(id);
     ASSERT_EQ(found.size(), 1u) << id;
     EXPECT_EQ(found[0]->severity, Severity::kInfo) << id;
+    EXPECT_NE(found[0]->message.find(unused_reason(f, c.in.plan)), std::string::npos) << id;
+    EXPECT_FALSE(f.unused_fix.empty()) << id;
+    EXPECT_NE(found[0]->fix.find(f.unused_fix), std::string::npos) << id;
   }
   EXPECT_EQ(unused, 2);
 }
