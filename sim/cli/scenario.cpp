@@ -180,6 +180,11 @@ void apply_megatron_args(const InputRequest& req, const std::filesystem::path& m
                "gives no GPU count (Megatron-LM's data parallelism is what the world "
                "size leaves; torchrun's --nproc-per-node and --nnodes give it): add --gpus N");
   }
+  if (!m.fields.contains("seq_len") && !req.plan_flags.contains("seq_len")) {
+    fail_input(where,
+               "has no --seq-length, which Megatron-LM's GPT training needs: add it, or give "
+               "--seq-len N");
+  }
   std::string set;
   std::string defaults;
   for (const auto& field : plan_fields()) {

@@ -129,6 +129,16 @@ TEST(MegatronArgsCli, FlagsOverrideItAndErrorsNameTheArgument) {
             "trainsim: error: --megatron-args: gives no GPU count (Megatron-LM's data parallelism "
             "is what the world size leaves; torchrun's --nproc-per-node and --nnodes give it): "
             "add --gpus N\n");
+  // No sequence length: Megatron-LM's argument named, not only trainsim's flag.
+  const auto no_seq = test::run_trainsim(
+      {"check", "--model", "mixtral-8x7b", "--gpus", "8", "--megatron-args", "--bf16"});
+  EXPECT_EQ(no_seq.err,
+            "trainsim: error: --megatron-args: has no --seq-length, which Megatron-LM's GPT "
+            "training needs: add it, or give --seq-len N\n");
+  EXPECT_EQ(test::run_trainsim({"run", "--model", "mixtral-8x7b", "--gpus", "8", "--seq-len",
+                                "4096", "--engine", "analytic", "--megatron-args", "--bf16"})
+                .exit_code,
+            0);
   const auto no_file =
       test::run_trainsim({"check", "--model", "mixtral-8x7b", "--megatron-args", "@nowhere.sh"});
   EXPECT_EQ(no_file.err, "trainsim: error: --megatron-args: no such file: nowhere.sh\n");
