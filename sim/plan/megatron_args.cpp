@@ -6,59 +6,19 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/suggest.hpp"
+#include "sim/plan/launch_script.hpp"
 #include "sim/plan/megatron_arg_table.hpp"
 
 namespace trainsim {
 
-namespace {
-
-std::vector<std::string> shell_words(std::string_view text, const std::string& where) {
-  std::vector<std::string> words;
-  std::string word;
-  bool in_word = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) {
-      while (i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) ++i;
-    } else if (c == '#' && !in_word) {
-      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
-    } else if (c == '\'' || c == '"') {
-      const auto close = text.find(c, i + 1);
-      if (close == std::string_view::npos) fail_input(where, std::string("unclosed ") + c);
-      word += text.substr(i + 1, close - i - 1);
-      in_word = true;
-      i = close;
-    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\\') {
-      if (in_word) words.push_back(word);
-      word.clear();
-      in_word = false;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  if (in_word) words.push_back(word);
-  return words;
-}
-
-// A pipe, a redirection ("> log", "2>&1") or a command separator: the command ends before it.
-bool ends_command(const std::string& w) {
-  const std::size_t digits = w.find_first_not_of("0123456789");
-  return w == "|" || w == "||" || w == "&&" || w == ";" || w == "&" || w.starts_with("&>") ||
-         (digits != std::string::npos && (w[digits] == '>' || w[digits] == '<'));
-}
-
-}  // namespace
-
 LaunchCommand parse_launch_command(std::string_view text, const std::string& where) {
-  std::vector<std::string> words = shell_words(text, where);
+  std::vector<std::string> words = launch_words(text, where);
   LaunchCommand launch;
   const auto script = std::find_if(words.rbegin(), words.rend(),
                                    [](const std::string& w) { return w.ends_with(".py"); });
   const auto first = script == words.rend() ? words.begin() : script.base();
   launch.launcher.assign(words.begin(), first);
-  const auto last = std::find_if(first, words.end(), ends_command);
-  launch.args.assign(first, last);
+  launch.args.assign(first, words.end());
   return launch;
 }
 

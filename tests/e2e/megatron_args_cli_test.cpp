@@ -92,6 +92,34 @@ TEST(MegatronArgsCli, ALaunchScriptRunsAsTheFlagsItIsReadAs) {
   EXPECT_EQ(grouped.script_report.at("plan").at("moe_grouped_gemm"), true);
 }
 
+// A script written as Megatron-LM's examples are (variables, arrays, the precision chosen by an
+// if) runs as the scenario of the same recipe, and its FP8 arm as that scenario in FP8.
+TEST(MegatronArgsCli, AScriptOfArraysAndTestsRunsAsItsScenario) {
+  const std::string script = test::source_dir() + "/scenarios/launch/llama3.1-8b-8gpu-arrays.sh";
+  const std::string scenario = test::source_dir() + "/scenarios/llama3.1-8b-cp2-8gpu.json";
+  const std::vector<std::string> json = {"--engine", "analytic", "--format", "json"};
+  const auto run = [&](std::vector<std::string> args) {
+    args.insert(args.end(), json.begin(), json.end());
+    const auto r = test::run_trainsim(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  for (const std::string dtype : {"bf16", "fp8"}) {
+    std::string text = test::read_file(script);
+    text.replace(text.find("DTYPE=bf16"), 10, "DTYPE=" + dtype);
+    const std::string copy = test::make_temp_dir() + "/train.sh";
+    test::write_file(copy, text);
+    const auto a = run({"run", "--model", "llama3.1-8b", "--megatron-args", "@" + copy});
+    const auto b = run({"run", scenario, "--precision", dtype});
+    ASSERT_FALSE(a.is_null() || b.is_null());
+    EXPECT_EQ(a.at("plan").at("precision"), dtype);
+    EXPECT_EQ(a.at("plan").at("cp"), 2);
+    EXPECT_EQ(a.at("gpus"), 8);
+    EXPECT_EQ(a.at("step_time_s"), b.at("step_time_s")) << dtype;
+    EXPECT_EQ(a.at("stages"), b.at("stages")) << dtype;
+  }
+}
+
 TEST(MegatronArgsCli, FlagsOverrideItAndErrorsNameTheArgument) {
   std::vector<std::string> args = kRun;
   args.insert(args.end(),
@@ -119,7 +147,7 @@ TEST(MegatronArgsCli, FlagsOverrideItAndErrorsNameTheArgument) {
   const auto layout =
       test::run_trainsim({"check", "--model", "mixtral-8x7b", "--gpus", "16", "--megatron-args",
                           "--bf16 --seq-length 4096 --pipeline-model-parallel-size 2 "
-                          "--pipeline-model-parallel-layout Et*16|t*16L"});
+                          "--pipeline-model-parallel-layout 'Et*16|t*16L'"});
   EXPECT_NE(layout.err.find("read as: --pp 2 --seq-len 4096 --partition 'Et*16|t*16L'"),
             std::string::npos)
       << layout.err;

@@ -35,8 +35,8 @@ TEST(MegatronArgs, LaunchScriptSplitsAsAShellWouldAtTheScript) {
       "# a comment --fp16\n"
       "torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py \\\n"
       "  --tensor-model-parallel-size 8 \\\n"
-      "  --recompute-modules 'core_attn' \"mlp\" --data-path a#b  # trailing\n"
-      "  --seq-length=4096 2>&1 | tee log.txt\n";
+      "  --recompute-modules 'core_attn' \"mlp\" --data-path a#b \\\n"
+      "  --seq-length=4096 2>&1 | tee log.txt  # trailing\n";
   const LaunchCommand launch = parse_launch_command(script, "w");
   EXPECT_EQ(launch.launcher, (std::vector<std::string>{"torchrun", "--nproc_per_node", "8",
                                                        "--nnodes", "2", "pretrain_gpt.py"}));

@@ -1,0 +1,375 @@
+// A launch script run as far as its launch needs: assignments kept, branches taken where their
+// tests can be decided, the last command that runs a Python script returned as its words.
+#include "sim/plan/launch_script.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "sim/core/error.hpp"
+#include "sim/plan/shell_expand.hpp"
+#include "sim/plan/shell_lexer.hpp"
+
+namespace trainsim {
+
+namespace {
+
+enum class Truth { kFalse, kTrue, kUnknown };
+
+Truth both(Truth a, Truth b) {
+  if (a == Truth::kFalse || b == Truth::kFalse) return Truth::kFalse;
+  return a == Truth::kTrue && b == Truth::kTrue ? Truth::kTrue : Truth::kUnknown;
+}
+Truth either(Truth a, Truth b) {
+  if (a == Truth::kTrue || b == Truth::kTrue) return Truth::kTrue;
+  return a == Truth::kFalse && b == Truth::kFalse ? Truth::kFalse : Truth::kUnknown;
+}
+Truth negate(Truth a) {
+  return a == Truth::kUnknown ? a : a == Truth::kTrue ? Truth::kFalse : Truth::kTrue;
+}
+Truth truth(bool b) {
+  return b ? Truth::kTrue : Truth::kFalse;
+}
+
+bool separator(TokenKind k) {
+  return k == TokenKind::kNewline || k == TokenKind::kSemicolon || k == TokenKind::kAnd ||
+         k == TokenKind::kOr || k == TokenKind::kPipe || k == TokenKind::kAmpersand;
+}
+
+// A word written bare, no quotes: how keywords and test operators are recognised.
+std::string keyword(const Token& t) {
+  return t.kind == TokenKind::kWord && t.parts.size() == 1 && t.parts[0].quote == Quote::kNone
+             ? t.parts[0].text
+             : "";
+}
+
+// [[ a == pattern ]]: * any run, ? any character (greedy with one backtrack point: linear).
+bool glob_match(std::string_view p, std::string_view s) {
+  std::size_t i = 0, j = 0, star = std::string_view::npos, resume = 0;
+  while (j < s.size()) {
+    if (i < p.size() && (p[i] == '?' || p[i] == s[j])) {
+      ++i, ++j;
+    } else if (i < p.size() && p[i] == '*') {
+      star = i++;
+      resume = j;
+    } else if (star != std::string_view::npos) {
+      i = star + 1;
+      j = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (i < p.size() && p[i] == '*') ++i;
+  return i == p.size();
+}
+
+class Script {
+ public:
+  Script(std::string_view text, const std::string& where)
+      : t_(lex_shell(text, where)), where_(where), vars_(where) {}
+
+  std::vector<std::string> run() {
+    while (i_ < t_.size()) command();
+    if (!branches_.empty()) fail(branches_.back().line, "this if has no fi");
+    return launch_ ? *launch_ : first_.value_or(std::vector<std::string>{});
+  }
+
+ private:
+  enum class Arm { kRun, kSkip, kUnknown };
+  struct Branch {
+    Arm arm;
+    bool taken;    // an earlier arm surely ran: the rest are skipped
+    bool unknown;  // an earlier arm may have run
+    int line;
+  };
+  std::vector<Token> t_;
+  std::size_t i_ = 0;
+  const std::string& where_;
+  ShellVariables vars_;
+  std::vector<Branch> branches_;
+  std::optional<std::vector<std::string>> launch_;
+  std::optional<std::vector<std::string>> first_;
+
+  [[noreturn]] void fail(int line, const std::string& what) const {
+    fail_input(where_, "line " + std::to_string(line) + ": " + what);
+  }
+  [[noreturn]] void undecided(int line, const std::string& what) const {
+    fail(line, what + " in a branch whose test (if at line " +
+                   std::to_string(branches_.back().line) +
+                   ") depends on what the script cannot know (the environment, a file, a "
+                   "command's output): trainsim runs no shell; give that value in the script");
+  }
+
+  // Whether commands here run, given every enclosing branch (the innermost `depth` of them).
+  Arm mode(std::size_t depth) const {
+    Arm m = Arm::kRun;
+    for (std::size_t k = 0; k < depth; ++k) {
+      if (branches_[k].arm == Arm::kSkip) return Arm::kSkip;
+      if (branches_[k].arm == Arm::kUnknown) m = Arm::kUnknown;
+    }
+    return m;
+  }
+  Arm mode() const { return mode(branches_.size()); }
+
+  void command() {
+    const Token& t = t_[i_];
+    if (separator(t.kind)) {
+      ++i_;
+      return;
+    }
+    const std::string k = keyword(t);
+    if (k == "if" || k == "elif" || k == "else" || k == "fi" || k == "then") {
+      ++i_;
+      if (k == "if") open_branch(t.line);
+      if (k == "elif" || k == "else") next_arm(t.line, k == "elif");
+      if (k == "fi") {
+        if (branches_.empty()) fail(t.line, "fi without if");
+        branches_.pop_back();
+      }
+      return;
+    }
+    for (const char* loop : {"for", "while", "until", "case", "select", "function"}) {
+      if (k == loop) {
+        fail(t.line, "`" + k +
+                         "` is more shell than trainsim reads: write the launch command with its "
+                         "arguments in the script, or pass them flat");
+      }
+    }
+    if (k == "source" || k == ".") {
+      fail(t.line, "`" + k +
+                       "` reads another file, which trainsim does not: copy its assignments "
+                       "into this script");
+    }
+    simple_command();
+  }
+
+  // The tokens of an if's or elif's test, up to its `then` (which starts a command).
+  std::vector<Token> test_tokens(int line) {
+    std::vector<Token> out;
+    while (i_ < t_.size()) {
+      const Token& t = t_[i_++];
+      const bool at_start = out.empty() || out.back().kind == TokenKind::kSemicolon ||
+                            out.back().kind == TokenKind::kNewline;
+      if (keyword(t) == "then" && at_start) {
+        while (!out.empty() && separator(out.back().kind)) out.pop_back();
+        return out;
+      }
+      out.push_back(t);
+    }
+    fail(line, "this if has no then");
+  }
+
+  void open_branch(int line) {
+    const Arm outer = mode();
+    const std::vector<Token> test = test_tokens(line);
+    Branch b{Arm::kSkip, true, false, line};
+    if (outer == Arm::kUnknown) b = {Arm::kUnknown, false, true, line};
+    if (outer == Arm::kRun) {
+      const Truth v = evaluate(test);
+      b = {v == Truth::kTrue    ? Arm::kRun
+           : v == Truth::kFalse ? Arm::kSkip
+                                : Arm::kUnknown,
+           v == Truth::kTrue, v == Truth::kUnknown, line};
+    }
+    branches_.push_back(b);
+  }
+
+  void next_arm(int line, bool has_test) {
+    if (branches_.empty()) fail(line, "elif or else without if");
+    const std::vector<Token> test = has_test ? test_tokens(line) : std::vector<Token>{};
+    const Arm outer = mode(branches_.size() - 1);
+    Branch& b = branches_.back();
+    if (outer == Arm::kSkip || b.taken) {
+      b.arm = Arm::kSkip;
+      b.taken = true;
+      return;
+    }
+    const Truth v = has_test ? evaluate(test) : Truth::kTrue;
+    if (outer == Arm::kUnknown || b.unknown || v == Truth::kUnknown) {
+      b.arm = v == Truth::kFalse ? Arm::kSkip : Arm::kUnknown;
+      b.unknown = b.unknown || v != Truth::kFalse;
+      return;
+    }
+    b.arm = v == Truth::kTrue ? Arm::kRun : Arm::kSkip;
+    b.taken = v == Truth::kTrue;
+  }
+
+  // A command list of tests joined by && and || (left to right, as bash), each [[ ]], [ ],
+  // true or false, possibly negated with !; any other command's status is unknown.
+  Truth evaluate(const std::vector<Token>& test) const {
+    Truth value = Truth::kTrue;
+    TokenKind join = TokenKind::kAnd;
+    for (std::size_t k = 0; k < test.size();) {
+      if (test[k].kind == TokenKind::kAnd || test[k].kind == TokenKind::kOr) {
+        join = test[k++].kind;
+        continue;
+      }
+      if (separator(test[k].kind)) {  // a; b: the last command's status
+        join = TokenKind::kSemicolon;
+        ++k;
+        continue;
+      }
+      const Truth t = one_test(test, k);
+      value = join == TokenKind::kAnd  ? both(value, t)
+              : join == TokenKind::kOr ? either(value, t)
+                                       : t;
+    }
+    return value;
+  }
+
+  // One command of a test list from `k`, which it advances past.
+  Truth one_test(const std::vector<Token>& test, std::size_t& k) const {
+    bool negated = false;
+    while (k < test.size() && keyword(test[k]) == "!") negated = !negated, ++k;
+    const std::string open = k < test.size() ? keyword(test[k]) : "";
+    Truth t = Truth::kUnknown;
+    if (open == "[[" || open == "[") {
+      const std::string close = open == "[[" ? "]]" : "]";
+      std::size_t end = k + 1;
+      while (end < test.size() && keyword(test[end]) != close) ++end;
+      t = bracket(test, k + 1, end, open == "[[");
+      k = end + 1;
+    } else {
+      if (open == "true" || open == "false") t = truth(open == "true");
+      while (k < test.size() && !separator(test[k].kind)) ++k;
+    }
+    return negated ? negate(t) : t;
+  }
+
+  // Inside [[ ]] or [ ]: && / || (-a / -o), !, -z, -n, = == != (a pattern in [[ ]]),
+  // -eq -ne -lt -le -gt -ge, a bare string (non-empty); other tests (files) unknown.
+  Truth bracket(const std::vector<Token>& t, std::size_t k, std::size_t end,
+                bool double_bracket) const {
+    Truth value = Truth::kTrue;
+    bool joined_by_or = false;
+    while (k < end) {
+      bool negated = false;
+      while (k < end && keyword(t[k]) == "!") negated = !negated, ++k;
+      std::size_t stop = k;
+      while (stop < end && t[stop].kind == TokenKind::kWord && keyword(t[stop]) != "-a" &&
+             keyword(t[stop]) != "-o") {
+        ++stop;
+      }
+      Truth one = primary(t, k, stop, double_bracket);
+      if (negated) one = negate(one);
+      value = joined_by_or ? either(value, one) : both(value, one);
+      if (stop < end) joined_by_or = t[stop].kind == TokenKind::kOr || keyword(t[stop]) == "-o";
+      k = stop + 1;
+    }
+    return value;
+  }
+
+  Truth primary(const std::vector<Token>& t, std::size_t k, std::size_t stop, bool glob) const {
+    const auto operand = [&](std::size_t at) { return vars_.expand(t[at], false); };
+    if (stop - k == 1) {
+      const Expansion a = operand(k);
+      return a.unknown ? Truth::kUnknown : truth(!a.words[0].empty());
+    }
+    if (stop - k == 2) {
+      const std::string op = keyword(t[k]);
+      const Expansion a = operand(k + 1);
+      if ((op != "-z" && op != "-n") || a.unknown) return Truth::kUnknown;
+      return truth(a.words[0].empty() == (op == "-z"));
+    }
+    if (stop - k != 3) return Truth::kUnknown;
+    const std::string op = keyword(t[k + 1]);
+    const Expansion a = operand(k);
+    const Expansion b = operand(k + 2);
+    if (a.unknown || b.unknown) return Truth::kUnknown;
+    const std::string& x = a.words[0];
+    const std::string& y = b.words[0];
+    // An unquoted right side of == in [[ ]] is a pattern.
+    const bool pattern =
+        glob && t[k + 2].parts.size() == 1 && t[k + 2].parts[0].quote == Quote::kNone;
+    if (op == "=" || op == "==") return truth(pattern ? glob_match(y, x) : x == y);
+    if (op == "!=") return truth(pattern ? !glob_match(y, x) : x != y);
+    long long m = 0, n = 0;
+    try {
+      m = std::stoll(x);
+      n = std::stoll(y);
+    } catch (const std::exception&) {
+      return Truth::kUnknown;
+    }
+    if (op == "-eq") return truth(m == n);
+    if (op == "-ne") return truth(m != n);
+    if (op == "-lt") return truth(m < n);
+    if (op == "-le") return truth(m <= n);
+    if (op == "-gt") return truth(m > n);
+    if (op == "-ge") return truth(m >= n);
+    return Truth::kUnknown;
+  }
+
+  // NAME=value or NAME=( elements ): kept where the command runs; refused where that is unknown.
+  void assign(const Token& word, Arm m) {
+    Assignment a = split_assignment(word);
+    std::vector<std::string> values;
+    bool unknown = false;
+    if (a.value.parts.empty() && i_ < t_.size() && t_[i_].kind == TokenKind::kOpen) {
+      for (++i_; i_ < t_.size() && t_[i_].kind != TokenKind::kClose; ++i_) {
+        if (t_[i_].kind == TokenKind::kNewline) continue;
+        if (t_[i_].kind != TokenKind::kWord) fail(t_[i_].line, "unexpected " + t_[i_].text);
+        Expansion e = vars_.expand(t_[i_], true);
+        unknown = unknown || e.unknown;
+        for (auto& w : e.words) values.push_back(std::move(w));
+      }
+      if (i_ >= t_.size()) fail(word.line, a.name + "=( has no closing )");
+      ++i_;
+    } else {
+      Expansion e = vars_.expand(a.value, false);
+      values = std::move(e.words);
+      unknown = e.unknown;
+    }
+    if (m == Arm::kUnknown) undecided(word.line, "assigns " + a.name);
+    if (m == Arm::kRun) vars_.set(a.name, std::move(values), a.append, unknown);
+  }
+
+  void simple_command() {
+    const Arm m = mode();
+    const int line = t_[i_].line;
+    std::vector<const Token*> words;
+    bool declaring = false;  // export / declare / local: the rest are assignments or names
+    while (i_ < t_.size() && !separator(t_[i_].kind)) {
+      const Token& t = t_[i_++];
+      if (t.kind == TokenKind::kRedirect) {
+        if (t.takes_target && i_ < t_.size() && t_[i_].kind == TokenKind::kWord) ++i_;
+        continue;
+      }
+      if (t.kind != TokenKind::kWord) {
+        fail(t.line, "a subshell or function ( ... ) is more shell than trainsim reads");
+      }
+      const std::string k = keyword(t);
+      if (words.empty() && (is_assignment(t) || declaring)) {
+        if (is_assignment(t)) assign(t, m);
+        continue;
+      }
+      if (words.empty() &&
+          (k == "export" || k == "declare" || k == "local" || k == "readonly" || k == "typeset")) {
+        declaring = true;
+        continue;
+      }
+      words.push_back(&t);
+    }
+    if (words.empty() || m == Arm::kSkip) return;
+    std::vector<std::string> command;
+    for (const Token* w : words) {
+      for (auto& field : vars_.expand(*w, true).words) command.push_back(std::move(field));
+    }
+    const bool prints = !command.empty() && (command[0] == "echo" || command[0] == "printf");
+    const bool launches =
+        !prints && std::any_of(command.begin(), command.end(),
+                               [](const std::string& w) { return w.ends_with(".py"); });
+    if (m == Arm::kUnknown) {
+      if (launches) undecided(line, "the launch runs");
+      return;
+    }
+    if (!first_) first_ = command;
+    if (launches) launch_ = std::move(command);
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> launch_words(std::string_view text, const std::string& where) {
+  return Script(text, where).run();
+}
+
+}  // namespace trainsim

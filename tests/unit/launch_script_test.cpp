@@ -1,0 +1,145 @@
+// A launch script read as bash would run it as far as its launch needs: variables and arrays
+// expanded, branches taken where their tests can be decided, the last command that runs a Python
+// script returned; what the script cannot know kept as written, and what trainsim does not read
+// of a shell refused naming the line.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/core/error.hpp"
+#include "sim/plan/launch_script.hpp"
+
+namespace trainsim {
+namespace {
+
+using Words = std::vector<std::string>;
+
+Words words(const std::string& script) {
+  return launch_words(script, "w");
+}
+
+std::string error_of(const std::string& script) {
+  try {
+    words(script);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(read)";
+}
+
+TEST(LaunchScript, VariablesAndArraysExpandAsBashExpandsThem) {
+  const std::string script =
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+      "GPUS=8; NODES=2\n"
+      "TP=${TP_SIZE:-4}                 # unset: the default\n"
+      "SAVE=${1:-\"ckpt dir\"}           # a positional argument: the caller's, so the default\n"
+      "WORLD=$(($GPUS * NODES + 0))\n"
+      "DIST=(\n"
+      "  --nproc_per_node $GPUS   # a comment inside the array\n"
+      "  --nnodes ${NODES}\n"
+      ")\n"
+      "ARGS=(--tensor-model-parallel-size $TP --save \"$SAVE\")\n"
+      "EXTRA=(\"--fp8-format hybrid\")\n"
+      "ARGS+=(\"${EXTRA[@]}\" --world $WORLD)\n"
+      "NAME=a; NAME+=b\n"
+      "torchrun ${DIST[@]} train.py \"${ARGS[@]}\" ${EXTRA[@]} --name $NAME --x \"${ARGS[*]}\"\n";
+  EXPECT_EQ(words(script),
+            (Words{"torchrun", "--nproc_per_node", "8", "--nnodes", "2", "train.py",
+                   "--tensor-model-parallel-size", "4", "--save", "ckpt dir", "--fp8-format hybrid",
+                   "--world", "16", "--fp8-format", "hybrid", "--name", "ab", "--x",
+                   "--tensor-model-parallel-size 4 --save ckpt dir --fp8-format hybrid --world "
+                   "16"}));
+}
+
+// What comes from outside the script stays as written, for the argument reading it to name.
+TEST(LaunchScript, WhatTheScriptCannotKnowStaysAsWritten) {
+  EXPECT_EQ(words("DIR=$(pwd)/x\npython a.py --tp $TP --data $DIR ${1} `date` $((N * 2))"),
+            (Words{"python", "a.py", "--tp", "$TP", "--data", "$(pwd)/x", "${1}", "`date`",
+                   "$((N * 2))"}));
+  EXPECT_EQ(words("python a.py '$TP' \"\\$TP\" a\\ b \"\""),
+            (Words{"python", "a.py", "$TP", "$TP", "a b", ""}));
+}
+
+// The launch is the last command that runs a Python script; others (echo, mkdir) are not, and
+// a pipe or redirection ends it. Arguments alone are their own command.
+TEST(LaunchScript, TheLaunchIsTheLastCommandRunningAScript) {
+  EXPECT_EQ(words("mkdir -p \"$(dirname x)\"\necho \"see a.py\"\npython a.py --x 1 2>&1 | tee "
+                  "log > /dev/null\ncat log && python b.py --y 2 > out.txt\n"),
+            (Words{"python", "b.py", "--y", "2"}));
+  EXPECT_EQ(words("--bf16 --seq-length 4096"), (Words{"--bf16", "--seq-length", "4096"}));
+}
+
+TEST(LaunchScript, BranchesAreTakenWhereTheirTestsCanBeDecided) {
+  const std::string head = "DTYPE=fp8\nTOK=MOCK\nN=2\nA=()\n";
+  const auto branch = [&](const std::string& test) {
+    return words(head + "if " + test +
+                 "; then\n  A+=(yes)\nelse\n  A+=(no)\nfi\npython x.py ${A[@]}");
+  };
+  const auto yes = Words{"python", "x.py", "yes"};
+  const auto no = Words{"python", "x.py", "no"};
+  EXPECT_EQ(branch("[[ \"$DTYPE\" == \"fp8\" ]]"), yes);
+  EXPECT_EQ(branch("[ \"$DTYPE\" = bf16 ]"), no);
+  EXPECT_EQ(branch("[[ $DTYPE == fp* ]]"), yes);  // an unquoted right side is a pattern
+  EXPECT_EQ(branch("[[ $DTYPE == \"fp*\" ]]"), no);
+  EXPECT_EQ(branch("[[ \"$TOK\" == \"x\" ]] || [[ -n \"$TOK\" && $N -gt 1 ]]"), yes);
+  EXPECT_EQ(branch("! [ $N -eq 2 ]"), no);
+  EXPECT_EQ(branch("true"), yes);
+  // elif and nesting: the first arm whose test holds, inside the arm that runs.
+  EXPECT_EQ(words(head +
+                  "if [ $N -lt 1 ]; then A=(one)\nelif [ $N -lt 3 ]; then\n  if [ $DTYPE != fp8 ]; "
+                  "then A=(inner); else A=(two); fi\nelse A=(three)\nfi\npython x.py ${A[@]}"),
+            (Words{"python", "x.py", "two"}));
+}
+
+// A test on what the script cannot know (a file, the environment) is no matter where its branch
+// only prints; where it assigns or launches, the script is refused naming the line.
+TEST(LaunchScript, AnUndecidedTestIsRefusedOnlyWhereItMatters) {
+  EXPECT_EQ(words("if [ ! -f train.py ]; then\n  echo missing; exit 1\nfi\npython train.py --a"),
+            (Words{"python", "train.py", "--a"}));
+  const auto refused = [](int if_line) {
+    return "in a branch whose test (if at line " + std::to_string(if_line) +
+           ") depends on what the script cannot know (the environment, a file, a command's "
+           "output): trainsim runs no shell; give that value in the script";
+  };
+  EXPECT_EQ(error_of("if [ \"$PRECISION\" = fp8 ]; then\n  A=(--fp8-format hybrid)\nfi\n"
+                     "python x.py ${A[@]}"),
+            "w: line 2: assigns A " + refused(1));
+  EXPECT_EQ(error_of("if [ -d /data ]; then\n  python x.py\nfi"),
+            "w: line 2: the launch runs " + refused(1));
+  // A variable assigned from the environment carries that into every test on it.
+  EXPECT_EQ(error_of("P=$PRECISION\nif [ $P = fp8 ]; then A=1; fi"),
+            "w: line 2: assigns A " + refused(2));
+}
+
+TEST(LaunchScript, MoreShellThanALaunchNeedsIsRefusedNamingTheLine) {
+  EXPECT_EQ(error_of("A=1\nfor n in 1 2; do echo $n; done\npython x.py"),
+            "w: line 2: `for` is more shell than trainsim reads: write the launch command with "
+            "its arguments in the script, or pass them flat");
+  EXPECT_EQ(error_of("source env.sh\npython x.py"),
+            "w: line 1: `source` reads another file, which trainsim does not: copy its "
+            "assignments into this script");
+  EXPECT_EQ(error_of("(cd x && python y.py)"),
+            "w: line 1: a subshell or function ( ... ) is more shell than trainsim reads");
+  EXPECT_EQ(error_of("if true; then\npython x.py\n"), "w: line 1: this if has no fi");
+  EXPECT_EQ(error_of("python x.py --data 'abc"), "w: line 1: unclosed '");
+  EXPECT_EQ(error_of("A=(\n --x 1\n"), "w: line 1: A=( has no closing )");
+  // A variable doubled line by line would fill the memory: bounded.
+  std::string doubling = "A=aaaaaaaaaaaaaaaa\n";
+  for (int k = 0; k < 20; ++k) doubling += "A=$A$A\n";
+  EXPECT_EQ(error_of(doubling + "python x.py"), "w: a word expands beyond 1000000 characters");
+  std::string elements = "A=(a b)\n";
+  for (int k = 0; k < 20; ++k) elements += "A=(${A[@]} ${A[@]})\n";
+  EXPECT_EQ(error_of(elements), "w: A grows beyond 1000000 characters");
+  // ${A:-${A:-...}} and ((((...)))) nest without limit in bash; here a few dozen levels are read.
+  std::string nested = "python x.py --a ";
+  for (int k = 0; k < 10000; ++k) nested += "${A:-";
+  EXPECT_EQ(words(nested + "1" + std::string(10000, '}')).size(), 4u);
+  EXPECT_EQ(words("python x.py " + std::string("$((") + std::string(10000, '(') + "1" +
+                  std::string(10000, ')') + "))")
+                .size(),
+            3u);
+}
+
+}  // namespace
+}  // namespace trainsim
