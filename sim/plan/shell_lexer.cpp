@@ -35,10 +35,30 @@ class Lexer {
   }
   char at(std::size_t k) const { return k < s_.size() ? s_[k] : '\0'; }
 
+  // A here-document (<< WORD): its delimiter, once the word after << is read; its lines are
+  // skipped from the next newline on.
+  bool heredoc_next_ = false;
+  std::string heredoc_;
+
   void flush() {
+    if (in_word_ && heredoc_next_) {
+      for (const auto& part : word_.parts) heredoc_ += part.text;
+      heredoc_next_ = false;
+    }
     if (in_word_) out_.push_back(std::move(word_));
     word_ = Token{TokenKind::kWord, {}, {}, line_};
     in_word_ = false;
+  }
+  void skip_heredoc() {
+    while (!heredoc_.empty() && i_ < s_.size()) {
+      const std::size_t end = std::min(s_.find('\n', i_), s_.size());
+      std::string_view text = s_.substr(i_, end - i_);
+      while (!text.empty() && text.front() == '\t') text.remove_prefix(1);  // <<-
+      i_ = end + 1;
+      ++line_;
+      if (text == heredoc_) heredoc_.clear();
+    }
+    heredoc_.clear();
   }
   void append(Quote q, std::string_view text) {
     if (!in_word_) word_.line = line_;
@@ -128,6 +148,10 @@ class Lexer {
     if (s_[j] == '&') text += s_[j++];
     text += s_[j++];
     if (at(j) == s_[j - 1]) text += s_[j++];  // >> or <<
+    if (text.ends_with("<<")) {
+      if (at(j) == '-') text += s_[j++];
+      heredoc_next_ = true;
+    }
     bool inline_target = false;
     if (at(j) == '&') {
       text += s_[j++];
@@ -152,6 +176,7 @@ class Lexer {
     } else if (c == '\n') {
       op(TokenKind::kNewline, "\n", 1);
       ++line_;
+      skip_heredoc();
     } else if (c == ' ' || c == '\t' || c == '\r') {
       flush();
       ++i_;

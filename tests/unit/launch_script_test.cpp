@@ -68,6 +68,10 @@ TEST(LaunchScript, TheLaunchIsTheLastCommandRunningAScript) {
                   "log > /dev/null\ncat log && python b.py --y 2 > out.txt\n"),
             (Words{"python", "b.py", "--y", "2"}));
   EXPECT_EQ(words("--bf16 --seq-length 4096"), (Words{"--bf16", "--seq-length", "4096"}));
+  // A here-document's lines are its command's input, not commands.
+  EXPECT_EQ(words("cat > cfg.yaml <<EOF\nfor x in a; do\n  \"unclosed\nEOF\ncat <<-'END'\n\tcase\n"
+                  "\tEND\npython x.py --a 1\n"),
+            (Words{"python", "x.py", "--a", "1"}));
 }
 
 TEST(LaunchScript, BranchesAreTakenWhereTheirTestsCanBeDecided) {
