@@ -44,7 +44,11 @@ po::options_description io_options(const std::string& command) {
       "set nothing trainsim prices (learning rate, data, logging) listed on the standard "
       "error. Needs --model, and --gpus N where no torchrun --nproc-per-node (x --nnodes) gives "
       "the "
-      "world size whose data parallelism Megatron-LM takes");
+      "world size whose data parallelism Megatron-LM takes")(
+      "save-scenario", po::value<std::string>()->value_name("FILE"),
+      "also write the inputs as resolved (the model, the platform, the plan with the scenario's "
+      "values, the flags and --megatron-args applied, the run's budget) as a scenario file that "
+      "runs the same plan: a column for trainsim compare, a start for a sweep file");
   if (command == "run") {
     d.add_options()("out", po::value<std::string>()->value_name("DIR"),
                     "also write DIR/report.json and DIR/report.txt")(
@@ -245,6 +249,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   opt.trace = path_of(vm, "trace");
   opt.svg = path_of(vm, "svg");
   opt.html = path_of(vm, "html");
+  opt.save_scenario = path_of(vm, "save-scenario");
   opt.inputs.budget = budget_of(vm);
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {

@@ -14,10 +14,11 @@ struct RunOptions {
   std::string format = "text";
   bool strict = false;
   std::optional<std::string> dump_graph;
-  std::optional<std::string> trace;  // Chrome trace of the replay
-  std::optional<std::string> svg;    // pipeline diagram of the replay
-  std::optional<std::string> html;   // the report as one self-contained page
-  bool full_simulation = false;      // replay every GPU even where symmetry allows fewer
+  std::optional<std::string> trace;          // Chrome trace of the replay
+  std::optional<std::string> svg;            // pipeline diagram of the replay
+  std::optional<std::string> html;           // the report as one self-contained page
+  std::optional<std::string> save_scenario;  // the resolved inputs as a scenario file
+  bool full_simulation = false;              // replay every GPU even where symmetry allows fewer
   bool help = false;
 };
 

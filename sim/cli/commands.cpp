@@ -8,6 +8,7 @@
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/list_command.hpp"
 #include "sim/cli/outputs.hpp"
+#include "sim/cli/scenario_writer.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
@@ -57,12 +58,18 @@ std::optional<std::string> in_out_dir(const RunOptions& opt, const char* name) {
   return (std::filesystem::path(*opt.out_dir) / name).string();
 }
 
-// Every file a run writes, by its flag; refused before any work when two share a path.
-Outputs run_outputs(const RunOptions& opt) {
+// Every file a run (or a check: its scenario alone) writes, by its flag; refused before any work
+// when two share a path.
+Outputs run_outputs(const RunOptions& opt, const std::string& command) {
   if (opt.out_dir && *opt.out_dir == "-") {
     fail_input("--out", "names a directory for report.json and report.txt; '-' is not one");
   }
   Outputs outputs;
+  outputs.add("--save-scenario", opt.save_scenario);
+  if (command != "run") {
+    outputs.announce();
+    return outputs;
+  }
   outputs.add("--out", in_out_dir(opt, "report.json"));
   outputs.add("--out", in_out_dir(opt, "report.txt"));
   outputs.add("--dump-graph", opt.dump_graph);
@@ -231,18 +238,24 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     out << run_help(command);
     return kExitOk;
   }
-  const Outputs outputs = command == "run" ? run_outputs(opt) : Outputs();
+  const Outputs outputs = run_outputs(opt, command);
   ProgressLine progress;
   progress.phase("reading the inputs");
   ResolvedInputs in = resolve_inputs(opt.inputs);
   for (const auto& note : in.notes) err << "trainsim: " << note << "\n";
+  if (opt.save_scenario) {
+    const std::string name = std::filesystem::path(*opt.save_scenario).stem().string();
+    std::string from = "trainsim " + command;
+    for (const auto& a : args) from += " " + a;
+    Outputs::write(*opt.save_scenario, scenario_of(in, name, from).dump(2) + "\n", out);
+  }
   progress.phase("costing the plan");
   const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);
   const CostModel costs = compute_costs(in.model, in.platform, in.plan, partition);
   if (command == "run") return run_plan(in, partition, costs, opt, outputs, progress, out);
   progress.phase("checking the plan");
   const auto diagnostics = diagnose(in.model, in.platform, in.plan, partition, costs);
-  print_diagnostics(diagnostics, opt.format, out);
+  if (!outputs.to_stdout()) print_diagnostics(diagnostics, opt.format, out);
   return has_errors(diagnostics) ? kExitDiagnostics : kExitOk;
 }
 

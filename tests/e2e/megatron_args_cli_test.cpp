@@ -120,6 +120,39 @@ TEST(MegatronArgsCli, AScriptOfArraysAndTestsRunsAsItsScenario) {
   }
 }
 
+// --save-scenario writes the inputs as a scenario that runs the same plan: from a launch script
+// (the fields it set, Megatron-LM's defaults among them), and from flags on a model given by path,
+// which the file names absolutely so that it runs from anywhere.
+TEST(MegatronArgsCli, SaveScenarioWritesAScenarioOfTheSamePlan) {
+  const std::string dir = test::make_temp_dir();
+  std::vector<std::string> args = kRun;
+  const std::string saved = dir + "/mixtral.json";
+  const std::string script = dir + "/train.sh";
+  test::write_file(script, kScript);
+  args.insert(args.end(), {"--megatron-args", "@" + script, "--save-scenario", saved});
+  const auto from_script = test::run_trainsim(args);
+  ASSERT_EQ(from_script.exit_code, 0) << from_script.err;
+  const auto scenario = nlohmann::json::parse(test::read_file(saved));
+  EXPECT_EQ(scenario.at("model"), "mixtral-8x7b");
+  EXPECT_EQ(scenario.at("plan").at("moe_token_dispatcher_type"), "allgather");  // by default
+  EXPECT_FALSE(scenario.at("plan").contains("pp"));  // not set: left to its default
+  const auto rerun = test::run_trainsim({"run", saved, "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  const auto a = nlohmann::json::parse(from_script.out);
+  const auto b = nlohmann::json::parse(rerun.out);
+  EXPECT_EQ(a.at("plan"), b.at("plan"));
+  EXPECT_EQ(a.at("step_time_s"), b.at("step_time_s"));
+  EXPECT_EQ(a.at("stages"), b.at("stages"));
+  // check, a model by path, the scenario on standard output (the diagnostics then not printed).
+  const std::string hf = test::source_dir() + "/tests/data/hf/llama3.1-8b";
+  const auto checked = test::run_trainsim({"check", "--model", hf, "--tp", "2", "--gpus", "8",
+                                           "--seq-len", "4096", "--save-scenario", "-"});
+  ASSERT_NE(checked.exit_code, 2) << checked.err;
+  const auto from_flags = nlohmann::json::parse(checked.out);
+  EXPECT_EQ(from_flags.at("model"), hf + "/config.json");
+  EXPECT_EQ(from_flags.at("plan"), (nlohmann::json{{"tp", 2}, {"dp", 4}, {"seq_len", 4096}}));
+}
+
 TEST(MegatronArgsCli, FlagsOverrideItAndErrorsNameTheArgument) {
   std::vector<std::string> args = kRun;
   args.insert(args.end(),
