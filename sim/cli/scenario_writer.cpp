@@ -26,7 +26,7 @@ nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& 
                                    const std::string& written_from) {
   nlohmann::ordered_json s;
   s["name"] = name;
-  s["description"] = "Written by trainsim from " + written_from + ".";
+  s["description"] = "The inputs of `" + written_from + "`.";
   s["model"] = spec_of(in.model_path, "models");
   s["platform"] = spec_of(in.platform_path, "platforms");
   // The fields the inputs set (a scenario's keys, flags, Megatron-LM's arguments, dp from the

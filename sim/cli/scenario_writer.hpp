@@ -11,7 +11,7 @@
 
 namespace trainsim {
 
-/// The scenario of `in`, named `name`, its description saying what it was written from.
+/// The scenario of `in`, named `name`, its description the command it was written by.
 nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& name,
                                    const std::string& written_from);
 
