@@ -244,7 +244,8 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   ResolvedInputs in = resolve_inputs(opt.inputs);
   for (const auto& note : in.notes) err << "trainsim: " << note << "\n";
   if (opt.save_scenario) {
-    const std::string name = std::filesystem::path(*opt.save_scenario).stem().string();
+    const std::string& path = *opt.save_scenario;
+    const std::string name = path == "-" ? "scenario" : std::filesystem::path(path).stem().string();
     std::string from = "trainsim " + command;
     for (const auto& a : args) from += " " + a;
     Outputs::write(*opt.save_scenario, scenario_of(in, name, from).dump(2) + "\n", out);
