@@ -3,7 +3,9 @@
 #include "sim/plan/launch_script.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
+#include <set>
 
 #include "sim/core/error.hpp"
 #include "sim/plan/shell_expand.hpp"
@@ -62,51 +64,59 @@ bool glob_match(std::string_view p, std::string_view s) {
   return i == p.size();
 }
 
+// One run of the script: each test it cannot decide taken as bit k of `choices` says (k counting
+// such tests in the order they run).
 class Script {
  public:
-  Script(std::string_view text, const std::string& where)
-      : t_(lex_shell(text, where)), where_(where), vars_(where) {}
+  struct Result {
+    std::optional<std::vector<std::string>> launch;
+    std::optional<std::vector<std::string>> first;  // the first command run
+    std::vector<int> undecided;                     // the lines of the tests it could not decide
+  };
 
-  std::vector<std::string> run() {
-    while (i_ < t_.size()) command();
-    if (!branches_.empty()) fail(branches_.back().line, "this if has no fi");
-    return launch_ ? *launch_ : first_.value_or(std::vector<std::string>{});
+  Script(const std::vector<Token>& tokens, const std::string& where, std::uint32_t choices)
+      : t_(tokens), where_(where), vars_(where), choices_(choices) {}
+
+  Result run() {
+    while (i_ < t_.size() && !exited_) command();
+    if (!branches_.empty() && !exited_) fail(branches_.back().line, "this if has no fi");
+    return std::move(result_);
   }
 
  private:
-  enum class Arm { kRun, kSkip, kUnknown };
+  enum class Arm { kRun, kSkip };
   struct Branch {
     Arm arm;
-    bool taken;    // an earlier arm surely ran: the rest are skipped
-    bool unknown;  // an earlier arm may have run
+    bool taken;  // an earlier arm ran: the rest are skipped
     int line;
   };
-  std::vector<Token> t_;
+  const std::vector<Token>& t_;
   std::size_t i_ = 0;
   const std::string& where_;
   ShellVariables vars_;
+  std::uint32_t choices_;
   std::vector<Branch> branches_;
-  std::optional<std::vector<std::string>> launch_;
-  std::optional<std::vector<std::string>> first_;
+  bool exited_ = false;
+  Result result_;
 
   [[noreturn]] void fail(int line, const std::string& what) const {
     fail_input(where_, "line " + std::to_string(line) + ": " + what);
   }
-  [[noreturn]] void undecided(int line, const std::string& what) const {
-    fail(line, what + " in a branch whose test (if at line " +
-                   std::to_string(branches_.back().line) +
-                   ") depends on what the script cannot know (the environment, a file, a "
-                   "command's output): trainsim runs no shell; give that value in the script");
+
+  // A test's value; one the script cannot decide is the next bit of the choices.
+  bool decide(Truth v, int line) {
+    if (v != Truth::kUnknown) return v == Truth::kTrue;
+    const auto k = result_.undecided.size();
+    result_.undecided.push_back(line);
+    return k < 32 && ((choices_ >> k) & 1U) != 0;
   }
 
-  // Whether commands here run, given every enclosing branch (the innermost `depth` of them).
+  // Whether commands here run, given the outermost `depth` enclosing branches.
   Arm mode(std::size_t depth) const {
-    Arm m = Arm::kRun;
     for (std::size_t k = 0; k < depth; ++k) {
       if (branches_[k].arm == Arm::kSkip) return Arm::kSkip;
-      if (branches_[k].arm == Arm::kUnknown) m = Arm::kUnknown;
     }
-    return m;
+    return Arm::kRun;
   }
   Arm mode() const { return mode(branches_.size()); }
 
@@ -159,38 +169,20 @@ class Script {
   }
 
   void open_branch(int line) {
-    const Arm outer = mode();
+    const bool outer_runs = mode() == Arm::kRun;
     const std::vector<Token> test = test_tokens(line);
-    Branch b{Arm::kSkip, true, false, line};
-    if (outer == Arm::kUnknown) b = {Arm::kUnknown, false, true, line};
-    if (outer == Arm::kRun) {
-      const Truth v = evaluate(test);
-      b = {v == Truth::kTrue    ? Arm::kRun
-           : v == Truth::kFalse ? Arm::kSkip
-                                : Arm::kUnknown,
-           v == Truth::kTrue, v == Truth::kUnknown, line};
-    }
-    branches_.push_back(b);
+    const bool runs = outer_runs && decide(evaluate(test), line);
+    branches_.push_back({runs ? Arm::kRun : Arm::kSkip, runs || !outer_runs, line});
   }
 
   void next_arm(int line, bool has_test) {
     if (branches_.empty()) fail(line, "elif or else without if");
     const std::vector<Token> test = has_test ? test_tokens(line) : std::vector<Token>{};
-    const Arm outer = mode(branches_.size() - 1);
+    const bool outer_runs = mode(branches_.size() - 1) == Arm::kRun;
     Branch& b = branches_.back();
-    if (outer == Arm::kSkip || b.taken) {
-      b.arm = Arm::kSkip;
-      b.taken = true;
-      return;
-    }
-    const Truth v = has_test ? evaluate(test) : Truth::kTrue;
-    if (outer == Arm::kUnknown || b.unknown || v == Truth::kUnknown) {
-      b.arm = v == Truth::kFalse ? Arm::kSkip : Arm::kUnknown;
-      b.unknown = b.unknown || v != Truth::kFalse;
-      return;
-    }
-    b.arm = v == Truth::kTrue ? Arm::kRun : Arm::kSkip;
-    b.taken = v == Truth::kTrue;
+    const bool runs = outer_runs && !b.taken && (!has_test || decide(evaluate(test), line));
+    b.arm = runs ? Arm::kRun : Arm::kSkip;
+    b.taken = b.taken || runs;
   }
 
   // A command list of tests joined by && and || (left to right, as bash), each [[ ]], [ ],
@@ -318,13 +310,11 @@ class Script {
       values = std::move(e.words);
       unknown = e.unknown;
     }
-    if (m == Arm::kUnknown) undecided(word.line, "assigns " + a.name);
     if (m == Arm::kRun) vars_.set(a.name, std::move(values), a.append, unknown);
   }
 
   void simple_command() {
     const Arm m = mode();
-    const int line = t_[i_].line;
     std::vector<const Token*> words;
     bool declaring = false;  // export / declare / local: the rest are assignments or names
     while (i_ < t_.size() && !separator(t_[i_].kind)) {
@@ -349,6 +339,10 @@ class Script {
       words.push_back(&t);
     }
     if (words.empty() || m == Arm::kSkip) return;
+    if (keyword(*words[0]) == "exit") {  // the script ends here: no launch after it
+      exited_ = true;
+      return;
+    }
     std::vector<std::string> command;
     for (const Token* w : words) {
       for (auto& field : vars_.expand(*w, true).words) command.push_back(std::move(field));
@@ -357,19 +351,53 @@ class Script {
     const bool launches =
         !prints && std::any_of(command.begin(), command.end(),
                                [](const std::string& w) { return w.ends_with(".py"); });
-    if (m == Arm::kUnknown) {
-      if (launches) undecided(line, "the launch runs");
-      return;
-    }
-    if (!first_) first_ = command;
-    if (launches) launch_ = std::move(command);
+    if (!result_.first) result_.first = command;
+    if (launches) result_.launch = std::move(command);
   }
 };
 
 }  // namespace
 
-std::vector<std::string> launch_words(std::string_view text, const std::string& where) {
-  return Script(text, where).run();
+ScriptLaunch read_launch_script(std::string_view text, const std::string& where) {
+  const std::vector<Token> tokens = lex_shell(text, where);
+  // Every way the undecided tests could go, up to the first kMaxUndecided of them (bit k: the
+  // k-th such test the run meets); a way whose script ends (exit) before it launches is no run.
+  struct Way {
+    std::uint32_t mask;
+    Script::Result result;
+  };
+  std::vector<Way> ways{{0, Script(tokens, where, 0).run()}};
+  std::size_t most = ways[0].result.undecided.size();
+  for (std::uint32_t mask = 1; mask < (1U << std::min(most, kMaxUndecided)); ++mask) {
+    ways.push_back({mask, Script(tokens, where, mask).run()});
+    most = std::max(most, ways.back().result.undecided.size());
+  }
+  ScriptLaunch out;
+  std::set<int> lines;
+  const Way* base = nullptr;
+  for (const Way& w : ways) {
+    lines.insert(w.result.undecided.begin(), w.result.undecided.end());
+    if (!base && w.result.launch) base = &w;
+  }
+  out.undecided_lines.assign(lines.begin(), lines.end());
+  if (!base) {
+    out.words = ways[0].result.first.value_or(std::vector<std::string>{});
+    return out;
+  }
+  out.words = *base->result.launch;
+  for (const Way& w : ways) {
+    if (!w.result.launch || *w.result.launch == out.words) continue;
+    const auto seen = std::find_if(out.alternatives.begin(), out.alternatives.end(),
+                                   [&](const auto& a) { return a.words == *w.result.launch; });
+    if (seen != out.alternatives.end()) continue;
+    ScriptLaunch::Alternative a{*w.result.launch, {}};
+    const auto& met = w.result.undecided;
+    for (std::size_t k = 0; k < met.size() && k < 32; ++k) {
+      if ((((w.mask ^ base->mask) >> k) & 1U) != 0) a.lines.push_back(met[k]);
+    }
+    out.alternatives.push_back(std::move(a));
+  }
+  return out;
 }
 
 }  // namespace trainsim

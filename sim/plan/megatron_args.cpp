@@ -11,14 +11,30 @@
 
 namespace trainsim {
 
-LaunchCommand parse_launch_command(std::string_view text, const std::string& where) {
-  std::vector<std::string> words = launch_words(text, where);
+namespace {
+
+// The words up to the last one naming a Python script (torchrun and its options, the script),
+// and the script's arguments.
+LaunchCommand split_at_script(const std::vector<std::string>& words) {
   LaunchCommand launch;
   const auto script = std::find_if(words.rbegin(), words.rend(),
                                    [](const std::string& w) { return w.ends_with(".py"); });
   const auto first = script == words.rend() ? words.begin() : script.base();
   launch.launcher.assign(words.begin(), first);
   launch.args.assign(first, words.end());
+  return launch;
+}
+
+}  // namespace
+
+LaunchCommand parse_launch_command(std::string_view text, const std::string& where) {
+  const ScriptLaunch script = read_launch_script(text, where);
+  LaunchCommand launch = split_at_script(script.words);
+  for (const auto& a : script.alternatives) {
+    launch.alternatives.push_back(split_at_script(a.words));
+    launch.alternatives.back().undecided_lines = a.lines;
+  }
+  launch.undecided_lines = script.undecided_lines;
   return launch;
 }
 
@@ -104,6 +120,40 @@ void launcher_gpus(const std::vector<std::string>& launcher, const std::string& 
   out.origin["gpus"] = where + " torchrun --nproc-per-node x --nnodes";
 }
 
+// Where the script's undecided tests could go another way: refused unless the arguments trainsim
+// reads, and the GPU count, are the same that way.
+void same_either_way(const LaunchCommand& launch, const LaunchCommand& other, const Given& given,
+                     const MegatronPlan& out, const std::string& where) {
+  MegatronPlan scratch;
+  launcher_gpus(other.launcher, where, scratch);
+  const Given theirs = read_words(other.args, where, scratch);
+  std::string differs;
+  if (scratch.fields.contains("gpus") != out.fields.contains("gpus") ||
+      (out.fields.contains("gpus") && scratch.fields.at("gpus") != out.fields.at("gpus"))) {
+    differs = "the GPU count (torchrun --nproc-per-node x --nnodes)";
+  }
+  for (const Given* g : {&given, &theirs}) {
+    for (const auto& [name, values] : *g) {
+      const Given& h = g == &given ? theirs : given;
+      if (differs.empty() && (!h.contains(name) || h.at(name) != values)) differs = name;
+    }
+  }
+  if (differs.empty()) return;
+  // The tests that go otherwise for `other` (all undecided ones where none is known).
+  const auto& at = other.undecided_lines.empty() ? launch.undecided_lines : other.undecided_lines;
+  std::string lines;
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    lines += (k == 0 ? "" : k + 1 == at.size() ? " and " : ", ") + std::to_string(at[k]);
+  }
+  const bool one = at.size() == 1;
+  fail_input(where, std::string(one ? "the test at line " : "the tests at lines ") + lines +
+                        (one ? " depends" : " depend") +
+                        " on what the script cannot know (the environment, a file, a command's "
+                        "output), and " +
+                        differs +
+                        " differs with it: trainsim runs no shell; give that value in the script");
+}
+
 }  // namespace
 
 MegatronPlan plan_from_megatron_args(const LaunchCommand& launch, const Model& model,
@@ -111,6 +161,8 @@ MegatronPlan plan_from_megatron_args(const LaunchCommand& launch, const Model& m
   MegatronPlan out;
   launcher_gpus(launch.launcher, where, out);
   const Given given = read_words(launch.args, where, out);
+  for (const LaunchCommand& other : launch.alternatives)
+    same_either_way(launch, other, given, out, where);
   MegatronReader r{given, model, where, out};
   r.check_shapes();
   r.direct_fields();

@@ -29,15 +29,21 @@ struct MegatronPlan {
 struct LaunchCommand {
   std::vector<std::string> launcher;
   std::vector<std::string> args;
+  /// Where the script's tests cannot all be decided (sim/plan/launch_script.hpp): the launch
+  /// under the other ways they could go, and the lines of those tests.
+  std::vector<LaunchCommand> alternatives;
+  std::vector<int> undecided_lines;
 };
 /// InputError at `where` for an unclosed quote.
 LaunchCommand parse_launch_command(std::string_view text, const std::string& where);
 
 /// The plan fields a launch command sets for `model`: the script's arguments (Megatron-LM's),
-/// and the GPU count torchrun's --nproc-per-node x --nnodes gives. InputError naming `where` and
-/// the argument for one trainsim cannot price as given (--fp16, the flex dispatcher, partial
-/// recomputation), a shape the model does not have, a shell variable where trainsim needs the
-/// value, or a misspelt argument.
+/// and the GPU count torchrun's --nproc-per-node x --nnodes gives. Where the script's undecided
+/// tests change an argument trainsim reads (or the GPU count), InputError naming the tests'
+/// lines and the argument; where they change only others, the plan is the same either way.
+/// InputError naming `where` and the argument for one trainsim cannot price as given (--fp16, the
+/// flex dispatcher, partial recomputation), a shape the model does not have, a shell variable where
+/// trainsim needs the value, or a misspelt argument.
 MegatronPlan plan_from_megatron_args(const LaunchCommand& launch, const Model& model,
                                      const std::string& where);
 

@@ -16,7 +16,7 @@ namespace {
 using Words = std::vector<std::string>;
 
 Words words(const std::string& script) {
-  return launch_words(script, "w");
+  return read_launch_script(script, "w").words;
 }
 
 std::string error_of(const std::string& script) {
@@ -96,24 +96,28 @@ TEST(LaunchScript, BranchesAreTakenWhereTheirTestsCanBeDecided) {
             (Words{"python", "x.py", "two"}));
 }
 
-// A test on what the script cannot know (a file, the environment) is no matter where its branch
-// only prints; where it assigns or launches, the script is refused naming the line.
-TEST(LaunchScript, AnUndecidedTestIsRefusedOnlyWhereItMatters) {
-  EXPECT_EQ(words("if [ ! -f train.py ]; then\n  echo missing; exit 1\nfi\npython train.py --a"),
-            (Words{"python", "train.py", "--a"}));
-  const auto refused = [](int if_line) {
-    return "in a branch whose test (if at line " + std::to_string(if_line) +
-           ") depends on what the script cannot know (the environment, a file, a command's "
-           "output): trainsim runs no shell; give that value in the script";
-  };
-  EXPECT_EQ(error_of("if [ \"$PRECISION\" = fp8 ]; then\n  A=(--fp8-format hybrid)\nfi\n"
-                     "python x.py ${A[@]}"),
-            "w: line 2: assigns A " + refused(1));
-  EXPECT_EQ(error_of("if [ -d /data ]; then\n  python x.py\nfi"),
-            "w: line 2: the launch runs " + refused(1));
-  // A variable assigned from the environment carries that into every test on it.
-  EXPECT_EQ(error_of("P=$PRECISION\nif [ $P = fp8 ]; then A=1; fi"),
-            "w: line 2: assigns A " + refused(2));
+// A test on what the script cannot know (a file, the environment) is read both ways: the launch
+// of the first way that launches, the others where they differ, and the tests' lines. A way that
+// exits before its launch is no run.
+TEST(LaunchScript, AnUndecidedTestIsReadEachWay) {
+  const ScriptLaunch check = read_launch_script(
+      "if [ ! -f train.py ]; then\n  echo missing; exit 1\nfi\npython train.py --a", "w");
+  EXPECT_EQ(check.words, (Words{"python", "train.py", "--a"}));
+  EXPECT_TRUE(check.alternatives.empty());
+  EXPECT_EQ(check.undecided_lines, (std::vector<int>{1}));
+  const ScriptLaunch fp8 = read_launch_script(
+      "P=$PRECISION\nA=()\nif [ $P = fp8 ]; then\n  A=(--fp8-format hybrid)\nelif [ -n \"$X\" ]; "
+      "then\n  A=(--x)\nfi\npython x.py ${A[@]}",
+      "w");
+  EXPECT_EQ(fp8.words, (Words{"python", "x.py"}));
+  ASSERT_EQ(fp8.alternatives.size(), 2u);
+  EXPECT_EQ(fp8.alternatives[0].words, (Words{"python", "x.py", "--fp8-format", "hybrid"}));
+  EXPECT_EQ(fp8.alternatives[0].lines, (std::vector<int>{3}));
+  EXPECT_EQ(fp8.alternatives[1].words, (Words{"python", "x.py", "--x"}));
+  EXPECT_EQ(fp8.alternatives[1].lines, (std::vector<int>{5}));
+  EXPECT_EQ(fp8.undecided_lines, (std::vector<int>{3, 5}));
+  // Only one way launches: that launch.
+  EXPECT_EQ(words("if [ -d /data ]; then\n  python x.py\nfi"), (Words{"python", "x.py"}));
 }
 
 TEST(LaunchScript, MoreShellThanALaunchNeedsIsRefusedNamingTheLine) {

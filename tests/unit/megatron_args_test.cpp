@@ -196,6 +196,19 @@ TEST(MegatronArgs, WhatCannotBePricedIsRefusedNamingItsArgument) {
                 "--tensor-model-parallel-size?");
   EXPECT_EQ(error_of("--bf16 --sequence-parallel true"), w + "--sequence-parallel: takes no value");
   EXPECT_EQ(error_of("8 --bf16"), "--megatron-args: expected an argument (--name), got '8'");
+  // A test on the environment is no matter where its branch changes only what trainsim does not
+  // read (a logger's arguments); where it changes an argument trainsim reads, it is refused.
+  const std::string env_test =
+      "A=(--bf16)\nif [ -n \"$WANDB_API_KEY\" ]; then\n  A+=(--wandb-project p)\nfi\n"
+      "if [[ \"$DTYPE\" == fp8 ]]; then\n  A+=(--fp8-format hybrid)\nfi\ntorchrun "
+      "--nproc_per_node 8 pretrain_gpt.py ${A[@]}";
+  EXPECT_EQ(error_of(env_test),
+            "--megatron-args: the test at line 5 depends on what the script cannot know (the "
+            "environment, a file, a command's output), and --fp8-format differs with it: "
+            "trainsim runs no shell; give that value in the script");
+  const std::string logger_only = env_test.substr(0, env_test.find("if [[")) +
+                                  "torchrun --nproc_per_node 8 pretrain_gpt.py ${A[@]}";
+  EXPECT_EQ(read(logger_only).fields.at("precision"), "bf16");
   EXPECT_EQ(error_of("--bf16 --pipeline-model-parallel-size 3 "
                      "--num-layers-per-virtual-pipeline-stage 4"),
             w + "--num-layers-per-virtual-pipeline-stage: must divide the 80 layers of "
