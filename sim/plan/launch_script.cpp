@@ -89,6 +89,7 @@ class Script {
     Arm arm;
     bool taken;  // an earlier arm ran: the rest are skipped
     int line;
+    bool group = false;  // { ... }, not an if
   };
   const std::vector<Token>& t_;
   std::size_t i_ = 0;
@@ -98,6 +99,10 @@ class Script {
   std::vector<Branch> branches_;
   bool exited_ = false;
   Result result_;
+  // A && or || before the next command, and the status of the list so far: a test's value, that
+  // of any other command (or assignment) success.
+  std::optional<TokenKind> pending_;
+  Truth status_ = Truth::kTrue;
 
   [[noreturn]] void fail(int line, const std::string& what) const {
     fail_input(where_, "line " + std::to_string(line) + ": " + what);
@@ -122,17 +127,37 @@ class Script {
 
   void command() {
     const Token& t = t_[i_];
-    if (separator(t.kind)) {
+    if (t.kind == TokenKind::kAnd || t.kind == TokenKind::kOr) {
+      pending_ = t.kind;
       ++i_;
       return;
     }
+    if (separator(t.kind)) {
+      pending_.reset();
+      ++i_;
+      return;
+    }
+    // After && (||) a command runs where the list so far succeeded (failed).
+    bool runs = mode() == Arm::kRun;
+    if (pending_) {
+      const Truth want = *pending_ == TokenKind::kAnd ? status_ : negate(status_);
+      pending_.reset();
+      runs = runs && decide(want, t.line);
+    }
     const std::string k = keyword(t);
+    if (k == "{" || k == "}") {
+      ++i_;
+      if (k == "{") branches_.push_back({runs ? Arm::kRun : Arm::kSkip, true, t.line, true});
+      if (k == "}" && (branches_.empty() || !branches_.back().group)) fail(t.line, "} without {");
+      if (k == "}") branches_.pop_back();
+      return;
+    }
     if (k == "if" || k == "elif" || k == "else" || k == "fi" || k == "then") {
       ++i_;
       if (k == "if") open_branch(t.line);
       if (k == "elif" || k == "else") next_arm(t.line, k == "elif");
       if (k == "fi") {
-        if (branches_.empty()) fail(t.line, "fi without if");
+        if (branches_.empty() || branches_.back().group) fail(t.line, "fi without if");
         branches_.pop_back();
       }
       return;
@@ -149,7 +174,7 @@ class Script {
                        "` reads another file, which trainsim does not: copy its assignments "
                        "into this script");
     }
-    simple_command();
+    simple_command(runs);
   }
 
   // The tokens of an if's or elif's test, up to its `then` (which starts a command).
@@ -214,7 +239,12 @@ class Script {
     while (k < test.size() && keyword(test[k]) == "!") negated = !negated, ++k;
     const std::string open = k < test.size() ? keyword(test[k]) : "";
     Truth t = Truth::kUnknown;
-    if (open == "[[" || open == "[") {
+    if (open == "test") {  // test EXPR: [ EXPR ] without its bracket
+      std::size_t end = k + 1;
+      while (end < test.size() && !separator(test[end].kind)) ++end;
+      t = bracket(test, k + 1, end, false);
+      k = end;
+    } else if (open == "[[" || open == "[") {
       const std::string close = open == "[[" ? "]]" : "]";
       std::size_t end = k + 1;
       while (end < test.size() && keyword(test[end]) != close) ++end;
@@ -313,8 +343,9 @@ class Script {
     if (m == Arm::kRun) vars_.set(a.name, std::move(values), a.append, unknown);
   }
 
-  void simple_command() {
-    const Arm m = mode();
+  void simple_command(bool runs) {
+    const Arm m = runs ? Arm::kRun : Arm::kSkip;
+    const std::size_t begin = i_;
     std::vector<const Token*> words;
     bool declaring = false;  // export / declare / local: the rest are assignments or names
     while (i_ < t_.size() && !separator(t_[i_].kind)) {
@@ -338,11 +369,21 @@ class Script {
       }
       words.push_back(&t);
     }
-    if (words.empty() || m == Arm::kSkip) return;
-    if (keyword(*words[0]) == "exit") {  // the script ends here: no launch after it
+    if (m == Arm::kSkip) return;  // the list's status stays that of the commands before
+    status_ = Truth::kTrue;       // assignments alone
+    if (words.empty()) return;
+    const std::string first = keyword(*words[0]);
+    if (first == "exit") {  // the script ends here: no launch after it
       exited_ = true;
       return;
     }
+    if (first == "[" || first == "[[" || first == "test" || first == "true" || first == "false" ||
+        first == "!") {
+      status_ = evaluate(std::vector<Token>(t_.begin() + static_cast<std::ptrdiff_t>(begin),
+                                            t_.begin() + static_cast<std::ptrdiff_t>(i_)));
+      return;
+    }
+    status_ = Truth::kTrue;  // a command is taken to succeed: the path a launch is written for
     std::vector<std::string> command;
     for (const Token* w : words) {
       for (auto& field : vars_.expand(*w, true).words) command.push_back(std::move(field));

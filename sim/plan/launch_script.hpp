@@ -3,9 +3,11 @@
 // arrays it assigns (NAME=value, export NAME=value, NAME=( ... ), NAME+=( ... )) expanded where
 // it uses them ($NAME, ${NAME}, ${NAME[@]}, ${NAME:-default}, $((arithmetic))), its if / elif /
 // else branches taken where their tests ([[ ]] and [ ] comparisons of strings, -z, -n) can be
-// decided from those variables, exit heeded, and its command that runs a Python script (the last
-// one), as the words that command receives. Megatron-LM's example scripts build their launch this
-// way (examples/gpt3/train_gpt3_175b_distributed.sh: `torchrun ${DISTRIBUTED_ARGS[@]} ...`).
+// decided from those variables, && and || (and their { } groups) run on the status before them
+// (a test's value; any other command taken to succeed), exit heeded, and its command that runs a
+// Python script (the last one), as the words that command receives. Megatron-LM's example scripts
+// build their launch this way (examples/gpt3/train_gpt3_175b_distributed.sh: `torchrun
+// ${DISTRIBUTED_ARGS[@]} ...`).
 //
 // Nothing runs: a value from outside the script (a positional argument without a default, the
 // environment, a command's output) stays as written ("$TP"), so that the argument reading it can

@@ -250,6 +250,8 @@ class WordBuilder {
     const auto* values = positional ? nullptr : lookup(name);
     if (rest.starts_with("[") && rest.ends_with("]")) {
       const std::string_view index = rest.substr(1, rest.size() - 2);
+      // An unset array is empty: arrays are never inherited from the environment.
+      if (!values && (index == "@" || index == "*")) return;
       if (!values) return unknown(raw);
       if (index == "@" || index == "*") return elements(*values, split, quoted && index == "@");
       const auto k = Arithmetic(index, vars_).value();

@@ -120,6 +120,20 @@ TEST(LaunchScript, AnUndecidedTestIsReadEachWay) {
   EXPECT_EQ(words("if [ -d /data ]; then\n  python x.py\nfi"), (Words{"python", "x.py"}));
 }
 
+// && and || run the next command (or { group }) on the list's status so far: a test's value,
+// success for other commands and assignments (the path a launch script is written for).
+TEST(LaunchScript, AndAndOrRunOnTheStatusSoFar) {
+  const ScriptLaunch usage = read_launch_script(
+      "[ -z \"$1\" ] && { echo \"usage: $0 DIR\"; exit 1; }\ncd /work || exit 1\npython x.py --a",
+      "w");
+  EXPECT_EQ(usage.words, (Words{"python", "x.py", "--a"}));
+  EXPECT_TRUE(usage.alternatives.empty());
+  EXPECT_EQ(usage.undecided_lines, (std::vector<int>{1}));
+  EXPECT_EQ(words("K=v\n[ -n \"$K\" ] && A=(--x) || A=(--y)\ntest -z \"$K\" && B=(--b)\n"
+                  "true && false || C=(--c)\npython x.py ${A[@]} ${B[@]} \"${C[@]}\" ${UNSET[@]}"),
+            (Words{"python", "x.py", "--x", "--c"}));
+}
+
 TEST(LaunchScript, MoreShellThanALaunchNeedsIsRefusedNamingTheLine) {
   EXPECT_EQ(error_of("A=1\nfor n in 1 2; do echo $n; done\npython x.py"),
             "w: line 2: `for` is more shell than trainsim reads: write the launch command with "
