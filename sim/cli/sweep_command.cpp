@@ -89,11 +89,14 @@ std::vector<SweepEntry> finish(const std::filesystem::path& out,
 
 // What a partial file's rows were computed from: the sweep file, the model, platform and kernel
 // database files, trainsim's version and the CSV's columns (a build whose plan schema differs
-// writes other columns under the same version), the budget and the shard.
+// writes other columns under the same version), the fixed plan fields and GPU counts (a base
+// scenario's among them), the budget and the shard.
 std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
   std::string all = read_text_file(c.spec.file) + '\0' + read_text_file(c.spec.model) + '\0' +
                     read_text_file(c.spec.platform) + '\0' + std::string(version()) + '\0' +
                     sweep_csv_header();
+  for (const auto& [field, value] : c.spec.fixed) all += '\0' + field + '=' + value;
+  for (const std::int64_t g : c.spec.gpus) all += '\0' + std::to_string(g);
   if (!c.platform.kernel_db_path.empty()) all += '\0' + read_text_file(c.platform.kernel_db_path);
   const std::string shard = std::to_string(o.shard) + "/" + std::to_string(o.shards);
   return sha256_hex(all + '\0' + budget_text(c.budget) + ' ' + shard);
@@ -233,7 +236,9 @@ std::string sweep_help() {
        "       trainsim sweep --merge SHARD.csv ... --out FILE.csv [--top N] [--deadline-days "
        "D]\n\n"
        "Enumerates every plan of a sweep file (GPU counts x the lists of values under \"vary\",\n"
-       "the fields under \"plan\" fixed), refuses those a rule, a partition defect or memory\n"
+       "the fields under \"plan\" fixed; with \"scenario\": FILE|NAME, from that scenario's\n"
+       "model, platform, plan fields but dp, and GPU count, the file's own keys over them),\n"
+       "refuses those a rule, a partition defect or memory\n"
        "rules out (counting each reason), simulates the rest on the analytic engine and\n"
        "writes one CSV row per plan: every plan field, status and reason, step time with its\n"
        "P10/P90, tokens/s, model TFLOP/s per GPU, MFU, peak memory per GPU, the detectors'\n"

@@ -125,6 +125,36 @@ void read_vary(JsonObject& o, std::string_view text, SweepSpec& spec) {
   }
 }
 
+// "scenario": a scenario file (a catalog name, or a path relative to the sweep file) the sweep
+// starts from: its model, platform and the plan fields it sets, checked as `run` checks them. Its
+// dp is what each GPU count leaves, so it is dropped; its GPUs are the sweep's where the sweep
+// names none.
+struct BaseScenario {
+  std::optional<std::filesystem::path> model;
+  std::optional<std::filesystem::path> platform;
+  std::map<std::string, std::string> plan;
+  std::int64_t gpus = 0;
+};
+
+BaseScenario read_base_scenario(JsonObject& o, const std::filesystem::path& file) {
+  BaseScenario base;
+  if (!o.has("scenario")) return base;
+  InputRequest request;
+  request.scenario =
+      resolve_from_scenario("scenarios", o.string("scenario"), file, o.where("scenario")).string();
+  request.engine = "analytic";
+  const ResolvedInputs in = resolve_inputs(request);
+  base.model = in.model_path;
+  base.platform = in.platform_path;
+  base.gpus = in.plan.world_size();
+  for (const auto& field : plan_fields()) {
+    if (field.name == "dp" || !field.report || !in.origin.where.contains(field.name)) continue;
+    const auto value = field.report(in.plan);
+    if (!value.is_null()) base.plan[field.name] = flag_text(value, in.origin.of(field.name));
+  }
+  return base;
+}
+
 }  // namespace
 
 SweepSpec load_sweep_spec(const std::filesystem::path& file) {
@@ -138,13 +168,24 @@ SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& f
   const auto j = parse_json_text(text, file.string());
   JsonObject o(j, file.string());
   o.allow({"description", "notes"});
-  spec.model = resolve_from_scenario("models", o.string("model"), file, o.where("model"));
-  spec.platform =
-      resolve_from_scenario("platforms", o.optional_string("platform").value_or(kDefaultPlatform),
+  const BaseScenario base = read_base_scenario(o, file);
+  spec.model = base.model && !o.has("model")
+                   ? *base.model
+                   : resolve_from_scenario("models", o.string("model"), file, o.where("model"));
+  spec.platform = base.platform && !o.has("platform")
+                      ? *base.platform
+                      : resolve_from_scenario(
+                            "platforms", o.optional_string("platform").value_or(kDefaultPlatform),
                             file, o.where("platform"));
-  spec.gpus = read_gpus(o);
+  spec.gpus = base.gpus > 0 && !o.has("gpus") ? std::vector<std::int64_t>{base.gpus} : read_gpus(o);
   read_plan(o, spec);
   read_vary(o, text, spec);
+  // The scenario's fields under the sweep's own: "plan" overrides them, "vary" varies them.
+  for (const auto& [field, value] : base.plan) {
+    const bool varied = std::any_of(spec.axes.begin(), spec.axes.end(),
+                                    [&](const SweepAxis& a) { return a.field == field; });
+    if (!varied) spec.fixed.emplace(field, value);
+  }
   spec.budget = read_budget(o);
   spec.top = o.optional_integer("top").value_or(spec.top);
   spec.deadline_days = o.optional_number("deadline_days", kDeadlineDaysRange);

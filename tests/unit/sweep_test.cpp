@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 
 #include "sim/cli/sweep_spec.hpp"
@@ -61,6 +62,28 @@ TEST(SweepSpec, DataParallelismIsWhatTheGpusLeave) {
   EXPECT_EQ(row.status, SweepStatus::kRule);
   EXPECT_EQ(row.reason, "gpus: tp x cp x pp = 3 does not divide 8 GPUs");
   EXPECT_EQ(row.plan->dp, 0);
+}
+
+// A sweep may start from a scenario: its model, platform, plan fields but dp, and GPU count, the
+// sweep's own keys over them.
+TEST(SweepSpec, AScenarioIsTheStartOfASweep) {
+  const auto file = std::filesystem::path(test::make_temp_dir()) / "s.json";
+  const SweepSpec spec = parse_sweep_spec(
+      R"({"scenario": "llama3.1-8b-cp2-8gpu", "plan": {"zero": 0}, "vary": {"cp": [1, 2]}})", file);
+  EXPECT_EQ(spec.model.stem(), "llama3.1-8b");
+  EXPECT_EQ(spec.platform.stem(), "h100-sxm-ndr");
+  EXPECT_EQ(spec.gpus, (std::vector<std::int64_t>{8}));
+  EXPECT_EQ(spec.fixed.at("seq_len"), "8192");
+  EXPECT_EQ(spec.fixed.at("cp_comm_type"), "p2p");
+  EXPECT_EQ(spec.fixed.at("zero"), "0");    // the sweep's plan over the scenario's
+  EXPECT_FALSE(spec.fixed.contains("dp"));  // what each GPU count leaves
+  EXPECT_FALSE(spec.fixed.contains("cp"));  // varied
+  // The sweep's own model and GPU counts over the scenario's.
+  const SweepSpec own = parse_sweep_spec(
+      R"({"scenario": "llama3.1-8b-cp2-8gpu", "model": "llama3-8b", "gpus": [16, 32]})", file);
+  EXPECT_EQ(own.model.stem(), "llama3-8b");
+  EXPECT_EQ(own.gpus, (std::vector<std::int64_t>{16, 32}));
+  EXPECT_THROW(parse_sweep_spec(R"({"scenario": "no-such-scenario"})", file), InputError);
 }
 
 TEST(SweepSpec, BadValuesAreInputErrorsNamingTheirPath) {
