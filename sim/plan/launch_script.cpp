@@ -162,7 +162,12 @@ class Script {
       }
       return;
     }
-    for (const char* loop : {"for", "while", "until", "case", "select", "function"}) {
+    const bool defines =
+        k == "function" ||
+        (i_ + 2 < t_.size() && t.kind == TokenKind::kWord && !is_assignment(t) &&
+         t_[i_ + 1].kind == TokenKind::kOpen && t_[i_ + 2].kind == TokenKind::kClose);
+    if (defines) return skip_function(t.line);
+    for (const char* loop : {"for", "while", "until", "case", "select"}) {
       if (k == loop) {
         fail(t.line, "`" + k +
                          "` is more shell than trainsim reads: write the launch command with its "
@@ -175,6 +180,25 @@ class Script {
                        "into this script");
     }
     simple_command(runs);
+  }
+
+  // A function's definition (NAME() { ... } or function NAME { ... }) is skipped: trainsim runs no
+  // calls. A launch inside one is refused, since it would run only where the function is called.
+  void skip_function(int line) {
+    while (i_ < t_.size() && keyword(t_[i_]) != "{") ++i_;
+    int depth = 0;
+    for (; i_ < t_.size(); ++i_) {
+      const std::string k = keyword(t_[i_]);
+      if (k == "{") ++depth;
+      if (k == "}" && --depth == 0) break;
+      if (t_[i_].kind == TokenKind::kWord && plain_text(t_[i_]).ends_with(".py")) {
+        fail(t_[i_].line,
+             "the launch is inside a function, which trainsim does not call: write "
+             "it at the script's top level");
+      }
+    }
+    if (i_ >= t_.size()) fail(line, "this function has no closing }");
+    ++i_;
   }
 
   // The tokens of an if's or elif's test, up to its `then` (which starts a command).

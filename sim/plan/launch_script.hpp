@@ -12,8 +12,9 @@
 // Nothing runs: a value from outside the script (a positional argument without a default, the
 // environment, a command's output) stays as written ("$TP"), so that the argument reading it can
 // say which. A test on such a value cannot be decided: the script is read each way it could go
-// (up to 2^8 ways), and a way whose script exits before its launch is no run. Loops, case,
-// functions, subshells and sourced files are refused, naming the line.
+// (up to 2^8 ways), and a way whose script exits before its launch is no run. Function
+// definitions are skipped (a launch inside one is refused); loops, case, subshells and sourced
+// files are refused, naming the line.
 #include <cstddef>
 #include <string>
 #include <string_view>

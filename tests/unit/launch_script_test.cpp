@@ -138,6 +138,13 @@ TEST(LaunchScript, MoreShellThanALaunchNeedsIsRefusedNamingTheLine) {
   EXPECT_EQ(error_of("A=1\nfor n in 1 2; do echo $n; done\npython x.py"),
             "w: line 2: `for` is more shell than trainsim reads: write the launch command with "
             "its arguments in the script, or pass them flat");
+  // A function is skipped (nothing calls it here); a launch inside one is refused.
+  EXPECT_EQ(words("usage() {\n  echo \"usage: $0\"; exit 1\n}\nfunction log { echo \"$@\"; }\n"
+                  "python x.py --a"),
+            (Words{"python", "x.py", "--a"}));
+  EXPECT_EQ(error_of("main() {\n  torchrun train.py --a\n}\nmain \"$@\""),
+            "w: line 2: the launch is inside a function, which trainsim does not call: write it at "
+            "the script's top level");
   EXPECT_EQ(error_of("source env.sh\npython x.py"),
             "w: line 1: `source` reads another file, which trainsim does not: copy its "
             "assignments into this script");
