@@ -181,10 +181,10 @@ SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& f
   read_plan(o, spec);
   read_vary(o, text, spec);
   // The scenario's fields under the sweep's own: "plan" overrides them, "vary" varies them.
-  for (const auto& [field, value] : base.plan) {
+  for (const auto& entry : base.plan) {
     const bool varied = std::any_of(spec.axes.begin(), spec.axes.end(),
-                                    [&](const SweepAxis& a) { return a.field == field; });
-    if (!varied) spec.fixed.emplace(field, value);
+                                    [&](const SweepAxis& a) { return a.field == entry.first; });
+    if (!varied) spec.fixed.emplace(entry);
   }
   spec.budget = read_budget(o);
   spec.top = o.optional_integer("top").value_or(spec.top);
