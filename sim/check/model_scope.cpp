@@ -63,13 +63,15 @@ std::vector<Finding> find_model_beyond_modelled(const CheckContext& context) {
   // that a sweep over cp keeps one kind.
   for (const PlanField& f : plan_fields()) {
     const std::string why = unused_reason(f, context.plan);
-    if (why.empty() || !f.report || f.report(context.plan) == f.report(Plan{})) continue;
+    if (why.empty() || !f.report) continue;
     const auto value = f.report(context.plan);
+    if (value == f.report(Plan{})) continue;
     const std::string flag = flag_of(f.name);
+    // The flag as given, and the flag to drop: a switch is its own value.
     const std::string dropped = f.type == FieldType::kBool ? switch_flag(f) : flag;
     const std::string given =
         f.type == FieldType::kBool
-            ? switch_flag(f)
+            ? dropped
             : flag + " " + (value.is_string() ? value.get<std::string>() : value.dump());
     out.push_back(
         finding(Severity::kInfo, flag.substr(2) + "-unused",

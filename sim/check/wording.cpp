@@ -4,15 +4,6 @@
 
 namespace trainsim {
 
-std::string and_list(const std::vector<std::string>& items) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
-    out += items[i];
-  }
-  return out;
-}
-
 std::string percent(double fraction) {
   return format_fixed(100.0 * fraction, 1) + " %";
 }

@@ -4,13 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/format.hpp"  // and_list, which check wording uses throughout
 #include "sim/plan/partition.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {
 
-/// "a", "a and b", "a, b and c".
-std::string and_list(const std::vector<std::string>& items);
 /// 0.123 -> "12.3 %".
 std::string percent(double fraction);
 /// Decoder layers per stage: "[10, 30, 20, 20]".

@@ -22,6 +22,15 @@ std::string spec_of(const std::filesystem::path& path, const char* folder) {
 
 }  // namespace
 
+nlohmann::ordered_json plan_as_set(const ResolvedInputs& in) {
+  nlohmann::ordered_json plan = nlohmann::ordered_json::object();
+  for (const PlanField& f : plan_fields()) {
+    if (!f.report || !in.origin.where.contains(f.name)) continue;
+    if (auto value = f.report(in.plan); !value.is_null()) plan[f.name] = std::move(value);
+  }
+  return plan;
+}
+
 nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& name,
                                    const std::string& written_from) {
   nlohmann::ordered_json s;
@@ -29,15 +38,7 @@ nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& 
   s["description"] = "The inputs of `" + written_from + "`.";
   s["model"] = spec_of(in.model_path, "models");
   s["platform"] = spec_of(in.platform_path, "platforms");
-  // The fields the inputs set (a scenario's keys, flags, Megatron-LM's arguments, dp from the
-  // GPU count), as the report writes them; the rest keep their defaults, which follow the others
-  // (etp as tp, the vocabulary multiple of the framework) when a compare --set changes them.
-  nlohmann::ordered_json plan = nlohmann::ordered_json::object();
-  for (const PlanField& f : plan_fields()) {
-    if (!f.report || !in.origin.where.contains(f.name)) continue;
-    if (auto value = f.report(in.plan); !value.is_null()) plan[f.name] = std::move(value);
-  }
-  s["plan"] = std::move(plan);
+  s["plan"] = plan_as_set(in);
   const auto& b = in.budget;
   for (const auto& [key, value] : {std::pair{"tokens", b.tokens},
                                    {"price_per_gpu_hour", b.price_per_gpu_hour},

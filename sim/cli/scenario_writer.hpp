@@ -11,6 +11,11 @@
 
 namespace trainsim {
 
+/// The plan fields the inputs set (a scenario's keys, flags, Megatron-LM's arguments, dp from the
+/// GPU count), as the report writes them; the rest keep their defaults, which follow the others
+/// (etp as tp, the vocabulary multiple of the framework) when another field changes.
+nlohmann::ordered_json plan_as_set(const ResolvedInputs& in);
+
 /// The scenario of `in`, named `name`, its description the command it was written by.
 nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& name,
                                    const std::string& written_from);

@@ -5,6 +5,7 @@
 
 #include "sim/cli/budget_flags.hpp"
 #include "sim/cli/scenario.hpp"
+#include "sim/cli/scenario_writer.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
@@ -147,10 +148,9 @@ BaseScenario read_base_scenario(JsonObject& o, const std::filesystem::path& file
   base.model = in.model_path;
   base.platform = in.platform_path;
   base.gpus = in.plan.world_size();
-  for (const auto& field : plan_fields()) {
-    if (field.name == "dp" || !field.report || !in.origin.where.contains(field.name)) continue;
-    const auto value = field.report(in.plan);
-    if (!value.is_null()) base.plan[field.name] = flag_text(value, in.origin.of(field.name));
+  const nlohmann::ordered_json plan = plan_as_set(in);
+  for (auto it = plan.begin(); it != plan.end(); ++it) {
+    if (it.key() != "dp") base.plan[it.key()] = flag_text(it.value(), in.origin.of(it.key()));
   }
   return base;
 }

@@ -29,6 +29,15 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+std::string and_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
 std::string escape_markup(std::string_view text) {
   std::string out;
   for (char c : text) {

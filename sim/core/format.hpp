@@ -23,6 +23,8 @@ std::string format_flops(double flops);
 std::string format_grouped(std::int64_t n);
 /// The items with `separator` between each two ("a; b; c").
 std::string join(const std::vector<std::string>& items, std::string_view separator);
+/// The items as a sentence lists them: "a", "a and b", "a, b and c".
+std::string and_list(const std::vector<std::string>& items);
 /// Text for an HTML or SVG page: &, <, > and " as entities.
 std::string escape_markup(std::string_view text);
 /// A text table's column: `s` padded with spaces to `width` (left as it is when longer).

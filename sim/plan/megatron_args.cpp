@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 #include "sim/core/suggest.hpp"
 #include "sim/plan/launch_script.hpp"
 #include "sim/plan/megatron_arg_table.hpp"
@@ -141,13 +142,11 @@ void same_either_way(const LaunchCommand& launch, const LaunchCommand& other, co
   if (differs.empty()) return;
   // The tests that go otherwise for `other` (all undecided ones where none is known).
   const auto& at = other.undecided_lines.empty() ? launch.undecided_lines : other.undecided_lines;
-  std::string lines;
-  for (std::size_t k = 0; k < at.size(); ++k) {
-    lines += (k == 0 ? "" : k + 1 == at.size() ? " and " : ", ") + std::to_string(at[k]);
-  }
+  std::vector<std::string> lines;
+  for (const int line : at) lines.push_back(std::to_string(line));
   const bool one = at.size() == 1;
-  fail_input(where, std::string(one ? "the test at line " : "the tests at lines ") + lines +
-                        (one ? " depends" : " depend") +
+  fail_input(where, std::string(one ? "the test at line " : "the tests at lines ") +
+                        and_list(lines) + (one ? " depends" : " depend") +
                         " on what the script cannot know (the environment, a file, a command's "
                         "output), and " +
                         differs +
