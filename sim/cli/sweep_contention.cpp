@@ -1,14 +1,12 @@
 #include "sim/cli/sweep_contention.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
 #include <variant>
 
+#include "sim/core/child_process.hpp"
 #include "sim/core/format.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/graph/symmetry.hpp"
@@ -38,40 +36,19 @@ std::string why_not(const SweepContext& c, std::int64_t index) {
 
 // Plan `index` replayed on SimGrid in a child process; its step time, or nullopt if it failed.
 std::optional<double> simgrid_step(const SweepContext& c, std::int64_t index) {
-  // Nothing buffered may reach the child: SimGrid flushes the standard streams there, and would
-  // print what the parent had written but not yet flushed a second time.
-  std::fflush(nullptr);
-  int p[2];
-  if (::pipe(p) != 0) return std::nullopt;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(p[0]);
+  const auto text = run_in_child([&c, index] {
     const auto plan = sweep_plan(sweep_point(c.spec, index));
-    if (!std::holds_alternative<Plan>(plan)) ::_exit(1);
-    const Plan& pl = std::get<Plan>(plan);
-    const double step = evaluate(c.model, c.platform, pl, build_partition(c.model, c.platform, pl),
+    if (!std::holds_alternative<Plan>(plan)) return std::string();
+    const Plan& p = std::get<Plan>(plan);
+    const double step = evaluate(c.model, c.platform, p, build_partition(c.model, c.platform, p),
                                  EngineKind::kSimGrid)
                             .sim.step_time_s;
     char buf[64];
-    const int n = std::snprintf(buf, sizeof buf, "%.17g", step);
-    const bool ok = n > 0 && ::write(p[1], buf, static_cast<std::size_t>(n)) == n;
-    ::_exit(ok ? 0 : 1);
-  }
-  ::close(p[1]);
-  if (pid < 0) {
-    ::close(p[0]);
-    return std::nullopt;
-  }
-  std::string text;
-  char buf[64];
-  for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) > 0;) {
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(p[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) return std::nullopt;
-  return std::strtod(text.c_str(), nullptr);
+    std::snprintf(buf, sizeof buf, "%.17g", step);
+    return std::string(buf);
+  });
+  if (!text || text->empty()) return std::nullopt;
+  return std::strtod(text->c_str(), nullptr);
 }
 
 }  // namespace
