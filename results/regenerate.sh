@@ -592,8 +592,12 @@ echo "wrote $here/neighbourhood/small-256k-vocab-pp8.txt"
 # trainsim validate: predicted vs measured step time of NVIDIA's DGX Cloud recipes (DGX H100).
 (cd "$root" && "$bin" validate tests/validation/refdata/nvidia_dgxc_benchmarking_h100.json \
   --out "$here/validation/dgxc_step_time.md") >/dev/null
+# trainsim validate on scenario files: the catalog scenarios' "published" step times, as one's
+# own measured runs would be checked.
+(cd "$root" && "$bin" validate scenarios/ --out "$here/validation/scenarios.md") >/dev/null
 echo "wrote $here/validation/megatron_ci.md"
 echo "wrote $here/validation/dgxc_step_time.md"
+echo "wrote $here/validation/scenarios.md"
 python3 "$here/validation_plot.py" "$(dirname "$bin")" >/dev/null
 echo "wrote $here/validation.md, $here/validation.csv and $here/validation/dgxc_step_time.svg"
 

@@ -94,8 +94,9 @@ std::string top_help() {
          "  trainsim check same inputs: diagnostics only (exit 1 on errors)\n"
          "  trainsim compare SCENARIO [SCENARIO ...] [--set KEY=VALUE,...]... [--html FILE]\n"
          "                 plans side by side: step, throughput, bubble, memory, diagrams\n"
-         "  trainsim validate [REFERENCE.json ...]  predictions against published "
-         "measurements\n"
+         "  trainsim validate [REFERENCE.json ...] [SCENARIO ...]\n"
+         "                 predictions against published measurements, or a cluster's own "
+         "runs\n"
          "  trainsim reshard --model M --from tp=2,pp=1,dp=4 --to tp=1,pp=1,dp=8 [--checkpoint "
          "DIR]\n"
          "                 resume a checkpoint under a new layout: shards, checks, conversion "
@@ -175,8 +176,8 @@ po::options_description validate_flags() {
 
 std::string validate_help() {
   std::ostringstream o;
-  o << "usage: trainsim validate [REFERENCE.json ...] [--platform P] [--format text|json]\n"
-       "                         [--out FILE]\n\n"
+  o << "usage: trainsim validate [REFERENCE.json ...] [SCENARIO ...] [--platform P]\n"
+       "                         [--format text|json] [--out FILE]\n\n"
        "Compares trainsim's predictions with published measurements, row by row, and lists\n"
        "the rows it cannot express with the reason. Without REFERENCE.json: the Megatron-LM CI\n"
        "golden values in tests/validation/refdata/ (peak allocated memory per GPU on DGX\n"
@@ -189,6 +190,12 @@ std::string validate_help() {
        "tests/validation/refdata/megatron_lm_readme_h100_weak_scaling.json: step time of the\n"
        "weak-scaling table in Megatron-LM's README (H100), the settings it leaves out chosen\n"
        "as the fastest that fits, reported apart.\n"
+       "SCENARIO: one's own measured runs: a scenario file (or a folder of them, or a\n"
+       "catalog scenario's name) whose \"published\" array holds the step times measured on\n"
+       "it, each predicted as trainsim run predicts it, one set per platform. On a folder, a\n"
+       "scenario without \"published\" is a skipped row. Check trainsim against a cluster's\n"
+       "own runs before trusting it there:\n"
+       "  trainsim validate my-runs/\n"
        "Prints Markdown (or JSON) with each row's error and the mean and max error; under\n"
        "step time, also each run's predicted peak memory against its GPU (the runs ran).\n\n"
     << validate_flags();

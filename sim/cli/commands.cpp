@@ -10,6 +10,7 @@
 #include "sim/cli/outputs.hpp"
 #include "sim/cli/scenario_writer.hpp"
 #include "sim/cli/sweep_command.hpp"
+#include "sim/cli/validate_runs.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
@@ -276,10 +277,19 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
     for (auto& set : validate_reference(ref, platform_for(ref))) sets.push_back(std::move(set));
   };
   if (opt.references.empty()) add(default_reference());
+  std::vector<std::string> scenarios;  // one's own measured runs, after the reference sets
   for (const auto& ref : opt.references) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(ref, ec)) fail_input(ref, "no such file");
-    add(ref);
+    if (names_scenarios(ref)) {
+      scenarios.push_back(ref);
+    } else if (std::filesystem::is_regular_file(ref, ec)) {
+      add(ref);
+    } else {
+      fail_input(ref, "no such file, folder of scenarios or catalog scenario");
+    }
+  }
+  if (!scenarios.empty()) {
+    for (auto& set : validate_scenarios(scenarios, opt.platform)) sets.push_back(std::move(set));
   }
   const std::string text = opt.format == "json" ? validation_json(sets) : validation_markdown(sets);
   Outputs outputs;

@@ -42,11 +42,11 @@ ValidationSet step_time_set(const std::filesystem::path& reference, const Platfo
 }
 
 void predict_step_time(ValidationRow& row, const std::function<Model()>& model, const Plan& plan,
-                       const Platform& platform) {
+                       const Platform& platform, EngineKind engine) {
   try {
     const Model m = model();
     validate_plan(plan, m, platform, {});
-    const Evaluation e = evaluate(m, platform, plan, build_partition(m, platform, plan));
+    const Evaluation e = evaluate(m, platform, plan, build_partition(m, platform, plan), engine);
     row.predicted = e.sim.step_time_s;
     row.kernel_spread = kernel_spread(e.costs).width();
     const MemoryModel memory = compute_memory(m, platform, plan, e.partition, e.costs);

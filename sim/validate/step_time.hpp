@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/core/hash.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/model/model.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/platform/platform.hpp"
@@ -39,9 +40,10 @@ Model megatron_default_gpt(const DefaultGpt& g, const std::string& name, const s
 ValidationSet step_time_set(const std::filesystem::path& reference, const Platform& platform,
                             std::string metric);
 
-/// Sets row.predicted to the step time of `plan` on the model `model()` builds (analytic engine,
-/// symmetric replay), or row.skipped to why it is not expressible (an InputError from either).
+/// Sets row.predicted to the step time of `plan` on the model `model()` builds (the analytic
+/// engine unless told otherwise, symmetric replay), or row.skipped to why it is not expressible
+/// (an InputError from either).
 void predict_step_time(ValidationRow& row, const std::function<Model()>& model, const Plan& plan,
-                       const Platform& platform);
+                       const Platform& platform, EngineKind engine = EngineKind::kAnalytic);
 
 }  // namespace trainsim

@@ -13,33 +13,67 @@ std::filesystem::path default_reference() {
   return data_dir() / "tests" / "validation" / "refdata" / "megatron_lm_ci_golden_values_h100.json";
 }
 
+namespace {
+
+using SetReader = std::vector<ValidationSet> (*)(const std::filesystem::path&, const Platform&);
+
+std::vector<ValidationSet> megatron_ci(const std::filesystem::path& reference,
+                                       const Platform& platform) {
+  const CiReference ref = load_ci_reference(reference);
+  return {validate_megatron_ci_memory(ref, platform),
+          validate_megatron_ci_step_time(ref, platform)};
+}
+
+template <ValidationSet (*Read)(const std::filesystem::path&, const Platform&)>
+std::vector<ValidationSet> one_set(const std::filesystem::path& reference,
+                                   const Platform& platform) {
+  return {Read(reference, platform)};
+}
+
+// The reference sets trainsim knows, by what their file names hold.
+struct KnownSet {
+  const char* name_part;
+  const char* described;
+  SetReader read;
+};
+constexpr KnownSet kKnownSets[] = {
+    {"megatron_lm_ci_golden_values",
+     "Megatron-LM CI golden values, megatron_lm_ci_golden_values_*.json", megatron_ci},
+    {"megatron_lm_readme", "Megatron-LM's README weak scaling, megatron_lm_readme_*.json",
+     one_set<validate_megatron_readme_step_time>},
+    {"nvidia_dgxc_benchmarking", "NVIDIA DGX Cloud benchmarks, nvidia_dgxc_benchmarking_*.json",
+     one_set<validate_dgxc_step_time>},
+    {"narayanan2021_megatron_a100", "Megatron-LM's SC21 tables, narayanan2021_megatron_a100_*.json",
+     one_set<validate_sc21_step_time>},
+    {"megatron_lm_moe_layer_perf",
+     "Megatron-LM's MoE layer benchmark, megatron_lm_moe_layer_perf_*.json",
+     one_set<validate_moe_layer_time>}};
+
+const KnownSet* known_set(const std::filesystem::path& reference) {
+  const std::string name = reference.filename().string();
+  for (const KnownSet& set : kKnownSets) {
+    if (name.find(set.name_part) != std::string::npos) return &set;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool is_reference_set(const std::filesystem::path& reference) {
+  return known_set(reference) != nullptr;
+}
+
+std::string known_reference_sets() {
+  std::string known;
+  for (const KnownSet& set : kKnownSets)
+    known += (known.empty() ? "" : "; ") + std::string(set.described);
+  return "a reference set trainsim knows (" + known + ")";
+}
+
 std::vector<ValidationSet> validate_reference(const std::filesystem::path& reference,
                                               const Platform& platform) {
-  const std::string name = reference.filename().string();
-  if (name.find("megatron_lm_ci_golden_values") != std::string::npos) {
-    const CiReference ref = load_ci_reference(reference);
-    return {validate_megatron_ci_memory(ref, platform),
-            validate_megatron_ci_step_time(ref, platform)};
-  }
-  if (name.find("megatron_lm_readme") != std::string::npos) {
-    return {validate_megatron_readme_step_time(reference, platform)};
-  }
-  if (name.find("nvidia_dgxc_benchmarking") != std::string::npos) {
-    return {validate_dgxc_step_time(reference, platform)};
-  }
-  if (name.find("narayanan2021_megatron_a100") != std::string::npos) {
-    return {validate_sc21_step_time(reference, platform)};
-  }
-  if (name.find("megatron_lm_moe_layer_perf") != std::string::npos) {
-    return {validate_moe_layer_time(reference, platform)};
-  }
-  fail_input(reference.string(),
-             "not a reference set trainsim can validate against (known: Megatron-LM CI golden "
-             "values, megatron_lm_ci_golden_values_*.json; Megatron-LM's README weak scaling, "
-             "megatron_lm_readme_*.json; NVIDIA DGX Cloud benchmarks, "
-             "nvidia_dgxc_benchmarking_*.json; Megatron-LM's SC21 tables, "
-             "narayanan2021_megatron_a100_*.json; Megatron-LM's MoE layer benchmark, "
-             "megatron_lm_moe_layer_perf_*.json)");
+  if (const KnownSet* set = known_set(reference)) return set->read(reference, platform);
+  fail_input(reference.string(), "not " + known_reference_sets());
 }
 
 std::string reference_platform(const std::filesystem::path& reference) {

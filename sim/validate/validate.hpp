@@ -6,7 +6,8 @@
 // the step time of Megatron-LM README's weak-scaling runs
 // (megatron_lm_readme_h100_weak_scaling.json), of NVIDIA's DGX Cloud recipes
 // (nvidia_dgxc_benchmarking_h100.json) and of Megatron-LM's SC21 weak-scaling table on DGX A100
-// (narayanan2021_megatron_a100_table1_table2.json).
+// (narayanan2021_megatron_a100_table1_table2.json); and one's own measured runs, scenario files
+// with their measured step times (measured_runs.hpp).
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -93,6 +94,11 @@ struct ValidationSet {
 
 /// The reference set used when `trainsim validate` is given none (under the data directory).
 std::filesystem::path default_reference();
+
+/// Whether trainsim knows `reference` as a reference set (by its file name).
+bool is_reference_set(const std::filesystem::path& reference);
+/// The reference sets trainsim knows, in words, for a message.
+std::string known_reference_sets();
 
 /// Compares trainsim with the reference file: one set per quantity it measured (Megatron-LM's CI:
 /// memory, then step time; the others: step time). InputError naming the file (and JSON path)

@@ -248,11 +248,15 @@ TEST(ValidateCiMemory, OneRowByHand) {
 TEST(Cli, ValidateRejectsWhatIsNotAReferenceSet) {
   auto r = test::run_trainsim({"validate", "missing.json"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "trainsim: error: missing.json: no such file\n");
+  EXPECT_EQ(r.err,
+            "trainsim: error: missing.json: no such file, folder of scenarios or catalog "
+            "scenario\n");
   const std::string model = test::source_dir() + "/models/llama3.1-8b.json";
   r = test::run_trainsim({"validate", model});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("not a reference set trainsim can validate against"), std::string::npos)
+  EXPECT_NE(r.err.find("llama3.1-8b.json: neither a reference set trainsim knows (Megatron-LM CI "
+                       "golden values, megatron_lm_ci_golden_values_*.json;"),
+            std::string::npos)
       << r.err;
 }
 

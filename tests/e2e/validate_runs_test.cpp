@@ -1,0 +1,108 @@
+// trainsim validate on one's own measured runs: scenario files whose "published" array holds the
+// measured step times, each predicted as `trainsim run` predicts it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+std::string scenario_file(const std::string& name) {
+  return test::source_dir() + "/scenarios/" + name + ".json";
+}
+
+nlohmann::json validate_json(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"validate"};
+  all.insert(all.end(), args.begin(), args.end());
+  all.insert(all.end(), {"--format", "json"});
+  const auto r = test::run_trainsim(all);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out).at("validation");
+}
+
+// Each published figure is a row whose prediction is the step `trainsim run` prints for the
+// scenario, and whose error is that step over the figure, less 1.
+TEST(ValidateRuns, EachPublishedStepIsARowPredictedAsRunPredictsIt) {
+  const std::string file = scenario_file("llama3.1-8b-cp2-8gpu");
+  const auto run = test::run_trainsim({"run", file, "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const double step = nlohmann::json::parse(run.out).at("step_time_s");
+
+  const auto sets = validate_json({file});
+  ASSERT_EQ(sets.size(), 1u);
+  const auto& set = sets[0];
+  EXPECT_EQ(set.at("platform"), "h100-sxm-ndr");
+  ASSERT_EQ(set.at("rows").size(), 2u);
+  const double measured[] = {12.91, 12.27};
+  const char* sources[] = {"v24.11.1", "v25.04.02"};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& row = set.at("rows")[i];
+    EXPECT_EQ(row.at("name"),
+              std::string("llama3.1-8b-cp2-8gpu (NVIDIA dgxc-benchmarking ") + sources[i] + ")");
+    EXPECT_EQ(row.at("setup"),
+              "llama3.1-8b, tp 1, pp 1, cp 2, dp 4, zero 1, mbs 1, gbs 128, "
+              "seq 8192, bf16");
+    EXPECT_EQ(row.at("measured_s").get<double>(), measured[i]);
+    EXPECT_NEAR(row.at("predicted_s").get<double>(), step, 1e-12);
+    EXPECT_NEAR(row.at("error").get<double>(), step / measured[i] - 1, 1e-12);
+    EXPECT_EQ(row.at("memory_fit"), "tight");  // as check says of this recipe
+  }
+  EXPECT_EQ(set.at("expressed"), 2);
+  const double mean = (std::fabs(step / 12.91 - 1) + std::fabs(step / 12.27 - 1)) / 2;
+  EXPECT_NEAR(set.at("mean_abs_error").get<double>(), mean, 1e-12);
+
+  // By catalog name, the same rows.
+  EXPECT_EQ(validate_json({"llama3.1-8b-cp2-8gpu"})[0].at("rows"), set.at("rows"));
+}
+
+// A folder: every scenario in it, one without measured step times a skipped row that says what
+// to add; --platform predicts them all on another platform.
+TEST(ValidateRuns, AFolderOfScenariosWithAndWithoutMeasuredSteps) {
+  const auto dir = test::make_temp_dir();
+  std::filesystem::copy_file(scenario_file("llama3.1-8b-cp2-8gpu"), dir + "/a.json");
+  std::filesystem::copy_file(scenario_file("teaching/memory"), dir + "/b.json");
+  test::write_file(dir + "/notes.txt", "not a scenario");
+  const auto sets = validate_json({dir + "/"});
+  ASSERT_EQ(sets.size(), 1u);
+  const auto& rows = sets[0].at("rows");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(sets[0].at("expressed"), 2);
+  EXPECT_EQ(rows[2].at("name"), "teaching-memory");
+  EXPECT_NE(rows[2].at("skipped").get<std::string>().find("no \"published\" step time"),
+            std::string::npos);
+
+  const auto h200 = validate_json({dir + "/", "--platform", "h200-sxm-ndr"});
+  EXPECT_EQ(h200[0].at("platform"), "h200-sxm-ndr");
+  EXPECT_NE(h200[0].at("rows")[0].at("predicted_s"), rows[0].at("predicted_s"));
+}
+
+// What cannot be validated against: exit 2, naming the file and what it lacks.
+TEST(ValidateRuns, WhatIsNoMeasuredRunSaysWhy) {
+  const auto named = test::run_trainsim({"validate", scenario_file("teaching/memory")});
+  EXPECT_EQ(named.exit_code, 2);
+  EXPECT_NE(named.err.find("memory.json: $.published: is missing"), std::string::npos) << named.err;
+
+  const auto dir = test::make_temp_dir();
+  test::write_file(dir + "/runs.json", R"({"rows": []})");
+  const auto neither = test::run_trainsim({"validate", dir + "/runs.json"});
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_NE(neither.err.find("runs.json: neither a reference set trainsim knows"),
+            std::string::npos)
+      << neither.err;
+
+  std::filesystem::create_directory(dir + "/empty");
+  const auto empty = test::run_trainsim({"validate", dir + "/empty"});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("holds no scenario file"), std::string::npos) << empty.err;
+
+  const auto unknown = test::run_trainsim({"validate", "no-such-runs"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no-such-runs: no such file"), std::string::npos) << unknown.err;
+}
+
+}  // namespace
+}  // namespace trainsim
