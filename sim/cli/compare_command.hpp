@@ -5,29 +5,13 @@
 // stage's memory per column, as text or JSON, and with --html one page with the columns' table
 // and their pipeline diagrams stacked on one time axis.
 #include <iosfwd>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "sim/report/time_to_train.hpp"
+#include "sim/cli/compare_args.hpp"
 
 namespace trainsim {
 
-/// What `trainsim compare`'s arguments ask for.
-struct CompareOptions {
-  std::vector<std::string> scenarios;
-  std::vector<std::string> sets;                   // "key=value,key=value"
-  std::optional<std::string> engine = "analytic";  // SimGrid: one simulation per process
-  std::string format = "text";
-  std::optional<std::string> html;
-  TrainingBudget budget;  // every column's
-  bool help = false;
-};
-
-/// Parses the arguments of `compare` (after the command word); InputError naming the flag.
-CompareOptions parse_compare_options(const std::vector<std::string>& args);
-
 int compare_command(const std::vector<std::string>& args, std::ostream& out);
-std::string compare_help();
 
 }  // namespace trainsim
