@@ -3,6 +3,13 @@
 step-time validation rows, and prints the fit; with --write, stores it in the platform file.
 
     results/calibrate.py [--platform h100-sxm-ndr|a100-sxm-hdr] [--build build] [--write]
+    results/calibrate.py --runs SCENARIO|FOLDER ... [--platform NAME|FILE] --out FILE
+
+The second form fits a platform to one's own cluster: the scenario files of its measured runs
+(their "published" step times; `trainsim validate SCENARIO` compares them as they stand), every
+expressed row fitted, the parameters left unfitted kept at the platform's values, and the
+calibrated copy written to --out (never into the catalog's platform, which serves every row of
+the published reference sets).
 
 Parameters (the platform file's "calibration" block; see README, Accuracy):
   sustained_compute  share of the kernel database's rate that GEMMs and attention sustain in a step
@@ -95,16 +102,23 @@ def apply(platform, values, band=None):
 
 
 class Fit:
-    def __init__(self, trainsim, platform_path, references):
+    def __init__(self, trainsim, platform_path, references, runs=False):
+        """`runs`: the references are scenario files or folders of one's own measured runs,
+        every expressed row fitted (they sit in no half of a split)."""
         self.trainsim = trainsim
         with open(platform_path) as f:
             self.base = json.load(f)
         db = self.base.get("kernel_database")
         if db:  # the temporary copy lives elsewhere: name the database by its absolute path
-            self.base["kernel_database"] = os.path.join(os.path.dirname(platform_path), db)
+            self.base["kernel_database"] = os.path.join(
+                os.path.dirname(os.path.abspath(platform_path)), db)
         self.evaluations = 0
         self.tmp = tempfile.TemporaryDirectory()
-        self.references = [self.fitting_rows_only(r) for r in references]
+        self.half = "" if runs else "fit"
+        if runs:
+            self.references = [os.path.abspath(r) for r in references]
+        else:
+            self.references = [self.fitting_rows_only(r) for r in references]
 
     def fitting_rows_only(self, reference):
         """A copy of `reference` with only its fitting half's rows (beside links to the files it
@@ -139,9 +153,11 @@ class Fit:
                              cwd=ROOT, check=True, capture_output=True, text=True).stdout
         return [r for s in json.loads(out)["validation"] for r in s["rows"]]
 
-    def rows(self, values, half="fit"):
-        """(measured, predicted, kernel spread, name) of the expressed rows of `half` under these
-        parameter values."""
+    def rows(self, values, half="default"):
+        """(measured, predicted, kernel spread, name) of the expressed rows of `half` (the fitted
+        ones by default, None: all) under these parameter values."""
+        if half == "default":
+            half = self.half
         platform = apply(self.base, values)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(platform, f)
@@ -155,19 +171,35 @@ class Fit:
                 for r in listed
                 if "skipped" not in r and (half is None or r.get("half") == half)]
 
+    def start(self):
+        """Where the search starts: the neutral values (a platform fitted afresh on the published
+        rows), or the platform's own (a platform adjusted to measured runs)."""
+        return [p[2] for p in PARAMETERS] if self.half == "fit" else self.current()
+
+    def current(self):
+        """The platform's own values of the parameters (neutral where it has none)."""
+        return [self.base.get(block, {}).get(key, neutral)
+                for block, key, neutral, _, _, _ in PARAMETERS]
+
+    def padded(self, values):
+        """The first parameters as given, the rest at their neutral values (fitting a platform on
+        the published rows) or at the platform's own (fitting it to measured runs)."""
+        return padded(values, None if self.half == "fit" else self.current())
+
     def loss(self, values, leave_out=frozenset()):
-        """Mean |log error| on the fitting half (less the rows named in `leave_out`) with the
+        """Mean |log error| on the fitted rows (less the rows named in `leave_out`) with the
         first len(values) parameters set."""
         for (_, _, _, lo, hi, _), v in zip(PARAMETERS, values):
             if v < lo or v > hi:
                 return float("inf")
-        rows = [r for r in self.rows(padded(values)) if r[3] not in leave_out]
+        rows = [r for r in self.rows(self.padded(values)) if r[3] not in leave_out]
         return sum(abs(math.log(p / m)) for m, p, _, _ in rows) / len(rows)
 
 
-def padded(values):
-    """The first parameters as given, the rest at their neutral values."""
-    return list(values) + [p[2] for p in PARAMETERS[len(values):]]
+def padded(values, rest=None):
+    """The first parameters as given, the rest at their neutral values (or at `rest`'s)."""
+    rest = rest if rest is not None else [p[2] for p in PARAMETERS]
+    return list(values) + list(rest[len(values):])
 
 
 def nelder_mead(f, x0, steps, tolerance=1e-5, max_evaluations=200):
@@ -240,12 +272,12 @@ def folds_of(names):
 def out_of_fold_rows(fit, folds, fitted):
     """(measured, predicted, kernel spread) of every fitting row, predicted by the parameters
     fitted (from the neutral values, as the full fit) on the other folds only."""
-    x0 = [p[2] for p in PARAMETERS[:fitted]]
+    x0 = fit.start()[:fitted]
     steps = [p[5] for p in PARAMETERS[:fitted]]
     out = []
     for i, fold in enumerate(folds):
         best, _ = restarted_nelder_mead(lambda v, fold=fold: fit.loss(v, fold), x0, steps)
-        out += [(m, p, w) for m, p, w, name in fit.rows(padded(best)) if name in fold]
+        out += [(m, p, w) for m, p, w, name in fit.rows(fit.padded(best)) if name in fold]
         print("  fold %d of %d (%d rows held out): %s" %
               (i + 1, len(folds), len(fold), " ".join("%.4f" % v for v in best)), flush=True)
     return out
@@ -269,27 +301,19 @@ def residual_band(rows):
     return band
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--platform", default="h100-sxm-ndr")
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--write", action="store_true", help="store the fit in the platform file")
-    args = ap.parse_args()
-    platform_path = os.path.join(ROOT, "platforms", args.platform + ".json")
-    if args.platform not in REFERENCES:
-        sys.exit("calibrate.py: no step-time rows to fit %s on (known: %s)" %
-                 (args.platform, ", ".join(REFERENCES)))
-    references = REFERENCES[args.platform]
-    fit = Fit(os.path.join(os.path.abspath(args.build), "trainsim"), platform_path, references)
-
-    x0 = [p[2] for p in PARAMETERS]
-    print("fitting %s on the fitting half of %s" % (args.platform, ", ".join(references)))
+def fit_parameters(fit, what):
+    """The fit, printed as it goes: (parameters, loss, rows, parameters fitted, folds, band)."""
+    x0 = fit.start()
+    print("fitting %s" % what)
     n = len(fit.rows(x0))
+    if n == 0:
+        sys.exit("calibrate.py: no expressed row to fit on")
     fitted = min(len(PARAMETERS), max(1, n // ROWS_PER_PARAMETER))
-    print("neutral: mean |log error| %.4f on %d rows; fitting %d of %d parameters" %
-          (fit.loss(x0), n, fitted, len(PARAMETERS)))
+    print("%s: mean |log error| %.4f on %d rows; fitting %d of %d parameters" %
+          ("neutral" if fit.half == "fit" else "as the platform stands", fit.loss(x0), n, fitted,
+           len(PARAMETERS)))
     best, loss = restarted_nelder_mead(fit.loss, x0[:fitted], [p[5] for p in PARAMETERS[:fitted]])
-    best = padded([round(v, 4) for v in best])
+    best = fit.padded([round(v, 4) for v in best])
     rows = fit.rows(best)
     in_sample = residual_band([r[:3] for r in rows])
     print("fit after %d evaluations: mean |log error| %.4f on %d rows" %
@@ -303,6 +327,35 @@ def main():
     for k, v in band.items():
         print("  %-30s %s (on the fit's own residuals: %s)" %
               ("calibration." + k, v, in_sample[k]))
+    return best, loss, rows, fitted, folds, band
+
+
+def band_source(how, folds):
+    return how + ("; the band bounds measured / predicted - 1 on those rows, "
+                  "each predicted by the parameters fitted on the other "
+                  "folds (%d), by the order statistics of an 80 %% conformal "
+                  "prediction interval, plain (residual_p10/p90) and divided "
+                  "by each row's kernel spread (residual_per_spread_p10/p90, "
+                  "locally weighted)" % len(folds))
+
+
+def write_json(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def calibrate_catalog(args, trainsim):
+    """A catalog platform fitted on the fitting half of its published step-time rows."""
+    platform_path = os.path.join(ROOT, "platforms", args.platform + ".json")
+    if args.platform not in REFERENCES:
+        sys.exit("calibrate.py: no step-time rows to fit %s on (known: %s)" %
+                 (args.platform, ", ".join(REFERENCES)))
+    references = REFERENCES[args.platform]
+    fit = Fit(trainsim, platform_path, references)
+    best, loss, rows, fitted, folds, band = fit_parameters(
+        fit, "%s on the fitting half of %s" % (args.platform, ", ".join(references)))
     if not args.write:
         return
     with open(platform_path) as f:
@@ -316,17 +369,71 @@ def main():
                 (", ".join(p[1] for p in PARAMETERS[:fitted]), ROWS_PER_PARAMETER,
                  ", ".join(p[1] for p in PARAMETERS[fitted:])))
     sources["overlap.compute_slowdown"] = how + ", together with the calibration block"
-    sources["calibration"] = how + ("; the band bounds measured / predicted - 1 on those rows, "
-                                       "each predicted by the parameters fitted on the other "
-                                       "folds (%d), by the order statistics of an 80 %% conformal "
-                                       "prediction interval, plain (residual_p10/p90) and divided "
-                                       "by each row's kernel spread (residual_per_spread_p10/p90, "
-                                       "locally weighted)" % len(folds))
-    tmp = platform_path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(json.dumps(platform, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, platform_path)
+    sources["calibration"] = band_source(how, folds)
+    write_json(platform_path, platform)
     print("wrote %s" % os.path.relpath(platform_path, ROOT))
+
+
+def platform_file(spec):
+    """A platform given as a file, or by its catalog name."""
+    if os.path.isfile(spec):
+        return spec
+    path = os.path.join(ROOT, "platforms", spec + ".json")
+    if not os.path.isfile(path):
+        sys.exit("calibrate.py: --platform: no such file or catalog platform: %s" % spec)
+    return path
+
+
+def calibrate_runs(args, trainsim):
+    """A copy of a platform fitted to one's own measured runs, written to --out."""
+    if args.write:
+        sys.exit("calibrate.py: --write stores a fit of the published rows into the catalog's "
+                 "platform; a fit to --runs goes to --out FILE")
+    if not args.out:
+        sys.exit("calibrate.py: --runs needs --out FILE: the calibrated platform file to write")
+    source = platform_file(args.platform)
+    fit = Fit(trainsim, source, args.runs, runs=True)
+    best, loss, rows, fitted, folds, band = fit_parameters(
+        fit, "%s to the measured runs of %s" % (args.platform, ", ".join(args.runs)))
+    platform = dict(fit.base)
+    platform["calibration"] = {k: v for k, v in platform.get("calibration", {}).items()
+                               if not k.startswith("residual_")}
+    platform = apply(platform, best, band)
+    out = os.path.abspath(args.out)
+    if platform.get("kernel_database"):
+        platform["kernel_database"] = os.path.relpath(platform["kernel_database"],
+                                                      os.path.dirname(out))
+    platform["name"] = os.path.splitext(os.path.basename(out))[0]
+    platform["description"] = ("%s Calibrated to %d measured runs (results/calibrate.py --runs)."
+                               % (platform.get("description", ""), len(rows))).strip()
+    how = ("fit: results/calibrate.py --runs %s from %s: %d rows, mean |log error| %.4f; "
+           "%s fitted (at least %d rows per parameter), the rest as %s has them" %
+           (" ".join(args.runs), args.platform, len(rows), loss,
+            ", ".join(p[1] for p in PARAMETERS[:fitted]), ROWS_PER_PARAMETER, args.platform))
+    sources = platform.setdefault("sources", {})
+    sources["overlap.compute_slowdown"] = how + ", together with the calibration block"
+    sources["calibration"] = band_source(how, folds)
+    write_json(out, platform)
+    print("wrote %s" % args.out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--platform", default="h100-sxm-ndr",
+                    help="a catalog platform (or, with --runs, a platform file)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--write", action="store_true", help="store the fit in the platform file")
+    ap.add_argument("--runs", nargs="+", metavar="SCENARIO",
+                    help="fit to one's own measured runs: scenario files (or folders of them) "
+                         "whose \"published\" array holds the measured step times")
+    ap.add_argument("--out", metavar="FILE", help="with --runs: the platform file to write")
+    args = ap.parse_args()
+    trainsim = os.path.join(os.path.abspath(args.build), "trainsim")
+    if args.runs:
+        return calibrate_runs(args, trainsim)
+    if args.out:
+        sys.exit("calibrate.py: --out is for --runs; --write stores a catalog platform's fit")
+    return calibrate_catalog(args, trainsim)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,14 @@
 """results/calibrate.py's own arithmetic, against closed forms: the conformal band's order
 statistics, the folds dealt by SHA-256, the Nelder-Mead search, the platform file it writes, and
-(given a trainsim binary in TRAINSIM) the copy of a reference that holds only its fitting half.
+(given a trainsim binary in TRAINSIM) the copy of a reference that holds only its fitting half and
+a platform fitted to measured runs.
 Run by ctest as `python3 -m unittest` from this folder."""
 import hashlib
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -92,6 +96,69 @@ class FittingHalfCopy(unittest.TestCase):
         self.assertNotEqual(fit.references, reference)  # a copy, in a temporary folder
         priced = fit.rows(calibrate.padded([0.7]), half=None)
         self.assertEqual(sorted(name for _, _, _, name in priced), fitting)
+
+
+def synthetic_runs(folder, trainsim, scenarios, slower):
+    """Catalog scenarios as measured runs of a cluster `slower` times slower than predicted (the
+    analytic engine, for speed); the predicted step times."""
+    steps = []
+    for name in scenarios:
+        with open(os.path.join(ROOT, "scenarios", name + ".json")) as f:
+            scenario = json.load(f)
+        out = subprocess.run([trainsim, "run", os.path.join(ROOT, "scenarios", name + ".json"),
+                              "--engine", "analytic", "--format", "json"],
+                             check=True, capture_output=True, text=True).stdout
+        steps.append(json.loads(out)["step_time_s"])
+        scenario["engine"] = "analytic"
+        scenario["published"] = [{"step_time_s": steps[-1] * slower, "source": "synthetic"}]
+        with open(os.path.join(folder, os.path.basename(name) + ".json"), "w") as f:
+            json.dump(scenario, f)
+    return steps
+
+
+@unittest.skipUnless(os.environ.get("TRAINSIM"), "needs a trainsim binary in TRAINSIM")
+class MeasuredRunsFit(unittest.TestCase):
+    def test_a_cluster_ten_percent_slower_is_fitted_to_its_runs(self):
+        trainsim = os.environ["TRAINSIM"]
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        runs = os.path.join(tmp.name, "runs")
+        os.mkdir(runs)
+        synthetic_runs(runs, trainsim, ["teaching/memory", "teaching/schedules"], 1.1)
+        out = os.path.join(tmp.name, "my-cluster.json")
+        script = os.path.join(ROOT, "results", "calibrate.py")
+        build = os.path.dirname(trainsim)
+        subprocess.run([sys.executable, script, "--runs", runs, "--out", out, "--build", build],
+                       check=True, capture_output=True, text=True)
+        with open(os.path.join(ROOT, "platforms", "h100-sxm-ndr.json")) as f:
+            base = json.load(f)
+        with open(out) as f:
+            fitted = json.load(f)
+        self.assertEqual(fitted["name"], "my-cluster")
+        # Two rows fit one parameter: compute-bound steps take 1 / sustained_compute, so the
+        # platform's share over 1.1, a little less where communication does not scale with it.
+        sustained = fitted["calibration"]["sustained_compute"]
+        self.assertLess(sustained, base["calibration"]["sustained_compute"] / 1.1 + 0.002)
+        self.assertGreater(sustained, base["calibration"]["sustained_compute"] / 1.1 - 0.03)
+        # The parameters not fitted keep the platform's values; the database is found.
+        self.assertEqual(fitted["calibration"]["gpu_speed_spread"],
+                         base["calibration"]["gpu_speed_spread"])
+        self.assertEqual(fitted["overlap"], base["overlap"])
+        self.assertTrue(os.path.isfile(os.path.join(tmp.name, fitted["kernel_database"])))
+        # On the fitted platform the runs are predicted within 1.5 %.
+        listed = subprocess.run([trainsim, "validate", runs, "--platform", out, "--format",
+                                 "json"], check=True, capture_output=True, text=True).stdout
+        for row in json.loads(listed)["validation"][0]["rows"]:
+            self.assertLess(abs(row["error"]), 0.015, row)
+
+    def test_a_fit_to_runs_goes_to_a_file_of_its_own(self):
+        script = os.path.join(ROOT, "results", "calibrate.py")
+        for extra, words in (([], "--runs needs --out FILE"),
+                             (["--out", "x.json", "--write"], "--write stores a fit")):
+            r = subprocess.run([sys.executable, script, "--runs", "r/", *extra],
+                               capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn(words, r.stderr)
 
 
 if __name__ == "__main__":
