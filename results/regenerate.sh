@@ -40,6 +40,10 @@ echo "wrote $here/schedules/llama3.1-70b-64gpu-{1f1b,interleaved}.svg"
 "$bin" compare scenarios/llama3.1-70b-64gpu.json --set schedule=interleaved,vp=5 \
   --set recompute=full --tokens 1e12 >"$here/schedules/compare-llama3.1-70b-64gpu.txt"
 echo "wrote $here/schedules/compare-llama3.1-70b-64gpu.txt"
+# The same recipe on an H200: a --set column on another platform.
+"$bin" compare scenarios/llama3.1-8b-cp2-8gpu.json --set platform=h200-sxm-ndr \
+  --set platform=h200-sxm-ndr,cp=1,dp=8 >"$here/schedules/compare-llama3.1-8b-h100-h200.txt"
+echo "wrote $here/schedules/compare-llama3.1-8b-h100-h200.txt"
 python3 "$here/teaching.py" "$bin"
 # The pipeline-exchanges diagnostic README quotes: NVIDIA's LoRA recipe for Llama 3 70B (its
 # interleaved pipeline waiting for its exchanges) at four copies of its 8-GPU layout.

@@ -21,7 +21,8 @@ boost::program_options::options_description compare_flags() {
   po::options_description d("Flags", kHelpWidth, kHelpDescriptionWidth);
   d.add_options()("help,h", "show this help")(
       "set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE,..."),
-      "a column of the first scenario with those plan fields changed (repeat for more columns)")(
+      "a column of the first scenario with those plan fields (or its model or platform) changed "
+      "(repeat for more columns)")(
       "engine", po::value<std::string>()->value_name("analytic"),
       "the engine of every column, and the only one: SimGrid runs one simulation per process "
       "(trainsim run a plan for it)")("format", po::value<std::string>()->value_name("text|json"),
@@ -60,27 +61,39 @@ CompareOptions parse_compare_options(const std::vector<std::string>& args) {
   return o;
 }
 
-std::map<std::string, std::string> parse_set(const std::string& set) {
-  std::map<std::string, std::string> flags;
+ColumnChange parse_set(const std::string& set) {
+  std::map<std::string, std::string> values;  // key -> value, each key once
   std::stringstream items(set);
   std::string item;
+  std::vector<std::string> keys = {"model", "platform"};
+  const auto& fields = plan_field_names();
+  keys.insert(keys.end(), fields.begin(), fields.end());
   while (std::getline(items, item, ',')) {
     const auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
       fail_input("--set", "expects KEY=VALUE[,KEY=VALUE...], got '" + set + "'");
     }
     const std::string key = item.substr(0, eq);
-    const auto& fields = plan_field_names();
-    if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
-      fail_input("--set", "'" + key + "' is not a plan field" + did_you_mean(key, fields) +
-                              " (fields: " + join(fields, ", ") + ")");
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      fail_input("--set", "'" + key + "' is not a plan field, model or platform" +
+                              did_you_mean(key, keys) + " (keys: " + join(keys, ", ") + ")");
     }
-    if (!flags.emplace(key, item.substr(eq + 1)).second) {
+    if (!values.emplace(key, item.substr(eq + 1)).second) {
       fail_input("--set", "sets '" + key + "' twice in '" + set + "'");
     }
   }
-  if (flags.empty()) fail_input("--set", "expects KEY=VALUE[,KEY=VALUE...], got '" + set + "'");
-  return flags;
+  if (values.empty()) fail_input("--set", "expects KEY=VALUE[,KEY=VALUE...], got '" + set + "'");
+  ColumnChange change;
+  for (auto& [key, value] : values) {
+    if (key == "model") {
+      change.model = value;
+    } else if (key == "platform") {
+      change.platform = value;
+    } else {
+      change.plan_flags.emplace(key, value);
+    }
+  }
+  return change;
 }
 
 std::string compare_help() {
@@ -97,10 +110,12 @@ std::string compare_help() {
        "its error-level diagnostics (trainsim check says what and why). Each scenario file\n"
        "is a column as it is; each --set is a column of the first scenario with those plan\n"
        "fields changed (the scenario's plan keys: tp, pp, vp, dp, mbs, gbs, schedule,\n"
-       "recompute, zero, sp, ...).\n\n"
+       "recompute, zero, sp, ...), or on another model or platform (model=NAME|FILE,\n"
+       "platform=NAME|FILE: the same plan on an H200, say).\n\n"
     << compare_flags()
-    << "\nexample: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
-       "           --set schedule=interleaved,vp=5 --set recompute=full\n";
+    << "\nexamples: trainsim compare scenarios/llama3.1-70b-64gpu.json \\\n"
+       "            --set schedule=interleaved,vp=5 --set recompute=full\n"
+       "          trainsim compare nemotron4-340b --set platform=h200-sxm-ndr\n";
   return o.str();
 }
 

@@ -24,9 +24,16 @@ struct CompareOptions {
 /// Parses the arguments of `compare` (after the command word); InputError naming the flag.
 CompareOptions parse_compare_options(const std::vector<std::string>& args);
 
-/// One --set: "schedule=interleaved,vp=2" as plan field -> value, each key a plan field;
-/// InputError naming --set otherwise.
-std::map<std::string, std::string> parse_set(const std::string& set);
+/// What one --set column changes of the first scenario.
+struct ColumnChange {
+  std::map<std::string, std::string> plan_flags;  // plan field -> value as typed
+  std::optional<std::string> model;               // model=NAME|FILE
+  std::optional<std::string> platform;            // platform=NAME|FILE
+};
+
+/// One --set: "schedule=interleaved,vp=2,platform=h200-sxm-ndr", each key a plan field, model or
+/// platform, once; InputError naming --set otherwise.
+ColumnChange parse_set(const std::string& set);
 
 std::string compare_help();
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -90,6 +91,8 @@ nlohmann::ordered_json columns_json(const std::vector<Column>& columns) {
   for (const Column& c : columns) {
     const Report& r = c.report;
     j.push_back({{"label", c.label},
+                 {"model", r.model},
+                 {"platform", r.platform},
                  {"gpus", r.gpus},
                  {"plan", plan_json(r.plan)},
                  {"sequences_per_step", r.plan.sequences_per_step()},
@@ -169,6 +172,23 @@ void add_time_to_train_rows(const std::vector<Column>& columns,
   add_failure_rows(columns, rows);
 }
 
+// Rows naming each column's model and platform, under the labels, only where columns differ in
+// them.
+void add_input_rows(const std::vector<Column>& columns,
+                    std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::vector<std::string>> differing;
+  for (const std::string name : {"model", "platform"}) {
+    std::vector<std::string> row = {name};
+    for (const Column& c : columns) {
+      row.push_back(name == "model" ? c.report.model : c.report.platform);
+    }
+    if (std::adjacent_find(row.begin() + 1, row.end(), std::not_equal_to<>()) != row.end()) {
+      differing.push_back(std::move(row));
+    }
+  }
+  rows.insert(rows.begin() + 1, differing.begin(), differing.end());
+}
+
 std::string columns_text(const std::vector<Column>& columns) {
   // The batch each step trains: a scenario without "gbs" runs mbs x dp sequences, so columns
   // with another dp or mbs step over another batch (compare tokens/s then, not the step).
@@ -195,6 +215,7 @@ std::string columns_text(const std::vector<Column>& columns) {
     rows[8].push_back(format_fixed(peak_bytes(r) / (1024.0 * 1024 * 1024), 2));
     rows[9].emplace_back(to_string(fit(c)));
   }
+  add_input_rows(columns, rows);
   add_time_to_train_rows(columns, rows);
   const bool any_errors = std::any_of(columns.begin(), columns.end(),
                                       [](const Column& c) { return !c.errors.empty(); });
@@ -267,7 +288,10 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   for (const auto& set : opt.sets) {
     InputRequest r = request(opt.scenarios.front());
-    r.plan_flags = parse_set(set);
+    ColumnChange change = parse_set(set);
+    r.plan_flags = std::move(change.plan_flags);
+    r.model = std::move(change.model);
+    r.platform = std::move(change.platform);
     try {
       columns.push_back(simulate_column(set, r));
     } catch (const InputError& e) {  // "--tp: must divide ..." of a flag given as --set tp=3
