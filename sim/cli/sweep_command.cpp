@@ -17,6 +17,7 @@
 #include "sim/cli/sweep_contention.hpp"
 #include "sim/cli/sweep_spec.hpp"
 #include "sim/cli/sweep_workers.hpp"
+#include "sim/core/build_id.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
@@ -88,13 +89,13 @@ std::vector<SweepEntry> finish(const std::filesystem::path& out,
 }
 
 // What a partial file's rows were computed from: the sweep file, the model, platform and kernel
-// database files, trainsim's version and the CSV's columns (a build whose plan schema differs
-// writes other columns under the same version), the fixed plan fields and GPU counts (a base
-// scenario's among them), the budget and the shard.
+// database files, trainsim's version and build (its GNU build id: another build may price a plan
+// otherwise under the same version) and the CSV's columns, the fixed plan fields and GPU counts
+// (a base scenario's among them), the budget and the shard.
 std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
   std::string all = read_text_file(c.spec.file) + '\0' + read_text_file(c.spec.model) + '\0' +
                     read_text_file(c.spec.platform) + '\0' + std::string(version()) + '\0' +
-                    sweep_csv_header();
+                    build_id() + '\0' + sweep_csv_header();
   for (const auto& [field, value] : c.spec.fixed) all += '\0' + field + '=' + value;
   for (const std::int64_t g : c.spec.gpus) all += '\0' + std::to_string(g);
   if (!c.platform.kernel_db_path.empty()) all += '\0' + read_text_file(c.platform.kernel_db_path);
