@@ -3,7 +3,7 @@
 step-time validation rows, and prints the fit; with --write, stores it in the platform file.
 
     results/calibrate.py [--platform h100-sxm-ndr|a100-sxm-hdr] [--build build] [--write]
-    results/calibrate.py --runs SCENARIO|FOLDER ... [--platform NAME|FILE] --out FILE
+    results/calibrate.py --runs SCENARIO|FOLDER ... [--platform NAME|FILE] --out FILE [--jobs N]
 
 The second form fits a platform to one's own cluster: the scenario files of its measured runs
 (their "published" step times; `trainsim validate SCENARIO` compares them as they stand), every
@@ -102,7 +102,7 @@ def apply(platform, values, band=None):
 
 
 class Fit:
-    def __init__(self, trainsim, platform_path, references, runs=False):
+    def __init__(self, trainsim, platform_path, references, runs=False, jobs=1):
         """`runs`: the references are scenario files or folders of one's own measured runs,
         every expressed row fitted (they sit in no half of a split)."""
         self.trainsim = trainsim
@@ -115,6 +115,7 @@ class Fit:
         self.evaluations = 0
         self.tmp = tempfile.TemporaryDirectory()
         self.half = "" if runs else "fit"
+        self.jobs = jobs  # runs replayed at once by `trainsim validate --jobs`
         if runs:
             self.references = [os.path.abspath(r) for r in references]
         else:
@@ -149,6 +150,8 @@ class Fit:
     def validate(self, references, platform_path):
         """Every row `trainsim validate` lists for these references, in order."""
         extra = ["--platform", platform_path] if platform_path else []
+        if self.jobs > 1:
+            extra += ["--jobs", str(self.jobs)]
         out = subprocess.run([self.trainsim, "validate", *references, *extra, "--format", "json"],
                              cwd=ROOT, check=True, capture_output=True, text=True).stdout
         return [r for s in json.loads(out)["validation"] for r in s["rows"]]
@@ -392,7 +395,7 @@ def calibrate_runs(args, trainsim):
     if not args.out:
         sys.exit("calibrate.py: --runs needs --out FILE: the calibrated platform file to write")
     source = platform_file(args.platform)
-    fit = Fit(trainsim, source, args.runs, runs=True)
+    fit = Fit(trainsim, source, args.runs, runs=True, jobs=args.jobs)
     best, loss, rows, fitted, folds, band = fit_parameters(
         fit, "%s to the measured runs of %s" % (args.platform, ", ".join(args.runs)))
     platform = dict(fit.base)
@@ -427,6 +430,8 @@ def main():
                     help="fit to one's own measured runs: scenario files (or folders of them) "
                          "whose \"published\" array holds the measured step times")
     ap.add_argument("--out", metavar="FILE", help="with --runs: the platform file to write")
+    ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1),
+                    help="with --runs: runs replayed at once (default: the cores, up to 8)")
     args = ap.parse_args()
     trainsim = os.path.join(os.path.abspath(args.build), "trainsim")
     if args.runs:

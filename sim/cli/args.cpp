@@ -168,7 +168,9 @@ po::options_description validate_flags() {
       "a100-sxm-hdr for the A100 tables, h100-sxm-ndr otherwise)")(
       "format", po::value<std::string>()->value_name("text|json"),
       "text (Markdown, the default) or json")("out", po::value<std::string>()->value_name("FILE"),
-                                              "also write the output to FILE");
+                                              "also write the output to FILE")(
+      "jobs", po::value<std::string>()->value_name("N"),
+      "scenarios replayed at once, each in a process of its own (default 1)");
   return d;
 }
 
@@ -177,7 +179,7 @@ po::options_description validate_flags() {
 std::string validate_help() {
   std::ostringstream o;
   o << "usage: trainsim validate [REFERENCE.json ...] [SCENARIO ...] [--platform P]\n"
-       "                         [--format text|json] [--out FILE]\n\n"
+       "                         [--format text|json] [--out FILE] [--jobs N]\n\n"
        "Compares trainsim's predictions with published measurements, row by row, and lists\n"
        "the rows it cannot express with the reason. Without REFERENCE.json: the Megatron-LM CI\n"
        "golden values in tests/validation/refdata/ (peak allocated memory per GPU on DGX\n"
@@ -210,6 +212,7 @@ ValidateOptions parse_validate_options(const std::vector<std::string>& args) {
   opt.platform = string_of(vm, "platform");
   opt.format = format_of(vm, opt.format);
   opt.out = path_of(vm, "out");
+  opt.jobs = positive_of(vm, "jobs").value_or(1);
   return opt;
 }
 

@@ -27,6 +27,7 @@ struct ValidateOptions {
   std::optional<std::string> platform;  // default: each reference set's own
   std::string format = "text";
   std::optional<std::string> out;
+  std::int64_t jobs = 1;  // scenarios replayed on SimGrid at once, each in its own process
   bool help = false;
 };
 

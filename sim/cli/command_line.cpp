@@ -1,5 +1,7 @@
 #include "sim/cli/command_line.hpp"
 
+#include <charconv>
+
 #include <algorithm>
 
 #include <boost/program_options.hpp>
@@ -116,6 +118,22 @@ std::optional<std::string> path_of(const po::variables_map& vm, const std::strin
 std::vector<std::string> strings_of(const po::variables_map& vm, const std::string& option) {
   if (!vm.count(option)) return {};
   return vm[option].as<std::vector<std::string>>();
+}
+
+std::int64_t positive_value(const std::string& flag, const std::string& text) {
+  std::int64_t n = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || ptr != text.data() + text.size() || n < 1) {
+    fail_input(flag, "must be a positive integer, got '" + text + "'");
+  }
+  return n;
+}
+
+std::optional<std::int64_t> positive_of(const boost::program_options::variables_map& vm,
+                                        const std::string& flag) {
+  const auto text = string_of(vm, flag);
+  if (!text) return std::nullopt;
+  return positive_value("--" + flag, *text);
 }
 
 }  // namespace trainsim

@@ -4,6 +4,7 @@
 // mean" suggests from, and what refuses a flag given where a value belongs.
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,13 @@ std::string format_of(const boost::program_options::variables_map& vm, const std
 /// A flag naming a file or directory to write: absent, or a non-empty path.
 std::optional<std::string> path_of(const boost::program_options::variables_map& vm,
                                    const std::string& flag);
+
+/// An integer flag's value, if given: a whole number of at least 1 (--jobs); InputError naming
+/// the flag otherwise.
+std::optional<std::int64_t> positive_of(const boost::program_options::variables_map& vm,
+                                        const std::string& flag);
+/// `text` as such a number, given for `flag`.
+std::int64_t positive_value(const std::string& flag, const std::string& text);
 
 /// A vector<string> option's values, none where not given: the positional arguments, or a flag
 /// given more than once (compare's --set).

@@ -289,7 +289,8 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
     }
   }
   if (!scenarios.empty()) {
-    for (auto& set : validate_scenarios(scenarios, opt.platform)) sets.push_back(std::move(set));
+    for (auto& set : validate_scenarios(scenarios, opt.platform, opt.jobs))
+      sets.push_back(std::move(set));
   }
   const std::string text = opt.format == "json" ? validation_json(sets) : validation_markdown(sets);
   Outputs outputs;

@@ -33,21 +33,12 @@ namespace trainsim {
 
 namespace {
 
-std::int64_t positive(const std::string& flag, const std::string& v) {
-  std::int64_t n = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || ptr != v.data() + v.size() || n < 1) {
-    fail_input(flag, "must be a positive integer, got '" + v + "'");
-  }
-  return n;
-}
-
 // --shard K/N: plans K-1, K-1+N, ... of the sweep.
 void set_shard(SweepOptions& o, const std::string& flag, const std::string& v) {
   const auto slash = v.find('/');
   if (slash == std::string::npos) fail_input(flag, "must be K/N (1 <= K <= N), got '" + v + "'");
-  const auto k = positive(flag, v.substr(0, slash));
-  o.shards = positive(flag, v.substr(slash + 1));
+  const auto k = positive_value(flag, v.substr(0, slash));
+  o.shards = positive_value(flag, v.substr(slash + 1));
   if (k > o.shards) fail_input(flag, "must be K/N with K <= N, got '" + v + "'");
   o.shard = k - 1;
 }
@@ -57,7 +48,7 @@ std::int64_t simgrid_top_of(const std::string& flag, const std::string& v) {
   if (v.empty() || v[0] == '-') {
     fail_input(flag, "must be 0 (no replay) or a positive integer, got '" + v + "'");
   }
-  return positive(flag, v);
+  return positive_value(flag, v);
 }
 
 // What the options must hold together, checked before any plan runs.
@@ -205,10 +196,10 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
   SweepOptions o;
   o.help = vm.count("help") > 0;
   o.out = path_of(vm, "out");
-  if (const auto v = string_of(vm, "jobs")) o.jobs = positive("--jobs", *v);
+  if (const auto v = string_of(vm, "jobs")) o.jobs = positive_value("--jobs", *v);
   if (const auto v = string_of(vm, "shard")) set_shard(o, "--shard", *v);
   o.budget = budget_of(vm);
-  if (const auto v = string_of(vm, "top")) o.top = positive("--top", *v);
+  if (const auto v = string_of(vm, "top")) o.top = positive_value("--top", *v);
   if (const auto v = string_of(vm, "deadline-days")) {
     o.deadline_days = real_flag("--deadline-days", *v, kDeadlineDaysRange);
   }

@@ -104,7 +104,8 @@ bool names_scenarios(const std::string& spec) {
 }
 
 std::vector<ValidationSet> validate_scenarios(const std::vector<std::string>& specs,
-                                              const std::optional<std::string>& platform) {
+                                              const std::optional<std::string>& platform,
+                                              std::int64_t jobs) {
   std::vector<std::pair<std::string, PlatformRuns>> groups;
   ProgressLine progress;
   for (const auto& spec : specs) {
@@ -121,7 +122,7 @@ std::vector<ValidationSet> validate_scenarios(const std::vector<std::string>& sp
   const std::string reference = "measured runs in " + join(specs, ", ");
   for (const auto& [key, group] : groups) {
     progress.phase("simulating the measured runs on " + group.platform.name);
-    sets.push_back(validate_measured_runs(reference, group.runs, group.platform));
+    sets.push_back(validate_measured_runs(reference, group.runs, group.platform, jobs));
   }
   return sets;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // `trainsim validate` on one's own runs: scenario files whose "published" array holds the step
 // times a cluster measured, named one by one, as a folder of them, or by catalog name.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,7 +18,9 @@ bool names_scenarios(const std::string& spec);
 /// scenario, predicted on `platform` or else each on its own: one step-time set per platform, in
 /// the order the platforms first appear. A named scenario without "published" step times is an
 /// InputError; in a folder it is a skipped row, and a folder without any JSON file an InputError.
+/// `jobs`: replays run at once (SimGrid's each in a process of its own).
 std::vector<ValidationSet> validate_scenarios(const std::vector<std::string>& specs,
-                                              const std::optional<std::string>& platform);
+                                              const std::optional<std::string>& platform,
+                                              std::int64_t jobs);
 
 }  // namespace trainsim

@@ -1,8 +1,10 @@
 #include "sim/core/child_process.hpp"
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -24,9 +26,16 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
-}  // namespace
+// A child at work: its process, the pipe its text comes through, what came so far.
+struct Child {
+  std::size_t index = 0;  // of its work
+  pid_t pid = -1;
+  int fd = -1;
+  std::string text;
+};
 
-std::optional<std::string> run_in_child(const std::function<std::string()>& work) {
+// Forks a child that runs `work` and writes its text to a pipe; none where that fails.
+std::optional<Child> start(const std::function<std::string()>& work, std::size_t index) {
   std::fflush(nullptr);
   int p[2];
   if (::pipe(p) != 0) return std::nullopt;
@@ -47,20 +56,62 @@ std::optional<std::string> run_in_child(const std::function<std::string()>& work
     ::close(p[0]);
     return std::nullopt;
   }
-  std::string text;
+  return Child{index, pid, p[0], {}};
+}
+
+// Reads what the child has written now; false at the end of its text.
+bool read_some(Child& c) {
   char buf[4096];
   for (;;) {
-    const ssize_t n = ::read(p[0], buf, sizeof buf);
+    const ssize_t n = ::read(c.fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;  // a signal handled (an interrupt's, say)
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
+    if (n <= 0) return false;
+    c.text.append(buf, static_cast<std::size_t>(n));
+    return true;
   }
-  ::close(p[0]);
+}
+
+// The child's text once it has exited well; none where it failed.
+std::optional<std::string> finish(Child& c) {
+  ::close(c.fd);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  return text;
+  return std::move(c.text);
+}
+
+}  // namespace
+
+std::optional<std::string> run_in_child(const std::function<std::string()>& work) {
+  std::optional<Child> c = start(work, 0);
+  if (!c) return std::nullopt;
+  while (read_some(*c)) {
+  }
+  return finish(*c);
+}
+
+std::vector<std::optional<std::string>> run_in_children(
+    const std::vector<std::function<std::string()>>& works, std::size_t jobs) {
+  std::vector<std::optional<std::string>> out(works.size());
+  std::vector<Child> running;
+  std::size_t next = 0;
+  while (next < works.size() || !running.empty()) {
+    while (next < works.size() && running.size() < std::max<std::size_t>(jobs, 1)) {
+      if (auto c = start(works[next], next)) running.push_back(std::move(*c));
+      ++next;  // a child that could not start leaves its result empty
+    }
+    if (running.empty()) continue;
+    std::vector<pollfd> fds;
+    for (const Child& c : running) fds.push_back({c.fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0) continue;  // EINTR: poll again
+    for (std::size_t i = running.size(); i-- > 0;) {
+      if (fds[i].revents == 0 || read_some(running[i])) continue;
+      out[running[i].index] = finish(running[i]);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  return out;
 }
 
 }  // namespace trainsim

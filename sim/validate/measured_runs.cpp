@@ -9,26 +9,23 @@ namespace trainsim {
 
 namespace {
 
-// The run's prediction in `row`: on SimGrid in a child process (SimGrid runs one simulation per
-// process, and a set holds several), on the analytic engine here.
-void predict(ValidationRow& row, const MeasuredRun& run, const Platform& platform) {
-  const auto model = [&run] { return run.model; };
-  if (run.engine != EngineKind::kSimGrid) {
-    predict_step_time(row, model, run.plan, platform, run.engine);
-    return;
-  }
-  const auto text = run_in_child([&] {
-    ValidationRow r;
-    predict_step_time(r, model, run.plan, platform, run.engine);
-    nlohmann::json j{{"predicted", r.predicted},
-                     {"kernel_spread", r.kernel_spread},
-                     {"peak_bytes", r.peak_bytes},
-                     {"peak_unfragmented_bytes", r.peak_unfragmented_bytes}};
-    if (r.skipped) j["skipped"] = *r.skipped;
-    return j.dump();
-  });
+// The run's prediction as text (a JSON object of the row's predicted fields).
+std::string predicted_text(const MeasuredRun& run, const Platform& platform) {
+  ValidationRow r;
+  predict_step_time(
+      r, [&run] { return run.model; }, run.plan, platform, run.engine);
+  nlohmann::json j{{"predicted", r.predicted},
+                   {"kernel_spread", r.kernel_spread},
+                   {"peak_bytes", r.peak_bytes},
+                   {"peak_unfragmented_bytes", r.peak_unfragmented_bytes}};
+  if (r.skipped) j["skipped"] = *r.skipped;
+  return j.dump();
+}
+
+// The prediction `text` holds in `row`; none: the replay's process failed.
+void read_prediction(const std::optional<std::string>& text, ValidationRow& row) {
   if (!text) {
-    row.skipped = "the replay on SimGrid failed (its process ended without a step time)";
+    row.skipped = "the replay failed (its process ended without a step time)";
     return;
   }
   const auto j = nlohmann::json::parse(*text);
@@ -39,18 +36,41 @@ void predict(ValidationRow& row, const MeasuredRun& run, const Platform& platfor
   if (j.contains("skipped")) row.skipped = j.at("skipped").get<std::string>();
 }
 
+// Every run's prediction: SimGrid's each in a child process (SimGrid runs one simulation per
+// process), `jobs` at a time; the analytic engine's here.
+std::vector<ValidationRow> predictions(const std::vector<MeasuredRun>& runs,
+                                       const Platform& platform, std::int64_t jobs) {
+  std::vector<ValidationRow> rows(runs.size());
+  std::vector<std::function<std::string()>> works;
+  std::vector<std::size_t> replayed;  // the runs `works` predicts
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].skipped) continue;
+    if (runs[i].engine == EngineKind::kSimGrid) {
+      works.emplace_back([&runs, &platform, i] { return predicted_text(runs[i], platform); });
+      replayed.push_back(i);
+    } else {
+      read_prediction(predicted_text(runs[i], platform), rows[i]);
+    }
+  }
+  const auto texts = run_in_children(works, static_cast<std::size_t>(jobs));
+  for (std::size_t k = 0; k < replayed.size(); ++k) read_prediction(texts[k], rows[replayed[k]]);
+  return rows;
+}
+
 }  // namespace
 
 ValidationSet validate_measured_runs(const std::string& reference,
-                                     const std::vector<MeasuredRun>& runs,
-                                     const Platform& platform) {
+                                     const std::vector<MeasuredRun>& runs, const Platform& platform,
+                                     std::int64_t jobs) {
   ValidationSet set = step_time_set(
       reference, platform,
       "Step time of measured runs: each scenario's \"published\" step times against the step "
       "`trainsim run` predicts for it (its engine, the symmetric replay)");
   set.reference = reference;
-  for (const MeasuredRun& run : runs) {
-    ValidationRow base;
+  const std::vector<ValidationRow> predicted = predictions(runs, platform, jobs);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const MeasuredRun& run = runs[i];
+    ValidationRow base = predicted[i];
     base.name = run.name;
     base.setup = run.setup;
     if (run.skipped) {
@@ -58,7 +78,6 @@ ValidationSet validate_measured_runs(const std::string& reference,
       set.rows.push_back(base);
       continue;
     }
-    predict(base, run, platform);
     for (const MeasuredStep& step : run.steps) {
       ValidationRow row = base;
       row.name += " (" + step.source + ")";

@@ -2,6 +2,7 @@
 // Step time against one's own measurements: runs a cluster made, each a model, a plan and the
 // step times measured on it (a scenario file's "published" array), predicted as `trainsim run`
 // predicts them. The set a planner checks trainsim against before trusting it on that cluster.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,10 +33,10 @@ struct MeasuredRun {
 };
 
 /// The runs on `platform`, one row per measured step time (named by the run and the source),
-/// each run's step simulated once on its engine; a skipped run is one skipped row. `reference`:
-/// what the set is called in the output.
+/// each run's step simulated once on its engine (SimGrid's in child processes, `jobs` at a time);
+/// a skipped run is one skipped row. `reference`: what the set is called in the output.
 ValidationSet validate_measured_runs(const std::string& reference,
-                                     const std::vector<MeasuredRun>& runs,
-                                     const Platform& platform);
+                                     const std::vector<MeasuredRun>& runs, const Platform& platform,
+                                     std::int64_t jobs = 1);
 
 }  // namespace trainsim

@@ -65,15 +65,23 @@ TEST(ValidateRuns, AFolderOfScenariosWithAndWithoutMeasuredSteps) {
   const auto dir = test::make_temp_dir();
   std::filesystem::copy_file(scenario_file("llama3.1-8b-cp2-8gpu"), dir + "/a.json");
   std::filesystem::copy_file(scenario_file("teaching/memory"), dir + "/b.json");
+  auto measured = nlohmann::json::parse(test::read_file(scenario_file("teaching/tp-nodes")));
+  measured["published"] = {{{"step_time_s", 1.0}, {"source", "a test"}}};
+  test::write_file(dir + "/c.json", measured.dump());
   test::write_file(dir + "/notes.txt", "not a scenario");
   const auto sets = validate_json({dir + "/"});
   ASSERT_EQ(sets.size(), 1u);
   const auto& rows = sets[0].at("rows");
-  ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(sets[0].at("expressed"), 2);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(sets[0].at("expressed"), 3);
+  EXPECT_EQ(rows[3].at("name"), "teaching-tp-nodes (a test)");
+  EXPECT_EQ(rows[3].at("measured_s"), 1.0);
   EXPECT_EQ(rows[2].at("name"), "teaching-memory");
   EXPECT_NE(rows[2].at("skipped").get<std::string>().find("no \"published\" step time"),
             std::string::npos);
+
+  // Replayed two at a time, each in a process of its own: the same rows.
+  EXPECT_EQ(validate_json({dir + "/", "--jobs", "2"}), sets);
 
   const auto h200 = validate_json({dir + "/", "--platform", "h200-sxm-ndr"});
   EXPECT_EQ(h200[0].at("platform"), "h200-sxm-ndr");
