@@ -63,6 +63,9 @@ struct ValidationSet {
 
   std::int64_t expressed() const;
   double mean_abs_error() const;  // over expressed rows; 0 when none
+  /// The mean signed error over expressed rows (0 when none): below 0, the predictions are
+  /// faster (or smaller) than the measurements on average.
+  double mean_signed_error() const;
   /// The expressed row with the largest |error|; nullptr when none.
   const ValidationRow* worst() const;
   /// Median over the expressed rows that fit the overhead of measured - (predicted -

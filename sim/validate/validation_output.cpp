@@ -107,6 +107,12 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
     }
     o << " |\n";
   }
+  if (!split && set.expressed() > 0) {
+    const double bias = set.mean_signed_error();
+    o << "\nMean signed error: " << signed_percent(bias)
+      << " (predicted over measured, less 1, averaged: on the whole trainsim predicts these runs "
+      << (bias < 0 ? "faster" : "slower") << " than they ran).\n";
+  }
   if (!set.band.empty()) {
     o << "\nThe band of the platform's calibration (the prediction ";
     if (set.band.weighted()) {
@@ -324,6 +330,7 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
         {"expressed", set.expressed()},
         {"rows_total", set.rows.size()},
         {"mean_abs_error", set.mean_abs_error()},
+        {"mean_signed_error", set.mean_signed_error()},
         {"max_abs_error", worst ? std::fabs(worst->error()) : 0.0}};
     add_set_summary(set, j);
     j["rows"] = std::move(rows);

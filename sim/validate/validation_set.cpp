@@ -18,6 +18,15 @@ double ValidationSet::mean_abs_error() const {
   return n > 0 ? sum / static_cast<double>(n) : 0.0;
 }
 
+double ValidationSet::mean_signed_error() const {
+  double sum = 0;
+  for (const auto& r : rows) {
+    if (!r.skipped) sum += r.error();
+  }
+  const auto n = expressed();
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
 const ValidationRow* ValidationSet::worst() const {
   const ValidationRow* worst = nullptr;
   for (const auto& r : rows) {

@@ -54,6 +54,8 @@ TEST(ValidateRuns, EachPublishedStepIsARowPredictedAsRunPredictsIt) {
   EXPECT_EQ(set.at("expressed"), 2);
   const double mean = (std::fabs(step / 12.91 - 1) + std::fabs(step / 12.27 - 1)) / 2;
   EXPECT_NEAR(set.at("mean_abs_error").get<double>(), mean, 1e-12);
+  EXPECT_NEAR(set.at("mean_signed_error").get<double>(), (step / 12.91 + step / 12.27) / 2 - 1,
+              1e-12);
 
   // By catalog name, the same rows.
   EXPECT_EQ(validate_json({"llama3.1-8b-cp2-8gpu"})[0].at("rows"), set.at("rows"));
