@@ -165,7 +165,7 @@ po::options_description validate_flags() {
   d.add_options()("help,h", "show this help")(
       "platform", po::value<std::string>()->value_name("P"),
       "platform to predict on (default: the one each reference set was measured on: "
-      "a100-sxm-hdr for the A100 tables, h100-sxm-ndr otherwise)")(
+      "a100-sxm-hdr for the A100 tables, h100-sxm-ndr otherwise; each scenario's own)")(
       "format", po::value<std::string>()->value_name("text|json"),
       "text (Markdown, the default) or json")("out", po::value<std::string>()->value_name("FILE"),
                                               "also write the output to FILE")(
