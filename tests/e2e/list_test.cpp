@@ -25,13 +25,19 @@ TEST(List, ShowsTheCatalog) {
       << r.out;
   // Each scenario with what it runs, the names of every scenario folder in one column as wide as
   // the longest, llama3.1-8b-cp2-8gpu's.
+  // With the measured step times each holds (those trainsim validate NAME compares).
   EXPECT_NE(r.out.find("\n  llama3.1-8b-cp2-8gpu  llama3.1-8b on h100-sxm-ndr, 8 GPUs: tp 1, pp 1, "
-                       "cp 2, dp 4, zero 1\n"),
+                       "cp 2, dp 4, zero 1; 2 published step times\n"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\n  deepseek-v3-1024gpu   deepseek-v3 on h100-sxm-ndr, 1,024 GPUs: tp 2, "
-                       "pp 8 x vp 4, dp 64, ep 64, etp 1, zero 1\n"),
+                       "pp 8 x vp 4, dp 64, ep 64, etp 1, zero 1; 1 published step time\n"),
             std::string::npos)
+      << r.out;
+  EXPECT_NE(
+      r.out.find("\n  llama3.1-70b-64gpu    llama3.1-70b on h100-sxm-ndr, 64 GPUs: tp 4, pp 4, "
+                 "dp 4\n"),
+      std::string::npos)
       << r.out;
   // The seed scenarios (the framework failures) under their folder, and found by name.
   EXPECT_NE(r.out.find("scenarios/seeds/ (run or check them by name too):\n  colossalai-6108       "
