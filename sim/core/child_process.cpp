@@ -104,7 +104,10 @@ std::vector<std::optional<std::string>> run_in_children(
     if (running.empty()) continue;
     std::vector<pollfd> fds;
     for (const Child& c : running) fds.push_back({c.fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) continue;  // EINTR: poll again
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;              // a signal handled: poll again
+      for (pollfd& f : fds) f.revents = POLLIN;  // poll itself failed: read each to its end
+    }
     for (std::size_t i = running.size(); i-- > 0;) {
       if (fds[i].revents == 0 || read_some(running[i])) continue;
       out[running[i].index] = finish(running[i]);
