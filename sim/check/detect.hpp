@@ -3,6 +3,7 @@
 // its findings in report order. Nothing here simulates: the fixes are requests (fix_request.hpp),
 // a search to run or the plans to compare, that sim/search prices and writes out. A priced
 // diagnostic is its detector's file, its line in detect() and its declarations here.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,9 +50,13 @@ std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context);
 /// An interleaved pipeline waiting for its exchanges on the compute stream, where they take a
 /// large share of a stage's chunks (withdrawn where overlapping them is no faster).
 std::vector<Finding> find_pp_exchanges_exposed(const CheckContext& context);
+/// The largest context parallelism among the measured runs of tests/validation/refdata/ that
+/// trainsim's step time is checked against (a test holds it to those files).
+inline constexpr std::int64_t kLargestValidatedCp = 2;
+
 /// A sequence past the positions the model was trained on; configuration keys that change the
 /// cost but are not modelled (the model's `unmodelled` notes); --tp-comm-overlap that Megatron
-/// drops for the model; a --cp-comm-type at cp 1.
+/// drops for the model; a --cp-comm-type at cp 1; cp past kLargestValidatedCp.
 std::vector<Finding> find_model_beyond_modelled(const CheckContext& context);
 /// ZeRO over a data-parallel group of one GPU, which shards nothing (its stage 2 and 3 working
 /// set held for nothing).

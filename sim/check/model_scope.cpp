@@ -1,6 +1,7 @@
 // What the model holds beyond what is simulated: a sequence longer than the positions it was
 // trained on, configuration keys that change the cost but are not modelled, an option the
-// framework drops for this model, and one this plan gives nothing to do. The numbers are still
+// framework drops for this model, one this plan gives nothing to do, and context parallelism past
+// what any measured run checked. The numbers are still
 // those of the plan as asked (the dropped option as the framework runs it); the findings say what
 // they leave out.
 #include "sim/check/detect.hpp"
@@ -22,6 +23,22 @@ Finding finding(Severity severity, std::string id, std::string message, std::str
 
 Finding warning(std::string id, std::string message, std::string advice) {
   return finding(Severity::kWarning, std::move(id), std::move(message), std::move(advice));
+}
+
+// Context parallelism past the largest of any run trainsim's step times were checked against:
+// priced all the same, from the kernel database's block attentions and the ring's transfers.
+Finding cp_beyond_validation(const Plan& plan) {
+  const auto chunk = plan.seq_len / (2 * plan.cp);
+  return finding(
+      Severity::kInfo, "cp-beyond-validation",
+      "cp " + std::to_string(plan.cp) + " is past cp " + std::to_string(kLargestValidatedCp) +
+          ", the largest context parallelism of the measured runs trainsim's step time is "
+          "checked against (trainsim validate): its chunks of " +
+          format_grouped(chunk) +
+          " tokens and the ring's steps are priced from the kernel database and the links, "
+          "but no measured run holds such a plan",
+      "weigh its step against a plan of cp " + std::to_string(kLargestValidatedCp) +
+          " or less, or check it on a measured run (trainsim validate RUN.json)");
 }
 
 }  // namespace
@@ -58,6 +75,7 @@ std::vector<Finding> find_model_beyond_modelled(const CheckContext& context) {
         "drop --tp-comm-overlap: the step is priced the same without it, and Megatron-Core runs "
         "it the same but for that one projection per pipeline rank"));
   }
+  if (context.plan.cp > kLargestValidatedCp) out.push_back(cp_beyond_validation(context.plan));
   // A field off its default where the plan schema says it changes nothing (its `unused`): --sp
   // at tp 1, which Megatron-LM's validate_args turns off; --cp-comm-type at cp 1, accepted so
   // that a sweep over cp keeps one kind.

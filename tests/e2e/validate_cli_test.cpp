@@ -1,15 +1,30 @@
 // trainsim validate as users run it: the reference sets, row by row, and what is not one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sim/check/detect.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
 namespace {
+
+// The largest context parallelism among a set's expressed rows ("... cp N ..." in their setup).
+std::int64_t largest_cp(const nlohmann::json& set) {
+  std::int64_t largest = 1;
+  for (const auto& x : set["rows"]) {
+    if (x.contains("skipped")) continue;
+    const std::string setup = x["setup"];
+    const auto at = setup.find(" cp ");
+    if (at != std::string::npos)
+      largest = std::max<std::int64_t>(largest, std::stoll(setup.substr(at + 4)));
+  }
+  return largest;
+}
 
 // trainsim validate against NVIDIA's DGX Cloud step times: every row either predicted, in one
 // half of the split, or skipped with its reason; the halves' errors add up to the whole.
@@ -49,6 +64,8 @@ TEST(Cli, ValidateDgxCloudStepTimes) {
                   h["check"]["mean_abs_error"].get<double>() * h["check"]["rows"].get<double>(),
               sum, 1e-9);
   EXPECT_NEAR(set["mean_abs_error"].get<double>(), sum / 136, 1e-12);
+  // The largest CP a measured step was checked at: what check's cp-beyond-validation names.
+  EXPECT_EQ(largest_cp(set), kLargestValidatedCp);
 }
 
 // trainsim validate against the Megatron-LM CI memory measurements in the repository: its JSON
@@ -118,6 +135,7 @@ TEST(ValidateCiMemory, ContextParallelAndInterleavedRows) {
     EXPECT_LT(std::abs(x["error"].get<double>()), 0.015) << x;
   }
   EXPECT_EQ(cp_rows, 11);
+  EXPECT_EQ(largest_cp(set), kLargestValidatedCp);  // the CP 4 run is a hybrid Mamba, skipped
   // Interleaved rows: 12 layers over pp 4 at one layer per virtual stage is vp 3, Megatron-LM's
   // micro-batch groups as the run set them; the last physical stage is measured.
   bool interleaved = false;
