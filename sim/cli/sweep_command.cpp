@@ -196,10 +196,10 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
   SweepOptions o;
   o.help = vm.count("help") > 0;
   o.out = path_of(vm, "out");
-  if (const auto v = string_of(vm, "jobs")) o.jobs = positive_value("--jobs", *v);
+  o.jobs = positive_of(vm, "jobs").value_or(o.jobs);
   if (const auto v = string_of(vm, "shard")) set_shard(o, "--shard", *v);
   o.budget = budget_of(vm);
-  if (const auto v = string_of(vm, "top")) o.top = positive_value("--top", *v);
+  o.top = positive_of(vm, "top");
   if (const auto v = string_of(vm, "deadline-days")) {
     o.deadline_days = real_flag("--deadline-days", *v, kDeadlineDaysRange);
   }

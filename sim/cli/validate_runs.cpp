@@ -21,12 +21,7 @@ namespace fs = std::filesystem;
 
 // A scenario of the catalog (or one of its shelves) named `name`.
 bool catalog_scenario(const std::string& name) {
-  std::error_code ec;
-  std::vector<std::string> shelves = {"scenarios"};
-  for (auto& shelf : catalog_shelves("scenarios")) shelves.push_back(std::move(shelf));
-  return std::any_of(shelves.begin(), shelves.end(), [&](const std::string& shelf) {
-    return fs::is_regular_file(data_dir() / shelf / (name + ".json"), ec);
-  });
+  return catalog_entry("scenarios", name).has_value();
 }
 
 // A folder of scenarios rather than a catalog name: a path, or a name the catalog lacks.

@@ -44,6 +44,17 @@ std::vector<std::string> catalog_shelves(std::string_view folder) {
   return {};
 }
 
+std::optional<std::filesystem::path> catalog_entry(std::string_view folder, std::string_view name) {
+  std::vector<std::string> shelves = {std::string(folder)};
+  for (auto& shelf : catalog_shelves(folder)) shelves.push_back(std::move(shelf));
+  std::error_code ec;
+  for (const auto& shelf : shelves) {
+    auto entry = data_dir() / shelf / (std::string(name) + ".json");
+    if (std::filesystem::is_regular_file(entry, ec)) return entry;
+  }
+  return std::nullopt;
+}
+
 std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string_view spec,
                                             std::string_view where) {
   if (spec.empty()) fail_input(where, "must not be empty");
@@ -65,15 +76,12 @@ std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string
                          (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
   if (looks_like_path && is_directory) return in_directory();
   if (looks_like_path) fail_input(where, "no such file: " + std::string(spec));
-  std::vector<std::string> shelves = {std::string(folder)};
-  for (auto& shelf : catalog_shelves(folder)) shelves.push_back(std::move(shelf));
-  std::vector<std::string> names;
-  for (const auto& shelf : shelves) {
-    auto entry = data_dir() / shelf / (std::string(spec) + ".json");
-    if (std::filesystem::is_regular_file(entry, ec)) return entry;
+  if (auto entry = catalog_entry(folder, spec)) return *entry;
+  if (is_directory) return in_directory();
+  std::vector<std::string> names = catalog_names(folder);
+  for (const auto& shelf : catalog_shelves(folder)) {
     for (auto& n : catalog_names(shelf)) names.push_back(std::move(n));
   }
-  if (is_directory) return in_directory();
   fail_input(where, "unknown " + std::string(folder) + " entry \"" + std::string(spec) + "\"" +
                         did_you_mean(spec, names) +
                         " (known: " + (names.empty() ? "none found" : join(names, ", ")) +

@@ -2,6 +2,7 @@
 // The catalog: models/, platforms/ and scenarios/ under the data directory ($TRAINSIM_DATA_DIR,
 // else the source tree trainsim was built from). A user names an entry or gives a path.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,10 @@ inline constexpr const char* kDefaultPlatform = "h100-sxm-ndr";
 /// JSON path in error messages.
 std::filesystem::path resolve_catalog_entry(std::string_view folder, std::string_view spec,
                                             std::string_view where);
+
+/// The file of the catalog entry `name` in `folder` or one of its shelves (the folder first),
+/// if there is one.
+std::optional<std::filesystem::path> catalog_entry(std::string_view folder, std::string_view name);
 
 /// Names of the entries of a catalog folder, sorted.
 std::vector<std::string> catalog_names(std::string_view folder);

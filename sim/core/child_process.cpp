@@ -83,14 +83,6 @@ std::optional<std::string> finish(Child& c) {
 
 }  // namespace
 
-std::optional<std::string> run_in_child(const std::function<std::string()>& work) {
-  std::optional<Child> c = start(work, 0);
-  if (!c) return std::nullopt;
-  while (read_some(*c)) {
-  }
-  return finish(*c);
-}
-
 std::vector<std::optional<std::string>> run_in_children(
     const std::vector<std::function<std::string()>>& works, std::size_t jobs) {
   std::vector<std::optional<std::string>> out(works.size());
@@ -115,6 +107,10 @@ std::vector<std::optional<std::string>> run_in_children(
     }
   }
   return out;
+}
+
+std::optional<std::string> run_in_child(const std::function<std::string()>& work) {
+  return run_in_children({work}, 1).front();
 }
 
 }  // namespace trainsim

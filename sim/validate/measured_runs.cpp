@@ -9,11 +9,17 @@ namespace trainsim {
 
 namespace {
 
-// The run's prediction as text (a JSON object of the row's predicted fields).
+// The run's prediction in `row`.
+void predict(const MeasuredRun& run, const Platform& platform, ValidationRow& row) {
+  predict_step_time(
+      row, [&run] { return run.model; }, run.plan, platform, run.engine);
+}
+
+// The run's prediction as text, to pass from a child process (a JSON object of the row's
+// predicted fields).
 std::string predicted_text(const MeasuredRun& run, const Platform& platform) {
   ValidationRow r;
-  predict_step_time(
-      r, [&run] { return run.model; }, run.plan, platform, run.engine);
+  predict(run, platform, r);
   nlohmann::json j{{"predicted", r.predicted},
                    {"kernel_spread", r.kernel_spread},
                    {"peak_bytes", r.peak_bytes},
@@ -49,7 +55,7 @@ std::vector<ValidationRow> predictions(const std::vector<MeasuredRun>& runs,
       works.emplace_back([&runs, &platform, i] { return predicted_text(runs[i], platform); });
       replayed.push_back(i);
     } else {
-      read_prediction(predicted_text(runs[i], platform), rows[i]);
+      predict(runs[i], platform, rows[i]);
     }
   }
   const auto texts = run_in_children(works, static_cast<std::size_t>(jobs));

@@ -9,22 +9,27 @@ std::int64_t ValidationSet::expressed() const {
   return std::count_if(rows.begin(), rows.end(), [](const auto& r) { return !r.skipped; });
 }
 
-double ValidationSet::mean_abs_error() const {
+namespace {
+
+// The mean of `of(row)` over the set's expressed rows; 0 when none.
+template <typename Of>
+double mean_over_expressed(const ValidationSet& set, Of of) {
   double sum = 0;
-  for (const auto& r : rows) {
-    if (!r.skipped) sum += std::fabs(r.error());
+  for (const auto& r : set.rows) {
+    if (!r.skipped) sum += of(r);
   }
-  const auto n = expressed();
+  const auto n = set.expressed();
   return n > 0 ? sum / static_cast<double>(n) : 0.0;
 }
 
+}  // namespace
+
+double ValidationSet::mean_abs_error() const {
+  return mean_over_expressed(*this, [](const ValidationRow& r) { return std::fabs(r.error()); });
+}
+
 double ValidationSet::mean_signed_error() const {
-  double sum = 0;
-  for (const auto& r : rows) {
-    if (!r.skipped) sum += r.error();
-  }
-  const auto n = expressed();
-  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+  return mean_over_expressed(*this, [](const ValidationRow& r) { return r.error(); });
 }
 
 const ValidationRow* ValidationSet::worst() const {
