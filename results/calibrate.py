@@ -70,6 +70,12 @@ PARAMETERS = [
 ]
 
 
+def fail(message):
+    """Bad input: the message on standard error and exit status 2, as trainsim's own."""
+    print("calibrate.py: " + message, file=sys.stderr)
+    sys.exit(2)
+
+
 def conformal_band(residuals, coverage=0.8):
     """The residuals' order statistics that bound a conformal prediction interval of the given
     coverage (Vovk et al.; Lei et al. 2018, split conformal): with n residuals, the
@@ -152,8 +158,12 @@ class Fit:
         extra = ["--platform", platform_path] if platform_path else []
         if self.jobs > 1:
             extra += ["--jobs", str(self.jobs)]
-        out = subprocess.run([self.trainsim, "validate", *references, *extra, "--format", "json"],
-                             cwd=ROOT, check=True, capture_output=True, text=True).stdout
+        run = subprocess.run([self.trainsim, "validate", *references, *extra, "--format", "json"],
+                             cwd=ROOT, capture_output=True, text=True)
+        if run.returncode == 2:  # bad input (a run's scenario, say): trainsim's own message
+            fail("trainsim validate refused the rows: " + run.stderr.strip())
+        run.check_returncode()
+        out = run.stdout
         return [r for s in json.loads(out)["validation"] for r in s["rows"]]
 
     def rows(self, values, half="default"):
@@ -310,7 +320,7 @@ def fit_parameters(fit, what):
     print("fitting %s" % what)
     n = len(fit.rows(x0))
     if n == 0:
-        sys.exit("calibrate.py: no expressed row to fit on")
+        fail("no expressed row to fit on")
     fitted = min(len(PARAMETERS), max(1, n // ROWS_PER_PARAMETER))
     print("%s: mean |log error| %.4f on %d rows; fitting %d of %d parameters" %
           ("neutral" if fit.half == "fit" else "as the platform stands", fit.loss(x0), n, fitted,
@@ -353,7 +363,7 @@ def calibrate_catalog(args, trainsim):
     """A catalog platform fitted on the fitting half of its published step-time rows."""
     platform_path = os.path.join(ROOT, "platforms", args.platform + ".json")
     if args.platform not in REFERENCES:
-        sys.exit("calibrate.py: no step-time rows to fit %s on (known: %s)" %
+        fail("no step-time rows to fit %s on (known: %s)" %
                  (args.platform, ", ".join(REFERENCES)))
     references = REFERENCES[args.platform]
     fit = Fit(trainsim, platform_path, references)
@@ -383,17 +393,17 @@ def platform_file(spec):
         return spec
     path = os.path.join(ROOT, "platforms", spec + ".json")
     if not os.path.isfile(path):
-        sys.exit("calibrate.py: --platform: no such file or catalog platform: %s" % spec)
+        fail("--platform: no such file or catalog platform: %s" % spec)
     return path
 
 
 def calibrate_runs(args, trainsim):
     """A copy of a platform fitted to one's own measured runs, written to --out."""
     if args.write:
-        sys.exit("calibrate.py: --write stores a fit of the published rows into the catalog's "
+        fail("--write stores a fit of the published rows into the catalog's "
                  "platform; a fit to --runs goes to --out FILE")
     if not args.out:
-        sys.exit("calibrate.py: --runs needs --out FILE: the calibrated platform file to write")
+        fail("--runs needs --out FILE: the calibrated platform file to write")
     source = platform_file(args.platform)
     fit = Fit(trainsim, source, args.runs, runs=True, jobs=args.jobs)
     best, loss, rows, fitted, folds, band = fit_parameters(
@@ -437,7 +447,7 @@ def main():
     if args.runs:
         return calibrate_runs(args, trainsim)
     if args.out:
-        sys.exit("calibrate.py: --out is for --runs; --write stores a catalog platform's fit")
+        fail("--out is for --runs; --write stores a catalog platform's fit")
     return calibrate_catalog(args, trainsim)
 
 

@@ -154,11 +154,31 @@ class MeasuredRunsFit(unittest.TestCase):
     def test_a_fit_to_runs_goes_to_a_file_of_its_own(self):
         script = os.path.join(ROOT, "results", "calibrate.py")
         for extra, words in (([], "--runs needs --out FILE"),
-                             (["--out", "x.json", "--write"], "--write stores a fit")):
+                             (["--out", "x.json", "--write"], "--write stores a fit"),
+                             (["--out", "x.json", "--platform", "h300"],
+                              "--platform: no such file or catalog platform: h300")):
             r = subprocess.run([sys.executable, script, "--runs", "r/", *extra],
                                capture_output=True, text=True)
             self.assertNotEqual(r.returncode, 0)
+            self.assertEqual(r.returncode, 2, r.stderr)  # bad input, as trainsim's own
             self.assertIn(words, r.stderr)
+
+    def test_a_run_trainsim_refuses_is_named_with_trainsims_message(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        with open(os.path.join(tmp.name, "bad.json"), "w") as f:
+            json.dump({"model": "llama3.1-8b", "platform": "h100-sxm-ndr",
+                       "plan": {"tp": 0, "seq_len": 4096},
+                       "published": [{"step_time_s": 1.0, "source": "a test"}]}, f)
+        script = os.path.join(ROOT, "results", "calibrate.py")
+        r = subprocess.run([sys.executable, script, "--runs", tmp.name, "--out",
+                            os.path.join(tmp.name, "out.json"), "--build",
+                            os.path.dirname(os.environ["TRAINSIM"])],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("trainsim validate refused the rows: trainsim: error: ", r.stderr)
+        self.assertIn("bad.json: $.plan.tp: must be an integer >= 1, got 0", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(tmp.name, "out.json")))
 
 
 if __name__ == "__main__":
