@@ -12,6 +12,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
+#include "sim/core/units.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/plan/plan_schema.hpp"
@@ -212,7 +213,7 @@ std::string columns_text(const std::vector<Column>& columns) {
     rows[5].push_back(format_fixed(100 * r.mfu, 1) + " %");
     rows[6].push_back(format_fixed(100 * r.bubble_fraction, 1) + " %");
     rows[7].push_back(format_fixed(exposed(r), 3));
-    rows[8].push_back(format_fixed(peak_bytes(r) / (1024.0 * 1024 * 1024), 2));
+    rows[8].push_back(format_fixed(peak_bytes(r) / kGiB, 2));
     rows[9].emplace_back(to_string(fit(c)));
   }
   add_input_rows(columns, rows);

@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/json_reader.hpp"
+#include "sim/core/units.hpp"
 #include "sim/platform/gpu_match.hpp"
 #include "sim/platform/kernel_db.hpp"
 #include "sim/platform/platform.hpp"
@@ -10,8 +11,6 @@ namespace trainsim {
 namespace {
 constexpr double kTera = 1e12;
 constexpr double kGiga = 1e9;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kMicro = 1e-6;
 // Physical bounds, far beyond any machine built either way: a value past them is a typo or a unit
 // mistake, and would otherwise reach the engine as an absurd (or infinite) time (an NVLink of

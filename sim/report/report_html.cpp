@@ -5,13 +5,12 @@
 #include <sstream>
 
 #include "sim/core/format.hpp"
+#include "sim/core/units.hpp"
 #include "sim/report/pipeline_svg.hpp"
 
 namespace trainsim {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string pct(double x) {
   return format_fixed(100 * x, 1) + " %";

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "sim/core/units.hpp"
 #include "sim/plan/layout.hpp"
 #include "sim/report/memory_curve.hpp"
 #include "sim/report/trace_events.hpp"
@@ -18,8 +19,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr double kMicro = 1e6;  // trace timestamps are microseconds
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMicro = 1e6;    // trace timestamps are microseconds
 constexpr int kComputeTrack = 0;  // then one track per communication kind
 
 int track_of(const Span& s) {

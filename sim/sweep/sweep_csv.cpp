@@ -3,14 +3,13 @@
 #include <charconv>
 
 #include "sim/core/format.hpp"
+#include "sim/core/units.hpp"
 #include "sim/plan/plan_schema.hpp"
 #include "sim/report/report.hpp"
 
 namespace trainsim {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 std::string quoted(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;

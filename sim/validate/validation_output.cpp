@@ -8,14 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/format.hpp"
+#include "sim/core/units.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace trainsim {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kMiB = 1024.0 * 1024.0;
 
 std::string percent(double x) {
   return format_fixed(100.0 * x, 1) + " %";
