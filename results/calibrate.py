@@ -9,7 +9,9 @@ The second form fits a platform to one's own cluster: the scenario files of its 
 (their "published" step times; `trainsim validate SCENARIO` compares them as they stand), every
 expressed row fitted, the parameters left unfitted kept at the platform's values, and the
 calibrated copy written to --out (never into the catalog's platform, which serves every row of
-the published reference sets).
+the published reference sets). Where runs of dense models also give their measured peak
+(max_allocated_gib), memory.allocated_overhead_MiB is set to the median of measured minus
+predicted without it, as `trainsim validate` fits it.
 
 Parameters (the platform file's "calibration" block; see README, Accuracy):
   sustained_compute  share of the kernel database's rate that GEMMs and attention sustain in a step
@@ -46,6 +48,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MIB = 1024.0 * 1024.0
 # The step-time rows each platform is fitted on (their fitting half only).
 REFERENCES = {
     "h100-sxm-ndr": [os.path.join("tests", "validation", "refdata",
@@ -163,8 +166,20 @@ class Fit:
         if run.returncode == 2:  # bad input (a run's scenario, say): trainsim's own message
             fail("trainsim validate refused the rows: " + run.stderr.strip())
         run.check_returncode()
-        out = run.stdout
-        return [r for s in json.loads(out)["validation"] for r in s["rows"]]
+        return [r for s in json.loads(run.stdout)["validation"]
+                if s.get("quantity", "step_time") == "step_time" for r in s["rows"]]
+
+    def memory_overhead(self, platform_path):
+        """The median over the measured peaks of dense models of measured minus predicted without
+        the platform's allocated overhead (`trainsim validate`'s fit of that overhead), in MiB,
+        and how many rows it is over; None where no run measured its peak."""
+        run = subprocess.run([self.trainsim, "validate", *self.references, "--platform",
+                              platform_path, "--format", "json"],
+                             cwd=ROOT, capture_output=True, text=True, check=True)
+        for s in json.loads(run.stdout)["validation"]:
+            if s.get("quantity") == "peak_memory" and s["overhead_fit_rows"] > 0:
+                return s["overhead_fit_bytes"] / MIB, s["overhead_fit_rows"]
+        return None
 
     def rows(self, values, half="default"):
         """(measured, predicted, kernel spread, name) of the expressed rows of `half` (the fitted
@@ -320,7 +335,7 @@ def fit_parameters(fit, what):
     print("fitting %s" % what)
     n = len(fit.rows(x0))
     if n == 0:
-        fail("no expressed row to fit on")
+        fail("no expressed step-time row to fit on")
     fitted = min(len(PARAMETERS), max(1, n // ROWS_PER_PARAMETER))
     print("%s: mean |log error| %.4f on %d rows; fitting %d of %d parameters" %
           ("neutral" if fit.half == "fit" else "as the platform stands", fit.loss(x0), n, fitted,
@@ -426,6 +441,14 @@ def calibrate_runs(args, trainsim):
     sources = platform.setdefault("sources", {})
     sources["overlap.compute_slowdown"] = how + ", together with the calibration block"
     sources["calibration"] = band_source(how, folds)
+    memory = fit.memory_overhead(source)
+    if memory:
+        platform.setdefault("memory", {})["allocated_overhead_MiB"] = round(memory[0], 1)
+        sources["memory.allocated_overhead_MiB"] = (
+            "fit: results/calibrate.py --runs %s from %s: the median over the %d measured peaks "
+            "(max_allocated_gib) of dense models of measured minus predicted without this term "
+            "(`trainsim validate` prints it)" % (" ".join(args.runs), args.platform, memory[1]))
+        print("memory.allocated_overhead_MiB = %.1f (median over %d measured peaks)" % memory)
     write_json(out, platform)
     print("wrote %s" % args.out)
 

@@ -68,7 +68,8 @@ std::string described(const Describe& describe, const char* failure) {
 }
 
 // What a scenario runs: "llama3.1-8b on h100-sxm-ndr, 8 GPUs: tp 1, pp 1, cp 2, dp 4", and
-// how many measured step times it holds ("; 2 published step times": trainsim validate NAME).
+// how many measured figures it holds ("; 2 published step times", "; 1 published peak":
+// trainsim validate NAME).
 std::string scenario_line(const std::string& folder, const std::string& name) {
   InputRequest request;
   request.scenario = (data_dir() / folder / (name + ".json")).string();
@@ -76,9 +77,11 @@ std::string scenario_line(const std::string& folder, const std::string& name) {
   std::string line = in.model.name + " on " + in.platform.name + ", " +
                      format_grouped(in.plan.world_size()) +
                      (in.plan.world_size() == 1 ? " GPU: " : " GPUs: ") + layout_text(in.plan);
-  if (const auto n = in.published.figures.size(); n > 0) {
-    line += "; " + std::to_string(n) + (n == 1 ? " published step time" : " published step times");
-  }
+  const auto counted = [](std::int64_t n, const std::string& what) {
+    return std::to_string(n) + " published " + what + (n == 1 ? "" : "s");
+  };
+  if (const auto n = in.published.step_figures(); n > 0) line += "; " + counted(n, "step time");
+  if (const auto n = in.published.memory_figures(); n > 0) line += "; " + counted(n, "peak");
   return line;
 }
 

@@ -12,6 +12,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/core/units.hpp"
 #include "sim/plan/megatron_args.hpp"
 #include "sim/platform/gpu_match.hpp"
 #include "sim/platform/kernel_db.hpp"
@@ -57,29 +58,58 @@ void use_kernel_database(Platform& platform, const std::string& db) {
   platform.kernel_db_path = db;
 }
 
-// A scenario's "published" array: step times measured on its recipe, each with its source.
-std::vector<PublishedStepTime> read_published(JsonObject& scenario) {
-  std::vector<PublishedStepTime> out;
+// What a "published" figure may hold, for messages.
+constexpr const char* kFigureForm =
+    "{\"step_time_s\": seconds or \"tokens_per_s_per_gpu\": throughput, and/or "
+    "\"max_allocated_gib\": torch.cuda.max_memory_allocated of the GPU that allocated most, "
+    "\"source\": \"who measured it, where\"}";
+
+// One "published" figure: a step time (or tokens/s per GPU), a peak allocation, or both.
+PublishedFigure read_figure(JsonObject& figure) {
+  PublishedFigure f;
+  f.step_time_s = figure.optional_number("step_time_s").value_or(0);
+  f.tokens_per_s_per_gpu = figure.optional_number("tokens_per_s_per_gpu").value_or(0);
+  f.max_allocated_bytes = figure.optional_number("max_allocated_gib").value_or(0) * kGiB;
+  if (f.step_time_s > 0 && f.tokens_per_s_per_gpu > 0) {
+    figure.fail("tokens_per_s_per_gpu",
+                "gives the throughput a second time: give step_time_s or tokens_per_s_per_gpu");
+  }
+  if (!f.gives_step() && !f.gives_memory()) {
+    figure.fail("", std::string("measures nothing: expected ") + kFigureForm);
+  }
+  f.source = figure.string("source");
+  if (f.source.empty()) figure.fail("source", "must name who measured it and where");
+  figure.finish();
+  return f;
+}
+
+// A scenario's "published" array: figures measured on its recipe, each with its source.
+std::vector<PublishedFigure> read_published(JsonObject& scenario) {
+  std::vector<PublishedFigure> out;
   scenario.allow({"published"});  // a key of every scenario, named among the known ones
   if (!scenario.has("published")) return out;
   const auto& array = scenario.raw("published");
   if (!array.is_array() || array.empty()) {
-    scenario.fail("published",
-                  "must be a non-empty array of {\"step_time_s\": seconds, \"source\": \"who "
-                  "measured it, where\"}, got " +
-                      json_type_name(array));
+    scenario.fail("published", std::string("must be a non-empty array of ") + kFigureForm +
+                                   ", got " + json_type_name(array));
   }
   for (std::size_t i = 0; i < array.size(); ++i) {
     JsonObject figure(array[i], scenario.file(),
                       scenario.path() + ".published[" + std::to_string(i) + "]");
-    PublishedStepTime f;
-    f.step_time_s = figure.number("step_time_s");
-    f.source = figure.string("source");
-    if (f.source.empty()) figure.fail("source", "must name who measured it and where");
-    figure.finish();
-    out.push_back(std::move(f));
+    out.push_back(read_figure(figure));
   }
   return out;
+}
+
+// Figures given as tokens/s per GPU, as the step time of the plan they were measured on; kept
+// unconverted when plan flags change that plan (they are not compared then).
+void convert_throughputs(const InputRequest& req, ResolvedInputs& in) {
+  if (!req.plan_flags.empty()) return;
+  for (auto& f : in.published.figures) {
+    if (f.tokens_per_s_per_gpu <= 0) continue;
+    f.step_time_s = static_cast<double>(in.plan.tokens_per_step()) /
+                    (static_cast<double>(in.plan.world_size()) * f.tokens_per_s_per_gpu);
+  }
 }
 
 // Why a scenario's published figures do not apply to this run, or "": the flags that change
@@ -242,6 +272,7 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   if (req.megatron_args) apply_megatron_args(req, *model_path, in);
   apply_plan_flags(req, in);
   derive_dp(in);
+  convert_throughputs(req, in);
   if (req.engine) in.engine = engine_of(*req.engine);
   in.budget = over(req.budget, in.budget);
   in.model_path = *model_path;

@@ -67,14 +67,21 @@ void add_scenario(const fs::path& file, bool named, const std::optional<std::str
   request.scenario = file.string();
   request.platform = platform;
   ResolvedInputs in = resolve_inputs(request);
-  MeasuredRun run{in.scenario_name, setup_of(in), std::nullopt, in.model, in.plan, in.engine, {}};
+  MeasuredRun run;
+  run.name = in.scenario_name;
+  run.setup = setup_of(in);
+  run.model = in.model;
+  run.plan = in.plan;
+  run.engine = in.engine;
   for (const auto& figure : in.published.figures) {
-    run.steps.push_back({figure.step_time_s, figure.source});
+    if (figure.step_time_s > 0) run.steps.push_back({figure.step_time_s, figure.source});
+    if (figure.gives_memory()) run.peaks.push_back({figure.max_allocated_bytes, figure.source});
   }
-  if (run.steps.empty()) {
+  if (run.steps.empty() && run.peaks.empty()) {
     const std::string why =
-        "no \"published\" step time (an array of {\"step_time_s\": "
-        "seconds, \"source\": \"who measured it, where\"})";
+        "no \"published\" figure (an array of {\"step_time_s\": seconds or "
+        "\"tokens_per_s_per_gpu\": throughput, and/or \"max_allocated_gib\": peak, "
+        "\"source\": \"who measured it, where\"})";
     if (named) fail_input(in.scenario_path.string() + ": $.published", "is missing: " + why);
     run.skipped = why;
   }
@@ -117,7 +124,9 @@ std::vector<ValidationSet> validate_scenarios(const std::vector<std::string>& sp
   const std::string reference = "measured runs in " + join(specs, ", ");
   for (const auto& [key, group] : groups) {
     progress.phase("simulating the measured runs on " + group.platform.name);
-    sets.push_back(validate_measured_runs(reference, group.runs, group.platform, jobs));
+    for (auto& set : validate_measured_runs(reference, group.runs, group.platform, jobs)) {
+      sets.push_back(std::move(set));
+    }
   }
   return sets;
 }

@@ -1,6 +1,7 @@
 #include "sim/report/report.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <map>
 
@@ -17,6 +18,23 @@ bool Report::has_errors() const {
     if (d.severity == Severity::kError) return true;
   }
   return false;
+}
+
+const StageReport& Report::largest_allocation() const {
+  assert(!stages.empty());
+  return *std::max_element(stages.begin(), stages.end(), [](const auto& a, const auto& b) {
+    return a.peak_allocated_bytes < b.peak_allocated_bytes;
+  });
+}
+
+std::int64_t PublishedComparison::step_figures() const {
+  return std::count_if(figures.begin(), figures.end(),
+                       [](const auto& f) { return f.gives_step(); });
+}
+
+std::int64_t PublishedComparison::memory_figures() const {
+  return std::count_if(figures.begin(), figures.end(),
+                       [](const auto& f) { return f.gives_memory(); });
 }
 
 namespace {
@@ -189,6 +207,7 @@ Report make_report(const ReportInputs& in) {
     const StageMemory& sm = memory.stages[static_cast<std::size_t>(s)];
     sr.peak_memory_bytes = sm.peak_bytes;
     sr.peak_unfragmented_bytes = sm.peak_unfragmented_bytes;
+    sr.peak_allocated_bytes = sm.peak_allocated;
     sr.memory = {sm.state.weights,     sm.state.gradients,        sm.state.master_weights,
                  sm.state.optimizer,   sm.activations_at_peak(),  sm.timeline.peak_in_flight,
                  sm.runtime_at_peak(), sm.timeline.peak_deferred, sm.timeline.peak_deferrals};

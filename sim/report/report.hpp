@@ -40,6 +40,8 @@ struct StageReport {
   double idle_s = 0;                                   // mean over the stage's GPUs
   double peak_memory_bytes = 0;        // device memory per GPU at the stage's peak (sim/memory)
   double peak_unfragmented_bytes = 0;  // the same peak without the assumed fragmentation
+  /// What torch.cuda.max_memory_allocated would report on a GPU of the stage (StageMemory).
+  double peak_allocated_bytes = 0;
   /// The collectives a GPU of the stage runs in a step, NCCL's algorithm and closed-form time: the
   /// GPU whose collectives take longest (the first such).
   std::vector<CollectiveStat> collectives;
@@ -89,19 +91,33 @@ struct Provenance {
   std::vector<KernelRecord> kernels;
 };
 
-/// A step time measured on a scenario's recipe and published, shown beside the prediction.
-struct PublishedStepTime {
+/// A figure measured on a scenario's recipe and published, shown beside the prediction: its step
+/// time (given as such, or as tokens/s per GPU) and the largest memory a GPU of it allocated,
+/// either or both.
+struct PublishedFigure {
+  /// The step time: as given, or the tokens/s per GPU given as the recipe's step time (its tokens
+  /// per step over GPUs x tokens/s per GPU); 0 where the figure gives neither, or gives tokens/s
+  /// while flags change the plan (it is not compared then).
   double step_time_s = 0;
+  double tokens_per_s_per_gpu = 0;  // as given; 0 where the figure gives a step time or none
+  /// torch.cuda.max_memory_allocated, the largest over the run's GPUs; 0 where not given.
+  double max_allocated_bytes = 0;
   std::string source;  // who measured it and where it was published
-  /// A prediction's signed error against this figure: predicted / published - 1.
+  bool gives_step() const { return step_time_s > 0 || tokens_per_s_per_gpu > 0; }
+  bool gives_memory() const { return max_allocated_bytes > 0; }
+  /// A prediction's signed error against the step time: predicted / published - 1.
   double error_of(double predicted) const { return predicted / step_time_s - 1.0; }
+  /// A predicted peak's signed error against the memory figure.
+  double memory_error_of(double predicted) const { return predicted / max_allocated_bytes - 1.0; }
 };
 
-/// A scenario's published step times as a report shows them: compared with the prediction when
+/// A scenario's published figures as a report shows them: compared with the prediction when
 /// the run is the scenario's recipe, or the reason they are not (flags changed the recipe).
 struct PublishedComparison {
-  std::vector<PublishedStepTime> figures;
+  std::vector<PublishedFigure> figures;
   std::string not_compared;  // e.g. "--tp changes the recipe"; empty when compared
+  std::int64_t step_figures() const;
+  std::int64_t memory_figures() const;
 };
 
 struct Report {
@@ -148,6 +164,9 @@ struct Report {
   Provenance provenance;
 
   bool has_errors() const;
+  /// The stage whose GPUs allocate the most at their peak (the first such): what a measured
+  /// max_memory_allocated, the largest over the run's GPUs, is compared with.
+  const StageReport& largest_allocation() const;
 };
 
 struct ReportInputs {

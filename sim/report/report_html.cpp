@@ -7,6 +7,7 @@
 #include "sim/core/format.hpp"
 #include "sim/core/units.hpp"
 #include "sim/report/pipeline_svg.hpp"
+#include "sim/report/published_text.hpp"
 
 namespace trainsim {
 
@@ -44,14 +45,8 @@ void summary(std::ostringstream& o, const Report& r) {
         << escape_markup(failures_text(*r.time_to_train->failures)) << "</td></tr>\n";
     }
   }
-  for (const auto& f : r.published.figures) {
-    o << "<tr><th>published</th><td>" << format_fixed(f.step_time_s, 3) << " s, "
-      << escape_markup(f.source) << " (prediction " << (f.error_of(r.step_time_s) >= 0 ? "+" : "")
-      << pct(f.error_of(r.step_time_s)) << ")</td></tr>\n";
-  }
-  if (!r.published.not_compared.empty()) {
-    o << "<tr><th>published</th><td>not compared: " << escape_markup(r.published.not_compared)
-      << "</td></tr>\n";
+  for (const auto& line : published_lines(r)) {
+    o << "<tr><th>published</th><td>" << escape_markup(line) << "</td></tr>\n";
   }
   o << "</table>\n";
 }

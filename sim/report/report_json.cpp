@@ -20,15 +20,33 @@ namespace {
 
 using J = nlohmann::ordered_json;
 
+// A scenario's published figures: step times (given as such or as tokens/s per GPU) and peak
+// allocations, each with trainsim's error when compared.
 J published_json(const Report& r) {
-  J figures = J::array();
+  const bool compared = r.published.not_compared.empty();
+  J steps = J::array(), memory = J::array();
   for (const auto& f : r.published.figures) {
-    J fj{{"step_time_s", f.step_time_s}, {"source", f.source}};
-    if (r.published.not_compared.empty()) fj["error"] = f.error_of(r.step_time_s);
-    figures.push_back(std::move(fj));
+    if (f.gives_step()) {
+      J fj = J::object();
+      if (f.step_time_s > 0) fj["step_time_s"] = f.step_time_s;
+      if (f.tokens_per_s_per_gpu > 0) fj["tokens_per_s_per_gpu"] = f.tokens_per_s_per_gpu;
+      fj["source"] = f.source;
+      if (compared) fj["error"] = f.error_of(r.step_time_s);
+      steps.push_back(std::move(fj));
+    }
+    if (f.gives_memory()) {
+      J fj{{"max_allocated_bytes", std::llround(f.max_allocated_bytes)}, {"source", f.source}};
+      if (compared) {
+        const StageReport& s = r.largest_allocation();
+        fj["stage"] = s.index;
+        fj["error"] = f.memory_error_of(s.peak_allocated_bytes);
+      }
+      memory.push_back(std::move(fj));
+    }
   }
-  J j{{"step_times", std::move(figures)}};
-  if (!r.published.not_compared.empty()) j["not_compared"] = r.published.not_compared;
+  J j{{"step_times", std::move(steps)}};
+  if (!memory.empty()) j["max_allocated"] = std::move(memory);
+  if (!compared) j["not_compared"] = r.published.not_compared;
   return j;
 }
 
@@ -88,6 +106,7 @@ J stage_json(const StageReport& s) {
   sj["idle_s"] = s.idle_s;
   sj["peak_memory_bytes"] = std::llround(s.peak_memory_bytes);
   sj["peak_unfragmented_bytes"] = std::llround(s.peak_unfragmented_bytes);
+  sj["peak_allocated_bytes"] = std::llround(s.peak_allocated_bytes);
   sj["memory"] = memory_json(s.memory);
   sj["collectives"] = collectives_json(s.collectives);
   return sj;

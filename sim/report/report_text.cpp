@@ -4,6 +4,7 @@
 
 #include "sim/core/format.hpp"
 #include "sim/plan/plan_schema.hpp"
+#include "sim/report/published_text.hpp"
 #include "sim/report/report.hpp"
 
 namespace trainsim {
@@ -76,25 +77,11 @@ void write_collectives(const Report& r, std::ostringstream& o) {
   o << "\n";
 }
 
-// The scenario's published step times, each with trainsim's error against it.
+// The scenario's published figures, each with trainsim's error against it.
 void write_published(const Report& r, std::ostringstream& o) {
-  const auto& pub = r.published;
-  if (pub.figures.empty()) return;
-  if (!pub.not_compared.empty()) {
-    o << "published            not compared: " << pub.not_compared << "\n";
-    return;
-  }
-  for (std::size_t i = 0; i < pub.figures.size(); ++i) {
-    const auto& f = pub.figures[i];
-    const double error = f.error_of(r.step_time_s);
-    const bool inside = f.step_time_s >= r.step_time_p10_s && f.step_time_s <= r.step_time_p90_s;
-    o << (i == 0 ? "published            " : "                     ")
-      << format_fixed(f.step_time_s, 3) << " s, " << f.source << " (trainsim "
-      << (error >= 0 ? "+" : "-") << percent(std::fabs(error))
-      << (r.step_time_p90_s > r.step_time_p10_s
-              ? (inside ? ", inside" : ", outside") + std::string(" the P10-P90 band")
-              : "")
-      << ")\n";
+  const auto lines = published_lines(r);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    o << (i == 0 ? "published            " : "                     ") << lines[i] << "\n";
   }
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// Step time against one's own measurements: runs a cluster made, each a model, a plan and the
-// step times measured on it (a scenario file's "published" array), predicted as `trainsim run`
-// predicts them. The set a planner checks trainsim against before trusting it on that cluster.
+// Step time and peak memory against one's own measurements: runs a cluster made, each a model, a
+// plan and the figures measured on it (a scenario file's "published" array), predicted as
+// `trainsim run` predicts them. What a planner checks trainsim against before trusting it on
+// that cluster.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,9 +16,10 @@
 
 namespace trainsim {
 
-/// One measured step time and who measured it, where.
-struct MeasuredStep {
-  double step_time_s = 0;
+/// One measured figure (a step time in seconds, or torch.cuda.max_memory_allocated in bytes, the
+/// largest over the run's GPUs) and who measured it, where.
+struct MeasuredFigure {
+  double value = 0;
   std::string source;
 };
 
@@ -25,18 +27,20 @@ struct MeasuredStep {
 struct MeasuredRun {
   std::string name;                    // the scenario's
   std::string setup;                   // the run in a few words
-  std::optional<std::string> skipped;  // why it is not compared (no measured step time)
+  std::optional<std::string> skipped;  // why it is not compared (nothing measured)
   Model model;
   Plan plan;
   EngineKind engine = EngineKind::kSimGrid;
-  std::vector<MeasuredStep> steps;
+  std::vector<MeasuredFigure> steps;
+  std::vector<MeasuredFigure> peaks;  // max allocated bytes
 };
 
-/// The runs on `platform`, one row per measured step time (named by the run and the source),
-/// each run's step simulated once on its engine (SimGrid's in child processes, `jobs` at a time);
-/// a skipped run is one skipped row. `reference`: what the set is called in the output.
-ValidationSet validate_measured_runs(const std::string& reference,
-                                     const std::vector<MeasuredRun>& runs, const Platform& platform,
-                                     std::int64_t jobs = 1);
+/// The runs on `platform`, each simulated once on its engine (SimGrid's in child processes, `jobs`
+/// at a time): a step-time set, one row per measured step time (named by the run and the source),
+/// a skipped run one skipped row; then, where any run measured its peak, a memory set, one row per
+/// peak against the stage that allocates most. `reference`: what the sets are called.
+std::vector<ValidationSet> validate_measured_runs(const std::string& reference,
+                                                  const std::vector<MeasuredRun>& runs,
+                                                  const Platform& platform, std::int64_t jobs = 1);
 
 }  // namespace trainsim

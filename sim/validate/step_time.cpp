@@ -1,5 +1,6 @@
 #include "sim/validate/step_time.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "sim/core/error.hpp"
@@ -53,6 +54,11 @@ void predict_step_time(ValidationRow& row, const std::function<Model()>& model, 
     const StageMemory& worst = memory.stages[static_cast<std::size_t>(memory.worst_stage())];
     row.peak_bytes = worst.peak_bytes;
     row.peak_unfragmented_bytes = worst.peak_unfragmented_bytes;
+    const auto largest = std::max_element(
+        memory.stages.begin(), memory.stages.end(),
+        [](const auto& a, const auto& b) { return a.peak_allocated < b.peak_allocated; });
+    row.peak_allocated_bytes = largest->peak_allocated;
+    row.largest_allocation_stage = largest - memory.stages.begin();
   } catch (const InputError& e) {
     row.skipped = std::string("not expressible: ") + e.what();
   }

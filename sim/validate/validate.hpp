@@ -38,6 +38,11 @@ struct ValidationRow {
   /// must fit at least without the fragmentation.
   double peak_bytes = 0;
   double peak_unfragmented_bytes = 0;
+  /// Step time: the largest peak any stage allocates (torch.cuda.max_memory_allocated, the
+  /// platform's allocated overhead included) and that stage (the first such); 0 and -1 where not
+  /// predicted.
+  double peak_allocated_bytes = 0;
+  std::int64_t largest_allocation_stage = -1;
   /// Memory: the allocated bytes after the step (model state and the buffers the run keeps, no
   /// activations), measured and predicted; both 0 where the reference does not log them.
   double measured_after_step = 0;

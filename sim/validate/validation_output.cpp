@@ -323,6 +323,7 @@ std::string validation_json(const std::vector<ValidationSet>& sets) {
     for (const auto& r : set.rows) rows.push_back(row_json(set, r));
     const auto* worst = set.worst();
     J j{{"reference", set.reference},
+        {"quantity", set.quantity == Quantity::kStepTime ? "step_time" : "peak_memory"},
         {"metric", set.metric},
         {"platform", set.platform},
         {"expressed", set.expressed()},

@@ -89,14 +89,26 @@ TEST_F(BadInput, PublishedStepTimesAreAnArrayOfFiguresWithTheirSource) {
   auto path = with(R"({"step_time_s": 4.67, "source": "x"})");
   EXPECT_EQ(fails({"run", path}),
             path +
-                ": $.published: must be a non-empty array of {\"step_time_s\": seconds, "
-                "\"source\": \"who measured it, where\"}, got an object");
+                ": $.published: must be a non-empty array of {\"step_time_s\": seconds or "
+                "\"tokens_per_s_per_gpu\": throughput, and/or \"max_allocated_gib\": "
+                "torch.cuda.max_memory_allocated of the GPU that allocated most, \"source\": "
+                "\"who measured it, where\"}, got an object");
   path = with(R"([{"step_time_s": 0, "source": "x"}])");
   EXPECT_EQ(fails({"run", path}).rfind(path + ": $.published[0].step_time_s: must be ", 0), 0u);
   path = with(R"([{"step_time_s": 4.67}])");
   EXPECT_EQ(fails({"run", path}), path + ": $.published[0].source: required key is missing");
   path = with(R"([{"step_time_s": 4.67, "source": "x", "tokens_per_s": 1}])");
   EXPECT_EQ(fails({"run", path}).rfind(path + ": $.published[0].tokens_per_s: unknown key", 0), 0u);
+  path = with(R"([{"step_time_s": 4.67, "tokens_per_s_per_gpu": 300, "source": "x"}])");
+  EXPECT_EQ(fails({"run", path}), path +
+                                      ": $.published[0].tokens_per_s_per_gpu: gives the throughput "
+                                      "a second time: give step_time_s or tokens_per_s_per_gpu");
+  path = with(R"([{"source": "x"}])");
+  EXPECT_EQ(fails({"run", path}).rfind(path + ": $.published[0]: measures nothing: expected ", 0),
+            0u);
+  path = with(R"([{"max_allocated_gib": -1, "source": "x"}])");
+  EXPECT_EQ(fails({"run", path}).rfind(path + ": $.published[0].max_allocated_gib: must be ", 0),
+            0u);
 }
 
 TEST_F(BadInput, RankOrderNamesEveryDimensionOnce) {

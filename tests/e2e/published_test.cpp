@@ -110,7 +110,8 @@ TEST(Published, FiguresAreTheReferenceSetsRows) {
 }
 
 // The MoE scenarios' figures are Megatron-Bridge's rows (model and release as the source names
-// them): the row's tokens/s per GPU as a step time, the row's layout, batch and sequence.
+// them): the row's tokens/s per GPU, layout, batch and sequence; the report compares the figure as
+// the step the recipe's tokens take at that rate.
 TEST(Published, MoeScenariosAreMegatronBridgeRows) {
   const auto rows = reference_rows("megatron_bridge_perf_summary_h100.json");
   for (const auto& [name, model] : {std::pair{"deepseek-v3-1024gpu", "DeepSeekV3 (dropless)"},
@@ -125,9 +126,8 @@ TEST(Published, MoeScenariosAreMegatronBridgeRows) {
     const std::string source = f.at("source");
     int matches = 0;
     for (const auto& row : rows) {
-      if (row.at("model") != model ||
-          source.find(" release " + row.at("release").get<std::string>() + " ") ==
-              std::string::npos) {
+      const std::string release = " release " + row.at("release").get<std::string>();
+      if (row.at("model") != model || !source.ends_with(release)) {
         continue;
       }
       ++matches;
@@ -136,11 +136,7 @@ TEST(Published, MoeScenariosAreMegatronBridgeRows) {
         EXPECT_EQ(row.at(key), plan.at(key)) << key;
       }
       EXPECT_EQ(row.at("vp").is_null() ? 1 : row.at("vp").get<std::int64_t>(), plan.value("vp", 1));
-      const double tokens = plan.at("gbs").get<double>() * plan.at("seq_len").get<double>();
-      EXPECT_NEAR(
-          f.at("step_time_s").get<double>(),
-          tokens / (static_cast<double>(gpus) * row.at("tokens_per_s_per_gpu").get<double>()),
-          5e-4);
+      EXPECT_EQ(f.at("tokens_per_s_per_gpu"), row.at("tokens_per_s_per_gpu"));
     }
     EXPECT_EQ(matches, 1) << source;
   }

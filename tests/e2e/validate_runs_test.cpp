@@ -2,6 +2,9 @@
 // measured step times, each predicted as `trainsim run` predicts it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -79,7 +82,7 @@ TEST(ValidateRuns, AFolderOfScenariosWithAndWithoutMeasuredSteps) {
   EXPECT_EQ(rows[3].at("name"), "teaching-tp-nodes (a test)");
   EXPECT_EQ(rows[3].at("measured_s"), 1.0);
   EXPECT_EQ(rows[2].at("name"), "teaching-memory");
-  EXPECT_NE(rows[2].at("skipped").get<std::string>().find("no \"published\" step time"),
+  EXPECT_NE(rows[2].at("skipped").get<std::string>().find("no \"published\" figure"),
             std::string::npos);
 
   // Replayed two at a time, each in a process of its own: the same rows.
@@ -88,6 +91,70 @@ TEST(ValidateRuns, AFolderOfScenariosWithAndWithoutMeasuredSteps) {
   const auto h200 = validate_json({dir + "/", "--platform", "h200-sxm-ndr"});
   EXPECT_EQ(h200[0].at("platform"), "h200-sxm-ndr");
   EXPECT_NE(h200[0].at("rows")[0].at("predicted_s"), rows[0].at("predicted_s"));
+}
+
+// A figure given as tokens/s per GPU is the step its recipe's tokens take at that rate; a measured
+// peak (max_allocated_gib) is a row of a memory set against the stage that allocates most, as
+// `trainsim run` prints it.
+TEST(ValidateRuns, ThroughputsAndPeaksAreRowsToo) {
+  const auto dir = test::make_temp_dir();
+  auto scenario = nlohmann::json::parse(test::read_file(scenario_file("teaching/tp-nodes")));
+  scenario["published"] = {{{"tokens_per_s_per_gpu", 3000.0}, {"source", "rate"}},
+                           {{"step_time_s", 1.25}, {"max_allocated_gib", 30.5}, {"source", "log"}}};
+  const std::string file = dir + "/run.json";
+  test::write_file(file, scenario.dump());
+  const auto run = test::run_trainsim({"run", file, "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto report = nlohmann::json::parse(run.out);
+  const double step = report.at("step_time_s");
+  const double rate_step = 32.0 * 4096 / (16 * 3000.0);  // gbs x seq over GPUs x tokens/s
+  const auto& published = report.at("published");
+  EXPECT_NEAR(published.at("step_times")[0].at("step_time_s").get<double>(), rate_step, 1e-12);
+  EXPECT_EQ(published.at("step_times")[0].at("tokens_per_s_per_gpu"), 3000.0);
+  std::int64_t largest = 0;  // the stage that allocates most, and its peak
+  for (const auto& stage : report.at("stages")) {
+    largest = std::max(largest, stage.at("peak_allocated_bytes").get<std::int64_t>());
+  }
+  const double measured_peak = 30.5 * 1024 * 1024 * 1024;
+  ASSERT_EQ(published.at("max_allocated").size(), 1u);
+  EXPECT_NEAR(published.at("max_allocated")[0].at("error").get<double>(),
+              static_cast<double>(largest) / measured_peak - 1, 1e-9);
+
+  const auto sets = validate_json({file});
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[0].at("quantity"), "step_time");
+  const auto& steps = sets[0].at("rows");
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].at("name"), "teaching-tp-nodes (rate)");
+  EXPECT_NEAR(steps[0].at("measured_s").get<double>(), rate_step, 1e-12);
+  EXPECT_NEAR(steps[0].at("error").get<double>(), step / rate_step - 1, 1e-12);
+  EXPECT_EQ(steps[1].at("measured_s"), 1.25);
+  EXPECT_EQ(sets[1].at("quantity"), "peak_memory");
+  const auto& peaks = sets[1].at("rows");
+  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(peaks[0].at("name"), "teaching-tp-nodes (log)");
+  EXPECT_EQ(peaks[0].at("stage"), 0);
+  EXPECT_EQ(peaks[0].at("measured_bytes"), std::llround(measured_peak));
+  EXPECT_EQ(peaks[0].at("predicted_bytes"), largest);
+  EXPECT_EQ(sets[1].at("overhead_fit_rows"), 1);  // a dense model's row joins the fit
+
+  // A plan flag changes the recipe: the figures stay as given, uncompared.
+  const auto changed = test::run_trainsim({"run", file, "--gbs", "64", "--format", "json"});
+  ASSERT_EQ(changed.exit_code, 0) << changed.err;
+  const auto uncompared = nlohmann::json::parse(changed.out).at("published");
+  EXPECT_EQ(uncompared.at("step_times")[0],
+            nlohmann::json({{"tokens_per_s_per_gpu", 3000.0}, {"source", "rate"}}));
+  EXPECT_FALSE(uncompared.at("max_allocated")[0].contains("error"));
+
+  // The text report prints both beside the prediction.
+  const auto text = test::run_trainsim({"run", file});
+  EXPECT_NE(
+      text.out.find("\npublished            2.731 s (3,000 tokens/s per GPU), rate (trainsim "),
+      std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("\n                     max allocated 30.50 GiB, log (trainsim "),
+            std::string::npos)
+      << text.out;
 }
 
 // What cannot be validated against: exit 2, naming the file and what it lacks.

@@ -98,9 +98,10 @@ class FittingHalfCopy(unittest.TestCase):
         self.assertEqual(sorted(name for _, _, _, name in priced), fitting)
 
 
-def synthetic_runs(folder, trainsim, scenarios, slower):
+def synthetic_runs(folder, trainsim, scenarios, slower, more_memory_mib=None):
     """Catalog scenarios as measured runs of a cluster `slower` times slower than predicted (the
-    analytic engine, for speed); the predicted step times."""
+    analytic engine, for speed), each allocating `more_memory_mib` more than predicted at its peak
+    where given; the predicted step times."""
     steps = []
     for name in scenarios:
         with open(os.path.join(ROOT, "scenarios", name + ".json")) as f:
@@ -108,9 +109,14 @@ def synthetic_runs(folder, trainsim, scenarios, slower):
         out = subprocess.run([trainsim, "run", os.path.join(ROOT, "scenarios", name + ".json"),
                               "--engine", "analytic", "--format", "json"],
                              check=True, capture_output=True, text=True).stdout
-        steps.append(json.loads(out)["step_time_s"])
+        report = json.loads(out)
+        steps.append(report["step_time_s"])
         scenario["engine"] = "analytic"
         scenario["published"] = [{"step_time_s": steps[-1] * slower, "source": "synthetic"}]
+        if more_memory_mib is not None:
+            peak = max(s["peak_allocated_bytes"] for s in report["stages"])
+            scenario["published"].append({"max_allocated_gib": (peak / 2**20 + more_memory_mib)
+                                          / 1024, "source": "synthetic peak"})
         with open(os.path.join(folder, os.path.basename(name) + ".json"), "w") as f:
             json.dump(scenario, f)
     return steps
@@ -124,7 +130,7 @@ class MeasuredRunsFit(unittest.TestCase):
         self.addCleanup(tmp.cleanup)
         runs = os.path.join(tmp.name, "runs")
         os.mkdir(runs)
-        synthetic_runs(runs, trainsim, ["teaching/memory", "teaching/schedules"], 1.1)
+        synthetic_runs(runs, trainsim, ["teaching/memory", "teaching/schedules"], 1.1, 250.0)
         out = os.path.join(tmp.name, "my-cluster.json")
         script = os.path.join(ROOT, "results", "calibrate.py")
         build = os.path.dirname(trainsim)
@@ -144,12 +150,20 @@ class MeasuredRunsFit(unittest.TestCase):
         self.assertEqual(fitted["calibration"]["gpu_speed_spread"],
                          base["calibration"]["gpu_speed_spread"])
         self.assertEqual(fitted["overlap"], base["overlap"])
+        # Both runs allocated 250 MiB more than predicted at their peak: the overhead is 250 MiB
+        # more than the platform's.
+        self.assertAlmostEqual(fitted["memory"]["allocated_overhead_MiB"],
+                               base["memory"]["allocated_overhead_MiB"] + 250.0, places=6)
+        self.assertIn("2 measured peaks", fitted["sources"]["memory.allocated_overhead_MiB"])
         self.assertTrue(os.path.isfile(os.path.join(tmp.name, fitted["kernel_database"])))
         # On the fitted platform the runs are predicted within 1.5 %.
         listed = subprocess.run([trainsim, "validate", runs, "--platform", out, "--format",
                                  "json"], check=True, capture_output=True, text=True).stdout
-        for row in json.loads(listed)["validation"][0]["rows"]:
+        steps, peaks = json.loads(listed)["validation"]
+        for row in steps["rows"]:
             self.assertLess(abs(row["error"]), 0.015, row)
+        for row in peaks["rows"]:  # and the peaks within what rounding to 0.1 MiB leaves
+            self.assertLess(abs(row["measured_bytes"] - row["predicted_bytes"]), 0.06 * 2**20)
 
     def test_a_fit_to_runs_goes_to_a_file_of_its_own(self):
         script = os.path.join(ROOT, "results", "calibrate.py")

@@ -196,7 +196,9 @@ TEST(Report, PublishedStepTimesCarryTheirError) {
   const double step = base.step_time_s;
   ASSERT_GT(base.step_time_p90_s, base.step_time_p10_s);
   PublishedComparison pub;
-  pub.figures = {{step / 1.05, "bench A"}, {step / 0.98, "bench B"}, {base.step_time_p90_s, "C"}};
+  pub.figures = {{.step_time_s = step / 1.05, .source = "bench A"},
+                 {.step_time_s = step / 0.98, .source = "bench B"},
+                 {.step_time_s = base.step_time_p90_s, .source = "C"}};
   const Report r = simulated(plan(), pub);
   const auto j = nlohmann::json::parse(report_json(r));
   const auto& figures = j.at("published").at("step_times");
