@@ -31,18 +31,30 @@ bool scenario_folder(const std::string& spec) {
   return spec.find('/') != std::string::npos || !catalog_scenario(spec);
 }
 
-// The scenario files a folder holds (its *.json, not its subfolders), sorted.
-std::vector<fs::path> folder_scenarios(const std::string& folder) {
+// Whether a JSON file is a scenario: an object with a "plan".
+bool is_scenario(const fs::path& file) {
+  const auto j = load_json_file(file);
+  return j.is_object() && j.contains("plan");
+}
+
+// The scenario files a folder holds (its *.json, not its subfolders), sorted; any other JSON file
+// there (a model, a note) is left out, and `skipped` names it.
+std::vector<fs::path> folder_scenarios(const std::string& folder,
+                                       std::vector<std::string>& skipped) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    if (entry.path().extension() == ".json" && entry.is_regular_file(ec)) {
+    if (entry.path().extension() != ".json" || !entry.is_regular_file(ec)) continue;
+    if (is_scenario(entry.path())) {
       files.push_back(entry.path());
+    } else {
+      skipped.push_back(entry.path().string());
     }
   }
   if (ec) fail_input(folder, "cannot be read: " + ec.message());
   if (files.empty()) fail_input(folder, "holds no scenario file (*.json) to validate against");
   std::sort(files.begin(), files.end());
+  std::sort(skipped.begin(), skipped.end());
   return files;
 }
 
@@ -98,8 +110,7 @@ bool names_scenarios(const std::string& spec) {
   std::error_code ec;
   if (!fs::is_regular_file(spec, ec)) return scenario_folder(spec) || catalog_scenario(spec);
   if (is_reference_set(spec)) return false;
-  const auto j = load_json_file(spec);
-  if (j.is_object() && j.contains("plan")) return true;
+  if (is_scenario(spec)) return true;
   fail_input(spec, "neither " + known_reference_sets() +
                        " nor a scenario file (an object with \"model\", \"platform\", \"plan\" and "
                        "the \"published\" step times measured on it)");
@@ -109,11 +120,12 @@ std::vector<ValidationSet> validate_scenarios(const std::vector<std::string>& sp
                                               const std::optional<std::string>& platform,
                                               std::int64_t jobs) {
   std::vector<std::pair<std::string, PlatformRuns>> groups;
+  std::vector<std::string> not_scenarios;  // other JSON files in the folders
   ProgressLine progress;
   for (const auto& spec : specs) {
     const bool folder = scenario_folder(spec);
     const std::vector<fs::path> files =
-        folder ? folder_scenarios(spec)
+        folder ? folder_scenarios(spec, not_scenarios)
                : std::vector<fs::path>{resolve_catalog_entry("scenarios", spec, spec)};
     for (const auto& file : files) {
       progress.phase("reading " + file.string());
@@ -127,6 +139,13 @@ std::vector<ValidationSet> validate_scenarios(const std::vector<std::string>& sp
     for (auto& set : validate_measured_runs(reference, group.runs, group.platform, jobs)) {
       sets.push_back(std::move(set));
     }
+  }
+  // Listed with the first set's skipped rows, so that a file left out is seen.
+  for (const auto& file : not_scenarios) {
+    ValidationRow row;
+    row.name = file;
+    row.skipped = "not a scenario file (an object with a \"plan\"): left out";
+    sets.front().rows.push_back(std::move(row));
   }
   return sets;
 }

@@ -65,7 +65,8 @@ TEST(ValidateRuns, EachPublishedStepIsARowPredictedAsRunPredictsIt) {
 }
 
 // A folder: every scenario in it, one without measured step times a skipped row that says what
-// to add; --platform predicts them all on another platform.
+// to add, any other JSON file a skipped row too; --platform predicts them all on another
+// platform.
 TEST(ValidateRuns, AFolderOfScenariosWithAndWithoutMeasuredSteps) {
   const auto dir = test::make_temp_dir();
   std::filesystem::copy_file(scenario_file("llama3.1-8b-cp2-8gpu"), dir + "/a.json");
@@ -74,10 +75,14 @@ TEST(ValidateRuns, AFolderOfScenariosWithAndWithoutMeasuredSteps) {
   measured["published"] = {{{"step_time_s", 1.0}, {"source", "a test"}}};
   test::write_file(dir + "/c.json", measured.dump());
   test::write_file(dir + "/notes.txt", "not a scenario");
+  test::write_file(dir + "/model.json", R"({"num_layers": 2})");
   const auto sets = validate_json({dir + "/"});
   ASSERT_EQ(sets.size(), 1u);
   const auto& rows = sets[0].at("rows");
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 5u);
+  // A JSON file that is no scenario is left out, and says so.
+  EXPECT_EQ(rows[4].at("name"), dir + "/model.json");
+  EXPECT_EQ(rows[4].at("skipped"), "not a scenario file (an object with a \"plan\"): left out");
   EXPECT_EQ(sets[0].at("expressed"), 3);
   EXPECT_EQ(rows[3].at("name"), "teaching-tp-nodes (a test)");
   EXPECT_EQ(rows[3].at("measured_s"), 1.0);
