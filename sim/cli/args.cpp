@@ -71,7 +71,13 @@ po::options_description io_options(const std::string& command) {
         "html", po::value<std::string>()->value_name("FILE"),
         "write the report as one self-contained HTML page (no network needed): summary with "
         "its band, where the step goes, the pipeline diagram, the stages, memory over the step "
-        "and what holds its peak, the diagnostics and their fixes");
+        "and what holds its peak, the diagnostics and their fixes")(
+        "measured-log", po::value<std::string>()->value_name("FILE"),
+        "a training log of this very run (Megatron-LM's): the median of its logged iteration "
+        "times (the first interval left out as warm-up where three or more were logged) and the "
+        "largest 'max allocated' of its memory reports, printed beside the prediction with "
+        "trainsim's error; with --save-scenario, written as the scenario's \"published\" "
+        "figures, for trainsim validate");
     d.add(budget_options("The run's length, price and failures"));
   }
   return d;
@@ -260,6 +266,12 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
   opt.svg = path_of(vm, "svg");
   opt.html = path_of(vm, "html");
   opt.save_scenario = path_of(vm, "save-scenario");
+  if (const auto log = path_of(vm, "measured-log")) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(*log, ec))
+      fail_input("--measured-log", "no such file: " + *log);
+    opt.inputs.measured_log = *log;
+  }
   opt.inputs.budget = budget_of(vm);
   const auto plan = plan_options();
   for (const auto& o : plan.options()) {

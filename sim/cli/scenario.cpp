@@ -10,12 +10,14 @@
 #include "sim/cli/plan_fields.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/core/units.hpp"
 #include "sim/plan/megatron_args.hpp"
 #include "sim/platform/gpu_match.hpp"
 #include "sim/platform/kernel_db.hpp"
+#include "sim/validate/training_log.hpp"
 
 namespace trainsim {
 
@@ -110,6 +112,21 @@ void convert_throughputs(const InputRequest& req, ResolvedInputs& in) {
     f.step_time_s = static_cast<double>(in.plan.tokens_per_step()) /
                     (static_cast<double>(in.plan.world_size()) * f.tokens_per_s_per_gpu);
   }
+}
+
+// --measured-log: what a training log of this very run measured, compared with it. A scenario's
+// own figures stay where flags leave its recipe as it is.
+void add_measured_log(const InputRequest& req, ResolvedInputs& in) {
+  if (!req.measured_log) return;
+  const std::string& file = *req.measured_log;
+  const TrainingLog log = read_training_log(read_text_file(file), file);
+  if (!in.published.not_compared.empty()) in.published.figures.clear();
+  in.published.not_compared.clear();
+  PublishedFigure f;
+  if (log.has_step()) f.step_time_s = log.step_time_s();
+  f.max_allocated_bytes = log.max_allocated_mib * kMiB;
+  f.source = log.source(file);
+  in.published.figures.push_back(std::move(f));
 }
 
 // Why a scenario's published figures do not apply to this run, or "": the flags that change
@@ -273,6 +290,7 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   apply_plan_flags(req, in);
   derive_dp(in);
   convert_throughputs(req, in);
+  add_measured_log(req, in);
   if (req.engine) in.engine = engine_of(*req.engine);
   in.budget = over(req.budget, in.budget);
   in.model_path = *model_path;

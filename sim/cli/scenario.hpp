@@ -27,6 +27,8 @@ struct InputRequest {
   /// --megatron-args: Megatron-LM launch arguments (their text) that set the plan, under the
   /// plan flags.
   std::optional<std::string> megatron_args;
+  /// --measured-log: a training log of this very run, whose figures are compared with it.
+  std::optional<std::string> measured_log;
 };
 
 struct ResolvedInputs {
@@ -39,8 +41,8 @@ struct ResolvedInputs {
   Plan plan;
   PlanOrigin origin;
   EngineKind engine = EngineKind::kSimGrid;
-  /// The scenario's "published" step times, with why they are not compared when flags changed
-  /// the recipe they were measured on.
+  /// The scenario's "published" figures, with why they are not compared when flags changed the
+  /// recipe they were measured on; and --measured-log's.
   PublishedComparison published;
   /// The run's length and price: the flags' over the scenario's "tokens" and
   /// "price_per_gpu_hour". They do not change a step, so the published figures stay compared.

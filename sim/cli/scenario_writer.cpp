@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "sim/core/catalog.hpp"
+#include "sim/core/units.hpp"
 #include "sim/plan/plan_schema.hpp"
 
 namespace trainsim {
@@ -18,6 +19,24 @@ std::string spec_of(const std::filesystem::path& path, const char* folder) {
     return path.stem().string();
   }
   return std::filesystem::absolute(path, ec).lexically_normal().string();
+}
+
+// The figures measured on this very run (a scenario's, where flags leave its recipe as it is;
+// --measured-log's), as its "published" array gives them.
+nlohmann::ordered_json published_of(const PublishedComparison& published) {
+  nlohmann::ordered_json figures = nlohmann::ordered_json::array();
+  for (const PublishedFigure& f : published.figures) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    if (f.tokens_per_s_per_gpu > 0) {
+      j["tokens_per_s_per_gpu"] = f.tokens_per_s_per_gpu;
+    } else if (f.step_time_s > 0) {
+      j["step_time_s"] = f.step_time_s;
+    }
+    if (f.gives_memory()) j["max_allocated_gib"] = f.max_allocated_bytes / kGiB;
+    j["source"] = f.source;
+    figures.push_back(std::move(j));
+  }
+  return figures;
 }
 
 }  // namespace
@@ -46,6 +65,9 @@ nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& 
                                    {"checkpoint_s", b.checkpoint_s},
                                    {"restart_s", b.restart_s}}) {
     if (value) s[key] = *value;
+  }
+  if (!in.published.figures.empty() && in.published.not_compared.empty()) {
+    s["published"] = published_of(in.published);
   }
   return s;
 }

@@ -1,8 +1,9 @@
 #pragma once
 // The inputs of a run as a scenario file: the model and platform (catalog names where they are
 // catalog entries, else absolute paths), the plan fields the scenario, the flags and
-// --megatron-args set (the others left to their defaults), and the run's budget. Run as a scenario,
-// it prices the same plan; compare and sweep files start from it.
+// --megatron-args set (the others left to their defaults), the run's budget, and the figures
+// measured on it (--measured-log's, a scenario's where the recipe is its own). Run as a scenario,
+// it prices the same plan; compare and sweep files start from it, validate checks it.
 #include <string>
 
 #include <nlohmann/json.hpp>

@@ -162,6 +162,57 @@ TEST(ValidateRuns, ThroughputsAndPeaksAreRowsToo) {
       << text.out;
 }
 
+// --measured-log: a Megatron-LM log's median iteration time and largest peak, compared with the
+// run it logged and written into --save-scenario's file, which validate then reads back.
+TEST(ValidateRuns, ATrainingLogIsTheRunsMeasurement) {
+  const auto dir = test::make_temp_dir();
+  const std::string log = test::data_path("training_logs/megatron.log");
+  const std::string saved = dir + "/run.json";
+  const auto run = test::run_trainsim({"run", scenario_file("teaching/tp-nodes"), "--measured-log",
+                                       log, "--save-scenario", saved, "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto report = nlohmann::json::parse(run.out);
+  const double step = report.at("step_time_s");
+  const auto& published = report.at("published");
+  ASSERT_EQ(published.at("step_times").size(), 1u);
+  EXPECT_EQ(published.at("step_times")[0].at("step_time_s"), 3.15);
+  EXPECT_NEAR(published.at("step_times")[0].at("error").get<double>(), step / 3.15 - 1, 1e-12);
+  EXPECT_EQ(published.at("max_allocated")[0].at("max_allocated_bytes"),
+            std::llround(62000.25 * 1024 * 1024));
+
+  const auto scenario = nlohmann::json::parse(test::read_file(saved));
+  ASSERT_EQ(scenario.at("published").size(), 1u);
+  EXPECT_EQ(scenario.at("published")[0].at("step_time_s"), 3.15);
+  EXPECT_DOUBLE_EQ(scenario.at("published")[0].at("max_allocated_gib").get<double>(),
+                   62000.25 / 1024);
+  const auto sets = validate_json({saved});
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_NEAR(sets[0].at("rows")[0].at("error").get<double>(), step / 3.15 - 1, 1e-12);
+  EXPECT_EQ(sets[1].at("rows")[0].at("measured_bytes"), std::llround(62000.25 * 1024 * 1024));
+
+  // A scenario's own figures join the log's where its recipe is unchanged, and give way where a
+  // flag changes it: the log measured the run as the flags make it.
+  const std::string cp2 = scenario_file("llama3.1-8b-cp2-8gpu");
+  const auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {"run",      cp2,        "--measured-log", log,
+                                     "--engine", "analytic", "--format",       "json"};
+    args.insert(args.end(), more.begin(), more.end());
+    const auto r = test::run_trainsim(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("published");
+  };
+  EXPECT_EQ(with({}).at("step_times").size(), 3u);
+  const auto changed = with({"--gbs", "64"});
+  ASSERT_EQ(changed.at("step_times").size(), 1u);
+  EXPECT_FALSE(changed.contains("not_compared"));
+  EXPECT_TRUE(changed.at("step_times")[0].contains("error"));
+
+  const auto missing = test::run_trainsim({"run", cp2, "--measured-log", dir + "/no.log"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("--measured-log: no such file: " + dir + "/no.log"), std::string::npos)
+      << missing.err;
+}
+
 // What cannot be validated against: exit 2, naming the file and what it lacks.
 TEST(ValidateRuns, WhatIsNoMeasuredRunSaysWhy) {
   const auto named = test::run_trainsim({"validate", scenario_file("teaching/memory")});

@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 all=(json_text model_json hf_config platform_json kernel_db_json partition_spec layout_spec
-     safetensors_header sweep_spec scenario sweep_csv args pipeline megatron_args)
+     safetensors_header sweep_spec scenario sweep_csv args pipeline megatron_args training_log)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 # clang and its libFuzzer runtime, installed as .ci/setup installs packages.
@@ -73,6 +73,7 @@ seeds_of() {
     sweep_spec) seed_files 16384 scenarios/sweeps -name '*.json' ;;
     scenario | pipeline) seed_files 16384 scenarios -name '*.json' ;;
     megatron_args) seed_files 4096 scenarios/launch -name '*.sh' ;;
+    training_log) seed_files 16384 tests/data/training_logs tests/data/bad -name '*.log' ;;
   esac
 }
 max_len_of() {
@@ -131,7 +132,7 @@ for name in "${targets[@]}"; do
   done
   dict=()
   case "$name" in
-    partition_spec | layout_spec | safetensors_header | sweep_csv | args | megatron_args) ;;
+    partition_spec | layout_spec | safetensors_header | sweep_csv | args | megatron_args | training_log) ;;
     *)
       mkdir -p "$out/dict"
       json_dict "$name" >"$out/dict/$name.dict"
