@@ -304,6 +304,17 @@ mkdir -p "$here/deadline"
 rm -f "$tmp.csv"
 echo "wrote $out"
 
+# The same plans on H100 or H200 nodes, each at its own price: the GPU, layout and GPU count that
+# meet the deadline for the least money.
+out="$here/deadline/llama3.1-70b-h100-h200.txt"
+{
+  echo "build/trainsim sweep scenarios/sweeps/llama3.1-70b-h100-h200.json --out plans.csv --jobs 2"
+  echo
+  "$bin" sweep scenarios/sweeps/llama3.1-70b-h100-h200.json --out "$tmp.csv" --jobs 2 2>/dev/null
+} > "$out"
+rm -f "$tmp.csv"
+echo "wrote $out"
+
 # `trainsim run ARGS` as the published-throughput tables price a recipe: h100-sxm-ndr, ZeRO 1 with
 # overlapped gradient reduction and parameter gather, analytic engine; its JSON report into $tmp.
 predict() {

@@ -111,7 +111,7 @@ std::string sweep_line(const std::string& name) {
   std::string gpus = format_grouped(*fewest);
   if (*most != *fewest) gpus += " to " + format_grouped(*most);
   const std::int64_t plans = sweep_size(spec);
-  return spec.model.stem().string() + " on " + spec.platform.stem().string() + ", " + gpus +
+  return spec.model.stem().string() + " on " + platform_names(spec) + ", " + gpus +
          (*most == 1 ? " GPU: " : " GPUs: ") + format_grouped(plans) +
          (plans == 1 ? " plan" : " plans");
 }

@@ -85,13 +85,22 @@ std::vector<SweepEntry> finish(const std::filesystem::path& out,
 // (a base scenario's among them), the budget and the shard.
 std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
   std::string all = read_text_file(c.spec.file) + '\0' + read_text_file(c.spec.model) + '\0' +
-                    read_text_file(c.spec.platform) + '\0' + std::string(version()) + '\0' +
-                    build_id() + '\0' + sweep_csv_header();
+                    std::string(version()) + '\0' + build_id() + '\0' + sweep_csv_header();
   for (const auto& [field, value] : c.spec.fixed) all += '\0' + field + '=' + value;
   for (const std::int64_t g : c.spec.gpus) all += '\0' + std::to_string(g);
-  if (!c.platform.kernel_db_path.empty()) all += '\0' + read_text_file(c.platform.kernel_db_path);
+  for (std::size_t i = 0; i < c.platforms.size(); ++i) {
+    all += '\0' + read_text_file(c.spec.platforms[i].file) + '\0' + budget_text(c.budgets[i]);
+    const Platform& p = c.platforms[i];
+    if (!p.kernel_db_path.empty()) all += '\0' + read_text_file(p.kernel_db_path);
+  }
   const std::string shard = std::to_string(o.shard) + "/" + std::to_string(o.shards);
-  return sha256_hex(all + '\0' + budget_text(c.budget) + ' ' + shard);
+  return sha256_hex(all + '\0' + shard);
+}
+
+// "llama3.1-70b on h100-sxm-ndr and h200-sxm-ndr, FILE": the chart's title.
+std::string chart_title(const SweepSpec& spec) {
+  return spec.model.stem().string() + " on " + platform_names(spec) + ", " +
+         spec.file.stem().string() + ": days against GPU-hours";
 }
 
 // Resume: the whole rows a previous run of this same sweep (`fingerprint`) left in `part`, kept
@@ -249,7 +258,11 @@ std::string sweep_help() {
        "h100-sxm-ndr), \"gpus\": N or [N, ...], \"plan\": {field: value}, \"vary\": {field:\n"
        "[values]}, \"tokens\", \"price_per_gpu_hour\", \"gpu_mtbf_hours\", \"checkpoint_s\",\n"
        "\"restart_s\", \"top\", \"deadline_days\"}; fields as a scenario's \"plan\"\n"
-       "names them. Without dp, each plan's dp is the GPUs left over by tp x cp x pp.\n";
+       "names them. Without dp, each plan's dp is the GPUs left over by tp x cp x pp.\n"
+       "Several platforms: \"platform\": [\"h100-sxm-ndr\", \"h200-sxm-ndr\"], each plan priced\n"
+       "on each (the CSV's platform column, the tables' labels), and \"price_per_gpu_hour\":\n"
+       "{\"h100-sxm-ndr\": 2.5, \"h200-sxm-ndr\": 3.5} for a price each (--price-per-gpu-hour\n"
+       "sets one for all); a deadline's plans are then ranked by cost.\n";
   return o.str();
 }
 
@@ -262,14 +275,15 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   if (!o.merge.empty()) return merge_shards(o, out);
   const SweepSpec spec = load_sweep_spec(resolve_catalog_entry(kSweepsFolder, *o.file, "SWEEP"));
   const Model model = load_model(spec.model);
-  const Platform platform = load_platform(spec.platform);
-  const SweepContext context{spec, model, platform, over(o.budget, spec.budget)};
+  const TrainingBudget budget = over(o.budget, spec.budget);
+  const SweepContext context =
+      sweep_context(spec, model, budget, o.budget.price_per_gpu_hour.has_value());
   const std::optional<double> deadline = o.deadline_days ? o.deadline_days : spec.deadline_days;
-  if (deadline && !context.budget.tokens) {
+  if (deadline && !budget.tokens) {
     fail_without_tokens(o.deadline_days ? "--deadline-days"
                                         : spec.file.string() + ": $.deadline_days");
   }
-  if (o.svg && !context.budget.tokens) {
+  if (o.svg && !budget.tokens) {
     fail_input("--svg",
                "draws days against GPU-hours: give --tokens too (or the file's "
                "\"tokens\")");
@@ -297,9 +311,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   std::map<std::int64_t, std::string> rows = read_rows(part);
   const std::vector<SweepEntry> entries = finish(csv, rows);
   out << sweep_summary(entries, o.top.value_or(spec.top), deadline);
-  write_chart(o, entries, deadline,
-              spec.model.stem().string() + " on " + spec.platform.stem().string() + ", " +
-                  spec.file.stem().string() + ": days against GPU-hours");
+  write_chart(o, entries, deadline, chart_title(spec));
   out << simgrid_replays(context, ranked(entries), o.simgrid_top);
   std::filesystem::remove(part);
   return 0;

@@ -21,13 +21,15 @@ constexpr std::int64_t kMaxFullReplayGpus = 512;
 
 // Why plan `index` is not replayed on SimGrid, or empty.
 std::string why_not(const SweepContext& c, std::int64_t index) {
-  const auto plan = sweep_plan(sweep_point(c.spec, index));
+  const SweepPoint point = sweep_point(c.spec, index);
+  const auto plan = sweep_plan(point);
   if (!std::holds_alternative<Plan>(plan)) return "no plan";
   const Plan& p = std::get<Plan>(plan);
   if (p.world_size() <= kMaxFullReplayGpus) return "";
-  const Topology topology(c.platform, p.world_size());
+  const Platform& platform = c.platforms[point.platform];
+  const Topology topology(platform, p.world_size());
   const CostModel costs =
-      compute_costs(c.model, c.platform, p, build_partition(c.model, c.platform, p));
+      compute_costs(c.model, platform, p, build_partition(c.model, platform, p));
   const ReplayChoice choice = choose_replay(p, costs, topology, true, false);
   if (choice.replay == Replay::kSymmetric) return "";
   return "left out: SimGrid would replay all " + format_grouped(p.world_size()) + " GPUs (" +
@@ -37,12 +39,14 @@ std::string why_not(const SweepContext& c, std::int64_t index) {
 // Plan `index` replayed on SimGrid in a child process; its step time, or nullopt if it failed.
 std::optional<double> simgrid_step(const SweepContext& c, std::int64_t index) {
   const auto text = run_in_child([&c, index] {
-    const auto plan = sweep_plan(sweep_point(c.spec, index));
+    const SweepPoint point = sweep_point(c.spec, index);
+    const auto plan = sweep_plan(point);
     if (!std::holds_alternative<Plan>(plan)) return std::string();
     const Plan& p = std::get<Plan>(plan);
-    const double step = evaluate(c.model, c.platform, p, build_partition(c.model, c.platform, p),
-                                 EngineKind::kSimGrid)
-                            .sim.step_time_s;
+    const Platform& platform = c.platforms[point.platform];
+    const double step =
+        evaluate(c.model, platform, p, build_partition(c.model, platform, p), EngineKind::kSimGrid)
+            .sim.step_time_s;
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g", step);
     return std::string(buf);

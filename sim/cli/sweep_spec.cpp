@@ -126,6 +126,50 @@ void read_vary(JsonObject& o, std::string_view text, SweepSpec& spec) {
   }
 }
 
+// "platform": a platform name or path, or a list of them (the scenario's, else the default,
+// where absent). `prices`: "price_per_gpu_hour" where it is an object, each platform's (as the
+// list names it) own price.
+std::vector<SweepPlatform> read_platforms(JsonObject& o, const std::filesystem::path& file,
+                                          const std::optional<std::filesystem::path>& base,
+                                          const std::optional<nlohmann::json>& prices) {
+  const std::string price_path = "$.price_per_gpu_hour";
+  if (!o.has("platform")) {
+    if (prices) {
+      fail_input(file.string() + ": " + price_path,
+                 "gives each platform its price: name them in \"platform\"");
+    }
+    return {{base ? *base
+                  : resolve_from_scenario("platforms", kDefaultPlatform, file, o.where("platform")),
+             std::nullopt}};
+  }
+  const auto& v = o.raw("platform");
+  std::vector<std::string> names;
+  if (v.is_string()) {
+    names.push_back(v.get<std::string>());
+  } else if (v.is_array() && !v.empty() &&
+             std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_string(); })) {
+    for (const auto& x : v) names.push_back(x.get<std::string>());
+  } else {
+    o.fail("platform", "must be a platform (a name or path) or a non-empty list of them, got " +
+                           json_excerpt(v));
+  }
+  std::vector<SweepPlatform> platforms;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string where =
+        o.where("platform") + (v.is_array() ? "[" + std::to_string(i) + "]" : "");
+    const auto before = names.begin() + static_cast<std::ptrdiff_t>(i);
+    if (std::find(names.begin(), before, names[i]) != before) fail_input(where, "is named twice");
+    platforms.push_back({resolve_from_scenario("platforms", names[i], file, where), std::nullopt});
+  }
+  if (!prices) return platforms;
+  JsonObject each(*prices, file.string(), price_path);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    platforms[i].price_per_gpu_hour = each.number(names[i]);
+  }
+  each.finish();
+  return platforms;
+}
+
 // "scenario": a scenario file (a catalog name, or a path relative to the sweep file) the sweep
 // starts from: its model, platform and the plan fields it sets, checked as `run` checks them. Its
 // dp is what each GPU count leaves, so it is dropped; its GPUs are the sweep's where the sweep
@@ -165,18 +209,20 @@ SweepSpec load_sweep_spec(const std::filesystem::path& file) {
 SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& file) {
   SweepSpec spec;
   spec.file = file;
-  const auto j = parse_json_text(text, file.string());
+  auto j = parse_json_text(text, file.string());
+  // A price per platform is read with the platforms, and taken out before the budget is.
+  std::optional<nlohmann::json> prices;
+  if (j.is_object() && j.contains("price_per_gpu_hour") && j["price_per_gpu_hour"].is_object()) {
+    prices = j["price_per_gpu_hour"];
+    j.erase("price_per_gpu_hour");
+  }
   JsonObject o(j, file.string());
   o.allow({"description", "notes"});
   const BaseScenario base = read_base_scenario(o, file);
   spec.model = base.model && !o.has("model")
                    ? *base.model
                    : resolve_from_scenario("models", o.string("model"), file, o.where("model"));
-  spec.platform = base.platform && !o.has("platform")
-                      ? *base.platform
-                      : resolve_from_scenario(
-                            "platforms", o.optional_string("platform").value_or(kDefaultPlatform),
-                            file, o.where("platform"));
+  spec.platforms = read_platforms(o, file, base.platform, prices);
   spec.gpus = base.gpus > 0 && !o.has("gpus") ? std::vector<std::int64_t>{base.gpus} : read_gpus(o);
   read_plan(o, spec);
   read_vary(o, text, spec);
@@ -199,8 +245,14 @@ SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& f
   return spec;
 }
 
+std::string platform_names(const SweepSpec& spec) {
+  std::vector<std::string> names;
+  for (const auto& p : spec.platforms) names.push_back(p.file.stem().string());
+  return and_list(names);
+}
+
 std::int64_t sweep_size(const SweepSpec& spec) {
-  auto n = static_cast<std::int64_t>(spec.gpus.size());
+  auto n = static_cast<std::int64_t>(spec.platforms.size() * spec.gpus.size());
   for (const auto& axis : spec.axes) {
     n *= static_cast<std::int64_t>(axis.values.size());
     if (n > kMaxPlans) return kMaxPlans + 1;
@@ -218,7 +270,9 @@ SweepPoint sweep_point(const SweepSpec& spec, std::int64_t index) {
     p.fields[axis->field] = axis->values[static_cast<std::size_t>(rest % n)];
     rest /= n;
   }
-  p.gpus = spec.gpus[static_cast<std::size_t>(rest)];
+  const auto counts = static_cast<std::int64_t>(spec.gpus.size());
+  p.gpus = spec.gpus[static_cast<std::size_t>(rest % counts)];
+  p.platform = static_cast<std::size_t>(rest / counts);
   return p;
 }
 

@@ -1,13 +1,16 @@
 #pragma once
-// A sweep file: a model, a platform, GPU counts, fixed plan fields and lists of values to vary.
-// The plans are the product of the lists, numbered in a fixed order (GPU count outermost, then
-// the "vary" keys in the file's order, the last fastest), so that a plan's number names it in
-// every run, shard and resume.
+// A sweep file: a model, one platform or several, GPU counts, fixed plan fields and lists of
+// values to vary. The plans are the product of the lists, numbered in a fixed order (platform
+// outermost, then GPU count, then the "vary" keys in the file's order, the last fastest), so that
+// a plan's number names it in every run, shard and resume.
 //
 //   {"model": "llama3.1-70b", "platform": "h100-sxm-ndr", "gpus": [64, 128],
 //    "plan": {"seq_len": 8192, "gbs": 512},
 //    "vary": {"tp": [2, 4, 8], "pp": [1, 2, 4, 8], "mbs": [1, 2]},
 //    "tokens": 15e12, "price_per_gpu_hour": 2.5, "top": 10, "deadline_days": 60}
+//
+// Several platforms, each with its price: "platform": ["h100-sxm-ndr", "h200-sxm-ndr"],
+// "price_per_gpu_hour": {"h100-sxm-ndr": 2.5, "h200-sxm-ndr": 3.5}.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -29,14 +32,21 @@ struct SweepAxis {
   std::vector<std::string> values;  // as its flag takes them
 };
 
+/// A platform the sweep prices its plans on, and the price of a GPU-hour there where the sweep
+/// gives each platform its own.
+struct SweepPlatform {
+  std::filesystem::path file;
+  std::optional<double> price_per_gpu_hour;
+};
+
 struct SweepSpec {
   std::filesystem::path file;
   std::filesystem::path model;
-  std::filesystem::path platform;
+  std::vector<SweepPlatform> platforms;  // one at least
   std::vector<std::int64_t> gpus;
   std::map<std::string, std::string> fixed;  // plan field -> value as its flag takes it
   std::vector<SweepAxis> axes;
-  TrainingBudget budget;  // "tokens", "price_per_gpu_hour", "gpu_mtbf_hours", ...
+  TrainingBudget budget;  // "tokens", "price_per_gpu_hour" (one for all), "gpu_mtbf_hours", ...
   std::int64_t top = 10;
   /// "deadline_days": list the cheapest plans that finish within it (needs "tokens").
   std::optional<double> deadline_days;
@@ -56,11 +66,15 @@ SweepSpec load_sweep_spec(const std::filesystem::path& file);
 /// platform paths.
 SweepSpec parse_sweep_spec(std::string_view text, const std::filesystem::path& file);
 
-/// The number of plans (GPU counts x the product of the lists).
+/// The platforms in words: "h100-sxm-ndr", "h100-sxm-ndr and h200-sxm-ndr" (their file names).
+std::string platform_names(const SweepSpec& spec);
+
+/// The number of plans (platforms x GPU counts x the product of the lists).
 std::int64_t sweep_size(const SweepSpec& spec);
 
 struct SweepPoint {
   std::int64_t index = 0;
+  std::size_t platform = 0;  // of SweepSpec::platforms
   std::int64_t gpus = 0;
   std::map<std::string, std::string> fields;  // fixed and varied plan fields
 };

@@ -59,14 +59,32 @@ void Progress::tick() {
        << " s" << (tty_ && done_ < total_ ? "" : "\n") << std::flush;
 }
 
-std::string row_line(const SweepContext& c, std::int64_t index, CollectiveShapes& shapes) {
+SweepContext sweep_context(const SweepSpec& spec, const Model& model, const TrainingBudget& budget,
+                           bool price_flag) {
+  SweepContext c{spec, model, {}, {}};
+  for (const SweepPlatform& p : spec.platforms) {
+    c.platforms.push_back(load_platform(p.file));
+    c.budgets.push_back(budget);
+    if (p.price_per_gpu_hour && !price_flag)
+      c.budgets.back().price_per_gpu_hour = p.price_per_gpu_hour;
+  }
+  return c;
+}
+
+std::string row_line(const SweepContext& c, std::int64_t index,
+                     std::vector<CollectiveShapes>& shapes) {
   const SweepPoint point = sweep_point(c.spec, index);
+  const Platform& platform = c.platforms[point.platform];
+  const TrainingBudget& budget = c.budgets[point.platform];
   auto plan = sweep_plan(point);
-  if (auto* refused = std::get_if<SweepRow>(&plan)) return sweep_csv_line(*refused, c.budget);
+  if (auto* refused = std::get_if<SweepRow>(&plan)) {
+    refused->platform = platform.name;
+    return sweep_csv_line(*refused, budget);
+  }
   const Plan& p = std::get<Plan>(plan);
-  return sweep_csv_line(
-      evaluate_sweep_plan(c.model, c.platform, p, index, &shapes, same_plan_as(c.spec, point, p)),
-      c.budget);
+  return sweep_csv_line(evaluate_sweep_plan(c.model, platform, p, index, &shapes[point.platform],
+                                            same_plan_as(c.spec, point, p)),
+                        budget);
 }
 
 void run_workers(const SweepContext& c, const std::vector<std::int64_t>& todo, std::int64_t jobs,
@@ -80,7 +98,7 @@ void run_workers(const SweepContext& c, const std::vector<std::int64_t>& todo, s
     if (pid == 0) {
       reset_interrupt_handlers();  // the parent speaks for the sweep and removes its temp files
       ::close(p[0]);
-      CollectiveShapes shapes;
+      std::vector<CollectiveShapes> shapes(c.platforms.size());
       for (std::size_t i = static_cast<std::size_t>(w); i < todo.size();
            i += static_cast<std::size_t>(jobs)) {
         const std::string line = row_line(c, todo[i], shapes);

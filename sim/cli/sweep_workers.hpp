@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/cli/sweep_spec.hpp"
+#include "sim/platform/platform.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace trainsim {
@@ -47,16 +48,24 @@ class Progress {
   Clock::time_point start_ = Clock::now(), last_ = Clock::now();
 };
 
-/// What every plan of a sweep is priced with.
+/// What every plan of a sweep is priced with: the model, and each platform of the spec with the
+/// budget its plans are costed with (the platform's own price where the sweep gives one).
 struct SweepContext {
   const SweepSpec& spec;
   const Model& model;
-  const Platform& platform;
-  TrainingBudget budget;
+  std::vector<Platform> platforms;
+  std::vector<TrainingBudget> budgets;
 };
 
-/// The CSV line of plan `index`.
-std::string row_line(const SweepContext& c, std::int64_t index, CollectiveShapes& shapes);
+/// The context of `spec`: its platforms loaded, `budget` (the flags' over the file's) with each
+/// platform's price where the file gives one and no --price-per-gpu-hour overrides it.
+SweepContext sweep_context(const SweepSpec& spec, const Model& model, const TrainingBudget& budget,
+                           bool price_flag);
+
+/// The CSV line of plan `index`. `shapes`: collective shapes priced already, one cache per
+/// platform.
+std::string row_line(const SweepContext& c, std::int64_t index,
+                     std::vector<CollectiveShapes>& shapes);
 
 /// Runs `todo` in `jobs` forked workers, worker w taking every jobs-th plan from w; each line is
 /// passed back whole through a pipe and appended to `part` by this process.

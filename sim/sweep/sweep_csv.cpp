@@ -31,7 +31,7 @@ std::string cell(const nlohmann::ordered_json& v) {
 
 const std::vector<std::string>& sweep_csv_columns() {
   static const std::vector<std::string> columns = [] {
-    std::vector<std::string> c = {"index", "gpus"};
+    std::vector<std::string> c = {"index", "platform", "gpus"};
     // A report's plan fields, blank where the report leaves one out (an option of another mode).
     for (const auto& p : plan_json_keys()) c.push_back(p);
     for (const char* s : {"status", "reason", "step_s", "step_p10_s", "step_p90_s", "tokens_per_s",
@@ -50,7 +50,8 @@ std::string sweep_csv_header() {
 }
 
 std::string sweep_csv_line(const SweepRow& row, const TrainingBudget& budget) {
-  std::vector<std::string> f = {std::to_string(row.index), std::to_string(row.gpus)};
+  std::vector<std::string> f = {std::to_string(row.index), quoted(row.platform),
+                                std::to_string(row.gpus)};
   const nlohmann::ordered_json plan =
       row.plan ? plan_json(*row.plan) : nlohmann::ordered_json::object();
   // Quoted where a value holds a comma (recompute_modules' list).

@@ -1,7 +1,7 @@
 #pragma once
-// A sweep's CSV: one line per plan, its index first, every plan field, what became of it and its
-// figures. Lines are written whole and read back by the same rules, so that an interrupted sweep
-// resumes from its partial file and shards merge into the unsharded run's bytes.
+// A sweep's CSV: one line per plan, its index first, its platform, every plan field, what became
+// of it and its figures. Lines are written whole and read back by the same rules, so that an
+// interrupted sweep resumes from its partial file and shards merge into the unsharded run's bytes.
 #include <cstdint>
 #include <optional>
 #include <string>

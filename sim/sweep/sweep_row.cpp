@@ -68,6 +68,7 @@ SweepRow evaluate_sweep_plan(const Model& base, const Platform& platform, const 
   const Model model = trained_model(base, plan);
   SweepRow row;
   row.index = index;
+  row.platform = platform.name;
   row.gpus = plan.world_size();
   row.plan = plan;
   std::optional<Partition> partition;

@@ -23,6 +23,7 @@ const char* to_string(SweepStatus status);  // ok, rule, same, defect, memory, s
 
 struct SweepRow {
   std::int64_t index = 0;
+  std::string platform;  // the name of the platform it is priced on
   std::int64_t gpus = 0;
   /// The plan, absent where the swept values did not make one (a rule refused them first).
   std::optional<Plan> plan;

@@ -33,6 +33,7 @@ std::string refusal_kind(const std::string& reason) {
 struct Columns {
   bool failures = false;
   bool gpu_hours = false;
+  bool cost = false;  // the cost spent (a deadline's plans ranked by cost)
 };
 
 void table_row(std::ostringstream& out, const std::string& rank, const SweepEntry& e, Columns c) {
@@ -54,6 +55,11 @@ void table_row(std::ostringstream& out, const std::string& rank, const SweepEntr
                   format_grouped(static_cast<std::int64_t>(e.gpu_hours_spent())).c_str());
     out << buf;
   }
+  if (c.cost) {
+    std::snprintf(buf, sizeof buf, " %14s",
+                  format_grouped(static_cast<std::int64_t>(e.cost_spent().value_or(0))).c_str());
+    out << buf;
+  }
   out << "  " << e.plan << "\n";
 }
 
@@ -64,6 +70,7 @@ void table_header(std::ostringstream& out, const char* first, Columns c) {
   out << buf;
   if (c.failures) out << "   lost";
   if (c.gpu_hours) out << "    GPU-hours";
+  if (c.cost) out << "           cost";
   out << "  plan\n";
 }
 
@@ -74,7 +81,28 @@ bool faster(const SweepEntry& a, const SweepEntry& b) {
   return a.goodput() > b.goodput() || (a.goodput() == b.goodput() && a.index < b.index);
 }
 
-// The plans that finish within the deadline, fewest GPU-hours first, or why there are none.
+// Whether plans are compared by their cost rather than their GPU-hours: they span several
+// platforms, each with a price.
+bool by_cost(const std::vector<SweepEntry>& entries) {
+  std::set<std::string> platforms;
+  for (const auto& e : entries) platforms.insert(e.platform);
+  return platforms.size() > 1 && std::all_of(entries.begin(), entries.end(), [](const auto& e) {
+           return e.cost_spent().has_value();
+         });
+}
+
+// Where plans span several platforms, each label starts with its platform.
+void label_platforms(std::vector<SweepEntry>& entries) {
+  std::set<std::string> platforms;
+  for (const auto& e : entries) platforms.insert(e.platform);
+  if (platforms.size() < 2) return;
+  for (auto& e : entries) {
+    if (!e.plan.empty()) e.plan = e.platform + ": " + e.plan;
+  }
+}
+
+// The plans that finish within the deadline, fewest GPU-hours (or least cost) first, or why there
+// are none.
 void deadline_table(std::ostringstream& out, const std::vector<SweepEntry>& entries,
                     const std::vector<SweepEntry>& priced, std::int64_t top, double deadline_days,
                     Columns c) {
@@ -97,9 +125,10 @@ void deadline_table(std::ostringstream& out, const std::vector<SweepEntry>& entr
     return;
   }
   c.gpu_hours = true;
+  c.cost = by_cost(cheap);
   out << "\ncheapest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(cheap.size()))
-      << " plans " << within << " (GPU-hours" << (c.failures ? " with failures" : "") << "; "
-      << cheap.size() << " finish in time):\n";
+      << " plans " << within << " (" << (c.cost ? "cost" : "GPU-hours")
+      << (c.failures ? " with failures" : "") << "; " << cheap.size() << " finish in time):\n";
   table_header(out, "rank", c);
   for (std::int64_t i = 0; i < top && i < static_cast<std::int64_t>(cheap.size()); ++i) {
     table_row(out, std::to_string(i + 1), cheap[static_cast<std::size_t>(i)], c);
@@ -148,6 +177,7 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
     };
     SweepEntry e;
     e.index = std::stoll(f("index"));
+    e.platform = f("platform");
     e.gpus = std::stoll(f("gpus"));
     e.status = f("status");
     e.reason = f("reason");
@@ -169,9 +199,11 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
     e.days_with_failures = f("days_with_failures");
     e.lost_to_failures = number(f("lost_to_failures"));
     e.gpu_hours_with_failures = f("gpu_hours_with_failures");
+    e.cost_with_failures = f("cost_with_failures");
     out.push_back(std::move(e));
   }
   label_what_differs(out, plans);
+  label_platforms(out);
   return out;
 }
 
@@ -201,12 +233,16 @@ std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries) {
 std::vector<SweepEntry> cheapest_within(const std::vector<SweepEntry>& entries,
                                         double deadline_days) {
   // Each plan's sort key read from its text once, not at every comparison.
-  using Key = std::tuple<double, double, std::int64_t>;  // GPU-hours, days, index
-  std::vector<std::pair<Key, const SweepEntry*>> keyed;
+  using Key = std::tuple<double, double, std::int64_t>;  // GPU-hours (or cost), days, index
+  std::vector<SweepEntry> in_time;
   for (const auto& e : entries) {
-    if (e.status != "ok" || !e.finishes()) continue;
-    const double days = e.days_spent();
-    if (days <= deadline_days) keyed.push_back({{e.gpu_hours_spent(), days, e.index}, &e});
+    if (e.status == "ok" && e.finishes() && e.days_spent() <= deadline_days) in_time.push_back(e);
+  }
+  const bool cost = by_cost(in_time);
+  std::vector<std::pair<Key, const SweepEntry*>> keyed;
+  for (const auto& e : in_time) {
+    const double spent = cost ? *e.cost_spent() : e.gpu_hours_spent();
+    keyed.push_back({{spent, e.days_spent(), e.index}, &e});
   }
   std::stable_sort(keyed.begin(), keyed.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });

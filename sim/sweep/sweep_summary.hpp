@@ -15,6 +15,7 @@ namespace trainsim {
 /// One priced or refused plan as the summary reads it from its CSV line.
 struct SweepEntry {
   std::int64_t index = 0;
+  std::string platform;
   std::int64_t gpus = 0;
   std::string status;
   std::string reason;
@@ -29,6 +30,7 @@ struct SweepEntry {
   std::string days_with_failures;       // blank without a GPU MTBF, "inf" for a job that never ends
   double lost_to_failures = 0;          // the share of the days failures take (1: never ends)
   std::string gpu_hours_with_failures;  // as days_with_failures
+  std::string cost_with_failures;       // as days_with_failures, blank without a price
 
   /// Tokens/s less what failures take: tokens/s x (1 - lost_to_failures).
   double goodput() const { return tokens_per_s * (1 - lost_to_failures); }
@@ -41,9 +43,15 @@ struct SweepEntry {
   double gpu_hours_spent() const {
     return std::stod(gpu_hours_with_failures.empty() ? gpu_hours : gpu_hours_with_failures);
   }
+  /// The cost it takes, as gpu_hours_spent(); none without a price.
+  std::optional<double> cost_spent() const {
+    const std::string& c = days_with_failures.empty() ? cost : cost_with_failures;
+    return c.empty() ? std::nullopt : std::optional<double>(std::stod(c));
+  }
 };
 
-/// The entries of CSV row lines (header and malformed lines skipped).
+/// The entries of CSV row lines (header and malformed lines skipped). Where they span several
+/// platforms, each plan's label starts with its platform ("h200-sxm-ndr: tp 8 ...").
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines);
 
 /// The priced entries not beaten by one on as many GPUs or fewer: for each GPU count, ascending,
@@ -54,7 +62,9 @@ std::vector<SweepEntry> pareto_front(const std::vector<SweepEntry>& entries);
 std::vector<SweepEntry> ranked(const std::vector<SweepEntry>& entries);
 
 /// The priced entries that finish within `deadline_days` (days_spent()), fewest GPU-hours spent
-/// first (then fewer days, then the lower index): the cheapest way to meet a deadline.
+/// first (then fewer days, then the lower index): the cheapest way to meet a deadline. Where they
+/// span several platforms and each has a price, the lowest cost first: a GPU-hour costs what its
+/// platform's does.
 std::vector<SweepEntry> cheapest_within(const std::vector<SweepEntry>& entries,
                                         double deadline_days);
 

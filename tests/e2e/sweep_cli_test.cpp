@@ -153,6 +153,42 @@ TEST(SweepCli, BestPlanReplayedOnSimGridAsRunReplaysIt) {
 }
 
 // A partial file left by another sweep (here another token budget) is not resumed from.
+// A sweep over two platforms: the first platform's rows are, byte for byte, the rows a sweep of
+// it alone writes; the second's follow with its own platform and price; the deadline's plans are
+// ranked by cost and labelled by platform.
+TEST(SweepCli, TwoPlatformsEachWithItsPrice) {
+  const std::string dir = test::make_temp_dir();
+  const std::string common = R"("model": "llama3.1-8b", "gpus": [8, 16],
+    "plan": {"seq_len": 8192, "gbs": 64}, "vary": {"tp": [1, 2, 4], "pp": [1, 2]},
+    "tokens": 1e11, "deadline_days": 30)";
+  test::write_file(dir + "/one.json",
+                   "{" + common + R"(, "platform": "h100-sxm-ndr", "price_per_gpu_hour": 2.5})");
+  test::write_file(dir + "/two.json", "{" + common +
+                                          R"(, "platform": ["h100-sxm-ndr", "h200-sxm-ndr"],
+    "price_per_gpu_hour": {"h100-sxm-ndr": 2.5, "h200-sxm-ndr": 3.5}})");
+  const auto one = test::run_trainsim({"sweep", dir + "/one.json", "--out", dir + "/one.csv"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto two = test::run_trainsim(
+      {"sweep", dir + "/two.json", "--out", dir + "/two.csv", "--jobs", "2", "--simgrid-top", "0"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const std::string single = test::read_file(dir + "/one.csv");
+  const std::string both = test::read_file(dir + "/two.csv");
+  ASSERT_EQ(lines(dir + "/one.csv"), 1 + 12);
+  ASSERT_EQ(lines(dir + "/two.csv"), 1 + 24);
+  EXPECT_EQ(both.substr(0, single.size()), single);
+  std::istringstream rest(both.substr(single.size()));
+  int h200 = 0;
+  for (std::string line; std::getline(rest, line);) {
+    EXPECT_EQ(line.find(std::to_string(12 + h200) + ",h200-sxm-ndr,"), 0u) << line;
+    ++h200;
+  }
+  EXPECT_EQ(h200, 12);
+  EXPECT_NE(two.out.find("24 plans on 8 to 16 GPUs"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find(" (cost; "), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("  h200-sxm-ndr: tp "), std::string::npos) << two.out;
+  EXPECT_EQ(one.out.find("h100-sxm-ndr: "), std::string::npos);  // one platform: no prefix
+}
+
 TEST(SweepCli, PartialFileOfAnotherSweepIsRefused) {
   const Sweep s;
   const std::string out = s.dir + "/p.csv";

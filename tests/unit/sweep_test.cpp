@@ -48,6 +48,28 @@ TEST(SweepSpec, NumbersPlansGpusOutermostLastKeyFastest) {
   EXPECT_EQ(last.fields.at("recompute"), "full");
 }
 
+// Several platforms, each with its price: the platform is the outermost digit of a plan's number,
+// so that the first platform's plans keep the numbers a sweep of it alone gives them.
+TEST(SweepSpec, SeveralPlatformsNumberOutermostEachWithItsPrice) {
+  const SweepSpec spec = load_sweep_spec(sweep_file(
+      R"({"model": "llama3.1-8b", "gpus": [8, 16], "platform": ["h100-sxm-ndr", "h200-sxm-ndr"],
+          "price_per_gpu_hour": {"h100-sxm-ndr": 2.5, "h200-sxm-ndr": 3.5},
+          "vary": {"tp": [1, 2, 4]}, "tokens": 1e12})"));
+  ASSERT_EQ(spec.platforms.size(), 2u);
+  EXPECT_EQ(spec.platforms[1].file.stem(), "h200-sxm-ndr");
+  EXPECT_EQ(spec.platforms[0].price_per_gpu_hour, 2.5);
+  EXPECT_EQ(spec.platforms[1].price_per_gpu_hour, 3.5);
+  EXPECT_FALSE(spec.budget.price_per_gpu_hour);  // each platform's, not one for all
+  EXPECT_EQ(platform_names(spec), "h100-sxm-ndr and h200-sxm-ndr");
+  ASSERT_EQ(sweep_size(spec), 2 * 2 * 3);
+  EXPECT_EQ(sweep_point(spec, 5).platform, 0u);
+  EXPECT_EQ(sweep_point(spec, 5).gpus, 16);
+  EXPECT_EQ(sweep_point(spec, 6).platform, 1u);
+  EXPECT_EQ(sweep_point(spec, 6).gpus, 8);
+  EXPECT_EQ(sweep_point(spec, 6).fields.at("tp"), "1");
+  EXPECT_EQ(sweep_point(spec, 11).fields.at("tp"), "4");
+}
+
 TEST(SweepSpec, DataParallelismIsWhatTheGpusLeave) {
   const SweepSpec spec = load_sweep_spec(sweep_file(kSweep));
   // 16 GPUs, tp 4, pp 1: dp 4.
@@ -71,7 +93,8 @@ TEST(SweepSpec, AScenarioIsTheStartOfASweep) {
   const SweepSpec spec = parse_sweep_spec(
       R"({"scenario": "llama3.1-8b-cp2-8gpu", "plan": {"zero": 0}, "vary": {"cp": [1, 2]}})", file);
   EXPECT_EQ(spec.model.stem(), "llama3.1-8b");
-  EXPECT_EQ(spec.platform.stem(), "h100-sxm-ndr");
+  ASSERT_EQ(spec.platforms.size(), 1u);
+  EXPECT_EQ(spec.platforms[0].file.stem(), "h100-sxm-ndr");
   EXPECT_EQ(spec.gpus, (std::vector<std::int64_t>{8}));
   EXPECT_EQ(spec.fixed.at("seq_len"), "8192");
   EXPECT_EQ(spec.fixed.at("cp_comm_type"), "p2p");
@@ -107,6 +130,21 @@ TEST(SweepSpec, BadValuesAreInputErrorsNamingTheirPath) {
       "$.vary.tp: is also fixed in $.plan");
   EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": 8, "vary": {"tp": []}})"),
             "$.vary.tp: must be a non-empty list");
+  EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": 8, "platform": ["h100-sxm-ndr",
+            "h100-sxm-ndr"]})"),
+            "$.platform[1]: is named twice");
+  EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": 8, "platform": []})"),
+            "$.platform: must be a platform (a name or path) or a non-empty list of them, got []");
+  EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": 8, "platform": ["h100-sxm-ndr",
+            "h200-sxm-ndr"], "price_per_gpu_hour": {"h100-sxm-ndr": 2.5}})")
+                .rfind("$.price_per_gpu_hour.h200-sxm-ndr: required key is missing", 0),
+            0u);
+  EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": 8, "price_per_gpu_hour": {"x": 2}})"),
+            "$.price_per_gpu_hour: gives each platform its price: name them in \"platform\"");
+  EXPECT_EQ(message(R"({"model": "llama3.1-8b", "gpus": 8, "platform": "h100-sxm-ndr",
+            "price_per_gpu_hour": {"h100-sxm-ndr": 2, "h200": 3}})")
+                .rfind("$.price_per_gpu_hour.h200: unknown key", 0),
+            0u);
 }
 
 // A priced row's figures against the plan's own arithmetic, and its CSV line read back.
@@ -412,6 +450,19 @@ TEST(SweepSummary, ADeadlineListsTheCheapestPlansThatMeetIt) {
                         "50.000 days\n"),
               std::string::npos);
   }
+  // Plans on several platforms, each with its price: the cheapest are those of least cost (a
+  // GPU-hour costs what its platform's does), and each label names its platform.
+  std::vector<SweepEntry> priced = {entry(0, 64, 90, false), entry(1, 64, 80, false)};
+  priced[0].platform = "h100";
+  priced[0].cost = format_fixed(2.0 * priced[0].gpu_hours_spent(), 0);
+  priced[1].platform = "h200";
+  priced[1].cost = format_fixed(3.0 * priced[1].gpu_hours_spent(), 0);
+  const auto by_cost = cheapest_within(priced, 100);
+  ASSERT_EQ(by_cost.size(), 2u);
+  EXPECT_EQ(by_cost[0].index, 0);  // 276,480 against 368,640, though it spends more GPU-hours
+  EXPECT_NE(sweep_summary(priced, 2, 100)
+                .find("cheapest 2 plans within 100 days (cost; 2 finish in time):\n"),
+            std::string::npos);
   // A plan whose job never finishes has no days to meet a deadline with.
   SweepEntry never = entry(0, 16384, 10, true);
   never.days_with_failures = "inf";
