@@ -308,9 +308,11 @@ echo "wrote $out"
 # meet the deadline for the least money.
 out="$here/deadline/llama3.1-70b-h100-h200.txt"
 {
-  echo "build/trainsim sweep scenarios/sweeps/llama3.1-70b-h100-h200.json --out plans.csv --jobs 2"
+  echo "build/trainsim sweep scenarios/sweeps/llama3.1-70b-h100-h200.json --out plans.csv --jobs 2 \\"
+  echo "  --svg results/deadline/llama3.1-70b-h100-h200.svg"
   echo
-  "$bin" sweep scenarios/sweeps/llama3.1-70b-h100-h200.json --out "$tmp.csv" --jobs 2 2>/dev/null
+  "$bin" sweep scenarios/sweeps/llama3.1-70b-h100-h200.json --out "$tmp.csv" --jobs 2 \
+    --svg "$here/deadline/llama3.1-70b-h100-h200.svg" 2>/dev/null
 } > "$out"
 rm -f "$tmp.csv"
 echo "wrote $out"

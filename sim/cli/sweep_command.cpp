@@ -97,10 +97,16 @@ std::string fingerprint(const SweepContext& c, const SweepOptions& o) {
   return sha256_hex(all + '\0' + shard);
 }
 
-// "llama3.1-70b on h100-sxm-ndr and h200-sxm-ndr, FILE": the chart's title.
-std::string chart_title(const SweepSpec& spec) {
+// What the chart draws: days against GPU-hours, or against cost where the plans span platforms
+// of different prices.
+std::string chart_axes(const std::vector<SweepEntry>& entries) {
+  return std::string("days against ") + (ranked_by_cost(entries) ? "cost" : "GPU-hours");
+}
+
+// "llama3.1-70b on h100-sxm-ndr and h200-sxm-ndr, FILE: days against cost": the chart's title.
+std::string chart_title(const SweepSpec& spec, const std::vector<SweepEntry>& entries) {
   return spec.model.stem().string() + " on " + platform_names(spec) + ", " +
-         spec.file.stem().string() + ": days against GPU-hours";
+         spec.file.stem().string() + ": " + chart_axes(entries);
 }
 
 // Resume: the whole rows a previous run of this same sweep (`fingerprint`) left in `part`, kept
@@ -158,7 +164,7 @@ int merge_shards(const SweepOptions& o, std::ostream& out) {
   }
   const std::vector<SweepEntry> entries = finish(*o.out, rows);
   out << sweep_summary(entries, o.top.value_or(10), o.deadline_days);
-  write_chart(o, entries, o.deadline_days, "merged sweep: days against GPU-hours");
+  write_chart(o, entries, o.deadline_days, "merged sweep: " + chart_axes(entries));
   out << "merged " << rows.size() << " rows from " << o.merge.size() << " files into " << *o.out
       << "\n";
   return 0;
@@ -311,7 +317,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   std::map<std::int64_t, std::string> rows = read_rows(part);
   const std::vector<SweepEntry> entries = finish(csv, rows);
   out << sweep_summary(entries, o.top.value_or(spec.top), deadline);
-  write_chart(o, entries, deadline, chart_title(spec));
+  write_chart(o, entries, deadline, chart_title(spec, entries));
   out << simgrid_replays(context, ranked(entries), o.simgrid_top);
   std::filesystem::remove(part);
   return 0;

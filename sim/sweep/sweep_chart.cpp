@@ -32,14 +32,20 @@ struct Axes {
   }
 };
 
-Axes axes_of(const std::vector<SweepEntry>& plans, std::optional<double> deadline) {
+// What a plan spends on the vertical axis: its GPU-hours, or its cost where the plans span
+// platforms of different prices.
+double spent(const SweepEntry& e, bool cost) {
+  return cost ? e.cost_spent().value_or(0) : e.gpu_hours_spent();
+}
+
+Axes axes_of(const std::vector<SweepEntry>& plans, std::optional<double> deadline, bool cost) {
   double d_lo = plans.front().days_spent(), d_hi = d_lo;
-  double g_lo = plans.front().gpu_hours_spent(), g_hi = g_lo;
+  double g_lo = spent(plans.front(), cost), g_hi = g_lo;
   for (const auto& e : plans) {
     d_lo = std::min(d_lo, e.days_spent());
     d_hi = std::max(d_hi, e.days_spent());
-    g_lo = std::min(g_lo, e.gpu_hours_spent());
-    g_hi = std::max(g_hi, e.gpu_hours_spent());
+    g_lo = std::min(g_lo, spent(e, cost));
+    g_hi = std::max(g_hi, spent(e, cost));
   }
   if (deadline) {
     d_lo = std::min(d_lo, *deadline);
@@ -77,13 +83,36 @@ void ticks(std::ostringstream& o, const Axes& a) {
   }
 }
 
-void point(std::ostringstream& o, const Axes& a, const SweepEntry& e, const char* colour) {
-  o << "<circle cx=\"" << px(a.x(e.days_spent())) << "\" cy=\"" << px(a.y(e.gpu_hours_spent()))
-    << "\" r=\"4\" fill=\"" << colour << "\" fill-opacity=\"0.75\"><title>"
-    << escape_markup(format_grouped(e.gpus) + " GPUs, " + format_fixed(e.days_spent(), 1) +
-                     " days, " + format_grouped(static_cast<std::int64_t>(e.gpu_hours_spent())) +
-                     " GPU-hours: " + e.plan)
-    << "</title></circle>\n";
+// A marker at (x, y): a circle, a square, a triangle or a diamond (one per platform), `r` across.
+void marker(std::ostringstream& o, std::size_t shape, double x, double y, double r,
+            const std::string& paint, const std::string& title) {
+  const std::string tip = title.empty() ? "" : "<title>" + escape_markup(title) + "</title>";
+  if (shape % 4 == 0) {
+    const std::string radius = r == std::floor(r) ? std::to_string(static_cast<int>(r)) : px(r);
+    o << "<circle cx=\"" << px(x) << "\" cy=\"" << px(y) << "\" r=\"" << radius << "\" " << paint
+      << ">" << tip << "</circle>\n";
+    return;
+  }
+  std::vector<std::pair<double, double>> corners;
+  if (shape % 4 == 1) corners = {{-r, -r}, {r, -r}, {r, r}, {-r, r}};
+  if (shape % 4 == 2) corners = {{0, -1.2 * r}, {1.1 * r, 0.8 * r}, {-1.1 * r, 0.8 * r}};
+  if (shape % 4 == 3) corners = {{0, -1.3 * r}, {1.3 * r, 0}, {0, 1.3 * r}, {-1.3 * r, 0}};
+  o << "<polygon points=\"";
+  for (std::size_t i = 0; i < corners.size(); ++i) {
+    o << (i ? " " : "") << px(x + corners[i].first) << "," << px(y + corners[i].second);
+  }
+  o << "\" " << paint << ">" << tip << "</polygon>\n";
+}
+
+void point(std::ostringstream& o, const Axes& a, const SweepEntry& e, const char* colour,
+           std::size_t shape, bool cost) {
+  const std::string what =
+      cost ? "cost " + format_grouped(static_cast<std::int64_t>(spent(e, true)))
+           : format_grouped(static_cast<std::int64_t>(e.gpu_hours_spent())) + " GPU-hours";
+  marker(o, shape, a.x(e.days_spent()), a.y(spent(e, cost)), 4,
+         "fill=\"" + std::string(colour) + "\" fill-opacity=\"0.75\"",
+         format_grouped(e.gpus) + " GPUs, " + format_fixed(e.days_spent(), 1) + " days, " + what +
+             ": " + e.plan);
 }
 
 }  // namespace
@@ -97,12 +126,23 @@ std::optional<std::string> sweep_svg(const std::vector<SweepEntry>& entries,
     if (e.status == "ok" && e.finishes() && e.days_spent() > 0) plans.push_back(e);
   }
   if (plans.empty()) return std::nullopt;
-  const Axes a = axes_of(plans, deadline_days);
+  const bool cost = ranked_by_cost(plans);
+  const Axes a = axes_of(plans, deadline_days, cost);
   const bool failures = !plans.front().days_with_failures.empty();
   std::map<std::int64_t, const char*> colour;  // by GPU count, ascending
   for (const auto& e : plans) colour.emplace(e.gpus, nullptr);
   std::size_t next = 0;
   for (auto& [gpus, c] : colour) c = kColours[next++ % std::size(kColours)];
+  std::vector<std::string> platforms;  // a marker shape each, in the order they first appear
+  for (const auto& e : plans) {
+    if (std::find(platforms.begin(), platforms.end(), e.platform) == platforms.end()) {
+      platforms.push_back(e.platform);
+    }
+  }
+  const auto shape_of = [&platforms](const SweepEntry& e) {
+    return static_cast<std::size_t>(std::find(platforms.begin(), platforms.end(), e.platform) -
+                                    platforms.begin());
+  };
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << px(kWidth) << "\" height=\""
     << px(kHeight) << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
@@ -119,7 +159,7 @@ std::optional<std::string> sweep_svg(const std::vector<SweepEntry>& entries,
     << " (log scale)</text>\n"
     << "<text x=\"16\" y=\"" << px((kTop + kHeight - kBottom) / 2)
     << "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " << px((kTop + kHeight - kBottom) / 2)
-    << ")\">GPU-hours" << (failures ? " with failures" : "") << "</text>\n";
+    << ")\">" << (cost ? "cost" : "GPU-hours") << (failures ? " with failures" : "") << "</text>\n";
   if (deadline_days) {
     const double x = a.x(*deadline_days);
     o << "<line x1=\"" << px(x) << "\" y1=\"" << px(kTop) << "\" x2=\"" << px(x) << "\" y2=\""
@@ -130,17 +170,25 @@ std::optional<std::string> sweep_svg(const std::vector<SweepEntry>& entries,
     const auto cheap = cheapest_within(entries, *deadline_days);
     if (!cheap.empty()) {
       const SweepEntry& best = cheap.front();
-      o << "<circle cx=\"" << px(a.x(best.days_spent())) << "\" cy=\""
-        << px(a.y(best.gpu_hours_spent())) << "\" r=\"9\" fill=\"none\" stroke=\"black\" "
+      o << "<circle cx=\"" << px(a.x(best.days_spent())) << "\" cy=\"" << px(a.y(spent(best, cost)))
+        << "\" r=\"9\" fill=\"none\" stroke=\"black\" "
         << "stroke-width=\"2\"><title>cheapest within the deadline</title></circle>\n";
     }
   }
-  for (const auto& e : plans) point(o, a, e, colour.at(e.gpus));
+  for (const auto& e : plans) point(o, a, e, colour.at(e.gpus), shape_of(e), cost);
   double legend_y = kTop + 6;
   for (const auto& [gpus, c] : colour) {
     o << "<circle cx=\"" << px(kWidth - kRight + 20) << "\" cy=\"" << px(legend_y)
       << "\" r=\"5\" fill=\"" << c << "\"/><text x=\"" << px(kWidth - kRight + 30) << "\" y=\""
       << px(legend_y + 4) << "\">" << format_grouped(gpus) << " GPUs</text>\n";
+    legend_y += 18;
+  }
+  // Several platforms: a shape each, under the colours.
+  for (std::size_t i = 0; platforms.size() > 1 && i < platforms.size(); ++i) {
+    legend_y += i == 0 ? 8 : 0;
+    marker(o, i, kWidth - kRight + 20, legend_y, 5, "fill=\"#777\"", "");
+    o << "<text x=\"" << px(kWidth - kRight + 30) << "\" y=\"" << px(legend_y + 4) << "\">"
+      << escape_markup(platforms[i]) << "</text>\n";
     legend_y += 18;
   }
   o << "</svg>\n";

@@ -81,16 +81,6 @@ bool faster(const SweepEntry& a, const SweepEntry& b) {
   return a.goodput() > b.goodput() || (a.goodput() == b.goodput() && a.index < b.index);
 }
 
-// Whether plans are compared by their cost rather than their GPU-hours: they span several
-// platforms, each with a price.
-bool by_cost(const std::vector<SweepEntry>& entries) {
-  std::set<std::string> platforms;
-  for (const auto& e : entries) platforms.insert(e.platform);
-  return platforms.size() > 1 && std::all_of(entries.begin(), entries.end(), [](const auto& e) {
-           return e.cost_spent().has_value();
-         });
-}
-
 // Where plans span several platforms, each label starts with its platform.
 void label_platforms(std::vector<SweepEntry>& entries) {
   std::set<std::string> platforms;
@@ -125,7 +115,7 @@ void deadline_table(std::ostringstream& out, const std::vector<SweepEntry>& entr
     return;
   }
   c.gpu_hours = true;
-  c.cost = by_cost(cheap);
+  c.cost = ranked_by_cost(cheap);
   out << "\ncheapest " << std::min<std::int64_t>(top, static_cast<std::int64_t>(cheap.size()))
       << " plans " << within << " (" << (c.cost ? "cost" : "GPU-hours")
       << (c.failures ? " with failures" : "") << "; " << cheap.size() << " finish in time):\n";
@@ -162,6 +152,17 @@ void label_what_differs(std::vector<SweepEntry>& entries,
 }
 
 }  // namespace
+
+bool ranked_by_cost(const std::vector<SweepEntry>& entries) {
+  std::set<std::string> platforms;
+  bool priced = true;  // every plan that finishes has a cost
+  for (const auto& e : entries) {
+    if (e.status != "ok" || !e.finishes()) continue;
+    platforms.insert(e.platform);
+    priced = priced && e.cost_spent().has_value();
+  }
+  return platforms.size() > 1 && priced;
+}
 
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines) {
   const auto& columns = sweep_csv_columns();
@@ -238,7 +239,7 @@ std::vector<SweepEntry> cheapest_within(const std::vector<SweepEntry>& entries,
   for (const auto& e : entries) {
     if (e.status == "ok" && e.finishes() && e.days_spent() <= deadline_days) in_time.push_back(e);
   }
-  const bool cost = by_cost(in_time);
+  const bool cost = ranked_by_cost(in_time);
   std::vector<std::pair<Key, const SweepEntry*>> keyed;
   for (const auto& e : in_time) {
     const double spent = cost ? *e.cost_spent() : e.gpu_hours_spent();

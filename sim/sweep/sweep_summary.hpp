@@ -50,6 +50,10 @@ struct SweepEntry {
   }
 };
 
+/// Whether plans are compared by their cost rather than their GPU-hours: the priced plans that
+/// finish span several platforms, each with a price (a GPU-hour costs what its platform's does).
+bool ranked_by_cost(const std::vector<SweepEntry>& entries);
+
 /// The entries of CSV row lines (header and malformed lines skipped). Where they span several
 /// platforms, each plan's label starts with its platform ("h200-sxm-ndr: tp 8 ...").
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& lines);

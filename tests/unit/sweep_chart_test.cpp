@@ -58,6 +58,32 @@ TEST(SweepChart, APointPerPlanThatFinishesAndTheCheapestRinged) {
             std::string::npos);
 }
 
+// Plans on two platforms, each with its price: cost on the vertical axis, a shape per platform
+// (circles, then squares) named in the legend, and the ring on the cheapest by cost.
+TEST(SweepChart, TwoPlatformsDrawCostAndAShapeEach) {
+  SweepEntry h100 = plan(0, 64, 90, "h100: tp 4");  // 138,240 GPU-hours at 2: 276,480
+  h100.platform = "h100";
+  h100.cost = "276480";
+  SweepEntry h200 = plan(1, 64, 80, "h200: tp 4");  // 122,880 GPU-hours at 3: 368,640
+  h200.platform = "h200";
+  h200.cost = "368640";
+  const auto svg = sweep_svg({h100, h200}, 100, "t");
+  ASSERT_TRUE(svg);
+  EXPECT_NE(svg->find(")\">cost</text>"), std::string::npos) << *svg;
+  EXPECT_NE(svg->find("64 GPUs, 80.0 days, cost 368,640: h200: tp 4</title></polygon>"),
+            std::string::npos)
+      << *svg;
+  EXPECT_NE(svg->find("64 GPUs, 90.0 days, cost 276,480: h100: tp 4</title></circle>"),
+            std::string::npos);
+  EXPECT_NE(svg->find(">h200</text>"), std::string::npos);  // the legend's shapes
+  // The ring sits on the H100 plan's point: the cheaper, though it spends more GPU-hours.
+  const std::regex ring("<circle cx=\"([0-9.]+)\" cy=\"([0-9.]+)\" r=\"9\"");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(*svg, m, ring));
+  EXPECT_NE(svg->find("<circle cx=\"" + m[1].str() + "\" cy=\"" + m[2].str() + "\" r=\"4\""),
+            std::string::npos);
+}
+
 TEST(SweepChart, NothingToDrawWithoutDaysOrAnEnd) {
   SweepEntry unbudgeted = plan(0, 64, 10, "tp 1");
   unbudgeted.days.clear();
