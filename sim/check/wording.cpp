@@ -1,11 +1,12 @@
 #include "sim/check/wording.hpp"
 
 #include "sim/core/format.hpp"
+#include "sim/core/percent.hpp"
 
 namespace trainsim {
 
 std::string percent(double fraction) {
-  return format_fixed(100.0 * fraction, 1) + " %";
+  return format_percent(fraction);
 }
 
 std::string decoder_counts_text(const Partition& partition) {

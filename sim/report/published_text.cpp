@@ -1,17 +1,11 @@
 #include "sim/report/published_text.hpp"
 
-#include <cmath>
-
 #include "sim/core/format.hpp"
+#include "sim/core/percent.hpp"
 
 namespace trainsim {
 
 namespace {
-
-// "+5.0 %", "-2.0 %".
-std::string signed_percent(double x) {
-  return (x >= 0 ? "+" : "-") + format_fixed(100.0 * std::fabs(x), 1) + " %";
-}
 
 // A published step time (or throughput) with trainsim's signed error against it and whether the
 // calibration's band holds it.
@@ -22,7 +16,7 @@ std::string published_step_text(const Report& r, const PublishedFigure& f) {
   if (f.tokens_per_s_per_gpu > 0) {
     s += " (" + format_grouped(std::llround(f.tokens_per_s_per_gpu)) + " tokens/s per GPU)";
   }
-  s += ", " + f.source + " (trainsim " + signed_percent(error);
+  s += ", " + f.source + " (trainsim " + format_signed_percent(error);
   if (r.step_time_p90_s > r.step_time_p10_s) {
     s += (inside ? ", inside" : ", outside") + std::string(" the P10-P90 band");
   }
@@ -35,7 +29,7 @@ std::string published_memory_text(const Report& r, const PublishedFigure& f) {
   const double error = f.memory_error_of(s.peak_allocated_bytes);
   return "max allocated " + format_bytes(f.max_allocated_bytes) + ", " + f.source + " (trainsim " +
          format_bytes(s.peak_allocated_bytes) + " on stage " + std::to_string(s.index) + ", " +
-         signed_percent(error) + ")";
+         format_signed_percent(error) + ")";
 }
 
 }  // namespace

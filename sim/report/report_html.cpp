@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sim/core/format.hpp"
+#include "sim/core/percent.hpp"
 #include "sim/core/units.hpp"
 #include "sim/report/pipeline_svg.hpp"
 #include "sim/report/published_text.hpp"
@@ -13,9 +14,6 @@ namespace trainsim {
 
 namespace {
 
-std::string pct(double x) {
-  return format_fixed(100 * x, 1) + " %";
-}
 std::string ms(double s) {
   return format_fixed(s * 1e3, 1);
 }
@@ -35,8 +33,9 @@ void summary(std::ostringstream& o, const Report& r) {
     << step_range(r.step_time_p10_s, r.step_time_p90_s) << ")</td></tr>\n"
     << "<tr><th>tokens/s</th><td>" << format_grouped(std::llround(r.tokens_per_s)) << "</td></tr>\n"
     << "<tr><th>model TFLOP/s per GPU</th><td>" << format_fixed(r.model_tflops_per_gpu, 1)
-    << "</td></tr>\n<tr><th>MFU</th><td>" << pct(r.mfu) << "</td></tr>\n"
-    << "<tr><th>" << r.idle_name() << "</th><td>" << pct(r.bubble_fraction) << "</td></tr>\n";
+    << "</td></tr>\n<tr><th>MFU</th><td>" << format_percent(r.mfu) << "</td></tr>\n"
+    << "<tr><th>" << r.idle_name() << "</th><td>" << format_percent(r.bubble_fraction)
+    << "</td></tr>\n";
   if (r.time_to_train) {
     o << "<tr><th>time to train</th><td>" << escape_markup(time_to_train_text(*r.time_to_train))
       << "</td></tr>\n";
@@ -79,7 +78,7 @@ void breakdown(std::ostringstream& o, const Report& r) {
   for (const auto& [name, seconds, color] : parts) {
     o << "<rect x=\"0\" y=\"" << y - 10 << "\" width=\"12\" height=\"12\" fill=\"" << color
       << "\"/><text x=\"18\" y=\"" << y << "\">" << escape_markup(name) << ": "
-      << format_fixed(seconds, 3) << " s (" << pct(seconds / step) << ")</text>\n";
+      << format_fixed(seconds, 3) << " s (" << format_percent(seconds / step) << ")</text>\n";
     y += 20;
   }
   o << "</svg>\n";

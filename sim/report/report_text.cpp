@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "sim/core/format.hpp"
+#include "sim/core/percent.hpp"
 #include "sim/plan/plan_schema.hpp"
 #include "sim/report/published_text.hpp"
 #include "sim/report/report.hpp"
@@ -26,10 +27,6 @@ std::string cell(std::string s, std::size_t width) {
   s = pad_right(std::move(s), width);
   if (!s.empty() && s.back() != ' ') s += ' ';
   return s;
-}
-
-std::string percent(double x) {
-  return format_fixed(100.0 * x, 1) + " %";
 }
 
 // "0", "1-3": the stages of a run of equal rows.
@@ -149,8 +146,8 @@ void write_summary(const Report& r, std::ostringstream& o) {
     o << "with failures        " << failures_text(*r.time_to_train->failures) << "\n";
   }
   o << "model TFLOP/s/GPU    " << format_fixed(r.model_tflops_per_gpu, 1) << "\n";
-  o << "MFU                  " << percent(r.mfu) << "\n";
-  o << pad_right(r.idle_name(), 21) << percent(r.bubble_fraction) << " of the step ("
+  o << "MFU                  " << format_percent(r.mfu) << "\n";
+  o << pad_right(r.idle_name(), 21) << format_percent(r.bubble_fraction) << " of the step ("
     << (r.plan.pp > 1 ? "idle GPU time" : "waits on other GPUs; no pipeline") << ")\n";
   o << "exposed comm         ";
   bool any = false;
@@ -243,7 +240,7 @@ void write_provenance(const Report& r, std::ostringstream& o) {
     double share = r.provenance.kernel_time_share.at(src);
     if (share <= 0) continue;
     if (!first) o << ", ";
-    o << percent(share) << " " << src;
+    o << format_percent(share) << " " << src;
     first = false;
   }
   o << (first ? "none" : "") << "; engine " << r.provenance.engine;

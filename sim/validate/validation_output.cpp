@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/format.hpp"
+#include "sim/core/percent.hpp"
 #include "sim/core/units.hpp"
 #include "sim/validate/validate.hpp"
 
@@ -15,19 +16,11 @@ namespace trainsim {
 
 namespace {
 
-std::string percent(double x) {
-  return format_fixed(100.0 * x, 1) + " %";
-}
-
 // One decimal, with its sign.
 std::string signed_fixed(double x) {
   std::string s = format_fixed(x, 1);
   if (s[0] != '-') s = "+" + s;
   return s;
-}
-
-std::string signed_percent(double x) {
-  return signed_fixed(100.0 * x) + " %";
 }
 
 std::string signed_mib(double bytes) {
@@ -55,7 +48,8 @@ void skipped_rows(const ValidationSet& set, std::ostringstream& o) {
 }
 
 std::string errors_text(const ValidationSet::Errors& e) {
-  return std::to_string(e.rows) + " rows: " + percent(e.mean) + ", max " + percent(e.max);
+  return std::to_string(e.rows) + " rows: " + format_percent(e.mean) + ", max " +
+         format_percent(e.max);
 }
 
 // The row's name with the letter of its note, the note added to `notes` on first use.
@@ -84,7 +78,7 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
     split = split || !r.half.empty();
     o << "| " << noted_name(r, notes) << " | " << r.setup << " | "
       << (r.half.empty() ? "-" : r.half) << " | " << format_fixed(r.measured, 3) << " | "
-      << format_fixed(r.predicted, 3) << " | " << signed_percent(r.error()) << " |\n";
+      << format_fixed(r.predicted, 3) << " | " << format_signed_percent(r.error()) << " |\n";
   }
   o << "\n";
   footnotes(notes, o);
@@ -107,7 +101,7 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
   }
   if (!split && set.expressed() > 0) {
     const double bias = set.mean_signed_error();
-    o << "\nMean signed error: " << signed_percent(bias)
+    o << "\nMean signed error: " << format_signed_percent(bias)
       << " (predicted over measured, less 1, averaged: on the whole trainsim predicts these runs "
       << (bias < 0 ? "faster" : "slower") << " than they ran).\n";
   }
@@ -116,10 +110,11 @@ void time_markdown(const ValidationSet& set, std::ostringstream& o) {
     if (set.band.weighted()) {
       o << "times 1 + q x the P10-P90 width of its kernels' measured spread, q from "
         << format_fixed(set.band.per_spread_p10, 2) << " to "
-        << format_fixed(set.band.per_spread_p90, 2) << "; " << signed_percent(set.band.p10)
-        << " to " << signed_percent(set.band.p90) << " where no kernel has a measured spread";
+        << format_fixed(set.band.per_spread_p90, 2) << "; " << format_signed_percent(set.band.p10)
+        << " to " << format_signed_percent(set.band.p90)
+        << " where no kernel has a measured spread";
     } else {
-      o << signed_percent(set.band.p10) << " to " << signed_percent(set.band.p90);
+      o << format_signed_percent(set.band.p10) << " to " << format_signed_percent(set.band.p90);
     }
     o << ") holds the measured step on ";
     if (split) {
@@ -196,15 +191,16 @@ void memory_markdown(const ValidationSet& set, std::ostringstream& o) {
     if (r.skipped) continue;
     o << "| " << noted_name(r, notes) << " | " << r.setup << " | " << r.stage << " | "
       << format_fixed(r.measured / kGiB, 3) << " | " << format_fixed(r.predicted / kGiB, 3) << " | "
-      << signed_percent(r.error()) << " | "
+      << format_signed_percent(r.error()) << " | "
       << (r.logs_after_step() ? signed_mib(r.after_step_residual()) : std::string("-")) << " |\n";
   }
   o << "\n";
   footnotes(notes, o);
   const auto* worst = set.worst();
   o << set.expressed() << " of " << set.rows.size() << " rows expressed: mean |error| "
-    << percent(set.mean_abs_error()) << ", max |error| "
-    << (worst ? percent(std::fabs(worst->error())) + " (" + worst->name + ")" : "n/a") << ".\n\n";
+    << format_percent(set.mean_abs_error()) << ", max |error| "
+    << (worst ? format_percent(std::fabs(worst->error())) + " (" + worst->name + ")" : "n/a")
+    << ".\n\n";
   after_step_summary(set, o);
   o << "Calibration: measured minus predicted without the platform's allocated overhead ("
     << format_fixed(set.allocated_overhead / kMiB, 1) << " MiB in " << set.platform
@@ -220,10 +216,10 @@ void memory_markdown(const ValidationSet& set, std::ostringstream& o) {
   const auto [loo_mean, loo_max] = set.leave_one_out_errors();
   o << "Out of sample (each row predicted with the median fit on the other rows only): mean "
        "|error| "
-    << percent(loo_mean) << ", max |error| " << percent(loo_max) << ". ";
+    << format_percent(loo_mean) << ", max |error| " << format_percent(loo_max) << ". ";
   const auto [bare_mean, bare_max] = set.errors_without_overhead();
-  o << "Without the overhead term: mean |error| " << percent(bare_mean) << ", max |error| "
-    << percent(bare_max) << ".\n\n";
+  o << "Without the overhead term: mean |error| " << format_percent(bare_mean) << ", max |error| "
+    << format_percent(bare_max) << ".\n\n";
 }
 
 }  // namespace
