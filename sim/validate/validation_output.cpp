@@ -16,15 +16,8 @@ namespace trainsim {
 
 namespace {
 
-// One decimal, with its sign.
-std::string signed_fixed(double x) {
-  std::string s = format_fixed(x, 1);
-  if (s[0] != '-') s = "+" + s;
-  return s;
-}
-
 std::string signed_mib(double bytes) {
-  return signed_fixed(bytes / kMiB);
+  return format_signed_fixed(bytes / kMiB);
 }
 
 // Skipped rows, grouped by reason in order of first appearance.
