@@ -40,10 +40,12 @@ po::options_description io_options(const std::string& command) {
       "sizes, batch, schedule, recomputation, precision, optimizer, overlaps and MoE options, "
       "with Megatron-LM's defaults where they say nothing and trainsim's differ (dropout 0.1; "
       "for an MoE model the allgather dispatcher and sequential experts); the model's shape "
-      "arguments checked against --model; the other plan flags override them; arguments that "
+      "arguments checked against --model, or without --model the model Megatron-LM builds "
+      "from them (--num-layers, --hidden-size, ..., the vocabulary of --tokenizer-type "
+      "NullTokenizer --vocab-size N or GPT2BPETokenizer; --save-scenario then writes it beside "
+      "the scenario as NAME.model.json); the other plan flags override them; arguments that "
       "set nothing trainsim prices (learning rate, data, logging) listed on the standard "
-      "error. Needs --model, and --gpus N where no torchrun --nproc-per-node (x --nnodes) gives "
-      "the "
+      "error. Needs --gpus N where no torchrun --nproc-per-node (x --nnodes) gives the "
       "world size whose data parallelism Megatron-LM takes")(
       "save-scenario", po::value<std::string>()->value_name("FILE"),
       "also write the inputs as resolved (the model, the platform, the plan with the scenario's "
@@ -246,6 +248,7 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
         fail_input("--megatron-args", "no such file: " + text.substr(1));
       }
       opt.inputs.megatron_args = read_text_file(text.substr(1));
+      opt.inputs.megatron_args_file = text.substr(1);
     } else {
       opt.inputs.megatron_args = text;
     }

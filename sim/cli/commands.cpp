@@ -24,6 +24,7 @@
 #include "sim/graph/graph_json.hpp"
 #include "sim/graph/symmetry.hpp"
 #include "sim/memory/memory.hpp"
+#include "sim/model/model_writer.hpp"
 #include "sim/model/params.hpp"
 #include "sim/plan/layout.hpp"
 #include "sim/report/memory_curve.hpp"
@@ -46,7 +47,11 @@ std::vector<InputRecord> input_records(const ResolvedInputs& in) {
     records.push_back({role, name, sha256_hex(read_text_file(path))});
   };
   if (!in.scenario_path.empty()) add("scenario", in.scenario_name, in.scenario_path);
-  add("model", in.model.name, in.model_path);
+  if (in.model_path.empty()) {
+    records.push_back({"model", in.model.name, sha256_hex(in.model_text)});
+  } else {
+    add("model", in.model.name, in.model_path);
+  }
   add("platform", in.platform.name, in.platform_path);
   if (in.platform.kernel_db) {
     add("kernel_database", in.platform.kernel_db_name, in.platform.kernel_db_path);
@@ -67,6 +72,15 @@ Outputs run_outputs(const RunOptions& opt, const std::string& command) {
   }
   Outputs outputs;
   outputs.add("--save-scenario", opt.save_scenario);
+  // A model built from --megatron-args is saved beside the scenario.
+  if (opt.save_scenario && opt.inputs.megatron_args && !opt.inputs.model && !opt.inputs.scenario) {
+    if (*opt.save_scenario == "-") {
+      fail_input("--save-scenario",
+                 "writes the model built from --megatron-args beside the scenario: give a file, "
+                 "not '-'");
+    }
+    outputs.add("--save-scenario", model_file_beside(*opt.save_scenario));
+  }
   if (command != "run") {
     outputs.announce();
     return outputs;
@@ -249,7 +263,10 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
     const std::string name = path == "-" ? "scenario" : std::filesystem::path(path).stem().string();
     std::string from = "trainsim " + command;
     for (const auto& a : args) from += " " + a;
-    Outputs::write(*opt.save_scenario, scenario_of(in, name, from).dump(2) + "\n", out);
+    if (in.model_path.empty()) {
+      Outputs::write(model_file_beside(path), model_json(in.model).dump(2) + "\n", out);
+    }
+    Outputs::write(path, scenario_of(in, name, from, path).dump(2) + "\n", out);
   }
   progress.phase("costing the plan");
   const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);

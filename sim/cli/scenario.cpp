@@ -212,14 +212,28 @@ std::string as_flag(const PlanField& field, const std::string& value) {
 
 // --megatron-args: the fields Megatron-LM's arguments set, each named by its argument, under the
 // plan flags; notes saying how they were read.
-void apply_megatron_args(const InputRequest& req, const std::filesystem::path& model_path,
-                         ResolvedInputs& in) {
+// Without a model file, the model is the one Megatron-LM builds from the shape arguments, named
+// by the launch script's file.
+Model apply_megatron_args(const InputRequest& req,
+                          const std::optional<std::filesystem::path>& model_path,
+                          ResolvedInputs& in) {
   const std::string where = "--megatron-args";
   if (req.scenario) {
     fail_input(where, "sets the whole plan: give --model M (and --gpus N) instead of a scenario");
   }
-  const MegatronPlan m = plan_from_megatron_args(parse_launch_command(*req.megatron_args, where),
-                                                 load_model(model_path), where);
+  const LaunchCommand launch = parse_launch_command(*req.megatron_args, where);
+  Model model;
+  if (model_path) {
+    model = load_model(*model_path);
+  } else {
+    const std::string name = req.megatron_args_file
+                                 ? std::filesystem::path(*req.megatron_args_file).stem().string()
+                                 : "megatron-args";
+    model = model_from_megatron_args(launch, name, where);
+    in.model_text = *req.megatron_args;
+    in.notes.push_back(where + ": the model built from its shape arguments (no --model given)");
+  }
+  const MegatronPlan m = plan_from_megatron_args(launch, model, where);
   // Megatron-LM's data parallelism is what the world size leaves: it must be known.
   if (!m.fields.contains("gpus") && !req.plan_flags.contains("gpus") &&
       !req.plan_flags.contains("dp")) {
@@ -253,6 +267,7 @@ void apply_megatron_args(const InputRequest& req, const std::filesystem::path& m
                        ": not read (the model gives them, or they set nothing trainsim prices): " +
                        join(m.unread, ", "));
   }
+  return model;
 }
 
 // Without dp, a given GPU count's data parallelism is the GPUs tp x cp x pp leave over, as a
@@ -279,23 +294,25 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   if (req.scenario) read_scenario(req, in, model_path, platform_path);
   if (req.model) model_path = resolve_catalog_entry("models", *req.model, "--model");
   if (req.platform) platform_path = resolve_catalog_entry("platforms", *req.platform, "--platform");
-  if (!model_path)
+  if (!model_path && !req.megatron_args)
     fail_input("--model",
-               "is required (a catalog name or a config.json path), or give a SCENARIO.json");
+               "is required (a catalog name or a config.json path), or give a SCENARIO.json "
+               "or a Megatron-LM launch (--megatron-args) whose shape arguments build it");
   // Flags alone: the platform the catalog's scenarios and sweeps mostly run on, named in the
   // report. A scenario file names its own.
   if (!platform_path)
     platform_path = resolve_catalog_entry("platforms", kDefaultPlatform, "--platform");
-  if (req.megatron_args) apply_megatron_args(req, *model_path, in);
+  const Model model =
+      req.megatron_args ? apply_megatron_args(req, model_path, in) : load_model(*model_path);
   apply_plan_flags(req, in);
   derive_dp(in);
   convert_throughputs(req, in);
   add_measured_log(req, in);
   if (req.engine) in.engine = engine_of(*req.engine);
   in.budget = over(req.budget, in.budget);
-  in.model_path = *model_path;
+  if (model_path) in.model_path = *model_path;
   in.platform_path = *platform_path;
-  in.model = trained_model(load_model(in.model_path), in.plan);
+  in.model = trained_model(model, in.plan);
   in.platform = load_platform(in.platform_path);
   if (req.kernel_db) use_kernel_database(in.platform, *req.kernel_db);
   validate_plan(in.plan, in.model, in.platform, in.origin);

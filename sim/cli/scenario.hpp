@@ -27,6 +27,8 @@ struct InputRequest {
   /// --megatron-args: Megatron-LM launch arguments (their text) that set the plan, under the
   /// plan flags.
   std::optional<std::string> megatron_args;
+  /// --megatron-args @FILE: the file, whose name names a model built from its arguments.
+  std::optional<std::string> megatron_args_file;
   /// --measured-log: a training log of this very run, whose figures are compared with it.
   std::optional<std::string> measured_log;
 };
@@ -34,7 +36,9 @@ struct InputRequest {
 struct ResolvedInputs {
   std::string scenario_name;
   std::filesystem::path scenario_path;  // empty without a scenario
-  std::filesystem::path model_path;
+  std::filesystem::path model_path;     // empty where no file holds the model
+  /// What the model was built from where no file holds it: --megatron-args' text.
+  std::string model_text;
   std::filesystem::path platform_path;
   Model model;
   Platform platform;

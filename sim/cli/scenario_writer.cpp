@@ -50,12 +50,20 @@ nlohmann::ordered_json plan_as_set(const ResolvedInputs& in) {
   return plan;
 }
 
+std::string model_file_beside(const std::string& scenario) {
+  std::filesystem::path p(scenario);
+  return p.replace_filename(p.stem().string() + ".model.json").string();
+}
+
 nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& name,
-                                   const std::string& written_from) {
+                                   const std::string& written_from, const std::string& path) {
   nlohmann::ordered_json s;
   s["name"] = name;
   s["description"] = "The inputs of `" + written_from + "`.";
-  s["model"] = spec_of(in.model_path, "models");
+  // A model file beside the scenario is named relative to it, as a scenario reads it.
+  s["model"] = in.model_path.empty()
+                   ? std::filesystem::path(model_file_beside(path)).filename().string()
+                   : spec_of(in.model_path, "models");
   s["platform"] = spec_of(in.platform_path, "platforms");
   s["plan"] = plan_as_set(in);
   const auto& b = in.budget;

@@ -2,7 +2,8 @@
 // The inputs of a run as a scenario file: the model and platform (catalog names where they are
 // catalog entries, else absolute paths), the plan fields the scenario, the flags and
 // --megatron-args set (the others left to their defaults), the run's budget, and the figures
-// measured on it (--measured-log's, a scenario's where the recipe is its own). Run as a scenario,
+// measured on it (--measured-log's, a scenario's where the recipe is its own). A model built
+// from --megatron-args is saved beside it as trainsim's model JSON. Run as a scenario,
 // it prices the same plan; compare and sweep files start from it, validate checks it.
 #include <string>
 
@@ -17,8 +18,13 @@ namespace trainsim {
 /// (etp as tp, the vocabulary multiple of the framework) when another field changes.
 nlohmann::ordered_json plan_as_set(const ResolvedInputs& in);
 
-/// The scenario of `in`, named `name`, its description the command it was written by.
+/// Where a scenario saved at `scenario` keeps a model no file held (built from --megatron-args):
+/// beside it, its name with ".model.json" for ".json" (run.json: run.model.json).
+std::string model_file_beside(const std::string& scenario);
+
+/// The scenario of `in`, named `name`, its description the command it was written by. A model
+/// no file holds is named as the file model_file_beside(`path`), which the caller writes.
 nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& name,
-                                   const std::string& written_from);
+                                   const std::string& written_from, const std::string& path);
 
 }  // namespace trainsim

@@ -79,7 +79,7 @@ constexpr MegatronArg kArgs[] = {
     {"--hierarchical-context-parallel-sizes", Arity::kList, ""},
     {"--cross-entropy-fusion-impl", Arity::kOne, ""},
     {"--moe-token-dispatcher-type", Arity::kOne, ""},
-    // The model's shape, checked.
+    // The model's shape: built from them without --model, else checked against it.
     {"--num-layers", Arity::kOne, ""},
     {"--hidden-size", Arity::kOne, ""},
     {"--ffn-hidden-size", Arity::kOne, ""},
@@ -90,7 +90,32 @@ constexpr MegatronArg kArgs[] = {
     {"--num-experts", Arity::kOne, ""},
     {"--moe-router-topk", Arity::kOne, ""},
     {"--moe-ffn-hidden-size", Arity::kOne, ""},
+    {"--swiglu", Arity::kSwitch, ""},
+    {"--squared-relu", Arity::kSwitch, ""},
+    {"--untie-embeddings-and-output-weights", Arity::kSwitch, ""},
+    {"--position-embedding-type", Arity::kOne, ""},
+    {"--use-rotary-position-embeddings", Arity::kSwitch, ""},
+    {"--max-position-embeddings", Arity::kOne, ""},
+    {"--normalization", Arity::kOne, ""},
+    {"--disable-bias-linear", Arity::kSwitch, ""},
+    {"--add-qkv-bias", Arity::kSwitch, ""},
+    {"--qk-layernorm", Arity::kSwitch, ""},
+    {"--tokenizer-type", Arity::kOne, ""},
+    {"--vocab-size", Arity::kOne, ""},
+    {"--multi-latent-attention", Arity::kSwitch, ""},
+    {"--q-lora-rank", Arity::kOne, ""},
+    {"--kv-lora-rank", Arity::kOne, ""},
+    {"--qk-head-dim", Arity::kOne, ""},
+    {"--qk-pos-emb-head-dim", Arity::kOne, ""},
+    {"--v-head-dim", Arity::kOne, ""},
+    {"--moe-shared-expert-intermediate-size", Arity::kOne, ""},
+    {"--moe-shared-expert-gate", Arity::kSwitch, ""},
+    {"--moe-router-enable-expert-bias", Arity::kSwitch, ""},
+    {"--moe-layer-freq", Arity::kOne, ""},
 };
+
+// Megatron-LM's own arguments within a typo of one trainsim reads: not read, and no misspelling.
+constexpr const char* kNearButReal[] = {"--vocab-file"};
 
 const MegatronArg* find_arg(const std::string& name) {
   for (const auto& a : kArgs) {
@@ -99,11 +124,68 @@ const MegatronArg* find_arg(const std::string& name) {
   return nullptr;
 }
 
+// The position embedding a launch names: Megatron-LM's legacy switch, else its type.
+std::optional<PositionEmbedding> position_of(const MegatronArgs& a) {
+  if (a.has("--use-rotary-position-embeddings")) return PositionEmbedding::kRope;
+  if (!a.has("--position-embedding-type")) return std::nullopt;
+  const std::string& type = a.one("--position-embedding-type");
+  if (type == "rope" || type == "yarn") return PositionEmbedding::kRope;
+  if (type == "learned_absolute") return PositionEmbedding::kLearned;
+  if (type == "none") return PositionEmbedding::kNone;
+  a.fail("--position-embedding-type",
+         "'" + type + "' is not modelled (learned_absolute, rope, yarn and none are)");
+}
+
+// The launch's switches and choices of the model's kind, each against the model given.
+void check_kinds(const MegatronArgs& a, const Model& model) {
+  auto differs = [&](const std::string& arg, const std::string& has) {
+    a.fail(arg, "is given, but " + model.name + " has " + has +
+                    ": the arguments describe another model than the one given");
+  };
+  const std::string mlp = std::string("a ") + to_string(model.ffn_kind) + " MLP";
+  if (a.has("--swiglu") && model.ffn_kind != FfnKind::kSwiGLU) differs("--swiglu", mlp);
+  if (a.has("--squared-relu") && model.ffn_kind != FfnKind::kSquaredRelu) {
+    differs("--squared-relu", mlp);
+  }
+  if (a.has("--untie-embeddings-and-output-weights") && model.tied_embeddings) {
+    differs("--untie-embeddings-and-output-weights", "tied embeddings");
+  }
+  if (a.has("--normalization") &&
+      (a.one("--normalization") == "RMSNorm") != (model.norm == NormKind::kRMSNorm)) {
+    differs("--normalization", to_string(model.norm));
+  }
+  if (const auto position = position_of(a); position && *position != model.position_embedding) {
+    differs(a.has("--use-rotary-position-embeddings") ? "--use-rotary-position-embeddings"
+                                                      : "--position-embedding-type",
+            std::string(to_string(model.position_embedding)) + " position embeddings");
+  }
+  if (a.has("--disable-bias-linear") && (model.mlp_bias || model.attention_output_bias)) {
+    differs("--disable-bias-linear", "biases on its linear layers");
+  }
+  if (a.has("--multi-latent-attention") && !model.mla.is_mla()) {
+    differs("--multi-latent-attention", "no multi-latent attention");
+  }
+  if (a.has("--qk-layernorm") && !model.qk_norm && !model.mla.is_mla()) {
+    differs("--qk-layernorm", "no query and key norms");
+  }
+}
+
 }  // namespace
+
+std::optional<PositionEmbedding> megatron_position_embedding(const MegatronArgs& a) {
+  return position_of(a);
+}
 
 std::optional<Arity> megatron_arity(const std::string& name) {
   const MegatronArg* a = find_arg(name);
   return a ? std::optional<Arity>(a->arity) : std::nullopt;
+}
+
+bool megatron_near_but_real(const std::string& name) {
+  for (const char* real : kNearButReal) {
+    if (name == real) return true;
+  }
+  return false;
 }
 
 const std::vector<std::string>& megatron_arg_names() {
@@ -115,7 +197,7 @@ const std::vector<std::string>& megatron_arg_names() {
   return names;
 }
 
-std::int64_t MegatronReader::integer(const std::string& arg) const {
+std::int64_t MegatronArgs::integer(const std::string& arg) const {
   const std::string& text = one(arg);
   std::int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -125,7 +207,7 @@ std::int64_t MegatronReader::integer(const std::string& arg) const {
   return v;
 }
 
-void MegatronReader::fail(const std::string& arg, const std::string& what) const {
+void MegatronArgs::fail(const std::string& arg, const std::string& what) const {
   fail_input(where + " " + arg, what);
 }
 
@@ -161,6 +243,7 @@ void MegatronReader::check_shapes() const {
       {"--moe-router-topk", moe.experts_per_token},
       {"--moe-ffn-hidden-size", moe.expert_ffn_hidden_size},
   };
+  check_kinds(*this, model);
   for (const auto& [arg, value] : shapes) {
     if (has(arg) && integer(arg) != value) {
       fail(arg, "is " + one(arg) + ", but " + model.name + " has " + std::to_string(value) +

@@ -15,14 +15,18 @@ enum class Arity { kSwitch, kOne, kList };
 
 /// How many values the argument takes, or nullopt where trainsim does not read it.
 std::optional<Arity> megatron_arity(const std::string& name);
+/// Whether `name` is one of Megatron-LM's arguments that lies within a typo of one trainsim reads.
+bool megatron_near_but_real(const std::string& name);
 /// Every argument trainsim reads (for near misses).
 const std::vector<std::string>& megatron_arg_names();
 
-struct MegatronReader {
-  const std::map<std::string, std::vector<std::string>>& given;
-  const Model& model;
+/// Megatron-LM's arguments as argparse holds them: each name's values (the last occurrence wins).
+using MegatronGiven = std::map<std::string, std::vector<std::string>>;
+
+/// The arguments a launch gives, each message naming the launch (`where`) and the argument.
+struct MegatronArgs {
+  const MegatronGiven& given;
   const std::string& where;
-  MegatronPlan& out;
 
   bool has(const std::string& arg) const { return given.contains(arg); }
   const std::string& one(const std::string& arg) const { return given.at(arg).front(); }
@@ -32,6 +36,20 @@ struct MegatronReader {
     return has(arg) ? integer(arg) : fallback;
   }
   [[noreturn]] void fail(const std::string& arg, const std::string& what) const;
+};
+
+/// The position embedding the launch names (--position-embedding-type, the legacy
+/// --use-rotary-position-embeddings), none where it names none; InputError for a kind trainsim
+/// does not model.
+std::optional<PositionEmbedding> megatron_position_embedding(const MegatronArgs& args);
+/// The model Megatron-LM builds from the shape arguments, named `name`
+/// (sim/plan/megatron_model.cpp).
+Model megatron_model(const MegatronArgs& args, const std::string& name);
+
+struct MegatronReader : MegatronArgs {
+  const Model& model;
+  MegatronPlan& out;
+
   /// Sets `field` to `value`, its origin the argument `arg`.
   void set(const std::string& field, const std::string& value, const std::string& arg);
   /// Sets `field` to Megatron-LM's default `value` where no argument set it, and says so.

@@ -41,12 +41,12 @@ LaunchCommand parse_launch_command(std::string_view text, const std::string& whe
 
 namespace {
 
-// The arguments as argparse would hold them: each name's values (the last occurrence wins).
-using Given = std::map<std::string, std::vector<std::string>>;
+using Given = MegatronGiven;
 
 // An argument trainsim does not read: set aside where it is a near miss of one it does.
 void unread(const std::string& name, const std::string& where, MegatronPlan& out) {
-  if (const auto near = nearest_name(name, megatron_arg_names()); near && *near != name) {
+  if (const auto near = nearest_name(name, megatron_arg_names());
+      near && *near != name && !megatron_near_but_real(name)) {
     fail_input(where + " " + name, "not an argument trainsim reads; did you mean " + *near + "?");
   }
   out.unread.push_back(name);
@@ -153,16 +153,29 @@ void same_either_way(const LaunchCommand& launch, const LaunchCommand& other, co
                         " differs with it: trainsim runs no shell; give that value in the script");
 }
 
-}  // namespace
-
-MegatronPlan plan_from_megatron_args(const LaunchCommand& launch, const Model& model,
-                                     const std::string& where) {
-  MegatronPlan out;
+// The script's arguments and torchrun's GPU count, the same whichever way its undecided tests go.
+Given read_launch(const LaunchCommand& launch, const std::string& where, MegatronPlan& out) {
   launcher_gpus(launch.launcher, where, out);
   const Given given = read_words(launch.args, where, out);
   for (const LaunchCommand& other : launch.alternatives)
     same_either_way(launch, other, given, out, where);
-  MegatronReader r{given, model, where, out};
+  return given;
+}
+
+}  // namespace
+
+Model model_from_megatron_args(const LaunchCommand& launch, const std::string& name,
+                               const std::string& where) {
+  MegatronPlan scratch;
+  const Given given = read_launch(launch, where, scratch);
+  return megatron_model(MegatronArgs{given, where}, name);
+}
+
+MegatronPlan plan_from_megatron_args(const LaunchCommand& launch, const Model& model,
+                                     const std::string& where) {
+  MegatronPlan out;
+  const Given given = read_launch(launch, where, out);
+  MegatronReader r{{given, where}, model, out};
   r.check_shapes();
   r.direct_fields();
   r.pipeline();
