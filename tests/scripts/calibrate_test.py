@@ -62,7 +62,9 @@ class NelderMead(unittest.TestCase):
         def f(v):
             return (v[0] - 0.8) ** 2 + 100 * (v[1] - 0.03) ** 2
 
-        best, loss = calibrate.restarted_nelder_mead(f, [1.0, 0.0], [0.1, 0.01])
+        # Started at the first bound (1.0), the first step goes down.
+        best, loss = calibrate.restarted_nelder_mead(f, [1.0, 0.0], [0.1, 0.01],
+                                                     calibrate.UPPER[:2])
         self.assertAlmostEqual(best[0], 0.8, delta=0.01)
         self.assertAlmostEqual(best[1], 0.03, delta=0.001)
         self.assertLess(loss, 1e-4)
