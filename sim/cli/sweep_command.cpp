@@ -15,6 +15,7 @@
 #include "sim/cli/command_line.hpp"
 #include "sim/cli/outputs.hpp"
 #include "sim/cli/sweep_contention.hpp"
+#include "sim/cli/sweep_platform_flag.hpp"
 #include "sim/cli/sweep_spec.hpp"
 #include "sim/cli/sweep_workers.hpp"
 #include "sim/core/build_id.hpp"
@@ -63,6 +64,11 @@ void check_sweep_options(const SweepOptions& o, bool merging) {
   }
   if (o.svg && *o.svg == "-") fail_input("--svg", "needs a file, not '-': stdout has the summary");
   if (merging && o.merge.empty()) fail_input("--merge", "needs the shard files to join");
+  if (merging && o.platforms) {
+    fail_input("--platform",
+               "chooses where a sweep file's plans are priced; --merge joins "
+               "shards already priced");
+  }
   if (!merging && !o.file) fail_input("SWEEP", "is required: a sweep file (see --help)");
 }
 
@@ -198,7 +204,11 @@ boost::program_options::options_description sweep_flags() {
                             "count, the deadline drawn and its cheapest plan ringed")(
       "simgrid-top", text("N"),
       "replay the N fastest plans (as ranked) on SimGrid, where flows share links, beside their "
-      "analytic step (default 3; 0: none)");
+      "analytic step (default 3; 0: none)")(
+      "platform", text("P[=PRICE],..."),
+      "price every plan on these platforms instead of the file's \"platform\" (catalog names or "
+      "paths, comma-separated), each at its own price per GPU-hour where given (all or none; "
+      "else the file's price for it): --platform h100-sxm-ndr=2.5,h200-sxm-ndr=3.5");
   d.add(budget_options("The budget's flags: over the sweep file's keys of the same names"));
   return d;
 }
@@ -219,6 +229,7 @@ SweepOptions parse_sweep_options(const std::vector<std::string>& args) {
     o.deadline_days = real_flag("--deadline-days", *v, kDeadlineDaysRange);
   }
   o.svg = path_of(vm, "svg");
+  o.platforms = string_of(vm, "platform");
   if (const auto v = string_of(vm, "simgrid-top"))
     o.simgrid_top = simgrid_top_of("--simgrid-top", *v);
   const bool merging = vm["merge"].as<bool>();
@@ -279,7 +290,10 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
     return 0;
   }
   if (!o.merge.empty()) return merge_shards(o, out);
-  const SweepSpec spec = load_sweep_spec(resolve_catalog_entry(kSweepsFolder, *o.file, "SWEEP"));
+  SweepSpec spec = load_sweep_spec(resolve_catalog_entry(kSweepsFolder, *o.file, "SWEEP"));
+  if (o.platforms) {
+    spec.platforms = flag_platforms(*o.platforms, spec, o.budget.price_per_gpu_hour.has_value());
+  }
   const Model model = load_model(spec.model);
   const TrainingBudget budget = over(o.budget, spec.budget);
   const SweepContext context =

@@ -26,6 +26,8 @@ struct SweepOptions {
   std::optional<std::string> svg;  // the time-against-cost chart
   std::int64_t simgrid_top = 3;    // the best plans replayed on SimGrid
   std::vector<std::string> merge;  // --merge: shard files
+  /// --platform NAME[=PRICE],...: the platforms in place of the file's (sweep_platform_flag.hpp).
+  std::optional<std::string> platforms;
   bool help = false;
 };
 

@@ -187,6 +187,12 @@ TEST(SweepCli, TwoPlatformsEachWithItsPrice) {
   EXPECT_NE(two.out.find(" (cost; "), std::string::npos) << two.out;
   EXPECT_NE(two.out.find("  h200-sxm-ndr: tp "), std::string::npos) << two.out;
   EXPECT_EQ(one.out.find("h100-sxm-ndr: "), std::string::npos);  // one platform: no prefix
+  // The single-platform file priced on both by --platform writes the two-platform file's CSV.
+  const auto flag =
+      test::run_trainsim({"sweep", dir + "/one.json", "--out", dir + "/flag.csv", "--platform",
+                          "h100-sxm-ndr=2.5,h200-sxm-ndr=3.5", "--simgrid-top", "0"});
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(test::read_file(dir + "/flag.csv"), both);
 }
 
 TEST(SweepCli, PartialFileOfAnotherSweepIsRefused) {

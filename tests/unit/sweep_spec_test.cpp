@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "sim/cli/sweep_platform_flag.hpp"
 #include "sim/cli/sweep_spec.hpp"
 #include "sim/core/error.hpp"
 #include "tests/support/support.hpp"
@@ -138,6 +139,45 @@ TEST(SweepSpec, BadValuesAreInputErrorsNamingTheirPath) {
             "price_per_gpu_hour": {"h100-sxm-ndr": 2, "h200": 3}})")
                 .rfind("$.price_per_gpu_hour.h200: unknown key", 0),
             0u);
+}
+
+// --platform NAME[=PRICE],...: the file's platforms replaced, each at the flag's price, else at
+// the file's price for it; what cannot be read is named by the flag.
+TEST(SweepSpec, PlatformFlagReplacesTheFilesPlatforms) {
+  const SweepSpec spec = parse_sweep_spec(R"({"model": "llama3.1-8b", "gpus": 8,
+      "platform": ["h100-sxm-ndr", "h200-sxm-ndr"],
+      "price_per_gpu_hour": {"h100-sxm-ndr": 2.5, "h200-sxm-ndr": 3.5}})",
+                                          test::source_dir() + "/sweep.json");
+  const auto kept = flag_platforms("h200-sxm-ndr", spec, false);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].file.stem(), "h200-sxm-ndr");
+  EXPECT_EQ(kept[0].price_per_gpu_hour, 3.5);  // the file's price for it
+  const auto priced = flag_platforms("h200-sxm-ndr=4,h100-sxm-ndr=2", spec, false);
+  ASSERT_EQ(priced.size(), 2u);
+  EXPECT_EQ(priced[0].price_per_gpu_hour, 4.0);
+  EXPECT_EQ(priced[1].file.stem(), "h100-sxm-ndr");
+  EXPECT_EQ(priced[1].price_per_gpu_hour, 2.0);
+  // --price-per-gpu-hour sets one for all: no per-platform price is looked up.
+  EXPECT_FALSE(flag_platforms("a100-sxm-hdr", spec, true)[0].price_per_gpu_hour);
+  const auto message = [&](const std::string& text, bool price_flag = false) {
+    try {
+      flag_platforms(text, spec, price_flag);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(read)");
+  };
+  EXPECT_EQ(message("h100-sxm-ndr,,h200-sxm-ndr").rfind("--platform: has an empty platform", 0),
+            0u);
+  EXPECT_EQ(message("h100-sxm-ndr,h100-sxm-ndr"), "--platform: names h100-sxm-ndr twice");
+  EXPECT_EQ(message("h100-sxm-ndr=2,h200-sxm-ndr").rfind("--platform: gives some platforms", 0),
+            0u);
+  EXPECT_EQ(message("h100-sxm-ndr=0").rfind("--platform: ", 0), 0u);
+  EXPECT_EQ(message("h100-sxm-ndr=2", true),
+            "--price-per-gpu-hour: sets one price for all, and --platform gives each its own: "
+            "give one of them");
+  EXPECT_NE(message("a100-sxm-hdr").find("a100-sxm-hdr has no price in "), std::string::npos);
+  EXPECT_EQ(message("h999").rfind("--platform: ", 0), 0u);
 }
 
 }  // namespace
