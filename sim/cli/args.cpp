@@ -75,9 +75,10 @@ po::options_description io_options(const std::string& command) {
         "its band, where the step goes, the pipeline diagram, the stages, memory over the step "
         "and what holds its peak, the diagnostics and their fixes")(
         "measured-log", po::value<std::string>()->value_name("FILE"),
-        "a training log of this very run (Megatron-LM's): the median of its logged iteration "
-        "times (the first interval left out as warm-up where three or more were logged) and the "
-        "largest 'max allocated' of its memory reports, printed beside the prediction with "
+        "a training log of this very run (Megatron-LM's, nanotron's or torchtitan's): the "
+        "median of its logged iteration times, or torchtitan's tokens/s per GPU (the first "
+        "interval left out as warm-up where three or more were logged) and the largest "
+        "allocated peak of its memory reports, printed beside the prediction with "
         "trainsim's error; with --save-scenario, written as the scenario's \"published\" "
         "figures, for trainsim validate");
     d.add(budget_options("The run's length, price and failures"));

@@ -103,14 +103,18 @@ std::vector<PublishedFigure> read_published(JsonObject& scenario) {
   return out;
 }
 
+// The step the plan's tokens take at a throughput of tokens/s per GPU.
+double step_at(const Plan& plan, double tokens_per_s_per_gpu) {
+  return static_cast<double>(plan.tokens_per_step()) /
+         (static_cast<double>(plan.world_size()) * tokens_per_s_per_gpu);
+}
+
 // Figures given as tokens/s per GPU, as the step time of the plan they were measured on; kept
 // unconverted when plan flags change that plan (they are not compared then).
 void convert_throughputs(const InputRequest& req, ResolvedInputs& in) {
   if (!req.plan_flags.empty()) return;
   for (auto& f : in.published.figures) {
-    if (f.tokens_per_s_per_gpu <= 0) continue;
-    f.step_time_s = static_cast<double>(in.plan.tokens_per_step()) /
-                    (static_cast<double>(in.plan.world_size()) * f.tokens_per_s_per_gpu);
+    if (f.tokens_per_s_per_gpu > 0) f.step_time_s = step_at(in.plan, f.tokens_per_s_per_gpu);
   }
 }
 
@@ -123,7 +127,13 @@ void add_measured_log(const InputRequest& req, ResolvedInputs& in) {
   if (!in.published.not_compared.empty()) in.published.figures.clear();
   in.published.not_compared.clear();
   PublishedFigure f;
-  if (log.has_step()) f.step_time_s = log.step_time_s();
+  if (log.gives_throughput()) {
+    // Tokens/s per GPU (torchtitan's), compared as the step the plan's tokens take at that rate.
+    f.tokens_per_s_per_gpu = log.throughput_per_gpu();
+    f.step_time_s = step_at(in.plan, f.tokens_per_s_per_gpu);
+  } else if (log.has_step()) {
+    f.step_time_s = log.step_time_s();
+  }
   f.max_allocated_bytes = log.max_allocated_mib * kMiB;
   f.source = log.source(file);
   in.published.figures.push_back(std::move(f));

@@ -207,6 +207,17 @@ TEST(ValidateRuns, ATrainingLogIsTheRunsMeasurement) {
   EXPECT_FALSE(changed.contains("not_compared"));
   EXPECT_TRUE(changed.at("step_times")[0].contains("error"));
 
+  // torchtitan's tokens/s per GPU: compared as the step the plan's tokens take at that rate
+  // (cp2: 128 x 8,192 tokens a step on 8 GPUs at 6,150 tokens/s each).
+  const auto titan = test::run_trainsim({"run", cp2, "--measured-log",
+                                         test::data_path("training_logs/torchtitan.log"),
+                                         "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(titan.exit_code, 0) << titan.err;
+  const auto titan_step = nlohmann::json::parse(titan.out).at("published").at("step_times");
+  ASSERT_EQ(titan_step.size(), 3u);
+  EXPECT_EQ(titan_step[2].at("tokens_per_s_per_gpu"), 6150);
+  EXPECT_DOUBLE_EQ(titan_step[2].at("step_time_s").get<double>(), 128.0 * 8192 / (8 * 6150));
+
   const auto missing = test::run_trainsim({"run", cp2, "--measured-log", dir + "/no.log"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("--measured-log: no such file: " + dir + "/no.log"), std::string::npos)
