@@ -47,6 +47,13 @@ po::options_description io_options(const std::string& command) {
       "set nothing trainsim prices (learning rate, data, logging) listed on the standard "
       "error. Needs --gpus N where no torchrun --nproc-per-node (x --nnodes) gives the "
       "world size whose data parallelism Megatron-LM takes")(
+      "nanotron-config", po::value<std::string>()->value_name("FILE.yaml"),
+      "the plan from a nanotron training config (the YAML run_train.py takes): dp, tp, pp, cp "
+      "and ep, the pipeline engine, tp_mode (REDUCE_SCATTER: sequence parallelism), "
+      "recompute_layer, sequence length, micro-batch and accumulation (gbs = mbs x accumulation "
+      "x dp), ZeRO stage, dtype and the vocabulary multiple, with nanotron's partition rule; "
+      "without --model, the model of its model_config (Llama or Qwen2; --save-scenario then "
+      "writes it beside the scenario); the other plan flags override it")(
       "save-scenario", po::value<std::string>()->value_name("FILE"),
       "also write the inputs as resolved (the model, the platform, the plan with the scenario's "
       "values, the flags and --megatron-args applied, the run's budget) as a scenario file that "
@@ -252,6 +259,16 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
       opt.inputs.megatron_args_file = text.substr(1);
     } else {
       opt.inputs.megatron_args = text;
+    }
+  }
+  if (const auto config = path_of(vm, "nanotron-config")) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(*config, ec)) {
+      fail_input("--nanotron-config", "no such file: " + *config);
+    }
+    opt.inputs.nanotron_config = *config;
+    if (opt.inputs.megatron_args) {
+      fail_input("--nanotron-config", "is given with --megatron-args: give one of them");
     }
   }
   opt.format = format_of(vm, opt.format);

@@ -72,12 +72,14 @@ Outputs run_outputs(const RunOptions& opt, const std::string& command) {
   }
   Outputs outputs;
   outputs.add("--save-scenario", opt.save_scenario);
-  // A model built from --megatron-args is saved beside the scenario.
-  if (opt.save_scenario && opt.inputs.megatron_args && !opt.inputs.model && !opt.inputs.scenario) {
+  // A model built from --megatron-args or --nanotron-config is saved beside the scenario.
+  const auto& in = opt.inputs;
+  if (opt.save_scenario && (in.megatron_args || in.nanotron_config) && !in.model && !in.scenario) {
     if (*opt.save_scenario == "-") {
       fail_input("--save-scenario",
-                 "writes the model built from --megatron-args beside the scenario: give a file, "
-                 "not '-'");
+                 std::string("writes the model built from ") +
+                     (in.megatron_args ? "--megatron-args" : "--nanotron-config") +
+                     " beside the scenario: give a file, not '-'");
     }
     outputs.add("--save-scenario", model_file_beside(*opt.save_scenario));
   }

@@ -7,6 +7,7 @@
 
 #include "sim/check/wording.hpp"
 #include "sim/cli/budget_flags.hpp"
+#include "sim/cli/launch_configs.hpp"
 #include "sim/cli/plan_fields.hpp"
 #include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
@@ -14,7 +15,6 @@
 #include "sim/core/format.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/core/units.hpp"
-#include "sim/plan/megatron_args.hpp"
 #include "sim/platform/gpu_match.hpp"
 #include "sim/platform/kernel_db.hpp"
 #include "sim/validate/training_log.hpp"
@@ -207,79 +207,6 @@ void apply_plan_flags(const InputRequest& req, ResolvedInputs& in) {
   }
 }
 
-// A plan field's value as its flag writes it on a shell's command line: "--tp 8", "--sp",
-// "--no-moe-grouped-gemm", "--partition 'Et|(tt|)*30mL'"; "" for a switch at its default, which
-// no flag writes (--moe-grouped-gemm is trainsim's default).
-std::string as_flag(const PlanField& field, const std::string& value) {
-  if (field.type == FieldType::kBool) {
-    return value == (field.negated ? "false" : "true") ? switch_flag(field) : "";
-  }
-  const bool plain = value.find_first_not_of(
-                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                         "0123456789._,:+=/-") == std::string::npos;
-  return flag_of(field.name) + " " + (plain ? value : "'" + value + "'");
-}
-
-// --megatron-args: the fields Megatron-LM's arguments set, each named by its argument, under the
-// plan flags; notes saying how they were read.
-// Without a model file, the model is the one Megatron-LM builds from the shape arguments, named
-// by the launch script's file.
-Model apply_megatron_args(const InputRequest& req,
-                          const std::optional<std::filesystem::path>& model_path,
-                          ResolvedInputs& in) {
-  const std::string where = "--megatron-args";
-  if (req.scenario) {
-    fail_input(where, "sets the whole plan: give --model M (and --gpus N) instead of a scenario");
-  }
-  const LaunchCommand launch = parse_launch_command(*req.megatron_args, where);
-  Model model;
-  if (model_path) {
-    model = load_model(*model_path);
-  } else {
-    const std::string name = req.megatron_args_file
-                                 ? std::filesystem::path(*req.megatron_args_file).stem().string()
-                                 : "megatron-args";
-    model = model_from_megatron_args(launch, name, where);
-    in.model_text = *req.megatron_args;
-    in.notes.push_back(where + ": the model built from its shape arguments (no --model given)");
-  }
-  const MegatronPlan m = plan_from_megatron_args(launch, model, where);
-  // Megatron-LM's data parallelism is what the world size leaves: it must be known.
-  if (!m.fields.contains("gpus") && !req.plan_flags.contains("gpus") &&
-      !req.plan_flags.contains("dp")) {
-    fail_input(where,
-               "gives no GPU count (Megatron-LM's data parallelism is what the world "
-               "size leaves; torchrun's --nproc-per-node and --nnodes give it): add --gpus N");
-  }
-  if (!m.fields.contains("seq_len") && !req.plan_flags.contains("seq_len")) {
-    fail_input(where,
-               "has no --seq-length, which Megatron-LM's GPT training needs: add it, or give "
-               "--seq-len N");
-  }
-  std::string set;
-  std::string defaults;
-  for (const auto& field : plan_fields()) {
-    const auto it = m.fields.find(field.name);
-    if (it == m.fields.end() || req.plan_flags.contains(field.name)) continue;
-    const std::string& origin = m.origin.at(field.name);
-    set_from_text(in.plan, field, origin, it->second);
-    in.origin.where[field.name] = origin;
-    const bool by_default = std::find(m.defaults.begin(), m.defaults.end(),
-                                      field.name + " " + it->second) != m.defaults.end();
-    if (const std::string flag = as_flag(field, it->second); !flag.empty()) {
-      (by_default ? defaults : set) += " " + flag;
-    }
-  }
-  in.notes.push_back(where + " read as:" + (set.empty() ? " nothing" : set));
-  if (!defaults.empty()) in.notes.push_back(where + ": Megatron-LM's defaults:" + defaults);
-  if (!m.unread.empty()) {
-    in.notes.push_back(where +
-                       ": not read (the model gives them, or they set nothing trainsim prices): " +
-                       join(m.unread, ", "));
-  }
-  return model;
-}
-
 // Without dp, a given GPU count's data parallelism is the GPUs tp x cp x pp leave over, as a
 // sweep's plans have it; messages about dp then name the GPU count that set it.
 void derive_dp(ResolvedInputs& in) {
@@ -304,16 +231,18 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   if (req.scenario) read_scenario(req, in, model_path, platform_path);
   if (req.model) model_path = resolve_catalog_entry("models", *req.model, "--model");
   if (req.platform) platform_path = resolve_catalog_entry("platforms", *req.platform, "--platform");
-  if (!model_path && !req.megatron_args)
+  if (!model_path && !req.megatron_args && !req.nanotron_config)
     fail_input("--model",
-               "is required (a catalog name or a config.json path), or give a SCENARIO.json "
-               "or a Megatron-LM launch (--megatron-args) whose shape arguments build it");
+               "is required (a catalog name or a config.json path), or give a SCENARIO.json, "
+               "a Megatron-LM launch (--megatron-args) whose shape arguments build it or a "
+               "nanotron config (--nanotron-config)");
   // Flags alone: the platform the catalog's scenarios and sweeps mostly run on, named in the
   // report. A scenario file names its own.
   if (!platform_path)
     platform_path = resolve_catalog_entry("platforms", kDefaultPlatform, "--platform");
-  const Model model =
-      req.megatron_args ? apply_megatron_args(req, model_path, in) : load_model(*model_path);
+  const Model model = req.megatron_args     ? apply_megatron_args(req, model_path, in)
+                      : req.nanotron_config ? apply_nanotron_config(req, model_path, in)
+                                            : load_model(*model_path);
   apply_plan_flags(req, in);
   derive_dp(in);
   convert_throughputs(req, in);

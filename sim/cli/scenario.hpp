@@ -29,6 +29,8 @@ struct InputRequest {
   std::optional<std::string> megatron_args;
   /// --megatron-args @FILE: the file, whose name names a model built from its arguments.
   std::optional<std::string> megatron_args_file;
+  /// --nanotron-config: a nanotron training config (YAML) that sets the plan (and the model).
+  std::optional<std::string> nanotron_config;
   /// --measured-log: a training log of this very run, whose figures are compared with it.
   std::optional<std::string> measured_log;
 };
@@ -37,7 +39,8 @@ struct ResolvedInputs {
   std::string scenario_name;
   std::filesystem::path scenario_path;  // empty without a scenario
   std::filesystem::path model_path;     // empty where no file holds the model
-  /// What the model was built from where no file holds it: --megatron-args' text.
+  /// What the model was built from where no file holds it: --megatron-args' text, or
+  /// --nanotron-config's.
   std::string model_text;
   std::filesystem::path platform_path;
   Model model;

@@ -28,7 +28,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 all=(json_text model_json hf_config platform_json kernel_db_json partition_spec layout_spec
-     safetensors_header sweep_spec scenario sweep_csv args pipeline megatron_args training_log)
+     safetensors_header sweep_spec scenario sweep_csv args pipeline megatron_args training_log
+     nanotron_config)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 # clang and its libFuzzer runtime, installed as .ci/setup installs packages.
@@ -74,6 +75,7 @@ seeds_of() {
     scenario | pipeline) seed_files 16384 scenarios -name '*.json' ;;
     megatron_args) seed_files 4096 scenarios/launch -name '*.sh' ;;
     training_log) seed_files 16384 tests/data/training_logs tests/data/bad -name '*.log' ;;
+    nanotron_config) seed_files 16384 scenarios/launch tests/data -name '*.yaml' ;;
   esac
 }
 max_len_of() {
@@ -132,7 +134,8 @@ for name in "${targets[@]}"; do
   done
   dict=()
   case "$name" in
-    partition_spec | layout_spec | safetensors_header | sweep_csv | args | megatron_args | training_log) ;;
+    partition_spec | layout_spec | safetensors_header | sweep_csv | args | megatron_args | \
+      training_log | nanotron_config) ;;
     *)
       mkdir -p "$out/dict"
       json_dict "$name" >"$out/dict/$name.dict"

@@ -1,0 +1,144 @@
+#include "sim/plan/nanotron_config.hpp"
+
+#include "sim/core/error.hpp"
+#include "sim/core/json_reader.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// Whether `key` holds a value (nanotron writes null for what it leaves to its defaults).
+bool given(JsonObject& o, std::string_view key) {
+  return o.has(key) && !o.raw(key).is_null();
+}
+
+struct Reader {
+  const std::string& file;
+  NanotronPlan& out;
+
+  void set(const JsonObject& o, std::string_view key, const std::string& field,
+           const std::string& value) {
+    out.fields[field] = value;
+    out.origin[field] = o.where(key);
+  }
+};
+
+void parallelism(JsonObject p, Reader& r, std::int64_t& dp) {
+  dp = p.integer("dp", {1});
+  r.set(p, "dp", "dp", std::to_string(dp));
+  r.set(p, "tp", "tp", std::to_string(p.integer("tp", {1})));
+  r.set(p, "pp", "pp", std::to_string(p.integer("pp", {1})));
+  if (given(p, "context_parallel_size")) {
+    r.set(p, "context_parallel_size", "cp",
+          std::to_string(p.integer("context_parallel_size", {1})));
+  }
+  if (given(p, "expert_parallel_size")) {
+    if (const auto ep = p.integer("expert_parallel_size", {1}); ep > 1) {
+      r.set(p, "expert_parallel_size", "ep", std::to_string(ep));
+    }
+  }
+  if (given(p, "pp_engine")) {
+    const std::string engine = p.choice("pp_engine", {"1f1b", "afab"});
+    r.set(p, "pp_engine", "schedule", engine == "afab" ? "gpipe" : "1f1b");
+  }
+  if (given(p, "tp_mode")) {
+    const std::string mode = p.choice("tp_mode", {"REDUCE_SCATTER", "ALL_REDUCE"});
+    r.set(p, "tp_mode", "sp", mode == "REDUCE_SCATTER" ? "true" : "false");
+  }
+  if (given(p, "recompute_layer") && p.boolean("recompute_layer")) {
+    r.set(p, "recompute_layer", "recompute", "full");
+  }
+}
+
+void tokens(JsonObject t, Reader& r, std::int64_t dp) {
+  r.set(t, "sequence_length", "seq_len", std::to_string(t.integer("sequence_length", {1})));
+  const std::int64_t mbs = t.integer("micro_batch_size", {1});
+  r.set(t, "micro_batch_size", "mbs", std::to_string(mbs));
+  const std::int64_t accumulation =
+      given(t, "batch_accumulation_per_replica")
+          ? t.integer("batch_accumulation_per_replica", {1, std::int64_t{1} << 30})
+          : 1;
+  // The global batch in sequences: every data-parallel replica's micro-batches.
+  r.set(t, "batch_accumulation_per_replica", "gbs", std::to_string(mbs * accumulation * dp));
+}
+
+void model_section(JsonObject m, Reader& r) {
+  if (given(m, "dtype")) {
+    const std::string dtype = m.string("dtype");
+    if (dtype != "bfloat16") {
+      m.fail("dtype", "is " + dtype + ": trainsim prices BF16 training (and FP8 by --precision)");
+    }
+    r.set(m, "dtype", "precision", "bf16");
+  }
+  if (given(m, "make_vocab_size_divisible_by")) {
+    r.set(m, "make_vocab_size_divisible_by", "vocab_divisible_by",
+          std::to_string(m.integer("make_vocab_size_divisible_by", {1, std::int64_t{1} << 20})));
+  }
+}
+
+}  // namespace
+
+NanotronPlan plan_from_nanotron_config(const nlohmann::json& config, const std::string& file) {
+  NanotronPlan out;
+  Reader r{file, out};
+  JsonObject top(config, file);
+  std::int64_t dp = 1;
+  parallelism(top.object("parallelism"), r, dp);
+  tokens(top.object("tokens"), r, dp);
+  if (auto model = top.optional_object("model")) model_section(*model, r);
+  if (auto optimizer = top.optional_object("optimizer");
+      optimizer && given(*optimizer, "zero_stage")) {
+    r.set(*optimizer, "zero_stage", "zero",
+          std::to_string(optimizer->integer("zero_stage", {0, 1})));
+  }
+  out.fields["partition"] = "nanotron";
+  out.origin["partition"] = file + " (nanotron's partition rule)";
+  return out;
+}
+
+Model model_from_nanotron_config(const nlohmann::json& config, const std::string& name,
+                                 const std::string& file) {
+  JsonObject top(config, file);
+  JsonObject c = top.object("model").object("model_config");
+  if (given(c, "moe_config")) {
+    c.fail("moe_config",
+           "nanotron's mixture of experts is not read: give the model with --model M (a catalog "
+           "name or a config.json)");
+  }
+  Model m;
+  m.name = name;
+  m.source = file + " (nanotron's model_config)";
+  m.num_layers = c.integer("num_hidden_layers", {1});
+  m.hidden_size = c.integer("hidden_size", {1});
+  m.num_attention_heads = c.integer("num_attention_heads", {1});
+  m.num_kv_heads = given(c, "num_key_value_heads") ? c.integer("num_key_value_heads", {1})
+                                                   : m.num_attention_heads;
+  if (m.hidden_size % m.num_attention_heads != 0) {
+    c.fail("num_attention_heads",
+           "must divide hidden_size (" + std::to_string(m.hidden_size) + ")");
+  }
+  m.head_dim = m.hidden_size / m.num_attention_heads;
+  m.ffn_hidden_size = c.integer("intermediate_size", {1});
+  const std::string act = given(c, "hidden_act") ? c.string("hidden_act") : "silu";
+  if (act != "silu" && act != "gelu" && act != "gelu_pytorch_tanh") {
+    c.fail("hidden_act", "'" + act + "' is not modelled (silu and gelu are)");
+  }
+  m.ffn_kind = act == "silu" ? FfnKind::kSwiGLU : FfnKind::kGeGLU;
+  m.vocab_size = c.integer("vocab_size", {1});
+  m.tied_embeddings = given(c, "tie_word_embeddings") && c.boolean("tie_word_embeddings");
+  m.position_embedding = PositionEmbedding::kRope;
+  m.max_position_embeddings =
+      given(c, "max_position_embeddings") ? c.integer("max_position_embeddings", {1}) : 0;
+  m.norm = NormKind::kRMSNorm;
+  m.qkv_bias = given(c, "attention_bias") && c.boolean("attention_bias");
+  validate_model(m, [&c](std::string_view key) {
+    const std::string k(key);
+    return c.where(k == "num_layers"        ? "num_hidden_layers"
+                   : k == "num_kv_heads"    ? "num_key_value_heads"
+                   : k == "ffn_hidden_size" ? "intermediate_size"
+                                            : k);
+  });
+  return m;
+}
+
+}  // namespace trainsim
