@@ -42,9 +42,10 @@ struct MegatronArgs {
 /// --use-rotary-position-embeddings), none where it names none; InputError for a kind trainsim
 /// does not model.
 std::optional<PositionEmbedding> megatron_position_embedding(const MegatronArgs& args);
-/// The model Megatron-LM builds from the shape arguments, named `name`
-/// (sim/plan/megatron_model.cpp).
-Model megatron_model(const MegatronArgs& args, const std::string& name);
+/// The model Megatron-LM builds from the shape arguments, named `name`, its vocabulary
+/// `vocab_size` where given, else the tokenizer's (sim/plan/megatron_model.cpp).
+Model megatron_model(const MegatronArgs& args, const std::string& name,
+                     std::optional<std::int64_t> vocab_size = std::nullopt);
 
 struct MegatronReader : MegatronArgs {
   const Model& model;

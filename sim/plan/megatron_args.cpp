@@ -171,6 +171,12 @@ Model model_from_megatron_args(const LaunchCommand& launch, const std::string& n
   return megatron_model(MegatronArgs{given, where}, name);
 }
 
+Model model_from_megatron_args(const std::map<std::string, std::vector<std::string>>& args,
+                               const std::string& name, const std::string& where,
+                               std::optional<std::int64_t> vocab_size) {
+  return megatron_model(MegatronArgs{args, where}, name, vocab_size);
+}
+
 MegatronPlan plan_from_megatron_args(const LaunchCommand& launch, const Model& model,
                                      const std::string& where) {
   MegatronPlan out;

@@ -7,6 +7,7 @@
 // checked against the model. Arguments that set nothing trainsim prices (learning rate, data,
 // logging) are listed, not refused, unless one is a near miss of an argument trainsim reads.
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,12 @@ LaunchCommand parse_launch_command(std::string_view text, const std::string& whe
 /// models cannot hold (another position embedding or norm, an MoE layer pattern they lack).
 Model model_from_megatron_args(const LaunchCommand& launch, const std::string& name,
                                const std::string& where);
+
+/// The same from arguments already split (each name's values, a switch with none), with the
+/// vocabulary `vocab_size` where it is known apart from the tokenizer (a CI row's record of it).
+Model model_from_megatron_args(const std::map<std::string, std::vector<std::string>>& args,
+                               const std::string& name, const std::string& where,
+                               std::optional<std::int64_t> vocab_size);
 
 /// The plan fields a launch command sets for `model`: the script's arguments (Megatron-LM's),
 /// and the GPU count torchrun's --nproc-per-node x --nnodes gives. Where the script's undecided

@@ -2,6 +2,7 @@
 // defaults and validate_args; Megatron-Core's GPT layer specs), for a launch given without a
 // model file.
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -239,7 +240,8 @@ std::string argument_of(std::string_view key) {
 
 }  // namespace
 
-Model megatron_model(const MegatronArgs& a, const std::string& name) {
+Model megatron_model(const MegatronArgs& a, const std::string& name,
+                     std::optional<std::int64_t> vocab_size) {
   Model m;
   m.name = name;
   m.source = a.where + " (Megatron-LM's shape arguments)";
@@ -248,7 +250,7 @@ Model megatron_model(const MegatronArgs& a, const std::string& name) {
   m.num_attention_heads = required(a, "--num-attention-heads");
   attention(a, m);
   mlp(a, m);
-  m.vocab_size = tokenizer_vocab(a);
+  m.vocab_size = vocab_size ? *vocab_size : tokenizer_vocab(a);
   m.tied_embeddings = !a.has("--untie-embeddings-and-output-weights");
   position_embedding(a, m);
   if (a.has("--normalization")) {

@@ -1,9 +1,14 @@
 #include "sim/validate/megatron_ci_run.hpp"
 
+#include <map>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/plan/megatron_args.hpp"
 #include "sim/validate/megatron_ci_args.hpp"
 #include "sim/validate/reference_fields.hpp"
 
@@ -53,55 +58,53 @@ std::int64_t required(const Fields& f, const char* key) {
   return f.required_integer(key, "a GPT row");
 }
 
-// The row's GPT as Megatron-LM builds it from its arguments.
+// The row's GPT as Megatron-LM builds it from its arguments: the golden row's shape and the
+// supplement's, given to the reader of Megatron-LM's model arguments (sim/plan/megatron_model),
+// with the vocabulary the row records.
 Model ci_model(const Fields& f, const CiLaunchArgs& extra, const std::string& name,
                const std::string& file) {
-  Model m;
-  m.name = name;
-  m.source = file;
-  m.num_layers = required(f, "num_layers");
-  m.hidden_size = required(f, "hidden_size");
-  m.num_attention_heads = required(f, "num_attention_heads");
-  m.num_kv_heads = f.flag("gqa") ? required(f, "num_query_groups") : m.num_attention_heads;
-  m.head_dim = m.hidden_size / m.num_attention_heads;
-  const bool swiglu = f.flag("swiglu");
-  m.ffn_kind = swiglu ? FfnKind::kSwiGLU : FfnKind::kGelu;
-  // Megatron-LM's default MLP width: 4h, or for SwiGLU 8h/3 rounded down to a multiple of 64.
-  m.ffn_hidden_size =
-      f.integer("ffn_hidden_size")
-          .value_or(swiglu ? (4 * m.hidden_size * 2 / 3) / 64 * 64 : 4 * m.hidden_size);
+  std::map<std::string, std::vector<std::string>> args;
+  const auto value = [&](const char* arg, std::optional<std::int64_t> v) {
+    if (v) args[arg] = {std::to_string(*v)};
+  };
+  const auto text = [&](const char* arg, const std::string& v) { args[arg] = {v}; };
+  const auto flag = [&](const char* arg, bool on) {
+    if (on) args[arg] = {};
+  };
+  value("--num-layers", required(f, "num_layers"));
+  value("--hidden-size", required(f, "hidden_size"));
+  value("--num-attention-heads", required(f, "num_attention_heads"));
+  flag("--group-query-attention", f.flag("gqa"));
+  if (f.flag("gqa")) value("--num-query-groups", required(f, "num_query_groups"));
+  flag("--swiglu", f.flag("swiglu"));
+  value("--ffn-hidden-size", f.integer("ffn_hidden_size"));
+  flag("--untie-embeddings-and-output-weights", f.flag("untie_embeddings"));
+  text("--position-embedding-type", extra.position_embedding);
+  // Learned positions as long as the sequence (the configs set --max-position-embeddings so).
+  if (extra.position_embedding == "learned_absolute") {
+    value("--max-position-embeddings", required(f, "seq_length"));
+  }
+  text("--normalization", extra.normalization);
+  flag("--disable-bias-linear", extra.disable_bias_linear);
+  flag("--qk-layernorm", extra.qk_layernorm);
+  if (extra.multi_latent_attention) {
+    flag("--multi-latent-attention", true);
+    if (extra.q_lora_rank > 0) value("--q-lora-rank", extra.q_lora_rank);
+    value("--kv-lora-rank", extra.kv_lora_rank);
+    value("--qk-head-dim", extra.qk_head_dim);
+    value("--qk-pos-emb-head-dim", extra.qk_pos_emb_head_dim);
+    value("--v-head-dim", extra.v_head_dim);
+  }
+  value("--num-experts", f.integer("num_experts"));
+  value("--moe-router-topk", f.integer("moe_router_topk"));
+  value("--moe-ffn-hidden-size", f.integer("moe_ffn_hidden_size"));
+  if (extra.shared_expert_ffn_hidden_size > 0) {
+    value("--moe-shared-expert-intermediate-size", extra.shared_expert_ffn_hidden_size);
+  }
   const auto vocab = f.integer("vocab_size") ? f.integer("vocab_size") : extra.vocab_size;
   if (!vocab) f.fail("vocab_size", "unknown: neither the row nor the launch arguments give it");
-  m.vocab_size = *vocab;
-  m.tied_embeddings = !f.flag("untie_embeddings");
-  if (extra.position_embedding == "rope") {
-    m.position_embedding = PositionEmbedding::kRope;
-  } else if (extra.position_embedding == "none") {
-    m.position_embedding = PositionEmbedding::kNone;
-  } else {
-    m.position_embedding = PositionEmbedding::kLearned;
-    m.max_position_embeddings = required(f, "seq_length");
-  }
-  m.norm = extra.normalization == "RMSNorm" ? NormKind::kRMSNorm : NormKind::kLayerNorm;
-  m.qkv_bias = m.attention_output_bias = m.mlp_bias = !extra.disable_bias_linear;
-  m.qk_norm = extra.qk_layernorm;  // Megatron-Core's q_layernorm and k_layernorm, per head
-  // Multi-latent attention (Megatron-Core's MLA: no bias on its down- and up-projections, every
-  // head its own key and value, RoPE on qk-pos-emb-head-dim of each head whatever the model's
-  // position embedding).
-  if (extra.multi_latent_attention) {
-    m.mla = {extra.q_lora_rank, extra.kv_lora_rank, extra.qk_head_dim, extra.qk_pos_emb_head_dim,
-             extra.v_head_dim};
-    m.head_dim = extra.qk_head_dim + extra.qk_pos_emb_head_dim;
-    m.num_kv_heads = m.num_attention_heads;
-  }
-  // Megatron-Core's MoE: every layer routes (--moe-layer-freq 1), top-2 unless set, each
-  // expert as wide as the dense MLP unless set.
-  m.moe.num_experts = f.integer("num_experts").value_or(0);
-  if (m.moe.is_moe()) {
-    m.moe.experts_per_token = f.integer("moe_router_topk").value_or(2);
-    m.moe.expert_ffn_hidden_size = f.integer("moe_ffn_hidden_size").value_or(m.ffn_hidden_size);
-    m.moe.shared_expert_ffn_hidden_size = extra.shared_expert_ffn_hidden_size;
-  }
+  Model m = model_from_megatron_args(args, name, file + ": $.rows[" + name + "]", vocab);
+  m.source = file;
   return m;
 }
 
