@@ -1,7 +1,10 @@
 #include "sim/cli/list_command.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <ostream>
+#include <utility>
+#include <vector>
 
 #include "sim/cli/scenario.hpp"
 #include "sim/cli/sweep_spec.hpp"
@@ -127,6 +130,26 @@ void list_sweeps(std::ostream& out) {
   }
 }
 
+// The launch files under scenarios/launch/, each with the flag that reads it.
+void list_launches(std::ostream& out) {
+  const std::filesystem::path folder = data_dir() / "scenarios" / "launch";
+  std::vector<std::pair<std::string, std::string>> files;  // name, how to read it
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string path = "scenarios/launch/" + name;
+    if (entry.path().extension() == ".sh") files.emplace_back(name, "--megatron-args @" + path);
+    if (entry.path().extension() == ".yaml") files.emplace_back(name, "--nanotron-config " + path);
+  }
+  if (files.empty()) return;
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.first);
+  const std::size_t width = widest({&names});
+  out << "scenarios/launch/ (launches to run or check, paths under the data folder):\n";
+  for (const auto& [name, how] : files) out << name_column(name, width) << how << "\n";
+}
+
 }  // namespace
 
 int list_command(const std::vector<std::string>& args, std::ostream& out) {
@@ -134,7 +157,8 @@ int list_command(const std::vector<std::string>& args, std::ostream& out) {
     out << "usage: trainsim list\n\nPrints the catalog: the models under models/ with their "
            "parameter counts, the\nplatforms under platforms/, the scenarios under scenarios/ "
            "with the model,\nplatform, GPUs and layout each runs, and the sweep files under\n"
-           "scenarios/sweeps/ with the model, platform, GPU counts and plans each sweeps\n"
+           "scenarios/sweeps/ with the model, platform, GPU counts and plans each sweeps,\n"
+           "and the launch files under scenarios/launch/ with the flag that reads each\n"
            "(TRAINSIM_DATA_DIR to use another data folder).\n";
     return 0;
   }
@@ -154,6 +178,7 @@ int list_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   list_scenarios(out);
   list_sweeps(out);
+  list_launches(out);
   return 0;
 }
 

@@ -57,6 +57,15 @@ TEST(List, ShowsTheCatalog) {
                        "GPUs: 64 plans\n"),
             std::string::npos)
       << r.out;
+  // The launch files with the flag that reads each.
+  EXPECT_NE(r.out.find("scenarios/launch/ (launches to run or check, paths under the data "
+                       "folder):\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n  nanotron-108.yaml           --nanotron-config "
+                       "scenarios/launch/nanotron-108.yaml\n"),
+            std::string::npos)
+      << r.out;
   const std::string dir = test::make_temp_dir();
   const auto swept = test::run_trainsim(
       {"sweep", "llama3.1-70b-deadline", "--out", dir + "/plans.csv", "--simgrid-top", "0"});

@@ -7,7 +7,6 @@
 
 #include "sim/model/params.hpp"
 #include "sim/plan/megatron_args.hpp"
-#include "sim/plan/plan_schema.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -27,17 +26,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (total_params(model) <= 0 || active_params(model) > total_params(model)) std::abort();
     }
     const MegatronPlan m = plan_from_megatron_args(launch, model, where);
-    Plan plan;
-    PlanOrigin origin;
-    for (const auto& field : plan_fields()) {
-      const auto it = m.fields.find(field.name);
-      if (it == m.fields.end()) continue;
-      set_from_text(plan, field, m.origin.at(field.name), it->second);
-      origin.where[field.name] = m.origin.at(field.name);
-    }
-    if (plan.gpus > 0 && plan.gpus % plan.model_parallel_size() == 0) {
-      plan.dp = plan.gpus / plan.model_parallel_size();
-    }
-    validate_plan(plan, trained_model(model, plan), fuzz::catalog_platform("h100-sxm-ndr"), origin);
+    fuzz::check_plan_of_fields(m.fields, m.origin, model);
   });
 }

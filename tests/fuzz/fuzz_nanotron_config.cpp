@@ -2,7 +2,6 @@
 // the plan checked for the model as resolve_inputs() checks it.
 #include "sim/core/yaml_subset.hpp"
 #include "sim/plan/nanotron_config.hpp"
-#include "sim/plan/plan_schema.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -16,14 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const nlohmann::json config = parse_yaml_subset(fuzz::text_of(data, size), "fuzz.yaml");
     const NanotronPlan p = plan_from_nanotron_config(config, "fuzz.yaml");
     const Model model = model_from_nanotron_config(config, "fuzz", "fuzz.yaml");
-    Plan plan;
-    PlanOrigin origin;
-    for (const auto& field : plan_fields()) {
-      const auto it = p.fields.find(field.name);
-      if (it == p.fields.end()) continue;
-      set_from_text(plan, field, p.origin.at(field.name), it->second);
-      origin.where[field.name] = p.origin.at(field.name);
-    }
-    validate_plan(plan, trained_model(model, plan), fuzz::catalog_platform("h100-sxm-ndr"), origin);
+    fuzz::check_plan_of_fields(p.fields, p.origin, model);
   });
 }

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/json_reader.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/plan_schema.hpp"
 
 namespace trainsim::fuzz {
 
@@ -151,6 +153,22 @@ void warm_catalog() {
       }
     }
   }
+}
+
+void check_plan_of_fields(const std::map<std::string, std::string>& fields,
+                          const std::map<std::string, std::string>& origins, const Model& model) {
+  Plan plan;
+  PlanOrigin origin;
+  for (const auto& field : plan_fields()) {
+    const auto it = fields.find(field.name);
+    if (it == fields.end()) continue;
+    set_from_text(plan, field, origins.at(field.name), it->second);
+    origin.where[field.name] = origins.at(field.name);
+  }
+  if (!fields.contains("dp") && plan.gpus > 0 && plan.gpus % plan.model_parallel_size() == 0) {
+    plan.dp = plan.gpus / plan.model_parallel_size();
+  }
+  validate_plan(plan, trained_model(model, plan), catalog_platform("h100-sxm-ndr"), origin);
 }
 
 }  // namespace trainsim::fuzz

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -51,5 +52,11 @@ const std::filesystem::path& light_catalog();
 /// name it lacks.
 const Model& catalog_model(const std::string& name);
 const Platform& catalog_platform(const std::string& name);
+
+/// The plan that plan fields set (each as its flag takes it, at its origin), dp from a GPU count
+/// where dp is not set, checked for `model` on h100-sxm-ndr as resolve_inputs() checks it (the
+/// launch readers' targets).
+void check_plan_of_fields(const std::map<std::string, std::string>& fields,
+                          const std::map<std::string, std::string>& origins, const Model& model);
 
 }  // namespace trainsim::fuzz
