@@ -134,6 +134,8 @@ std::string top_help() {
          "  trainsim run scenarios/llama3.1-70b-64gpu.json --schedule gpipe --format json\n"
          "  trainsim check --model llama3.1-70b \\\n"
          "                 --megatron-args @scenarios/launch/llama3.1-70b-64gpu.sh\n"
+         "  trainsim check --nanotron-config scenarios/launch/nanotron-108.yaml\n"
+         "                                                (nanotron issue #108 from its config)\n"
          "\n"
          "exit codes: 0 success; 1 error-level diagnostics (check, run --strict); 2 bad input.\n"
          "`trainsim run --help` lists every flag.\n";
