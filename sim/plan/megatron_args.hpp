@@ -41,7 +41,7 @@ LaunchCommand parse_launch_command(std::string_view text, const std::string& whe
 /// The model Megatron-LM builds from the launch command's shape arguments, named `name`: its
 /// defaults where they say nothing (a GeLU MLP of 4 x hidden, learned positions, LayerNorm,
 /// biases, tied embeddings; top-2 experts as wide as the MLP), the vocabulary of the null
-/// tokenizer (--vocab-size + 1) or GPT-2's BPE (50,257). InputError naming `where` and the
+/// tokenizer (--vocab-size) or GPT-2's BPE (50,257). InputError naming `where` and the
 /// argument for a shape missing, a tokenizer whose vocabulary is in a file, or what trainsim's
 /// models cannot hold (another position embedding or norm, an MoE layer pattern they lack).
 Model model_from_megatron_args(const LaunchCommand& launch, const std::string& name,

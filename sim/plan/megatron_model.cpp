@@ -36,9 +36,9 @@ std::int64_t required(const MegatronArgs& a, const std::string& arg) {
   return positive(a, arg);
 }
 
-// The vocabulary the launch's tokenizer gives: the null tokenizer's --vocab-size plus its
-// end-of-document id, or GPT-2's BPE vocabulary (50,257 tokens); other tokenizers read files
-// trainsim does not.
+// The vocabulary the launch's tokenizer gives: the null tokenizer's --vocab-size (its
+// end-of-document id the last of them, since Megatron-LM #4057, April 2026; one more before),
+// or GPT-2's BPE vocabulary (50,257 tokens); other tokenizers read files trainsim does not.
 std::int64_t tokenizer_vocab(const MegatronArgs& a) {
   const std::string arg = "--tokenizer-type";
   if (!a.has(arg)) {
@@ -47,7 +47,7 @@ std::int64_t tokenizer_vocab(const MegatronArgs& a) {
            "NullTokenizer --vocab-size N, or --model M)");
   }
   const std::string& type = a.one(arg);
-  if (type == "NullTokenizer") return required(a, "--vocab-size") + 1;
+  if (type == "NullTokenizer") return required(a, "--vocab-size");
   if (type == "GPT2BPETokenizer") return 50257;
   a.fail(arg,
          type +

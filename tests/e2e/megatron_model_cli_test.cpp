@@ -15,13 +15,13 @@ namespace {
 const std::vector<std::string> kJson = {"--engine", "analytic", "--format", "json"};
 
 // The catalog's Llama 3.1 8B launch script with the null tokenizer of Llama 3's vocabulary
-// (128,255 ids and the end-of-document one), so that its arguments give the whole model.
+// (128,256 ids), so that its arguments give the whole model.
 std::string null_tokenizer_script(const std::string& dir) {
   std::string text =
       test::read_file(test::source_dir() + "/scenarios/launch/llama3.1-8b-8gpu-arrays.sh");
   const std::string hf =
       "--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Llama-3.1-8B";
-  text.replace(text.find(hf), hf.size(), "--tokenizer-type NullTokenizer --vocab-size 128255");
+  text.replace(text.find(hf), hf.size(), "--tokenizer-type NullTokenizer --vocab-size 128256");
   const std::string path = dir + "/llama8b-launch.sh";
   test::write_file(path, text);
   return path;

@@ -36,7 +36,7 @@ const std::string kLlama8b =
     "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
     "--group-query-attention --num-query-groups 8 --swiglu --untie-embeddings-and-output-weights "
     "--position-embedding-type rope --normalization RMSNorm --disable-bias-linear "
-    "--max-position-embeddings 131072 --tokenizer-type NullTokenizer --vocab-size 128255";
+    "--max-position-embeddings 131072 --tokenizer-type NullTokenizer --vocab-size 128256";
 
 TEST(MegatronModel, MegatronDefaultsBuildGpt2Small) {
   const Model m = build(kGpt2Small);
@@ -57,7 +57,7 @@ TEST(MegatronModel, MegatronDefaultsBuildGpt2Small) {
 TEST(MegatronModel, Llama31From8bArgumentsHasItsPublishedParameters) {
   const Model m = build(kLlama8b);
   const Model catalog = test::catalog_model("llama3.1-8b");
-  EXPECT_EQ(m.vocab_size, 128256);  // the null tokenizer adds its end-of-document id
+  EXPECT_EQ(m.vocab_size, 128256);  // the null tokenizer's, its end-of-document id the last
   EXPECT_EQ(m.num_kv_heads, 8);
   EXPECT_FALSE(m.qkv_bias || m.attention_output_bias || m.mlp_bias);
   EXPECT_EQ(total_params(m), catalog.published.total);
@@ -78,7 +78,7 @@ TEST(MegatronModel, MixtralFromItsArgumentsHasItsPublishedParameters) {
       "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
       "--group-query-attention --num-query-groups 8 --swiglu --untie-embeddings-and-output-weights "
       "--position-embedding-type rope --normalization RMSNorm --disable-bias-linear "
-      "--max-position-embeddings 32768 --tokenizer-type NullTokenizer --vocab-size 31999 "
+      "--max-position-embeddings 32768 --tokenizer-type NullTokenizer --vocab-size 32000 "
       "--num-experts 8 --moe-router-topk 2");
   const Model catalog = test::catalog_model("mixtral-8x7b");
   EXPECT_EQ(m.moe.expert_ffn_hidden_size, 14336);  // --ffn-hidden-size where unset
@@ -92,7 +92,7 @@ TEST(MegatronModel, DeepSeekV3FromItsArgumentsHasItsPublishedParameters) {
       "--num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128 "
       "--swiglu --untie-embeddings-and-output-weights --position-embedding-type rope "
       "--normalization RMSNorm --disable-bias-linear --max-position-embeddings 163840 "
-      "--tokenizer-type NullTokenizer --vocab-size 129279 --multi-latent-attention "
+      "--tokenizer-type NullTokenizer --vocab-size 129280 --multi-latent-attention "
       "--q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 "
       "--v-head-dim 128 --qk-layernorm --num-experts 256 --moe-router-topk 8 "
       "--moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size 2048 "
