@@ -262,13 +262,12 @@ int run_or_check(const std::string& command, const std::vector<std::string>& arg
   for (const auto& note : in.notes) err << "trainsim: " << note << "\n";
   if (opt.save_scenario) {
     const std::string& path = *opt.save_scenario;
-    const std::string name = path == "-" ? "scenario" : std::filesystem::path(path).stem().string();
     std::string from = "trainsim " + command;
     for (const auto& a : args) from += " " + a;
     if (in.model_path.empty()) {
       Outputs::write(model_file_beside(path), model_json(in.model).dump(2) + "\n", out);
     }
-    Outputs::write(path, scenario_of(in, name, from, path).dump(2) + "\n", out);
+    Outputs::write(path, scenario_of(in, from, path).dump(2) + "\n", out);
   }
   progress.phase("costing the plan");
   const Partition partition = build_partition(in.model, in.platform, in.plan, in.origin);

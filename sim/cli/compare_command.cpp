@@ -12,6 +12,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
+#include "sim/core/percent.hpp"
 #include "sim/core/units.hpp"
 #include "sim/evaluate/evaluate.hpp"
 #include "sim/memory/memory.hpp"
@@ -144,7 +145,7 @@ void add_failure_rows(const std::vector<Column>& columns,
   for (const Column& c : columns) {
     const FailureCost* f = failures(c);
     days.push_back(!f ? "-" : f->finishes ? format_duration(f->seconds) : "never");
-    lost.push_back(f && f->finishes ? format_fixed(100 * f->lost, 1) + " %" : "-");
+    lost.push_back(f && f->finishes ? format_percent(f->lost) : "-");
   }
   rows.push_back(std::move(days));
   rows.push_back(std::move(lost));
@@ -210,8 +211,8 @@ std::string columns_text(const std::vector<Column>& columns) {
     rows[2].push_back(format_grouped(r.plan.sequences_per_step()));
     rows[3].push_back(format_fixed(r.step_time_s, 3));
     rows[4].push_back(format_grouped(std::llround(r.tokens_per_s)));
-    rows[5].push_back(format_fixed(100 * r.mfu, 1) + " %");
-    rows[6].push_back(format_fixed(100 * r.bubble_fraction, 1) + " %");
+    rows[5].push_back(format_percent(r.mfu));
+    rows[6].push_back(format_percent(r.bubble_fraction));
     rows[7].push_back(format_fixed(exposed(r), 3));
     rows[8].push_back(format_fixed(peak_bytes(r) / kGiB, 2));
     rows[9].emplace_back(to_string(fit(c)));

@@ -55,10 +55,10 @@ std::string model_file_beside(const std::string& scenario) {
   return p.replace_filename(p.stem().string() + ".model.json").string();
 }
 
-nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& name,
-                                   const std::string& written_from, const std::string& path) {
+nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& written_from,
+                                   const std::string& path) {
   nlohmann::ordered_json s;
-  s["name"] = name;
+  s["name"] = path == "-" ? "scenario" : std::filesystem::path(path).stem().string();
   s["description"] = "The inputs of `" + written_from + "`.";
   // A model file beside the scenario is named relative to it, as a scenario reads it.
   s["model"] = in.model_path.empty()

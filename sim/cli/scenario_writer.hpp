@@ -22,9 +22,10 @@ nlohmann::ordered_json plan_as_set(const ResolvedInputs& in);
 /// beside it, its name with ".model.json" for ".json" (run.json: run.model.json).
 std::string model_file_beside(const std::string& scenario);
 
-/// The scenario of `in`, named `name`, its description the command it was written by. A model
-/// no file holds is named as the file model_file_beside(`path`), which the caller writes.
-nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& name,
-                                   const std::string& written_from, const std::string& path);
+/// The scenario of `in` to be saved at `path` ("-": standard output), named after its file
+/// ("scenario" on standard output), its description the command it was written by. A model no
+/// file holds is named as the file model_file_beside(`path`), which the caller writes.
+nlohmann::ordered_json scenario_of(const ResolvedInputs& in, const std::string& written_from,
+                                   const std::string& path);
 
 }  // namespace trainsim

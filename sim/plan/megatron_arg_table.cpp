@@ -124,18 +124,6 @@ const MegatronArg* find_arg(const std::string& name) {
   return nullptr;
 }
 
-// The position embedding a launch names: Megatron-LM's legacy switch, else its type.
-std::optional<PositionEmbedding> position_of(const MegatronArgs& a) {
-  if (a.has("--use-rotary-position-embeddings")) return PositionEmbedding::kRope;
-  if (!a.has("--position-embedding-type")) return std::nullopt;
-  const std::string& type = a.one("--position-embedding-type");
-  if (type == "rope" || type == "yarn") return PositionEmbedding::kRope;
-  if (type == "learned_absolute") return PositionEmbedding::kLearned;
-  if (type == "none") return PositionEmbedding::kNone;
-  a.fail("--position-embedding-type",
-         "'" + type + "' is not modelled (learned_absolute, rope, yarn and none are)");
-}
-
 // The launch's switches and choices of the model's kind, each against the model given.
 void check_kinds(const MegatronArgs& a, const Model& model) {
   auto differs = [&](const std::string& arg, const std::string& has) {
@@ -154,7 +142,8 @@ void check_kinds(const MegatronArgs& a, const Model& model) {
       (a.one("--normalization") == "RMSNorm") != (model.norm == NormKind::kRMSNorm)) {
     differs("--normalization", to_string(model.norm));
   }
-  if (const auto position = position_of(a); position && *position != model.position_embedding) {
+  if (const auto position = megatron_position_embedding(a);
+      position && *position != model.position_embedding) {
     differs(a.has("--use-rotary-position-embeddings") ? "--use-rotary-position-embeddings"
                                                       : "--position-embedding-type",
             std::string(to_string(model.position_embedding)) + " position embeddings");
@@ -173,7 +162,14 @@ void check_kinds(const MegatronArgs& a, const Model& model) {
 }  // namespace
 
 std::optional<PositionEmbedding> megatron_position_embedding(const MegatronArgs& a) {
-  return position_of(a);
+  if (a.has("--use-rotary-position-embeddings")) return PositionEmbedding::kRope;
+  if (!a.has("--position-embedding-type")) return std::nullopt;
+  const std::string& type = a.one("--position-embedding-type");
+  if (type == "rope" || type == "yarn") return PositionEmbedding::kRope;
+  if (type == "learned_absolute") return PositionEmbedding::kLearned;
+  if (type == "none") return PositionEmbedding::kNone;
+  a.fail("--position-embedding-type",
+         "'" + type + "' is not modelled (learned_absolute, rope, yarn and none are)");
 }
 
 std::optional<Arity> megatron_arity(const std::string& name) {

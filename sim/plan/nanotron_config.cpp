@@ -13,7 +13,6 @@ bool given(JsonObject& o, std::string_view key) {
 }
 
 struct Reader {
-  const std::string& file;
   NanotronPlan& out;
 
   void set(const JsonObject& o, std::string_view key, const std::string& field,
@@ -80,7 +79,7 @@ void model_section(JsonObject m, Reader& r) {
 
 NanotronPlan plan_from_nanotron_config(const nlohmann::json& config, const std::string& file) {
   NanotronPlan out;
-  Reader r{file, out};
+  Reader r{out};
   JsonObject top(config, file);
   std::int64_t dp = 1;
   parallelism(top.object("parallelism"), r, dp);
