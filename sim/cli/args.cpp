@@ -54,6 +54,17 @@ po::options_description io_options(const std::string& command) {
       "x dp), ZeRO stage, dtype and the vocabulary multiple, with nanotron's partition rule; "
       "without --model, the model of its model_config (Llama or Qwen2; --save-scenario then "
       "writes it beside the scenario); the other plan flags override it")(
+      "torchtitan-config", po::value<std::string>()->value_name("FILE.toml"),
+      "the plan from a torchtitan training config (the TOML train.py takes): data parallelism "
+      "(replicate x shard; shard -1 is what --gpus leaves), FSDP as ZeRO (3, or 1 under "
+      "pipelining, where torchtitan gathers the weights once a step), tp with sequence "
+      "parallelism, pp with its schedule and torchtitan's split of the layers, cp and its "
+      "rotate method, ep, the local, micro and global batch, seq_len, activation "
+      "checkpointing, the float8 converter; without --model, the catalog model of [model] name "
+      "and flavor (llama3 8B, 70B, 405B; llama2 7B, 70B). What trainsim cannot price as "
+      "torchtitan runs it (HSDP, every N-th layer or per-op checkpointing, rowwise FP8, "
+      "zero-bubble schedules) is refused naming the key, unless the plan flag for it is given; "
+      "the other plan flags override the config")(
       "save-scenario", po::value<std::string>()->value_name("FILE"),
       "also write the inputs as resolved (the model, the platform, the plan with the scenario's "
       "values, the flags and --megatron-args applied, the run's budget) as a scenario file that "
@@ -136,6 +147,7 @@ std::string top_help() {
          "                 --megatron-args @scenarios/launch/llama3.1-70b-64gpu.sh\n"
          "  trainsim check --nanotron-config scenarios/launch/nanotron-108.yaml\n"
          "                                                (nanotron issue #108 from its config)\n"
+         "  trainsim run --torchtitan-config scenarios/launch/torchtitan-llama3-70b.toml\n"
          "\n"
          "exit codes: 0 success; 1 error-level diagnostics (check, run --strict); 2 bad input.\n"
          "`trainsim run --help` lists every flag.\n";
@@ -263,15 +275,22 @@ RunOptions parse_run_options(const std::string& command, const std::vector<std::
       opt.inputs.megatron_args = text;
     }
   }
-  if (const auto config = path_of(vm, "nanotron-config")) {
+  for (const auto& [flag, config] :
+       {std::pair{"nanotron-config", &opt.inputs.nanotron_config},
+        std::pair{"torchtitan-config", &opt.inputs.torchtitan_config}}) {
+    const auto path = path_of(vm, flag);
+    if (!path) continue;
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(*config, ec)) {
-      fail_input("--nanotron-config", "no such file: " + *config);
+    if (!std::filesystem::is_regular_file(*path, ec)) {
+      fail_input(std::string("--") + flag, "no such file: " + *path);
     }
-    opt.inputs.nanotron_config = *config;
-    if (opt.inputs.megatron_args) {
-      fail_input("--nanotron-config", "is given with --megatron-args: give one of them");
+    if (opt.inputs.megatron_args || opt.inputs.nanotron_config) {
+      fail_input(std::string("--") + flag,
+                 std::string("is given with ") +
+                     (opt.inputs.megatron_args ? "--megatron-args" : "--nanotron-config") +
+                     ": give one launch config");
     }
+    *config = *path;
   }
   opt.format = format_of(vm, opt.format);
   opt.out_dir = path_of(vm, "out");

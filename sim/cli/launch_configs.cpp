@@ -6,12 +6,15 @@
 #include <vector>
 
 #include "sim/cli/plan_fields.hpp"
+#include "sim/core/catalog.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/format.hpp"
+#include "sim/core/toml_subset.hpp"
 #include "sim/core/yaml_subset.hpp"
 #include "sim/plan/megatron_args.hpp"
 #include "sim/plan/nanotron_config.hpp"
+#include "sim/plan/torchtitan_config.hpp"
 
 namespace trainsim {
 
@@ -128,6 +131,28 @@ Model apply_nanotron_config(const InputRequest& req,
                                text, where, "of its model_config", in);
   const NanotronPlan p = plan_from_nanotron_config(config, file);
   set_read_fields(where, p.fields, p.origin, {}, "nanotron", req, in);
+  return model;
+}
+
+Model apply_torchtitan_config(const InputRequest& req,
+                              std::optional<std::filesystem::path>& model_path,
+                              ResolvedInputs& in) {
+  const std::string where = "--torchtitan-config";
+  if (req.scenario) {
+    fail_input(where,
+               "sets the whole plan: give it without a scenario (and --model M to price "
+               "another model than its [model] flavor)");
+  }
+  const std::string& file = *req.torchtitan_config;
+  const nlohmann::json config = parse_toml_subset(read_text_file(file), file);
+  if (!model_path) {
+    model_path = resolve_catalog_entry("models", torchtitan_catalog_model(config, file), file);
+  }
+  const Model model = load_model(*model_path);
+  const TorchtitanPlan p =
+      plan_from_torchtitan_config(config, file, model.num_layers, req.plan_flags);
+  set_read_fields(where, p.fields, p.origin, p.defaults, "torchtitan", req, in);
+  for (const auto& note : p.notes) in.notes.push_back(where + ": " + note);
   return model;
 }
 

@@ -140,6 +140,9 @@ void list_launches(std::ostream& out) {
     const std::string path = "scenarios/launch/" + name;
     if (entry.path().extension() == ".sh") files.emplace_back(name, "--megatron-args @" + path);
     if (entry.path().extension() == ".yaml") files.emplace_back(name, "--nanotron-config " + path);
+    if (entry.path().extension() == ".toml") {
+      files.emplace_back(name, "--torchtitan-config " + path);
+    }
   }
   if (files.empty()) return;
   std::sort(files.begin(), files.end());

@@ -231,18 +231,20 @@ ResolvedInputs resolve_inputs(const InputRequest& req) {
   if (req.scenario) read_scenario(req, in, model_path, platform_path);
   if (req.model) model_path = resolve_catalog_entry("models", *req.model, "--model");
   if (req.platform) platform_path = resolve_catalog_entry("platforms", *req.platform, "--platform");
-  if (!model_path && !req.megatron_args && !req.nanotron_config)
+  if (!model_path && !req.megatron_args && !req.nanotron_config && !req.torchtitan_config)
     fail_input("--model",
                "is required (a catalog name or a config.json path), or give a SCENARIO.json, "
-               "a Megatron-LM launch (--megatron-args) whose shape arguments build it or a "
-               "nanotron config (--nanotron-config)");
+               "a Megatron-LM launch (--megatron-args) whose shape arguments build it, a "
+               "nanotron config (--nanotron-config) or a torchtitan config "
+               "(--torchtitan-config)");
   // Flags alone: the platform the catalog's scenarios and sweeps mostly run on, named in the
   // report. A scenario file names its own.
   if (!platform_path)
     platform_path = resolve_catalog_entry("platforms", kDefaultPlatform, "--platform");
-  const Model model = req.megatron_args     ? apply_megatron_args(req, model_path, in)
-                      : req.nanotron_config ? apply_nanotron_config(req, model_path, in)
-                                            : load_model(*model_path);
+  const Model model = req.megatron_args       ? apply_megatron_args(req, model_path, in)
+                      : req.nanotron_config   ? apply_nanotron_config(req, model_path, in)
+                      : req.torchtitan_config ? apply_torchtitan_config(req, model_path, in)
+                                              : load_model(*model_path);
   apply_plan_flags(req, in);
   derive_dp(in);
   convert_throughputs(req, in);

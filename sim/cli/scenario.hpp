@@ -31,6 +31,9 @@ struct InputRequest {
   std::optional<std::string> megatron_args_file;
   /// --nanotron-config: a nanotron training config (YAML) that sets the plan (and the model).
   std::optional<std::string> nanotron_config;
+  /// --torchtitan-config: a torchtitan training config (TOML) that sets the plan (and names the
+  /// model).
+  std::optional<std::string> torchtitan_config;
   /// --measured-log: a training log of this very run, whose figures are compared with it.
   std::optional<std::string> measured_log;
 };

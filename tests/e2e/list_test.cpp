@@ -66,6 +66,10 @@ TEST(List, ShowsTheCatalog) {
                        "scenarios/launch/nanotron-108.yaml\n"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("\n  torchtitan-llama3-70b.toml  --torchtitan-config "
+                       "scenarios/launch/torchtitan-llama3-70b.toml\n"),
+            std::string::npos)
+      << r.out;
   const std::string dir = test::make_temp_dir();
   const auto swept = test::run_trainsim(
       {"sweep", "llama3.1-70b-deadline", "--out", dir + "/plans.csv", "--simgrid-top", "0"});

@@ -57,9 +57,9 @@ TEST(NanotronConfigCli, BadCombinationsAreOneLineAndExitTwo) {
   const auto both = test::run_trainsim(
       {"check", "--nanotron-config", kConfig, "--megatron-args", "--bf16 --seq-length 256"});
   EXPECT_EQ(both.exit_code, 2);
-  EXPECT_EQ(
-      both.err,
-      "trainsim: error: --nanotron-config: is given with --megatron-args: give one of them\n");
+  EXPECT_EQ(both.err,
+            "trainsim: error: --nanotron-config: is given with --megatron-args: give one launch "
+            "config\n");
   const auto missing = test::run_trainsim({"check", "--nanotron-config", "/nonexistent.yaml"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.err, "trainsim: error: --nanotron-config: no such file: /nonexistent.yaml\n");

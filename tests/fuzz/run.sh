@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
 done
 all=(json_text model_json hf_config platform_json kernel_db_json partition_spec layout_spec
      safetensors_header sweep_spec scenario sweep_csv args pipeline megatron_args training_log
-     nanotron_config)
+     nanotron_config torchtitan_config)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 # clang and its libFuzzer runtime, installed as .ci/setup installs packages.
@@ -76,6 +76,7 @@ seeds_of() {
     megatron_args) seed_files 4096 scenarios/launch -name '*.sh' ;;
     training_log) seed_files 16384 tests/data/training_logs tests/data/bad -name '*.log' ;;
     nanotron_config) seed_files 16384 scenarios/launch tests/data -name '*.yaml' ;;
+    torchtitan_config) seed_files 16384 scenarios/launch tests/data -name '*.toml' ;;
   esac
 }
 max_len_of() {
@@ -135,7 +136,7 @@ for name in "${targets[@]}"; do
   dict=()
   case "$name" in
     partition_spec | layout_spec | safetensors_header | sweep_csv | args | megatron_args | \
-      training_log | nanotron_config) ;;
+      training_log | nanotron_config | torchtitan_config) ;;
     *)
       mkdir -p "$out/dict"
       json_dict "$name" >"$out/dict/$name.dict"

@@ -1,0 +1,341 @@
+#include "sim/plan/torchtitan_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "sim/core/format.hpp"
+#include "sim/plan/torchtitan_reader.hpp"
+
+namespace trainsim {
+
+namespace {
+
+using torchtitan::Degrees;
+using torchtitan::integer_or;
+using torchtitan::kDegree;
+using torchtitan::Reader;
+using torchtitan::table;
+
+// data_parallel_shard_degree -1: the ranks the world size (--gpus, or --dp) leaves.
+std::int64_t leftover_shard(JsonObject& p, const Degrees& d, const Reader& r) {
+  const std::string key = "data_parallel_shard_degree";
+  if (const auto dp = r.flag_integer("dp")) {
+    if (*dp % d.replicate != 0) {
+      p.fail("data_parallel_replicate_degree",
+             "must divide --dp (" + std::to_string(*dp) + "), got " + std::to_string(d.replicate));
+    }
+    return *dp / d.replicate;
+  }
+  const auto gpus = r.flag_integer("gpus");
+  if (!gpus) {
+    p.fail(key,
+           "-1 (torchtitan's default) takes the ranks the world size leaves, which the config "
+           "does not hold: add --gpus N (torchrun's --nproc-per-node x --nnodes)");
+  }
+  const std::int64_t others = d.replicate * d.tp * d.pp * d.cp;
+  if (*gpus % others != 0) {
+    fail_input("--gpus",
+               "must be a multiple of replicate x tp x pp x cp = " + std::to_string(others) + " (" +
+                   p.where(key) + " is -1), got " + std::to_string(*gpus));
+  }
+  return *gpus / others;
+}
+
+Degrees degrees(JsonObject& p, Reader& r) {
+  Degrees d;
+  d.replicate = integer_or(p, "data_parallel_replicate_degree", 1);
+  d.tp = integer_or(p, "tensor_parallel_degree", 1);
+  d.pp = integer_or(p, "pipeline_parallel_degree", 1);
+  d.cp = integer_or(p, "context_parallel_degree", 1);
+  const std::string key = "data_parallel_shard_degree";
+  d.shard = integer_or(p, key, -1, {-1, std::int64_t{1} << 20});
+  if (d.shard == 0) p.fail(key, "must be -1 or at least 1 (torchtitan's rule), got 0");
+  if (d.shard == -1) d.shard = leftover_shard(p, d, r);
+  r.set(p, key, "dp", std::to_string(d.dp()));
+  r.set(p, "tensor_parallel_degree", "tp", std::to_string(d.tp));
+  // torchtitan's tensor parallelism runs the norms sequence-parallel.
+  if (d.tp > 1) r.set(p, "tensor_parallel_degree", "sp", "true");
+  r.set(p, "pipeline_parallel_degree", "pp", std::to_string(d.pp));
+  r.set(p, "context_parallel_degree", "cp", std::to_string(d.cp));
+  if (d.cp > 1) {
+    const std::string method =
+        p.optional_choice("context_parallel_rotate_method", {"allgather", "alltoall"})
+            .value_or("allgather");
+    // alltoall passes the K/V shards around the ring; allgather gathers them all.
+    r.set(p, "context_parallel_rotate_method", "cp_comm",
+          method == "alltoall" ? "p2p" : "allgather");
+  }
+  if (const auto ep = p.optional_integer("expert_parallel_degree", kDegree); ep && *ep > 1) {
+    r.set(p, "expert_parallel_degree", "ep", std::to_string(*ep));
+  }
+  if (const auto etp = p.optional_integer("expert_tensor_parallel_degree", kDegree)) {
+    r.set(p, "expert_tensor_parallel_degree", "etp", std::to_string(*etp));
+  }
+  return d;
+}
+
+// mbs: the local batch, or with pipelining its micro-batch; gbs: the global batch, or the local
+// batch of every data-parallel rank.
+void batch(JsonObject& t, JsonObject& p, const Degrees& d, Reader& r) {
+  // Older torchtitan named the local batch batch_size.
+  const std::string key =
+      !t.has("local_batch_size") && t.has("batch_size") ? "batch_size" : "local_batch_size";
+  const std::int64_t local = integer_or(t, key, 8, {1, std::int64_t{1} << 30});
+  r.set(t, "seq_len", "seq_len", std::to_string(integer_or(t, "seq_len", 2048, {1})));
+  const std::int64_t global = integer_or(t, "global_batch_size", -1, {-1, std::int64_t{1} << 40});
+  if (global > 0) {
+    if (global % (local * d.dp()) != 0) {
+      t.fail("global_batch_size", "must be a multiple of " + key + " x data parallelism (" +
+                                      std::to_string(local) + " x " + std::to_string(d.dp()) +
+                                      "), as torchtitan asks, got " + std::to_string(global));
+    }
+    r.set(t, "global_batch_size", "gbs", std::to_string(global));
+    const std::int64_t steps = global / (local * d.dp());
+    if (steps > 1 && d.pp == 1 && d.shard * d.cp > 1) {
+      // train_step runs each micro-batch's backward with FSDP's gradient sync on.
+      r.note(t.where("global_batch_size") + ": torchtitan reduce-scatters the gradients after " +
+             "each of the " + std::to_string(steps) +
+             " accumulation steps; trainsim prices one reduction a step");
+    }
+  } else if (global == -1) {
+    r.set(t, key, "gbs", std::to_string(local * d.dp()));
+  } else {
+    t.fail("global_batch_size", "must be -1 (local x dp) or positive, got 0");
+  }
+  if (d.pp == 1) {
+    r.set(t, key, "mbs", std::to_string(local));
+    return;
+  }
+  const std::string mb = "pipeline_parallel_microbatch_size";
+  const std::int64_t micro = integer_or(p, mb, 1, {1, std::int64_t{1} << 30});
+  if (local % micro != 0) {
+    p.fail(mb, "must divide " + t.where(key) + " (" + std::to_string(local) + "), got " +
+                   std::to_string(micro));
+  }
+  r.set(p, mb, "mbs", std::to_string(micro));
+}
+
+// mode none, full, or selective: every N-th layer (N = 1: all of them) or per operator.
+void recompute(JsonObject& a, Reader& r) {
+  const std::string mode =
+      a.optional_choice("mode", {"none", "selective", "full"}).value_or("selective");
+  if (mode != "selective") {
+    r.set(a, "mode", "recompute", mode);
+    return;
+  }
+  const std::string key = "selective_ac_option";
+  std::string option = "2";
+  if (a.has(key)) {
+    const nlohmann::json& v = a.raw(key);
+    option = v.is_string() ? v.get<std::string>() : v.is_number_integer() ? v.dump() : "";
+  }
+  if (option == "1") {
+    r.set(a, key, "recompute", "full");
+  } else if (option == "op") {
+    r.unpriced(a, key, "recompute",
+               "'op' (per-operator checkpointing: every other matmul and the element-wise "
+               "operators recomputed) is not modelled");
+  } else if (option.empty() || option.find_first_not_of("0123456789") != std::string::npos ||
+             option.starts_with("0")) {
+    a.fail(key, "must be 'op' or a positive integer (every N-th layer), got " + a.raw(key).dump());
+  } else {
+    r.unpriced(a, key, "recompute",
+               "'" + option +
+                   "' (every N-th layer checkpointed) is not modelled: trainsim's full "
+                   "recomputation checkpoints every layer");
+  }
+}
+
+// The converters a [model] lists: "float8" or "float8,mx" (a string) or ["float8"].
+std::vector<std::string> converters(JsonObject& m) {
+  std::vector<std::string> out;
+  if (!m.has("converters")) return out;
+  const nlohmann::json& v = m.raw("converters");
+  if (v.is_string()) {
+    const std::string list = v.get<std::string>();
+    std::size_t from = 0;
+    while (from <= list.size()) {
+      const std::size_t comma = std::min(list.find(',', from), list.size());
+      if (comma > from) out.push_back(list.substr(from, comma - from));
+      from = comma + 1;
+    }
+    return out;
+  }
+  if (!v.is_array()) m.fail("converters", "must be a string or a list of strings");
+  for (const auto& c : v) {
+    if (!c.is_string()) m.fail("converters", "must be a string or a list of strings");
+    out.push_back(c.get<std::string>());
+  }
+  return out;
+}
+
+// BF16 mixed precision, or FP8 GEMMs by the float8 converter (torchao's dynamic tensorwise
+// scaling, which Transformer Engine's current scaling matches), its weights all-gathered in FP8
+// under FSDP where [float8] asks.
+void precision(JsonObject& top, JsonObject& t, bool fsdp, Reader& r) {
+  if (t.optional_choice("mixed_precision_param", {"bfloat16", "float32"}).value_or("bfloat16") !=
+      "bfloat16") {
+    r.unpriced(t, "mixed_precision_param", "precision", "FP32 training is not modelled");
+  }
+  if (t.optional_choice("mixed_precision_reduce", {"float32", "bfloat16"}).value_or("float32") ==
+      "bfloat16") {
+    r.set(t, "mixed_precision_reduce", "grad_reduce_in_bf16", "true");
+  }
+  JsonObject m = table(top, "model");
+  bool fp8 = false;
+  for (const auto& c : converters(m)) {
+    if (c == "float8" || c == "quantize.linear.float8") {
+      fp8 = true;
+    } else if (c == "mx" || c.starts_with("quantize.linear.mx")) {
+      r.unpriced(m, "converters", "precision", "MXFP8 ('" + c + "') runs on Blackwell only");
+    } else {
+      r.note(m.where("converters") + ": '" + c + "' is not priced");
+    }
+  }
+  if (!fp8) {
+    r.set(m, "converters", "precision", "bf16");
+    return;
+  }
+  r.set(m, "converters", "precision", "fp8");
+  JsonObject f = table(top, "float8");
+  const std::string recipe = f.optional_string("recipe_name").value_or("tensorwise");
+  if (recipe == "tensorwise") {
+    r.set(f, "recipe_name", "fp8_recipe", "tensorwise");
+  } else {
+    r.unpriced(f, "recipe_name", "fp8_recipe",
+               "'" + recipe + "' (a scale per row) is not modelled (tensorwise is)");
+  }
+  if (fsdp && f.optional_boolean("enable_fsdp_float8_all_gather").value_or(false)) {
+    r.set(f, "enable_fsdp_float8_all_gather", "fp8_param_gather", "true");
+  }
+}
+
+// FSDP as ZeRO: 3 where the weights are gathered before each pass and resharded after it, 1
+// under pipelining (torchtitan's default there keeps them gathered through the step and
+// reduce-scatters the gradients at the last backward, as Megatron's distributed optimizer);
+// DDP (replicate only) all-reduces, ZeRO 0. HSDP is not modelled. Returns whether FSDP runs.
+bool sharding(JsonObject& p, const Degrees& d, Reader& r) {
+  const bool fsdp = d.shard * d.cp > 1;
+  const std::string key = "data_parallel_shard_degree";
+  if (!fsdp) {
+    r.set(p, key, "zero", "0");
+    // DDP reduces its gradient buckets while the backward runs.
+    if (d.dp() > 1) r.set(p, "data_parallel_replicate_degree", "overlap_grad_reduce", "true");
+    return false;
+  }
+  if (d.replicate > 1) {
+    r.unpriced(p, "data_parallel_replicate_degree", "zero",
+               "HSDP (weights sharded over " + std::to_string(d.shard) + " ranks, replicated " +
+                   std::to_string(d.replicate) + " times) is not modelled");
+    return true;
+  }
+  const std::string reshard_key = "fsdp_reshard_after_forward";
+  const std::string reshard =
+      p.optional_choice(reshard_key, {"default", "always", "never"}).value_or("default");
+  if (d.pp == 1 && reshard != "never") {
+    r.set(p, key, "zero", "3");
+  } else if (d.pp > 1 && reshard != "always") {
+    r.set(p, key, "zero", "1");
+  } else {
+    r.unpriced(p, reshard_key, "zero",
+               "'" + reshard + "' with pipeline parallelism " + std::to_string(d.pp) +
+                   " is not modelled (the default is)");
+    return true;
+  }
+  // FSDP prefetches the next block's weights and reduce-scatters each block's gradients while
+  // the backward goes on.
+  r.set(p, key, "overlap_grad_reduce", "true");
+  r.set(p, key, "overlap_param_gather", "true");
+  return true;
+}
+
+// Keys of [parallelism] and [activation_checkpoint] that this reader does not know: a newer
+// torchtitan's, or a typo; listed, since each may change what a step costs.
+void unknown_keys(const JsonObject& o, const nlohmann::json& config, const std::string& section,
+                  const std::set<std::string>& known, Reader& r) {
+  if (!config.contains(section) || !config.at(section).is_object()) return;
+  std::vector<std::string> unknown;
+  for (const auto& [k, v] : config.at(section).items()) {
+    if (!known.contains(k)) unknown.push_back(k);
+  }
+  if (!unknown.empty()) r.note(o.where(section) + ": not read: " + join(unknown, ", "));
+}
+
+const std::set<std::string> kParallelismKeys = {
+    "data_parallel_replicate_degree", "data_parallel_shard_degree",
+    "tensor_parallel_degree",         "pipeline_parallel_degree",
+    "context_parallel_degree",        "context_parallel_rotate_method",
+    "expert_parallel_degree",         "expert_tensor_parallel_degree",
+    "pipeline_parallel_schedule",     "pipeline_parallel_layers_per_stage",
+    "pipeline_parallel_split_points", "pipeline_parallel_microbatch_size",
+    "fsdp_reshard_after_forward",     "enable_async_tensor_parallel",
+    "disable_loss_parallel",          "enable_compiled_autograd"};
+const std::set<std::string> kCheckpointKeys = {"mode", "selective_ac_option",
+                                               "per_op_sac_force_recompute_mm_shapes_by_fqns"};
+
+}  // namespace
+
+TorchtitanPlan plan_from_torchtitan_config(const nlohmann::json& config, const std::string& file,
+                                           std::int64_t num_layers,
+                                           const std::map<std::string, std::string>& flags) {
+  TorchtitanPlan out;
+  Reader r(out, flags);
+  JsonObject top(config, file);
+  JsonObject p = table(top, "parallelism");
+  JsonObject t = table(top, "training");
+  const Degrees d = degrees(p, r);
+  batch(t, p, d, r);
+  torchtitan::pipeline(p, d, num_layers, r);
+  JsonObject a = table(top, "activation_checkpoint");
+  recompute(a, r);
+  const bool fsdp = sharding(p, d, r);
+  precision(top, t, fsdp, r);
+  const bool compiled = t.optional_boolean("compile").value_or(false);
+  if (p.optional_boolean("enable_async_tensor_parallel").value_or(false) && d.tp > 1) {
+    // Async TP overlaps the TP collectives with the GEMMs, and only under torch.compile.
+    if (compiled) {
+      r.set(p, "enable_async_tensor_parallel", "tp_comm_overlap", "true");
+    } else {
+      r.note(p.where("enable_async_tensor_parallel") + ": ignored, as torchtitan does without " +
+             t.where("compile"));
+    }
+  }
+  if (compiled) r.note(t.where("compile") + ": torch.compile's fusions are not priced");
+  JsonObject o = table(top, "optimizer");
+  const std::string optimizer = o.optional_string("name").value_or("AdamW");
+  if (optimizer != "AdamW" && optimizer != "Adam") {
+    o.fail("name", "'" + optimizer + "' is not modelled (AdamW and Adam are)");
+  }
+  // torchtitan pads no vocabulary.
+  out.fields["vocab_divisible_by"] = "1";
+  out.origin["vocab_divisible_by"] = file + " (torchtitan pads no vocabulary)";
+  unknown_keys(top, config, "parallelism", kParallelismKeys, r);
+  unknown_keys(top, config, "activation_checkpoint", kCheckpointKeys, r);
+  return out;
+}
+
+std::string torchtitan_catalog_model(const nlohmann::json& config, const std::string& file) {
+  static const std::map<std::pair<std::string, std::string>, std::string> kCatalog = {
+      {{"llama3", "8B"}, "llama3.1-8b"},
+      {{"llama3", "70B"}, "llama3.1-70b"},
+      {{"llama3", "405B"}, "llama3.1-405b"},
+      {{"llama2", "7B"}, "llama2-7b"},
+      {{"llama2", "70B"}, "llama2-70b"}};
+  JsonObject top(config, file);
+  JsonObject m = table(top, "model");
+  const std::string name = m.optional_string("name").value_or("llama3");
+  const std::string flavor = m.optional_string("flavor").value_or("debugmodel");
+  const auto it = kCatalog.find({name, flavor});
+  if (it == kCatalog.end()) {
+    std::vector<std::string> known;
+    for (const auto& [k, v] : kCatalog) known.push_back(k.first + " " + k.second);
+    m.fail(m.has("flavor") ? "flavor" : "name",
+           "torchtitan's " + name + " " + flavor + " is not one trainsim's catalog holds (" +
+               join(known, ", ") +
+               "): give the model with --model M (a catalog name or a config.json)");
+  }
+  return it->second;
+}
+
+}  // namespace trainsim

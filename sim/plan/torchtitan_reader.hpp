@@ -1,0 +1,90 @@
+#pragma once
+// What the torchtitan config's readers share (sim/plan/torchtitan_config.cpp and
+// torchtitan_pipeline.cpp): how a plan field is set from a key, torchtitan's defaults, and the
+// settings trainsim cannot price.
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "sim/core/error.hpp"
+#include "sim/core/json_reader.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/torchtitan_config.hpp"
+
+namespace trainsim::torchtitan {
+
+constexpr IntRange kDegree{1, std::int64_t{1} << 20};
+
+// A table of the config, or an empty one at its path where the config has none (torchtitan's
+// defaults then apply).
+inline JsonObject table(JsonObject& top, std::string_view key) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  if (auto t = top.optional_object(key)) return *t;
+  return JsonObject(kEmpty, top.file(), top.path() + "." + std::string(key));
+}
+
+inline std::int64_t integer_or(JsonObject& o, std::string_view key, std::int64_t fallback,
+                               IntRange range = kDegree) {
+  return o.optional_integer(key, range).value_or(fallback);
+}
+
+class Reader {
+ public:
+  Reader(TorchtitanPlan& out, const std::map<std::string, std::string>& flags)
+      : out_(out), flags_(flags) {}
+
+  // `field` set to `value` by `key` of `o`, or by torchtitan's default where `o` lacks it.
+  void set(const JsonObject& o, std::string_view key, const std::string& field,
+           const std::string& value) {
+    out_.fields[field] = value;
+    out_.origin[field] = o.where(key) + (o.has(key) ? "" : " (torchtitan's default)");
+    if (!o.has(key)) out_.defaults.push_back(field + " " + value);
+  }
+
+  void note(const std::string& text) { out_.notes.push_back(text); }
+
+  bool flagged(const std::string& field) const { return flags_.contains(field); }
+
+  // A setting trainsim cannot price as torchtitan runs it: an input error naming `key`, unless
+  // the command line sets `field` itself.
+  void unpriced(const JsonObject& o, std::string_view key, const std::string& field,
+                const std::string& why) {
+    if (!flagged(field)) {
+      o.fail(key, why + ": give " + flag_of(field) + " to price the run as one of trainsim's");
+    }
+    note(o.where(key) + ": " + why + "; " + flag_of(field) + " " + flags_.at(field) + " prices it");
+  }
+
+  // A plan flag's value as a positive integer (its own error where it is not one).
+  std::optional<std::int64_t> flag_integer(const std::string& field) const {
+    const auto it = flags_.find(field);
+    if (it == flags_.end()) return std::nullopt;
+    std::int64_t n = 0;
+    const std::string& s = it->second;
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size() || n < 1) {
+      fail_input(flag_of(field), "must be a positive integer, got '" + s + "'");
+    }
+    return n;
+  }
+
+ private:
+  TorchtitanPlan& out_;
+  const std::map<std::string, std::string>& flags_;
+};
+
+struct Degrees {
+  std::int64_t replicate = 1;
+  std::int64_t shard = 1;
+  std::int64_t tp = 1;
+  std::int64_t pp = 1;
+  std::int64_t cp = 1;
+  std::int64_t dp() const { return replicate * shard; }
+};
+
+/// The pipeline's schedule, virtual stages per rank and torchtitan's split of the layers.
+void pipeline(JsonObject& p, const Degrees& d, std::int64_t num_layers, Reader& r);
+
+}  // namespace trainsim::torchtitan

@@ -1,0 +1,103 @@
+// --torchtitan-config on the command line: the example config prices the plan its flags would,
+// with the catalog model its flavor names; a setting trainsim cannot price is one error line and
+// exit 2 until its flag prices it; and bad combinations are refused.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+const std::string kConfig = test::source_dir() + "/scenarios/launch/torchtitan-llama3-70b.toml";
+
+TEST(TorchtitanConfigCli, ConfigPricesThePlanItsFlagsWould) {
+  const auto from_config = test::run_trainsim(
+      {"run", "--torchtitan-config", kConfig, "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(from_config.exit_code, 0) << from_config.err;
+  EXPECT_EQ(from_config.err,
+            "trainsim: --torchtitan-config read as: --tp 8 --pp 1 --dp 8 --cp 1 --sp --mbs 4 "
+            "--gbs 32 --seq-len 8192 --vocab-divisible-by 1 --recompute full --zero 3 "
+            "--overlap-grad-reduce --overlap-param-gather --precision bf16\n");
+  const auto by_flags = test::run_trainsim({"run",
+                                            "--model",
+                                            "llama3.1-70b",
+                                            "--gpus",
+                                            "64",
+                                            "--tp",
+                                            "8",
+                                            "--sp",
+                                            "--mbs",
+                                            "4",
+                                            "--gbs",
+                                            "32",
+                                            "--seq-len",
+                                            "8192",
+                                            "--vocab-divisible-by",
+                                            "1",
+                                            "--recompute",
+                                            "full",
+                                            "--zero",
+                                            "3",
+                                            "--overlap-grad-reduce",
+                                            "--overlap-param-gather",
+                                            "--engine",
+                                            "analytic",
+                                            "--format",
+                                            "json"});
+  ASSERT_EQ(by_flags.exit_code, 0) << by_flags.err;
+  const auto a = nlohmann::json::parse(from_config.out);
+  const auto b = nlohmann::json::parse(by_flags.out);
+  EXPECT_EQ(a.at("model"), "llama3.1-70b");
+  EXPECT_EQ(a.at("plan"), b.at("plan"));
+  EXPECT_EQ(a.at("step_time_s"), b.at("step_time_s"));
+  EXPECT_EQ(a.at("gpus"), 64);
+}
+
+TEST(TorchtitanConfigCli, WhatTrainsimCannotPriceWaitsForItsFlag) {
+  const std::string dir = test::make_temp_dir();
+  const std::string config = dir + "/op.toml";
+  std::string text = test::read_file(kConfig);
+  const std::string full = "mode = \"full\"";
+  text.replace(text.find(full), full.size(), "mode = \"selective\"\nselective_ac_option = \"op\"");
+  test::write_file(config, text);
+  const auto refused = test::run_trainsim({"check", "--torchtitan-config", config});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.err,
+            "trainsim: error: " + config +
+                ": $.activation_checkpoint.selective_ac_option: 'op' (per-operator "
+                "checkpointing: every other matmul and the element-wise operators recomputed) "
+                "is not modelled: give --recompute to price the run as one of trainsim's\n");
+  const auto priced =
+      test::run_trainsim({"check", "--torchtitan-config", config, "--recompute", "full"});
+  EXPECT_EQ(priced.exit_code, 0) << priced.err;
+  EXPECT_NE(priced.err.find("$.activation_checkpoint.selective_ac_option: 'op' (per-operator "
+                            "checkpointing: every other matmul and the element-wise operators "
+                            "recomputed) is not modelled; --recompute full prices it"),
+            std::string::npos)
+      << priced.err;
+}
+
+TEST(TorchtitanConfigCli, BadCombinationsAreOneLineAndExitTwo) {
+  const auto with_scenario =
+      test::run_trainsim({"check", test::default_scenario(), "--torchtitan-config", kConfig});
+  EXPECT_EQ(with_scenario.exit_code, 2);
+  EXPECT_EQ(with_scenario.err,
+            "trainsim: error: --torchtitan-config: sets the whole plan: give it without a "
+            "scenario (and --model M to price another model than its [model] flavor)\n");
+  const auto both = test::run_trainsim(
+      {"check", "--torchtitan-config", kConfig, "--megatron-args", "--bf16 --seq-length 256"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_EQ(both.err,
+            "trainsim: error: --torchtitan-config: is given with --megatron-args: give one "
+            "launch config\n");
+  const auto missing = test::run_trainsim({"check", "--torchtitan-config", "/nonexistent.toml"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "trainsim: error: --torchtitan-config: no such file: /nonexistent.toml\n");
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,213 @@
+// A torchtitan config as the plan trainsim prices: each table's keys to plan fields (data
+// parallelism from replicate x shard, FSDP as ZeRO, the batch from the local, micro and global
+// batch), torchtitan's split of the layers over the pipeline stages, and what cannot be priced
+// refused naming the key unless a flag prices it.
+#include "sim/plan/torchtitan_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/core/error.hpp"
+#include "sim/core/toml_subset.hpp"
+#include "tests/support/support.hpp"
+
+namespace trainsim {
+namespace {
+
+const std::string kConfig = test::source_dir() + "/scenarios/launch/torchtitan-llama3-70b.toml";
+using Flags = std::map<std::string, std::string>;
+
+using Edits = std::vector<std::pair<std::string, std::string>>;
+
+// The example config with each edit's text replaced.
+nlohmann::json config_with(const Edits& edits) {
+  std::string text = test::read_file(kConfig);
+  for (const auto& [from, to] : edits) text.replace(text.find(from), from.size(), to);
+  return parse_toml_subset(text, "t.toml");
+}
+
+nlohmann::json config_with(const std::string& from, const std::string& to) {
+  return from.empty() ? config_with(Edits{}) : config_with(Edits{{from, to}});
+}
+
+TorchtitanPlan plan_of(const Edits& edits, const Flags& flags = {}) {
+  return plan_from_torchtitan_config(config_with(edits), "t.toml", 80, flags);
+}
+
+TorchtitanPlan plan_of(const std::string& from, const std::string& to, const Flags& flags = {}) {
+  return plan_of(from.empty() ? Edits{} : Edits{{from, to}}, flags);
+}
+
+std::string plan_error(const Edits& edits, const Flags& flags = {}) {
+  try {
+    (void)plan_of(edits, flags);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(read)";
+}
+
+std::string plan_error(const std::string& from, const std::string& to, const Flags& flags = {}) {
+  return plan_error(Edits{{from, to}}, flags);
+}
+
+TEST(TorchtitanConfig, TablesSetThePlanFields) {
+  const TorchtitanPlan p = plan_of("", "");
+  const Flags expected = {{"dp", "8"},
+                          {"tp", "8"},
+                          {"sp", "true"},
+                          {"pp", "1"},
+                          {"cp", "1"},
+                          {"seq_len", "8192"},
+                          {"mbs", "4"},
+                          {"gbs", "32"},  // local 4 x dp 8
+                          {"recompute", "full"},
+                          {"zero", "3"},
+                          {"overlap_grad_reduce", "true"},
+                          {"overlap_param_gather", "true"},
+                          {"precision", "bf16"},
+                          {"vocab_divisible_by", "1"}};
+  EXPECT_EQ(p.fields, expected);
+  EXPECT_EQ(p.origin.at("gbs"), "t.toml: $.training.local_batch_size");
+  EXPECT_EQ(p.origin.at("zero"), "t.toml: $.parallelism.data_parallel_shard_degree");
+  EXPECT_TRUE(p.defaults.empty());
+  EXPECT_TRUE(p.notes.empty());
+}
+
+TEST(TorchtitanConfig, ShardMinusOneTakesWhatTheGpusLeave) {
+  const std::string shard = "data_parallel_shard_degree = 8";
+  const TorchtitanPlan p = plan_of(shard, "data_parallel_shard_degree = -1", {{"gpus", "128"}});
+  EXPECT_EQ(p.fields.at("dp"), "16");
+  EXPECT_EQ(p.fields.at("gbs"), "64");
+  EXPECT_EQ(plan_of(shard, "", {{"dp", "4"}}).fields.at("dp"), "4");
+  EXPECT_EQ(plan_error(shard, ""),
+            "t.toml: $.parallelism.data_parallel_shard_degree: -1 (torchtitan's default) takes "
+            "the ranks the world size leaves, which the config does not hold: add --gpus N "
+            "(torchrun's --nproc-per-node x --nnodes)");
+  EXPECT_EQ(plan_error(shard, "", {{"gpus", "100"}}),
+            "--gpus: must be a multiple of replicate x tp x pp x cp = 8 (t.toml: "
+            "$.parallelism.data_parallel_shard_degree is -1), got 100");
+  // DDP: replicate only, gradients all-reduced beside the backward.
+  const TorchtitanPlan ddp =
+      plan_of({{shard, "data_parallel_shard_degree = 1"},
+               {"data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 2"}});
+  EXPECT_EQ(ddp.fields.at("zero"), "0");
+  EXPECT_EQ(ddp.fields.at("overlap_grad_reduce"), "true");
+}
+
+TEST(TorchtitanConfig, PipelineSplitIsTorchtitans) {
+  const std::string pp = "pipeline_parallel_degree = 1";
+  // 80 layers + embedding + output = 82 over 8 stages: 10 each, the first two 11; the first
+  // stage's embedding and the last stage's output weigh a layer each.
+  const TorchtitanPlan p = plan_of(pp, "pipeline_parallel_degree = 8");
+  EXPECT_EQ(p.fields.at("schedule"), "1f1b");
+  EXPECT_EQ(p.fields.at("partition"), "Et*10|t*11|t*10|t*10|t*10|t*10|t*10|t*9L");
+  EXPECT_EQ(p.fields.at("mbs"), "1");   // the pipeline's micro-batch
+  EXPECT_EQ(p.fields.at("zero"), "1");  // FSDP under pipelining
+  EXPECT_EQ(p.origin.at("mbs"),
+            "t.toml: $.parallelism.pipeline_parallel_microbatch_size (torchtitan's default)");
+  const TorchtitanPlan looped =
+      plan_of(pp,
+              "pipeline_parallel_degree = 4\npipeline_parallel_schedule = \"interleaved1f1b\"\n"
+              "pipeline_parallel_layers_per_stage = 7");
+  // ceil(82 / 7) = 12 virtual stages, 3 per rank; 82 = 12 x 6 + 10: the first ten weigh 7.
+  EXPECT_EQ(looped.fields.at("schedule"), "interleaved");
+  EXPECT_EQ(looped.fields.at("vp"), "3");
+  EXPECT_EQ(looped.fields.at("partition"), "Et*6|t*7|t*7|t*7|t*7|t*7|t*7|t*7|t*7|t*7|t*6|t*5L");
+  const TorchtitanPlan points =
+      plan_of(pp, "pipeline_parallel_degree = 2\npipeline_parallel_split_points = [\"layers.30\"]");
+  EXPECT_EQ(points.fields.at("partition"), "Et*30|t*50L");
+  EXPECT_EQ(plan_error(pp,
+                       "pipeline_parallel_degree = 2\n"
+                       "pipeline_parallel_split_points = [\"layers.90\"]"),
+            "t.toml: $.parallelism.pipeline_parallel_split_points: must name increasing layers "
+            "'layers.N' with 0 < N < 80, got \"layers.90\"");
+  EXPECT_EQ(plan_error(pp,
+                       "pipeline_parallel_degree = 2\n"
+                       "pipeline_parallel_schedule = \"ZBVZeroBubble\""),
+            "t.toml: $.parallelism.pipeline_parallel_schedule: 'ZBVZeroBubble' is not modelled "
+            "(1F1B, GPipe and Interleaved1F1B are): give --schedule to price the run as one of "
+            "trainsim's");
+  EXPECT_EQ(
+      plan_error({{"local_batch_size = 4", "local_batch_size = 3"},
+                  {pp, "pipeline_parallel_degree = 2\npipeline_parallel_microbatch_size = 2"}}),
+      "t.toml: $.parallelism.pipeline_parallel_microbatch_size: must divide t.toml: "
+      "$.training.local_batch_size (3), got 2");
+}
+
+TEST(TorchtitanConfig, CheckpointingTrainsimCannotPriceNeedsItsFlag) {
+  const std::string full = "mode = \"full\"";
+  EXPECT_EQ(plan_of(full, "mode = \"none\"").fields.at("recompute"), "none");
+  EXPECT_EQ(plan_of(full, "mode = 'selective'\nselective_ac_option = '1'").fields.at("recompute"),
+            "full");
+  EXPECT_EQ(plan_error(full, "mode = 'selective'\nselective_ac_option = 'op'"),
+            "t.toml: $.activation_checkpoint.selective_ac_option: 'op' (per-operator "
+            "checkpointing: every other matmul and the element-wise operators recomputed) is not "
+            "modelled: give --recompute to price the run as one of trainsim's");
+  EXPECT_EQ(plan_error(full, ""),
+            "t.toml: $.activation_checkpoint.selective_ac_option: '2' (every N-th layer "
+            "checkpointed) is not modelled: trainsim's full recomputation checkpoints every "
+            "layer: give --recompute to price the run as one of trainsim's");
+  const TorchtitanPlan flagged = plan_of(full, "", {{"recompute", "full"}});
+  ASSERT_EQ(flagged.notes.size(), 1u);
+  EXPECT_NE(flagged.notes[0].find("; --recompute full prices it"), std::string::npos);
+  EXPECT_EQ(plan_error(full, "mode = 'selective'\nselective_ac_option = 'two'"),
+            "t.toml: $.activation_checkpoint.selective_ac_option: must be 'op' or a positive "
+            "integer (every N-th layer), got \"two\"");
+}
+
+TEST(TorchtitanConfig, Float8AndShardingAsTorchtitanRunsThem) {
+  const TorchtitanPlan fp8 = plan_of(
+      "converters = []", "converters = \"float8\"\n[float8]\nenable_fsdp_float8_all_gather = true");
+  EXPECT_EQ(fp8.fields.at("precision"), "fp8");
+  EXPECT_EQ(fp8.fields.at("fp8_recipe"), "tensorwise");
+  EXPECT_EQ(fp8.fields.at("fp8_param_gather"), "true");
+  EXPECT_EQ(plan_error("converters = []",
+                       "converters = [\"float8\"]\n[float8]\nrecipe_name = "
+                       "\"rowwise\""),
+            "t.toml: $.float8.recipe_name: 'rowwise' (a scale per row) is not modelled "
+            "(tensorwise is): give --fp8-recipe to price the run as one of trainsim's");
+  EXPECT_EQ(plan_error("data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 2"),
+            "t.toml: $.parallelism.data_parallel_replicate_degree: HSDP (weights sharded over 8 "
+            "ranks, replicated 2 times) is not modelled: give --zero to price the run as one of "
+            "trainsim's");
+  // Async TP runs under torch.compile only.
+  const std::string async_tp = "context_parallel_degree = 1\nenable_async_tensor_parallel = true";
+  const TorchtitanPlan compiled =
+      plan_of({{"compile = false", "compile = true"}, {"context_parallel_degree = 1", async_tp}});
+  EXPECT_EQ(compiled.fields.at("tp_comm_overlap"), "true");
+  EXPECT_EQ(compiled.notes,
+            std::vector<std::string>{
+                "t.toml: $.training.compile: torch.compile's fusions are not priced"});
+  const TorchtitanPlan eager = plan_of({{"context_parallel_degree = 1", async_tp}});
+  EXPECT_FALSE(eager.fields.contains("tp_comm_overlap"));
+  EXPECT_EQ(eager.notes, std::vector<std::string>{
+                             "t.toml: $.parallelism.enable_async_tensor_parallel: ignored, as "
+                             "torchtitan does without t.toml: $.training.compile"});
+  EXPECT_EQ(plan_error("name = \"AdamW\"", "name = \"Muon\""),
+            "t.toml: $.optimizer.name: 'Muon' is not modelled (AdamW and Adam are)");
+  const TorchtitanPlan unknown =
+      plan_of("context_parallel_degree = 1", "context_parallel_degree = 1\nnew_knob = 3");
+  ASSERT_EQ(unknown.notes.size(), 1u);
+  EXPECT_EQ(unknown.notes[0], "t.toml: $.parallelism: not read: new_knob");
+}
+
+TEST(TorchtitanConfig, ModelAndFlavorNameACatalogModel) {
+  EXPECT_EQ(torchtitan_catalog_model(config_with("", ""), "t.toml"), "llama3.1-70b");
+  EXPECT_EQ(torchtitan_catalog_model(config_with("flavor = \"70B\"", "flavor = \"8B\""), "t.toml"),
+            "llama3.1-8b");
+  try {
+    (void)torchtitan_catalog_model(config_with("flavor = \"70B\"", "flavor = \"debugmodel\""),
+                                   "t.toml");
+    FAIL() << "debugmodel read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "t.toml: $.model.flavor: torchtitan's llama3 debugmodel is not one trainsim's "
+              "catalog holds (llama2 70B, llama2 7B, llama3 405B, llama3 70B, llama3 8B): give "
+              "the model with --model M (a catalog name or a config.json)");
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
