@@ -407,6 +407,9 @@ TEXT
 } > "$out"
 echo "wrote $out"
 
+# torchtitan's published Llama 3.1 runs (end of 2024), each read from a torchtitan config.
+python3 "$here/torchtitan/published_runs.py" "$bin"
+
 # MoE recipes with published H100 throughput (NVIDIA Megatron-Bridge's performance summary,
 # releases 25.09 to 26.04.01): DeepSeek-V3 on 1,024 GPUs, Qwen3-30B-A3B on 16, Qwen3-235B-A22B on
 # 256 and GPT-OSS 120B on 64, predicted tokens/s per GPU (analytic engine) against the published

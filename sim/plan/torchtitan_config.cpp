@@ -291,17 +291,23 @@ TorchtitanPlan plan_from_torchtitan_config(const nlohmann::json& config, const s
   recompute(a, r);
   const bool fsdp = sharding(p, d, r);
   precision(top, t, fsdp, r);
-  const bool compiled = t.optional_boolean("compile").value_or(false);
+  // torch.compile: training.compile, or (later torchtitan) compile.enable.
+  JsonObject c = table(top, "compile");
+  const bool compiled =
+      t.optional_boolean("compile").value_or(false) || c.optional_boolean("enable").value_or(false);
   if (p.optional_boolean("enable_async_tensor_parallel").value_or(false) && d.tp > 1) {
     // Async TP overlaps the TP collectives with the GEMMs, and only under torch.compile.
     if (compiled) {
       r.set(p, "enable_async_tensor_parallel", "tp_comm_overlap", "true");
     } else {
-      r.note(p.where("enable_async_tensor_parallel") + ": ignored, as torchtitan does without " +
-             t.where("compile"));
+      r.note(p.where("enable_async_tensor_parallel") +
+             ": ignored, as torchtitan does without torch.compile");
     }
   }
-  if (compiled) r.note(t.where("compile") + ": torch.compile's fusions are not priced");
+  if (compiled) {
+    r.note((t.has("compile") ? t.where("compile") : c.where("enable")) +
+           ": torch.compile's fusions are not priced");
+  }
   JsonObject o = table(top, "optimizer");
   const std::string optimizer = o.optional_string("name").value_or("AdamW");
   if (optimizer != "AdamW" && optimizer != "Adam") {

@@ -184,7 +184,15 @@ TEST(TorchtitanConfig, Float8AndShardingAsTorchtitanRunsThem) {
   EXPECT_FALSE(eager.fields.contains("tp_comm_overlap"));
   EXPECT_EQ(eager.notes, std::vector<std::string>{
                              "t.toml: $.parallelism.enable_async_tensor_parallel: ignored, as "
-                             "torchtitan does without t.toml: $.training.compile"});
+                             "torchtitan does without torch.compile"});
+  const TorchtitanPlan table_form =
+      plan_of({{"compile = false", ""},
+               {"[checkpoint]", "[compile]\nenable = true\n[checkpoint]"},
+               {"context_parallel_degree = 1", async_tp}});
+  EXPECT_EQ(table_form.fields.at("tp_comm_overlap"), "true");
+  EXPECT_EQ(
+      table_form.notes,
+      std::vector<std::string>{"t.toml: $.compile.enable: torch.compile's fusions are not priced"});
   EXPECT_EQ(plan_error("name = \"AdamW\"", "name = \"Muon\""),
             "t.toml: $.optimizer.name: 'Muon' is not modelled (AdamW and Adam are)");
   const TorchtitanPlan unknown =
