@@ -54,8 +54,9 @@ Degrees degrees(JsonObject& p, Reader& r) {
   if (d.shard == -1) d.shard = leftover_shard(p, d, r);
   r.set(p, key, "dp", std::to_string(d.dp()));
   r.set(p, "tensor_parallel_degree", "tp", std::to_string(d.tp));
-  // torchtitan's tensor parallelism runs the norms sequence-parallel.
-  if (d.tp > 1) r.set(p, "tensor_parallel_degree", "sp", "true");
+  // torchtitan's tensor parallelism runs the norms sequence-parallel (a --tp of the command
+  // line takes --sp from it too).
+  if (d.tp > 1 && !r.flagged("tp")) r.set(p, "tensor_parallel_degree", "sp", "true");
   r.set(p, "pipeline_parallel_degree", "pp", std::to_string(d.pp));
   r.set(p, "context_parallel_degree", "cp", std::to_string(d.cp));
   if (d.cp > 1) {

@@ -75,7 +75,7 @@ std::vector<std::int64_t> split_at_points(JsonObject& p, std::int64_t stages, st
 // The schedule, virtual stages per rank and torchtitan's split of the layers over them.
 void pipeline(JsonObject& p, const Degrees& d, std::int64_t num_layers, Reader& r) {
   if (d.pp == 1) return;
-  if (r.flagged("schedule") || r.flagged("vp") || r.flagged("partition")) {
+  if (r.flagged("pp") || r.flagged("schedule") || r.flagged("vp") || r.flagged("partition")) {
     r.note(p.where("pipeline_parallel_schedule") +
            ": the command line sets the pipeline, so the config's schedule and split are not read");
     return;

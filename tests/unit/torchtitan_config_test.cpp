@@ -115,6 +115,10 @@ TEST(TorchtitanConfig, PipelineSplitIsTorchtitans) {
   EXPECT_EQ(looped.fields.at("schedule"), "interleaved");
   EXPECT_EQ(looped.fields.at("vp"), "3");
   EXPECT_EQ(looped.fields.at("partition"), "Et*6|t*7|t*7|t*7|t*7|t*7|t*7|t*7|t*7|t*7|t*6|t*5L");
+  // A pipeline the command line sets is not split by the config's.
+  const TorchtitanPlan flagged = plan_of(pp, "pipeline_parallel_degree = 8", {{"pp", "4"}});
+  EXPECT_FALSE(flagged.fields.contains("partition"));
+  EXPECT_FALSE(flagged.fields.contains("schedule"));
   const TorchtitanPlan points =
       plan_of(pp, "pipeline_parallel_degree = 2\npipeline_parallel_split_points = [\"layers.30\"]");
   EXPECT_EQ(points.fields.at("partition"), "Et*30|t*50L");
