@@ -231,7 +231,9 @@ std::vector<Finding> find_ep_a2a_exposed(const CheckContext& context) {
   Plan overlapped = plan;
   overlapped.moe_a2a_overlap = true;
   // (Full recomputation keeps the default modules, the attention core: the rules refuse others.)
-  if (overlapped.recompute == Recompute::kFull) overlapped.recompute = Recompute::kSelective;
+  if (overlapped.recompute == Recompute::kFull) {
+    overlapped = recomputing(overlapped, Recompute::kSelective);
+  }
   overlapped.recompute_modules &= ~kRecomputeMoe;
   if (overlapped.recompute_modules == 0) overlapped.recompute_modules = kRecomputeCoreAttn;
   return {{std::move(d), PricedAlternatives{{overlapped}, 0.0}}};

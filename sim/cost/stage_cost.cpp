@@ -181,12 +181,16 @@ struct DecoderKinds {
   std::int64_t dense_local = 0;
 };
 
-DecoderKinds decoder_kinds(const Model& model, const Partition& partition, std::int64_t stage) {
+// The stage's decoder layers by kind; with `recomputed`, only those full recomputation takes.
+DecoderKinds decoder_kinds(const Model& model, const Partition& partition, std::int64_t stage,
+                           const Plan* recomputed = nullptr) {
   DecoderKinds k;
   const auto& range = partition.stages[static_cast<std::size_t>(stage)];
+  std::int64_t index = 0;
   for (auto i = range.begin; i < range.end; ++i) {
     const Block& b = partition.blocks[static_cast<std::size_t>(i)];
     if (b.kind != BlockKind::kDecoder) continue;
+    if (recomputed && !recomputed->fully_recomputes(index++)) continue;
     const bool local = is_local_attention_layer(model, b.layer);
     if (is_moe_layer(model, b.layer)) {
       ++(local ? k.moe_local : k.moe);
@@ -197,11 +201,13 @@ DecoderKinds decoder_kinds(const Model& model, const Partition& partition, std::
   return k;
 }
 
-// The passes of `count` blocks of one kind and shape, with what --recompute re-runs, and on a
-// stage that `defers` the LM head's weight gradient (--defer-embedding-wgrad-compute and the LM
-// head here) the backward without it and the flush's part.
+// The passes of `count` blocks of one kind and shape, with what --recompute re-runs (full
+// recomputation: `recomputed` of them), and on a stage that `defers` the LM head's weight
+// gradient (--defer-embedding-wgrad-compute and the LM head here) the backward without it and
+// the flush's part.
 void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, std::int64_t count,
-                      const Plan& plan, const Costing& costing, bool defers) {
+                      std::int64_t recomputed, const Plan& plan, const Costing& costing,
+                      bool defers) {
   if (count == 0) return;
   const char* prefix = to_string(kind);
   const auto [fwd, bwd] = block_passes(kind, shape);
@@ -221,7 +227,7 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
     if (head) add_pass(sc.lm_head_wgrad, prefix, lm_head_flush(shape), count, costing);
   }
   if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kFull) {
-    add_pass(sc.recompute, prefix, fwd, count, costing);
+    if (recomputed > 0) add_pass(sc.recompute, prefix, fwd, recomputed, costing);
   } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kSelective) {
     add_pass(sc.recompute, prefix, selective_recompute(fwd, shape, plan), count, costing);
   }
@@ -261,10 +267,12 @@ void add_stage_passes(StageCost& sc, const Model& model, const Plan& plan,
                       const Partition& partition, std::int64_t s, const LayerShape& shape,
                       const LayerShape& dense_shape, const Costing& costing) {
   const DecoderKinds decoders = decoder_kinds(model, partition, s);
+  const DecoderKinds recomputed = decoder_kinds(model, partition, s, &plan);
   bool decoders_added = false;
   const bool defers = plan.defer_embedding_wgrad_compute && partition.holds(s, BlockKind::kLmHead);
-  const auto add = [&](BlockKind kind, const LayerShape& of, std::int64_t count) {
-    add_block_passes(sc, kind, of, count, plan, costing, defers);
+  const auto add = [&](BlockKind kind, const LayerShape& of, std::int64_t count,
+                       std::int64_t full = -1) {
+    add_block_passes(sc, kind, of, count, full < 0 ? count : full, plan, costing, defers);
   };
   const auto& range = partition.stages[static_cast<std::size_t>(s)];
   for (auto i = range.begin; i < range.end; ++i) {
@@ -279,10 +287,11 @@ void add_stage_passes(StageCost& sc, const Model& model, const Plan& plan,
     } else if (!decoders_added) {
       decoders_added = true;
       // Dense layers first (a pass's collectives keep the order of their first kind).
-      add(kind, dense_shape, decoders.dense);
-      add(kind, with_local_attention(model, dense_shape), decoders.dense_local);
-      add(kind, shape, decoders.moe);
-      add(kind, with_local_attention(model, shape), decoders.moe_local);
+      add(kind, dense_shape, decoders.dense, recomputed.dense);
+      add(kind, with_local_attention(model, dense_shape), decoders.dense_local,
+          recomputed.dense_local);
+      add(kind, shape, decoders.moe, recomputed.moe);
+      add(kind, with_local_attention(model, shape), decoders.moe_local, recomputed.moe_local);
     }
   }
 }

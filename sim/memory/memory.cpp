@@ -46,6 +46,9 @@ struct BlockInputs {
   double vocab_rows;  // the padded vocabulary's rows on one TP rank
   LayerActivations moe_layer;
   LayerActivations dense_layer;
+  // A layer that partial full recomputation leaves out keeps its activations.
+  LayerActivations moe_kept;
+  LayerActivations dense_kept;
   BlockInputs(const Model& m, const Plan& p, std::int64_t padded_vocab)
       : model(m),
         plan(p),
@@ -54,7 +57,9 @@ struct BlockInputs {
         logits(s.tokens * d(padded_vocab) / s.t * runs),
         vocab_rows(d(padded_vocab) / s.t),
         moe_layer(layer_activations(m, p, true)),
-        dense_layer(layer_activations(m, p, false)) {}
+        dense_layer(layer_activations(m, p, false)),
+        moe_kept(layer_activations(m, recomputing(p, Recompute::kNone), true)),
+        dense_kept(layer_activations(m, recomputing(p, Recompute::kNone), false)) {}
   double hidden() const { return kActBytes * s.tokens * s.h / s.r; }  // one hidden state
 };
 
@@ -87,8 +92,10 @@ void add_loss(PassFootprint& f, const BlockInputs& in, bool holds_lm_head) {
   f.backward_transient = std::max(f.backward_transient, kActBytes * in.logits / in.runs);
 }
 
-// Adds what `block` keeps to `f`; returns its parameters per GPU (for ZeRO's working set).
-double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bool holds_lm_head) {
+// Adds what `block` keeps to `f` (a decoder layer `recomputed` by full recomputation, or not);
+// returns its parameters per GPU (for ZeRO's working set).
+double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bool holds_lm_head,
+                 bool recomputed) {
   const Model& model = in.model;
   const double T = in.s.tokens;
   switch (block.kind) {
@@ -101,7 +108,8 @@ double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bo
     case BlockKind::kMtp: {
       const bool moe = block.kind == BlockKind::kMtp ? mtp_layer_is_moe(model)
                                                      : is_moe_layer(model, block.layer);
-      const LayerActivations& layer = moe ? in.moe_layer : in.dense_layer;
+      const LayerActivations& layer =
+          recomputed ? (moe ? in.moe_layer : in.dense_layer) : (moe ? in.moe_kept : in.dense_kept);
       // A multi-token-prediction module's decoder layer, and its token ids ahead, the two norms'
       // inputs, the projection's input (both norms' outputs) and the final norm's input.
       f.saved += block.kind == BlockKind::kMtp ? layer.saved + kTokenIdBytes * T + 5.0 * in.hidden()
@@ -133,9 +141,13 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
   PassFootprint f;
   double largest_block = 0;  // parameters per GPU of the stage's largest block (ZeRO 2/3)
   const auto& range = partition.stages[static_cast<std::size_t>(stage)];
+  std::int64_t decoders = 0;  // the stage's decoder layers so far
   for (auto i = range.begin; i < range.end; ++i) {
     const Block& block = partition.blocks[static_cast<std::size_t>(i)];
-    largest_block = std::max(largest_block, add_block(f, in, block, holds_lm_head));
+    const bool recomputed = block.kind != BlockKind::kDecoder ||
+                            plan.recompute != Recompute::kFull || plan.fully_recomputes(decoders);
+    if (block.kind == BlockKind::kDecoder) ++decoders;
+    largest_block = std::max(largest_block, add_block(f, in, block, holds_lm_head, recomputed));
   }
   // ZeRO working set: one block's full gradients before their reduce-scatter (stage >= 2); the
   // gathered weights of the running and the prefetched block (stage 3).

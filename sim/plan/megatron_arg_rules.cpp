@@ -104,8 +104,8 @@ void MegatronReader::precision() {
 }
 
 // Selective recomputation of the listed modules, or full: every layer's forward (uniform over
-// groups of one layer, or block over all of a virtual stage's layers). Other splits are not
-// modelled.
+// groups of one layer), or block over the first N layers of each virtual stage. Uniform groups
+// of several layers are not modelled.
 void MegatronReader::recompute() {
   std::string granularity;
   std::string from;
@@ -142,14 +142,16 @@ void MegatronReader::recompute() {
   const std::int64_t pp = integer_or("--pipeline-model-parallel-size", 1);
   const std::int64_t vp = out.fields.contains("vp") ? std::stoll(out.fields.at("vp")) : 1;
   const std::int64_t per_chunk = model.num_layers / std::max<std::int64_t>(1, pp) / vp;
-  const bool every_layer = (method == "uniform" && n == 1) || (method == "block" && n >= per_chunk);
-  if (!every_layer) {
+  if (method == "uniform" && n != 1) {
     fail("--recompute-num-layers",
-         method + " " + std::to_string(n) +
-             " recomputes part of the layers or keeps one input per group of layers, which is not "
-             "modelled: trainsim's full recomputation is uniform 1 (every layer's input kept)");
+         "uniform " + std::to_string(n) +
+             " keeps one input per group of layers, which is not modelled: trainsim's full "
+             "recomputation is uniform 1 (every layer's input kept) or block N");
   }
   set("recompute", "full", "--recompute-granularity");
+  if (method == "block" && n < per_chunk) {
+    set("recompute_num_layers", std::to_string(n), "--recompute-num-layers");
+  }
 }
 
 // The distributed optimizer (ZeRO 1), and Megatron-Core's precision-aware optimizer with BF16

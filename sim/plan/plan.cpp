@@ -174,6 +174,7 @@ std::string PlanOrigin::of(const std::string& field) const {
 Plan recomputing(Plan plan, Recompute r) {
   plan.recompute = r;
   if (r != Recompute::kSelective) plan.recompute_modules = kRecomputeCoreAttn;
+  plan.recompute_num_layers = 0;
   return plan;
 }
 

@@ -159,6 +159,16 @@ struct Plan {
   /// What --recompute selective rebuilds (RecomputeModule flags; Megatron-Core's default: the
   /// attention core).
   std::uint32_t recompute_modules = kRecomputeCoreAttn;
+  /// With --recompute full: how many decoder layers of each model chunk (virtual stage), its
+  /// first, run their forward again before the backward, the others keeping their activations
+  /// (Megatron-LM's --recompute-method block --recompute-num-layers N); 0: every layer.
+  std::int64_t recompute_num_layers = 0;
+  /// Whether the decoder layer at `index` among its model chunk's decoder layers (from 0) keeps
+  /// only its input and runs its forward again before its backward.
+  bool fully_recomputes(std::int64_t index) const {
+    return recompute == Recompute::kFull &&
+           (recompute_num_layers == 0 || index < recompute_num_layers);
+  }
   AttentionBackend attention_backend = AttentionBackend::kFlash;
   /// Dropout probability on the attention probabilities (Megatron-LM's --attention-dropout,
   /// whose default is 0.1; NeMo's recipes set 0). Above 0 it costs time and memory only in the
@@ -284,7 +294,8 @@ struct Plan {
 ScheduleConfig schedule_config(const Plan& plan);
 
 /// The plan with recomputation `r`. Modules belong to selective recomputation (Megatron-LM refuses
-/// --recompute-modules with another granularity), so under any other the plan keeps the default.
+/// --recompute-modules with another granularity), so under any other the plan keeps the default;
+/// full recomputation then takes every layer.
 Plan recomputing(Plan plan, Recompute r);
 
 /// The model as the plan trains it: with the multi-token-prediction modules --mtp-num-layers

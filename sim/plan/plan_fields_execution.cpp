@@ -31,8 +31,13 @@ void check_lora_modules(const std::string& where, const std::string& value) {
 }
 
 // " (core_attn,mlp)" where selective recomputation rebuilds other modules than Megatron-LM's
-// default (the attention core), else nothing: how the options line and a label name them.
+// default (the attention core), " (first 2 layers of each chunk)" where full recomputation takes
+// part of the layers, else nothing: how the options line and a label name them.
 std::string modules_named(const Plan& p) {
+  if (p.recompute == Recompute::kFull && p.recompute_num_layers > 0) {
+    const auto n = p.recompute_num_layers;
+    return " (first " + std::to_string(n) + (n == 1 ? " layer" : " layers") + " of each chunk)";
+  }
   if (p.recompute != Recompute::kSelective || p.recompute_modules == kRecomputeCoreAttn) return "";
   return " (" + recompute_modules_text(p.recompute_modules) + ")";
 }
@@ -44,7 +49,7 @@ void recompute_and_attention_fields(FieldTable& t) {
           "activation recomputation, replayed as work before each backward: none (default); "
           "selective (the attention core, Megatron-LM's --recompute-granularity selective); full "
           "(every decoder layer's forward, --recompute-granularity full --recompute-method "
-          "uniform)")
+          "uniform --recompute-num-layers 1; --recompute-num-layers N takes part of them)")
       .describe = [](const Plan& p) {
     return p.recompute == Recompute::kNone
                ? std::string()
@@ -67,6 +72,12 @@ void recompute_and_attention_fields(FieldTable& t) {
       "core_attn (default: the attention core), layernorm (the two norms), mla_up_proj (MLA's "
       "up-projections and RoPE), mlp (a dense layer's MLP), moe (an MoE layer's MLP, its "
       "all-to-alls run again), moe_act (the experts' activation), shared_experts");
+  t.integer("recompute_num_layers", {0}, &Plan::recompute_num_layers, "N",
+            "with --recompute full: the first N decoder layers of each model chunk keep only "
+            "their input and run their forward again before the backward, the others keep their "
+            "activations (Megatron-LM's --recompute-method block --recompute-num-layers N; "
+            "default 0: every layer)")
+      .report = FieldTable::unless_default(FieldTable::of(&Plan::recompute_num_layers));
   t.named("attention_backend",
           {AttentionBackend::kFlash, AttentionBackend::kUnfused, AttentionBackend::kFlashAttn2},
           &Plan::attention_backend, "NAME",

@@ -35,6 +35,11 @@ void validate_option_pairs(const Plan& plan, const Model& model, const Platform&
         origin.of("recompute_modules"),
         "needs " + origin.name("recompute") + " selective (got " + to_string(plan.recompute) + ")");
   }
+  if (plan.recompute_num_layers > 0 && plan.recompute != Recompute::kFull) {
+    fail_input(
+        origin.of("recompute_num_layers"),
+        "needs " + origin.name("recompute") + " full (got " + to_string(plan.recompute) + ")");
+  }
   if ((plan.recompute_modules & kRecomputeMlaUpProj) != 0 && !model.mla.is_mla()) {
     fail_input(origin.of("recompute_modules"),
                "mla_up_proj needs a model with multi-head latent attention (Megatron-Core's rule)");

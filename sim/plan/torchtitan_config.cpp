@@ -118,7 +118,33 @@ void batch(JsonObject& t, JsonObject& p, const Degrees& d, Reader& r) {
 }
 
 // mode none, full, or selective: every N-th layer (N = 1: all of them) or per operator.
-void recompute(JsonObject& a, Reader& r) {
+// selective_ac_option N: torchtitan checkpoints every N-th block a rank builds (a count over the
+// rank's model parts), floor(layers / N) of each part; priced as full recomputation of that many
+// layers of each chunk where every rank's part holds one model part and the same count.
+void every_nth_layer(JsonObject& a, std::int64_t n, const std::vector<std::int64_t>& parts,
+                     Reader& r) {
+  const std::string key = "selective_ac_option";
+  std::vector<std::int64_t> counts;
+  for (const std::int64_t layers : parts) counts.push_back(layers / n);
+  const bool same = !counts.empty() && std::all_of(counts.begin(), counts.end(),
+                                                   [&](std::int64_t c) { return c == counts[0]; });
+  if (!same) {
+    r.unpriced(a, key, "recompute",
+               "'" + std::to_string(n) + "' (every N-th layer checkpointed) checkpoints " +
+                   (parts.empty() ? std::string("a count running over several model parts")
+                                  : "different counts on different stages") +
+                   ", which is not modelled");
+    return;
+  }
+  if (counts[0] == 0) {
+    r.set(a, key, "recompute", "none");
+    return;
+  }
+  r.set(a, key, "recompute", "full");
+  r.set(a, key, "recompute_num_layers", std::to_string(counts[0]));
+}
+
+void recompute(JsonObject& a, const std::vector<std::int64_t>& parts, Reader& r) {
   const std::string mode =
       a.optional_choice("mode", {"none", "selective", "full"}).value_or("selective");
   if (mode != "selective") {
@@ -137,14 +163,12 @@ void recompute(JsonObject& a, Reader& r) {
     r.unpriced(a, key, "recompute",
                "'op' (per-operator checkpointing: every other matmul and the element-wise "
                "operators recomputed) is not modelled");
-  } else if (option.empty() || option.find_first_not_of("0123456789") != std::string::npos ||
+  } else if (option.empty() || option.size() > 9 ||
+             option.find_first_not_of("0123456789") != std::string::npos ||
              option.starts_with("0")) {
     a.fail(key, "must be 'op' or a positive integer (every N-th layer), got " + a.raw(key).dump());
   } else {
-    r.unpriced(a, key, "recompute",
-               "'" + option +
-                   "' (every N-th layer checkpointed) is not modelled: trainsim's full "
-                   "recomputation checkpoints every layer");
+    every_nth_layer(a, std::stoll(option), parts, r);
   }
 }
 
@@ -287,9 +311,9 @@ TorchtitanPlan plan_from_torchtitan_config(const nlohmann::json& config, const s
   JsonObject t = table(top, "training");
   const Degrees d = degrees(p, r);
   batch(t, p, d, r);
-  torchtitan::pipeline(p, d, num_layers, r);
+  const std::vector<std::int64_t> parts = torchtitan::pipeline(p, d, num_layers, r);
   JsonObject a = table(top, "activation_checkpoint");
-  recompute(a, r);
+  recompute(a, parts, r);
   const bool fsdp = sharding(p, d, r);
   precision(top, t, fsdp, r);
   // torch.compile: training.compile, or (later torchtitan) compile.enable.

@@ -73,12 +73,13 @@ std::vector<std::int64_t> split_at_points(JsonObject& p, std::int64_t stages, st
 }  // namespace
 
 // The schedule, virtual stages per rank and torchtitan's split of the layers over them.
-void pipeline(JsonObject& p, const Degrees& d, std::int64_t num_layers, Reader& r) {
-  if (d.pp == 1) return;
+std::vector<std::int64_t> pipeline(JsonObject& p, const Degrees& d, std::int64_t num_layers,
+                                   Reader& r) {
+  if (d.pp == 1) return {num_layers};
   if (r.flagged("pp") || r.flagged("schedule") || r.flagged("vp") || r.flagged("partition")) {
     r.note(p.where("pipeline_parallel_schedule") +
            ": the command line sets the pipeline, so the config's schedule and split are not read");
-    return;
+    return {};
   }
   const std::string key = "pipeline_parallel_schedule";
   std::string name = p.optional_string(key).value_or("1F1B");
@@ -89,7 +90,7 @@ void pipeline(JsonObject& p, const Degrees& d, std::int64_t num_layers, Reader& 
   if (!single && lower != "interleaved1f1b") {
     r.unpriced(p, key, "schedule",
                "'" + name + "' is not modelled (1F1B, GPipe and Interleaved1F1B are)");
-    return;
+    return {};
   }
   r.set(p, key, "schedule", single ? lower : "interleaved");
   std::int64_t per_rank = single ? 1 : 2;
@@ -112,6 +113,7 @@ void pipeline(JsonObject& p, const Degrees& d, std::int64_t num_layers, Reader& 
       points ? split_at_points(p, stages, num_layers) : even_split(p, stages, num_layers);
   r.set(p, points ? "pipeline_parallel_split_points" : "pipeline_parallel_degree", "partition",
         layout_of(layers));
+  return single ? layers : std::vector<std::int64_t>{};
 }
 
 }  // namespace trainsim::torchtitan

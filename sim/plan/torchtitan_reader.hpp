@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
@@ -85,6 +86,10 @@ struct Degrees {
 };
 
 /// The pipeline's schedule, virtual stages per rank and torchtitan's split of the layers.
-void pipeline(JsonObject& p, const Degrees& d, std::int64_t num_layers, Reader& r);
+/// Returns the decoder layers of each rank's one model part in stage order ({num_layers}
+/// without pipelining), or nothing where a rank holds several (looped schedules) or the command
+/// line sets the pipeline.
+std::vector<std::int64_t> pipeline(JsonObject& p, const Degrees& d, std::int64_t num_layers,
+                                   Reader& r);
 
 }  // namespace trainsim::torchtitan

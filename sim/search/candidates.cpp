@@ -39,7 +39,8 @@ std::vector<Plan> memory_saving_changes(const Plan& plan, const Model& model,
   if (plan.recompute == Recompute::kNone) {
     with([](Plan& p) { p = recomputing(p, Recompute::kSelective); });
   }
-  if (plan.recompute != Recompute::kFull) {
+  // Full recomputation of every layer (of the rest, where it takes part of them).
+  if (plan.recompute != Recompute::kFull || plan.recompute_num_layers > 0) {
     with([](Plan& p) { p = recomputing(p, Recompute::kFull); });
   }
   if (plan.tp > 1 && !plan.sp) with([](Plan& p) { p.sp = true; });
@@ -253,7 +254,9 @@ void add_setting_neighbours(std::vector<Plan>& out, const Plan& plan, bool moe) 
     out.push_back(p);
   }
   for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    if (r != plan.recompute) out.push_back(recomputing(plan, r));
+    if (r != plan.recompute || plan.recompute_num_layers > 0) {
+      out.push_back(recomputing(plan, r));
+    }
   }
   // Half and twice the CP (data parallelism taking the rest); for a mixture-of-experts model half
   // and twice the EP (within the same data-parallel GPUs).

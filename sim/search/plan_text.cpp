@@ -68,6 +68,11 @@ std::string plan_changes(const Plan& from, const Plan& to) {
         std::to_string(to.num_distributed_optimizer_instances));
   }
   if (to.recompute != from.recompute) add(std::string("--recompute ") + to_string(to.recompute));
+  if (to.recompute == Recompute::kFull && to.recompute_num_layers != from.recompute_num_layers) {
+    add(to.recompute_num_layers > 0
+            ? "--recompute-num-layers " + std::to_string(to.recompute_num_layers)
+            : std::string("--recompute-num-layers 0 (every layer)"));
+  }
   if (to.ep != from.ep) add("--ep " + std::to_string(to.ep));
   if (to.etp != from.etp) add("--etp " + std::to_string(to.etp));
   if (to.moe_capacity_factor != from.moe_capacity_factor) {

@@ -147,8 +147,13 @@ TEST(MegatronArgs, VirtualStagesRecomputationAndPrecisionEachWay) {
   EXPECT_EQ(modules.fields.at("recompute_modules"), "core_attn,mlp");
   const std::string full = pp4 + "--recompute-granularity full --recompute-method ";
   EXPECT_EQ(read(full + "uniform --recompute-num-layers 1").fields.at("recompute"), "full");
-  // block: every one of a stage's 20 layers.
-  EXPECT_EQ(read(full + "block --recompute-num-layers 20").fields.at("recompute"), "full");
+  // block: every one of a stage's 20 layers, or its first 5.
+  const MegatronPlan every = read(full + "block --recompute-num-layers 20");
+  EXPECT_EQ(every.fields.at("recompute"), "full");
+  EXPECT_FALSE(every.fields.contains("recompute_num_layers"));
+  const MegatronPlan block = read(full + "block --recompute-num-layers 5");
+  EXPECT_EQ(block.fields.at("recompute"), "full");
+  EXPECT_EQ(block.fields.at("recompute_num_layers"), "5");
   const MegatronPlan fp8 = read(
       "--bf16 --fp8-format hybrid --fp8-recipe blockwise "
       "--use-precision-aware-optimizer --exp-avg-dtype bf16 "
@@ -181,9 +186,12 @@ TEST(MegatronArgs, WhatCannotBePricedIsRefusedNamingItsArgument) {
                 "prices alltoall and allgather");
   EXPECT_EQ(error_of("--bf16 --recompute-granularity full --recompute-method uniform "
                      "--recompute-num-layers 2"),
-            w + "--recompute-num-layers: uniform 2 recomputes part of the layers or keeps one "
-                "input per group of layers, which is not modelled: trainsim's full "
-                "recomputation is uniform 1 (every layer's input kept)");
+            w + "--recompute-num-layers: uniform 2 keeps one input per group of layers, which "
+                "is not modelled: trainsim's full recomputation is uniform 1 (every layer's "
+                "input kept) or block N");
+  EXPECT_EQ(error_of("--bf16 --recompute-granularity full --recompute-method block"),
+            w + "--recompute-granularity: full needs --recompute-method and "
+                "--recompute-num-layers (Megatron-LM's rule)");
   EXPECT_EQ(error_of("--bf16 --num-layers 32"),
             w + "--num-layers: is 32, but llama3.1-70b has 80: the arguments describe another "
                 "model than the one given");

@@ -247,6 +247,7 @@ TEST(PlanFields, EachOptionDescribesItselfOnThePlansOptionsLine) {
                                                    "framework",
                                                    "vocab_divisible_by",
                                                    "recompute_modules",
+                                                   "recompute_num_layers",
                                                    "lora_target_modules",
                                                    "num_distributed_optimizer_instances",
                                                    "wgrad_deferral_limit",

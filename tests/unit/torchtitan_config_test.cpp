@@ -149,11 +149,29 @@ TEST(TorchtitanConfig, CheckpointingTrainsimCannotPriceNeedsItsFlag) {
             "t.toml: $.activation_checkpoint.selective_ac_option: 'op' (per-operator "
             "checkpointing: every other matmul and the element-wise operators recomputed) is not "
             "modelled: give --recompute to price the run as one of trainsim's");
-  EXPECT_EQ(plan_error(full, ""),
-            "t.toml: $.activation_checkpoint.selective_ac_option: '2' (every N-th layer "
-            "checkpointed) is not modelled: trainsim's full recomputation checkpoints every "
-            "layer: give --recompute to price the run as one of trainsim's");
-  const TorchtitanPlan flagged = plan_of(full, "", {{"recompute", "full"}});
+  // Every other layer (torchtitan's default option): 40 of the 80, as the first 40.
+  const TorchtitanPlan every_other = plan_of(full, "");
+  EXPECT_EQ(every_other.fields.at("recompute"), "full");
+  EXPECT_EQ(every_other.fields.at("recompute_num_layers"), "40");
+  EXPECT_EQ(plan_of(full, "mode = 'selective'\nselective_ac_option = '200'").fields.at("recompute"),
+            "none");
+  // Over a pipeline each rank counts its own part's layers: 20 of each stage's 20 ...
+  const std::string pp = "pipeline_parallel_degree = 1";
+  const TorchtitanPlan staged = plan_of({{full, "mode = 'selective'\nselective_ac_option = '3'"},
+                                         {pp,
+                                          "pipeline_parallel_degree = 4\n"
+                                          "pipeline_parallel_split_points = "
+                                          "['layers.20', 'layers.40', 'layers.60']"}});
+  EXPECT_EQ(staged.fields.at("recompute_num_layers"), "6");
+  // ... and where the stages' counts differ (20, 21, 20, 19 layers: 6, 7, 6, 6), it is refused.
+  EXPECT_EQ(plan_error({{full, "mode = 'selective'\nselective_ac_option = '3'"},
+                        {pp, "pipeline_parallel_degree = 4"}}),
+            "t.toml: $.activation_checkpoint.selective_ac_option: '3' (every N-th layer "
+            "checkpointed) checkpoints different counts on different stages, which is not "
+            "modelled: give --recompute to price the run as one of trainsim's");
+  const TorchtitanPlan flagged = plan_of({{full, "mode = 'selective'\nselective_ac_option = '3'"},
+                                          {pp, "pipeline_parallel_degree = 4"}},
+                                         {{"recompute", "full"}});
   ASSERT_EQ(flagged.notes.size(), 1u);
   EXPECT_NE(flagged.notes[0].find("; --recompute full prices it"), std::string::npos);
   EXPECT_EQ(plan_error(full, "mode = 'selective'\nselective_ac_option = 'two'"),
