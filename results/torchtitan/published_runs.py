@@ -93,7 +93,9 @@ def main():
         "`--torchtitan-config` refuses it unless `--recompute` prices the run as one of "
         "trainsim's).",
         "",
-        f"Every row is predicted faster than it ran: by {percent(min(e for _, e, _ in errors))} to "
+        ("Every row is predicted faster than it ran" if min(e for _, e, _ in errors) > 0 else
+         "The rows miss") +
+        f": by {percent(min(e for _, e, _ in errors))} to "
         f"{percent(max(e for _, e, _ in errors))} as written, "
         f"{percent(min(e for _, _, e in errors))} to {percent(max(e for _, _, e in errors))} with "
         "FlashAttention-2. Causes, none established:",

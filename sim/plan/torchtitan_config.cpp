@@ -17,6 +17,9 @@ using torchtitan::kDegree;
 using torchtitan::Reader;
 using torchtitan::table;
 
+// Bounds that keep the products of degrees and batches within 64 bits.
+constexpr std::int64_t kMaxDataParallel = std::int64_t{1} << 24;
+
 // data_parallel_shard_degree -1: the ranks the world size (--gpus, or --dp) leaves.
 std::int64_t leftover_shard(JsonObject& p, const Degrees& d, const Reader& r) {
   const std::string key = "data_parallel_shard_degree";
@@ -33,6 +36,7 @@ std::int64_t leftover_shard(JsonObject& p, const Degrees& d, const Reader& r) {
            "-1 (torchtitan's default) takes the ranks the world size leaves, which the config "
            "does not hold: add --gpus N (torchrun's --nproc-per-node x --nnodes)");
   }
+  // Each degree is at most 2^16 (kDegree): the product fits in 64 bits.
   const std::int64_t others = d.replicate * d.tp * d.pp * d.cp;
   if (*gpus % others != 0) {
     fail_input("--gpus",
@@ -49,9 +53,15 @@ Degrees degrees(JsonObject& p, Reader& r) {
   d.pp = integer_or(p, "pipeline_parallel_degree", 1);
   d.cp = integer_or(p, "context_parallel_degree", 1);
   const std::string key = "data_parallel_shard_degree";
-  d.shard = integer_or(p, key, -1, {-1, std::int64_t{1} << 20});
+  d.shard = integer_or(p, key, -1, {-1, std::int64_t{1} << 16});
   if (d.shard == 0) p.fail(key, "must be -1 or at least 1 (torchtitan's rule), got 0");
   if (d.shard == -1) d.shard = leftover_shard(p, d, r);
+  if (d.dp() > kMaxDataParallel) {
+    p.fail(key, "makes " + std::to_string(d.dp()) +
+                    " data-parallel ranks (replicate x shard), "
+                    "more than trainsim prices (" +
+                    std::to_string(kMaxDataParallel) + ")");
+  }
   r.set(p, key, "dp", std::to_string(d.dp()));
   r.set(p, "tensor_parallel_degree", "tp", std::to_string(d.tp));
   // torchtitan's tensor parallelism runs the norms sequence-parallel (a --tp of the command
@@ -82,7 +92,7 @@ void batch(JsonObject& t, JsonObject& p, const Degrees& d, Reader& r) {
   // Older torchtitan named the local batch batch_size.
   const std::string key =
       !t.has("local_batch_size") && t.has("batch_size") ? "batch_size" : "local_batch_size";
-  const std::int64_t local = integer_or(t, key, 8, {1, std::int64_t{1} << 30});
+  const std::int64_t local = integer_or(t, key, 8, {1, std::int64_t{1} << 24});
   r.set(t, "seq_len", "seq_len", std::to_string(integer_or(t, "seq_len", 2048, {1})));
   const std::int64_t global = integer_or(t, "global_batch_size", -1, {-1, std::int64_t{1} << 40});
   if (global > 0) {
@@ -117,7 +127,6 @@ void batch(JsonObject& t, JsonObject& p, const Degrees& d, Reader& r) {
   r.set(p, mb, "mbs", std::to_string(micro));
 }
 
-// mode none, full, or selective: every N-th layer (N = 1: all of them) or per operator.
 // selective_ac_option N: torchtitan checkpoints every N-th block a rank builds (a count over the
 // rank's model parts), floor(layers / N) of each part; priced as full recomputation of that many
 // layers of each chunk where every rank's part holds one model part and the same count.
@@ -144,6 +153,7 @@ void every_nth_layer(JsonObject& a, std::int64_t n, const std::vector<std::int64
   r.set(a, key, "recompute_num_layers", std::to_string(counts[0]));
 }
 
+// mode none, full, or selective: every N-th layer (N = 1: all of them) or per operator.
 void recompute(JsonObject& a, const std::vector<std::int64_t>& parts, Reader& r) {
   const std::string mode =
       a.optional_choice("mode", {"none", "selective", "full"}).value_or("selective");

@@ -16,7 +16,7 @@
 
 namespace trainsim::torchtitan {
 
-constexpr IntRange kDegree{1, std::int64_t{1} << 20};
+constexpr IntRange kDegree{1, std::int64_t{1} << 16};
 
 // A table of the config, or an empty one at its path where the config has none (torchtitan's
 // defaults then apply).

@@ -88,6 +88,11 @@ TEST(TorchtitanConfig, ShardMinusOneTakesWhatTheGpusLeave) {
   EXPECT_EQ(plan_error(shard, "", {{"gpus", "100"}}),
             "--gpus: must be a multiple of replicate x tp x pp x cp = 8 (t.toml: "
             "$.parallelism.data_parallel_shard_degree is -1), got 100");
+  EXPECT_EQ(plan_error(
+                {{shard, "data_parallel_shard_degree = 65536"},
+                 {"data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 65536"}}),
+            "t.toml: $.parallelism.data_parallel_shard_degree: makes 4294967296 data-parallel "
+            "ranks (replicate x shard), more than trainsim prices (16777216)");
   // DDP: replicate only, gradients all-reduced beside the backward.
   const TorchtitanPlan ddp =
       plan_of({{shard, "data_parallel_shard_degree = 1"},
