@@ -7,6 +7,10 @@ namespace trainsim {
 
 namespace {
 
+// Bound of dp, the micro-batch and the accumulation, so that the global batch (their product)
+// stays within 64 bits.
+constexpr IntRange kBatchFactor{1, std::int64_t{1} << 20};
+
 // Whether `key` holds a value (nanotron writes null for what it leaves to its defaults).
 bool given(JsonObject& o, std::string_view key) {
   return o.has(key) && !o.raw(key).is_null();
@@ -23,7 +27,7 @@ struct Reader {
 };
 
 void parallelism(JsonObject p, Reader& r, std::int64_t& dp) {
-  dp = p.integer("dp", {1});
+  dp = p.integer("dp", kBatchFactor);
   r.set(p, "dp", "dp", std::to_string(dp));
   r.set(p, "tp", "tp", std::to_string(p.integer("tp", {1})));
   r.set(p, "pp", "pp", std::to_string(p.integer("pp", {1})));
@@ -51,12 +55,11 @@ void parallelism(JsonObject p, Reader& r, std::int64_t& dp) {
 
 void tokens(JsonObject t, Reader& r, std::int64_t dp) {
   r.set(t, "sequence_length", "seq_len", std::to_string(t.integer("sequence_length", {1})));
-  const std::int64_t mbs = t.integer("micro_batch_size", {1});
+  const std::int64_t mbs = t.integer("micro_batch_size", kBatchFactor);
   r.set(t, "micro_batch_size", "mbs", std::to_string(mbs));
-  const std::int64_t accumulation =
-      given(t, "batch_accumulation_per_replica")
-          ? t.integer("batch_accumulation_per_replica", {1, std::int64_t{1} << 30})
-          : 1;
+  const std::int64_t accumulation = given(t, "batch_accumulation_per_replica")
+                                        ? t.integer("batch_accumulation_per_replica", kBatchFactor)
+                                        : 1;
   // The global batch in sequences: every data-parallel replica's micro-batches.
   r.set(t, "batch_accumulation_per_replica", "gbs", std::to_string(mbs * accumulation * dp));
 }

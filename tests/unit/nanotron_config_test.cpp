@@ -83,6 +83,10 @@ TEST(NanotronConfig, WhatCannotBePricedNamesTheKey) {
   EXPECT_EQ(plan_error("zero_stage: 0", "zero_stage: 3").rfind("n.yaml: $.optimizer.zero_stage", 0),
             0u);
   EXPECT_EQ(plan_error("  tp: 2\n", "").rfind("n.yaml: $.parallelism.tp", 0), 0u);
+  // The global batch is their product: each factor is bounded so that it fits in 64 bits.
+  EXPECT_EQ(plan_error("micro_batch_size: 1", "micro_batch_size: 5238910978249312024")
+                .rfind("n.yaml: $.tokens.micro_batch_size: must be an integer in [1, 1048576]", 0),
+            0u);
   try {
     (void)model_from_nanotron_config(
         config_with("vocab_size: 50277",
