@@ -73,17 +73,8 @@ class Parser {
     ++line_;
   }
 
+  // Blank and comment lines, between statements and inside an array.
   void skip_blank_lines() {
-    while (true) {
-      skip_spaces();
-      skip_comment();
-      if (at_end() || (peek() != '\n' && peek() != '\r')) return;
-      newline();
-    }
-  }
-
-  // Spaces, newlines and comments inside an array.
-  void skip_array_space() {
     while (true) {
       skip_spaces();
       skip_comment();
@@ -181,11 +172,11 @@ class Parser {
     ++at_;
     nlohmann::json list = nlohmann::json::array();
     while (true) {
-      skip_array_space();
+      skip_blank_lines();
       if (at_end()) fail("has an array not closed by ']'");
       if (peek() == ']') break;
       list.push_back(value(depth + 1));
-      skip_array_space();
+      skip_blank_lines();
       if (at_end()) fail("has an array not closed by ']'");
       if (peek() == ',') {
         ++at_;

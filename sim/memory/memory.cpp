@@ -46,7 +46,9 @@ struct BlockInputs {
   double vocab_rows;  // the padded vocabulary's rows on one TP rank
   LayerActivations moe_layer;
   LayerActivations dense_layer;
-  // A layer that partial full recomputation leaves out keeps its activations.
+  // A layer that partial full recomputation leaves out keeps its activations (computed only for
+  // such a plan: the memory model runs for every plan a sweep prices).
+  bool partial;
   LayerActivations moe_kept;
   LayerActivations dense_kept;
   BlockInputs(const Model& m, const Plan& p, std::int64_t padded_vocab)
@@ -58,8 +60,11 @@ struct BlockInputs {
         vocab_rows(d(padded_vocab) / s.t),
         moe_layer(layer_activations(m, p, true)),
         dense_layer(layer_activations(m, p, false)),
-        moe_kept(layer_activations(m, recomputing(p, Recompute::kNone), true)),
-        dense_kept(layer_activations(m, recomputing(p, Recompute::kNone), false)) {}
+        partial(p.recompute == Recompute::kFull && p.recompute_num_layers > 0),
+        moe_kept(partial ? layer_activations(m, recomputing(p, Recompute::kNone), true)
+                         : LayerActivations{}),
+        dense_kept(partial ? layer_activations(m, recomputing(p, Recompute::kNone), false)
+                           : LayerActivations{}) {}
   double hidden() const { return kActBytes * s.tokens * s.h / s.r; }  // one hidden state
 };
 
@@ -92,10 +97,10 @@ void add_loss(PassFootprint& f, const BlockInputs& in, bool holds_lm_head) {
   f.backward_transient = std::max(f.backward_transient, kActBytes * in.logits / in.runs);
 }
 
-// Adds what `block` keeps to `f` (a decoder layer `recomputed` by full recomputation, or not);
-// returns its parameters per GPU (for ZeRO's working set).
+// Adds what `block` keeps to `f` (a decoder layer that partial full recomputation leaves out
+// `kept` whole); returns its parameters per GPU (for ZeRO's working set).
 double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bool holds_lm_head,
-                 bool recomputed) {
+                 bool kept) {
   const Model& model = in.model;
   const double T = in.s.tokens;
   switch (block.kind) {
@@ -109,7 +114,7 @@ double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bo
       const bool moe = block.kind == BlockKind::kMtp ? mtp_layer_is_moe(model)
                                                      : is_moe_layer(model, block.layer);
       const LayerActivations& layer =
-          recomputed ? (moe ? in.moe_layer : in.dense_layer) : (moe ? in.moe_kept : in.dense_kept);
+          kept ? (moe ? in.moe_kept : in.dense_kept) : (moe ? in.moe_layer : in.dense_layer);
       // A multi-token-prediction module's decoder layer, and its token ids ahead, the two norms'
       // inputs, the projection's input (both norms' outputs) and the final norm's input.
       f.saved += block.kind == BlockKind::kMtp ? layer.saved + kTokenIdBytes * T + 5.0 * in.hidden()
@@ -144,10 +149,10 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
   std::int64_t decoders = 0;  // the stage's decoder layers so far
   for (auto i = range.begin; i < range.end; ++i) {
     const Block& block = partition.blocks[static_cast<std::size_t>(i)];
-    const bool recomputed = block.kind != BlockKind::kDecoder ||
-                            plan.recompute != Recompute::kFull || plan.fully_recomputes(decoders);
+    const bool kept =
+        in.partial && block.kind == BlockKind::kDecoder && !plan.fully_recomputes(decoders);
     if (block.kind == BlockKind::kDecoder) ++decoders;
-    largest_block = std::max(largest_block, add_block(f, in, block, holds_lm_head, recomputed));
+    largest_block = std::max(largest_block, add_block(f, in, block, holds_lm_head, kept));
   }
   // ZeRO working set: one block's full gradients before their reduce-scatter (stage >= 2); the
   // gathered weights of the running and the prefetched block (stage 3).

@@ -66,6 +66,11 @@ const std::vector<std::string>& plan_field_names();
 void set_from_text(Plan& plan, const PlanField& field, const std::string& where,
                    const std::string& value);
 
+/// An integer field's value from its text, within the field's range, as set_from_text reads it;
+/// InputError naming `where` otherwise.
+std::int64_t integer_value(const PlanField& field, const std::string& where,
+                           const std::string& value);
+
 /// A plan from the report's plan values as text (a sweep file's plan columns): each field given
 /// and not blank is set, the rest keep their defaults; InputError naming `where` and the field.
 Plan plan_from_text(const std::map<std::string, std::string>& values, const std::string& where);

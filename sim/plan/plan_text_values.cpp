@@ -11,8 +11,6 @@
 
 namespace trainsim {
 
-namespace {
-
 // An integer field's value within its range, or the error naming `where`.
 std::int64_t integer_value(const PlanField& field, const std::string& where,
                            const std::string& value) {
@@ -36,6 +34,8 @@ std::int64_t integer_value(const PlanField& field, const std::string& where,
   }
   return v;
 }
+
+namespace {
 
 // A choice field's value, which must be one of its choices.
 void check_choice(const PlanField& field, const std::string& where, const std::string& value) {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/plan/torchtitan_reader.hpp"
 

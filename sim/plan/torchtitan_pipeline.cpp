@@ -1,6 +1,7 @@
 // torchtitan's pipeline: its schedules, virtual stages and split of the layers over the stages.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <vector>
 
 #include "sim/plan/torchtitan_reader.hpp"

@@ -2,16 +2,15 @@
 // What the torchtitan config's readers share (sim/plan/torchtitan_config.cpp and
 // torchtitan_pipeline.cpp): how a plan field is set from a key, torchtitan's defaults, and the
 // settings trainsim cannot price.
-#include <charconv>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/plan/plan_schema.hpp"
 #include "sim/plan/torchtitan_config.hpp"
 
 namespace trainsim::torchtitan {
@@ -58,17 +57,12 @@ class Reader {
     note(o.where(key) + ": " + why + "; " + flag_of(field) + " " + flags_.at(field) + " prices it");
   }
 
-  // A plan flag's value as a positive integer (its own error where it is not one).
+  // An integer plan flag's value, read as the flag reads it (its own error where it is not one
+  // of the field's values).
   std::optional<std::int64_t> flag_integer(const std::string& field) const {
     const auto it = flags_.find(field);
     if (it == flags_.end()) return std::nullopt;
-    std::int64_t n = 0;
-    const std::string& s = it->second;
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (r.ec != std::errc() || r.ptr != s.data() + s.size() || n < 1) {
-      fail_input(flag_of(field), "must be a positive integer, got '" + s + "'");
-    }
-    return n;
+    return integer_value(*find_plan_field(field), flag_of(field), it->second);
   }
 
  private:
