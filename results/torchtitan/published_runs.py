@@ -123,8 +123,10 @@ def main():
         "the allocated peak from above and do not check trainsim's memory model; the allocated "
         "peak, which `--measured-log` compares, is not published.",
     ]
-    with open(OUT, "w") as f:
+    # Written beside and renamed, so that a killed run leaves the last page whole.
+    with open(OUT + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
+    os.replace(OUT + ".tmp", OUT)
     print(f"wrote {OUT}")
 
 
