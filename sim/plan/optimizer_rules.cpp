@@ -29,9 +29,14 @@ void validate_optimizer_instances(const Plan& plan, const PlanOrigin& origin) {
   const std::int64_t instances = plan.num_distributed_optimizer_instances;
   if (instances == 1) return;
   const std::string field = "num_distributed_optimizer_instances";
-  if (plan.zero != 1 || plan.effective_framework() != Framework::kMegatron) {
-    fail_input(origin.of(field), "needs Megatron-LM's distributed optimizer (" +
-                                     origin.name("zero") + " 1, framework megatron)");
+  // --zero 1 or 2: Megatron-LM's partial distributed optimizer; --zero 3: hybrid sharding (PyTorch
+  // FSDP's HSDP, torchtitan's replicate degree), weights sharded within an instance as well.
+  if (plan.zero < 1 || plan.effective_framework() != Framework::kMegatron) {
+    fail_input(origin.of(field),
+               "needs sharded data parallelism (" + origin.name("zero") +
+                   " 1 to 3, framework megatron): Megatron-LM's distributed optimizer, or "
+                   "hybrid sharding (HSDP) with " +
+                   origin.name("zero") + " 3");
   }
   // Megatron-LM asks dp x cp to be a multiple; an instance is then a run of consecutive ranks of
   // the data-parallel group with CP. trainsim builds instances of whole CP groups: a multiple of

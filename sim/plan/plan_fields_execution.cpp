@@ -152,9 +152,11 @@ void optimizer_fields(FieldTable& t) {
             "optimizer (gradients reduce-scattered, optimizer state sharded, parameters "
             "all-gathered); 3: parameters also sharded and gathered before every pass")
       .describe = [](const Plan& p) {
-    if (p.zero == 3) return std::string("zero 3");
-    if (p.zero == 0) return std::string();
     const auto n = p.num_distributed_optimizer_instances;
+    if (p.zero == 3) {
+      return "zero 3" + (n > 1 ? " (hybrid, " + std::to_string(n) + " instances)" : std::string());
+    }
+    if (p.zero == 0) return std::string();
     return "distributed optimizer (zero " + std::to_string(p.zero) +
            (n > 1 ? ", " + std::to_string(n) + " instances" : "") + ")";
   };
@@ -169,7 +171,9 @@ void optimizer_fields(FieldTable& t) {
             "distributed optimizer (--zero 1): shard its state over dp x cp / N consecutive "
             "ranks, an instance, instead of all dp x cp; gradients reduce-scattered within an "
             "instance and their shards all-reduced across the N instances, parameters "
-            "all-gathered within one (Megatron-LM's flag; default 1)")
+            "all-gathered within one (Megatron-LM's flag; default 1); with --zero 3 hybrid "
+            "sharding (HSDP, PyTorch FSDP's replicate degree N): the weights sharded within an "
+            "instance and gathered there before each pass")
       .report =
       FieldTable::unless_default(FieldTable::of(&Plan::num_distributed_optimizer_instances));
   t.flag("overlap_moe_expert_parallel_comm", &Plan::moe_a2a_overlap,

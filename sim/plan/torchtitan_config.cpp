@@ -250,7 +250,10 @@ void precision(JsonObject& top, JsonObject& t, bool fsdp, Reader& r) {
 // FSDP as ZeRO: 3 where the weights are gathered before each pass and resharded after it, 1
 // under pipelining (torchtitan's default there keeps them gathered through the step and
 // reduce-scatters the gradients at the last backward, as Megatron's distributed optimizer);
-// DDP (replicate only) all-reduces, ZeRO 0. HSDP is not modelled. Returns whether FSDP runs.
+// DDP (replicate only) all-reduces, ZeRO 0. HSDP (replicate and shard both above 1) shards
+// within each of the replicate degree's instances: the weights gathered and the gradients
+// reduce-scattered over shard x cp ranks, each shard all-reduced across the replicas, as FSDP2's
+// hybrid mesh does. Returns whether FSDP runs.
 bool sharding(JsonObject& p, const Degrees& d, Reader& r) {
   const bool fsdp = d.shard * d.cp > 1;
   const std::string key = "data_parallel_shard_degree";
@@ -261,10 +264,8 @@ bool sharding(JsonObject& p, const Degrees& d, Reader& r) {
     return false;
   }
   if (d.replicate > 1) {
-    r.unpriced(p, "data_parallel_replicate_degree", "zero",
-               "HSDP (weights sharded over " + std::to_string(d.shard) + " ranks, replicated " +
-                   std::to_string(d.replicate) + " times) is not modelled");
-    return true;
+    r.set(p, "data_parallel_replicate_degree", "num_distributed_optimizer_instances",
+          std::to_string(d.replicate));
   }
   const std::string reshard_key = "fsdp_reshard_after_forward";
   const std::string reshard =

@@ -3,8 +3,9 @@
 // plan its [parallelism], [training], [activation_checkpoint], [model] converters and [float8]
 // tables set, and the catalog model its [model] name and flavor train, so that the config a
 // torchtitan user launches is the plan trainsim checks, with torchtitan's own pipeline split.
-// What trainsim cannot price as torchtitan runs it (HSDP, every other layer checkpointed,
-// per-op checkpointing, rowwise FP8, the zero-bubble schedules) is an input error naming the key,
+// What trainsim cannot price as torchtitan runs it (per-op checkpointing, every N-th layer
+// checkpointed where parts differ, rowwise FP8, the zero-bubble schedules) is an input error
+// naming the key,
 // unless the command line sets that plan field itself.
 #include <cstdint>
 #include <map>
@@ -29,7 +30,8 @@ struct TorchtitanPlan {
 /// batch (mbs: the local batch, or the pipeline's micro-batch; gbs: the global batch, or local
 /// x dp), seq_len, recomputation, FP8 (the float8 converter: tensorwise scaling, FP8 all-gather)
 /// and FSDP as ZeRO: 3 without pipelining, 1 with it (torchtitan's pipelined FSDP gathers the
-/// weights once a step and reduce-scatters the gradients at the last backward). `flags`: the
+/// weights once a step and reduce-scatters the gradients at the last backward), HSDP's replicate
+/// degree as that many instances of the sharding. `flags`: the
 /// plan fields the command line sets (field -> value as typed), which the config yields to.
 /// InputError naming `file` and the key for a value torchtitan refuses or trainsim cannot price.
 TorchtitanPlan plan_from_torchtitan_config(const nlohmann::json& config, const std::string& file,

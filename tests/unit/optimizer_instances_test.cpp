@@ -36,8 +36,9 @@ TEST(OptimizerInstances, MegatronRulesOneLineEach) {
   Plan no_distopt = instances_plan(8, 2);
   no_distopt.zero = 0;
   EXPECT_EQ(test::plan_error(no_distopt, m),
-            "--num-distributed-optimizer-instances: needs Megatron-LM's distributed optimizer "
-            "(--zero 1, framework megatron)");
+            "--num-distributed-optimizer-instances: needs sharded data parallelism (--zero 1 to "
+            "3, framework megatron): Megatron-LM's distributed optimizer, or hybrid sharding "
+            "(HSDP) with --zero 3");
   EXPECT_EQ(test::plan_error(instances_plan(6, 4), m),
             "--num-distributed-optimizer-instances: must divide --dp (6): each instance holds "
             "dp / N whole data-parallel replicas, got 4");
@@ -112,7 +113,8 @@ TEST(OptimizerInstances, GroupsAsMegatronCoreBuildsThem) {
 
 // `trainsim run` on llama3.1-8b at tp 2 with SP, dp 8 over two nodes of 8, sequence 8192, the
 // distributed optimizer in `instances` instances, then `more` flags; the JSON report.
-nlohmann::json report(std::int64_t instances, const std::vector<std::string>& more) {
+nlohmann::json report(std::int64_t instances, const std::vector<std::string>& more,
+                      const std::string& zero = "1") {
   std::vector<std::string> args = {"run",
                                    "--model",
                                    "llama3.1-8b",
@@ -126,7 +128,7 @@ nlohmann::json report(std::int64_t instances, const std::vector<std::string>& mo
                                    "--seq-len",
                                    "8192",
                                    "--zero",
-                                   "1",
+                                   zero,
                                    "--num-distributed-optimizer-instances",
                                    std::to_string(instances),
                                    "--format",
@@ -190,10 +192,50 @@ TEST(OptimizerInstances, ReduceWithinAllReduceAcrossAndTwiceTheState) {
       report(2, {"--gbs", "8", "--engine", "simgrid"}).at("step_time_s").get<double>());
 }
 
+// Hybrid sharding (HSDP: PyTorch FSDP's replicate degree) is the same split under --zero 3: the
+// same model, tp 2, dp 8 in two instances of 4 (one node each). The BF16 weights are gathered
+// within the node before the forward and again before the backward (2 + 2 bytes a parameter),
+// the fp32 gradients reduce-scattered within it and each rank's quarter all-reduced across the
+// nodes; weights, gradients, master weights and moments (2 + 4 + 4 + 8 bytes a parameter) all
+// sharded over the instance's 4 ranks, not all 8.
+TEST(OptimizerInstances, HybridShardingUnderZero3) {
+  const std::vector<std::string> analytic = {"--gbs", "8", "--engine", "analytic"};
+  const auto one = report(1, analytic, "3");
+  const auto two = report(2, analytic, "3");
+  const auto& s = two.at("stages").at(0);
+  const double params = s.at("params_per_gpu");
+  const auto& ag = dp_collective(s, "all_gather");
+  EXPECT_EQ(ag.at("group_dim"), "intra-dp");
+  EXPECT_EQ(ag.at("members"), 4);
+  EXPECT_EQ(ag.at("nodes"), 1);
+  EXPECT_EQ(ag.at("calls"), 2);
+  EXPECT_DOUBLE_EQ(ag.at("bytes"), 4 * params);
+  const auto& rs = dp_collective(s, "reduce_scatter");
+  EXPECT_EQ(rs.at("group_dim"), "intra-dp");
+  EXPECT_EQ(rs.at("members"), 4);
+  EXPECT_DOUBLE_EQ(rs.at("bytes"), 4 * params);
+  const auto& ar = dp_collective(s, "all_reduce");
+  EXPECT_EQ(ar.at("group_dim"), "inter-dp");
+  EXPECT_EQ(ar.at("members"), 2);
+  EXPECT_EQ(ar.at("nodes"), 2);
+  EXPECT_DOUBLE_EQ(ar.at("bytes"), 4 * params / 4);
+  const auto& m = s.at("memory");
+  const auto& m1 = one.at("stages").at(0).at("memory");
+  const std::vector<std::pair<std::string, double>> bytes_per_param = {{"weights_bytes", 2},
+                                                                       {"gradients_bytes", 4},
+                                                                       {"master_weights_bytes", 4},
+                                                                       {"optimizer_bytes", 8}};
+  for (const auto& [key, per_param] : bytes_per_param) {
+    EXPECT_DOUBLE_EQ(m.at(key), per_param * params / 4) << key;
+    EXPECT_DOUBLE_EQ(m1.at(key), per_param * params / 8) << key;
+  }
+  EXPECT_EQ(dp_collective(one.at("stages").at(0), "all_gather").at("members"), 8);
+  EXPECT_EQ(dp_collective(one.at("stages").at(0), "all_gather").at("nodes"), 2);
+}
+
 // A plan that no longer fits because each instance holds the optimizer state over fewer ranks:
-// the out-of-memory fix names one instance first, and a fix changing dp or the ZeRO stage drops
-// the instances where Megatron-LM's rules no longer allow them (tp 4, dp 4: one rank per
-// instance).
+// the out-of-memory fix names one instance first, and a fix changing dp drops the instances
+// where Megatron-LM's rules no longer allow them (tp 4, dp 4: one rank per instance).
 TEST(OptimizerInstances, MemoryFixesNameTheInstances) {
   const auto report_json = report(4, {"--mbs", "2", "--gbs", "64", "--engine", "analytic"});
   std::string fix;
@@ -201,7 +243,8 @@ TEST(OptimizerInstances, MemoryFixesNameTheInstances) {
     if (d.at("id") == "oom") fix = d.at("fix");
   }
   EXPECT_EQ(fix.rfind("--num-distributed-optimizer-instances 1 (peak ", 0), 0u) << fix;
-  EXPECT_NE(fix.find("--zero 3 --num-distributed-optimizer-instances 1 (peak "), std::string::npos)
+  EXPECT_NE(fix.find("or --tp 4 --dp 4 --num-distributed-optimizer-instances 1 (peak "),
+            std::string::npos)
       << fix;
 }
 

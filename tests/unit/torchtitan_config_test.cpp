@@ -195,10 +195,26 @@ TEST(TorchtitanConfig, Float8AndShardingAsTorchtitanRunsThem) {
                        "\"rowwise\""),
             "t.toml: $.float8.recipe_name: 'rowwise' (a scale per row) is not modelled "
             "(tensorwise is): give --fp8-recipe to price the run as one of trainsim's");
-  EXPECT_EQ(plan_error("data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 2"),
-            "t.toml: $.parallelism.data_parallel_replicate_degree: HSDP (weights sharded over 8 "
-            "ranks, replicated 2 times) is not modelled: give --zero to price the run as one of "
-            "trainsim's");
+  // HSDP: the weights sharded over 8 ranks in each of 2 replicas, ZeRO 3 within an instance.
+  const TorchtitanPlan hsdp =
+      plan_of("data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 2");
+  EXPECT_EQ(hsdp.fields.at("dp"), "16");
+  EXPECT_EQ(hsdp.fields.at("zero"), "3");
+  EXPECT_EQ(hsdp.fields.at("num_distributed_optimizer_instances"), "2");
+  EXPECT_EQ(hsdp.origin.at("num_distributed_optimizer_instances"),
+            "t.toml: $.parallelism.data_parallel_replicate_degree");
+  // Under pipelining, ZeRO 1 in 2 instances (Megatron-LM's partial distributed optimizer).
+  const TorchtitanPlan hsdp_pp =
+      plan_of({{"data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 2"},
+               {"pipeline_parallel_degree = 1", "pipeline_parallel_degree = 2"}});
+  EXPECT_EQ(hsdp_pp.fields.at("zero"), "1");
+  EXPECT_EQ(hsdp_pp.fields.at("num_distributed_optimizer_instances"), "2");
+  // Replication alone (DDP) has no instances.
+  const TorchtitanPlan ddp =
+      plan_of({{"data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 8"},
+               {"data_parallel_shard_degree = 8", "data_parallel_shard_degree = 1"}});
+  EXPECT_EQ(ddp.fields.at("zero"), "0");
+  EXPECT_FALSE(ddp.fields.contains("num_distributed_optimizer_instances"));
   // Async TP runs under torch.compile only.
   const std::string async_tp = "context_parallel_degree = 1\nenable_async_tensor_parallel = true";
   const TorchtitanPlan compiled =
