@@ -3,6 +3,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "sim/cost/kernel_specs.hpp"
 #include "sim/cost/moe_ops.hpp"
 
 namespace trainsim {
@@ -37,7 +38,49 @@ bool recomputed(const KernelSpec& k, std::uint32_t modules, const LayerShape& sh
   return on(kRecomputeSharedExperts) && shared;
 }
 
+// The TP collectives a recomputed part of a layer runs again: with sequence parallelism
+// `gathers` all-gathers of its input (and, with `scatter`, the reduce-scatter of its output),
+// without it `reduces` all-reduces.
+void tp_again(const LayerShape& shape, std::int64_t gathers, bool scatter, std::int64_t reduces,
+              BlockPass& out) {
+  if (shape.tp <= 1) return;
+  const double T = shape.tokens, h = shape.hidden, e = shape.act_bytes;
+  if (shape.sp) {
+    const double gathered = shape.gemm_dtype == DType::kFP8 ? 1.0 : e;
+    for (std::int64_t i = 0; i < gathers; ++i) {
+      add_collective(out.collectives, {CollectiveKind::kAllGather, Dim::kTP, T * h * gathered, 1});
+    }
+    if (scatter) {
+      add_collective(out.collectives, {CollectiveKind::kReduceScatter, Dim::kTP, T * h * e, 1});
+    }
+  } else {
+    for (std::int64_t i = 0; i < reduces; ++i) {
+      add_collective(out.collectives, {CollectiveKind::kAllReduce, Dim::kTP, T * h * e, 1});
+    }
+  }
+}
+
 }  // namespace
+
+BlockPass op_recompute(const BlockPass& fwd, const LayerShape& shape) {
+  BlockPass out;
+  for (const auto& k : fwd.kernels) {
+    if (k.name.starts_with("attention")) continue;
+    if (k.kind == KernelKind::kElementwise || named(k, {"out_proj"})) out.kernels.push_back(k);
+  }
+  const double T = shape.tokens, h = shape.hidden;
+  out.kernels.push_back(gemm("k_proj", T, h, shape.kv, shape.gemm_dtype));
+  if (shape.up_factor > 1.0) {
+    out.kernels.push_back(gemm("mlp_up.w3", T, h, shape.ffn, shape.gemm_dtype));
+  } else {
+    out.kernels.push_back(gemm("mlp_down", T, shape.ffn, h, shape.gemm_dtype));
+  }
+  tp_again(shape, 2, false, 1, out);
+  for (const auto& c : fwd.collectives) {
+    if (is_context_dim(c.dim) && !c.alongside) add_collective(out.collectives, c);
+  }
+  return out;
+}
 
 BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, const Plan& plan) {
   BlockPass out;
@@ -54,15 +97,8 @@ BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, con
       if (is_context_dim(o.dim)) out.overlaps.push_back(o);
     }
   }
-  if (!shape.is_moe() && (plan.recompute_modules & kRecomputeMlp) != 0 && shape.tp > 1) {
-    const double T = shape.tokens, h = shape.hidden, e = shape.act_bytes;
-    if (shape.sp) {
-      const double gathered = shape.gemm_dtype == DType::kFP8 ? 1.0 : e;
-      add_collective(out.collectives, {CollectiveKind::kAllGather, Dim::kTP, T * h * gathered, 1});
-      add_collective(out.collectives, {CollectiveKind::kReduceScatter, Dim::kTP, T * h * e, 1});
-    } else {
-      add_collective(out.collectives, {CollectiveKind::kAllReduce, Dim::kTP, T * h * e, 1});
-    }
+  if (!shape.is_moe() && (plan.recompute_modules & kRecomputeMlp) != 0) {
+    tp_again(shape, 1, true, 1, out);
   }
   if (shape.is_moe()) {
     const bool moe = (plan.recompute_modules & kRecomputeMoe) != 0;

@@ -14,4 +14,15 @@ namespace trainsim {
 /// scatter; a recomputed shared expert (alone or in the MoE MLP) its TP collectives.
 BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, const Plan& plan);
 
+/// What torchtitan's per-operator checkpointing (--recompute op) re-runs of a dense decoder layer
+/// before its backward. Its policy keeps the outputs of the attention kernel, of the
+/// reduce-scatters and of every other matmul in forward order (a Llama layer's wq, wv, w1, w2:
+/// the first, third, fifth, seventh; the count restarts at each layer) and recomputes the rest:
+/// the second, fourth and sixth matmuls (wk, wo, and w3 of a gated MLP or w2 of a plain one),
+/// every element-wise kernel (norms, RoPE, the activation, the residual adds, FP8 casts), the
+/// sequence-parallel all-gathers (the all-reduce after the attention without SP), and the
+/// context-parallel collectives whose outputs the attention's backward reads (all but the ring
+/// exchange, whose backward runs its own ring).
+BlockPass op_recompute(const BlockPass& fwd, const LayerShape& shape);
+
 }  // namespace trainsim

@@ -230,6 +230,8 @@ void add_block_passes(StageCost& sc, BlockKind kind, const LayerShape& shape, st
     if (recomputed > 0) add_pass(sc.recompute, prefix, fwd, recomputed, costing);
   } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kSelective) {
     add_pass(sc.recompute, prefix, selective_recompute(fwd, shape, plan), count, costing);
+  } else if (kind == BlockKind::kDecoder && plan.recompute == Recompute::kOp) {
+    add_pass(sc.recompute, prefix, op_recompute(fwd, shape), count, costing);
   }
 }
 

@@ -3,6 +3,8 @@
 // al. 2022 extended to GQA, gated MLPs, flash attention, FP8 copies, MLA, MoE and LoRA.
 #include "sim/memory/memory.hpp"
 
+#include <algorithm>
+
 #include "sim/memory/micro_batch.hpp"
 #include "sim/model/params.hpp"
 
@@ -128,6 +130,23 @@ AttentionActivations attention_activations(const Model& model, const Shape& s,
   return a;
 }
 
+// What torchtitan's per-operator checkpointing keeps of a dense decoder layer (sim/cost/
+// recompute_ops.hpp, op_recompute()): the layer's input (split by SP); the outputs of the
+// matmuls it saves, the first, third, fifth and seventh in forward order: Q and V (split by TP),
+// the MLP's first up projection (split by TP) and, in a gated MLP, the down projection's output,
+// a whole [tokens x h] on each TP rank (its partial sum before the reduction); the attention's
+// output and softmax statistics; and with SP the two reduce-scatters' outputs.
+double op_checkpoint_saved(const Model& model, const Plan& plan, const Shape& s, double core) {
+  const double T = s.tokens, e = kActBytes;
+  const double split = T / s.t;
+  double saved = e * T * s.h / s.r;
+  saved += e * split * d(model.q_size() + model.kv_size() + model.v_size());
+  saved += e * split * d(model.ffn_hidden_size) + core;
+  if (is_gated(model.ffn_kind)) saved += e * T * s.h;
+  if (plan.sequence_parallel()) saved += 2.0 * e * T * s.h / s.r;
+  return saved;
+}
+
 }  // namespace
 
 LayerActivations layer_activations(const Model& model, const Plan& plan, bool moe_layer) {
@@ -186,6 +205,12 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, bool mo
       // Each layer keeps only its input; its backward rebuilds everything else.
       a.saved = kActBytes * T * s.h / s.r;
       a.recompute = all;
+      break;
+    case Recompute::kOp:
+      // The rest of the layer comes back before its backward, at most what it keeps without
+      // recomputation (as Transformer Engine's layers keep it: the whole layer's estimate).
+      a.saved = op_checkpoint_saved(model, plan, s, core);
+      a.recompute = std::max(all - a.saved, 0.0);
       break;
   }
   return a;

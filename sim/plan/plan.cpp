@@ -59,6 +59,8 @@ const char* to_string(Recompute r) {
       return "selective";
     case Recompute::kFull:
       return "full";
+    case Recompute::kOp:
+      return "op";
   }
   return "?";
 }

@@ -28,7 +28,11 @@ enum class Precision { kBF16, kFP8 };
 /// - mxfp8: microscaling, Blackwell's tensor cores only.
 enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
 enum class ScheduleKind { kGPipe, k1F1B, kInterleaved, kZBH1 };
-enum class Recompute { kNone, kSelective, kFull };
+/// Activation recomputation: none; selective (Megatron-LM's modules, by default the attention
+/// core); full (every decoder layer keeps its input only); op (torchtitan's per-operator selective
+/// checkpointing: each decoder layer keeps the attention's output and every other matmul's, the
+/// rest of its forward runs again).
+enum class Recompute { kNone, kSelective, kFull, kOp };
 /// The framework whose rules apply where frameworks differ (vocabulary padding, which error a
 /// defect raises). Megatron-DeepSpeed follows Megatron's padding.
 enum class Framework { kMegatron, kNanotron, kDeepSpeed, kColossalAI };

@@ -44,12 +44,14 @@ std::string modules_named(const Plan& p) {
 
 // Activation recomputation and the attention core's backend and dropouts.
 void recompute_and_attention_fields(FieldTable& t) {
-  t.named("recompute", {Recompute::kNone, Recompute::kSelective, Recompute::kFull},
+  t.named("recompute", {Recompute::kNone, Recompute::kSelective, Recompute::kFull, Recompute::kOp},
           &Plan::recompute, "NAME",
           "activation recomputation, replayed as work before each backward: none (default); "
           "selective (the attention core, Megatron-LM's --recompute-granularity selective); full "
           "(every decoder layer's forward, --recompute-granularity full --recompute-method "
-          "uniform --recompute-num-layers 1; --recompute-num-layers N takes part of them)")
+          "uniform --recompute-num-layers 1; --recompute-num-layers N takes part of them); op "
+          "(torchtitan's per-operator checkpointing, selective_ac_option 'op': each layer keeps "
+          "the attention's output and every other matmul's, the rest runs again)")
       .describe = [](const Plan& p) {
     return p.recompute == Recompute::kNone
                ? std::string()

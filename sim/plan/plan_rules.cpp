@@ -26,6 +26,27 @@ void require_divides(const PlanOrigin& origin, const char* field, std::int64_t d
   }
 }
 
+// torchtitan's per-operator checkpointing, as modelled: a dense decoder layer of separate
+// projections (Llama's), fused attention, no adapters (each would shift the matmul count).
+void validate_op_recompute(const Plan& plan, const Model& model, const PlanOrigin& origin) {
+  const std::string what =
+      "op (torchtitan's per-operator checkpointing) is modelled on dense "
+      "decoder layers with fused attention; ";
+  if (model.moe.is_moe() || model.mla.is_mla()) {
+    fail_input(origin.of("recompute"),
+               what + model.name + " has " +
+                   (model.moe.is_moe() ? "mixture-of-experts" : "multi-head latent attention") +
+                   " layers: use selective or full");
+  }
+  if (plan.attention_backend == AttentionBackend::kUnfused) {
+    fail_input(origin.of("recompute"), what + "not with " + origin.name("attention_backend") +
+                                           " unfused: use flash or flash-attn2");
+  }
+  if (plan.lora()) {
+    fail_input(origin.of("recompute"), what + "not under LoRA (its adapters' matmuls are not)");
+  }
+}
+
 // Options that need another option, the model or the platform to mean anything.
 void validate_option_pairs(const Plan& plan, const Model& model, const Platform& platform,
                            const PlanOrigin& origin) {
@@ -40,6 +61,7 @@ void validate_option_pairs(const Plan& plan, const Model& model, const Platform&
         origin.of("recompute_num_layers"),
         "needs " + origin.name("recompute") + " full (got " + to_string(plan.recompute) + ")");
   }
+  if (plan.recompute == Recompute::kOp) validate_op_recompute(plan, model, origin);
   if ((plan.recompute_modules & kRecomputeMlaUpProj) != 0 && !model.mla.is_mla()) {
     fail_input(origin.of("recompute_modules"),
                "mla_up_proj needs a model with multi-head latent attention (Megatron-Core's rule)");

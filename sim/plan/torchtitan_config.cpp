@@ -154,7 +154,8 @@ void every_nth_layer(JsonObject& a, std::int64_t n, const std::vector<std::int64
   r.set(a, key, "recompute_num_layers", std::to_string(counts[0]));
 }
 
-// mode none, full, or selective: every N-th layer (N = 1: all of them) or per operator.
+// mode none, full, or selective: every N-th layer (N = 1: all of them) or per operator
+// (--recompute op, torchtitan's own policy).
 void recompute(JsonObject& a, const std::vector<std::int64_t>& parts, Reader& r) {
   const std::string mode =
       a.optional_choice("mode", {"none", "selective", "full"}).value_or("selective");
@@ -171,9 +172,7 @@ void recompute(JsonObject& a, const std::vector<std::int64_t>& parts, Reader& r)
   if (option == "1") {
     r.set(a, key, "recompute", "full");
   } else if (option == "op") {
-    r.unpriced(a, key, "recompute",
-               "'op' (per-operator checkpointing: every other matmul and the element-wise "
-               "operators recomputed) is not modelled");
+    r.set(a, key, "recompute", "op");
   } else if (option.empty() || option.size() > 9 ||
              option.find_first_not_of("0123456789") != std::string::npos ||
              option.starts_with("0")) {

@@ -381,7 +381,7 @@ TEST_F(BadInput, ScheduleOptionsNameTheirFlagOrPath) {
   EXPECT_EQ(fails({"run", s, "--no-moe-grouped-gemm"}),
             "--no-moe-grouped-gemm: applies to mixture-of-experts models; llama3.1-70b is dense");
   EXPECT_EQ(fails({"run", s, "--recompute", "some"}),
-            "--recompute: must be one of {none, selective, full}, got 'some'");
+            "--recompute: must be one of {none, selective, full, op}, got 'some'");
   auto path = file("v.json", scenario(R"({"tp": 4, "pp": 4, "dp": 4, "seq_len": 8192, "gbs": 128,
       "schedule": "interleaved", "vp": 2, "overlap_p2p_comm": "yes"})"));
   EXPECT_EQ(fails({"run", path}).rfind(path + ": $.plan.overlap_p2p_comm: ", 0), 0u);

@@ -59,24 +59,22 @@ TEST(TorchtitanConfigCli, ConfigPricesThePlanItsFlagsWould) {
 
 TEST(TorchtitanConfigCli, WhatTrainsimCannotPriceWaitsForItsFlag) {
   const std::string dir = test::make_temp_dir();
-  const std::string config = dir + "/op.toml";
+  const std::string config = dir + "/rowwise.toml";
   std::string text = test::read_file(kConfig);
-  const std::string full = "mode = \"full\"";
-  text.replace(text.find(full), full.size(), "mode = \"selective\"\nselective_ac_option = \"op\"");
-  test::write_file(config, text);
+  const std::string none = "converters = []";
+  text.replace(text.find(none), none.size(), "converters = [\"float8\"]");
+  test::write_file(config, text + "\n[float8]\nrecipe_name = \"rowwise\"\n");
   const auto refused = test::run_trainsim({"check", "--torchtitan-config", config});
   EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_EQ(refused.err,
-            "trainsim: error: " + config +
-                ": $.activation_checkpoint.selective_ac_option: 'op' (per-operator "
-                "checkpointing: every other matmul and the element-wise operators recomputed) "
-                "is not modelled: give --recompute to price the run as one of trainsim's\n");
+  EXPECT_EQ(refused.err, "trainsim: error: " + config +
+                             ": $.float8.recipe_name: 'rowwise' (a scale per row) is not modelled "
+                             "(tensorwise is): give --fp8-recipe to price the run as one of "
+                             "trainsim's\n");
   const auto priced =
-      test::run_trainsim({"check", "--torchtitan-config", config, "--recompute", "full"});
+      test::run_trainsim({"check", "--torchtitan-config", config, "--fp8-recipe", "tensorwise"});
   EXPECT_EQ(priced.exit_code, 0) << priced.err;
-  EXPECT_NE(priced.err.find("$.activation_checkpoint.selective_ac_option: 'op' (per-operator "
-                            "checkpointing: every other matmul and the element-wise operators "
-                            "recomputed) is not modelled; --recompute full prices it"),
+  EXPECT_NE(priced.err.find("$.float8.recipe_name: 'rowwise' (a scale per row) is not modelled "
+                            "(tensorwise is); --fp8-recipe tensorwise prices it"),
             std::string::npos)
       << priced.err;
 }

@@ -150,10 +150,9 @@ TEST(TorchtitanConfig, CheckpointingTrainsimCannotPriceNeedsItsFlag) {
   EXPECT_EQ(plan_of(full, "mode = \"none\"").fields.at("recompute"), "none");
   EXPECT_EQ(plan_of(full, "mode = 'selective'\nselective_ac_option = '1'").fields.at("recompute"),
             "full");
-  EXPECT_EQ(plan_error(full, "mode = 'selective'\nselective_ac_option = 'op'"),
-            "t.toml: $.activation_checkpoint.selective_ac_option: 'op' (per-operator "
-            "checkpointing: every other matmul and the element-wise operators recomputed) is not "
-            "modelled: give --recompute to price the run as one of trainsim's");
+  // Per operator: torchtitan's own policy (--recompute op).
+  EXPECT_EQ(plan_of(full, "mode = 'selective'\nselective_ac_option = 'op'").fields.at("recompute"),
+            "op");
   // Every other layer (torchtitan's default option): 40 of the 80, as the first 40.
   const TorchtitanPlan every_other = plan_of(full, "");
   EXPECT_EQ(every_other.fields.at("recompute"), "full");
