@@ -146,9 +146,11 @@ void RankProgramWriter::zero3_gather(std::int64_t chunk, std::int64_t mb, Deps& 
   }
 }
 
-// Counts weight-gradient completions; true when this one finishes the chunk's gradients.
+// Counts weight-gradient completions; true when this one finishes the chunk's gradients, or
+// with --grad-reduce-per-microbatch for every micro-batch's.
 bool RankProgramWriter::completes_gradients(std::int64_t chunk) {
-  return ++weight_passes_[chunk] == plan_.num_microbatches();
+  const bool last = ++weight_passes_[chunk] == plan_.num_microbatches();
+  return last || plan_.grad_reduce_per_microbatch;
 }
 
 // The pass that completes a chunk's gradients, cut into its gradient buckets when their
@@ -178,12 +180,16 @@ CollectiveKind RankProgramWriter::reduction() const {
                                        : CollectiveKind::kAllReduce;
 }
 
-// After the chunk's last gradient: reduce now on the DP stream (overlap) or at step end.
+// After the chunk's last gradient: reduce now on the DP stream (overlap) or at step end; with
+// --grad-reduce-per-microbatch and no overlap, after each backward on the compute stream.
 void RankProgramWriter::reduce_gradients(std::int64_t chunk, Index after) {
   if (!shares_trained_params(chunk)) return;
   if (plan_.overlap_grad_reduce) {
     dp_ops_.push_back(dp_collective(Stream::kDP, reduction(), chunk, cost(chunk).grad_bytes,
                                     buckets(chunk), -1, {after}));
+  } else if (plan_.grad_reduce_per_microbatch) {
+    last_compute_ = dp_collective(Stream::kCompute, reduction(), chunk, cost(chunk).grad_bytes,
+                                  buckets(chunk), -1, {after});
   } else {
     deferred_reductions_.push_back(chunk);
   }

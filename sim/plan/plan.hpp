@@ -213,6 +213,10 @@ struct Plan {
   bool overlap_grad_reduce = false;   // DP gradient reduction in buckets during the backward
   bool overlap_param_gather = false;  // distributed optimizer: parameter all-gather in forward
   bool tp_comm_overlap = false;       // TP collectives alongside their GEMMs
+  /// Gradients reduced over DP after every micro-batch's backward, not only the last one's
+  /// (PyTorch FSDP and DDP under gradient accumulation as torchtitan runs them; DeepSpeed's
+  /// ZeRO-2 and ZeRO-3); Megatron-LM reduces once a step.
+  bool grad_reduce_per_microbatch = false;
   /// Megatron-LM's --defer-embedding-wgrad-compute: the last stage keeps the LM head's input and
   /// output gradient of the first wgrad_deferral_limit micro-batches (0: of every one) and runs
   /// their weight-gradient GEMMs after its last backward, in the pipeline flush.

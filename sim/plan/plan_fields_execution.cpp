@@ -246,6 +246,15 @@ void overlap_fields(FieldTable& t) {
          "backward (Megatron-LM default: off, one bucket at the end)")
       .describe = FieldTable::says(&Plan::overlap_grad_reduce, "overlap grad reduce");
   t.fields.back().label = FieldTable::says(&Plan::overlap_grad_reduce, "grad-overlap");
+  t.flag("grad_reduce_per_microbatch", &Plan::grad_reduce_per_microbatch,
+         "reduce gradients over DP after every micro-batch's backward, not only the last one's "
+         "(PyTorch FSDP and DDP under gradient accumulation, as torchtitan runs them; DeepSpeed "
+         "ZeRO-2 and ZeRO-3); default off: once a step, as Megatron-LM")
+      .describe =
+      FieldTable::says(&Plan::grad_reduce_per_microbatch, "grad reduce per micro-batch");
+  t.fields.back().label = FieldTable::says(&Plan::grad_reduce_per_microbatch, "grad-per-mb");
+  t.fields.back().report =
+      FieldTable::unless_default(FieldTable::of(&Plan::grad_reduce_per_microbatch));
   t.flag("overlap_param_gather", &Plan::overlap_param_gather,
          "distributed optimizer: all-gather the updated parameters during the next forward "
          "(needs --zero >= 1 and --overlap-grad-reduce; Megatron-LM default: off)")

@@ -104,11 +104,10 @@ void batch(JsonObject& t, JsonObject& p, const Degrees& d, Reader& r) {
     }
     r.set(t, "global_batch_size", "gbs", std::to_string(global));
     const std::int64_t steps = global / (local * d.dp());
-    if (steps > 1 && d.pp == 1 && d.shard * d.cp > 1) {
-      // train_step runs each micro-batch's backward with FSDP's gradient sync on.
-      r.note(t.where("global_batch_size") + ": torchtitan reduce-scatters the gradients after " +
-             "each of the " + std::to_string(steps) +
-             " accumulation steps; trainsim prices one reduction a step");
+    if (steps > 1 && d.pp == 1 && d.dp() * d.cp > 1) {
+      // train_step runs each micro-batch's backward with FSDP's (and DDP's) gradient sync on;
+      // the pipeline schedules sync at the last micro-batch only.
+      r.set(t, "global_batch_size", "grad_reduce_per_microbatch", "true");
     }
   } else if (global == -1) {
     r.set(t, key, "gbs", std::to_string(local * d.dp()));

@@ -183,6 +183,22 @@ TEST(TorchtitanConfig, CheckpointingTrainsimCannotPriceNeedsItsFlag) {
             "integer (every N-th layer), got \"two\"");
 }
 
+// Gradient accumulation: torchtitan's train_step runs each micro-batch's backward with FSDP's
+// gradient sync on (a reduce-scatter every micro-batch); under pipelining the schedule syncs at
+// the last micro-batch only.
+TEST(TorchtitanConfig, AccumulationReducesEveryMicroBatchWithoutPipelining) {
+  const std::string global = "# global_batch_size = 128";
+  const TorchtitanPlan four = plan_of(global, "global_batch_size = 128");
+  EXPECT_EQ(four.fields.at("gbs"), "128");
+  EXPECT_EQ(four.fields.at("grad_reduce_per_microbatch"), "true");
+  EXPECT_EQ(four.origin.at("grad_reduce_per_microbatch"), "t.toml: $.training.global_batch_size");
+  EXPECT_FALSE(plan_of(global, "global_batch_size = 32")
+                   .fields.contains("grad_reduce_per_microbatch"));  // one micro-batch
+  EXPECT_FALSE(plan_of({{global, "global_batch_size = 128"},
+                        {"pipeline_parallel_degree = 1", "pipeline_parallel_degree = 2"}})
+                   .fields.contains("grad_reduce_per_microbatch"));
+}
+
 TEST(TorchtitanConfig, Float8AndShardingAsTorchtitanRunsThem) {
   const TorchtitanPlan fp8 = plan_of(
       "converters = []", "converters = \"float8\"\n[float8]\nenable_fsdp_float8_all_gather = true");
