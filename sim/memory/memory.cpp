@@ -60,7 +60,7 @@ struct BlockInputs {
         vocab_rows(d(padded_vocab) / s.t),
         moe_layer(layer_activations(m, p, true)),
         dense_layer(layer_activations(m, p, false)),
-        partial(p.recompute == Recompute::kFull && p.recompute_num_layers > 0),
+        partial(p.partially_recomputes()),
         moe_kept(partial ? layer_activations(m, recomputing(p, Recompute::kNone), true)
                          : LayerActivations{}),
         dense_kept(partial ? layer_activations(m, recomputing(p, Recompute::kNone), false)
@@ -147,10 +147,21 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
   double largest_block = 0;  // parameters per GPU of the stage's largest block (ZeRO 2/3)
   const auto& range = partition.stages[static_cast<std::size_t>(stage)];
   std::int64_t decoders = 0;  // the stage's decoder layers so far
+  double group = 0;           // what the current uniform group's layers rebuild together
   for (auto i = range.begin; i < range.end; ++i) {
     const Block& block = partition.blocks[static_cast<std::size_t>(i)];
     const bool kept =
         in.partial && block.kind == BlockKind::kDecoder && !plan.fully_recomputes(decoders);
+    if (block.kind == BlockKind::kDecoder && plan.recompute_group() > 1) {
+      // Uniform groups of N: the group's first layer keeps its input, the others nothing, and
+      // the group's backward rebuilds all its layers at once.
+      const LayerActivations& layer =
+          is_moe_layer(model, block.layer) ? in.moe_layer : in.dense_layer;
+      const bool first = decoders % plan.recompute_group() == 0;
+      group = (first ? 0.0 : group) + layer.recompute;
+      if (!first) f.saved -= layer.saved;
+      f.backward_transient = std::max(f.backward_transient, group);
+    }
     if (block.kind == BlockKind::kDecoder) ++decoders;
     largest_block = std::max(largest_block, add_block(f, in, block, holds_lm_head, kept));
   }

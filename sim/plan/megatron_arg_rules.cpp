@@ -104,8 +104,8 @@ void MegatronReader::precision() {
 }
 
 // Selective recomputation of the listed modules, or full: every layer's forward (uniform over
-// groups of one layer), or block over the first N layers of each virtual stage. Uniform groups
-// of several layers are not modelled.
+// groups of N layers, one input kept per group), or block over the first N layers of each
+// virtual stage.
 void MegatronReader::recompute() {
   std::string granularity;
   std::string from;
@@ -142,14 +142,13 @@ void MegatronReader::recompute() {
   const std::int64_t pp = integer_or("--pipeline-model-parallel-size", 1);
   const std::int64_t vp = out.fields.contains("vp") ? std::stoll(out.fields.at("vp")) : 1;
   const std::int64_t per_chunk = model.num_layers / std::max<std::int64_t>(1, pp) / vp;
-  if (method == "uniform" && n != 1) {
-    fail("--recompute-num-layers",
-         "uniform " + std::to_string(n) +
-             " keeps one input per group of layers, which is not modelled: trainsim's full "
-             "recomputation is uniform 1 (every layer's input kept) or block N");
-  }
   set("recompute", "full", "--recompute-granularity");
   if (method == "block" && n < per_chunk) {
+    set("recompute_num_layers", std::to_string(n), "--recompute-num-layers");
+  }
+  // uniform: groups of n layers, one input kept per group (n = 1: every layer's, the default).
+  if (method == "uniform" && n > 1) {
+    set("recompute_method", "uniform", "--recompute-method");
     set("recompute_num_layers", std::to_string(n), "--recompute-num-layers");
   }
 }

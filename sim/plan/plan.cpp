@@ -51,6 +51,10 @@ const char* to_string(ScheduleKind s) {
   return "?";
 }
 
+const char* to_string(RecomputeMethod m) {
+  return m == RecomputeMethod::kUniform ? "uniform" : "block";
+}
+
 const char* to_string(Recompute r) {
   switch (r) {
     case Recompute::kNone:
@@ -177,6 +181,7 @@ Plan recomputing(Plan plan, Recompute r) {
   plan.recompute = r;
   if (r != Recompute::kSelective) plan.recompute_modules = kRecomputeCoreAttn;
   plan.recompute_num_layers = 0;
+  plan.recompute_method = RecomputeMethod::kBlock;
   return plan;
 }
 

@@ -33,6 +33,9 @@ enum class ScheduleKind { kGPipe, k1F1B, kInterleaved, kZBH1 };
 /// checkpointing: each decoder layer keeps the attention's output and every other matmul's, the
 /// rest of its forward runs again).
 enum class Recompute { kNone, kSelective, kFull, kOp };
+/// How --recompute full takes --recompute-num-layers N (Megatron-LM's --recompute-method): block,
+/// the first N layers of each chunk; uniform, every layer, in groups of N that keep one input each.
+enum class RecomputeMethod { kBlock, kUniform };
 /// The framework whose rules apply where frameworks differ (vocabulary padding, which error a
 /// defect raises). Megatron-DeepSpeed follows Megatron's padding.
 enum class Framework { kMegatron, kNanotron, kDeepSpeed, kColossalAI };
@@ -92,6 +95,7 @@ const char* to_string(MoeDispatcher d);
 const char* to_string(OptimizerState s);
 const char* to_string(ScheduleKind s);
 const char* to_string(Recompute r);
+const char* to_string(RecomputeMethod m);
 const char* to_string(Framework f);
 
 struct Plan {
@@ -167,11 +171,24 @@ struct Plan {
   /// first, run their forward again before the backward, the others keeping their activations
   /// (Megatron-LM's --recompute-method block --recompute-num-layers N); 0: every layer.
   std::int64_t recompute_num_layers = 0;
-  /// Whether the decoder layer at `index` among its model chunk's decoder layers (from 0) keeps
-  /// only its input and runs its forward again before its backward.
+  RecomputeMethod recompute_method = RecomputeMethod::kBlock;
+  /// Whether the decoder layer at `index` among its model chunk's decoder layers (from 0) runs its
+  /// forward again before its backward (keeping only its input, or its group's).
   bool fully_recomputes(std::int64_t index) const {
     return recompute == Recompute::kFull &&
-           (recompute_num_layers == 0 || index < recompute_num_layers);
+           (recompute_num_layers == 0 || recompute_method == RecomputeMethod::kUniform ||
+            index < recompute_num_layers);
+  }
+  /// Full recomputation of only the first recompute_num_layers layers of each chunk (block N).
+  bool partially_recomputes() const {
+    return recompute == Recompute::kFull && recompute_num_layers > 0 &&
+           recompute_method == RecomputeMethod::kBlock;
+  }
+  /// Layers checkpointed together, keeping one input (uniform N; 1 otherwise).
+  std::int64_t recompute_group() const {
+    const bool grouped = recompute == Recompute::kFull &&
+                         recompute_method == RecomputeMethod::kUniform && recompute_num_layers > 1;
+    return grouped ? recompute_num_layers : 1;
   }
   AttentionBackend attention_backend = AttentionBackend::kFlash;
   /// Dropout probability on the attention probabilities (Megatron-LM's --attention-dropout,

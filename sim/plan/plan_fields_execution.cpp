@@ -34,7 +34,10 @@ void check_lora_modules(const std::string& where, const std::string& value) {
 // default (the attention core), " (first 2 layers of each chunk)" where full recomputation takes
 // part of the layers, else nothing: how the options line and a label name them.
 std::string modules_named(const Plan& p) {
-  if (p.recompute == Recompute::kFull && p.recompute_num_layers > 0) {
+  if (p.recompute_group() > 1) {
+    return " (groups of " + std::to_string(p.recompute_group()) + " layers)";
+  }
+  if (p.partially_recomputes()) {
     const auto n = p.recompute_num_layers;
     return " (first " + std::to_string(n) + (n == 1 ? " layer" : " layers") + " of each chunk)";
   }
@@ -78,8 +81,15 @@ void recompute_and_attention_fields(FieldTable& t) {
             "with --recompute full: the first N decoder layers of each model chunk keep only "
             "their input and run their forward again before the backward, the others keep their "
             "activations (Megatron-LM's --recompute-method block --recompute-num-layers N; "
-            "default 0: every layer)")
+            "default 0: every layer); with --recompute-method uniform, every layer in groups of N")
       .report = FieldTable::unless_default(FieldTable::of(&Plan::recompute_num_layers));
+  t.named("recompute_method", {RecomputeMethod::kBlock, RecomputeMethod::kUniform},
+          &Plan::recompute_method, "NAME",
+          "how --recompute full takes --recompute-num-layers N (Megatron-LM's "
+          "--recompute-method): block (default), the first N layers of each chunk; uniform, "
+          "every layer, N consecutive ones checkpointed together: one input kept per group, "
+          "the group's N layers rebuilt at once in its backward")
+      .report = FieldTable::unless_default(FieldTable::of(&Plan::recompute_method));
   t.named("attention_backend",
           {AttentionBackend::kFlash, AttentionBackend::kUnfused, AttentionBackend::kFlashAttn2},
           &Plan::attention_backend, "NAME",

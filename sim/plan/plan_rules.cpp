@@ -56,6 +56,10 @@ void validate_option_pairs(const Plan& plan, const Model& model, const Platform&
         origin.of("recompute_modules"),
         "needs " + origin.name("recompute") + " selective (got " + to_string(plan.recompute) + ")");
   }
+  if (plan.recompute_method != RecomputeMethod::kBlock && plan.recompute != Recompute::kFull) {
+    fail_input(origin.of("recompute_method"), "needs " + origin.name("recompute") + " full (got " +
+                                                  to_string(plan.recompute) + ")");
+  }
   if (plan.recompute_num_layers > 0 && plan.recompute != Recompute::kFull) {
     fail_input(
         origin.of("recompute_num_layers"),

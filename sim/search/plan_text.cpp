@@ -68,6 +68,9 @@ std::string plan_changes(const Plan& from, const Plan& to) {
         std::to_string(to.num_distributed_optimizer_instances));
   }
   if (to.recompute != from.recompute) add(std::string("--recompute ") + to_string(to.recompute));
+  if (to.recompute == Recompute::kFull && to.recompute_method != from.recompute_method) {
+    add(std::string("--recompute-method ") + to_string(to.recompute_method));
+  }
   if (to.recompute == Recompute::kFull && to.recompute_num_layers != from.recompute_num_layers) {
     add(to.recompute_num_layers > 0
             ? "--recompute-num-layers " + std::to_string(to.recompute_num_layers)

@@ -154,6 +154,12 @@ TEST(MegatronArgs, VirtualStagesRecomputationAndPrecisionEachWay) {
   const MegatronPlan block = read(full + "block --recompute-num-layers 5");
   EXPECT_EQ(block.fields.at("recompute"), "full");
   EXPECT_EQ(block.fields.at("recompute_num_layers"), "5");
+  EXPECT_FALSE(block.fields.contains("recompute_method"));
+  // uniform N: every layer, in groups of N keeping one input each.
+  const MegatronPlan uniform = read(full + "uniform --recompute-num-layers 2");
+  EXPECT_EQ(uniform.fields.at("recompute"), "full");
+  EXPECT_EQ(uniform.fields.at("recompute_method"), "uniform");
+  EXPECT_EQ(uniform.fields.at("recompute_num_layers"), "2");
   const MegatronPlan fp8 = read(
       "--bf16 --fp8-format hybrid --fp8-recipe blockwise "
       "--use-precision-aware-optimizer --exp-avg-dtype bf16 "
@@ -184,11 +190,6 @@ TEST(MegatronArgs, WhatCannotBePricedIsRefusedNamingItsArgument) {
                      "mixtral-8x7b"),
             w + "--moe-token-dispatcher-type: flex (DeepEP, HybridEP) is not modelled: trainsim "
                 "prices alltoall and allgather");
-  EXPECT_EQ(error_of("--bf16 --recompute-granularity full --recompute-method uniform "
-                     "--recompute-num-layers 2"),
-            w + "--recompute-num-layers: uniform 2 keeps one input per group of layers, which "
-                "is not modelled: trainsim's full recomputation is uniform 1 (every layer's "
-                "input kept) or block N");
   EXPECT_EQ(error_of("--bf16 --recompute-granularity full --recompute-method block"),
             w + "--recompute-granularity: full needs --recompute-method and "
                 "--recompute-num-layers (Megatron-LM's rule)");

@@ -102,5 +102,45 @@ TEST(PartialRecompute, NeedsFullRecomputationAndReadsAsItsFlag) {
   EXPECT_FALSE(plan_with(Recompute::kNone, 0).fully_recomputes(0));
 }
 
+// Megatron-LM's uniform method with N > 1 (--recompute-method uniform --recompute-num-layers N):
+// every layer runs its forward again, as full recomputation; the layers, N consecutive ones at a
+// time, keep one input per group; and a group's backward rebuilds its N layers at once.
+TEST(PartialRecompute, UniformGroupsKeepOneInputAndRebuildTogether) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const auto part = test::uniform_partition(m, 4);  // 8 layers a stage
+  const auto uniform = [](std::int64_t n) {
+    Plan p = plan_with(Recompute::kFull, n);
+    p.recompute_method = RecomputeMethod::kUniform;
+    return p;
+  };
+  const Plan every = plan_with(Recompute::kFull, 0);
+  const LayerActivations layer = layer_activations(m, every, false);
+  const CostModel all = compute_costs(m, pf, every, part);
+  for (const std::int64_t n : {1, 3, 4, 8}) {
+    const CostModel grouped = compute_costs(m, pf, uniform(n), part);
+    const std::int64_t groups = (8 + n - 1) / n;  // 8, 3 (3 + 3 + 2), 2, 1
+    for (std::int64_t s = 0; s < 4; ++s) {
+      const auto i = static_cast<std::size_t>(s);
+      EXPECT_EQ(grouped.stages[i].recompute.seconds, all.stages[i].recompute.seconds);
+      const PassFootprint a = stage_footprint(m, every, part, s, 128256);
+      const PassFootprint g = stage_footprint(m, uniform(n), part, s, 128256);
+      EXPECT_NEAR(g.saved, a.saved - static_cast<double>(8 - groups) * layer.saved, 1e-9 * a.saved)
+          << n;
+      // The middle stages' largest transient is the largest group rebuilt.
+      if (s == 1 || s == 2) {
+        EXPECT_DOUBLE_EQ(a.backward_transient, layer.recompute);
+        EXPECT_DOUBLE_EQ(g.backward_transient, static_cast<double>(n) * layer.recompute) << n;
+      }
+    }
+  }
+  EXPECT_EQ(test::plan_error(uniform(2), m), "(valid)");
+  Plan selective = recomputing(Plan{}, Recompute::kSelective);
+  selective.seq_len = 4096;
+  selective.recompute_method = RecomputeMethod::kUniform;
+  EXPECT_EQ(test::plan_error(selective, m),
+            "--recompute-method: needs --recompute full (got selective)");
+}
+
 }  // namespace
 }  // namespace trainsim

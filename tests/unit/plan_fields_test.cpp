@@ -248,6 +248,7 @@ TEST(PlanFields, EachOptionDescribesItselfOnThePlansOptionsLine) {
                                                    "vocab_divisible_by",
                                                    "recompute_modules",
                                                    "recompute_num_layers",
+                                                   "recompute_method",
                                                    "lora_target_modules",
                                                    "num_distributed_optimizer_instances",
                                                    "wgrad_deferral_limit",
