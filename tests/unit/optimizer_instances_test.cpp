@@ -148,6 +148,15 @@ const nlohmann::json& dp_collective(const nlohmann::json& stage, const std::stri
   return none;
 }
 
+// A DP collective's group dimension, members, nodes and bytes.
+void expect_call(const nlohmann::json& c, const std::string& group_dim, int members, int nodes,
+                 double bytes) {
+  EXPECT_EQ(c.at("group_dim"), group_dim);
+  EXPECT_EQ(c.at("members"), members);
+  EXPECT_EQ(c.at("nodes"), nodes);
+  EXPECT_DOUBLE_EQ(c.at("bytes"), bytes);
+}
+
 // llama3.1-8b, tp 2, dp 8 on two nodes of 8, two instances of dp 4 (one node each): the fp32
 // gradients (4 bytes a parameter) reduce-scattered within the node, each rank's quarter
 // all-reduced with its twin on the other node, the BF16 parameters all-gathered within the node;
@@ -160,19 +169,9 @@ TEST(OptimizerInstances, ReduceWithinAllReduceAcrossAndTwiceTheState) {
   EXPECT_FALSE(one.at("plan").contains("num_distributed_optimizer_instances"));
   const auto& s = two.at("stages").at(0);
   const double params = s.at("params_per_gpu");
-  const auto& rs = dp_collective(s, "reduce_scatter");
-  EXPECT_EQ(rs.at("group_dim"), "intra-dp");
-  EXPECT_EQ(rs.at("members"), 4);
-  EXPECT_EQ(rs.at("nodes"), 1);
-  EXPECT_DOUBLE_EQ(rs.at("bytes"), 4 * params);
-  const auto& ar = dp_collective(s, "all_reduce");
-  EXPECT_EQ(ar.at("group_dim"), "inter-dp");
-  EXPECT_EQ(ar.at("members"), 2);
-  EXPECT_EQ(ar.at("nodes"), 2);
-  EXPECT_DOUBLE_EQ(ar.at("bytes"), 4 * params / 4);
-  const auto& ag = dp_collective(s, "all_gather");
-  EXPECT_EQ(ag.at("members"), 4);
-  EXPECT_DOUBLE_EQ(ag.at("bytes"), 2 * params);
+  expect_call(dp_collective(s, "reduce_scatter"), "intra-dp", 4, 1, 4 * params);
+  expect_call(dp_collective(s, "all_reduce"), "inter-dp", 2, 2, 4 * params / 4);
+  expect_call(dp_collective(s, "all_gather"), "intra-dp", 4, 1, 2 * params);
   // One instance: the reduce-scatter over all 8 ranks on both nodes, no all-reduce.
   const auto& s1 = one.at("stages").at(0);
   EXPECT_EQ(dp_collective(s1, "reduce_scatter").at("members"), 8);
@@ -204,21 +203,10 @@ TEST(OptimizerInstances, HybridShardingUnderZero3) {
   const auto two = report(2, analytic, "3");
   const auto& s = two.at("stages").at(0);
   const double params = s.at("params_per_gpu");
-  const auto& ag = dp_collective(s, "all_gather");
-  EXPECT_EQ(ag.at("group_dim"), "intra-dp");
-  EXPECT_EQ(ag.at("members"), 4);
-  EXPECT_EQ(ag.at("nodes"), 1);
-  EXPECT_EQ(ag.at("calls"), 2);
-  EXPECT_DOUBLE_EQ(ag.at("bytes"), 4 * params);
-  const auto& rs = dp_collective(s, "reduce_scatter");
-  EXPECT_EQ(rs.at("group_dim"), "intra-dp");
-  EXPECT_EQ(rs.at("members"), 4);
-  EXPECT_DOUBLE_EQ(rs.at("bytes"), 4 * params);
-  const auto& ar = dp_collective(s, "all_reduce");
-  EXPECT_EQ(ar.at("group_dim"), "inter-dp");
-  EXPECT_EQ(ar.at("members"), 2);
-  EXPECT_EQ(ar.at("nodes"), 2);
-  EXPECT_DOUBLE_EQ(ar.at("bytes"), 4 * params / 4);
+  expect_call(dp_collective(s, "all_gather"), "intra-dp", 4, 1, 4 * params);
+  EXPECT_EQ(dp_collective(s, "all_gather").at("calls"), 2);
+  expect_call(dp_collective(s, "reduce_scatter"), "intra-dp", 4, 1, 4 * params);
+  expect_call(dp_collective(s, "all_reduce"), "inter-dp", 2, 2, 4 * params / 4);
   const auto& m = s.at("memory");
   const auto& m1 = one.at("stages").at(0).at("memory");
   const std::vector<std::pair<std::string, double>> bytes_per_param = {{"weights_bytes", 2},
