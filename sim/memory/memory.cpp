@@ -97,10 +97,14 @@ void add_loss(PassFootprint& f, const BlockInputs& in, bool holds_lm_head) {
   f.backward_transient = std::max(f.backward_transient, kActBytes * in.logits / in.runs);
 }
 
-// Adds what `block` keeps to `f` (a decoder layer that partial full recomputation leaves out
-// `kept` whole); returns its parameters per GPU (for ZeRO's working set).
+// What a decoder layer keeps to its backward: what the plan's recomputation leaves it (its own),
+// all its activations (a layer that partial full recomputation leaves out), or nothing (a layer
+// inside a uniform group, whose first layer's input serves the group).
+enum class Keeps { kOwn, kWhole, kNothing };
+
+// Adds what `block` keeps to `f`; returns its parameters per GPU (for ZeRO's working set).
 double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bool holds_lm_head,
-                 bool kept) {
+                 Keeps keeps) {
   const Model& model = in.model;
   const double T = in.s.tokens;
   switch (block.kind) {
@@ -113,12 +117,14 @@ double add_block(PassFootprint& f, const BlockInputs& in, const Block& block, bo
     case BlockKind::kMtp: {
       const bool moe = block.kind == BlockKind::kMtp ? mtp_layer_is_moe(model)
                                                      : is_moe_layer(model, block.layer);
-      const LayerActivations& layer =
-          kept ? (moe ? in.moe_kept : in.dense_kept) : (moe ? in.moe_layer : in.dense_layer);
+      const LayerActivations& layer = keeps == Keeps::kWhole
+                                          ? (moe ? in.moe_kept : in.dense_kept)
+                                          : (moe ? in.moe_layer : in.dense_layer);
+      const double saved = keeps == Keeps::kNothing ? 0.0 : layer.saved;
       // A multi-token-prediction module's decoder layer, and its token ids ahead, the two norms'
       // inputs, the projection's input (both norms' outputs) and the final norm's input.
-      f.saved += block.kind == BlockKind::kMtp ? layer.saved + kTokenIdBytes * T + 5.0 * in.hidden()
-                                               : layer.saved;
+      f.saved +=
+          block.kind == BlockKind::kMtp ? saved + kTokenIdBytes * T + 5.0 * in.hidden() : saved;
       f.backward_transient = std::max(f.backward_transient, layer.recompute);
       return d(layer_params_per_rank(model, in.plan, moe));
     }
@@ -150,20 +156,21 @@ PassFootprint stage_footprint(const Model& model, const Plan& plan, const Partit
   double group = 0;           // what the current uniform group's layers rebuild together
   for (auto i = range.begin; i < range.end; ++i) {
     const Block& block = partition.blocks[static_cast<std::size_t>(i)];
-    const bool kept =
-        in.partial && block.kind == BlockKind::kDecoder && !plan.fully_recomputes(decoders);
-    if (block.kind == BlockKind::kDecoder && plan.recompute_group() > 1) {
-      // Uniform groups of N: the group's first layer keeps its input, the others nothing, and
-      // the group's backward rebuilds all its layers at once.
-      const LayerActivations& layer =
-          is_moe_layer(model, block.layer) ? in.moe_layer : in.dense_layer;
-      const bool first = decoders % plan.recompute_group() == 0;
-      group = (first ? 0.0 : group) + layer.recompute;
-      if (!first) f.saved -= layer.saved;
-      f.backward_transient = std::max(f.backward_transient, group);
+    Keeps keeps = Keeps::kOwn;
+    if (block.kind == BlockKind::kDecoder) {
+      if (in.partial && !plan.fully_recomputes(decoders)) keeps = Keeps::kWhole;
+      if (plan.recompute_group() > 1) {
+        // Uniform groups of N: the group's first layer keeps its input, the others nothing, and
+        // the group's backward rebuilds all its layers at once.
+        const bool first = decoders % plan.recompute_group() == 0;
+        const bool moe = is_moe_layer(model, block.layer);
+        group = (first ? 0.0 : group) + (moe ? in.moe_layer : in.dense_layer).recompute;
+        f.backward_transient = std::max(f.backward_transient, group);
+        if (!first) keeps = Keeps::kNothing;
+      }
+      ++decoders;
     }
-    if (block.kind == BlockKind::kDecoder) ++decoders;
-    largest_block = std::max(largest_block, add_block(f, in, block, holds_lm_head, kept));
+    largest_block = std::max(largest_block, add_block(f, in, block, holds_lm_head, keeps));
   }
   // ZeRO working set: one block's full gradients before their reduce-scatter (stage >= 2); the
   // gathered weights of the running and the prefetched block (stage 3).

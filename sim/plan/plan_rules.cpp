@@ -43,7 +43,8 @@ void validate_op_recompute(const Plan& plan, const Model& model, const PlanOrigi
                                            " unfused: use flash or flash-attn2");
   }
   if (plan.lora()) {
-    fail_input(origin.of("recompute"), what + "not under LoRA (its adapters' matmuls are not)");
+    fail_input(origin.of("recompute"),
+               what + "not under LoRA (the adapters' matmuls would shift the count)");
   }
 }
 

@@ -3,9 +3,8 @@
 // plan its [parallelism], [training], [activation_checkpoint], [model] converters and [float8]
 // tables set, and the catalog model its [model] name and flavor train, so that the config a
 // torchtitan user launches is the plan trainsim checks, with torchtitan's own pipeline split.
-// What trainsim cannot price as torchtitan runs it (per-op checkpointing, every N-th layer
-// checkpointed where parts differ, rowwise FP8, the zero-bubble schedules) is an input error
-// naming the key,
+// What trainsim cannot price as torchtitan runs it (every N-th layer checkpointed where the
+// parts' counts differ, rowwise FP8, the zero-bubble schedules) is an input error naming the key,
 // unless the command line sets that plan field itself.
 #include <cstdint>
 #include <map>

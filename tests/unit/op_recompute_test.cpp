@@ -131,6 +131,12 @@ TEST(OpRecompute, ModelledOnDenseLayersWithFusedAttention) {
             "--recompute: op (torchtitan's per-operator checkpointing) is modelled on dense "
             "decoder layers with fused attention; mixtral-8x7b has mixture-of-experts layers: use "
             "selective or full");
+  Plan lora = p;
+  lora.lora_rank = 16;
+  EXPECT_EQ(test::plan_error(lora, test::catalog_model("llama3.1-8b")),
+            "--recompute: op (torchtitan's per-operator checkpointing) is modelled on dense "
+            "decoder layers with fused attention; not under LoRA (the adapters' matmuls would "
+            "shift the count)");
   p.attention_backend = AttentionBackend::kUnfused;
   EXPECT_EQ(test::plan_error(p, test::catalog_model("llama3.1-8b")),
             "--recompute: op (torchtitan's per-operator checkpointing) is modelled on dense "
