@@ -147,10 +147,10 @@ void RankProgramWriter::zero3_gather(std::int64_t chunk, std::int64_t mb, Deps& 
 }
 
 // Counts weight-gradient completions; true when this one finishes the chunk's gradients, or
-// with --grad-reduce-per-microbatch for every micro-batch's.
+// for every micro-batch's where the plan reduces after each (Plan::reduces_every_microbatch).
 bool RankProgramWriter::completes_gradients(std::int64_t chunk) {
   const bool last = ++weight_passes_[chunk] == plan_.num_microbatches();
-  return last || plan_.grad_reduce_per_microbatch;
+  return last || plan_.reduces_every_microbatch();
 }
 
 // The pass that completes a chunk's gradients, cut into its gradient buckets when their
@@ -181,13 +181,13 @@ CollectiveKind RankProgramWriter::reduction() const {
 }
 
 // After the chunk's last gradient: reduce now on the DP stream (overlap) or at step end; with
-// --grad-reduce-per-microbatch and no overlap, after each backward on the compute stream.
+// a reduction after every micro-batch and no overlap, after each backward on the compute stream.
 void RankProgramWriter::reduce_gradients(std::int64_t chunk, Index after) {
   if (!shares_trained_params(chunk)) return;
   if (plan_.overlap_grad_reduce) {
     dp_ops_.push_back(dp_collective(Stream::kDP, reduction(), chunk, cost(chunk).grad_bytes,
                                     buckets(chunk), -1, {after}));
-  } else if (plan_.grad_reduce_per_microbatch) {
+  } else if (plan_.reduces_every_microbatch()) {
     last_compute_ = dp_collective(Stream::kCompute, reduction(), chunk, cost(chunk).grad_bytes,
                                   buckets(chunk), -1, {after});
   } else {

@@ -231,8 +231,9 @@ struct Plan {
   bool overlap_param_gather = false;  // distributed optimizer: parameter all-gather in forward
   bool tp_comm_overlap = false;       // TP collectives alongside their GEMMs
   /// Gradients reduced over DP after every micro-batch's backward, not only the last one's
-  /// (PyTorch FSDP and DDP under gradient accumulation as torchtitan runs them; DeepSpeed's
-  /// ZeRO-2 and ZeRO-3); Megatron-LM reduces once a step.
+  /// (PyTorch FSDP and DDP under gradient accumulation as torchtitan runs them); Megatron-LM
+  /// reduces once a step. DeepSpeed's ZeRO-2 and ZeRO-3 do it whatever this says:
+  /// reduces_every_microbatch().
   bool grad_reduce_per_microbatch = false;
   /// Megatron-LM's --defer-embedding-wgrad-compute: the last stage keeps the LM head's input and
   /// output gradient of the first wgrad_deferral_limit micro-batches (0: of every one) and runs
@@ -288,6 +289,14 @@ struct Plan {
   /// Megatron-LM's distributed optimizer (ZeRO-1 and up): gradients reduce-scattered and
   /// parameters all-gathered over DP instead of one all-reduce.
   bool distributed_optimizer() const { return zero >= 1; }
+  /// Whether the gradients are reduced after every micro-batch's backward: where asked, and
+  /// always under DeepSpeed's ZeRO-2 and ZeRO-3, whose backward hooks reduce each gradient
+  /// partition as it is produced (stage_1_and_2.py reduces at the accumulation boundary only
+  /// for ZeRO-1; stage3.py on every backward).
+  bool reduces_every_microbatch() const {
+    return grad_reduce_per_microbatch ||
+           (effective_framework() == Framework::kDeepSpeed && zero >= 2);
+  }
   /// Any of Megatron-LM's uneven pipeline options (first/last stage layers, the embedding or the
   /// loss counted as a layer).
   bool uneven_stage_options() const {

@@ -258,13 +258,17 @@ void overlap_fields(FieldTable& t) {
   t.fields.back().label = FieldTable::says(&Plan::overlap_grad_reduce, "grad-overlap");
   t.flag("grad_reduce_per_microbatch", &Plan::grad_reduce_per_microbatch,
          "reduce gradients over DP after every micro-batch's backward, not only the last one's "
-         "(PyTorch FSDP and DDP under gradient accumulation, as torchtitan runs them; DeepSpeed "
-         "ZeRO-2 and ZeRO-3); default off: once a step, as Megatron-LM")
-      .describe =
-      FieldTable::says(&Plan::grad_reduce_per_microbatch, "grad reduce per micro-batch");
-  t.fields.back().label = FieldTable::says(&Plan::grad_reduce_per_microbatch, "grad-per-mb");
-  t.fields.back().report =
-      FieldTable::unless_default(FieldTable::of(&Plan::grad_reduce_per_microbatch));
+         "(PyTorch FSDP and DDP under gradient accumulation, as torchtitan runs them); default "
+         "off: once a step, as Megatron-LM; always on with --framework deepspeed at --zero 2 "
+         "or 3, as DeepSpeed reduces there")
+      .describe = [](const Plan& p) {
+    return p.reduces_every_microbatch() ? "grad reduce per micro-batch" : "";
+  };
+  t.fields.back().label = [](const Plan& p) {
+    return p.reduces_every_microbatch() ? "grad-per-mb" : "";
+  };
+  t.fields.back().report = FieldTable::unless_default(
+      [](const Plan& p) { return nlohmann::ordered_json(p.reduces_every_microbatch()); });
   t.flag("overlap_param_gather", &Plan::overlap_param_gather,
          "distributed optimizer: all-gather the updated parameters during the next forward "
          "(needs --zero >= 1 and --overlap-grad-reduce; Megatron-LM default: off)")

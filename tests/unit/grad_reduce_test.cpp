@@ -63,11 +63,12 @@ TEST(GradReduceInBf16, HalvesTheGradientReductionAndItsBuffer) {
 // the gradients once, after the last backward; PyTorch FSDP and DDP under torchtitan's gradient
 // accumulation (and DeepSpeed's ZeRO-2/3) after each of the 4: four times the calls and bytes,
 // each call the same; the parameter gathers are as they were.
-nlohmann::json accumulating(const std::string& zero, bool per_microbatch) {
+nlohmann::json accumulating(const std::string& zero, bool per_microbatch,
+                            const std::string& framework = "megatron") {
   std::vector<std::string> args = {
-      "run",   "--model", "llama3.1-8b", "--platform", "h100-sxm-ndr", "--dp",     "8",
-      "--gbs", "32",      "--seq-len",   "4096",       "--engine",     "analytic", "--format",
-      "json",  "--zero",  zero};
+      "run",   "--model", "llama3.1-8b", "--platform",  "h100-sxm-ndr", "--dp",     "8",
+      "--gbs", "32",      "--seq-len",   "4096",        "--engine",     "analytic", "--format",
+      "json",  "--zero",  zero,          "--framework", framework};
   if (per_microbatch) args.emplace_back("--grad-reduce-per-microbatch");
   const auto r = test::run_trainsim(args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -100,6 +101,30 @@ TEST(GradReducePerMicrobatch, ReducesAfterEveryBackward) {
                        dp_call(once, "all_gather").at("bytes").get<double>());
     }
   }
+}
+
+// DeepSpeed's ZeRO-2 and ZeRO-3 reduce each gradient partition in the backward hook of every
+// micro-batch (stage_1_and_2.py: "if self.partition_gradients or
+// self.is_gradient_accumulation_boundary()"), ZeRO-1 at the accumulation boundary only: under
+// --framework deepspeed the plan prices that without the flag, and reports it.
+TEST(GradReducePerMicrobatch, DeepSpeedPartitionedGradientsReduceEveryMicroBatch) {
+  for (const std::string zero : {"2", "3"}) {
+    const auto megatron = accumulating(zero, false);
+    const auto deepspeed = accumulating(zero, false, "deepspeed");
+    const auto asked = accumulating(zero, true, "deepspeed");
+    EXPECT_EQ(deepspeed.at("plan").at("grad_reduce_per_microbatch"), true) << zero;
+    const auto& once = dp_call(megatron, "reduce_scatter");
+    const auto& each = dp_call(deepspeed, "reduce_scatter");
+    EXPECT_EQ(each.at("calls").get<int>(), 4 * once.at("calls").get<int>()) << zero;
+    EXPECT_DOUBLE_EQ(each.at("bytes").get<double>(), 4 * once.at("bytes").get<double>()) << zero;
+    EXPECT_DOUBLE_EQ(asked.at("step_time_s").get<double>(),
+                     deepspeed.at("step_time_s").get<double>())
+        << zero;
+  }
+  const auto zero1 = accumulating("1", false, "deepspeed");
+  EXPECT_FALSE(zero1.at("plan").contains("grad_reduce_per_microbatch"));
+  EXPECT_DOUBLE_EQ(dp_call(zero1, "reduce_scatter").at("bytes").get<double>(),
+                   dp_call(accumulating("1", false), "reduce_scatter").at("bytes").get<double>());
 }
 
 }  // namespace
