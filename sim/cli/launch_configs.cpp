@@ -149,8 +149,7 @@ Model apply_torchtitan_config(const InputRequest& req,
     model_path = resolve_catalog_entry("models", torchtitan_catalog_model(config, file), file);
   }
   const Model model = load_model(*model_path);
-  const TorchtitanPlan p =
-      plan_from_torchtitan_config(config, file, model.num_layers, req.plan_flags);
+  const TorchtitanPlan p = plan_from_torchtitan_config(config, file, model, req.plan_flags);
   set_read_fields(where, p.fields, p.origin, p.defaults, "torchtitan", req, in);
   for (const auto& note : p.notes) in.notes.push_back(where + ": " + note);
   return model;

@@ -78,12 +78,6 @@ Degrees degrees(JsonObject& p, Reader& r) {
     r.set(p, "context_parallel_rotate_method", "cp_comm",
           method == "alltoall" ? "p2p" : "allgather");
   }
-  if (const auto ep = p.optional_integer("expert_parallel_degree", kDegree); ep && *ep > 1) {
-    r.set(p, "expert_parallel_degree", "ep", std::to_string(*ep));
-  }
-  if (const auto etp = p.optional_integer("expert_tensor_parallel_degree", kDegree)) {
-    r.set(p, "expert_tensor_parallel_degree", "etp", std::to_string(*etp));
-  }
   return d;
 }
 
@@ -207,7 +201,7 @@ std::vector<std::string> converters(JsonObject& m) {
 // BF16 mixed precision, or FP8 GEMMs by the float8 converter (torchao's dynamic tensorwise
 // scaling, which Transformer Engine's current scaling matches), its weights all-gathered in FP8
 // under FSDP where [float8] asks.
-void precision(JsonObject& top, JsonObject& t, bool fsdp, Reader& r) {
+void precision(JsonObject& top, JsonObject& t, bool fsdp, const Model& model, Reader& r) {
   if (t.optional_choice("mixed_precision_param", {"bfloat16", "float32"}).value_or("bfloat16") !=
       "bfloat16") {
     r.unpriced(t, "mixed_precision_param", "precision", "FP32 training is not modelled");
@@ -229,6 +223,14 @@ void precision(JsonObject& top, JsonObject& t, bool fsdp, Reader& r) {
   }
   if (!fp8) {
     r.set(m, "converters", "precision", "bf16");
+    return;
+  }
+  if (model.moe.is_moe()) {
+    // torchao's float8 linears leave the experts' grouped GEMMs to their own converter
+    // (quantize.grouped_mm.float8, rowwise scaled): two precisions, or two recipes, in one layer.
+    r.unpriced(m, "converters", "precision",
+               "FP8 on a mixture-of-experts model (float8 linear layers, the experts' grouped "
+               "GEMMs in BF16 or in rowwise FP8) is not modelled");
     return;
   }
   r.set(m, "converters", "precision", "fp8");
@@ -297,22 +299,30 @@ void unknown_keys(const JsonObject& o, const nlohmann::json& config, const std::
   if (!unknown.empty()) r.note(o.where(section) + ": not read: " + join(unknown, ", "));
 }
 
-const std::set<std::string> kParallelismKeys = {
-    "data_parallel_replicate_degree", "data_parallel_shard_degree",
-    "tensor_parallel_degree",         "pipeline_parallel_degree",
-    "context_parallel_degree",        "context_parallel_rotate_method",
-    "expert_parallel_degree",         "expert_tensor_parallel_degree",
-    "pipeline_parallel_schedule",     "pipeline_parallel_layers_per_stage",
-    "pipeline_parallel_split_points", "pipeline_parallel_microbatch_size",
-    "fsdp_reshard_after_forward",     "enable_async_tensor_parallel",
-    "disable_loss_parallel",          "enable_compiled_autograd"};
+const std::set<std::string> kParallelismKeys = {"data_parallel_replicate_degree",
+                                                "data_parallel_shard_degree",
+                                                "tensor_parallel_degree",
+                                                "pipeline_parallel_degree",
+                                                "context_parallel_degree",
+                                                "context_parallel_rotate_method",
+                                                "expert_parallel_degree",
+                                                "expert_tensor_parallel_degree",
+                                                "expert_parallel_comm_backend",
+                                                "pipeline_parallel_schedule",
+                                                "pipeline_parallel_layers_per_stage",
+                                                "pipeline_parallel_split_points",
+                                                "pipeline_parallel_microbatch_size",
+                                                "fsdp_reshard_after_forward",
+                                                "enable_async_tensor_parallel",
+                                                "disable_loss_parallel",
+                                                "enable_compiled_autograd"};
 const std::set<std::string> kCheckpointKeys = {"mode", "selective_ac_option",
                                                "per_op_sac_force_recompute_mm_shapes_by_fqns"};
 
 }  // namespace
 
 TorchtitanPlan plan_from_torchtitan_config(const nlohmann::json& config, const std::string& file,
-                                           std::int64_t num_layers,
+                                           const Model& model,
                                            const std::map<std::string, std::string>& flags) {
   TorchtitanPlan out;
   Reader r(out, flags);
@@ -320,12 +330,15 @@ TorchtitanPlan plan_from_torchtitan_config(const nlohmann::json& config, const s
   JsonObject p = table(top, "parallelism");
   JsonObject t = table(top, "training");
   const Degrees d = degrees(p, r);
+  torchtitan::experts(p, d, model, r);
   batch(t, p, d, r);
-  const std::vector<std::int64_t> parts = torchtitan::pipeline(p, d, num_layers, r);
+  const std::vector<std::int64_t> parts = torchtitan::pipeline(p, d, model.num_layers, r);
   JsonObject a = table(top, "activation_checkpoint");
   recompute(a, parts, r);
   const bool fsdp = sharding(p, d, r);
-  precision(top, t, fsdp, r);
+  precision(top, t, fsdp, model, r);
+  torchtitan::flavor_differences(
+      top, model, r.flag_integer("seq_len").value_or(integer_or(t, "seq_len", 2048, {1})), r);
   // torch.compile: training.compile, or (later torchtitan) compile.enable.
   JsonObject c = table(top, "compile");
   const bool compiled =
@@ -354,29 +367,6 @@ TorchtitanPlan plan_from_torchtitan_config(const nlohmann::json& config, const s
   unknown_keys(top, config, "parallelism", kParallelismKeys, r);
   unknown_keys(top, config, "activation_checkpoint", kCheckpointKeys, r);
   return out;
-}
-
-std::string torchtitan_catalog_model(const nlohmann::json& config, const std::string& file) {
-  static const std::map<std::pair<std::string, std::string>, std::string> kCatalog = {
-      {{"llama3", "8B"}, "llama3.1-8b"},
-      {{"llama3", "70B"}, "llama3.1-70b"},
-      {{"llama3", "405B"}, "llama3.1-405b"},
-      {{"llama2", "7B"}, "llama2-7b"},
-      {{"llama2", "70B"}, "llama2-70b"}};
-  JsonObject top(config, file);
-  JsonObject m = table(top, "model");
-  const std::string name = m.optional_string("name").value_or("llama3");
-  const std::string flavor = m.optional_string("flavor").value_or("debugmodel");
-  const auto it = kCatalog.find({name, flavor});
-  if (it == kCatalog.end()) {
-    std::vector<std::string> known;
-    for (const auto& [k, v] : kCatalog) known.push_back(k.first + " " + k.second);
-    m.fail(m.has("flavor") ? "flavor" : "name",
-           "torchtitan's " + name + " " + flavor + " is not one trainsim's catalog holds (" +
-               join(known, ", ") +
-               "): give the model with --model M (a catalog name or a config.json)");
-  }
-  return it->second;
 }
 
 }  // namespace trainsim

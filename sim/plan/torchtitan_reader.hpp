@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/core/json_reader.hpp"
+#include "sim/model/model.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/plan_schema.hpp"
 #include "sim/plan/torchtitan_config.hpp"
@@ -78,6 +79,15 @@ struct Degrees {
   std::int64_t cp = 1;
   std::int64_t dp() const { return replicate * shard; }
 };
+
+/// Expert parallelism and expert TP of an MoE model as torchtitan applies them (ep borrowing
+/// from shard x cp x tp, etp 1 or tp); on a dense model a note that they do nothing.
+void experts(JsonObject& p, const Degrees& d, const Model& model, Reader& r);
+
+/// Where the [model] flavor that named the catalog model differs from it: no MTP module
+/// (DeepSeek-V3), FlexAttention's block-causal mask (a note), attention over the whole sequence
+/// on every layer (Llama 4 Maverick, refused past the catalog model's chunk).
+void flavor_differences(JsonObject& top, const Model& model, std::int64_t seq_len, Reader& r);
 
 /// The pipeline's schedule, virtual stages per rank and torchtitan's split of the layers.
 /// Returns the decoder layers of each rank's one model part in stage order ({num_layers}

@@ -57,6 +57,36 @@ TEST(TorchtitanConfigCli, ConfigPricesThePlanItsFlagsWould) {
   EXPECT_EQ(a.at("gpus"), 64);
 }
 
+// The mixture-of-experts example: Qwen3-30B-A3B's flavor names the catalog model; expert
+// parallelism 8 within a node, the FSDP ranks borrowed (efsdp 2), etp torchtitan's default 1.
+// Each of the 48 MoE layers sends every token's 8 copies of its 2048-wide BF16 hidden state out
+// and back in the forward, again in the recomputed forward and twice in the backward.
+TEST(TorchtitanConfigCli, MixtureOfExpertsConfigSplitsTheExperts) {
+  const auto r =
+      test::run_trainsim({"run", "--torchtitan-config",
+                          test::source_dir() + "/scenarios/launch/torchtitan-qwen3-moe.toml",
+                          "--engine", "analytic", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "trainsim: --torchtitan-config read as: --tp 1 --pp 1 --dp 16 --cp 1 --ep 8 --etp 1 "
+            "--mbs 4 --gbs 64 --seq-len 4096 --vocab-divisible-by 1 --recompute full --zero 3 "
+            "--overlap-grad-reduce --overlap-param-gather\n"
+            "trainsim: --torchtitan-config: torchtitan's defaults: --precision bf16\n");
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("model"), "qwen3-30b-a3b");
+  bool seen = false;
+  for (const auto& c : j.at("stages").at(0).at("collectives")) {
+    if (c.at("dim") != "ep") continue;
+    seen = true;
+    EXPECT_EQ(c.at("collective"), "all_to_all");
+    EXPECT_EQ(c.at("members"), 8);
+    EXPECT_EQ(c.at("nodes"), 1);
+    EXPECT_EQ(c.at("calls"), 48 * 6);
+    EXPECT_DOUBLE_EQ(c.at("bytes").get<double>(), 48.0 * 6 * 4 * 4096 * 8 * 2048 * 2);
+  }
+  EXPECT_TRUE(seen);
+}
+
 TEST(TorchtitanConfigCli, WhatTrainsimCannotPriceWaitsForItsFlag) {
   const std::string dir = test::make_temp_dir();
   const std::string config = dir + "/rowwise.toml";

@@ -16,9 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const nlohmann::json config = parse_toml_subset(fuzz::text_of(data, size), "fuzz.toml");
     const Model& model = fuzz::catalog_model(torchtitan_catalog_model(config, "fuzz.toml"));
     const std::map<std::string, std::string> gpus = {{"gpus", "64"}};
-    const TorchtitanPlan p =
-        plan_from_torchtitan_config(config, "fuzz.toml", model.num_layers,
-                                    size % 2 != 0 ? gpus : std::map<std::string, std::string>{});
+    const TorchtitanPlan p = plan_from_torchtitan_config(
+        config, "fuzz.toml", model, size % 2 != 0 ? gpus : std::map<std::string, std::string>{});
     fuzz::check_plan_of_fields(p.fields, p.origin, model);
   });
 }

@@ -10,6 +10,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/toml_subset.hpp"
+#include "sim/model/model.hpp"
 #include "tests/support/support.hpp"
 
 namespace trainsim {
@@ -31,8 +32,13 @@ nlohmann::json config_with(const std::string& from, const std::string& to) {
   return from.empty() ? config_with(Edits{}) : config_with(Edits{{from, to}});
 }
 
+const Model& llama70b() {
+  static const Model m = load_model(test::source_dir() + "/models/llama3.1-70b.json");
+  return m;
+}
+
 TorchtitanPlan plan_of(const Edits& edits, const Flags& flags = {}) {
-  return plan_from_torchtitan_config(config_with(edits), "t.toml", 80, flags);
+  return plan_from_torchtitan_config(config_with(edits), "t.toml", llama70b(), flags);
 }
 
 TorchtitanPlan plan_of(const std::string& from, const std::string& to, const Flags& flags = {}) {
@@ -270,9 +276,100 @@ TEST(TorchtitanConfig, ModelAndFlavorNameACatalogModel) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
               "t.toml: $.model.flavor: torchtitan's llama3 debugmodel is not one trainsim's "
-              "catalog holds (llama2 70B, llama2 7B, llama3 405B, llama3 70B, llama3 8B): give "
-              "the model with --model M (a catalog name or a config.json)");
+              "catalog holds (deepseek_v3 671B, llama2 70B, llama2 7B, llama3 405B, llama3 70B, "
+              "llama3 8B, llama4 17bx128e, qwen3 235B-A22B, qwen3 30B-A3B): give the model with "
+              "--model M (a catalog name or a config.json)");
   }
+}
+
+// The example config training another [model]: its name and flavor, and the catalog model.
+struct Flavored {
+  nlohmann::json config;
+  Model model;
+};
+Flavored flavored(const std::string& name, const std::string& flavor, Edits edits = {}) {
+  edits.emplace_back("name = \"llama3\"\nflavor = \"70B\"",
+                     "name = \"" + name + "\"\nflavor = \"" + flavor + "\"");
+  nlohmann::json config = config_with(edits);
+  const std::string catalog = torchtitan_catalog_model(config, "t.toml");
+  return {config, load_model(test::source_dir() + "/models/" + catalog + ".json")};
+}
+
+std::string flavored_error(const Flavored& f, const Flags& flags = {}) {
+  try {
+    (void)plan_from_torchtitan_config(f.config, "t.toml", f.model, flags);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(read)";
+}
+
+// torchtitan's ParallelDims: the experts' mesh (efsdp, ep, etp) re-divides shard x cp x tp, etp
+// 1 or tp; with ep 1 the experts are split over tp as trainsim's default etp does.
+TEST(TorchtitanConfig, ExpertParallelismAsTorchtitanMeshesIt) {
+  const std::string ep8 = "context_parallel_degree = 1\nexpert_parallel_degree = 8";
+  const Flavored qwen = flavored("qwen3", "30B-A3B", {{"context_parallel_degree = 1", ep8}});
+  EXPECT_EQ(qwen.model.name, "qwen3-30b-a3b");
+  const TorchtitanPlan p = plan_from_torchtitan_config(qwen.config, "t.toml", qwen.model, {});
+  EXPECT_EQ(p.fields.at("ep"), "8");
+  EXPECT_EQ(p.fields.at("etp"), "1");  // torchtitan's default
+  EXPECT_EQ(p.origin.at("etp"),
+            "t.toml: $.parallelism.expert_tensor_parallel_degree (torchtitan's default)");
+  // ep 1: the experts follow tp (no field set; trainsim's etp 0 is tp).
+  const Flavored one = flavored("qwen3", "30B-A3B");
+  EXPECT_FALSE(
+      plan_from_torchtitan_config(one.config, "t.toml", one.model, {}).fields.contains("etp"));
+  EXPECT_EQ(flavored_error(flavored(
+                "qwen3", "30B-A3B",
+                {{"context_parallel_degree = 1", ep8 + "\nexpert_tensor_parallel_degree = 2"}})),
+            "t.toml: $.parallelism.expert_tensor_parallel_degree: must be 1 or "
+            "tensor_parallel_degree (8) with expert parallelism, as torchtitan asks, got 2");
+  // shard 8 x tp 8 = 64 ranks hold ep 16 x etp 8 = 128 only counting the 2 replicas, which
+  // torchtitan's expert mesh leaves apart.
+  EXPECT_EQ(flavored_error(flavored(
+                "qwen3", "30B-A3B",
+                {{"data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 2"},
+                 {"context_parallel_degree = 1",
+                  "context_parallel_degree = 1\nexpert_parallel_degree = "
+                  "16\nexpert_tensor_parallel_degree = 8"}})),
+            "t.toml: $.parallelism.expert_parallel_degree: x expert_tensor_parallel_degree (16 x "
+            "8) must divide data_parallel_shard_degree x context_parallel_degree x "
+            "tensor_parallel_degree = 64, torchtitan's expert mesh");
+  // On a dense model torchtitan ignores them.
+  const TorchtitanPlan dense = plan_of("context_parallel_degree = 1", ep8);
+  EXPECT_FALSE(dense.fields.contains("ep"));
+  EXPECT_EQ(dense.notes, std::vector<std::string>{"t.toml: $.parallelism.expert_parallel_degree: "
+                                                  "no effect on llama3.1-70b, a dense model (as "
+                                                  "in torchtitan)"});
+  // FP8 on experts: torchao's linears and grouped GEMMs differ; a flag prices it.
+  const Flavored fp8 =
+      flavored("qwen3", "30B-A3B", {{"converters = []", "converters = [\"float8\"]"}});
+  EXPECT_EQ(flavored_error(fp8),
+            "t.toml: $.model.converters: FP8 on a mixture-of-experts model (float8 linear "
+            "layers, the experts' grouped GEMMs in BF16 or in rowwise FP8) is not modelled: give "
+            "--precision to price the run as one of trainsim's");
+  EXPECT_EQ(flavored_error(fp8, {{"precision", "fp8"}}), "(read)");
+}
+
+// Where torchtitan's flavor is not the released model: DeepSeek-V3 671B without its MTP module
+// and with FlexAttention's document mask; Llama 4 17bx128e attending globally on every layer,
+// equal to the catalog's chunked attention only up to its 8192-token chunk.
+TEST(TorchtitanConfig, FlavorsThatDifferFromTheCatalogModel) {
+  const Flavored ds = flavored("deepseek_v3", "671B");
+  EXPECT_GT(ds.model.mtp_layers, 0);
+  const TorchtitanPlan p = plan_from_torchtitan_config(ds.config, "t.toml", ds.model, {});
+  EXPECT_EQ(p.fields.at("mtp_num_layers"), "0");
+  EXPECT_EQ(p.origin.at("mtp_num_layers"), "t.toml: $.model.flavor");
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_TRUE(p.notes[0].starts_with("t.toml: $.model.flavor: FlexAttention's block-causal"))
+      << p.notes[0];
+  const Flavored llama4 = flavored("llama4", "17bx128e");
+  EXPECT_EQ(llama4.model.name, "llama4-maverick");
+  EXPECT_EQ(flavored_error(llama4), "(read)");  // seq_len 8192: one chunk
+  EXPECT_EQ(flavored_error(flavored("llama4", "17bx128e", {{"seq_len = 8192", "seq_len = 16384"}})),
+            "t.toml: $.model.flavor: torchtitan's llama4 17bx128e attends over the whole "
+            "sequence on every layer, where llama4-maverick chunks it to 8192 tokens: the two "
+            "agree up to seq_len 8192 (got 16384); give --model a config.json");
 }
 
 }  // namespace
