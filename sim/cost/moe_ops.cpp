@@ -204,6 +204,16 @@ void moe_recompute_collectives(const LayerShape& s, bool routed, bool shared, Bl
   if (shared && s.moe.shared_ffn > 0) shared_expert_collectives(s, p);
 }
 
+void moe_op_recompute_collectives(const LayerShape& s, BlockPass& p) {
+  BlockPass all;
+  moe_recompute_collectives(s, true, true, all);
+  for (const auto& c : all.collectives) {
+    if (c.kind == CollectiveKind::kAllGather || c.kind == CollectiveKind::kAllReduce) {
+      add_collective(p.collectives, c);
+    }
+  }
+}
+
 void moe_backward(const LayerShape& s, BlockPass& p) {
   const MoeWork w = work_of(s);
   const auto& m = s.moe;

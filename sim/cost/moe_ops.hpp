@@ -16,5 +16,9 @@ void moe_backward(const LayerShape& s, BlockPass& p);
 /// over EP (all-to-all or all-gather) and its tokens' gather and scatter over expert TP
 /// (`routed`), and the shared expert's TP collectives (`shared`).
 void moe_recompute_collectives(const LayerShape& s, bool routed, bool shared, BlockPass& p);
+/// Appends what torchtitan's per-operator checkpointing communicates again of an MoE MLP: its
+/// all-gathers (and the shared expert's all-reduce without SP); it keeps the all-to-alls' and the
+/// reduce-scatters' outputs.
+void moe_op_recompute_collectives(const LayerShape& s, BlockPass& p);
 
 }  // namespace trainsim

@@ -1,5 +1,6 @@
 #include "sim/cost/recompute_ops.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string_view>
 
@@ -62,20 +63,73 @@ void tp_again(const LayerShape& shape, std::int64_t gathers, bool scatter, std::
 
 }  // namespace
 
+std::vector<LayerMatmul> op_checkpoint_matmuls(const LayerShape& s) {
+  const double T = s.tokens, h = s.hidden;
+  const DType g = s.gemm_dtype;
+  std::vector<LayerMatmul> out;
+  const auto mm = [&](std::string name, double m, double k, double n, DType dtype) {
+    out.push_back({std::move(name), m, k, n, dtype, out.size() % 2 == 0});
+  };
+  const auto mlp = [&](const std::string& up, const std::string& down, double f) {
+    if (s.up_factor > 1.0) {
+      mm(up + ".w1", T, h, f, g);
+      mm(up + ".w3", T, h, f, g);
+    } else {
+      mm(up, T, h, f, g);
+    }
+    mm(down, T, f, h, g);
+  };
+  if (!s.is_mla()) {
+    mm("q_proj", T, h, s.q, g);
+    mm("k_proj", T, h, s.kv, g);
+    mm("v_proj", T, h, s.kv, g);
+  } else if (s.mla.q_lora > 0) {
+    mm("q_down", T, h, s.mla.q_lora, g);
+    mm("q_up", T, s.mla.q_lora, s.mla.q_up, g);
+  } else {
+    mm("q_proj", T, h, s.mla.q_up, g);
+  }
+  if (s.is_mla()) {
+    mm("kv_down", T, h, s.mla.kv_lora + s.mla.rope, g);
+    mm("kv_up", T, s.mla.kv_lora, s.mla.kv_up, g);
+  }
+  mm("out_proj", T, s.v, h, g);
+  if (!s.is_moe()) {
+    mlp("mlp_up", "mlp_down", s.ffn);
+    return out;
+  }
+  mm("router", s.sharded_tokens(), h, static_cast<double>(s.moe.experts), DType::kBF16);
+  if (s.moe.shared_ffn > 0) {
+    mlp("shared_up", "shared_down", s.moe.shared_ffn);
+    if (s.moe.shared_gate) mm("shared_gate", s.sharded_tokens(), h, 1, DType::kBF16);
+  }
+  return out;
+}
+
 BlockPass op_recompute(const BlockPass& fwd, const LayerShape& shape) {
+  const std::vector<LayerMatmul> matmuls = op_checkpoint_matmuls(shape);
+  std::vector<std::string_view> whole;  // forward GEMMs re-run as they ran
+  for (const auto& mm : matmuls) {
+    if (!mm.saved) whole.push_back(mm.name);
+  }
+  whole.insert(whole.end(), {"expert_up", "expert_down"});
   BlockPass out;
+  std::vector<std::string_view> ran;
   for (const auto& k : fwd.kernels) {
     if (k.name.starts_with("attention")) continue;
-    if (k.kind == KernelKind::kElementwise || named(k, {"out_proj"})) out.kernels.push_back(k);
+    const std::string_view base = std::string_view(k.name).substr(0, k.name.find('.'));
+    const bool again = std::find(whole.begin(), whole.end(), base) != whole.end();
+    if (k.kind == KernelKind::kGemm && again) ran.push_back(base);
+    if (k.kind == KernelKind::kElementwise || again) out.kernels.push_back(k);
   }
-  const double T = shape.tokens, h = shape.hidden;
-  out.kernels.push_back(gemm("k_proj", T, h, shape.kv, shape.gemm_dtype));
-  if (shape.up_factor > 1.0) {
-    out.kernels.push_back(gemm("mlp_up.w3", T, h, shape.ffn, shape.gemm_dtype));
-  } else {
-    out.kernels.push_back(gemm("mlp_down", T, shape.ffn, h, shape.gemm_dtype));
+  // Pieces of a fused forward GEMM (wk of qkv_proj, w3 of mlp_up) run as their own.
+  for (const auto& mm : matmuls) {
+    if (!mm.saved && std::find(ran.begin(), ran.end(), mm.name) == ran.end()) {
+      out.kernels.push_back(gemm(mm.name, mm.m, mm.k, mm.n, mm.dtype));
+    }
   }
-  tp_again(shape, 2, false, 1, out);
+  tp_again(shape, shape.is_moe() ? 1 : 2, false, 1, out);
+  if (shape.is_moe()) moe_op_recompute_collectives(shape, out);
   for (const auto& c : fwd.collectives) {
     if (is_context_dim(c.dim) && !c.alongside) add_collective(out.collectives, c);
   }

@@ -1,6 +1,9 @@
 #pragma once
 // What --recompute selective re-runs of a decoder layer before its backward, module by module
 // (sim/plan/recompute_modules.hpp), as Megatron-Core's checkpointing does.
+#include <string>
+#include <vector>
+
 #include "sim/cost/layer_ops.hpp"
 #include "sim/plan/plan.hpp"
 
@@ -14,15 +17,31 @@ namespace trainsim {
 /// scatter; a recomputed shared expert (alone or in the MoE MLP) its TP collectives.
 BlockPass selective_recompute(const BlockPass& fwd, const LayerShape& shape, const Plan& plan);
 
-/// What torchtitan's per-operator checkpointing (--recompute op) re-runs of a dense decoder layer
+/// One matmul (aten.mm) of a decoder layer's forward on one TP rank, [m x k] x [k x n], in the
+/// order torchtitan's modules run them: the attention's projections (wq, wk, wv, wo; MLA's wq_a,
+/// wq_b, wkv_a, wkv_b, wo), then a dense MLP's w1, w3, w2, or an MoE layer's router gate and its
+/// shared expert's w1, w3, w2 (the routed experts' grouped GEMMs are not aten.mm). `name` is
+/// the forward's GEMM of that name, or a piece of a fused one ("k_proj" of qkv_proj,
+/// "mlp_up.w3"); torchtitan's per-operator policy keeps the outputs of the first, third, fifth
+/// ... (`saved`): m x n elements.
+struct LayerMatmul {
+  std::string name;
+  double m = 0, k = 0, n = 0;
+  DType dtype = DType::kBF16;
+  bool saved = false;
+};
+std::vector<LayerMatmul> op_checkpoint_matmuls(const LayerShape& shape);
+
+/// What torchtitan's per-operator checkpointing (--recompute op) re-runs of a decoder layer
 /// before its backward. Its policy keeps the outputs of the attention kernel, of the
-/// reduce-scatters and of every other matmul in forward order (a Llama layer's wq, wv, w1, w2:
-/// the first, third, fifth, seventh; the count restarts at each layer) and recomputes the rest:
-/// the second, fourth and sixth matmuls (wk, wo, and w3 of a gated MLP or w2 of a plain one),
-/// every element-wise kernel (norms, RoPE, the activation, the residual adds, FP8 casts), the
-/// sequence-parallel all-gathers (the all-reduce after the attention without SP), and the
-/// context-parallel collectives whose outputs the attention's backward reads (all but the ring
-/// exchange, whose backward runs its own ring).
+/// reduce-scatters and all-to-alls, and of every other matmul in forward order (a Llama layer's
+/// wq, wv, w1, w2; the count restarts at each layer: op_checkpoint_matmuls) and recomputes the
+/// rest: the other matmuls (wk, wo, and w3 of a gated MLP or w2 of a plain one), the routed
+/// experts' grouped GEMMs, every element-wise kernel (norms, RoPE, the activation, routing and
+/// permutation, the residual adds, FP8 casts), the sequence-parallel and expert all-gathers (the
+/// all-reduces without SP, but the layer's last), and the context-parallel collectives whose
+/// outputs the attention's backward reads (all but the ring exchange, whose backward runs its own
+/// ring).
 BlockPass op_recompute(const BlockPass& fwd, const LayerShape& shape);
 
 }  // namespace trainsim

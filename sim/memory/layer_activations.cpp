@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "sim/cost/recompute_ops.hpp"
 #include "sim/memory/micro_batch.hpp"
 #include "sim/model/params.hpp"
 
@@ -130,20 +131,28 @@ AttentionActivations attention_activations(const Model& model, const Shape& s,
   return a;
 }
 
-// What torchtitan's per-operator checkpointing keeps of a dense decoder layer (sim/cost/
+// What torchtitan's per-operator checkpointing keeps of a decoder layer (sim/cost/
 // recompute_ops.hpp, op_recompute()): the layer's input (split by SP); the outputs of the
-// matmuls it saves, the first, third, fifth and seventh in forward order: Q and V (split by TP),
-// the MLP's first up projection (split by TP) and, in a gated MLP, the down projection's output,
-// a whole [tokens x h] on each TP rank (its partial sum before the reduction); the attention's
-// output and softmax statistics; and with SP the two reduce-scatters' outputs.
-double op_checkpoint_saved(const Model& model, const Plan& plan, const Shape& s, double core) {
+// matmuls it saves (op_checkpoint_matmuls: a Llama layer's Q and V, split by TP, its MLP's first
+// up projection, split by TP, and in a gated MLP the down projection's output, a whole [tokens x
+// h] on each TP rank, its partial sum before the reduction); the attention's output and softmax
+// statistics; with SP the two reduce-scatters' outputs; and in an MoE layer the two all-to-alls'
+// outputs over EP (the tokens the GPU receives for its experts, the busiest GPU's, and its own
+// tokens' results back).
+double op_checkpoint_saved(const Model& model, const Plan& plan, const Shape& s, double core,
+                           bool moe) {
   const double T = s.tokens, e = kActBytes;
-  const double split = T / s.t;
   double saved = e * T * s.h / s.r;
-  saved += e * split * d(model.q_size() + model.kv_size() + model.v_size());
-  saved += e * split * d(model.ffn_hidden_size) + core;
-  if (is_gated(model.ffn_kind)) saved += e * T * s.h;
+  const LayerShape shape = layer_shape(model, plan, 0, moe);
+  for (const auto& mm : op_checkpoint_matmuls(shape)) {
+    if (mm.saved) saved += e * mm.m * mm.n;
+  }
+  saved += e * T * d(model.v_size()) / s.t + core;
   if (plan.sequence_parallel()) saved += 2.0 * e * T * s.h / s.r;
+  if (shape.is_moe() && shape.moe.ep > 1 && shape.moe.dispatcher == MoeDispatcher::kAllToAll) {
+    const double routed = shape.sharded_tokens() * shape.moe.topk;
+    saved += e * s.h * routed * (shape.moe.load + 1.0);
+  }
   return saved;
 }
 
@@ -209,7 +218,7 @@ LayerActivations layer_activations(const Model& model, const Plan& plan, bool mo
     case Recompute::kOp:
       // The rest of the layer comes back before its backward, at most what it keeps without
       // recomputation (as Transformer Engine's layers keep it: the whole layer's estimate).
-      a.saved = op_checkpoint_saved(model, plan, s, core);
+      a.saved = op_checkpoint_saved(model, plan, s, core, moe);
       a.recompute = std::max(all - a.saved, 0.0);
       break;
   }

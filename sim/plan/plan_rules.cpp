@@ -30,13 +30,12 @@ void require_divides(const PlanOrigin& origin, const char* field, std::int64_t d
 // projections (Llama's), fused attention, no adapters (each would shift the matmul count).
 void validate_op_recompute(const Plan& plan, const Model& model, const PlanOrigin& origin) {
   const std::string what =
-      "op (torchtitan's per-operator checkpointing) is modelled on dense "
-      "decoder layers with fused attention; ";
-  if (model.moe.is_moe() || model.mla.is_mla()) {
-    fail_input(origin.of("recompute"),
-               what + model.name + " has " +
-                   (model.moe.is_moe() ? "mixture-of-experts" : "multi-head latent attention") +
-                   " layers: use selective or full");
+      "op (torchtitan's per-operator checkpointing) is modelled with fused attention and "
+      "grouped experts; ";
+  if (model.moe.is_moe() && !plan.moe_grouped_gemm) {
+    fail_input(origin.of("recompute"), what + "not with " + origin.name("moe_grouped_gemm") +
+                                           " off (each expert's own matmuls would shift the "
+                                           "count)");
   }
   if (plan.attention_backend == AttentionBackend::kUnfused) {
     fail_input(origin.of("recompute"), what + "not with " + origin.name("attention_backend") +

@@ -124,24 +124,82 @@ TEST(OpRecompute, StageTimeLiesBetweenSelectiveAndFull) {
   EXPECT_EQ(seconds(Recompute::kNone), 0.0);
 }
 
-TEST(OpRecompute, ModelledOnDenseLayersWithFusedAttention) {
+TEST(OpRecompute, ModelledWithFusedAttentionAndGroupedExperts) {
   Plan p = op_plan(1);
   EXPECT_EQ(test::plan_error(p, test::catalog_model("llama3.1-8b")), "(valid)");
-  EXPECT_EQ(test::plan_error(p, test::catalog_model("mixtral-8x7b")),
-            "--recompute: op (torchtitan's per-operator checkpointing) is modelled on dense "
-            "decoder layers with fused attention; mixtral-8x7b has mixture-of-experts layers: use "
-            "selective or full");
+  EXPECT_EQ(test::plan_error(p, test::catalog_model("mixtral-8x7b")), "(valid)");
+  Plan sequential = p;
+  sequential.moe_grouped_gemm = false;
+  EXPECT_EQ(test::plan_error(sequential, test::catalog_model("mixtral-8x7b")),
+            "--recompute: op (torchtitan's per-operator checkpointing) is modelled with fused "
+            "attention and grouped experts; not with --moe-grouped-gemm off (each expert's own "
+            "matmuls would shift the count)");
   Plan lora = p;
   lora.lora_rank = 16;
   EXPECT_EQ(test::plan_error(lora, test::catalog_model("llama3.1-8b")),
-            "--recompute: op (torchtitan's per-operator checkpointing) is modelled on dense "
-            "decoder layers with fused attention; not under LoRA (the adapters' matmuls would "
-            "shift the count)");
+            "--recompute: op (torchtitan's per-operator checkpointing) is modelled with fused "
+            "attention and grouped experts; not under LoRA (the adapters' matmuls would shift the "
+            "count)");
   p.attention_backend = AttentionBackend::kUnfused;
   EXPECT_EQ(test::plan_error(p, test::catalog_model("llama3.1-8b")),
-            "--recompute: op (torchtitan's per-operator checkpointing) is modelled on dense "
-            "decoder layers with fused attention; not with --attention-backend unfused: use flash "
-            "or flash-attn2");
+            "--recompute: op (torchtitan's per-operator checkpointing) is modelled with fused "
+            "attention and grouped experts; not with --attention-backend unfused: use flash or "
+            "flash-attn2");
+}
+
+// An MoE layer counts on past the attention's matmuls: the router gate, then the shared
+// expert's w1, w3, w2 (torchtitan's MoE runs the routed experts, grouped GEMMs outside the
+// count, between them). Qwen3-30B-A3B (h 2048, 32 heads and 4 KV heads of 128, 128 experts of
+// 768, top 8, no shared expert) with EP 8: wq 1, wk 2, wv 3, wo 4, the gate 5 kept. Per token:
+// the input, Q, V, the attention output, the 128 router logits, the statistics, and the two
+// all-to-alls' outputs, 8 copies of h each way.
+TEST(OpRecompute, MoeLayerKeepsTheGateAndTheAllToAllsAndRerunsTheExperts) {
+  const Model m = test::catalog_model("qwen3-30b-a3b");
+  Plan p = op_plan(1);
+  p.ep = 8;
+  const double T = 2.0 * 8192;
+  const double per_token = 2.0 * (2048 + 4096 + 512 + 4096 + 128) + 4.0 * 32 + 2.0 * 2048 * 8 * 2;
+  EXPECT_DOUBLE_EQ(layer_activations(m, p, true).saved, T * per_token);
+  const LayerShape shape = layer_shape(m, p, 151936, true);
+  const BlockPass fwd = block_passes(BlockKind::kDecoder, shape).forward;
+  const BlockPass again = op_recompute(fwd, shape);
+  EXPECT_DOUBLE_EQ(gemm_flops(again, "router"), 0.0);
+  EXPECT_DOUBLE_EQ(gemm_flops(again, "k_proj"), 2 * T * 2048 * 512);
+  EXPECT_DOUBLE_EQ(gemm_flops(again, "out_proj"), 2 * T * 4096 * 2048);
+  // Every routed expert GEMM as the forward ran it: T x 8 rows through 768 x 2 up, 768 down.
+  EXPECT_DOUBLE_EQ(gemm_flops(again, "expert_up") + gemm_flops(again, "expert_down"),
+                   gemm_flops(fwd, "expert_up") + gemm_flops(fwd, "expert_down"));
+  EXPECT_DOUBLE_EQ(gemm_flops(fwd, "expert_up"), 2 * T * 8 * 2048 * 768 * 2);
+  EXPECT_EQ(collective_load(again.collectives, CollectiveKind::kAllToAll, Dim::kEP).count, 0);
+}
+
+// MLA (DeepSeek-V3: q_lora 1536, kv_lora 512 + rope 64, 128 heads, v_head 128) counts five
+// attention matmuls, wq_a 1, wq_b 2, wkv_a 3, wkv_b 4, wo 5: it keeps the two down-projections'
+// outputs and wo's (whole on each TP rank). A dense layer's MLP then keeps w3 (7) only; an MoE
+// layer's the shared expert's w1 (7) and w2 (9), the gate (6) and w3 (8) run again.
+TEST(OpRecompute, MlaKeepsTheDownProjectionsAndTheOutput) {
+  const Model m = test::catalog_model("deepseek-v3");
+  Plan p = op_plan(1);
+  p.ep = 8;
+  p.mtp_num_layers = 0;
+  const double T = 2.0 * 8192;
+  const double attention = 2.0 * (7168 + 1536 + 576 + 7168 + 128 * 128) + 4.0 * 128;
+  EXPECT_DOUBLE_EQ(layer_activations(m, p, false).saved, T * (attention + 2.0 * 18432));
+  EXPECT_DOUBLE_EQ(layer_activations(m, p, true).saved,
+                   T * (attention + 2.0 * (2048 + 7168) + 2.0 * 7168 * 8 * 2));
+  const LayerShape moe = layer_shape(m, p, 129280, true);
+  const BlockPass again = op_recompute(block_passes(BlockKind::kDecoder, moe).forward, moe);
+  EXPECT_DOUBLE_EQ(gemm_flops(again, "q_up"), 2 * T * 1536 * 128 * 192);
+  EXPECT_DOUBLE_EQ(gemm_flops(again, "kv_up"), 2 * T * 512 * 128 * (128 + 128));
+  EXPECT_DOUBLE_EQ(gemm_flops(again, "router"), 2 * T * 7168 * 256);
+  EXPECT_DOUBLE_EQ(gemm_flops(again, "shared_up.w3"), 2 * T * 7168 * 2048);
+  for (const char* kept : {"q_down", "kv_down", "out_proj", "shared_up", "shared_down"}) {
+    EXPECT_DOUBLE_EQ(gemm_flops(again, kept), 0.0) << kept;
+  }
+  const LayerShape dense = layer_shape(m, p, 129280, false);
+  const BlockPass rerun = op_recompute(block_passes(BlockKind::kDecoder, dense).forward, dense);
+  EXPECT_DOUBLE_EQ(gemm_flops(rerun, "mlp_up.w1"), 2 * T * 7168 * 18432);
+  EXPECT_DOUBLE_EQ(gemm_flops(rerun, "mlp_down"), 2 * T * 18432 * 7168);
 }
 
 }  // namespace
