@@ -159,6 +159,10 @@ bool is_moe_layer(const Model& m, std::int64_t layer);
 bool is_local_attention_layer(const Model& m, std::int64_t layer);
 /// How many of the model's decoder layers are MoE layers (0 for a dense model).
 std::int64_t moe_layer_count(const Model& m);
+/// Sets the MoE spec's first_dense_layers and layer_interval so that exactly the decoder layers
+/// `moe` marks are MoE layers (one entry per layer): leading dense layers, then groups of equal
+/// size each ending in an MoE layer. False (the spec unchanged) where no such pattern holds them.
+bool set_moe_layers(Model& m, const std::vector<bool>& moe);
 
 /// Loads our model JSON, or a Hugging Face config.json (recognised by its "architectures" key).
 Model load_model(const std::filesystem::path& path);

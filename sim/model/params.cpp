@@ -1,5 +1,8 @@
 #include "sim/model/params.hpp"
 
+#include <utility>
+#include <vector>
+
 namespace trainsim {
 
 bool is_local_attention_layer(const Model& m, std::int64_t layer) {
@@ -17,6 +20,29 @@ std::int64_t moe_layer_count(const Model& m) {
   std::int64_t n = 0;
   for (std::int64_t i = 0; i < m.num_layers; ++i) n += is_moe_layer(m, i) ? 1 : 0;
   return n;
+}
+
+bool set_moe_layers(Model& m, const std::vector<bool>& moe) {
+  std::vector<std::int64_t> at;  // the MoE layers
+  for (std::size_t i = 0; i < moe.size(); ++i) {
+    if (moe[i]) at.push_back(static_cast<std::int64_t>(i));
+  }
+  if (at.empty() || static_cast<std::int64_t>(moe.size()) != m.num_layers) return false;
+  const MoeSpec before = m.moe;
+  const std::int64_t gap = at.size() > 1 ? at[1] - at[0] : at[0] + 1;
+  const std::pair<std::int64_t, std::int64_t> candidates[] = {
+      {0, gap}, {at[0], gap}, {0, at[0] + 1}, {at[0], 1}};
+  for (const auto& [first, interval] : candidates) {
+    m.moe.first_dense_layers = first;
+    m.moe.layer_interval = interval;
+    bool same = true;
+    for (std::int64_t layer = 0; same && layer < m.num_layers; ++layer) {
+      same = moe[static_cast<std::size_t>(layer)] == is_moe_layer(m, layer);
+    }
+    if (same) return true;
+  }
+  m.moe = before;
+  return false;
 }
 
 std::int64_t norm_params(const Model& m, std::int64_t width) {

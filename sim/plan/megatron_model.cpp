@@ -1,6 +1,7 @@
 // The model Megatron-LM builds from a launch's shape arguments (megatron/training/arguments.py's
 // defaults and validate_args; Megatron-Core's GPT layer specs), for a launch given without a
 // model file.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -174,25 +175,15 @@ void moe_layers(const MegatronArgs& a, Model& m) {
     a.fail(arg, "has " + std::to_string(pattern.size()) + " entries for " +
                     std::to_string(m.num_layers) + " layers (--num-layers)");
   }
-  std::vector<std::int64_t> moe;  // the MoE layers
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != 0 && pattern[i] != 1) a.fail(arg, "must hold 0s and 1s only");
-    if (pattern[i] == 1) moe.push_back(static_cast<std::int64_t>(i));
+  std::vector<bool> moe;
+  for (const int entry : pattern) {
+    if (entry != 0 && entry != 1) a.fail(arg, "must hold 0s and 1s only");
+    moe.push_back(entry == 1);
   }
-  if (moe.empty()) a.fail(arg, "has no MoE layer: for a dense model leave out --num-experts");
-  // Leading dense layers, then groups of `interval` layers, the last of each an MoE layer.
-  const std::int64_t gap = moe.size() > 1 ? moe[1] - moe[0] : moe[0] + 1;
-  const std::pair<std::int64_t, std::int64_t> candidates[] = {
-      {0, gap}, {moe[0], gap}, {0, moe[0] + 1}, {moe[0], 1}};
-  for (const auto& [first, interval] : candidates) {
-    m.moe.first_dense_layers = first;
-    m.moe.layer_interval = interval;
-    bool same = true;
-    for (std::int64_t layer = 0; same && layer < m.num_layers; ++layer) {
-      same = pattern[static_cast<std::size_t>(layer)] == (is_moe_layer(m, layer) ? 1 : 0);
-    }
-    if (same) return;
+  if (std::find(moe.begin(), moe.end(), true) == moe.end()) {
+    a.fail(arg, "has no MoE layer: for a dense model leave out --num-experts");
   }
+  if (set_moe_layers(m, moe)) return;
   a.fail(arg,
          "is not a pattern trainsim's models hold: leading dense layers, then groups of "
          "equal size whose last layer is an MoE layer");
