@@ -131,6 +131,7 @@ Model apply_nanotron_config(const InputRequest& req,
                                text, where, "of its model_config", in);
   const NanotronPlan p = plan_from_nanotron_config(config, file);
   set_read_fields(where, p.fields, p.origin, {}, "nanotron", req, in);
+  for (const auto& note : p.notes) in.notes.push_back(where + ": " + note);
   return model;
 }
 

@@ -26,7 +26,7 @@ struct Reader {
   }
 };
 
-void parallelism(JsonObject p, Reader& r, std::int64_t& dp) {
+void parallelism(JsonObject p, Reader& r, std::int64_t& dp, bool experts) {
   dp = p.integer("dp", kBatchFactor);
   r.set(p, "dp", "dp", std::to_string(dp));
   r.set(p, "tp", "tp", std::to_string(p.integer("tp", {1})));
@@ -35,21 +35,39 @@ void parallelism(JsonObject p, Reader& r, std::int64_t& dp) {
     r.set(p, "context_parallel_size", "cp",
           std::to_string(p.integer("context_parallel_size", {1})));
   }
-  if (given(p, "expert_parallel_size")) {
-    if (const auto ep = p.integer("expert_parallel_size", {1}); ep > 1) {
-      r.set(p, "expert_parallel_size", "ep", std::to_string(ep));
-    }
+  if (given(p, "expert_parallel_size") && p.integer("expert_parallel_size", {1}) > 1) {
+    // ParallelContext asserts tp x cp x dp x pp = the world and then lays the ranks out as
+    // ep x pp x dp x cp x tp, which fails for ep above 1; its MoE layer keeps every expert on
+    // every GPU and sends no token.
+    p.fail("expert_parallel_size",
+           "above 1 cannot start in nanotron (its ParallelContext lays the world's ranks out as "
+           "ep x pp x dp x cp x tp after asserting tp x cp x dp x pp is the world size): use 1");
   }
   if (given(p, "pp_engine")) {
     const std::string engine = p.choice("pp_engine", {"1f1b", "afab"});
     r.set(p, "pp_engine", "schedule", engine == "afab" ? "gpipe" : "1f1b");
   }
-  if (given(p, "tp_mode")) {
-    const std::string mode = p.choice("tp_mode", {"REDUCE_SCATTER", "ALL_REDUCE"});
-    r.set(p, "tp_mode", "sp", mode == "REDUCE_SCATTER" ? "true" : "false");
+  const std::string mode = given(p, "tp_mode")
+                               ? p.choice("tp_mode", {"REDUCE_SCATTER", "ALL_REDUCE"})
+                               : "ALL_REDUCE";  // ParallelismArgs' default
+  if (given(p, "tp_mode")) r.set(p, "tp_mode", "sp", mode == "REDUCE_SCATTER" ? "true" : "false");
+  if (experts && p.integer("tp", {1}) > 1) {
+    // Qwen2MoELayer's experts are whole on every TP rank, each rank routing its own tokens.
+    r.set(p, "tp", "etp", "1");
+  }
+  if (experts && mode == "ALL_REDUCE" && p.integer("tp", {1}) > 1) {
+    // Every TP rank holds all the tokens and every expert: each routes and computes them all.
+    p.fail(given(p, "tp_mode") ? "tp_mode" : "tp",
+           "ALL_REDUCE with tp above 1 runs a mixture-of-experts layer's every token through the "
+           "experts on each TP rank, which is not modelled: use tp_mode REDUCE_SCATTER");
   }
   if (given(p, "recompute_layer") && p.boolean("recompute_layer")) {
     r.set(p, "recompute_layer", "recompute", "full");
+    if (experts) {
+      r.out.notes.push_back(p.where("recompute_layer") +
+                            ": the MoE layers checkpoint themselves inside the checkpointed "
+                            "layer, a third forward of the experts that is not priced");
+    }
   }
 }
 
@@ -78,6 +96,55 @@ void model_section(JsonObject m, Reader& r) {
   }
 }
 
+// Whether the model_config holds a mixture of experts (moe_config given).
+bool has_experts(const nlohmann::json& config) {
+  const auto& model = config.contains("model") ? config.at("model") : nlohmann::json();
+  if (!model.is_object() || !model.contains("model_config")) return false;
+  const auto& c = model.at("model_config");
+  return c.is_object() && c.contains("moe_config") && !c.at("moe_config").is_null();
+}
+
+// nanotron's MoEConfig (nanotron/nn/moe.py, Qwen2MoELayer): num_experts routed experts of
+// moe_intermediate_size, top_k a token, a sigmoid-gated shared expert of
+// shared_expert_intermediate_size where enable_shared_expert, on the layers `layers` lists (-1:
+// every layer). Defaults are MoEConfig's.
+void read_experts(JsonObject c, Model& m) {
+  MoeSpec& e = m.moe;
+  e.num_experts = c.optional_integer("num_experts", {1, 1 << 20}).value_or(8);
+  e.experts_per_token = c.optional_integer("top_k", {1, 1 << 20}).value_or(2);
+  if (e.experts_per_token > e.num_experts) {
+    c.fail("top_k",
+           "must be at most num_experts (" + std::to_string(e.num_experts) + "), as nanotron asks");
+  }
+  e.expert_ffn_hidden_size = c.optional_integer("moe_intermediate_size").value_or(1408);
+  if (c.optional_boolean("enable_shared_expert").value_or(false)) {
+    e.shared_expert_ffn_hidden_size =
+        c.optional_integer("shared_expert_intermediate_size").value_or(5632);
+    e.shared_expert_gate = true;
+  }
+  if (!given(c, "layers")) return;
+  const nlohmann::json& layers = c.raw("layers");
+  if (layers == nlohmann::json::array({-1})) return;  // every layer
+  const auto bad = [&c, &m] {
+    c.fail("layers", "must be [-1] (every layer) or a list of layer indices below " +
+                         std::to_string(m.num_layers));
+  };
+  if (!layers.is_array()) bad();
+  std::vector<bool> moe(static_cast<std::size_t>(m.num_layers), false);
+  for (const auto& l : layers) {
+    if (!l.is_number_integer() || l.get<std::int64_t>() < 0 ||
+        l.get<std::int64_t>() >= m.num_layers) {
+      bad();
+    }
+    moe[static_cast<std::size_t>(l.get<std::int64_t>())] = true;
+  }
+  if (!set_moe_layers(m, moe)) {
+    c.fail("layers",
+           "is not a pattern trainsim's models hold: leading dense layers, then groups of equal "
+           "size whose last layer is an MoE layer");
+  }
+}
+
 }  // namespace
 
 NanotronPlan plan_from_nanotron_config(const nlohmann::json& config, const std::string& file) {
@@ -85,7 +152,7 @@ NanotronPlan plan_from_nanotron_config(const nlohmann::json& config, const std::
   Reader r{out};
   JsonObject top(config, file);
   std::int64_t dp = 1;
-  parallelism(top.object("parallelism"), r, dp);
+  parallelism(top.object("parallelism"), r, dp, has_experts(config));
   tokens(top.object("tokens"), r, dp);
   if (auto model = top.optional_object("model")) model_section(*model, r);
   if (auto optimizer = top.optional_object("optimizer");
@@ -102,11 +169,6 @@ Model model_from_nanotron_config(const nlohmann::json& config, const std::string
                                  const std::string& file) {
   JsonObject top(config, file);
   JsonObject c = top.object("model").object("model_config");
-  if (given(c, "moe_config")) {
-    c.fail("moe_config",
-           "nanotron's mixture of experts is not read: give the model with --model M (a catalog "
-           "name or a config.json)");
-  }
   Model m;
   m.name = name;
   m.source = file + " (nanotron's model_config)";
@@ -133,6 +195,7 @@ Model model_from_nanotron_config(const nlohmann::json& config, const std::string
       given(c, "max_position_embeddings") ? c.integer("max_position_embeddings", {1}) : 0;
   m.norm = NormKind::kRMSNorm;
   m.qkv_bias = given(c, "attention_bias") && c.boolean("attention_bias");
+  if (given(c, "moe_config")) read_experts(c.object("moe_config"), m);
   validate_model(m, [&c](std::string_view key) {
     const std::string k(key);
     return c.where(k == "num_layers"        ? "num_hidden_layers"

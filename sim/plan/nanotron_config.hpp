@@ -17,6 +17,7 @@ namespace trainsim {
 struct NanotronPlan {
   std::map<std::string, std::string> fields;  // plan field -> value as its flag takes it
   std::map<std::string, std::string> origin;  // plan field -> the key that set it
+  std::vector<std::string> notes;             // what was read but is not priced
 };
 
 /// The plan fields the config sets: dp, tp, pp, cp and ep from "parallelism" (its pp_engine as
@@ -25,13 +26,14 @@ struct NanotronPlan {
 /// batch_accumulation_per_replica x dp) from "tokens", zero from "optimizer.zero_stage", the
 /// precision from "model.dtype", the vocabulary multiple, and nanotron's partition rule.
 /// InputError naming `file` and the key for a missing or unreadable one, or what trainsim cannot
-/// price (FP16 or FP32 training, another pipeline engine).
+/// price or nanotron cannot run (FP16 or FP32 training, another pipeline engine,
+/// expert_parallel_size above 1, a mixture of experts under tp_mode ALL_REDUCE).
 NanotronPlan plan_from_nanotron_config(const nlohmann::json& config, const std::string& file);
 
 /// The model "model.model_config" describes, named `name`: a gated MLP of its hidden_act (silu:
-/// SwiGLU, gelu: GeGLU), RoPE, RMSNorm, query/key/value biases where attention_bias is set.
-/// InputError naming `file` and the key for a missing or invalid shape, or a mixture of experts
-/// (moe_config), which is not read.
+/// SwiGLU, gelu: GeGLU), RoPE, RMSNorm, query/key/value biases where attention_bias is set, and
+/// the mixture of experts its moe_config sets (Qwen2MoELayer: routed experts, top-k, a gated shared
+/// expert, the MoE layers). InputError naming `file` and the key for a missing or invalid shape.
 Model model_from_nanotron_config(const nlohmann::json& config, const std::string& name,
                                  const std::string& file);
 

@@ -89,24 +89,91 @@ TEST(NanotronConfig, WhatCannotBePricedNamesTheKey) {
             0u);
   try {
     (void)model_from_nanotron_config(
-        config_with("vocab_size: 50277",
-                    "vocab_size: 50277\n    moe_config:\n      num_experts: 8"),
-        "t", "n.yaml");
-    ADD_FAILURE() << "moe_config read";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("n.yaml: $.model.model_config.moe_config: nanotron's "
-                                          "mixture of experts is not read",
-                                          0),
-              0u);
-  }
-  try {
-    (void)model_from_nanotron_config(
         config_with("num_key_value_heads: 4", "num_key_value_heads: 3"), "t", "n.yaml");
     ADD_FAILURE() << "3 KV heads of 4 read";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("n.yaml: $.model.model_config.num_key_value_heads", 0),
               0u);
   }
+}
+
+// nanotron's MoEConfig under the tiny model (hidden 16, 2 layers, dense MLP 64): 8 experts of 32,
+// top 2, a gated shared expert of 48. Each MoE layer trades the dense MLP's 3 x 16 x 64 weights
+// for the router's 8 x 16, the experts' 8 x 3 x 16 x 32, the shared expert's 3 x 16 x 48 and its
+// gate's 16.
+const std::string kExperts =
+    "vocab_size: 50277\n    moe_config:\n      num_experts: 8\n      top_k: 2\n"
+    "      moe_intermediate_size: 32\n      enable_shared_expert: true\n"
+    "      shared_expert_intermediate_size: 48\n";
+
+Model moe_model(const std::string& layers = "") {
+  return model_from_nanotron_config(
+      config_with("vocab_size: 50277\n",
+                  kExperts + (layers.empty() ? "" : "      layers: " + layers + "\n")),
+      "t", "n.yaml");
+}
+
+TEST(NanotronConfig, MoeConfigIsQwen2MoeLayer) {
+  const Model dense = model_from_nanotron_config(config_with("", ""), "t", "n.yaml");
+  const Model m = moe_model();
+  EXPECT_EQ(m.moe.num_experts, 8);
+  EXPECT_EQ(m.moe.experts_per_token, 2);
+  EXPECT_TRUE(m.moe.shared_expert_gate);
+  EXPECT_EQ(moe_layer_count(m), 2);
+  const std::int64_t per_layer = 8 * 16 + 8 * 3 * 16 * 32 + 3 * 16 * 48 + 16 - 3 * 16 * 64;
+  EXPECT_EQ(total_params(m) - total_params(dense), 2 * per_layer);
+  EXPECT_EQ(moe_layer_count(moe_model("[-1]")), 2);
+  const Model second = moe_model("[1]");
+  EXPECT_EQ(moe_layer_count(second), 1);
+  EXPECT_EQ(total_params(second) - total_params(dense), per_layer);
+  try {
+    (void)moe_model("[0]");  // an MoE layer first, then a dense one
+    ADD_FAILURE() << "layers [0] read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "n.yaml: $.model.model_config.moe_config.layers: is not a pattern trainsim's models "
+              "hold: leading dense layers, then groups of equal size whose last layer is an MoE "
+              "layer");
+  }
+  try {
+    (void)moe_model("[2]");
+    ADD_FAILURE() << "layers [2] read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "n.yaml: $.model.model_config.moe_config.layers: must be [-1] (every layer) or a "
+              "list of layer indices below 2");
+  }
+}
+
+// The plan of an MoE config: experts whole on each TP rank (etp 1), which needs REDUCE_SCATTER
+// (ALL_REDUCE hands every TP rank all the tokens); nanotron cannot start with ep above 1.
+TEST(NanotronConfig, MoePlanAsNanotronRunsIt) {
+  const auto plan = [](const std::string& mode, const std::string& extra = "") {
+    std::string text = test::read_file(kConfig);
+    text.replace(text.find("vocab_size: 50277\n"), 18, kExperts);
+    text.replace(text.find("tp_mode: ALL_REDUCE"), 19, "tp_mode: " + mode + extra);
+    return plan_from_nanotron_config(parse_yaml_subset(text, "n.yaml"), "n.yaml");
+  };
+  const NanotronPlan p = plan("REDUCE_SCATTER");
+  EXPECT_EQ(p.fields.at("etp"), "1");
+  EXPECT_EQ(p.fields.at("sp"), "true");
+  EXPECT_TRUE(p.notes.empty());
+  const NanotronPlan again = plan("REDUCE_SCATTER", "\n  recompute_layer: true");
+  ASSERT_EQ(again.notes.size(), 1u);
+  EXPECT_TRUE(again.notes[0].starts_with("n.yaml: $.parallelism.recompute_layer: the MoE layers"));
+  try {
+    (void)plan("ALL_REDUCE");
+    ADD_FAILURE() << "ALL_REDUCE read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("n.yaml: $.parallelism.tp_mode: ALL_REDUCE with tp "
+                                          "above 1",
+                                          0),
+              0u);
+  }
+  EXPECT_EQ(plan_error("expert_parallel_size: 1", "expert_parallel_size: 2"),
+            "n.yaml: $.parallelism.expert_parallel_size: above 1 cannot start in nanotron (its "
+            "ParallelContext lays the world's ranks out as ep x pp x dp x cp x tp after asserting "
+            "tp x cp x dp x pp is the world size): use 1");
 }
 
 }  // namespace
