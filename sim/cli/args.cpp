@@ -48,23 +48,26 @@ po::options_description io_options(const std::string& command) {
       "error. Needs --gpus N where no torchrun --nproc-per-node (x --nnodes) gives the "
       "world size whose data parallelism Megatron-LM takes")(
       "nanotron-config", po::value<std::string>()->value_name("FILE.yaml"),
-      "the plan from a nanotron training config (the YAML run_train.py takes): dp, tp, pp, cp "
-      "and ep, the pipeline engine, tp_mode (REDUCE_SCATTER: sequence parallelism), "
+      "the plan from a nanotron training config (the YAML run_train.py takes): dp, tp, pp and "
+      "cp, the pipeline engine, tp_mode (REDUCE_SCATTER: sequence parallelism), "
       "recompute_layer, sequence length, micro-batch and accumulation (gbs = mbs x accumulation "
       "x dp), ZeRO stage, dtype and the vocabulary multiple, with nanotron's partition rule; "
-      "without --model, the model of its model_config (Llama or Qwen2; --save-scenario then "
-      "writes it beside the scenario); the other plan flags override it")(
+      "without --model, the model of its model_config (Llama or Qwen2, with its moe_config's "
+      "experts; --save-scenario then writes it beside the scenario); the other plan flags "
+      "override it")(
       "torchtitan-config", po::value<std::string>()->value_name("FILE.toml"),
       "the plan from a torchtitan training config (the TOML train.py takes): data parallelism "
       "(replicate x shard; shard -1 is what --gpus leaves), FSDP as ZeRO (3, or 1 under "
       "pipelining, where torchtitan gathers the weights once a step), tp with sequence "
       "parallelism, pp with its schedule and torchtitan's split of the layers, cp and its "
-      "rotate method, ep, the local, micro and global batch, seq_len, activation "
-      "checkpointing, the float8 converter; without --model, the catalog model of [model] name "
-      "and flavor (llama3 8B, 70B, 405B; llama2 7B, 70B). What trainsim cannot price as "
-      "torchtitan runs it (HSDP, every N-th layer or per-op checkpointing, rowwise FP8, "
-      "zero-bubble schedules) is refused naming the key, unless the plan flag for it is given; "
-      "the other plan flags override the config")(
+      "rotate method, HSDP's replicas, ep and etp on MoE models, the local, micro and global "
+      "batch, seq_len, activation checkpointing (full, every N-th layer, per operator), the "
+      "float8 converter; without --model, the catalog model of [model] name and flavor (llama3 "
+      "8B, 70B, 405B; llama2 7B, 70B; llama4 17bx128e; deepseek_v3 671B; qwen3 30B-A3B, "
+      "235B-A22B). What trainsim cannot price as torchtitan runs it (every N-th layer "
+      "checkpointed unevenly over the stages, rowwise FP8, FP8 on experts, zero-bubble "
+      "schedules) is refused naming the key, unless the plan flag for it is given; the other "
+      "plan flags override the config")(
       "save-scenario", po::value<std::string>()->value_name("FILE"),
       "also write the inputs as resolved (the model, the platform, the plan with the scenario's "
       "values, the flags and --megatron-args applied, the run's budget) as a scenario file that "
