@@ -2,9 +2,27 @@
 // trainsim's model: the attention as its dense relative has it, then the experts' keys.
 #include "sim/model/hf_readers.hpp"
 
+#include <functional>
+#include <vector>
+
+#include "sim/model/params.hpp"
+
 namespace trainsim::hf {
 
 namespace {
+
+// The MoE layers a config's own rule marks, as trainsim's pattern of leading dense layers and
+// equal groups; `key` named where no such pattern holds them.
+void moe_layers_by_rule(HfReader& r, Model& m, const char* key,
+                        const std::function<bool(std::int64_t)>& moe) {
+  std::vector<bool> layers;
+  for (std::int64_t i = 0; i < m.num_layers; ++i) layers.push_back(moe(i));
+  if (!set_moe_layers(m, layers)) {
+    r.fail(key,
+           "puts the MoE layers where trainsim's models cannot hold them (leading dense layers, "
+           "then groups of equal size whose last layer is an MoE layer)");
+  }
+}
 
 // Routed experts of one width: their count under `count_key`, Hugging Face's top-k key.
 void read_experts(HfReader& r, Model& m, const char* count_key, std::int64_t width) {
@@ -19,10 +37,24 @@ void read_qwen_experts(HfReader& r, Model& m) {
   m.moe.num_experts = r.integer("num_experts");
   m.moe.experts_per_token = r.integer("num_experts_per_tok");
   m.moe.expert_ffn_hidden_size = r.integer("moe_intermediate_size");
-  m.moe.layer_interval = r.integer_or("decoder_sparse_step", 1);
-  if (r.present("mlp_only_layers") && !r.json().at("mlp_only_layers").empty()) {
-    r.fail("mlp_only_layers", "dense layers listed one by one are not supported");
+  const std::int64_t step = r.integer_or("decoder_sparse_step", 1);
+  m.moe.layer_interval = step;
+  if (!r.present("mlp_only_layers") || r.json().at("mlp_only_layers").empty()) return;
+  // transformers' rule: an MoE layer where (i + 1) % decoder_sparse_step == 0 and i is not
+  // among mlp_only_layers.
+  const nlohmann::json& listed = r.json().at("mlp_only_layers");
+  std::vector<bool> dense(static_cast<std::size_t>(m.num_layers), false);
+  for (const auto& l : listed.is_array() ? listed : nlohmann::json::array({nullptr})) {
+    if (!l.is_number_integer() || l.get<std::int64_t>() < 0 ||
+        l.get<std::int64_t>() >= m.num_layers) {
+      r.fail("mlp_only_layers", "must list layer indices below num_hidden_layers (" +
+                                    std::to_string(m.num_layers) + ")");
+    }
+    dense[static_cast<std::size_t>(l.get<std::int64_t>())] = true;
   }
+  moe_layers_by_rule(r, m, "mlp_only_layers", [&](std::int64_t i) {
+    return !dense[static_cast<std::size_t>(i)] && (i + 1) % step == 0;
+  });
 }
 
 // DeepSeek's MoE keys (GLM-4.5's too): n_routed_experts of moe_intermediate_size, n_shared_experts
@@ -50,8 +82,11 @@ void read_deepseek(HfReader& r, Model& m) {
   m.mla.v_head_dim = r.integer("v_head_dim");
   m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
   read_deepseek_experts(r, m);
-  if (r.integer_or("moe_layer_freq", 1) != 1) {
-    r.fail("moe_layer_freq", "only 1 (every layer after the dense ones) is supported");
+  // transformers' rule: an MoE layer from first_k_dense_replace on where i % moe_layer_freq == 0.
+  if (const std::int64_t freq = r.integer_or("moe_layer_freq", 1); freq != 1) {
+    const std::int64_t first = m.moe.first_dense_layers;
+    moe_layers_by_rule(r, m, "moe_layer_freq",
+                       [&](std::int64_t i) { return i >= first && i % freq == 0; });
   }
   m.moe.router_expert_bias = r.string_or("topk_method", "greedy") == "noaux_tc";
   m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, {0, Model::kMaxMtpLayers});

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "sim/core/error.hpp"
 #include "sim/cost/rank_params.hpp"
 #include "sim/cost/stage_cost.hpp"
 #include "sim/model/params.hpp"
@@ -73,6 +74,45 @@ TEST(HfFamilies, MixtureOfExpertsCounts) {
             2 * 4096 * 12288 + 2 * 4096 * 1024 + 12288 + 2 * 1024);
   EXPECT_TRUE(glm.moe.router_expert_bias);
   EXPECT_EQ(glm.moe.shared_expert_ffn_hidden_size, 1536);
+}
+
+// Qwen's mlp_only_layers (transformers: an MoE layer where (i + 1) % decoder_sparse_step == 0 and
+// i is not listed) and DeepSeek's moe_layer_freq (from first_k_dense_replace on, i % freq == 0):
+// held as leading dense layers and equal groups where they make one. Qwen3-30B-A3B with its first
+// two layers dense trades their 128 experts of 3 x 2048 x 768 and router of 128 x 2048 for dense
+// MLPs of 3 x 2048 x 6144.
+TEST(HfFamilies, MoeLayersByTheConfigsOwnRule) {
+  const std::string dir = test::make_temp_dir();
+  const auto edited = [&dir](const std::string& model, const std::string& from,
+                             const std::string& to) {
+    std::string text = test::read_file(test::data_path("hf/" + model + "/config.json"));
+    text.replace(text.find(from), from.size(), to);
+    const std::string path = dir + "/" + model + ".json";
+    test::write_file(path, text);
+    return path;
+  };
+  const Model qwen = hf("qwen3-30b-a3b");
+  const Model first_two =
+      load_model(edited("qwen3-30b-a3b", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [0, 1]"));
+  EXPECT_EQ(first_two.moe.first_dense_layers, 2);
+  EXPECT_EQ(moe_layer_count(first_two), 46);
+  EXPECT_EQ(total_params(qwen) - total_params(first_two),
+            2 * (128 * 3 * 2048 * 768 + 128 * 2048 - 3 * 2048 * 6144));
+  const auto error = [](const std::string& path) {
+    try {
+      (void)load_model(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(read)");
+  };
+  EXPECT_NE(error(edited("qwen3-30b-a3b", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [5]"))
+                .find("$.mlp_only_layers: puts the MoE layers where trainsim's models cannot hold "
+                      "them"),
+            std::string::npos);
+  EXPECT_NE(error(edited("deepseek-v3", "\"moe_layer_freq\": 1", "\"moe_layer_freq\": 2"))
+                .find("$.moe_layer_freq: puts the MoE layers where"),
+            std::string::npos);
 }
 
 // OLMo's q and k norms span all heads: 4096 weights each, split over TP with the heads (a rank
