@@ -102,9 +102,9 @@ void attention(const MegatronArgs& a, Model& m) {
   m.num_kv_heads = heads;
 }
 
-// --moe-layer-freq: every layer (1), or a Python list of 0s and 1s, one per layer ("[0]*3+[1]*58",
-// "([0]+[1])*24"), which trainsim's models hold as leading dense layers and then an MoE layer
-// last in every group of layer_interval.
+// --moe-layer-freq: every k-th layer from the first (k; 1: every layer), or a Python list of 0s and
+// 1s, one per layer ("[0]*3+[1]*58", "([0]+[1])*24"), which trainsim's models hold as leading
+// dense layers and then an MoE layer last in every group of layer_interval.
 struct FreqParser {
   const std::string& text;
   std::size_t i = 0;
@@ -166,7 +166,18 @@ void moe_layers(const MegatronArgs& a, Model& m) {
   const std::string arg = "--moe-layer-freq";
   if (!a.has(arg) || a.one(arg) == "1") return;
   FreqParser p{a.one(arg)};
-  const std::vector<int> pattern = p.expr();
+  std::vector<int> pattern;
+  if (const std::string& text = a.one(arg);
+      !text.empty() && text.size() < 8 &&
+      text.find_first_not_of("0123456789") == std::string::npos) {
+    // An integer k: Megatron-Core's [1 if i % k == 0 else 0 for i in range(num_layers)].
+    const std::int64_t k = std::stoll(text);
+    if (k < 1) a.fail(arg, "must be at least 1, got " + text);
+    for (std::int64_t i = 0; i < m.num_layers; ++i) pattern.push_back(i % k == 0 ? 1 : 0);
+    p.i = text.size();
+  } else {
+    pattern = p.expr();
+  }
   p.skip();
   if (!p.ok || p.i != p.text.size()) {
     a.fail(arg, "must be 1 or a list of 0s and 1s, one per layer (\"[0]*3+[1]*58\")");

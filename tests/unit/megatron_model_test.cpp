@@ -114,6 +114,9 @@ TEST(MegatronModel, LayerFrequencyListsBecomeLeadingDenseLayersAndIntervals) {
   EXPECT_EQ(moe_layer_count(last), 1);
   EXPECT_TRUE(is_moe_layer(last, 7));
   EXPECT_EQ(moe_layer_count(build(moe + "1")), 8);
+  // An integer k routes layers 0, k, 2k, ...: a pattern trainsim holds where that is one layer.
+  EXPECT_EQ(
+      moe_layer_count(build(kGpt2Small + " --num-experts 8 --num-layers 1 --moe-layer-freq 3")), 1);
   EXPECT_EQ(moe_layer_count(build(moe + "'[0, 1, 1, 1, 1, 1, 1, 1]'")), 7);
 }
 
@@ -125,7 +128,11 @@ TEST(MegatronModel, WhatTrainsimCannotBuildIsRefusedNamingTheArgument) {
       "--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Llama-3.1-8B");
   EXPECT_NE(hf.find("--tokenizer-type"), std::string::npos) << hf;
   EXPECT_NE(hf.find("give --model"), std::string::npos) << hf;
-  EXPECT_NE(error_of(kGpt2Small + " --num-experts 8 --moe-layer-freq 2").find("--moe-layer-freq"),
+  // An integer k puts the MoE layers first in each group of k (layers 0, 2, 4, ...), which
+  // trainsim's pattern (the last of each group) cannot hold but for one layer.
+  EXPECT_NE(error_of(kGpt2Small + " --num-experts 8 --moe-layer-freq 2").find("not a pattern"),
+            std::string::npos);
+  EXPECT_NE(error_of(kGpt2Small + " --num-experts 8 --moe-layer-freq 0").find("at least 1"),
             std::string::npos);
   EXPECT_NE(error_of(kGpt2Small + " --num-experts 8 --moe-layer-freq '[1]*11'").find("11 entries"),
             std::string::npos);
