@@ -12,8 +12,12 @@ namespace trainsim {
 namespace {
 
 // The name of a decoder kernel without its FP8 cast's suffix ("q_up.fp8_cast" is q_up's).
+std::string_view base_name(const KernelSpec& k) {
+  return std::string_view(k.name).substr(0, k.name.find('.'));
+}
+
 bool named(const KernelSpec& k, std::initializer_list<std::string_view> names) {
-  const std::string_view base = std::string_view(k.name).substr(0, k.name.find('.'));
+  const std::string_view base = base_name(k);
   for (auto n : names) {
     if (base == n) return true;
   }
@@ -117,7 +121,7 @@ BlockPass op_recompute(const BlockPass& fwd, const LayerShape& shape) {
   std::vector<std::string_view> ran;
   for (const auto& k : fwd.kernels) {
     if (k.name.starts_with("attention")) continue;
-    const std::string_view base = std::string_view(k.name).substr(0, k.name.find('.'));
+    const std::string_view base = base_name(k);
     const bool again = std::find(whole.begin(), whole.end(), base) != whole.end();
     if (k.kind == KernelKind::kGemm && again) ran.push_back(base);
     if (k.kind == KernelKind::kElementwise || again) out.kernels.push_back(k);

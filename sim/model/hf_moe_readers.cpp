@@ -42,18 +42,13 @@ void read_qwen_experts(HfReader& r, Model& m) {
   if (!r.present("mlp_only_layers") || r.json().at("mlp_only_layers").empty()) return;
   // transformers' rule: an MoE layer where (i + 1) % decoder_sparse_step == 0 and i is not
   // among mlp_only_layers.
-  const nlohmann::json& listed = r.json().at("mlp_only_layers");
-  std::vector<bool> dense(static_cast<std::size_t>(m.num_layers), false);
-  for (const auto& l : listed.is_array() ? listed : nlohmann::json::array({nullptr})) {
-    if (!l.is_number_integer() || l.get<std::int64_t>() < 0 ||
-        l.get<std::int64_t>() >= m.num_layers) {
-      r.fail("mlp_only_layers", "must list layer indices below num_hidden_layers (" +
-                                    std::to_string(m.num_layers) + ")");
-    }
-    dense[static_cast<std::size_t>(l.get<std::int64_t>())] = true;
+  const auto dense = listed_layers(r.json().at("mlp_only_layers"), m.num_layers);
+  if (!dense) {
+    r.fail("mlp_only_layers", "must list layer indices below num_hidden_layers (" +
+                                  std::to_string(m.num_layers) + ")");
   }
   moe_layers_by_rule(r, m, "mlp_only_layers", [&](std::int64_t i) {
-    return !dense[static_cast<std::size_t>(i)] && (i + 1) % step == 0;
+    return !(*dense)[static_cast<std::size_t>(i)] && (i + 1) % step == 0;
   });
 }
 

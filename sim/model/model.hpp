@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -163,6 +164,9 @@ std::int64_t moe_layer_count(const Model& m);
 /// `moe` marks are MoE layers (one entry per layer): leading dense layers, then groups of equal
 /// size each ending in an MoE layer. False (the spec unchanged) where no such pattern holds them.
 bool set_moe_layers(Model& m, const std::vector<bool>& moe);
+/// One flag per decoder layer, set for each index a config's list of layers names; nothing where
+/// `list` is not a list of integers in [0, num_layers).
+std::optional<std::vector<bool>> listed_layers(const nlohmann::json& list, std::int64_t num_layers);
 
 /// Loads our model JSON, or a Hugging Face config.json (recognised by its "architectures" key).
 Model load_model(const std::filesystem::path& path);

@@ -1,7 +1,10 @@
 #include "sim/model/params.hpp"
 
+#include <optional>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace trainsim {
 
@@ -43,6 +46,20 @@ bool set_moe_layers(Model& m, const std::vector<bool>& moe) {
   }
   m.moe = before;
   return false;
+}
+
+std::optional<std::vector<bool>> listed_layers(const nlohmann::json& list,
+                                               std::int64_t num_layers) {
+  if (!list.is_array()) return std::nullopt;
+  std::vector<bool> out(static_cast<std::size_t>(num_layers), false);
+  for (const auto& l : list) {
+    if (!l.is_number_integer() || l.get<std::int64_t>() < 0 ||
+        l.get<std::int64_t>() >= num_layers) {
+      return std::nullopt;
+    }
+    out[static_cast<std::size_t>(l.get<std::int64_t>())] = true;
+  }
+  return out;
 }
 
 std::int64_t norm_params(const Model& m, std::int64_t width) {

@@ -29,7 +29,8 @@ struct Reader {
 void parallelism(JsonObject p, Reader& r, std::int64_t& dp, bool experts) {
   dp = p.integer("dp", kBatchFactor);
   r.set(p, "dp", "dp", std::to_string(dp));
-  r.set(p, "tp", "tp", std::to_string(p.integer("tp", {1})));
+  const std::int64_t tp = p.integer("tp", {1});
+  r.set(p, "tp", "tp", std::to_string(tp));
   r.set(p, "pp", "pp", std::to_string(p.integer("pp", {1})));
   if (given(p, "context_parallel_size")) {
     r.set(p, "context_parallel_size", "cp",
@@ -51,11 +52,11 @@ void parallelism(JsonObject p, Reader& r, std::int64_t& dp, bool experts) {
                                ? p.choice("tp_mode", {"REDUCE_SCATTER", "ALL_REDUCE"})
                                : "ALL_REDUCE";  // ParallelismArgs' default
   if (given(p, "tp_mode")) r.set(p, "tp_mode", "sp", mode == "REDUCE_SCATTER" ? "true" : "false");
-  if (experts && p.integer("tp", {1}) > 1) {
+  if (experts && tp > 1) {
     // Qwen2MoELayer's experts are whole on every TP rank, each rank routing its own tokens.
     r.set(p, "tp", "etp", "1");
   }
-  if (experts && mode == "ALL_REDUCE" && p.integer("tp", {1}) > 1) {
+  if (experts && mode == "ALL_REDUCE" && tp > 1) {
     // Every TP rank holds all the tokens and every expert: each routes and computes them all.
     p.fail(given(p, "tp_mode") ? "tp_mode" : "tp",
            "ALL_REDUCE with tp above 1 runs a mixture-of-experts layer's every token through the "
@@ -125,20 +126,12 @@ void read_experts(JsonObject c, Model& m) {
   if (!given(c, "layers")) return;
   const nlohmann::json& layers = c.raw("layers");
   if (layers == nlohmann::json::array({-1})) return;  // every layer
-  const auto bad = [&c, &m] {
+  const auto moe = listed_layers(layers, m.num_layers);
+  if (!moe) {
     c.fail("layers", "must be [-1] (every layer) or a list of layer indices below " +
                          std::to_string(m.num_layers));
-  };
-  if (!layers.is_array()) bad();
-  std::vector<bool> moe(static_cast<std::size_t>(m.num_layers), false);
-  for (const auto& l : layers) {
-    if (!l.is_number_integer() || l.get<std::int64_t>() < 0 ||
-        l.get<std::int64_t>() >= m.num_layers) {
-      bad();
-    }
-    moe[static_cast<std::size_t>(l.get<std::int64_t>())] = true;
   }
-  if (!set_moe_layers(m, moe)) {
+  if (!set_moe_layers(m, *moe)) {
     c.fail("layers",
            "is not a pattern trainsim's models hold: leading dense layers, then groups of equal "
            "size whose last layer is an MoE layer");
