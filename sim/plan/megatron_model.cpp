@@ -162,26 +162,31 @@ struct FreqParser {
   }
 };
 
+// Each layer's entry of --moe-layer-freq: an integer k as Megatron-Core expands it ([1 if i % k
+// == 0 else 0 for i in range(num_layers)]), or the list it spells.
+std::vector<int> freq_pattern(const MegatronArgs& a, const std::string& arg, std::int64_t layers) {
+  const std::string& text = a.one(arg);
+  if (!text.empty() && text.size() < 8 &&
+      text.find_first_not_of("0123456789") == std::string::npos) {
+    const std::int64_t k = std::stoll(text);
+    if (k < 1) a.fail(arg, "must be at least 1, got " + text);
+    std::vector<int> pattern;
+    for (std::int64_t i = 0; i < layers; ++i) pattern.push_back(i % k == 0 ? 1 : 0);
+    return pattern;
+  }
+  FreqParser p{text};
+  std::vector<int> pattern = p.expr();
+  p.skip();
+  if (!p.ok || p.i != p.text.size()) {
+    a.fail(arg, "must be an integer or a list of 0s and 1s, one per layer (\"[0]*3+[1]*58\")");
+  }
+  return pattern;
+}
+
 void moe_layers(const MegatronArgs& a, Model& m) {
   const std::string arg = "--moe-layer-freq";
   if (!a.has(arg) || a.one(arg) == "1") return;
-  FreqParser p{a.one(arg)};
-  std::vector<int> pattern;
-  if (const std::string& text = a.one(arg);
-      !text.empty() && text.size() < 8 &&
-      text.find_first_not_of("0123456789") == std::string::npos) {
-    // An integer k: Megatron-Core's [1 if i % k == 0 else 0 for i in range(num_layers)].
-    const std::int64_t k = std::stoll(text);
-    if (k < 1) a.fail(arg, "must be at least 1, got " + text);
-    for (std::int64_t i = 0; i < m.num_layers; ++i) pattern.push_back(i % k == 0 ? 1 : 0);
-    p.i = text.size();
-  } else {
-    pattern = p.expr();
-  }
-  p.skip();
-  if (!p.ok || p.i != p.text.size()) {
-    a.fail(arg, "must be 1 or a list of 0s and 1s, one per layer (\"[0]*3+[1]*58\")");
-  }
+  const std::vector<int> pattern = freq_pattern(a, arg, m.num_layers);
   if (static_cast<std::int64_t>(pattern.size()) != m.num_layers) {
     a.fail(arg, "has " + std::to_string(pattern.size()) + " entries for " +
                     std::to_string(m.num_layers) + " layers (--num-layers)");

@@ -82,13 +82,14 @@ Degrees degrees(JsonObject& p, Reader& r) {
 }
 
 // mbs: the local batch, or with pipelining its micro-batch; gbs: the global batch, or the local
-// batch of every data-parallel rank.
-void batch(JsonObject& t, JsonObject& p, const Degrees& d, Reader& r) {
+// batch of every data-parallel rank. Returns the config's seq_len.
+std::int64_t batch(JsonObject& t, JsonObject& p, const Degrees& d, Reader& r) {
   // Older torchtitan named the local batch batch_size.
   const std::string key =
       !t.has("local_batch_size") && t.has("batch_size") ? "batch_size" : "local_batch_size";
   const std::int64_t local = integer_or(t, key, 8, {1, std::int64_t{1} << 24});
-  r.set(t, "seq_len", "seq_len", std::to_string(integer_or(t, "seq_len", 2048, {1})));
+  const std::int64_t seq_len = integer_or(t, "seq_len", 2048, {1});
+  r.set(t, "seq_len", "seq_len", std::to_string(seq_len));
   const std::int64_t global = integer_or(t, "global_batch_size", -1, {-1, std::int64_t{1} << 40});
   if (global > 0) {
     if (global % (local * d.dp()) != 0) {
@@ -110,7 +111,7 @@ void batch(JsonObject& t, JsonObject& p, const Degrees& d, Reader& r) {
   }
   if (d.pp == 1) {
     r.set(t, key, "mbs", std::to_string(local));
-    return;
+    return seq_len;
   }
   const std::string mb = "pipeline_parallel_microbatch_size";
   const std::int64_t micro = integer_or(p, mb, 1, {1, std::int64_t{1} << 30});
@@ -119,6 +120,7 @@ void batch(JsonObject& t, JsonObject& p, const Degrees& d, Reader& r) {
                    std::to_string(micro));
   }
   r.set(p, mb, "mbs", std::to_string(micro));
+  return seq_len;
 }
 
 // selective_ac_option N: torchtitan checkpoints every N-th block a rank builds (a count over the
@@ -331,14 +333,13 @@ TorchtitanPlan plan_from_torchtitan_config(const nlohmann::json& config, const s
   JsonObject t = table(top, "training");
   const Degrees d = degrees(p, r);
   torchtitan::experts(p, d, model, r);
-  batch(t, p, d, r);
+  const std::int64_t seq_len = batch(t, p, d, r);
   const std::vector<std::int64_t> parts = torchtitan::pipeline(p, d, model.num_layers, r);
   JsonObject a = table(top, "activation_checkpoint");
   recompute(a, parts, r);
   const bool fsdp = sharding(p, d, r);
   precision(top, t, fsdp, model, r);
-  torchtitan::flavor_differences(
-      top, model, r.flag_integer("seq_len").value_or(integer_or(t, "seq_len", 2048, {1})), r);
+  torchtitan::flavor_differences(top, model, r.flag_integer("seq_len").value_or(seq_len), r);
   // torch.compile: training.compile, or (later torchtitan) compile.enable.
   JsonObject c = table(top, "compile");
   const bool compiled =
