@@ -11,17 +11,12 @@ namespace trainsim::hf {
 
 namespace {
 
-// The MoE layers a config's own rule marks, as trainsim's pattern of leading dense layers and
-// equal groups; `key` named where no such pattern holds them.
+// The MoE layers a config's own rule marks; `key` named where the rule leaves none.
 void moe_layers_by_rule(HfReader& r, Model& m, const char* key,
                         const std::function<bool(std::int64_t)>& moe) {
   std::vector<bool> layers;
   for (std::int64_t i = 0; i < m.num_layers; ++i) layers.push_back(moe(i));
-  if (!set_moe_layers(m, layers)) {
-    r.fail(key,
-           "puts the MoE layers where trainsim's models cannot hold them (leading dense layers, "
-           "then groups of equal size whose last layer is an MoE layer)");
-  }
+  if (!set_moe_layers(m, layers)) r.fail(key, "leaves no MoE layer");
 }
 
 // Routed experts of one width: their count under `count_key`, Hugging Face's top-k key.

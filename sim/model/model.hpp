@@ -38,6 +38,11 @@ struct MoeSpec {
   /// After those, layer i (from 0) is an MoE layer when (i + 1) % layer_interval == 0, the
   /// others dense (Llama 4's interleave_moe_layer_step, Qwen3's decoder_sparse_step).
   std::int64_t layer_interval = 1;
+  /// The MoE layers (ascending, from 0) where the rule above cannot place them (Megatron's
+  /// --moe-layer-freq k and DeepSeek's moe_layer_freq put the MoE layer first in each group of
+  /// k, Qwen's mlp_only_layers skips any layer); empty: the rule. With a list, first_dense_layers
+  /// is 0 and layer_interval 1.
+  std::vector<std::int64_t> layers;
   /// The router has a learned bias, one per expert (GPT-OSS): a parameter like its weight.
   bool router_bias = false;
   /// Auxiliary-loss-free load balancing (DeepSeek-V3's score-correction bias, Megatron-Core's
@@ -160,9 +165,10 @@ bool is_moe_layer(const Model& m, std::int64_t layer);
 bool is_local_attention_layer(const Model& m, std::int64_t layer);
 /// How many of the model's decoder layers are MoE layers (0 for a dense model).
 std::int64_t moe_layer_count(const Model& m);
-/// Sets the MoE spec's first_dense_layers and layer_interval so that exactly the decoder layers
-/// `moe` marks are MoE layers (one entry per layer): leading dense layers, then groups of equal
-/// size each ending in an MoE layer. False (the spec unchanged) where no such pattern holds them.
+/// Makes exactly the decoder layers `moe` marks (one entry per layer) the MoE layers: by the
+/// spec's rule where it holds them (leading dense layers, then groups of equal size each ending in
+/// an MoE layer), else as a list. False (the spec unchanged) where `moe` has no MoE layer or not
+/// one entry per layer.
 bool set_moe_layers(Model& m, const std::vector<bool>& moe);
 /// One flag per decoder layer, set for each index a config's list of layers names; nothing where
 /// `list` is not a list of integers in [0, num_layers).

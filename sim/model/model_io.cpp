@@ -127,6 +127,26 @@ void check_attention(const Model& m, const ModelKeyPath& where) {
   }
 }
 
+// An explicit list of MoE layers: ascending indices of decoder layers, in place of the rule.
+void check_listed_moe_layers(const Model& m, const ModelKeyPath& where) {
+  const std::vector<std::int64_t>& layers = m.moe.layers;
+  if (layers.empty()) return;
+  if (m.moe.first_dense_layers != 0 || m.moe.layer_interval != 1) {
+    fail_input(where("moe.layers"),
+               "replaces first_dense_layers and layer_interval: give one or "
+               "the other");
+  }
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i] < 0 || layers[i] >= m.num_layers || (i > 0 && layers[i] <= layers[i - 1])) {
+      fail_input(where("moe.layers"),
+                 "must list decoder layers in ascending order, each from 0 "
+                 "to num_layers - 1 (" +
+                     std::to_string(m.num_layers - 1) + "), got " + std::to_string(layers[i]) +
+                     " at index " + std::to_string(i));
+    }
+  }
+}
+
 void check_experts(const Model& m, const ModelKeyPath& where) {
   if (m.moe.is_moe() && m.moe.experts_per_token > m.moe.num_experts) {
     fail_input(where("moe.experts_per_token"),
@@ -142,6 +162,7 @@ void check_experts(const Model& m, const ModelKeyPath& where) {
                                                     std::to_string(m.num_layers - 1) + "), got " +
                                                     std::to_string(m.moe.first_dense_layers));
   }
+  check_listed_moe_layers(m, where);
   if (m.moe.shared_expert_ffn_hidden_size < 0) {
     fail_input(where("moe.shared_expert_ffn_hidden_size"), "must be >= 0");
   }
@@ -178,6 +199,14 @@ void read_moe(JsonObject moe, Model& m) {
   m.moe.shared_expert_gate = moe.optional_boolean("shared_expert_gate").value_or(false);
   m.moe.first_dense_layers = moe.optional_integer("first_dense_layers").value_or(0);
   m.moe.layer_interval = moe.optional_integer("layer_interval").value_or(1);
+  if (moe.has("layers")) {
+    const nlohmann::json& layers = moe.raw("layers");
+    if (!layers.is_array() || layers.empty()) moe.fail("layers", "must be a list of layer indices");
+    for (const auto& l : layers) {
+      if (!l.is_number_integer()) moe.fail("layers", "must hold integers, got " + hf::got(l));
+      m.moe.layers.push_back(l.get<std::int64_t>());
+    }
+  }
   m.moe.router_bias = moe.optional_boolean("router_bias").value_or(false);
   m.moe.router_expert_bias = moe.optional_boolean("router_expert_bias").value_or(false);
   moe.finish();

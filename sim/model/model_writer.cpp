@@ -15,6 +15,7 @@ nlohmann::ordered_json moe_json(const MoeSpec& moe) {
   if (moe.shared_expert_gate) j["shared_expert_gate"] = true;
   if (moe.first_dense_layers > 0) j["first_dense_layers"] = moe.first_dense_layers;
   if (moe.layer_interval != 1) j["layer_interval"] = moe.layer_interval;
+  if (!moe.layers.empty()) j["layers"] = moe.layers;
   if (moe.router_bias) j["router_bias"] = true;
   if (moe.router_expert_bias) j["router_expert_bias"] = true;
   return j;

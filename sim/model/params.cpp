@@ -1,5 +1,6 @@
 #include "sim/model/params.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -16,6 +17,9 @@ bool is_local_attention_layer(const Model& m, std::int64_t layer) {
 
 bool is_moe_layer(const Model& m, std::int64_t layer) {
   if (!m.moe.is_moe() || layer < m.moe.first_dense_layers) return false;
+  if (!m.moe.layers.empty()) {
+    return std::binary_search(m.moe.layers.begin(), m.moe.layers.end(), layer);
+  }
   return (layer + 1) % m.moe.layer_interval == 0;
 }
 
@@ -31,7 +35,7 @@ bool set_moe_layers(Model& m, const std::vector<bool>& moe) {
     if (moe[i]) at.push_back(static_cast<std::int64_t>(i));
   }
   if (at.empty() || static_cast<std::int64_t>(moe.size()) != m.num_layers) return false;
-  const MoeSpec before = m.moe;
+  m.moe.layers.clear();
   const std::int64_t gap = at.size() > 1 ? at[1] - at[0] : at[0] + 1;
   const std::pair<std::int64_t, std::int64_t> candidates[] = {
       {0, gap}, {at[0], gap}, {0, at[0] + 1}, {at[0], 1}};
@@ -44,8 +48,10 @@ bool set_moe_layers(Model& m, const std::vector<bool>& moe) {
     }
     if (same) return true;
   }
-  m.moe = before;
-  return false;
+  m.moe.first_dense_layers = 0;
+  m.moe.layer_interval = 1;
+  m.moe.layers = std::move(at);
+  return true;
 }
 
 std::optional<std::vector<bool>> listed_layers(const nlohmann::json& list,

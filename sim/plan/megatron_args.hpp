@@ -43,7 +43,7 @@ LaunchCommand parse_launch_command(std::string_view text, const std::string& whe
 /// biases, tied embeddings; top-2 experts as wide as the MLP), the vocabulary of the null
 /// tokenizer (--vocab-size) or GPT-2's BPE (50,257). InputError naming `where` and the
 /// argument for a shape missing, a tokenizer whose vocabulary is in a file, or what trainsim's
-/// models cannot hold (another position embedding or norm, an MoE layer pattern they lack).
+/// models cannot hold (another position embedding or norm).
 Model model_from_megatron_args(const LaunchCommand& launch, const std::string& name,
                                const std::string& where);
 

@@ -103,8 +103,7 @@ void attention(const MegatronArgs& a, Model& m) {
 }
 
 // --moe-layer-freq: every k-th layer from the first (k; 1: every layer), or a Python list of 0s and
-// 1s, one per layer ("[0]*3+[1]*58", "([0]+[1])*24"), which trainsim's models hold as leading
-// dense layers and then an MoE layer last in every group of layer_interval.
+// 1s, one per layer ("[0]*3+[1]*58", "([0]+[1])*24").
 struct FreqParser {
   const std::string& text;
   std::size_t i = 0;
@@ -196,13 +195,9 @@ void moe_layers(const MegatronArgs& a, Model& m) {
     if (entry != 0 && entry != 1) a.fail(arg, "must hold 0s and 1s only");
     moe.push_back(entry == 1);
   }
-  if (std::find(moe.begin(), moe.end(), true) == moe.end()) {
+  if (!set_moe_layers(m, moe)) {
     a.fail(arg, "has no MoE layer: for a dense model leave out --num-experts");
   }
-  if (set_moe_layers(m, moe)) return;
-  a.fail(arg,
-         "is not a pattern trainsim's models hold: leading dense layers, then groups of "
-         "equal size whose last layer is an MoE layer");
 }
 
 void experts(const MegatronArgs& a, Model& m) {

@@ -131,11 +131,7 @@ void read_experts(JsonObject c, Model& m) {
     c.fail("layers", "must be [-1] (every layer) or a list of layer indices below " +
                          std::to_string(m.num_layers));
   }
-  if (!set_moe_layers(m, *moe)) {
-    c.fail("layers",
-           "is not a pattern trainsim's models hold: leading dense layers, then groups of equal "
-           "size whose last layer is an MoE layer");
-  }
+  if (!set_moe_layers(m, *moe)) c.fail("layers", "lists no layer: give [-1] for every layer");
 }
 
 }  // namespace

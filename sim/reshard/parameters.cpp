@@ -84,7 +84,7 @@ bool looks_like_mixtral(const Model& m) {
   const MoeSpec& e = m.moe;
   return !m.mla.is_mla() && !m.qk_norm && !m.attention_sinks && !m.sandwich_norms &&
          e.shared_expert_ffn_hidden_size == 0 && e.first_dense_layers == 0 &&
-         e.layer_interval == 1 && !e.router_bias;
+         e.layer_interval == 1 && e.layers.empty() && !e.router_bias;
 }
 
 // Llama's, DeepSeek's and Qwen3's names (mlp.gate, mlp.experts.E.gate_proj, mlp.shared_experts)

@@ -78,9 +78,11 @@ TEST(HfFamilies, MixtureOfExpertsCounts) {
 
 // Qwen's mlp_only_layers (transformers: an MoE layer where (i + 1) % decoder_sparse_step == 0 and
 // i is not listed) and DeepSeek's moe_layer_freq (from first_k_dense_replace on, i % freq == 0):
-// held as leading dense layers and equal groups where they make one. Qwen3-30B-A3B with its first
-// two layers dense trades their 128 experts of 3 x 2048 x 768 and router of 128 x 2048 for dense
-// MLPs of 3 x 2048 x 6144.
+// held as leading dense layers and equal groups where they make one, else as a list. Qwen3-30B-A3B
+// with its first two layers dense trades their 128 experts of 3 x 2048 x 768 and router of
+// 128 x 2048 for dense MLPs of 3 x 2048 x 6144. DeepSeek-V3 with moe_layer_freq 2 routes layers
+// 4, 6, ..., 60 (29 of them, where 58 routed): 29 layers of 256 experts of 3 x 7168 x 2048, a
+// shared one like them and a router of 256 x 7168 become dense MLPs of 3 x 7168 x 18432.
 TEST(HfFamilies, MoeLayersByTheConfigsOwnRule) {
   const std::string dir = test::make_temp_dir();
   const auto edited = [&dir](const std::string& model, const std::string& from,
@@ -106,13 +108,31 @@ TEST(HfFamilies, MoeLayersByTheConfigsOwnRule) {
     }
     return std::string("(read)");
   };
-  EXPECT_NE(error(edited("qwen3-30b-a3b", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [5]"))
-                .find("$.mlp_only_layers: puts the MoE layers where trainsim's models cannot hold "
-                      "them"),
-            std::string::npos);
-  EXPECT_NE(error(edited("deepseek-v3", "\"moe_layer_freq\": 1", "\"moe_layer_freq\": 2"))
-                .find("$.moe_layer_freq: puts the MoE layers where"),
-            std::string::npos);
+  const Model fifth =
+      load_model(edited("qwen3-30b-a3b", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [5]"));
+  EXPECT_EQ(moe_layer_count(fifth), 47);
+  EXPECT_TRUE(is_moe_layer(fifth, 4));
+  EXPECT_FALSE(is_moe_layer(fifth, 5));
+  EXPECT_TRUE(is_moe_layer(fifth, 6));
+  EXPECT_EQ(total_params(qwen) - total_params(fifth),
+            (total_params(qwen) - total_params(first_two)) / 2);
+  const Model v3 = hf("deepseek-v3");
+  const Model every_other =
+      load_model(edited("deepseek-v3", "\"moe_layer_freq\": 1", "\"moe_layer_freq\": 2"));
+  EXPECT_EQ(every_other.moe.layers.front(), 4);
+  EXPECT_EQ(every_other.moe.layers.back(), 60);
+  EXPECT_EQ(moe_layer_count(every_other), 29);
+  EXPECT_FALSE(is_moe_layer(every_other, 3));
+  EXPECT_FALSE(is_moe_layer(every_other, 59));
+  const std::int64_t routed = std::int64_t{256} * 3 * 7168 * 2048 + 3 * 7168 * 2048 + 256 * 7168;
+  EXPECT_EQ(total_params(v3) - total_params(every_other),
+            29 * (routed - std::int64_t{3} * 7168 * 18432));
+  std::string all = "[";
+  for (int i = 0; i < 48; ++i) all += (i > 0 ? ", " : "") + std::to_string(i);
+  EXPECT_NE(
+      error(edited("qwen3-30b-a3b", "\"mlp_only_layers\": []", "\"mlp_only_layers\": " + all + "]"))
+          .find("$.mlp_only_layers: leaves no MoE layer"),
+      std::string::npos);
 }
 
 // OLMo's q and k norms span all heads: 4096 weights each, split over TP with the heads (a rank

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "sim/core/error.hpp"
 #include "sim/model/model_writer.hpp"
 #include "sim/model/params.hpp"
 #include "tests/support/support.hpp"
@@ -54,6 +55,38 @@ TEST(ModelWriter, OptionalKeysAppearOnlyAwayFromTheirDefaults) {
   EXPECT_EQ(deepseek["moe"]["first_dense_layers"], 3);
   EXPECT_EQ(deepseek["mla"]["q_lora_rank"], 1536);
   EXPECT_FALSE(deepseek.contains("head_dim"));  // MLA's widths give it
+}
+
+// MoE layers no rule of leading dense layers and equal groups holds (the first of each pair, as
+// Megatron's --moe-layer-freq 2 routes) are written as their list and read back so.
+TEST(ModelWriter, MoeLayersOutsideTheRuleAreWrittenAsTheirList) {
+  Model m = test::catalog_model("mixtral-8x7b");
+  std::vector<bool> first_of_pairs;
+  for (std::int64_t i = 0; i < m.num_layers; ++i) first_of_pairs.push_back(i % 2 == 0);
+  ASSERT_TRUE(set_moe_layers(m, first_of_pairs));
+  const nlohmann::ordered_json written = model_json(m);
+  EXPECT_EQ(written["moe"]["layers"].size(), 16U);
+  EXPECT_EQ(written["moe"]["layers"][1], 2);
+  EXPECT_FALSE(written["moe"].contains("layer_interval"));
+  expect_round_trip(m, "mixtral-8x7b, MoE on even layers");
+  EXPECT_EQ(moe_layer_count(m), 16);
+  // The last of each pair is the rule's: no list.
+  std::vector<bool> last_of_pairs;
+  for (std::int64_t i = 0; i < m.num_layers; ++i) last_of_pairs.push_back(i % 2 == 1);
+  ASSERT_TRUE(set_moe_layers(m, last_of_pairs));
+  EXPECT_TRUE(m.moe.layers.empty());
+  EXPECT_EQ(model_json(m)["moe"]["layer_interval"], 2);
+  // A list beside the rule's keys is refused.
+  nlohmann::json both = nlohmann::json::parse(written.dump());
+  both["moe"]["layer_interval"] = 2;
+  try {
+    (void)parse_model_json(both, "m.json");
+    ADD_FAILURE() << "a list beside layer_interval read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m.json: $.moe.layers: replaces first_dense_layers and layer_interval: give one or "
+              "the other");
+  }
 }
 
 }  // namespace

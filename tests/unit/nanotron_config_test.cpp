@@ -126,14 +126,18 @@ TEST(NanotronConfig, MoeConfigIsQwen2MoeLayer) {
   const Model second = moe_model("[1]");
   EXPECT_EQ(moe_layer_count(second), 1);
   EXPECT_EQ(total_params(second) - total_params(dense), per_layer);
+  const Model first = moe_model("[0]");  // an MoE layer first, then a dense one
+  EXPECT_EQ(first.moe.layers, (std::vector<std::int64_t>{0}));
+  EXPECT_TRUE(is_moe_layer(first, 0));
+  EXPECT_FALSE(is_moe_layer(first, 1));
+  EXPECT_EQ(total_params(first), total_params(second));
   try {
-    (void)moe_model("[0]");  // an MoE layer first, then a dense one
-    ADD_FAILURE() << "layers [0] read";
+    (void)moe_model("[]");
+    ADD_FAILURE() << "layers [] read";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "n.yaml: $.model.model_config.moe_config.layers: is not a pattern trainsim's models "
-              "hold: leading dense layers, then groups of equal size whose last layer is an MoE "
-              "layer");
+              "n.yaml: $.model.model_config.moe_config.layers: lists no layer: give [-1] for "
+              "every layer");
   }
   try {
     (void)moe_model("[2]");
