@@ -63,7 +63,7 @@ po::options_description io_options(const std::string& command) {
       "rotate method, HSDP's replicas, ep and etp on MoE models, the local, micro and global "
       "batch, seq_len, activation checkpointing (full, every N-th layer, per operator), the "
       "float8 converter; without --model, the catalog model of [model] name and flavor (llama3 "
-      "8B, 70B, 405B; llama2 7B, 70B; llama4 17bx128e; deepseek_v3 671B; qwen3 30B-A3B, "
+      "8B, 70B, 405B; llama2 7B, 70B; llama4 17bx128e; deepseek_v3 16B, 236B, 671B; qwen3 30B-A3B, "
       "235B-A22B). What trainsim cannot price as torchtitan runs it (every N-th layer "
       "checkpointed unevenly over the stages, rowwise FP8, FP8 on experts, zero-bubble "
       "schedules) is refused naming the key, unless the plan flag for it is given; the other "

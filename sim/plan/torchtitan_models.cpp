@@ -37,6 +37,9 @@ const std::map<std::pair<std::string, std::string>, Flavor>& flavors() {
       {{"llama4", "17bx128e"}, {"llama4-maverick", false, true}},
       // deepseek_v3/__init__.py: flex attention with a block-causal mask; no MTP module.
       {{"deepseek_v3", "671B"}, {"deepseek-v3", true, false, true}},
+      // The 16B and 236B flavors: DeepSeek-V2-Lite's and DeepSeek-V2's shapes and routers.
+      {{"deepseek_v3", "16B"}, {"deepseek-v2-lite", true}},
+      {{"deepseek_v3", "236B"}, {"deepseek-v2", true}},
       {{"qwen3", "30B-A3B"}, {"qwen3-30b-a3b"}},
       {{"qwen3", "235B-A22B"}, {"qwen3-235b-a22b"}}};
   return kFlavors;

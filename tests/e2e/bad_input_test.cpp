@@ -211,10 +211,11 @@ TEST_F(BadInput, DuplicateKeysAreRefused) {
 }
 
 TEST_F(BadInput, MissingModelOrPlatform) {
-  EXPECT_EQ(
-      fails({"run", "--model", "llama9", "--platform", "h100-sxm-ndr", "--seq-len", "8"})
-          .rfind("--model: unknown models entry \"llama9\" (known: deepseek-v3, gpt-oss-120b", 0),
-      0u);
+  EXPECT_EQ(fails({"run", "--model", "llama9", "--platform", "h100-sxm-ndr", "--seq-len", "8"})
+                .rfind("--model: unknown models entry \"llama9\" (known: deepseek-v2, "
+                       "deepseek-v2-lite, deepseek-v3, gpt-oss-120b",
+                       0),
+            0u);
   EXPECT_EQ(fails({"run", "--model", dir_ + "/none.json", "--platform", "h100-sxm-ndr"}),
             "--model: no such file: " + dir_ + "/none.json");
   auto path = file("s.json",

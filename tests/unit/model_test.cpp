@@ -14,11 +14,12 @@ namespace trainsim {
 namespace {
 
 const std::vector<std::string> kCatalog = {
-    "llama2-7b",      "llama2-70b",        "llama3-8b",     "llama3.1-8b",
-    "llama3.1-70b",   "llama3.1-405b",     "gpt3-175b",     "nemotron4-15b",
-    "nemotron4-340b", "mixtral-8x7b",      "mixtral-8x22b", "deepseek-v3",
-    "grok-1",         "llama4-maverick",   "qwen3-30b-a3b", "qwen3-235b-a22b",
-    "gpt-oss-120b",   "qwen1.5-moe-a2.7b", "qwen2-57b-a14b"};
+    "llama2-7b",      "llama2-70b",        "llama3-8b",      "llama3.1-8b",
+    "llama3.1-70b",   "llama3.1-405b",     "gpt3-175b",      "nemotron4-15b",
+    "nemotron4-340b", "mixtral-8x7b",      "mixtral-8x22b",  "deepseek-v3",
+    "grok-1",         "llama4-maverick",   "qwen3-30b-a3b",  "qwen3-235b-a22b",
+    "gpt-oss-120b",   "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "deepseek-v2-lite",
+    "deepseek-v2"};
 
 TEST(ModelCatalog, HasTheNamedModels) {
   ::setenv("TRAINSIM_DATA_DIR", test::source_dir().c_str(), 1);
@@ -117,6 +118,24 @@ TEST(ModelCatalog, ExactMoeCounts) {
   const Model q2 = test::catalog_model("qwen2-57b-a14b");
   EXPECT_EQ(count_params(q2).layer(true), 2'011'413'504);
   EXPECT_EQ(total_params(q2), 57'408'658'944);
+  // DeepSeek-V2-Lite, MLA without the query bottleneck: q 2048 x 16 x 192 + kv_a 2048 x 576 +
+  // 512 + kv_b 512 x 16 x 256 + o 2048^2 = 13,763,072; one dense layer of 3 x 2048 x 10944, 26
+  // MoE layers of 64 experts of 3 x 2048 x 1408, the two shared ones as one MLP of 2816 and a
+  // router of 64 x 2048; 2 norms a layer. Active: 6 experts, the LM head, not the embedding.
+  const Model lite = test::catalog_model("deepseek-v2-lite");
+  EXPECT_EQ(count_params(lite).layer_attention, 13'763'072);
+  EXPECT_EQ(count_params(lite).layer(false), 81'007'104);
+  EXPECT_EQ(count_params(lite).layer(true), 584'847'872);
+  EXPECT_EQ(total_params(lite), 15'706'484'224);
+  EXPECT_EQ(active_params(lite), 2'451'435'008);
+  // DeepSeek-V2: q_a 5120 x 1536 + 1536 + q_b 1536 x 128 x 192 + kv_a 5120 x 576 + 512 + kv_b
+  // 512 x 128 x 256 + o 16384 x 5120 = 149,227,520; 59 MoE layers of 160 experts of 3 x 5120 x
+  // 1536, a shared MLP of 3072 and a router of 160 x 5120.
+  const Model v2 = test::catalog_model("deepseek-v2");
+  EXPECT_EQ(count_params(v2).layer_attention, 149'227'520);
+  EXPECT_EQ(count_params(v2).layer(true), 3'972'116'480);
+  EXPECT_EQ(total_params(v2), 235'741'434'880);
+  EXPECT_EQ(active_params(v2), 20'851'512'320);
 }
 
 TEST(HuggingFace, ConfigsReadAsIs) {
@@ -140,9 +159,9 @@ TEST(HuggingFace, ConfigsReadAsIs) {
 // Llama 4's text_config with interleaved dense layers, GPT-OSS's biases and sinks, Grok-1's
 // tied embedding and sandwich norms, Qwen2-MoE's gated shared expert).
 TEST(HuggingFace, MoeConfigsGiveTheCatalogsCounts) {
-  for (const char* name :
-       {"mixtral-8x22b", "deepseek-v3", "grok-1", "llama4-maverick", "qwen3-30b-a3b",
-        "qwen3-235b-a22b", "gpt-oss-120b", "qwen1.5-moe-a2.7b", "qwen2-57b-a14b"}) {
+  for (const char* name : {"mixtral-8x22b", "deepseek-v3", "grok-1", "llama4-maverick",
+                           "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b", "qwen1.5-moe-a2.7b",
+                           "qwen2-57b-a14b", "deepseek-v2-lite", "deepseek-v2"}) {
     const Model hf = load_model(test::data_path(std::string("hf/") + name + "/config.json"));
     const Model cat = test::catalog_model(name);
     EXPECT_EQ(total_params(hf), total_params(cat)) << name;

@@ -41,7 +41,7 @@ TEST(ReshardTensors, SumToTheParameterCount) {
     EXPECT_EQ(mtp, m.mtp_layers * mtp_module_params(m)) << m.name;
     ++models;
   }
-  EXPECT_EQ(models, 20);
+  EXPECT_EQ(models, 22);
   std::int64_t total = 0;
   for (const auto& p : model_parameters(test::catalog_model("llama3.1-8b"))) total += p.numel();
   EXPECT_EQ(total, 8'030'261'248);
@@ -168,9 +168,10 @@ TEST(ReshardTensors, Llama4AsItsCheckpointHoldsIt) {
 // A Hugging Face config.json names its class, and a catalog file the same one: both give the
 // same tensors, by name, shape and split.
 TEST(ReshardTensors, ConfigAndCatalogNameTheSameTensors) {
-  for (const char* name : {"llama3.1-8b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3", "grok-1",
-                           "llama4-maverick", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b",
-                           "qwen1.5-moe-a2.7b", "qwen2-57b-a14b"}) {
+  for (const char* name :
+       {"llama3.1-8b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3", "grok-1", "llama4-maverick",
+        "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b", "qwen1.5-moe-a2.7b", "qwen2-57b-a14b",
+        "deepseek-v2-lite", "deepseek-v2"}) {
     const Model hf = load_model(test::data_path(std::string("hf/") + name + "/config.json"));
     const Model cat = test::catalog_model(name);
     EXPECT_EQ(hf.architecture, cat.architecture) << name;

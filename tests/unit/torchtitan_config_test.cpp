@@ -276,7 +276,8 @@ TEST(TorchtitanConfig, ModelAndFlavorNameACatalogModel) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
               "t.toml: $.model.flavor: torchtitan's llama3 debugmodel is not one trainsim's "
-              "catalog holds (deepseek_v3 671B, llama2 70B, llama2 7B, llama3 405B, llama3 70B, "
+              "catalog holds (deepseek_v3 16B, deepseek_v3 236B, deepseek_v3 671B, llama2 70B, "
+              "llama2 7B, llama3 405B, llama3 70B, "
               "llama3 8B, llama4 17bx128e, qwen3 235B-A22B, qwen3 30B-A3B): give the model with "
               "--model M (a catalog name or a config.json)");
   }
@@ -370,6 +371,16 @@ TEST(TorchtitanConfig, FlavorsThatDifferFromTheCatalogModel) {
             "t.toml: $.model.flavor: torchtitan's llama4 17bx128e attends over the whole "
             "sequence on every layer, where llama4-maverick chunks it to 8192 tokens: the two "
             "agree up to seq_len 8192 (got 16384); give --model a config.json");
+  // deepseek_v3 16B and 236B: DeepSeek-V2-Lite's and DeepSeek-V2's shapes, no MTP to drop.
+  for (const auto& [flavor, model] :
+       {std::pair{"16B", "deepseek-v2-lite"}, std::pair{"236B", "deepseek-v2"}}) {
+    const Flavored v2 = flavored("deepseek_v3", flavor);
+    EXPECT_EQ(v2.model.name, model);
+    const TorchtitanPlan q = plan_from_torchtitan_config(v2.config, "t.toml", v2.model, {});
+    EXPECT_FALSE(q.fields.contains("mtp_num_layers"));
+    ASSERT_EQ(q.notes.size(), 1u);
+    EXPECT_TRUE(q.notes[0].starts_with("t.toml: $.model.flavor: FlexAttention's block-causal"));
+  }
 }
 
 }  // namespace
