@@ -15,12 +15,21 @@ bool is_local_attention_layer(const Model& m, std::int64_t layer) {
   return a.global_every == 0 || (layer + 1) % a.global_every != 0;
 }
 
+namespace {
+
+// MoeSpec's rule: after `first` dense layers, the last layer of each group of `interval`.
+bool by_rule(std::int64_t first, std::int64_t interval, std::int64_t layer) {
+  return layer >= first && (layer + 1) % interval == 0;
+}
+
+}  // namespace
+
 bool is_moe_layer(const Model& m, std::int64_t layer) {
-  if (!m.moe.is_moe() || layer < m.moe.first_dense_layers) return false;
+  if (!m.moe.is_moe()) return false;
   if (!m.moe.layers.empty()) {
     return std::binary_search(m.moe.layers.begin(), m.moe.layers.end(), layer);
   }
-  return (layer + 1) % m.moe.layer_interval == 0;
+  return by_rule(m.moe.first_dense_layers, m.moe.layer_interval, layer);
 }
 
 std::int64_t moe_layer_count(const Model& m) {
@@ -35,18 +44,20 @@ bool set_moe_layers(Model& m, const std::vector<bool>& moe) {
     if (moe[i]) at.push_back(static_cast<std::int64_t>(i));
   }
   if (at.empty() || static_cast<std::int64_t>(moe.size()) != m.num_layers) return false;
-  m.moe.layers.clear();
   const std::int64_t gap = at.size() > 1 ? at[1] - at[0] : at[0] + 1;
   const std::pair<std::int64_t, std::int64_t> candidates[] = {
       {0, gap}, {at[0], gap}, {0, at[0] + 1}, {at[0], 1}};
   for (const auto& [first, interval] : candidates) {
-    m.moe.first_dense_layers = first;
-    m.moe.layer_interval = interval;
     bool same = true;
     for (std::int64_t layer = 0; same && layer < m.num_layers; ++layer) {
-      same = moe[static_cast<std::size_t>(layer)] == is_moe_layer(m, layer);
+      same = moe[static_cast<std::size_t>(layer)] == by_rule(first, interval, layer);
     }
-    if (same) return true;
+    if (same) {
+      m.moe.first_dense_layers = first;
+      m.moe.layer_interval = interval;
+      m.moe.layers.clear();
+      return true;
+    }
   }
   m.moe.first_dense_layers = 0;
   m.moe.layer_interval = 1;

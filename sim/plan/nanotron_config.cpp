@@ -105,11 +105,29 @@ bool has_experts(const nlohmann::json& config) {
   return c.is_object() && c.contains("moe_config") && !c.at("moe_config").is_null();
 }
 
+// moe_config.layers: the MoE layers' indices, or [-1] (its default) for every layer.
+void read_expert_layers(JsonObject& c, Model& m) {
+  if (!given(c, "layers")) return;
+  const nlohmann::json& layers = c.raw("layers");
+  if (layers == nlohmann::json::array({-1})) return;  // every layer
+  const auto moe = listed_layers(layers, m.num_layers);
+  if (!moe) {
+    c.fail("layers", "must be [-1] (every layer) or a list of layer indices below " +
+                         std::to_string(m.num_layers));
+  }
+  if (!set_moe_layers(m, *moe)) c.fail("layers", "lists no layer: give [-1] for every layer");
+}
+
 // nanotron's MoEConfig (nanotron/nn/moe.py, Qwen2MoELayer): num_experts routed experts of
 // moe_intermediate_size, top_k a token, a sigmoid-gated shared expert of
 // shared_expert_intermediate_size where enable_shared_expert, on the layers `layers` lists (-1:
-// every layer). Defaults are MoEConfig's.
+// every layer). Defaults are MoEConfig's; another key is refused, as nanotron's strict config
+// loading refuses it.
 void read_experts(JsonObject c, Model& m) {
+  c.allow({"router_aux_loss_coef", "shared_expert_intermediate_size", "layers",
+           "token_dispatcher_type"});
+  if (given(c, "token_dispatcher_type"))
+    (void)c.choice("token_dispatcher_type", {"alltoall", "allgather"});
   MoeSpec& e = m.moe;
   e.num_experts = c.optional_integer("num_experts", {1, 1 << 20}).value_or(8);
   e.experts_per_token = c.optional_integer("top_k", {1, 1 << 20}).value_or(2);
@@ -123,15 +141,8 @@ void read_experts(JsonObject c, Model& m) {
         c.optional_integer("shared_expert_intermediate_size").value_or(5632);
     e.shared_expert_gate = true;
   }
-  if (!given(c, "layers")) return;
-  const nlohmann::json& layers = c.raw("layers");
-  if (layers == nlohmann::json::array({-1})) return;  // every layer
-  const auto moe = listed_layers(layers, m.num_layers);
-  if (!moe) {
-    c.fail("layers", "must be [-1] (every layer) or a list of layer indices below " +
-                         std::to_string(m.num_layers));
-  }
-  if (!set_moe_layers(m, *moe)) c.fail("layers", "lists no layer: give [-1] for every layer");
+  read_expert_layers(c, m);
+  c.finish();
 }
 
 }  // namespace

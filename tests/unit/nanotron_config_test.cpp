@@ -149,6 +149,32 @@ TEST(NanotronConfig, MoeConfigIsQwen2MoeLayer) {
   }
 }
 
+// nanotron loads its config strictly (dacite's strict=True): a key MoEConfig lacks stops it, and
+// so it stops trainsim; its own keys trainsim does not price (the auxiliary loss's coefficient)
+// pass, and the dispatcher must be one nanotron knows.
+TEST(NanotronConfig, MoeConfigKeysAreMoeConfigsOwn) {
+  const auto error = [](const std::string& extra) {
+    try {
+      (void)model_from_nanotron_config(config_with("vocab_size: 50277\n", kExperts + extra), "t",
+                                       "n.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(read)");
+  };
+  EXPECT_EQ(error("      router_aux_loss_coef: 0.001\n      token_dispatcher_type: allgather\n"),
+            "(read)");
+  EXPECT_EQ(error("      num_shared_experts: 2\n"),
+            "n.yaml: $.model.model_config.moe_config.num_shared_experts: unknown key (known keys "
+            "here: enable_shared_expert, layers, moe_intermediate_size, num_experts, "
+            "router_aux_loss_coef, shared_expert_intermediate_size, token_dispatcher_type, top_k)");
+  EXPECT_EQ(
+      error("      token_dispatcher_type: deepep\n")
+          .rfind("n.yaml: $.model.model_config.moe_config.token_dispatcher_type: must be one of",
+                 0),
+      0u);
+}
+
 // The plan of an MoE config: experts whole on each TP rank (etp 1), which needs REDUCE_SCATTER
 // (ALL_REDUCE hands every TP rank all the tokens); nanotron cannot start with ep above 1.
 TEST(NanotronConfig, MoePlanAsNanotronRunsIt) {
