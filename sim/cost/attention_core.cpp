@@ -49,6 +49,29 @@ bool local_under_cp(const LayerShape& s) {
   return s.cp_comm == CpComm::kAllGather && s.sliding;
 }
 
+// Transformer Engine's K/V ring (AttnFuncWithCPAndKVP2P, p2p and a2a+p2p's p2p level) merges
+// each step's partial results with element-wise kernels beside the attention's own. Forward: K
+// and V packed into the first send buffer (a copy), the first step's output rescaled into the
+// output (a copy), then each later step's output added after rescaling by its log-sum-exp (an
+// add). Backward: K and V copied into the send buffer again, and each step's dQ, dK and dV copied
+// into or added to their buffers. A step adds over all the rank's tokens or over half of them
+// (the steps whose queries or keys are one of its two chunks); over the ring's ranks, one copy
+// and 0.75 x (cp - 1) adds of the whole. The log-sum-exp merges (fp32 per token and head, under
+// 2 % of these bytes) are left out.
+void ring_merges(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
+  const double rows = static_cast<double>(s.batch) * s.seq / static_cast<double>(s.cp_ring);
+  const double split = static_cast<double>(s.cp_head_split);
+  const double per_head_v = s.v / split / static_cast<double>(s.heads);
+  const double kv = s.kv / split + static_cast<double>(s.kv_heads) * per_head_v;
+  const double merged = backward ? s.q / split + kv : s.v / split;
+  const std::string name = backward ? "attention.grad" : "attention";
+  k.push_back(elementwise(name + ".cp_kv_pack", "copy", rows, kv));
+  k.push_back(elementwise(name + ".cp_merge_first", "copy", rows, merged));
+  KernelSpec adds = elementwise(name + ".cp_merge", "add", 0.75 * rows, merged);
+  adds.launches = s.cp_ring - 1;
+  k.push_back(adds);
+}
+
 // The fused attention of one pass. Context parallelism by ring (p2p, allgather's two halves, and
 // a2a+p2p's p2p level, on its share of the heads) cuts the sequence in 2 x cp chunks of
 // c = s / 2cp for a ring of cp ranks, rank i holding chunks i and 2cp-1-i. Its step on its own
@@ -89,6 +112,7 @@ void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backw
   if (short_keys > 0) {
     k.push_back(attention(name + ".ring_halves", s, pass, chunk, false, 2 * short_keys));
   }
+  if (s.cp_comm == CpComm::kP2P || s.cp_comm == CpComm::kA2AP2P) ring_merges(k, s, backward);
 }
 
 // A batched GEMM: b x heads products [m x k] @ [k x n], as one grouped shape.

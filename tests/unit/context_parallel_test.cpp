@@ -228,6 +228,42 @@ TEST(ContextParallel, AllToAllTradesTheSequenceSplitForAHeadSplit) {
   EXPECT_DOUBLE_EQ(fwd.bytes, 32 * 4096.0 * (2 * 4096 + 2 * 1024) * 2);
 }
 
+// Transformer Engine's K/V ring merges each step's partial results element-wise: forward, K and
+// V packed into the send buffer (copy), the first step's output rescaled (copy) and cp - 1 later
+// outputs added after rescaling (adds, over all the rank's tokens or half of them: 0.75 of them
+// on the mean rank); backward, K and V copied again and each step's dQ, dK and dV copied or
+// added alike. Llama 3.1 8B at cp 4, sequence 16384: the rank's 4096 tokens, K and V of 8 heads
+// of 128 (2048 wide), outputs and dQ 4096 wide. a2a+p2p runs them on its ring of 2 over its half
+// of the heads; a2a and all-gather have no ring to merge.
+TEST(ContextParallel, RingMergesInClosedForm) {
+  const Model m = test::catalog_model("llama3.1-8b");
+  const Platform pf = test::catalog_platform("h100-sxm-ndr");
+  const auto part = test::uniform_partition(m, 1);
+  const auto expect = [](const PassCost& pass, const std::string& name, const std::string& op,
+                         std::int64_t rows, std::int64_t cols, std::int64_t count) {
+    SCOPED_TRACE(name);
+    const KernelCost& k = test::pass_kernel(pass, name);
+    EXPECT_EQ(k.shape, KernelShape(MemoryShape{op, rows, cols}));
+    EXPECT_EQ(k.count, count);
+  };
+  const auto p2p = compute_costs(m, pf, cp_plan(4), part).stages[0];
+  expect(p2p.forward, "decoder.attention.cp_kv_pack", "copy", 4096, 2048, 32);
+  expect(p2p.forward, "decoder.attention.cp_merge_first", "copy", 4096, 4096, 32);
+  expect(p2p.forward, "decoder.attention.cp_merge", "add", 3072, 4096, 32 * 3);
+  expect(p2p.backward, "decoder.attention.grad.cp_kv_pack", "copy", 4096, 2048, 32);
+  expect(p2p.backward, "decoder.attention.grad.cp_merge_first", "copy", 4096, 4096 + 2048, 32);
+  expect(p2p.backward, "decoder.attention.grad.cp_merge", "add", 3072, 4096 + 2048, 32 * 3);
+  Plan hierarchical = cp_plan(4, CpComm::kA2AP2P);
+  hierarchical.cp_a2a_size = 2;
+  const auto a2a_p2p = compute_costs(m, pf, hierarchical, part).stages[0];
+  expect(a2a_p2p.forward, "decoder.attention.cp_merge", "add", 6144, 2048, 32);
+  expect(a2a_p2p.backward, "decoder.attention.grad.cp_merge_first", "copy", 8192, 2048 + 1024, 32);
+  for (const CpComm comm : {CpComm::kA2A, CpComm::kAllGather}) {
+    const auto other = compute_costs(m, pf, cp_plan(4, comm), part).stages[0];
+    for (const auto& k : other.forward.kernels) EXPECT_EQ(k.name.find(".cp_"), std::string::npos);
+  }
+}
+
 TEST(ContextParallel, ActivationsShrinkByCp) {
   const Model m = test::catalog_model("llama3.1-70b");
   for (const auto recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {

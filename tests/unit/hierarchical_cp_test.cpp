@@ -269,7 +269,8 @@ TEST(HierarchicalCp, RingFixesReachForAnA2aLevel) {
 // All-to-alls over a group the rank order spreads over two nodes: a2a over the whole CP group
 // (GPUs 0, 2, ..., 14), and a2a+p2p's a2a level of two (GPUs 0 and 8, TP 4 x DP 2 filling a
 // node). The fixes, priced on the same GPUs, put the group in a node; with the a2a level in a
-// node (a2a+p2p at 4 x 2 in the first layout) nothing is found.
+// node (a2a+p2p at 4 x 2 in the first layout) nothing is found. Where the a2a level of two
+// spans the nodes, an all-to-all over two GPUs within a node (cp 2, dp 4) comes first.
 TEST(HierarchicalCp, AllToAllsAcrossNodesAreFound) {
   PlanFlags whole = {{"cp", "8"},
                      {"dp", "2"},
@@ -292,7 +293,8 @@ TEST(HierarchicalCp, AllToAllsAcrossNodesAreFound) {
       << found[0].fix;
   EXPECT_NE(found[0].fix.find("; or --cp-comm-type a2a+p2p --cp-a2a-size 4 (same GPUs): step "),
             std::string::npos);
-  EXPECT_NE(found[0].fix.find("; or --cp-comm-type p2p (same GPUs): step "), std::string::npos);
+  // The plain ring, with its seven steps' merges, is no longer among the four best.
+  EXPECT_EQ(found[0].fix.find("--cp-comm-type p2p "), std::string::npos) << found[0].fix;
   PlanFlags level = whole;
   level["cp_comm_type"] = "a2a+p2p";
   level["cp_a2a_size"] = "4";
@@ -314,8 +316,13 @@ TEST(HierarchicalCp, AllToAllsAcrossNodesAreFound) {
                                    0),
             0u)
       << split[0].message;
-  EXPECT_EQ(split[0].fix.rfind("--rank-order tp-cp-dp-ep-pp (same GPUs): step ", 0), 0u)
+  // Halving cp to an all-to-all within the node beats putting the pair in a node.
+  EXPECT_EQ(
+      split[0].fix.rfind("--dp 4 --cp 2 --cp-comm-type a2a --cp-a2a-size 0 (same GPUs): step ", 0),
+      0u)
       << split[0].fix;
+  EXPECT_NE(split[0].fix.find("; or --rank-order tp-cp-dp-ep-pp (same GPUs): step "),
+            std::string::npos);
 }
 
 }  // namespace

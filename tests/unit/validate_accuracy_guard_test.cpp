@@ -67,7 +67,9 @@ ValidationSet checking_rows(const std::string& part, bool moe) {
 // tenth refit, after the Nemotron-4 340B rows of v24.11.1 ran their BF16 optimizer state (eight
 // fitting rows up to 0.5 % faster), moved every prediction by under 0.1 % but narrowed the
 // band's fold-fitted bounds (per spread -0.975/+0.67 to -0.864/+0.64): BF16 3.10 %, FP8 3.17 %,
-// the band on 41 (the plain band on 51 of 64).
+// the band on 41 (the plain band on 51 of 64). Since the context-parallel ring's merges of its
+// steps' partial results are priced (Transformer Engine's copies and adds; the Llama 3.1 8B CP 2
+// rows 1.3 to 1.8 % slower, the calibration not refitted): BF16 3.1 %, FP8 3.3 %, the band on 40.
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto bf16 = checking_rows(" BF16 ", false).errors_of("", "");
   const auto fp8 = checking_rows(" FP8 ", false).errors_of("", "");
@@ -79,7 +81,7 @@ TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   EXPECT_LE(fp8.max, 0.096);  // the target is 0.080: missed on two LoRA rows
   const auto [inside, checking] = checking_rows("", false).in_band("check");
   EXPECT_EQ(checking, 64);
-  EXPECT_GE(inside, 41);  // the target is 52 (80 %)
+  EXPECT_GE(inside, 40);  // the target is 52 (80 %)
 }
 
 // The mixture-of-experts rows (Grok-1, DeepSeek-V3, Llama 4 Maverick), all checking rows: where
@@ -95,7 +97,9 @@ TEST(ValidateStepTime, MoeRowsWhereTheyStand) {
   EXPECT_LE(all.errors_of("", "").max, 0.25);
   std::int64_t pessimistic = 0;
   for (const auto& r : all.rows) pessimistic += r.error() > 0.01 ? 1 : 0;
-  EXPECT_EQ(pessimistic, 1);  // over 1 % slow: Grok-1 BF16 512 GPUs with expert TP 1 (v25.05.05)
+  // Over 1 % slow: Grok-1 BF16 512 GPUs with expert TP 1 (v25.05.05), and since the CP ring's
+  // merges are priced Grok-1 BF16 2048 GPUs (v24.11.1, +1.1 %).
+  EXPECT_EQ(pessimistic, 2);
   double bf16_max = 0, bf16_max_32 = 0;
   for (const auto& r : all.rows) {
     if (r.name.find(" BF16 ") == std::string::npos || r.setup.find("etp 4") == std::string::npos)
