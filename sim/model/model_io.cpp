@@ -133,14 +133,12 @@ void check_listed_moe_layers(const Model& m, const ModelKeyPath& where) {
   if (layers.empty()) return;
   if (m.moe.first_dense_layers != 0 || m.moe.layer_interval != 1) {
     fail_input(where("moe.layers"),
-               "replaces first_dense_layers and layer_interval: give one or "
-               "the other");
+               "replaces first_dense_layers and layer_interval: give one or the other");
   }
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (layers[i] < 0 || layers[i] >= m.num_layers || (i > 0 && layers[i] <= layers[i - 1])) {
       fail_input(where("moe.layers"),
-                 "must list decoder layers in ascending order, each from 0 "
-                 "to num_layers - 1 (" +
+                 "must list decoder layers in ascending order, each from 0 to num_layers - 1 (" +
                      std::to_string(m.num_layers - 1) + "), got " + std::to_string(layers[i]) +
                      " at index " + std::to_string(i));
     }
