@@ -58,17 +58,56 @@ bool local_under_cp(const LayerShape& s) {
 // (the steps whose queries or keys are one of its two chunks); over the ring's ranks, one copy
 // and 0.75 x (cp - 1) adds of the whole. The log-sum-exp merges (fp32 per token and head, under
 // 2 % of these bytes) are left out.
-void ring_merges(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
-  const double rows = static_cast<double>(s.batch) * s.seq / static_cast<double>(s.cp_ring);
+// Widths per token of a CP rank's attention tensors, on its share of the heads.
+struct CpWidths {
+  double q, kv, out;  // queries; keys and values together; the output
+};
+CpWidths cp_widths(const LayerShape& s) {
   const double split = static_cast<double>(s.cp_head_split);
   const double per_head_v = s.v / split / static_cast<double>(s.heads);
-  const double kv = s.kv / split + static_cast<double>(s.kv_heads) * per_head_v;
-  const double merged = backward ? s.q / split + kv : s.v / split;
+  return {s.q / split, s.kv / split + static_cast<double>(s.kv_heads) * per_head_v, s.v / split};
+}
+
+void ring_merges(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
+  const double rows = static_cast<double>(s.batch) * s.seq / static_cast<double>(s.cp_ring);
+  const CpWidths w = cp_widths(s);
+  const double kv = w.kv;
+  const double merged = backward ? w.q + kv : w.out;
   const std::string name = backward ? "attention.grad" : "attention";
   k.push_back(elementwise(name + ".cp_kv_pack", "copy", rows, kv));
   k.push_back(elementwise(name + ".cp_merge_first", "copy", rows, merged));
   KernelSpec adds = elementwise(name + ".cp_merge", "add", 0.75 * rows, merged);
   adds.launches = s.cp_ring - 1;
+  k.push_back(adds);
+}
+
+// Transformer Engine's all-gather CP (AttnFuncWithCPAndKVAllGather, Megatron-Core's sbhd layout,
+// where its per-chunk slices need no copy): the gathered K and V reordered into sequence order (a
+// copy of the whole sequence's), each of the rank's two chunks' outputs copied into place. The
+// backward gathers and reorders K and V again, zeroes the whole sequence's dK and dV (a write,
+// priced as half a copy), copies each chunk's dQ into place, adds each chunk's dK and dV into the
+// keys it saw (`added` tokens: causal, (cp + 1/2) x the rank's tokens), and reorders dK and dV
+// back before their reduce-scatter.
+void allgather_copies(std::vector<KernelSpec>& k, const LayerShape& s, bool backward,
+                      double added) {
+  const double rows = static_cast<double>(s.batch) * s.seq / static_cast<double>(s.cp);
+  const double sequence = rows * static_cast<double>(s.cp);
+  const CpWidths w = cp_widths(s);
+  const std::string name = backward ? "attention.grad" : "attention";
+  KernelSpec reorder = elementwise(name + ".cp_kv_reorder", "copy", sequence, w.kv);
+  KernelSpec place = elementwise(name + ".cp_chunk_copy", "copy", rows / 2, backward ? w.q : w.out);
+  place.launches = 2;
+  if (!backward) {
+    k.push_back(reorder);
+    k.push_back(place);
+    return;
+  }
+  reorder.launches = 2;  // K/V gathered, dK/dV to scatter
+  k.push_back(reorder);
+  k.push_back(elementwise(name + ".cp_kv_zero", "copy", sequence / 2, w.kv));
+  k.push_back(place);
+  KernelSpec adds = elementwise(name + ".cp_kv_add", "add", added / 2, w.kv);
+  adds.launches = 2;
   k.push_back(adds);
 }
 
@@ -96,6 +135,12 @@ void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backw
         s.cp_comm == CpComm::kAllGather ? s.seq / static_cast<double>(s.cp) : s.seq;
     const auto blocks = static_cast<std::int64_t>(std::ceil(tokens / s.local_block));
     k.push_back(attention(name, s, pass, s.local_block, true, blocks));
+    if (s.cp_comm == CpComm::kAllGather && s.cp > 1) {
+      // Each chunk's keys: the window before it and itself, within the causal prefix.
+      const double rows = static_cast<double>(s.batch) * tokens;
+      const double prefix = (static_cast<double>(s.cp) + 0.5) * rows;
+      allgather_copies(k, s, backward, std::min(prefix, rows + s.local_block * s.batch));
+    }
     return;
   }
   if (s.cp_ring == 1) {
@@ -113,6 +158,11 @@ void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backw
     k.push_back(attention(name + ".ring_halves", s, pass, chunk, false, 2 * short_keys));
   }
   if (s.cp_comm == CpComm::kP2P || s.cp_comm == CpComm::kA2AP2P) ring_merges(k, s, backward);
+  if (s.cp_comm == CpComm::kAllGather) {
+    allgather_copies(k, s, backward,
+                     (static_cast<double>(s.cp) + 0.5) * static_cast<double>(s.batch) * s.seq /
+                         static_cast<double>(s.cp));
+  }
 }
 
 // A batched GEMM: b x heads products [m x k] @ [k x n], as one grouped shape.

@@ -234,7 +234,7 @@ TEST(ContextParallel, AllToAllTradesTheSequenceSplitForAHeadSplit) {
 // on the mean rank); backward, K and V copied again and each step's dQ, dK and dV copied or
 // added alike. Llama 3.1 8B at cp 4, sequence 16384: the rank's 4096 tokens, K and V of 8 heads
 // of 128 (2048 wide), outputs and dQ 4096 wide. a2a+p2p runs them on its ring of 2 over its half
-// of the heads; a2a and all-gather have no ring to merge.
+// of the heads; a2a has no ring to merge; all-gather has copies of its own.
 TEST(ContextParallel, RingMergesInClosedForm) {
   const Model m = test::catalog_model("llama3.1-8b");
   const Platform pf = test::catalog_platform("h100-sxm-ndr");
@@ -258,10 +258,19 @@ TEST(ContextParallel, RingMergesInClosedForm) {
   const auto a2a_p2p = compute_costs(m, pf, hierarchical, part).stages[0];
   expect(a2a_p2p.forward, "decoder.attention.cp_merge", "add", 6144, 2048, 32);
   expect(a2a_p2p.backward, "decoder.attention.grad.cp_merge_first", "copy", 8192, 2048 + 1024, 32);
-  for (const CpComm comm : {CpComm::kA2A, CpComm::kAllGather}) {
-    const auto other = compute_costs(m, pf, cp_plan(4, comm), part).stages[0];
-    for (const auto& k : other.forward.kernels) EXPECT_EQ(k.name.find(".cp_"), std::string::npos);
-  }
+  const auto a2a = compute_costs(m, pf, cp_plan(4, CpComm::kA2A), part).stages[0];
+  for (const auto& k : a2a.forward.kernels) EXPECT_EQ(k.name.find(".cp_"), std::string::npos);
+  // All-gather: the gathered K/V (the whole 16384 tokens) reordered, each chunk's output (2048
+  // tokens) copied into place; backward, the reorder of K/V and of dK/dV, dK/dV zeroed (half a
+  // copy), each chunk's dQ placed, and each chunk's dK/dV added over the keys it saw: 4096 x
+  // (4 + 1/2) tokens in two launches.
+  const auto gathered = compute_costs(m, pf, cp_plan(4, CpComm::kAllGather), part).stages[0];
+  expect(gathered.forward, "decoder.attention.cp_kv_reorder", "copy", 16384, 2048, 32);
+  expect(gathered.forward, "decoder.attention.cp_chunk_copy", "copy", 2048, 4096, 32 * 2);
+  expect(gathered.backward, "decoder.attention.grad.cp_kv_reorder", "copy", 16384, 2048, 32 * 2);
+  expect(gathered.backward, "decoder.attention.grad.cp_kv_zero", "copy", 8192, 2048, 32);
+  expect(gathered.backward, "decoder.attention.grad.cp_chunk_copy", "copy", 2048, 4096, 32 * 2);
+  expect(gathered.backward, "decoder.attention.grad.cp_kv_add", "add", 9216, 2048, 32 * 2);
 }
 
 TEST(ContextParallel, ActivationsShrinkByCp) {
