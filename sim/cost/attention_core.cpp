@@ -49,15 +49,6 @@ bool local_under_cp(const LayerShape& s) {
   return s.cp_comm == CpComm::kAllGather && s.sliding;
 }
 
-// Transformer Engine's K/V ring (AttnFuncWithCPAndKVP2P, p2p and a2a+p2p's p2p level) merges
-// each step's partial results with element-wise kernels beside the attention's own. Forward: K
-// and V packed into the first send buffer (a copy), the first step's output rescaled into the
-// output (a copy), then each later step's output added after rescaling by its log-sum-exp (an
-// add). Backward: K and V copied into the send buffer again, and each step's dQ, dK and dV copied
-// into or added to their buffers. A step adds over all the rank's tokens or over half of them
-// (the steps whose queries or keys are one of its two chunks); over the ring's ranks, one copy
-// and 0.75 x (cp - 1) adds of the whole. The log-sum-exp merges (fp32 per token and head, under
-// 2 % of these bytes) are left out.
 // Widths per token of a CP rank's attention tensors, on its share of the heads.
 struct CpWidths {
   double q, kv, out;  // queries; keys and values together; the output
@@ -68,13 +59,21 @@ CpWidths cp_widths(const LayerShape& s) {
   return {s.q / split, s.kv / split + static_cast<double>(s.kv_heads) * per_head_v, s.v / split};
 }
 
+// Transformer Engine's K/V ring (AttnFuncWithCPAndKVP2P, p2p and a2a+p2p's p2p level) merges
+// each step's partial results with element-wise kernels beside the attention's own. Forward: K
+// and V packed into the first send buffer (a copy), the first step's output rescaled into the
+// output (a copy), then each later step's output added after rescaling by its log-sum-exp (an
+// add). Backward: K and V copied into the send buffer again, and each step's dQ, dK and dV copied
+// into or added to their buffers. A step adds over all the rank's tokens or over half of them
+// (the steps whose queries or keys are one of its two chunks); over the ring's ranks, one copy
+// and 0.75 x (cp - 1) adds of the whole. The log-sum-exp merges (fp32 per token and head, under
+// 2 % of these bytes) are left out.
 void ring_merges(std::vector<KernelSpec>& k, const LayerShape& s, bool backward) {
   const double rows = static_cast<double>(s.batch) * s.seq / static_cast<double>(s.cp_ring);
   const CpWidths w = cp_widths(s);
-  const double kv = w.kv;
-  const double merged = backward ? w.q + kv : w.out;
+  const double merged = backward ? w.q + w.kv : w.out;
   const std::string name = backward ? "attention.grad" : "attention";
-  k.push_back(elementwise(name + ".cp_kv_pack", "copy", rows, kv));
+  k.push_back(elementwise(name + ".cp_kv_pack", "copy", rows, w.kv));
   k.push_back(elementwise(name + ".cp_merge_first", "copy", rows, merged));
   KernelSpec adds = elementwise(name + ".cp_merge", "add", 0.75 * rows, merged);
   adds.launches = s.cp_ring - 1;
