@@ -85,12 +85,15 @@ void ring_merges(std::vector<KernelSpec>& k, const LayerShape& s, bool backward)
 // copy of the whole sequence's), each of the rank's two chunks' outputs copied into place. The
 // backward gathers and reorders K and V again, zeroes the whole sequence's dK and dV (a write,
 // priced as half a copy), copies each chunk's dQ into place, adds each chunk's dK and dV into the
-// keys it saw (`added` tokens: causal, (cp + 1/2) x the rank's tokens), and reorders dK and dV
-// back before their reduce-scatter.
+// keys it saw (causal: its prefix, (cp + 1/2) x the rank's tokens over the two chunks; under a
+// sliding window, whose `local_block` is two windows, at most each chunk and the window before
+// it), and reorders dK and dV back before their reduce-scatter.
 void allgather_copies(std::vector<KernelSpec>& k, const LayerShape& s, bool backward,
-                      double added) {
+                      double local_block = 0) {
   const double rows = static_cast<double>(s.batch) * s.seq / static_cast<double>(s.cp);
   const double sequence = rows * static_cast<double>(s.cp);
+  double added = (static_cast<double>(s.cp) + 0.5) * rows;
+  if (local_block > 0) added = std::min(added, rows + local_block * static_cast<double>(s.batch));
   const CpWidths w = cp_widths(s);
   const std::string name = backward ? "attention.grad" : "attention";
   KernelSpec reorder = elementwise(name + ".cp_kv_reorder", "copy", sequence, w.kv);
@@ -134,12 +137,8 @@ void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backw
         s.cp_comm == CpComm::kAllGather ? s.seq / static_cast<double>(s.cp) : s.seq;
     const auto blocks = static_cast<std::int64_t>(std::ceil(tokens / s.local_block));
     k.push_back(attention(name, s, pass, s.local_block, true, blocks));
-    if (s.cp_comm == CpComm::kAllGather && s.cp > 1) {
-      // Each chunk's keys: the window before it and itself, within the causal prefix.
-      const double rows = static_cast<double>(s.batch) * tokens;
-      const double prefix = (static_cast<double>(s.cp) + 0.5) * rows;
-      allgather_copies(k, s, backward, std::min(prefix, rows + s.local_block * s.batch));
-    }
+    if (s.cp_comm == CpComm::kAllGather && s.cp > 1)
+      allgather_copies(k, s, backward, s.local_block);
     return;
   }
   if (s.cp_ring == 1) {
@@ -157,11 +156,7 @@ void flash_attention(std::vector<KernelSpec>& k, const LayerShape& s, bool backw
     k.push_back(attention(name + ".ring_halves", s, pass, chunk, false, 2 * short_keys));
   }
   if (s.cp_comm == CpComm::kP2P || s.cp_comm == CpComm::kA2AP2P) ring_merges(k, s, backward);
-  if (s.cp_comm == CpComm::kAllGather) {
-    allgather_copies(k, s, backward,
-                     (static_cast<double>(s.cp) + 0.5) * static_cast<double>(s.batch) * s.seq /
-                         static_cast<double>(s.cp));
-  }
+  if (s.cp_comm == CpComm::kAllGather) allgather_copies(k, s, backward);
 }
 
 // A batched GEMM: b x heads products [m x k] @ [k x n], as one grouped shape.

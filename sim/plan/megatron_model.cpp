@@ -1,7 +1,6 @@
 // The model Megatron-LM builds from a launch's shape arguments (megatron/training/arguments.py's
 // defaults and validate_args; Megatron-Core's GPT layer specs), for a launch given without a
 // model file.
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <string_view>
