@@ -10,59 +10,11 @@
 #include "sim/core/error.hpp"
 #include "sim/plan/shell_expand.hpp"
 #include "sim/plan/shell_lexer.hpp"
+#include "sim/plan/shell_test.hpp"
 
 namespace trainsim {
 
 namespace {
-
-enum class Truth { kFalse, kTrue, kUnknown };
-
-Truth both(Truth a, Truth b) {
-  if (a == Truth::kFalse || b == Truth::kFalse) return Truth::kFalse;
-  return a == Truth::kTrue && b == Truth::kTrue ? Truth::kTrue : Truth::kUnknown;
-}
-Truth either(Truth a, Truth b) {
-  if (a == Truth::kTrue || b == Truth::kTrue) return Truth::kTrue;
-  return a == Truth::kFalse && b == Truth::kFalse ? Truth::kFalse : Truth::kUnknown;
-}
-Truth negate(Truth a) {
-  return a == Truth::kUnknown ? a : a == Truth::kTrue ? Truth::kFalse : Truth::kTrue;
-}
-Truth truth(bool b) {
-  return b ? Truth::kTrue : Truth::kFalse;
-}
-
-bool separator(TokenKind k) {
-  return k == TokenKind::kNewline || k == TokenKind::kSemicolon || k == TokenKind::kAnd ||
-         k == TokenKind::kOr || k == TokenKind::kPipe || k == TokenKind::kAmpersand;
-}
-
-// A word written bare, no quotes: how keywords and test operators are recognised.
-std::string keyword(const Token& t) {
-  return t.kind == TokenKind::kWord && t.parts.size() == 1 && t.parts[0].quote == Quote::kNone
-             ? t.parts[0].text
-             : "";
-}
-
-// [[ a == pattern ]]: * any run, ? any character (greedy with one backtrack point: linear).
-bool glob_match(std::string_view p, std::string_view s) {
-  std::size_t i = 0, j = 0, star = std::string_view::npos, resume = 0;
-  while (j < s.size()) {
-    if (i < p.size() && (p[i] == '?' || p[i] == s[j])) {
-      ++i, ++j;
-    } else if (i < p.size() && p[i] == '*') {
-      star = i++;
-      resume = j;
-    } else if (star != std::string_view::npos) {
-      i = star + 1;
-      j = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (i < p.size() && p[i] == '*') ++i;
-  return i == p.size();
-}
 
 // One run of the script: each test it cannot decide taken as bit k of `choices` says (k counting
 // such tests in the order they run).
@@ -132,7 +84,7 @@ class Script {
       ++i_;
       return;
     }
-    if (separator(t.kind)) {
+    if (ends_command(t.kind)) {
       pending_.reset();
       ++i_;
       return;
@@ -144,7 +96,7 @@ class Script {
       pending_.reset();
       runs = runs && decide(want, t.line);
     }
-    const std::string k = keyword(t);
+    const std::string k = bare_word(t);
     if (k == "{" || k == "}") {
       ++i_;
       if (k == "{") branches_.push_back({runs ? Arm::kRun : Arm::kSkip, true, t.line, true});
@@ -185,10 +137,10 @@ class Script {
   // A function's definition (NAME() { ... } or function NAME { ... }) is skipped: trainsim runs no
   // calls. A launch inside one is refused, since it would run only where the function is called.
   void skip_function(int line) {
-    while (i_ < t_.size() && keyword(t_[i_]) != "{") ++i_;
+    while (i_ < t_.size() && bare_word(t_[i_]) != "{") ++i_;
     int depth = 0;
     for (; i_ < t_.size(); ++i_) {
-      const std::string k = keyword(t_[i_]);
+      const std::string k = bare_word(t_[i_]);
       if (k == "{") ++depth;
       if (k == "}" && --depth == 0) break;
       if (t_[i_].kind == TokenKind::kWord && plain_text(t_[i_]).ends_with(".py")) {
@@ -208,8 +160,8 @@ class Script {
       const Token& t = t_[i_++];
       const bool at_start = out.empty() || out.back().kind == TokenKind::kSemicolon ||
                             out.back().kind == TokenKind::kNewline;
-      if (keyword(t) == "then" && at_start) {
-        while (!out.empty() && separator(out.back().kind)) out.pop_back();
+      if (bare_word(t) == "then" && at_start) {
+        while (!out.empty() && ends_command(out.back().kind)) out.pop_back();
         return out;
       }
       out.push_back(t);
@@ -220,7 +172,7 @@ class Script {
   void open_branch(int line) {
     const bool outer_runs = mode() == Arm::kRun;
     const std::vector<Token> test = test_tokens(line);
-    const bool runs = outer_runs && decide(evaluate(test), line);
+    const bool runs = outer_runs && decide(test_status(test, vars_), line);
     branches_.push_back({runs ? Arm::kRun : Arm::kSkip, runs || !outer_runs, line});
   }
 
@@ -229,119 +181,10 @@ class Script {
     const std::vector<Token> test = has_test ? test_tokens(line) : std::vector<Token>{};
     const bool outer_runs = mode(branches_.size() - 1) == Arm::kRun;
     Branch& b = branches_.back();
-    const bool runs = outer_runs && !b.taken && (!has_test || decide(evaluate(test), line));
+    const bool runs =
+        outer_runs && !b.taken && (!has_test || decide(test_status(test, vars_), line));
     b.arm = runs ? Arm::kRun : Arm::kSkip;
     b.taken = b.taken || runs;
-  }
-
-  // A command list of tests joined by && and || (left to right, as bash), each [[ ]], [ ],
-  // true or false, possibly negated with !; any other command's status is unknown.
-  Truth evaluate(const std::vector<Token>& test) const {
-    Truth value = Truth::kTrue;
-    TokenKind join = TokenKind::kAnd;
-    for (std::size_t k = 0; k < test.size();) {
-      if (test[k].kind == TokenKind::kAnd || test[k].kind == TokenKind::kOr) {
-        join = test[k++].kind;
-        continue;
-      }
-      if (separator(test[k].kind)) {  // a; b: the last command's status
-        join = TokenKind::kSemicolon;
-        ++k;
-        continue;
-      }
-      const Truth t = one_test(test, k);
-      value = join == TokenKind::kAnd  ? both(value, t)
-              : join == TokenKind::kOr ? either(value, t)
-                                       : t;
-    }
-    return value;
-  }
-
-  // One command of a test list from `k`, which it advances past.
-  Truth one_test(const std::vector<Token>& test, std::size_t& k) const {
-    bool negated = false;
-    while (k < test.size() && keyword(test[k]) == "!") negated = !negated, ++k;
-    const std::string open = k < test.size() ? keyword(test[k]) : "";
-    Truth t = Truth::kUnknown;
-    if (open == "test") {  // test EXPR: [ EXPR ] without its bracket
-      std::size_t end = k + 1;
-      while (end < test.size() && !separator(test[end].kind)) ++end;
-      t = bracket(test, k + 1, end, false);
-      k = end;
-    } else if (open == "[[" || open == "[") {
-      const std::string close = open == "[[" ? "]]" : "]";
-      std::size_t end = k + 1;
-      while (end < test.size() && keyword(test[end]) != close) ++end;
-      t = bracket(test, k + 1, end, open == "[[");
-      k = end + 1;
-    } else {
-      if (open == "true" || open == "false") t = truth(open == "true");
-      while (k < test.size() && !separator(test[k].kind)) ++k;
-    }
-    return negated ? negate(t) : t;
-  }
-
-  // Inside [[ ]] or [ ]: && / || (-a / -o), !, -z, -n, = == != (a pattern in [[ ]]),
-  // -eq -ne -lt -le -gt -ge, a bare string (non-empty); other tests (files) unknown.
-  Truth bracket(const std::vector<Token>& t, std::size_t k, std::size_t end,
-                bool double_bracket) const {
-    Truth value = Truth::kTrue;
-    bool joined_by_or = false;
-    while (k < end) {
-      bool negated = false;
-      while (k < end && keyword(t[k]) == "!") negated = !negated, ++k;
-      std::size_t stop = k;
-      while (stop < end && t[stop].kind == TokenKind::kWord && keyword(t[stop]) != "-a" &&
-             keyword(t[stop]) != "-o") {
-        ++stop;
-      }
-      Truth one = primary(t, k, stop, double_bracket);
-      if (negated) one = negate(one);
-      value = joined_by_or ? either(value, one) : both(value, one);
-      if (stop < end) joined_by_or = t[stop].kind == TokenKind::kOr || keyword(t[stop]) == "-o";
-      k = stop + 1;
-    }
-    return value;
-  }
-
-  Truth primary(const std::vector<Token>& t, std::size_t k, std::size_t stop, bool glob) const {
-    const auto operand = [&](std::size_t at) { return vars_.expand(t[at], false); };
-    if (stop - k == 1) {
-      const Expansion a = operand(k);
-      return a.unknown ? Truth::kUnknown : truth(!a.words[0].empty());
-    }
-    if (stop - k == 2) {
-      const std::string op = keyword(t[k]);
-      const Expansion a = operand(k + 1);
-      if ((op != "-z" && op != "-n") || a.unknown) return Truth::kUnknown;
-      return truth(a.words[0].empty() == (op == "-z"));
-    }
-    if (stop - k != 3) return Truth::kUnknown;
-    const std::string op = keyword(t[k + 1]);
-    const Expansion a = operand(k);
-    const Expansion b = operand(k + 2);
-    if (a.unknown || b.unknown) return Truth::kUnknown;
-    const std::string& x = a.words[0];
-    const std::string& y = b.words[0];
-    // An unquoted right side of == in [[ ]] is a pattern.
-    const bool pattern =
-        glob && t[k + 2].parts.size() == 1 && t[k + 2].parts[0].quote == Quote::kNone;
-    if (op == "=" || op == "==") return truth(pattern ? glob_match(y, x) : x == y);
-    if (op == "!=") return truth(pattern ? !glob_match(y, x) : x != y);
-    long long m = 0, n = 0;
-    try {
-      m = std::stoll(x);
-      n = std::stoll(y);
-    } catch (const std::exception&) {
-      return Truth::kUnknown;
-    }
-    if (op == "-eq") return truth(m == n);
-    if (op == "-ne") return truth(m != n);
-    if (op == "-lt") return truth(m < n);
-    if (op == "-le") return truth(m <= n);
-    if (op == "-gt") return truth(m > n);
-    if (op == "-ge") return truth(m >= n);
-    return Truth::kUnknown;
   }
 
   // NAME=value or NAME=( elements ): kept where the command runs; refused where that is unknown.
@@ -372,7 +215,7 @@ class Script {
     const std::size_t begin = i_;
     std::vector<const Token*> words;
     bool declaring = false;  // export / declare / local: the rest are assignments or names
-    while (i_ < t_.size() && !separator(t_[i_].kind)) {
+    while (i_ < t_.size() && !ends_command(t_[i_].kind)) {
       const Token& t = t_[i_++];
       if (t.kind == TokenKind::kRedirect) {
         if (t.takes_target && i_ < t_.size() && t_[i_].kind == TokenKind::kWord) ++i_;
@@ -381,7 +224,7 @@ class Script {
       if (t.kind != TokenKind::kWord) {
         fail(t.line, "a subshell or function ( ... ) is more shell than trainsim reads");
       }
-      const std::string k = keyword(t);
+      const std::string k = bare_word(t);
       if (words.empty() && (is_assignment(t) || declaring)) {
         if (is_assignment(t)) assign(t, m);
         continue;
@@ -396,15 +239,16 @@ class Script {
     if (m == Arm::kSkip) return;  // the list's status stays that of the commands before
     status_ = Truth::kTrue;       // assignments alone
     if (words.empty()) return;
-    const std::string first = keyword(*words[0]);
+    const std::string first = bare_word(*words[0]);
     if (first == "exit") {  // the script ends here: no launch after it
       exited_ = true;
       return;
     }
     if (first == "[" || first == "[[" || first == "test" || first == "true" || first == "false" ||
         first == "!") {
-      status_ = evaluate(std::vector<Token>(t_.begin() + static_cast<std::ptrdiff_t>(begin),
-                                            t_.begin() + static_cast<std::ptrdiff_t>(i_)));
+      status_ = test_status(std::vector<Token>(t_.begin() + static_cast<std::ptrdiff_t>(begin),
+                                               t_.begin() + static_cast<std::ptrdiff_t>(i_)),
+                            vars_);
       return;
     }
     status_ = Truth::kTrue;  // a command is taken to succeed: the path a launch is written for

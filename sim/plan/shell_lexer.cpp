@@ -220,4 +220,15 @@ std::string plain_text(const Token& word) {
   return out;
 }
 
+std::string bare_word(const Token& t) {
+  return t.kind == TokenKind::kWord && t.parts.size() == 1 && t.parts[0].quote == Quote::kNone
+             ? t.parts[0].text
+             : "";
+}
+
+bool ends_command(TokenKind k) {
+  return k == TokenKind::kNewline || k == TokenKind::kSemicolon || k == TokenKind::kAnd ||
+         k == TokenKind::kOr || k == TokenKind::kPipe || k == TokenKind::kAmpersand;
+}
+
 }  // namespace trainsim

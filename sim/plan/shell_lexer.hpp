@@ -45,5 +45,9 @@ std::vector<Token> lex_shell(std::string_view text, const std::string& where);
 
 /// The word's text as written, quotes removed and nothing expanded (a keyword's test).
 std::string plain_text(const Token& word);
+/// A word written bare, no quotes (else ""): how keywords and test operators are recognised.
+std::string bare_word(const Token& t);
+/// Whether the token ends a command (newline, ;, &&, ||, |, &).
+bool ends_command(TokenKind k);
 
 }  // namespace trainsim
