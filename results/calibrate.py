@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Fits a platform's calibration (the parameters no datasheet gives) on the fitting half of the
-step-time validation rows, and prints the fit; with --write, stores it in the platform file.
+step-time validation rows, and prints the fit; with --write, stores it in the platform file and
+in the catalog platforms that take that fit without rows of their own (h200-sxm-ndr takes
+h100-sxm-ndr's: its sources say "as h100-sxm-ndr").
 
     results/calibrate.py [--platform h100-sxm-ndr|a100-sxm-hdr] [--build build] [--write]
     results/calibrate.py --runs SCENARIO|FOLDER ... [--platform NAME|FILE] --out FILE [--jobs N]
@@ -305,6 +307,29 @@ def calibrate_catalog(args, trainsim):
     sources["calibration"] = band_source(how, folds)
     write_json(platform_path, platform)
     print("wrote %s" % os.path.relpath(platform_path, ROOT))
+    for path in platforms_taking_the_fit_of(args.platform):
+        with open(path) as f:
+            other = json.load(f)
+        other["calibration"] = platform["calibration"]
+        other["overlap"] = platform["overlap"]
+        write_json(path, other)
+        print("wrote %s (it takes %s's fit)" % (os.path.relpath(path, ROOT), args.platform))
+
+
+def platforms_taking_the_fit_of(name):
+    """The catalog platforms that have no rows of their own and take `name`'s fit as it stands
+    (their sources say "as NAME" for the calibration): a refit of NAME is theirs too."""
+    folder = os.path.join(ROOT, "platforms")
+    out = []
+    for file in sorted(os.listdir(folder)):
+        path = os.path.join(folder, file)
+        if not file.endswith(".json") or file == name + ".json":
+            continue
+        with open(path) as f:
+            taken = json.load(f).get("sources", {}).get("calibration", "")
+        if taken.startswith("as %s," % name) or taken.startswith("as %s " % name):
+            out.append(path)
+    return out
 
 
 def platform_file(spec):
