@@ -70,18 +70,20 @@ ValidationSet checking_rows(const std::string& part, bool moe) {
 // the band on 41 (the plain band on 51 of 64). Since the context-parallel ring's merges of its
 // steps' partial results are priced (Transformer Engine's copies and adds; the Llama 3.1 8B CP 2
 // rows 1.3 to 1.8 % slower, the calibration not refitted): BF16 3.1 %, FP8 3.3 %, the band on 40.
+// The eleventh refit, after them: BF16 2.99 % (the target met), max 6.1 %; FP8 3.33 %, max 8.9 %
+// (the same two LoRA rows over 8 %); the band, wider (per spread -0.982/+0.752), on 47.
 TEST(ValidateStepTime, CheckingHalfStaysWithinItsErrorBounds) {
   const auto bf16 = checking_rows(" BF16 ", false).errors_of("", "");
   const auto fp8 = checking_rows(" FP8 ", false).errors_of("", "");
   EXPECT_EQ(bf16.rows, 29);     // 6 with context parallelism, 4 SFT, 6 LoRA
   EXPECT_EQ(fp8.rows, 35);      // 8 with context parallelism, 4 SFT, 6 LoRA
-  EXPECT_LE(bf16.mean, 0.032);  // the target is 0.030: missed
+  EXPECT_LE(bf16.mean, 0.030);  // the target: met since the eleventh refit
   EXPECT_LE(bf16.max, 0.080);
   EXPECT_LE(fp8.mean, 0.050);
-  EXPECT_LE(fp8.max, 0.096);  // the target is 0.080: missed on two LoRA rows
+  EXPECT_LE(fp8.max, 0.090);  // the target is 0.080: missed on two LoRA rows
   const auto [inside, checking] = checking_rows("", false).in_band("check");
   EXPECT_EQ(checking, 64);
-  EXPECT_GE(inside, 40);  // the target is 52 (80 %)
+  EXPECT_GE(inside, 47);  // the target is 52 (80 %)
 }
 
 // The mixture-of-experts rows (Grok-1, DeepSeek-V3, Llama 4 Maverick), all checking rows: where
@@ -97,9 +99,9 @@ TEST(ValidateStepTime, MoeRowsWhereTheyStand) {
   EXPECT_LE(all.errors_of("", "").max, 0.25);
   std::int64_t pessimistic = 0;
   for (const auto& r : all.rows) pessimistic += r.error() > 0.01 ? 1 : 0;
-  // Over 1 % slow: Grok-1 BF16 512 GPUs with expert TP 1 (v25.05.05), and since the CP ring's
-  // merges are priced Grok-1 BF16 2048 GPUs (v24.11.1, +1.1 %).
-  EXPECT_EQ(pessimistic, 2);
+  // Over 1 % slow: Grok-1 BF16 512 GPUs with expert TP 1 (v25.05.05); from the CP ring's merges
+  // to the eleventh refit also Grok-1 BF16 2048 GPUs (v24.11.1, +1.1 %, since +0.4 %).
+  EXPECT_EQ(pessimistic, 1);
   double bf16_max = 0, bf16_max_32 = 0;
   for (const auto& r : all.rows) {
     if (r.name.find(" BF16 ") == std::string::npos || r.setup.find("etp 4") == std::string::npos)
