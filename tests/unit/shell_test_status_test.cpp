@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/plan/shell_expand.hpp"
@@ -25,55 +26,66 @@ Truth value(const std::string& test) {
 
 constexpr Truth kT = Truth::kTrue, kF = Truth::kFalse, kU = Truth::kUnknown;
 
+// Each test list with the value it must have.
+void expect_values(const std::vector<std::pair<std::string, Truth>>& cases) {
+  for (const auto& [test, truth] : cases) EXPECT_EQ(value(test), truth) << test;
+}
+
 TEST(ShellTest, ComparisonsOfKnownValues) {
-  EXPECT_EQ(value("[ $N -eq 2 ]"), kT);
-  EXPECT_EQ(value("[ $N -ne 2 ]"), kF);
-  EXPECT_EQ(value("[ $N -lt 3 ]"), kT);
-  EXPECT_EQ(value("[ $N -le 1 ]"), kF);
-  EXPECT_EQ(value("[ $N -gt 1 ]"), kT);
-  EXPECT_EQ(value("[ $N -ge 3 ]"), kF);
-  EXPECT_EQ(value("[ $P -gt 1 ]"), kU);  // not an integer: bash would fail the test, unread here
-  EXPECT_EQ(value("[ \"$P\" = fp8 ]"), kT);
-  EXPECT_EQ(value("[ \"$P\" != fp8 ]"), kF);
-  EXPECT_EQ(value("[ -z \"$E\" ]"), kT);
-  EXPECT_EQ(value("[ -n \"$E\" ]"), kF);
-  EXPECT_EQ(value("[ \"$P\" ]"), kT);  // a bare string: non-empty
-  EXPECT_EQ(value("[ \"$E\" ]"), kF);
-  EXPECT_EQ(value("test $N -eq 2"), kT);
-  EXPECT_EQ(value("true"), kT);
-  EXPECT_EQ(value("false"), kF);
+  expect_values({
+      {"[ $N -eq 2 ]", kT},
+      {"[ $N -ne 2 ]", kF},
+      {"[ $N -lt 3 ]", kT},
+      {"[ $N -le 1 ]", kF},
+      {"[ $N -gt 1 ]", kT},
+      {"[ $N -ge 3 ]", kF},
+      {"[ $P -gt 1 ]", kU},  // not an integer: bash would fail the test, unread here
+      {"[ \"$P\" = fp8 ]", kT},
+      {"[ \"$P\" != fp8 ]", kF},
+      {"[ -z \"$E\" ]", kT},
+      {"[ -n \"$E\" ]", kF},
+      {"[ \"$P\" ]", kT},  // a bare string: non-empty
+      {"[ \"$E\" ]", kF},
+      {"test $N -eq 2", kT},
+      {"true", kT},
+      {"false", kF},
+  });
 }
 
 // In [[ ]] an unquoted right side of == or != is a pattern: * any run, ? one character.
 TEST(ShellTest, PatternsOnlyUnquotedInsideDoubleBrackets) {
-  EXPECT_EQ(value("[[ $P == fp* ]]"), kT);
-  EXPECT_EQ(value("[[ $P == f?8 ]]"), kT);
-  EXPECT_EQ(value("[[ $P == *16 ]]"), kF);
-  EXPECT_EQ(value("[[ $P != b* ]]"), kT);
-  EXPECT_EQ(value("[[ $P == \"fp*\" ]]"), kF);  // quoted: the string itself
-  EXPECT_EQ(value("[ $P = fp* ]"), kF);         // [ ] compares strings
+  expect_values({
+      {"[[ $P == fp* ]]", kT},
+      {"[[ $P == f?8 ]]", kT},
+      {"[[ $P == *16 ]]", kF},
+      {"[[ $P != b* ]]", kT},
+      {"[[ $P == \"fp*\" ]]", kF},  // quoted: the string itself
+      {"[ $P = fp* ]", kF},         // [ ] compares strings
+  });
 }
 
 // What the script cannot know stays unknown, and only a decided operand settles a join.
 TEST(ShellTest, UnknownsJoinAsKleenesLogic) {
-  EXPECT_EQ(value("[ -f train.py ]"), kU);
-  EXPECT_EQ(value("[ \"$OUT\" = x ]"), kU);
-  EXPECT_EQ(value("! [ -f train.py ]"), kU);
-  EXPECT_EQ(value("! [ $N -eq 2 ]"), kF);
-  EXPECT_EQ(value("[ -f train.py ] && false"), kF);
-  EXPECT_EQ(value("[ -f train.py ] && true"), kU);
-  EXPECT_EQ(value("[ -f train.py ] || true"), kT);
-  EXPECT_EQ(value("[ -f train.py ] || false"), kU);
-  EXPECT_EQ(value("[[ -n $P && -d /data ]]"), kU);
-  EXPECT_EQ(value("[[ -z $P && -d /data ]]"), kF);
-  EXPECT_EQ(value("[ $N -gt 5 -a -f x ]"), kF);
-  EXPECT_EQ(value("[ $N -gt 1 -o -f x ]"), kT);
-  EXPECT_EQ(value("[ $N -gt 1 -a -f x ]"), kU);
-  EXPECT_EQ(value("grep -q x log"), kU);  // another command's status
-  // Left to right as bash joins them (no precedence of && over ||), and after ; the last one.
-  EXPECT_EQ(value("true || false && false"), kF);
-  EXPECT_EQ(value("false; true"), kT);
-  EXPECT_EQ(value("[ -f x ]; false"), kF);
+  expect_values({
+      {"[ -f train.py ]", kU},
+      {"[ \"$OUT\" = x ]", kU},
+      {"! [ -f train.py ]", kU},
+      {"! [ $N -eq 2 ]", kF},
+      {"[ -f train.py ] && false", kF},
+      {"[ -f train.py ] && true", kU},
+      {"[ -f train.py ] || true", kT},
+      {"[ -f train.py ] || false", kU},
+      {"[[ -n $P && -d /data ]]", kU},
+      {"[[ -z $P && -d /data ]]", kF},
+      {"[ $N -gt 5 -a -f x ]", kF},
+      {"[ $N -gt 1 -o -f x ]", kT},
+      {"[ $N -gt 1 -a -f x ]", kU},
+      {"grep -q x log", kU},  // another command's status
+      // Left to right as bash joins them (no precedence of && over ||), and after ; the last one.
+      {"true || false && false", kF},
+      {"false; true", kT},
+      {"[ -f x ]; false", kF},
+  });
 }
 
 }  // namespace
