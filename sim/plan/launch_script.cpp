@@ -244,8 +244,7 @@ class Script {
       exited_ = true;
       return;
     }
-    if (first == "[" || first == "[[" || first == "test" || first == "true" || first == "false" ||
-        first == "!") {
+    if (is_test_command(first)) {
       status_ = test_status(std::vector<Token>(t_.begin() + static_cast<std::ptrdiff_t>(begin),
                                                t_.begin() + static_cast<std::ptrdiff_t>(i_)),
                             vars_);

@@ -133,6 +133,13 @@ Truth one_test(const std::vector<Token>& test, std::size_t& k, const ShellVariab
 
 }  // namespace
 
+bool is_test_command(const std::string& first_word) {
+  for (const char* w : {"[", "[[", "test", "true", "false", "!"}) {
+    if (first_word == w) return true;
+  }
+  return false;
+}
+
 Truth negate(Truth a) {
   return a == Truth::kUnknown ? a : a == Truth::kTrue ? Truth::kFalse : Truth::kTrue;
 }
